@@ -1,0 +1,19 @@
+/* clgrad.h: everything clgrad offers, in one include.
+ *
+ *   #include <clgrad.h>
+ *   clg_device *dev;
+ *   if (clg_device_open(NULL, &dev) != CLG_OK) { ... clg_device_error(dev) ... }
+ *
+ * Link with `pkg-config --libs clgrad` or CMake's find_package(clgrad) and clgrad::clgrad.
+ */
+#ifndef CLGRAD_H
+#define CLGRAD_H
+
+#include "clgrad/status.h"
+#include "clgrad/device.h"
+
+#define CLGRAD_VERSION_MAJOR 0
+#define CLGRAD_VERSION_MINOR 1
+#define CLGRAD_VERSION_PATCH 0
+
+#endif

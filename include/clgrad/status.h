@@ -1,0 +1,49 @@
+/* clgrad/status.h: status codes returned by every fallible clgrad call.
+ *
+ *   clg_status st = clg_device_open("gpu", &dev);
+ *   if (st != CLG_OK)
+ *       fprintf(stderr, "%s: %s\n", clg_status_str(st), clg_device_error(dev));
+ *
+ * The code says what kind of failure it was; the message recorded on the device
+ * (clg_device_error) says which call, which OpenCL error by name, which shapes.
+ */
+#ifndef CLGRAD_STATUS_H
+#define CLGRAD_STATUS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(CLGRAD_BUILDING) && defined(__GNUC__)
+#define CLG_API __attribute__((visibility("default")))
+#else
+#define CLG_API
+#endif
+
+typedef enum clg_status {
+    CLG_OK = 0,
+    CLG_ERR_INVALID_ARGUMENT, /* NULL or out-of-range argument from the caller */
+    CLG_ERR_NO_DEVICE,        /* no OpenCL platform or device, or a spec that matches none */
+    CLG_ERR_OPENCL,           /* an OpenCL call failed; the message names it and the error */
+    CLG_ERR_BUILD,            /* a kernel program failed to build; the message holds the log */
+    CLG_ERR_OUT_OF_MEMORY,    /* host or device allocation failed, or exceeds a device limit */
+    CLG_ERR_SHAPE,            /* shapes that do not fit the operation */
+    CLG_ERR_DTYPE,            /* a dtype the operation or the device does not support */
+    CLG_ERR_UNSUPPORTED,      /* a feature the device lacks */
+    CLG_ERR_IO,               /* a file could not be read or written */
+    CLG_ERR_FORMAT,           /* a file's contents are malformed */
+    CLG_ERR_CLBLAST,          /* a CLBlast routine failed */
+    CLG_STATUS_COUNT
+} clg_status;
+
+/* "CLG_OK", "CLG_ERR_OPENCL", ...; never NULL. */
+CLG_API const char *clg_status_str(clg_status status);
+
+/* The name of an OpenCL error code: -5 -> "CL_OUT_OF_RESOURCES"; unknown codes
+ * give "CL_UNKNOWN_ERROR". Never NULL. */
+CLG_API const char *clg_cl_error_name(int cl_error);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,21 @@
+#!/bin/sh
+# Install what clgrad needs from Debian 12's packages, and nothing that is already there.
+# As root it runs apt-get; otherwise it prints the one command to run and fails.
+# Idempotent: a second run finds nothing missing and does nothing.
+set -eu
+pkgs="build-essential cmake pkgconf ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
+      clinfo libclblast-dev zlib1g-dev"
+missing=""
+for p in $pkgs; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+  echo "clgrad needs these Debian packages:$missing" >&2
+  echo "install them with:  sudo apt-get install -y$missing" >&2
+  exit 1
+fi
+echo "installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -1,0 +1,9 @@
+#!/bin/sh
+# README command 1: install what is missing, build, and run the default example on the
+# default device (a GPU if there is one, else the CPU through POCL).
+set -eu
+cd "$(dirname "$0")/.."
+sh scripts/install-deps.sh
+sh scripts/build.sh
+./build/tools/clgrad devices
+./build/examples/hello_device

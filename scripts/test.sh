@@ -1,0 +1,18 @@
+#!/bin/sh
+# README command 2: install what is missing, build with warnings as errors, and run the
+# whole test suite through ctest. `--sanitize` builds a second tree with AddressSanitizer
+# and UndefinedBehaviorSanitizer for the host code and runs the suite there too.
+set -eu
+cd "$(dirname "$0")/.."
+sh scripts/install-deps.sh
+export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$PWD/build/pocl-cache}
+BUILD_DIR=build BUILD_TYPE=RelWithDebInfo sh scripts/build.sh -DCLGRAD_WERROR=ON
+(cd build && ctest --output-on-failure -j2)
+if [ "${1:-}" = "--sanitize" ]; then
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+  export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  BUILD_DIR=build-asan BUILD_TYPE=Debug sh scripts/build.sh -DCLGRAD_WERROR=ON \
+    "-DCLGRAD_SANITIZE=address;undefined" -DCLGRAD_BUILD_EXAMPLES=OFF -DCLGRAD_BUILD_BENCH=OFF
+  (cd build-asan && ctest --output-on-failure -j2 -LE install)
+fi

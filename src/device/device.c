@@ -1,0 +1,182 @@
+/* device.c: open and close a device (context + in-order queue), record errors, log,
+ * and keep the transfer counters. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "device_impl.h"
+
+clg_status clg__device_enumerate(clg_device_info *infos, cl_platform_id *plats, cl_device_id *ids,
+                                 int cap, int *count, char *err, size_t errlen);
+
+#define MAX_DEVICES 256
+
+double clg__now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+clg_status clg__fail(clg_device *dev, clg_status status, const char *fmt, ...)
+{
+    if (!dev) return status;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dev->error, sizeof dev->error, fmt, ap);
+    va_end(ap);
+    dev->status = status;
+    return status;
+}
+
+clg_status clg__cl_fail(clg_device *dev, cl_int err, const char *call, const char *what)
+{
+    clg_status st = (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_HOST_MEMORY ||
+                     err == CL_INVALID_BUFFER_SIZE)
+                        ? CLG_ERR_OUT_OF_MEMORY
+                        : CLG_ERR_OPENCL;
+    return clg__fail(dev, st, "%s(%s): %s (%d)", call, what ? what : "", clg_cl_error_name(err), err);
+}
+
+static void log_stderr(void *user, int level, const char *msg)
+{
+    (void)user;
+    fprintf(stderr, "clgrad: %s%s\n", level == 0 ? "error: " : level == 1 ? "warning: " : "", msg);
+}
+
+void clg__log(clg_device *dev, int level, const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (dev && dev->log) dev->log(dev->log_user, level, msg);
+}
+
+void clg_device_set_log(clg_device *dev, clg_log_fn fn, void *user)
+{
+    if (!dev) return;
+    dev->log = fn;
+    dev->log_user = user;
+}
+
+static clg_status create_context(clg_device *dev)
+{
+    cl_int e;
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)dev->platform, 0};
+    dev->ctx = clCreateContext(props, 1, &dev->id, NULL, NULL, &e);
+    if (e != CL_SUCCESS) return clg__cl_fail(dev, e, "clCreateContext", dev->info.name);
+    cl_command_queue_properties qp = dev->prof.enabled ? CL_QUEUE_PROFILING_ENABLE : 0;
+    dev->queue = clCreateCommandQueue(dev->ctx, dev->id, qp, &e);
+    if (e != CL_SUCCESS) return clg__cl_fail(dev, e, "clCreateCommandQueue", dev->info.name);
+    return CLG_OK;
+}
+
+clg_status clg_device_open(const char *spec, clg_device **out)
+{
+    if (!out) return CLG_ERR_INVALID_ARGUMENT;
+    clg_device *dev = calloc(1, sizeof *dev);
+    *out = dev;
+    if (!dev) return CLG_ERR_OUT_OF_MEMORY;
+    dev->log = log_stderr;
+    const char *env = getenv("CLG_PROFILE");
+    dev->prof.enabled = env && *env && strcmp(env, "0") != 0;
+    dev->prof.host_t0 = clg__now();
+    const char *kd = getenv("CLG_KERNEL_DIR");
+#ifdef CLGRAD_KERNEL_DIR_DEFAULT
+    if (!kd || !*kd) kd = CLGRAD_KERNEL_DIR_DEFAULT;
+#endif
+    snprintf(dev->kernel_dir, sizeof dev->kernel_dir, "%s", kd ? kd : "");
+
+    if (!spec || !*spec) spec = getenv("CLG_DEVICE");
+    clg_device_info *infos = calloc(MAX_DEVICES, sizeof *infos);
+    cl_platform_id *plats = calloc(MAX_DEVICES, sizeof *plats);
+    cl_device_id *ids = calloc(MAX_DEVICES, sizeof *ids);
+    clg_status st = CLG_ERR_OUT_OF_MEMORY;
+    int n = 0, idx = -1;
+    if (!infos || !plats || !ids) {
+        clg__fail(dev, st, "clg_device_open: out of host memory");
+        goto done;
+    }
+    st = clg__device_enumerate(infos, plats, ids, MAX_DEVICES, &n, dev->error, sizeof dev->error);
+    if (st == CLG_OK)
+        st = clg_device_find(spec, infos, n < MAX_DEVICES ? n : MAX_DEVICES, &idx, dev->error,
+                             sizeof dev->error);
+    if (st != CLG_OK) {
+        dev->status = st;
+        goto done;
+    }
+    dev->info = infos[idx];
+    dev->platform = plats[idx];
+    dev->id = ids[idx];
+    dev->pool.cache_limit = dev->info.global_mem / 2;
+    st = create_context(dev);
+done:
+    free(infos);
+    free(plats);
+    free(ids);
+    return st;
+}
+
+void clg_device_close(clg_device *dev)
+{
+    if (!dev) return;
+    if (dev->queue) clFinish(dev->queue);
+    clg__profile_free(dev);
+    clg__programs_free(dev);
+    clg__pool_free_all(dev);
+    if (dev->queue) clReleaseCommandQueue(dev->queue);
+    if (dev->ctx) clReleaseContext(dev->ctx);
+    free(dev);
+}
+
+const clg_device_info *clg_device_get_info(const clg_device *dev) { return dev ? &dev->info : NULL; }
+const char *clg_device_error(const clg_device *dev)
+{
+    return dev ? dev->error : "no device (host memory exhausted)";
+}
+clg_status clg_device_last_status(const clg_device *dev) { return dev ? dev->status : CLG_ERR_OUT_OF_MEMORY; }
+
+void clg_device_clear_error(clg_device *dev)
+{
+    if (!dev) return;
+    dev->error[0] = 0;
+    dev->status = CLG_OK;
+}
+
+clg_status clg_device_finish(clg_device *dev)
+{
+    if (!dev || !dev->queue) return CLG_ERR_INVALID_ARGUMENT;
+    CLG_CL_TRY(dev, clFinish(dev->queue), "clFinish", dev->info.name);
+    clg__profile_collect(dev);
+    return CLG_OK;
+}
+
+clg_transfer_stats clg_device_transfers(const clg_device *dev)
+{
+    clg_transfer_stats z = {0};
+    return dev ? dev->transfers : z;
+}
+
+void clg_device_transfers_reset(clg_device *dev)
+{
+    if (dev) memset(&dev->transfers, 0, sizeof dev->transfers);
+}
+
+clg_program_stats clg_device_program_stats(const clg_device *dev)
+{
+    clg_program_stats z = {0};
+    if (!dev) return z;
+    clg_program_stats s = dev->prog_stats;
+    s.cache_enabled = dev->disk.enabled;
+    return s;
+}
+
+const char *clg_device_cache_dir(clg_device *dev)
+{
+    if (dev && dev->ctx) clg__disk_cache_init(dev);
+    return dev && dev->disk.enabled ? dev->disk.dir : NULL;
+}

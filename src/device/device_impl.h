@@ -1,0 +1,173 @@
+/* device_impl.h: the internals of a clg_device, shared by src/device/ and the layers
+ * above it. Not installed. Internal names start with clg__.
+ *
+ * Four roles, one file each:
+ *   device.c     the context and queue, errors and logging, counters
+ *   pool.c       the allocator: device buffers, reused through a pool
+ *   program.c    the compiler: kernel sources, lazy builds, binary_cache.c on disk
+ *   launch.c     the program runner: kernel arguments and enqueueing, profile.c timing
+ */
+#ifndef CLGRAD_DEVICE_IMPL_H
+#define CLGRAD_DEVICE_IMPL_H
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+
+#include "clgrad/device.h"
+
+/* ---- errors ------------------------------------------------------------------------ */
+
+#define CLG_ERROR_MAX 8192
+
+/* Record a failure on dev (printf-style message) and return `status`. */
+clg_status clg__fail(clg_device *dev, clg_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Record a failed OpenCL call: "<call>(<what>): CL_ERROR_NAME (code)". */
+clg_status clg__cl_fail(clg_device *dev, cl_int err, const char *call, const char *what);
+void clg__log(clg_device *dev, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Check an OpenCL call; on failure record it and return its status from the caller. */
+#define CLG_CL_TRY(dev, call_expr, call_name, what)                          \
+    do {                                                                     \
+        cl_int clg__e = (call_expr);                                         \
+        if (clg__e != CL_SUCCESS) return clg__cl_fail((dev), clg__e, (call_name), (what)); \
+    } while (0)
+
+double clg__now(void); /* monotonic seconds */
+
+/* ---- buffers and the pool (pool.c) ---------------------------------------------------- */
+
+typedef struct clg_buffer {
+    cl_mem mem;
+    size_t size;      /* bytes usable (the pool's rounded size) */
+    int refs;         /* views sharing this buffer; freed to the pool at 0 */
+    clg_device *dev;
+} clg_buffer;
+
+typedef struct clg_pool {
+    clg_buffer **free;   /* released buffers kept for reuse */
+    size_t nfree, capfree;
+    clg_pool_stats stats;
+    uint64_t cache_limit; /* cached bytes kept at most */
+} clg_pool;
+
+/* A buffer of at least `bytes` (refs = 1), or NULL with the error recorded. */
+clg_buffer *clg__buffer_alloc(clg_device *dev, size_t bytes);
+void clg__buffer_retain(clg_buffer *buf);
+void clg__buffer_release(clg_buffer *buf);   /* NULL is fine */
+size_t clg__pool_round(const clg_device *dev, size_t bytes);
+void clg__pool_free_all(clg_device *dev);
+
+/* ---- transfers (transfer.c); counted in dev->transfers ------------------------------ */
+
+clg_status clg__write(clg_device *dev, clg_buffer *dst, size_t offset, const void *src, size_t bytes);
+/* Blocking: waits for queued work that writes dst, then copies. */
+clg_status clg__read(clg_device *dev, const clg_buffer *src, size_t offset, void *dst, size_t bytes);
+clg_status clg__copy(clg_device *dev, const clg_buffer *src, size_t src_off, clg_buffer *dst,
+                     size_t dst_off, size_t bytes);
+
+/* ---- programs and kernels (program.c, binary_cache.c) ------------------------------- */
+
+typedef struct clg_kernel {
+    cl_kernel k;
+    char name[64];
+    int prof_slot;      /* index into the profiler's per-kernel table, -1 until first launch */
+    size_t wg_max;      /* CL_KERNEL_WORK_GROUP_SIZE */
+} clg_kernel;
+
+/* The kernel `kernel` of program cl_kernels/<program>.cl built with `options`
+ * (-D defines). Built, or loaded from the disk cache, on first request; cached on dev.
+ * NULL with the error (and build log) recorded on failure. */
+clg_kernel *clg__kernel_get(clg_device *dev, const char *program, const char *options,
+                            const char *kernel);
+
+typedef struct clg_kernel_table clg_kernel_table; /* in program.c */
+void clg__programs_free(clg_device *dev);
+
+typedef struct clg_disk_cache {
+    char dir[1024];
+    bool enabled;
+    bool tried;   /* set up on the first build, not at open */
+} clg_disk_cache;
+void clg__disk_cache_init(clg_device *dev); /* once; later calls return at once */
+/* Load a cached binary for (meta); NULL when absent or rejected. Free with free(). */
+unsigned char *clg__disk_cache_load(clg_device *dev, const char *meta, size_t *len);
+void clg__disk_cache_store(clg_device *dev, const char *meta, const unsigned char *bin, size_t len);
+/* 128-bit hash of bytes as 32 hex digits plus NUL. */
+void clg__hash_hex(const void *data, size_t len, char out[33]);
+
+/* ---- launching (launch.c) ----------------------------------------------------------- */
+
+typedef enum clg_arg_kind {
+    CLG_ARG_MEM, CLG_ARG_I32, CLG_ARG_I64, CLG_ARG_F32, CLG_ARG_F64, CLG_ARG_LOCAL
+} clg_arg_kind;
+
+typedef struct clg_arg {
+    clg_arg_kind kind;
+    union { cl_mem mem; int32_t i32; int64_t i64; float f32; double f64; size_t local; } v;
+} clg_arg;
+
+#define CLG_ARG_M(m) ((clg_arg){.kind = CLG_ARG_MEM, .v.mem = (m)})
+#define CLG_ARG_I(x) ((clg_arg){.kind = CLG_ARG_I32, .v.i32 = (int32_t)(x)})
+#define CLG_ARG_L(x) ((clg_arg){.kind = CLG_ARG_I64, .v.i64 = (int64_t)(x)})
+#define CLG_ARG_F(x) ((clg_arg){.kind = CLG_ARG_F32, .v.f32 = (float)(x)})
+#define CLG_ARG_D(x) ((clg_arg){.kind = CLG_ARG_F64, .v.f64 = (double)(x)})
+#define CLG_ARG_LOCAL(bytes) ((clg_arg){.kind = CLG_ARG_LOCAL, .v.local = (bytes)})
+
+/* Set the arguments and enqueue. A zero global size launches nothing. With `local`
+ * given, global sizes are rounded up to its multiples: kernels check their bounds. */
+clg_status clg__launch(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs,
+                       int dims, const size_t *global, const size_t *local);
+/* 1-D launch over n work items with the device's preferred group size. */
+clg_status clg__launch_1d(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t n);
+
+/* ---- profiling (profile.c) ----------------------------------------------------------- */
+
+typedef struct clg_prof_kernel { char name[64]; uint64_t count; uint64_t ns, min_ns, max_ns; } clg_prof_kernel;
+typedef struct clg_prof_build { char name[64]; char options[128]; double start, seconds; bool cached; } clg_prof_build;
+typedef struct clg_prof_event { cl_event ev; int slot; } clg_prof_event;
+typedef struct clg_prof_span { int slot; uint64_t start_ns, end_ns; } clg_prof_span;
+
+typedef struct clg_profiler {
+    bool enabled;
+    clg_prof_kernel *kernels; int nkernels, capkernels;
+    clg_prof_build *builds; int nbuilds, capbuilds;
+    clg_prof_event *pending; size_t npending, cappending;
+    clg_prof_span *spans; size_t nspans, capspans;   /* for the trace */
+    double host_t0;
+} clg_profiler;
+
+int clg__profile_slot(clg_device *dev, const char *kernel_name);
+void clg__profile_launch(clg_device *dev, int slot, cl_event ev); /* takes ownership of ev */
+void clg__profile_build(clg_device *dev, const char *program, const char *options,
+                        double start, double seconds, bool cached);
+/* Read the times of finished launches; call only after the queue drained. */
+void clg__profile_collect(clg_device *dev);
+void clg__profile_free(clg_device *dev);
+
+/* ---- the device -------------------------------------------------------------------- */
+
+struct clg_device {
+    clg_device_info info;
+    cl_platform_id platform;
+    cl_device_id id;
+    cl_context ctx;
+    cl_command_queue queue;
+
+    clg_status status;
+    char error[CLG_ERROR_MAX];
+    clg_log_fn log;
+    void *log_user;
+
+    clg_transfer_stats transfers;
+    clg_pool pool;
+    clg_kernel_table *kernels;
+    clg_program_stats prog_stats;
+    clg_disk_cache disk;
+    char kernel_dir[1024];   /* CLG_KERNEL_DIR, "" for the embedded sources */
+    clg_profiler prof;
+};
+
+#endif

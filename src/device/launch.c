@@ -1,0 +1,60 @@
+/* launch.c: the program runner: set a kernel's arguments and enqueue it. Returns as
+ * soon as the work is queued; nothing here waits for the device. */
+#include <stdio.h>
+
+#include "device_impl.h"
+
+static clg_status set_args(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs)
+{
+    for (int i = 0; i < nargs; i++) {
+        const clg_arg *a = &args[i];
+        cl_int e;
+        switch (a->kind) {
+        case CLG_ARG_MEM: e = clSetKernelArg(k->k, (cl_uint)i, sizeof(cl_mem), &a->v.mem); break;
+        case CLG_ARG_I32: e = clSetKernelArg(k->k, (cl_uint)i, sizeof(cl_int), &a->v.i32); break;
+        case CLG_ARG_I64: e = clSetKernelArg(k->k, (cl_uint)i, sizeof(cl_long), &a->v.i64); break;
+        case CLG_ARG_F32: e = clSetKernelArg(k->k, (cl_uint)i, sizeof(cl_float), &a->v.f32); break;
+        case CLG_ARG_F64: e = clSetKernelArg(k->k, (cl_uint)i, sizeof(cl_double), &a->v.f64); break;
+        case CLG_ARG_LOCAL: e = clSetKernelArg(k->k, (cl_uint)i, a->v.local, NULL); break;
+        default: e = CL_INVALID_ARG_VALUE;
+        }
+        if (e != CL_SUCCESS) {
+            char what[96];
+            snprintf(what, sizeof what, "%s, argument %d", k->name, i);
+            return clg__cl_fail(dev, e, "clSetKernelArg", what);
+        }
+    }
+    return CLG_OK;
+}
+
+clg_status clg__launch(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, int dims,
+                       const size_t *global, const size_t *local)
+{
+    size_t g[3];
+    for (int d = 0; d < dims; d++) {
+        if (global[d] == 0) return CLG_OK; /* nothing to do; OpenCL 1.2 rejects a zero size */
+        g[d] = local ? (global[d] + local[d] - 1) / local[d] * local[d] : global[d];
+    }
+    clg_status st = set_args(dev, k, args, nargs);
+    if (st) return st;
+    cl_event ev = NULL;
+    cl_int e = clEnqueueNDRangeKernel(dev->queue, k->k, (cl_uint)dims, NULL, g, local, 0, NULL,
+                                      dev->prof.enabled ? &ev : NULL);
+    if (e != CL_SUCCESS) return clg__cl_fail(dev, e, "clEnqueueNDRangeKernel", k->name);
+    if (ev) {
+        if (k->prof_slot < 0) k->prof_slot = clg__profile_slot(dev, k->name);
+        clg__profile_launch(dev, k->prof_slot, ev);
+    }
+    return CLG_OK;
+}
+
+clg_status clg__launch_1d(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t n)
+{
+    /* 256 keeps memory-bound kernels at full speed on POCL (smaller groups cost
+     * per-group overhead there) and is a good size on GPUs. */
+    size_t local = 256;
+    if (local > k->wg_max) local = k->wg_max;
+    if (local > dev->info.max_work_group) local = dev->info.max_work_group;
+    if (local == 0) local = 1;
+    return clg__launch(dev, k, args, nargs, 1, &n, &local);
+}

@@ -1,0 +1,140 @@
+/* pool.c: device buffers, reused through a pool.
+ *
+ * Sizes are rounded to classes (at most 25% over the request, multiples of the
+ * device's base-address alignment) so that a freed buffer fits the next request of
+ * about the same size; a training step asks for the same sizes every time, so after
+ * the first step almost every request is a hit. Freed buffers are kept up to
+ * cache_limit bytes; when OpenCL runs out, the pool is emptied and the request tried
+ * once more. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "device_impl.h"
+
+size_t clg__pool_round(const clg_device *dev, size_t bytes)
+{
+    size_t align = dev->info.base_align > 256 ? dev->info.base_align : 256;
+    if (bytes <= align) return align;
+    size_t top = (size_t)1 << (63 - __builtin_clzll((unsigned long long)bytes));
+    size_t step = top / 4 > align ? top / 4 : align;
+    if (bytes > SIZE_MAX - step) return bytes;
+    return (bytes + step - 1) / step * step;
+}
+
+static clg_buffer *take_cached(clg_device *dev, size_t size)
+{
+    clg_pool *p = &dev->pool;
+    for (size_t i = p->nfree; i-- > 0;) {   /* newest first: warm in caches */
+        clg_buffer *b = p->free[i];
+        if (b->size != size) continue;
+        p->free[i] = p->free[--p->nfree];
+        p->stats.cached_bytes -= b->size;
+        return b;
+    }
+    return NULL;
+}
+
+static void destroy(clg_buffer *b)
+{
+    clReleaseMemObject(b->mem);
+    free(b);
+}
+
+void clg_device_pool_trim(clg_device *dev)
+{
+    if (!dev) return;
+    clg_pool *p = &dev->pool;
+    for (size_t i = 0; i < p->nfree; i++) destroy(p->free[i]);
+    p->nfree = 0;
+    p->stats.cached_bytes = 0;
+}
+
+void clg__pool_free_all(clg_device *dev)
+{
+    clg_device_pool_trim(dev);
+    free(dev->pool.free);
+    dev->pool.free = NULL;
+    dev->pool.capfree = 0;
+}
+
+clg_pool_stats clg_device_pool_stats(const clg_device *dev)
+{
+    clg_pool_stats z = {0};
+    return dev ? dev->pool.stats : z;
+}
+
+clg_buffer *clg__buffer_alloc(clg_device *dev, size_t bytes)
+{
+    clg_pool *p = &dev->pool;
+    if (bytes == 0) bytes = 1;   /* zero-size tensors still own a (tiny) buffer */
+    if (bytes > dev->info.max_alloc) {
+        clg__fail(dev, CLG_ERR_OUT_OF_MEMORY,
+                  "buffer of %zu bytes exceeds the device's largest single allocation of %llu "
+                  "bytes (%s)", bytes, (unsigned long long)dev->info.max_alloc, dev->info.name);
+        return NULL;
+    }
+    size_t size = clg__pool_round(dev, bytes);
+    if (size > dev->info.max_alloc) size = bytes;
+    p->stats.allocs++;
+    clg_buffer *b = take_cached(dev, size);
+    if (b) {
+        p->stats.hits++;
+    } else {
+        b = calloc(1, sizeof *b);
+        if (!b) {
+            clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "clg_buffer: out of host memory");
+            return NULL;
+        }
+        cl_int e;
+        b->mem = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, size, NULL, &e);
+        if (e == CL_MEM_OBJECT_ALLOCATION_FAILURE || e == CL_OUT_OF_RESOURCES) {
+            clg_device_pool_trim(dev);
+            b->mem = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, size, NULL, &e);
+        }
+        if (e != CL_SUCCESS) {
+            char what[96];
+            snprintf(what, sizeof what, "%zu bytes", size);
+            clg__cl_fail(dev, e, "clCreateBuffer", what);
+            free(b);
+            return NULL;
+        }
+        p->stats.device_allocs++;
+        b->size = size;
+        b->dev = dev;
+    }
+    b->refs = 1;
+    p->stats.in_use_bytes += b->size;
+    if (p->stats.in_use_bytes > p->stats.peak_bytes) p->stats.peak_bytes = p->stats.in_use_bytes;
+    return b;
+}
+
+void clg__buffer_retain(clg_buffer *b)
+{
+    if (b) b->refs++;
+}
+
+void clg__buffer_release(clg_buffer *b)
+{
+    if (!b || --b->refs > 0) return;
+    clg_device *dev = b->dev;
+    clg_pool *p = &dev->pool;
+    p->stats.in_use_bytes -= b->size;
+    /* Queued kernels may still use b; OpenCL keeps the memory alive until they finish,
+     * and the in-order queue runs whoever gets it next after them. */
+    if (p->stats.cached_bytes + b->size > p->cache_limit) {
+        destroy(b);
+        return;
+    }
+    if (p->nfree == p->capfree) {
+        size_t cap = p->capfree ? p->capfree * 2 : 64;
+        clg_buffer **nf = realloc(p->free, cap * sizeof *nf);
+        if (!nf) {
+            destroy(b);
+            return;
+        }
+        p->free = nf;
+        p->capfree = cap;
+    }
+    p->free[p->nfree++] = b;
+    p->stats.cached_bytes += b->size;
+}

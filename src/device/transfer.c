@@ -1,0 +1,50 @@
+/* transfer.c: copies between host and device, counted, and device-to-device copies.
+ * Every host<->device byte of clgrad goes through here, so the counters are exact. */
+#include "device_impl.h"
+
+static clg_status check_range(clg_device *dev, const clg_buffer *b, size_t off, size_t bytes,
+                              const char *call)
+{
+    if (!b || off > b->size || bytes > b->size - off)
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "%s: range [%zu, +%zu) outside a buffer of %zu bytes",
+                         call, off, bytes, b ? b->size : 0);
+    return CLG_OK;
+}
+
+clg_status clg__write(clg_device *dev, clg_buffer *dst, size_t off, const void *src, size_t bytes)
+{
+    if (bytes == 0) return CLG_OK;
+    clg_status st = check_range(dev, dst, off, bytes, "clg_write");
+    if (st) return st;
+    /* Blocking: the caller's memory may be gone when the call returns. */
+    CLG_CL_TRY(dev, clEnqueueWriteBuffer(dev->queue, dst->mem, CL_TRUE, off, bytes, src, 0, NULL, NULL),
+               "clEnqueueWriteBuffer", "host to device");
+    dev->transfers.h2d_bytes += bytes;
+    dev->transfers.h2d_count++;
+    return CLG_OK;
+}
+
+clg_status clg__read(clg_device *dev, const clg_buffer *src, size_t off, void *dst, size_t bytes)
+{
+    if (bytes == 0) return CLG_OK;
+    clg_status st = check_range(dev, src, off, bytes, "clg_read");
+    if (st) return st;
+    CLG_CL_TRY(dev, clEnqueueReadBuffer(dev->queue, src->mem, CL_TRUE, off, bytes, dst, 0, NULL, NULL),
+               "clEnqueueReadBuffer", "device to host");
+    dev->transfers.d2h_bytes += bytes;
+    dev->transfers.d2h_count++;
+    clg__profile_collect(dev); /* the in-order queue has drained up to here */
+    return CLG_OK;
+}
+
+clg_status clg__copy(clg_device *dev, const clg_buffer *src, size_t src_off, clg_buffer *dst,
+                     size_t dst_off, size_t bytes)
+{
+    if (bytes == 0) return CLG_OK;
+    clg_status st = check_range(dev, src, src_off, bytes, "clg_copy");
+    if (!st) st = check_range(dev, dst, dst_off, bytes, "clg_copy");
+    if (st) return st;
+    CLG_CL_TRY(dev, clEnqueueCopyBuffer(dev->queue, src->mem, dst->mem, src_off, dst_off, bytes, 0, NULL, NULL),
+               "clEnqueueCopyBuffer", "device to device");
+    return CLG_OK;
+}

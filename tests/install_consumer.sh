@@ -1,0 +1,29 @@
+#!/bin/sh
+# Stage an install of clgrad, then build and run a consumer against it twice: through
+# find_package(clgrad CONFIG) and through pkg-config.
+# usage: install_consumer.sh BUILD_DIR SOURCE_DIR C_COMPILER
+set -eu
+build=$1 src=$2 cc=$3
+work=$build/install-test
+rm -rf "$work"
+cmake --install "$build" --prefix "$work/stage" >/dev/null
+stage=$work/stage
+libdir=$(dirname "$(find "$stage" -name 'libclgrad.so.0' | head -n 1)")
+test -n "$libdir" || { echo "libclgrad.so.0 not installed (SONAME)"; exit 1; }
+test -f "$stage/include/clgrad.h" && test -f "$stage/include/clgrad/device.h"
+test ! -e "$stage/include/device_impl.h"   # internals stay out of include/
+
+cmake -S "$src/tests/consumer" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$stage" \
+      -DCMAKE_C_COMPILER="$cc" >/dev/null
+cmake --build "$work/cmake-build" >/dev/null
+LD_LIBRARY_PATH=$libdir "$work/cmake-build/consumer"
+
+export PKG_CONFIG_PATH=$libdir/pkgconfig
+"$cc" -o "$work/pc-consumer" "$src/tests/consumer/main.c" $(pkg-config --cflags --libs clgrad)
+LD_LIBRARY_PATH=$libdir "$work/pc-consumer"
+readelf -d "$libdir/libclgrad.so.0" | grep -q 'SONAME.*libclgrad.so.0'
+# Only clg_ names are exported.
+bad=$(nm -D --defined-only "$libdir/libclgrad.so.0" | awk '{print $3}' | grep -v '^clg_' | grep -v '^_' || true)
+test -z "$bad" || { echo "non-clg_ symbols exported: $bad"; exit 1; }
+nm -D --defined-only "$libdir/libclgrad.so.0" | awk '{print $3}' | grep -q '^clg__' && { echo "internal clg__ symbols exported"; exit 1; }
+echo "install consumer: find_package and pkg-config builds ran"

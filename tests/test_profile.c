@@ -1,0 +1,59 @@
+/* CLG_PROFILE=1: per-kernel counts and device times, builds apart, a Chrome trace. */
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "device_impl.h"
+
+int main(void)
+{
+    setenv("CLG_PROFILE", "1", 1);
+    clg_device *dev = check_open_device();
+    CHECK(clg_device_profiling(dev));
+    for (int i = 0; i < 3; i++) CHECK_OK(dev, clg_device_selftest(dev, 5000));
+    CHECK_OK(dev, clg_device_finish(dev));
+    clg_profiler *p = &dev->prof;
+    int axpy = -1, fill = -1;
+    for (int i = 0; i < p->nkernels; i++) {
+        if (!strcmp(p->kernels[i].name, "axpy")) axpy = i;
+        if (!strcmp(p->kernels[i].name, "fill")) fill = i;
+    }
+    CHECK(axpy >= 0 && fill >= 0);
+    if (axpy >= 0 && fill >= 0) {
+        CHECK(p->kernels[axpy].count == 3 && p->kernels[fill].count == 3);
+        CHECK(p->kernels[axpy].ns > 0 && p->kernels[axpy].min_ns <= p->kernels[axpy].max_ns);
+    }
+    CHECK(p->nbuilds == 1 && p->nspans == 6);
+
+    char path[256], text[1 << 16];
+    snprintf(path, sizeof path, "%s/clgrad-trace-%ld.json", P_tmpdir, (long)getpid());
+    CHECK_OK(dev, clg_device_profile_write_trace(dev, path));
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    text[n] = 0;
+    if (f) fclose(f);
+    CHECK(n > 0 && text[0] == '{' && strstr(text, "\"traceEvents\""));
+    CHECK(strstr(text, "\"name\":\"axpy\"") && strstr(text, "\"name\":\"build axpy\""));
+    unlink(path);
+
+    FILE *tbl = tmpfile();
+    CHECK_OK(dev, clg_device_profile_print(dev, tbl));
+    rewind(tbl);
+    n = fread(text, 1, sizeof text - 1, tbl);
+    text[n] = 0;
+    fclose(tbl);
+    CHECK_MSG(strstr(text, "axpy") && strstr(text, "program builds"), "%s", text);
+
+    clg_device_profile_reset(dev);
+    CHECK(p->nspans == 0 && p->nbuilds == 0);
+    clg_device_close(dev);
+
+    /* Without CLG_PROFILE no events are kept. */
+    unsetenv("CLG_PROFILE");
+    dev = check_open_device();
+    CHECK(!clg_device_profiling(dev));
+    CHECK_OK(dev, clg_device_selftest(dev, 100));
+    CHECK(dev->prof.npending == 0 && dev->prof.nkernels == 0);
+    clg_device_close(dev);
+    return check_report("test_profile");
+}

@@ -1,0 +1,40 @@
+/* clgrad: the command-line tool. `clgrad COMMAND --help` for each command.
+ * Every command exits 0 on success and non-zero with one line on stderr otherwise. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+static const struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} commands[] = {
+    {"devices", cmd_devices, "list OpenCL devices and mark the default"},
+    {"selftest", cmd_selftest, "run a kernel on a device and check the result"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: clgrad COMMAND [OPTIONS]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n`clgrad COMMAND --help` describes a command's options.\n"
+                 "Environment: CLG_DEVICE picks the device (gpu, cpu, N, P:D or a name fragment).\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "clgrad: unknown command \"%s\" (try clgrad --help)\n", argv[1]);
+    return 2;
+}

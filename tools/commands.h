@@ -1,0 +1,9 @@
+/* commands.h: the clgrad subcommands, one file each. Each takes argv from its own
+ * name on (argv[0] is the command name) and returns the process exit status. */
+#ifndef CLGRAD_TOOLS_COMMANDS_H
+#define CLGRAD_TOOLS_COMMANDS_H
+
+int cmd_devices(int argc, char **argv);
+int cmd_selftest(int argc, char **argv);
+
+#endif
