@@ -1,0 +1,113 @@
+// gemm.cl: clgrad's matrix product for CPU devices (POCL); see src/tensor/gemm_kernel.c.
+//
+// C = alpha * op(A) * op(B) + beta * C runs in two steps, the way BLAS libraries for CPUs
+// work (GotoBLAS / BLIS):
+//   1. gemm_pack copies op(A) into panels of MR rows and op(B) into panels of NR columns,
+//      each panel stored k-major ([k][MR] and [k][NR]) and zero-padded to whole panels.
+//      This turns all four transpose cases into one layout, so the micro-kernel is one
+//      kernel, and makes its loads contiguous (no strided rows that alias in the caches).
+//   2. gemm_tiles: each work-item owns a block of PI x PJ micro-tiles of MR x NR results
+//      and computes each one in registers: per k, one vector load of NR values of B, MR
+//      broadcasts of A, MR fused multiply-adds. MR = 6, NR = 16 floats are 12 AVX2
+//      registers of accumulators (the 6x16 kernel of OpenBLAS / BLIS for Haswell-class
+//      cores); doubles use NR = 8.
+// Work-groups are one work-item: POCL then runs each group as straight code, with no
+// work-item loop to vectorize across, and spreads groups over the cores.
+//
+// Options: -DT=float|double -DMR=6 -DNR=16|8.
+
+#ifndef MR
+#define MR 6
+#endif
+#ifndef NR
+#define NR 16
+#endif
+
+#if MR != 6
+#error "gemm_tiles holds six rows of accumulators: MR must be 6"
+#endif
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define TN CAT(T, NR)           // float16: one row of a micro-tile
+#define VLOAD CAT(vload, NR)
+#define VSTORE CAT(vstore, NR)
+
+// Pack a matrix X, whose op(X) has P rows ("panel" side: m for A, n for B) and depth K,
+// into dst[(p / W * K + kk) * W + p % W] per batch; rows p >= P are zeros.
+// pmajor: op(X)'s (p, kk) is src[p * ld + kk] (A not transposed, B transposed), else
+// src[kk * ld + p]. The fastest global dimension walks the source's contiguous index.
+__kernel void gemm_pack(__global const T *src, const long src_off, const int ld, const long src_stride,
+                        const int P, const int Ppad, const int K, const int pmajor, const int W,
+                        __global T *dst, const long dst_stride)
+{
+    int d0 = get_global_id(0), d1 = get_global_id(1), b = get_global_id(2);
+    int p = pmajor ? d1 : d0, kk = pmajor ? d0 : d1;
+    if (p >= Ppad || kk >= K) return;
+    __global const T *s = src + src_off + b * src_stride;
+    T v = 0;
+    if (p < P) v = pmajor ? s[(long)p * ld + kk] : s[(long)kk * ld + p];
+    dst[b * dst_stride + ((long)(p / W) * K + kk) * W + p % W] = v;
+}
+
+// C = beta * C over M x N per batch (beta == 0 writes zeros without reading C).
+__kernel void gemm_scale(const int M, const int N, __global T *C, const long c_off, const int ldc,
+                         const long c_stride, const T beta)
+{
+    int j = get_global_id(0), i = get_global_id(1), b = get_global_id(2);
+    if (i >= M || j >= N) return;
+    __global T *c = C + c_off + b * c_stride + (long)i * ldc + j;
+    *c = beta == (T)0 ? (T)0 : beta * *c;
+}
+
+// Row r of a micro-tile: acc += a[r] * b, and writing it back to C.
+#define FMA_ROW(r) c##r = fma((TN)(a[r]), bv, c##r)
+#define STORE_ROW(r) store_row(C, c_off + (long)(i0 + r) * ldc + j0, N - j0, c##r, alpha, beta, i0 + r < M)
+
+// One row of results: alpha * acc + beta * C into up to NR columns (ncols of them valid).
+inline void store_row(__global T *C, const long at, const int ncols, const TN acc, const T alpha,
+                      const T beta, const bool valid)
+{
+    if (!valid) return;
+    if (ncols >= NR) {
+        TN r = alpha * acc;
+        if (beta != (T)0) r += beta * VLOAD(0, C + at);
+        VSTORE(r, 0, C + at);
+        return;
+    }
+    T tmp[NR];
+    VSTORE(alpha * acc, 0, tmp);
+    for (int j = 0; j < ncols; j++)
+        C[at + j] = beta != (T)0 ? tmp[j] + beta * C[at + j] : tmp[j];
+}
+
+// Work-item (bj, bi, b) computes micro-tiles q in [bj*PJ, bj*PJ+PJ) x p in [bi*PI, bi*PI+PI)
+// of batch b. Ap: packed A panels ([MR] per k), Bp: packed B panels ([NR] per k).
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void gemm_tiles(const int M, const int N, const int K, const int PI, const int PJ,
+                __global const T *Ap, const long ap_stride, __global const T *Bp, const long bp_stride,
+                __global T *C, const long c_off0, const int ldc, const long c_stride,
+                const T alpha, const T beta)
+{
+    int bj = get_global_id(0), bi = get_global_id(1), b = get_global_id(2);
+    int mpanels = (M + MR - 1) / MR, npanels = (N + NR - 1) / NR;
+    int q_end = min(npanels, (bj + 1) * PJ), p_end = min(mpanels, (bi + 1) * PI);
+    const long c_off = c_off0 + b * c_stride;
+    for (int q = bj * PJ; q < q_end; q++) {
+        __global const T *bpanel = Bp + b * bp_stride + (long)q * K * NR;
+        int j0 = q * NR;
+        for (int p = bi * PI; p < p_end; p++) {
+            __global const T *a = Ap + b * ap_stride + (long)p * K * MR;
+            __global const T *bk = bpanel;
+            TN c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0;
+            for (int kk = 0; kk < K; kk++) {
+                TN bv = VLOAD(0, bk);
+                FMA_ROW(0); FMA_ROW(1); FMA_ROW(2); FMA_ROW(3); FMA_ROW(4); FMA_ROW(5);
+                a += MR;
+                bk += NR;
+            }
+            int i0 = p * MR;
+            STORE_ROW(0); STORE_ROW(1); STORE_ROW(2); STORE_ROW(3); STORE_ROW(4); STORE_ROW(5);
+        }
+    }
+}

@@ -1,0 +1,130 @@
+/* gemm.c: clg__gemm: check the call once, then hand it to the device's engine
+ * (CLBlast, or clgrad's own CPU kernels in gemm_kernel.c). */
+#include <clblast_c.h>
+#include <stdint.h>
+
+#include "tensor/gemm.h"
+
+/* ---- choosing the engine ------------------------------------------------------------- */
+
+clg_gemm_engine clg__gemm_engine_for(const clg_device *dev)
+{
+    /* CLBlast's kernels are shaped for GPUs (local-memory tiles, work-groups of 64-256
+     * items), which POCL runs as slow loops on a core; and its GEMM program takes ~20 s to
+     * compile there. Our packed micro-kernel is written for a CPU's registers and caches
+     * (see gemm_kernel.c). Everything else (GPUs, accelerators) goes to CLBlast, whose
+     * database holds tuned parameters for them. */
+    return clg_device_get_info(dev)->type == CLG_DEVICE_CPU ? CLG_GEMM_KERNEL : CLG_GEMM_CLBLAST;
+}
+
+const char *clg__gemm_engine_name(clg_gemm_engine engine)
+{
+    switch (engine) {
+    case CLG_GEMM_AUTO: return "auto";
+    case CLG_GEMM_CLBLAST: return "clblast";
+    case CLG_GEMM_KERNEL: return "kernel";
+    }
+    return "unknown";
+}
+
+/* ---- checking the call ----------------------------------------------------------------- */
+
+static size_t elem_size(clg_gemm_type type)
+{
+    return type == CLG_GEMM_F64 ? sizeof(double) : sizeof(float);
+}
+
+/* The number of elements from the first to one past the last an operand touches:
+ * (batch-1)*stride + (rows-1)*ld + cols; false on overflow. */
+static bool extent(size_t rows, size_t cols, size_t ld, size_t stride, size_t batch, size_t *out)
+{
+    size_t last_row, last_batch, e;
+    if (__builtin_mul_overflow(rows - 1, ld, &last_row) ||
+        __builtin_mul_overflow(batch - 1, stride, &last_batch) ||
+        __builtin_add_overflow(last_row, cols, &e) || __builtin_add_overflow(e, last_batch, &e))
+        return false;
+    *out = e;
+    return true;
+}
+
+/* An operand stored as rows x cols with leading dimension ld: ld must cover a row and the
+ * whole strided batch must lie inside the buffer. */
+static clg_status check_operand(clg_device *dev, const char *name, const clg_buffer *buf, size_t off,
+                                size_t rows, size_t cols, size_t ld, size_t stride, size_t batch,
+                                size_t esize)
+{
+    if (!buf || !buf->mem)
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg__gemm: matrix %s is NULL", name);
+    if (ld < cols || ld == 0)
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
+                         "clg__gemm: ld%s = %zu is less than the %zu columns %s is stored with", name, ld,
+                         cols, name);
+    size_t e, end;
+    if (!extent(rows, cols, ld, stride, batch, &e) || __builtin_add_overflow(e, off, &end) ||
+        end > buf->size / esize)
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
+                         "clg__gemm: matrix %s (%zu x %zu, ld %zu, offset %zu, batch %zu, stride %zu) "
+                         "runs past its buffer of %zu elements", name, rows, cols, ld, off, batch, stride,
+                         buf->size / esize);
+    return CLG_OK;
+}
+
+static clg_status check_call(clg_device *dev, const clg_gemm_args *g)
+{
+    if (g->type != CLG_GEMM_F32 && g->type != CLG_GEMM_F64)
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg__gemm: unknown element type %d", (int)g->type);
+    if (g->type == CLG_GEMM_F64 && !clg_device_get_info(dev)->fp64)
+        return clg__fail(dev, CLG_ERR_DTYPE, "clg__gemm: %s has no double precision (cl_khr_fp64)",
+                         clg_device_get_info(dev)->name);
+    size_t es = elem_size(g->type);
+    clg_status st = check_operand(dev, "C", g->c, g->c_off, g->m, g->n, g->ldc, g->stride_c, g->batch, es);
+    if (st || g->k == 0) return st; /* with k == 0, A and B are not read */
+    /* Batches of C are written at once: they must not overlap. */
+    if (g->batch > 1 && g->stride_c < (g->m - 1) * g->ldc + g->n)
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
+                         "clg__gemm: stride_c = %zu makes the %zu x %zu (ld %zu) results of a batch overlap",
+                         g->stride_c, g->m, g->n, g->ldc);
+    st = g->trans_a ? check_operand(dev, "A", g->a, g->a_off, g->k, g->m, g->lda, g->stride_a, g->batch, es)
+                    : check_operand(dev, "A", g->a, g->a_off, g->m, g->k, g->lda, g->stride_a, g->batch, es);
+    if (st) return st;
+    return g->trans_b ? check_operand(dev, "B", g->b, g->b_off, g->n, g->k, g->ldb, g->stride_b, g->batch, es)
+                      : check_operand(dev, "B", g->b, g->b_off, g->k, g->n, g->ldb, g->stride_b, g->batch, es);
+}
+
+/* ---- the entry points ------------------------------------------------------------------- */
+
+clg_status clg__gemm_on(clg_device *dev, clg_gemm_engine engine, clg_gemm_type type, bool trans_a,
+                        bool trans_b, size_t m, size_t n, size_t k, double alpha,
+                        const clg_buffer *a, size_t a_off, size_t lda, size_t stride_a,
+                        const clg_buffer *b, size_t b_off, size_t ldb, size_t stride_b,
+                        double beta, clg_buffer *c, size_t c_off, size_t ldc, size_t stride_c,
+                        size_t batch)
+{
+    if (!dev) return CLG_ERR_INVALID_ARGUMENT;
+    if (m == 0 || n == 0 || batch == 0) return CLG_OK;
+    clg_gemm_args g = {
+        .type = type, .trans_a = trans_a, .trans_b = trans_b, .m = m, .n = n, .k = k, .batch = batch,
+        .alpha = alpha, .beta = beta, .a = a, .b = b, .c = c, .a_off = a_off, .lda = lda,
+        .stride_a = stride_a, .b_off = b_off, .ldb = ldb, .stride_b = stride_b, .c_off = c_off,
+        .ldc = ldc, .stride_c = stride_c,
+    };
+    clg_status st = check_call(dev, &g);
+    if (st) return st;
+    /* BLAS libraries reject k == 0 (CLBlast: CLBlastInvalidDimension), yet its meaning is
+     * plain: an empty sum, so C = beta * C. */
+    if (k == 0) return clg__gemm_scale(dev, &g);
+    if (engine == CLG_GEMM_AUTO) engine = clg__gemm_engine_for(dev);
+    if (engine == CLG_GEMM_KERNEL && clg__gemm_kernel_fits(&g)) return clg__gemm_kernel(dev, &g);
+    return clg__gemm_clblast(dev, &g);
+}
+
+clg_status clg__gemm(clg_device *dev, clg_gemm_type type, bool trans_a, bool trans_b,
+                     size_t m, size_t n, size_t k, double alpha,
+                     const clg_buffer *a, size_t a_off, size_t lda, size_t stride_a,
+                     const clg_buffer *b, size_t b_off, size_t ldb, size_t stride_b,
+                     double beta, clg_buffer *c, size_t c_off, size_t ldc, size_t stride_c,
+                     size_t batch)
+{
+    return clg__gemm_on(dev, CLG_GEMM_AUTO, type, trans_a, trans_b, m, n, k, alpha, a, a_off, lda,
+                        stride_a, b, b_off, ldb, stride_b, beta, c, c_off, ldc, stride_c, batch);
+}

@@ -1,0 +1,95 @@
+/* gemm_clblast.c: the CLBlast engine (GPUs): CLBlastXgemm, or CLBlastXgemmStridedBatched
+ * for batch > 1, with the parameters CLBlast's database holds for the device. */
+#include <clblast_c.h>
+
+#include "tensor/gemm.h"
+
+const char *clg__clblast_status_name(int status)
+{
+    switch (status) {
+    case CLBlastSuccess: return "CLBlastSuccess";
+    case CLBlastNotImplemented: return "CLBlastNotImplemented";
+    case CLBlastInvalidMatrixA: return "CLBlastInvalidMatrixA";
+    case CLBlastInvalidMatrixB: return "CLBlastInvalidMatrixB";
+    case CLBlastInvalidMatrixC: return "CLBlastInvalidMatrixC";
+    case CLBlastInvalidVectorX: return "CLBlastInvalidVectorX";
+    case CLBlastInvalidVectorY: return "CLBlastInvalidVectorY";
+    case CLBlastInvalidDimension: return "CLBlastInvalidDimension";
+    case CLBlastInvalidLeadDimA: return "CLBlastInvalidLeadDimA";
+    case CLBlastInvalidLeadDimB: return "CLBlastInvalidLeadDimB";
+    case CLBlastInvalidLeadDimC: return "CLBlastInvalidLeadDimC";
+    case CLBlastInvalidIncrementX: return "CLBlastInvalidIncrementX";
+    case CLBlastInvalidIncrementY: return "CLBlastInvalidIncrementY";
+    case CLBlastInsufficientMemoryA: return "CLBlastInsufficientMemoryA";
+    case CLBlastInsufficientMemoryB: return "CLBlastInsufficientMemoryB";
+    case CLBlastInsufficientMemoryC: return "CLBlastInsufficientMemoryC";
+    case CLBlastInsufficientMemoryX: return "CLBlastInsufficientMemoryX";
+    case CLBlastInsufficientMemoryY: return "CLBlastInsufficientMemoryY";
+    case CLBlastInsufficientMemoryTemp: return "CLBlastInsufficientMemoryTemp";
+    case CLBlastInvalidBatchCount: return "CLBlastInvalidBatchCount";
+    case CLBlastInvalidOverrideKernel: return "CLBlastInvalidOverrideKernel";
+    case CLBlastMissingOverrideParameter: return "CLBlastMissingOverrideParameter";
+    case CLBlastInvalidLocalMemUsage: return "CLBlastInvalidLocalMemUsage";
+    case CLBlastNoHalfPrecision: return "CLBlastNoHalfPrecision";
+    case CLBlastNoDoublePrecision: return "CLBlastNoDoublePrecision";
+    case CLBlastInvalidVectorScalar: return "CLBlastInvalidVectorScalar";
+    case CLBlastInsufficientMemoryScalar: return "CLBlastInsufficientMemoryScalar";
+    case CLBlastDatabaseError: return "CLBlastDatabaseError";
+    case CLBlastUnknownError: return "CLBlastUnknownError";
+    case CLBlastUnexpectedError: return "CLBlastUnexpectedError";
+    default: break;
+    }
+    /* The codes from -1 to -69 are OpenCL's own errors, passed through. */
+    return status < 0 && status > -100 ? clg_cl_error_name(status) : "CLBlastUnknownStatus";
+}
+
+static CLBlastTranspose transpose(bool t)
+{
+    return t ? CLBlastTransposeYes : CLBlastTransposeNo;
+}
+
+/* One CLBlast call; ev is set when profiling wants the event. */
+static CLBlastStatusCode call(clg_device *dev, const clg_gemm_args *g, cl_event *ev)
+{
+    CLBlastLayout L = CLBlastLayoutRowMajor;
+    CLBlastTranspose ta = transpose(g->trans_a), tb = transpose(g->trans_b);
+    cl_mem a = g->a->mem, b = g->b->mem, c = g->c->mem;
+    if (g->type == CLG_GEMM_F64) {
+        if (g->batch == 1)
+            return CLBlastDgemm(L, ta, tb, g->m, g->n, g->k, g->alpha, a, g->a_off, g->lda, b, g->b_off, g->ldb,
+                                g->beta, c, g->c_off, g->ldc, &dev->queue, ev);
+        return CLBlastDgemmStridedBatched(L, ta, tb, g->m, g->n, g->k, g->alpha, a, g->a_off, g->lda,
+                                          g->stride_a, b, g->b_off, g->ldb, g->stride_b, g->beta, c, g->c_off,
+                                          g->ldc, g->stride_c, g->batch, &dev->queue, ev);
+    }
+    float alpha = (float)g->alpha, beta = (float)g->beta;
+    if (g->batch == 1)
+        return CLBlastSgemm(L, ta, tb, g->m, g->n, g->k, alpha, a, g->a_off, g->lda, b, g->b_off, g->ldb, beta,
+                            c, g->c_off, g->ldc, &dev->queue, ev);
+    return CLBlastSgemmStridedBatched(L, ta, tb, g->m, g->n, g->k, alpha, a, g->a_off, g->lda, g->stride_a, b,
+                                      g->b_off, g->ldb, g->stride_b, beta, c, g->c_off, g->ldc, g->stride_c,
+                                      g->batch, &dev->queue, ev);
+}
+
+clg_status clg__gemm_clblast(clg_device *dev, const clg_gemm_args *g)
+{
+    /* BLAS says C is not read when beta is 0, but CLBlast's kernels compute beta * C
+     * regardless, so a NaN left in a fresh buffer would survive. Zero C first. */
+    if (g->beta == 0.0) {
+        clg_status st = clg__gemm_scale(dev, g);
+        if (st) return st;
+    }
+    cl_event ev = NULL;
+    CLBlastStatusCode s = call(dev, g, dev->prof.enabled ? &ev : NULL);
+    const char *fn = g->type == CLG_GEMM_F64 ? (g->batch == 1 ? "CLBlastDgemm" : "CLBlastDgemmStridedBatched")
+                                             : (g->batch == 1 ? "CLBlastSgemm" : "CLBlastSgemmStridedBatched");
+    if (s != CLBlastSuccess) {
+        if (ev) clReleaseEvent(ev);
+        return clg__fail(dev, CLG_ERR_CLBLAST, "%s(%s%s, m=%zu n=%zu k=%zu, lda=%zu ldb=%zu ldc=%zu, batch=%zu) "
+                         "on %s: %s (%d)", fn, g->trans_a ? "A^T" : "A", g->trans_b ? " B^T" : " B", g->m, g->n,
+                         g->k, g->lda, g->ldb, g->ldc, g->batch, clg_device_get_info(dev)->name,
+                         clg__clblast_status_name(s), (int)s);
+    }
+    if (ev) clg__profile_launch(dev, clg__profile_slot(dev, fn), ev);
+    return CLG_OK;
+}

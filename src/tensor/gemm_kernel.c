@@ -1,0 +1,136 @@
+/* gemm_kernel.c: clgrad's own GEMM engine for CPU devices (cl_kernels/gemm.cl).
+ *
+ * Why not CLBlast on POCL: CLBlast's kernels are built for GPUs (work-groups of many
+ * items sharing local memory); POCL runs a work-group as a loop on one core and the
+ * result is far from the CPU's peak, after a ~20 s compile. Here, as in CPU BLAS
+ * libraries, op(A) and op(B) are first packed into contiguous panels, then each
+ * work-item computes blocks of 6 x 16 results in registers. All shapes and transposes
+ * share one program per element type: a training step compiles it once.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "tensor/gemm.h"
+
+#define MR 6 /* rows of a micro-tile: must match gemm.cl's six accumulators */
+
+typedef struct tiles_plan {
+    int nr;                /* columns of a micro-tile: one vector of 16 floats / 8 doubles */
+    int mpanels, npanels;  /* micro-tiles along m and n */
+    int pi, pj;            /* micro-tiles per work-item along m and n */
+} tiles_plan;
+
+static const char *options(clg_gemm_type type)
+{
+    return type == CLG_GEMM_F64 ? "-DT=double -DMR=6 -DNR=8 -cl-mad-enable"
+                                : "-DT=float -DMR=6 -DNR=16 -cl-mad-enable";
+}
+
+bool clg__gemm_kernel_fits(const clg_gemm_args *g)
+{
+    /* gemm.cl indexes rows and columns with int and offsets with long. */
+    size_t lim = INT_MAX / 2;
+    return g->m < lim && g->n < lim && g->k < lim && g->lda < lim && g->ldb < lim && g->ldc < lim &&
+           g->batch < lim;
+}
+
+/* How to split the micro-tiles among work-items. Big blocks amortise POCL's per-group
+ * cost (a few microseconds) and reuse each packed B panel from cache across PI A
+ * panels; but there must be enough blocks to keep every core busy to the end, so blocks
+ * shrink until there are at least 8 per compute unit. Blocks are then evened out, so
+ * that no core waits on one oversized last block. */
+static tiles_plan plan_tiles(const clg_device *dev, const clg_gemm_args *g)
+{
+    tiles_plan t;
+    t.nr = g->type == CLG_GEMM_F64 ? 8 : 16;
+    t.mpanels = (int)((g->m + MR - 1) / MR);
+    t.npanels = (int)((g->n + (size_t)t.nr - 1) / (size_t)t.nr);
+    int pi = 16, pj = 4;
+    size_t want = 8 * (size_t)(clg_device_get_info(dev)->compute_units ? clg_device_get_info(dev)->compute_units : 1);
+    for (;;) {
+        size_t blocks = (size_t)((t.mpanels + pi - 1) / pi) * (size_t)((t.npanels + pj - 1) / pj) * g->batch;
+        if (blocks >= want || (pi == 1 && pj == 1)) break;
+        if (pi >= pj && pi > 1) pi /= 2;
+        else pj /= 2;
+    }
+    const char *env = getenv("CLG_GEMM_BLOCK");
+    if (env) sscanf(env, "%d,%d", &pi, &pj);
+    int nbi = (t.mpanels + pi - 1) / pi, nbj = (t.npanels + pj - 1) / pj;
+    t.pi = (t.mpanels + nbi - 1) / nbi;
+    t.pj = (t.npanels + nbj - 1) / nbj;
+    return t;
+}
+
+/* Pack op(X) (panel side P, depth K) into dst, panels of w; X's batch stride 0 means one
+ * matrix for every batch, packed once. */
+static clg_status pack(clg_device *dev, clg_kernel *kp, const clg_buffer *src, size_t off, size_t ld,
+                       size_t stride, size_t P, int w, size_t K, bool pmajor, size_t batch, clg_buffer *dst,
+                       size_t dst_stride)
+{
+    size_t ppad = (P + (size_t)w - 1) / (size_t)w * (size_t)w;
+    clg_arg args[] = {
+        CLG_ARG_M(src->mem), CLG_ARG_L(off), CLG_ARG_I(ld), CLG_ARG_L(stride), CLG_ARG_I(P),
+        CLG_ARG_I(ppad), CLG_ARG_I(K), CLG_ARG_I(pmajor), CLG_ARG_I(w), CLG_ARG_M(dst->mem),
+        CLG_ARG_L(dst_stride),
+    };
+    size_t global[3] = {pmajor ? K : ppad, pmajor ? ppad : K, batch};
+    return clg__launch(dev, kp, args, 11, 3, global, NULL);
+}
+
+static clg_arg scalar(clg_gemm_type type, double v)
+{
+    return type == CLG_GEMM_F64 ? CLG_ARG_D(v) : CLG_ARG_F(v);
+}
+
+clg_status clg__gemm_kernel(clg_device *dev, const clg_gemm_args *g)
+{
+    const char *opts = options(g->type);
+    clg_kernel *kpack = clg__kernel_get(dev, "gemm", opts, "gemm_pack");
+    clg_kernel *ktiles = kpack ? clg__kernel_get(dev, "gemm", opts, "gemm_tiles") : NULL;
+    if (!ktiles) return dev->status;
+    tiles_plan t = plan_tiles(dev, g);
+    size_t es = g->type == CLG_GEMM_F64 ? sizeof(double) : sizeof(float);
+    /* A matrix shared by the whole batch (stride 0) is packed once. */
+    size_t abatch = g->stride_a ? g->batch : 1, bbatch = g->stride_b ? g->batch : 1;
+    size_t ap_stride = (size_t)t.mpanels * MR * g->k, bp_stride = (size_t)t.npanels * (size_t)t.nr * g->k;
+    clg_buffer *ap = clg__buffer_alloc(dev, ap_stride * abatch * es);
+    clg_buffer *bp = ap ? clg__buffer_alloc(dev, bp_stride * bbatch * es) : NULL;
+    clg_status st = bp ? CLG_OK : dev->status;
+    /* op(A) has m rows: stored row-major unless transposed. op(B)'s panel side is n:
+     * contiguous along k only when B is stored transposed. */
+    if (!st)
+        st = pack(dev, kpack, g->a, g->a_off, g->lda, g->stride_a, g->m, MR, g->k, !g->trans_a, abatch, ap,
+                  ap_stride);
+    if (!st)
+        st = pack(dev, kpack, g->b, g->b_off, g->ldb, g->stride_b, g->n, t.nr, g->k, g->trans_b, bbatch, bp,
+                  bp_stride);
+    if (!st) {
+        clg_arg args[] = {
+            CLG_ARG_I(g->m), CLG_ARG_I(g->n), CLG_ARG_I(g->k), CLG_ARG_I(t.pi), CLG_ARG_I(t.pj),
+            CLG_ARG_M(ap->mem), CLG_ARG_L(g->stride_a ? ap_stride : 0), CLG_ARG_M(bp->mem),
+            CLG_ARG_L(g->stride_b ? bp_stride : 0), CLG_ARG_M(g->c->mem), CLG_ARG_L(g->c_off),
+            CLG_ARG_I(g->ldc), CLG_ARG_L(g->stride_c), scalar(g->type, g->alpha), scalar(g->type, g->beta),
+        };
+        size_t global[3] = {(size_t)((t.npanels + t.pj - 1) / t.pj), (size_t)((t.mpanels + t.pi - 1) / t.pi),
+                            g->batch};
+        size_t local[3] = {1, 1, 1};
+        st = clg__launch(dev, ktiles, args, 15, 3, global, local);
+    }
+    /* The in-order queue runs whoever gets these buffers next after the kernels above. */
+    clg__buffer_release(ap);
+    clg__buffer_release(bp);
+    return st;
+}
+
+clg_status clg__gemm_scale(clg_device *dev, const clg_gemm_args *g)
+{
+    clg_kernel *k = clg__kernel_get(dev, "gemm", options(g->type), "gemm_scale");
+    if (!k) return dev->status;
+    clg_arg args[] = {
+        CLG_ARG_I(g->m), CLG_ARG_I(g->n), CLG_ARG_M(g->c->mem), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc),
+        CLG_ARG_L(g->stride_c), scalar(g->type, g->beta),
+    };
+    size_t global[3] = {g->n, g->m, g->batch};
+    return clg__launch(dev, k, args, 7, 3, global, NULL);
+}
