@@ -7,3 +7,94 @@
 #ifndef T
 #define T float
 #endif
+
+// Elementwise kernels over strided operands (src/tensor/iter.c): element i of the
+// iteration shape is unravelled into coordinates once, and each operand's offset is
+// the dot product of the coordinates with its strides (0 along broadcast axes).
+typedef struct { int c[8]; } clg_coords;
+
+inline clg_coords clg_unravel(int i, int nd, int8 shape)
+{
+    int sh[8];
+    vstore8(shape, 0, sh);
+    clg_coords c;
+    for (int d = nd - 1; d >= 0; d--) {
+        int q = i / sh[d];
+        c.c[d] = i - q * sh[d];
+        i = q;
+    }
+    return c;
+}
+
+inline int clg_offset(clg_coords c, int nd, int8 strides)
+{
+    int st[8];
+    vstore8(strides, 0, st);
+    int o = 0;
+    for (int d = 0; d < nd; d++) o += c.c[d] * st[d];
+    return o;
+}
+
+// Kernel pairs for 1, 2 and 3 inputs: NAME_flat for contiguous operands, NAME_strided
+// for any others. EXPR reads inputs x (and z, w) and scalars s0, s1; it yields y.
+#define CLG_ELEMENTWISE1(NAME, EXPR)                                                         \
+__kernel void NAME##_flat(int n, __global T *y, int oy, __global const T *a, int oa,         \
+                          const T s0, const T s1)                                             \
+{                                                                                            \
+    int i = get_global_id(0);                                                                \
+    if (i >= n) return;                                                                      \
+    T x = a[oa + i];                                                                         \
+    y[oy + i] = (EXPR);                                                                      \
+}                                                                                            \
+__kernel void NAME##_strided(int n, int nd, int8 shape, __global T *y, int oy, int8 sy,      \
+                             __global const T *a, int oa, int8 sa, const T s0, const T s1)   \
+{                                                                                            \
+    int i = get_global_id(0);                                                                \
+    if (i >= n) return;                                                                      \
+    clg_coords c = clg_unravel(i, nd, shape);                                                \
+    T x = a[oa + clg_offset(c, nd, sa)];                                                     \
+    y[oy + clg_offset(c, nd, sy)] = (EXPR);                                                  \
+}
+
+#define CLG_ELEMENTWISE2(NAME, EXPR)                                                         \
+__kernel void NAME##_flat(int n, __global T *y, int oy, __global const T *a, int oa,         \
+                          __global const T *b, int ob, const T s0, const T s1)               \
+{                                                                                            \
+    int i = get_global_id(0);                                                                \
+    if (i >= n) return;                                                                      \
+    T x = a[oa + i], z = b[ob + i];                                                          \
+    y[oy + i] = (EXPR);                                                                      \
+}                                                                                            \
+__kernel void NAME##_strided(int n, int nd, int8 shape, __global T *y, int oy, int8 sy,      \
+                             __global const T *a, int oa, int8 sa,                           \
+                             __global const T *b, int ob, int8 sb, const T s0, const T s1)   \
+{                                                                                            \
+    int i = get_global_id(0);                                                                \
+    if (i >= n) return;                                                                      \
+    clg_coords c = clg_unravel(i, nd, shape);                                                \
+    T x = a[oa + clg_offset(c, nd, sa)], z = b[ob + clg_offset(c, nd, sb)];                  \
+    y[oy + clg_offset(c, nd, sy)] = (EXPR);                                                  \
+}
+
+#define CLG_ELEMENTWISE3(NAME, EXPR)                                                         \
+__kernel void NAME##_flat(int n, __global T *y, int oy, __global const T *a, int oa,         \
+                          __global const T *b, int ob, __global const T *e, int oe,          \
+                          const T s0, const T s1)                                             \
+{                                                                                            \
+    int i = get_global_id(0);                                                                \
+    if (i >= n) return;                                                                      \
+    T x = a[oa + i], z = b[ob + i], w = e[oe + i];                                           \
+    y[oy + i] = (EXPR);                                                                      \
+}                                                                                            \
+__kernel void NAME##_strided(int n, int nd, int8 shape, __global T *y, int oy, int8 sy,      \
+                             __global const T *a, int oa, int8 sa,                           \
+                             __global const T *b, int ob, int8 sb,                           \
+                             __global const T *e, int oe, int8 se, const T s0, const T s1)   \
+{                                                                                            \
+    int i = get_global_id(0);                                                                \
+    if (i >= n) return;                                                                      \
+    clg_coords c = clg_unravel(i, nd, shape);                                                \
+    T x = a[oa + clg_offset(c, nd, sa)], z = b[ob + clg_offset(c, nd, sb)];                  \
+    T w = e[oe + clg_offset(c, nd, se)];                                                     \
+    y[oy + clg_offset(c, nd, sy)] = (EXPR);                                                  \
+}

@@ -11,6 +11,9 @@
 
 #include "clgrad/status.h"
 #include "clgrad/device.h"
+#include "clgrad/tensor.h"
+#include "clgrad/ops.h"
+#include "clgrad/autograd.h"
 
 #define CLGRAD_VERSION_MAJOR 0
 #define CLGRAD_VERSION_MINOR 1

@@ -8,8 +8,9 @@
 
 #include <clgrad.h>
 
-static int check_failures;
-static int check_count;
+/* One pair of counters per test program, shared by its files (tests/helpers too). */
+__attribute__((weak)) int check_failures;
+__attribute__((weak)) int check_count;
 
 #define CHECK(cond)                                                               \
     do {                                                                          \

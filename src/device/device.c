@@ -125,6 +125,8 @@ void clg_device_close(clg_device *dev)
 {
     if (!dev) return;
     if (dev->queue) clFinish(dev->queue);
+    for (int i = 0; i < CLG_SLOT_COUNT; i++)
+        if (dev->slots[i].free) dev->slots[i].free(dev, dev->slots[i].data);
     clg__profile_free(dev);
     clg__programs_free(dev);
     clg__pool_free_all(dev);

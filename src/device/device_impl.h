@@ -101,12 +101,12 @@ void clg__hash_hex(const void *data, size_t len, char out[33]);
 /* ---- launching (launch.c) ----------------------------------------------------------- */
 
 typedef enum clg_arg_kind {
-    CLG_ARG_MEM, CLG_ARG_I32, CLG_ARG_I64, CLG_ARG_F32, CLG_ARG_F64, CLG_ARG_LOCAL
+    CLG_ARG_MEM, CLG_ARG_I32, CLG_ARG_I64, CLG_ARG_F32, CLG_ARG_F64, CLG_ARG_LOCAL, CLG_ARG_INT8
 } clg_arg_kind;
 
 typedef struct clg_arg {
     clg_arg_kind kind;
-    union { cl_mem mem; int32_t i32; int64_t i64; float f32; double f64; size_t local; } v;
+    union { cl_mem mem; int32_t i32; int64_t i64; float f32; double f64; size_t local; cl_int8 i8; } v;
 } clg_arg;
 
 #define CLG_ARG_M(m) ((clg_arg){.kind = CLG_ARG_MEM, .v.mem = (m)})
@@ -114,6 +114,8 @@ typedef struct clg_arg {
 #define CLG_ARG_L(x) ((clg_arg){.kind = CLG_ARG_I64, .v.i64 = (int64_t)(x)})
 #define CLG_ARG_F(x) ((clg_arg){.kind = CLG_ARG_F32, .v.f32 = (float)(x)})
 #define CLG_ARG_D(x) ((clg_arg){.kind = CLG_ARG_F64, .v.f64 = (double)(x)})
+/* int8 (eight ints) from int64_t[8]: shapes and strides of up to 8 axes, by value. */
+clg_arg clg__arg_int8(const int64_t *v, int n);
 #define CLG_ARG_LOCAL(bytes) ((clg_arg){.kind = CLG_ARG_LOCAL, .v.local = (bytes)})
 
 /* Set the arguments and enqueue. A zero global size launches nothing. With `local`
@@ -149,6 +151,14 @@ void clg__profile_free(clg_device *dev);
 
 /* ---- the device -------------------------------------------------------------------- */
 
+/* State that a layer above keeps per device (tensors, GEMM choices), made lazily by
+ * that layer and freed at close, in slot order, before the pool and programs go. */
+typedef enum clg_slot_id { CLG_SLOT_TENSOR, CLG_SLOT_GEMM, CLG_SLOT_COUNT } clg_slot_id;
+typedef struct clg_slot {
+    void *data;
+    void (*free)(clg_device *dev, void *data);
+} clg_slot;
+
 struct clg_device {
     clg_device_info info;
     cl_platform_id platform;
@@ -168,6 +178,7 @@ struct clg_device {
     clg_disk_cache disk;
     char kernel_dir[1024];   /* CLG_KERNEL_DIR, "" for the embedded sources */
     clg_profiler prof;
+    clg_slot slots[CLG_SLOT_COUNT];
 };
 
 #endif

@@ -4,6 +4,13 @@
 
 #include "device_impl.h"
 
+clg_arg clg__arg_int8(const int64_t *v, int n)
+{
+    clg_arg a = {.kind = CLG_ARG_INT8};
+    for (int i = 0; i < 8; i++) a.v.i8.s[i] = i < n ? (cl_int)v[i] : 0;
+    return a;
+}
+
 static clg_status set_args(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs)
 {
     for (int i = 0; i < nargs; i++) {
@@ -16,6 +23,7 @@ static clg_status set_args(clg_device *dev, clg_kernel *k, const clg_arg *args, 
         case CLG_ARG_F32: e = clSetKernelArg(k->k, (cl_uint)i, sizeof(cl_float), &a->v.f32); break;
         case CLG_ARG_F64: e = clSetKernelArg(k->k, (cl_uint)i, sizeof(cl_double), &a->v.f64); break;
         case CLG_ARG_LOCAL: e = clSetKernelArg(k->k, (cl_uint)i, a->v.local, NULL); break;
+        case CLG_ARG_INT8: e = clSetKernelArg(k->k, (cl_uint)i, sizeof(cl_int8), &a->v.i8); break;
         default: e = CL_INVALID_ARG_VALUE;
         }
         if (e != CL_SUCCESS) {

@@ -1,0 +1,24 @@
+// binary.cl: elementwise ops of two operands (src/tensor/binary.c), built per dtype.
+// x and z are the operands, y the result. NaN propagates through maximum/minimum as
+// in NumPy and PyTorch (fmax/fmin would drop it).
+
+CLG_ELEMENTWISE2(add, x + z)
+CLG_ELEMENTWISE2(sub, x - z)
+CLG_ELEMENTWISE2(mul, x * z)
+CLG_ELEMENTWISE2(maximum, (x != x || x > z) ? x : z)
+CLG_ELEMENTWISE2(minimum, (x != x || x < z) ? x : z)
+CLG_ELEMENTWISE2(eq, (T)(x == z))
+CLG_ELEMENTWISE2(gt, (T)(x > z))
+CLG_ELEMENTWISE2(ge, (T)(x >= z))
+CLG_ELEMENTWISE2(lt, (T)(x < z))
+
+#ifndef CLG_I32
+CLG_ELEMENTWISE2(div, x / z)
+CLG_ELEMENTWISE2(pow, pow(x, z))
+// The share of the gradient of maximum(x, z) that goes to x: 1, 1/2 on ties, else 0.
+CLG_ELEMENTWISE2(max_share, x > z ? (T)1 : (x == z ? (T)0.5 : (T)0))
+// d/dz of x^z = x^z log x, taken as 0 where x == 0 and z >= 0 (PyTorch's convention).
+CLG_ELEMENTWISE2(pow_grad_exponent, (x == 0 && z >= 0) ? (T)0 : pow(x, z) * log(x))
+// y = x + s0 * z: gradient accumulation and in-place updates.
+CLG_ELEMENTWISE2(axpy, x + s0 * z)
+#endif

@@ -1,0 +1,28 @@
+// reduce.cl: reductions of x viewed as [M, R, K] (contiguous, from offset ox) over R:
+//   y[m, c, k] = OP over r in chunk c of x[m, r, k]      (chunks of L rows, C chunks)
+// With C = 1 this is the whole reduction; with C > 1 a second launch reduces the
+// partial results, so that a few long reductions still use the whole device.
+// Work-item gid = (m * C + c) * K + k; neighbours in k read neighbouring addresses.
+// The order of additions is fixed: the same inputs give the same bits.
+
+#define CLG_REDUCE(NAME, INIT, STEP)                                                         \
+__kernel void NAME(int M, int R, int K, int C, int L, __global const T *x, int ox,           \
+                   __global T *y, int oy, const T scale)                                      \
+{                                                                                            \
+    int gid = get_global_id(0);                                                              \
+    if (gid >= M * C * K) return;                                                            \
+    int k = gid % K, c = (gid / K) % C, m = gid / (K * C);                                   \
+    int r0 = c * L, r1 = min(R, r0 + L);                                                     \
+    __global const T *p = x + ox + ((size_t)m * R) * K + k;                                  \
+    T acc = INIT;                                                                            \
+    for (int r = r0; r < r1; r++) {                                                          \
+        T v = p[(size_t)r * K];                                                              \
+        STEP;                                                                                \
+    }                                                                                        \
+    y[oy + gid] = acc * scale;                                                               \
+}
+
+CLG_REDUCE(reduce_sum, (T)0, acc += v)
+// NaN wins, as in NumPy and PyTorch; R >= 1 (checked on the host).
+CLG_REDUCE(reduce_max, p[(size_t)r0 * K], acc = (v != v || v > acc) ? v : acc)
+CLG_REDUCE(reduce_min, p[(size_t)r0 * K], acc = (v != v || v < acc) ? v : acc)

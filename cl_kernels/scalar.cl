@@ -1,0 +1,10 @@
+// scalar.cl: elementwise ops of a tensor and a scalar s0 (src/tensor/binary.c).
+CLG_ELEMENTWISE1(add_scalar, x + s0)
+CLG_ELEMENTWISE1(mul_scalar, x * s0)
+CLG_ELEMENTWISE1(rsub_scalar, s0 - x)
+#ifndef CLG_I32
+CLG_ELEMENTWISE1(rdiv_scalar, s0 / x)
+CLG_ELEMENTWISE1(pow_scalar, pow(x, s0))
+// d/dx x^p = p x^(p-1)
+CLG_ELEMENTWISE1(pow_scalar_grad, s0 * pow(x, s0 - (T)1))
+#endif

@@ -1,0 +1,56 @@
+/* clgrad/autograd.h: reverse-mode automatic differentiation, PyTorch-style.
+ *
+ *   clg_tensor_set_requires_grad(w, true);           // a leaf that wants a gradient
+ *   clg_scope_begin(dev);
+ *   clg_tensor *loss = clg_mse(clg_matmul(x, w), y, CLG_REDUCE_MEAN);
+ *   clg_backward(loss, NULL);                        // w's grad += d loss / d w
+ *   clg_no_grad_begin(dev);
+ *   clg_axpy_(w, -0.1, clg_tensor_grad(w));          // update outside the tape
+ *   clg_no_grad_end(dev);
+ *   clg_tensor_zero_grad(w);
+ *   clg_scope_end(dev);                              // frees the step's tensors and tape
+ *
+ * An op records a node on the tape only when grad mode is on and one of its inputs
+ * requires a gradient; its result then requires one too. Backward runs on the
+ * device with device kernels: it copies nothing to the host. Gradients accumulate:
+ * two backward passes add up, until clg_tensor_zero_grad. The gradient of an input
+ * that was broadcast is summed back to the input's shape.
+ */
+#ifndef CLGRAD_AUTOGRAD_H
+#define CLGRAD_AUTOGRAD_H
+
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Only float tensors can require a gradient. */
+CLG_API clg_status clg_tensor_set_requires_grad(clg_tensor *t, bool requires_grad);
+CLG_API bool clg_tensor_requires_grad(const clg_tensor *t);
+/* The accumulated gradient of a leaf (same shape), NULL before any backward. Owned by t. */
+CLG_API clg_tensor *clg_tensor_grad(const clg_tensor *t);
+/* Fill the gradient with zeros (keeping its memory). */
+CLG_API void clg_tensor_zero_grad(clg_tensor *t);
+/* Drop the gradient. */
+CLG_API void clg_tensor_clear_grad(clg_tensor *t);
+/* True when t was made by an op on the tape (not a leaf). */
+CLG_API bool clg_tensor_has_history(const clg_tensor *t);
+
+/* Backpropagate from `root`. grad: d(something)/d(root), same shape; NULL means ones
+ * and needs a one-element root (a scalar loss). Accumulates into the leaves that
+ * require a gradient. The tape stays, so it may run again (gradients add up). */
+CLG_API clg_status clg_backward(clg_tensor *root, clg_tensor *grad);
+
+/* A view of t's values without history and without requires_grad. */
+CLG_API clg_tensor *clg_detach(clg_tensor *t);
+
+/* Regions where ops record nothing (nestable). */
+CLG_API void clg_no_grad_begin(clg_device *dev);
+CLG_API void clg_no_grad_end(clg_device *dev);
+CLG_API bool clg_grad_enabled(const clg_device *dev);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,102 @@
+/* clgrad/ops.h: math on tensors. Every op here runs as device kernels, returns a new
+ * tensor (NULL on error, with the message on the device), and is differentiable
+ * unless it says otherwise.
+ *
+ *   clg_tensor *h = clg_relu(clg_linear(x, w1, b1));           // [N, H]
+ *   clg_tensor *loss = clg_cross_entropy(clg_linear(h, w2, b2), labels, CLG_REDUCE_MEAN);
+ *
+ * Binary ops broadcast as NumPy does: shapes align at the right, and a size 1 (or a
+ * missing axis) stretches to the other operand's size. Operands share one dtype.
+ * Axes may be negative (counting from the end). Float ops take float32 or float64.
+ */
+#ifndef CLGRAD_OPS_H
+#define CLGRAD_OPS_H
+
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- elementwise, two operands (broadcast) ---------------------------------------- */
+CLG_API clg_tensor *clg_add(clg_tensor *a, clg_tensor *b);       /* a + b */
+CLG_API clg_tensor *clg_sub(clg_tensor *a, clg_tensor *b);       /* a - b */
+CLG_API clg_tensor *clg_mul(clg_tensor *a, clg_tensor *b);       /* a * b */
+CLG_API clg_tensor *clg_div(clg_tensor *a, clg_tensor *b);       /* a / b */
+CLG_API clg_tensor *clg_pow(clg_tensor *a, clg_tensor *b);       /* a ^ b */
+CLG_API clg_tensor *clg_maximum(clg_tensor *a, clg_tensor *b);   /* max(a, b); ties share the gradient */
+CLG_API clg_tensor *clg_minimum(clg_tensor *a, clg_tensor *b);   /* min(a, b) */
+/* with a scalar */
+CLG_API clg_tensor *clg_add_scalar(clg_tensor *a, double s);     /* a + s */
+CLG_API clg_tensor *clg_sub_scalar(clg_tensor *a, double s);     /* a - s */
+CLG_API clg_tensor *clg_rsub_scalar(double s, clg_tensor *a);    /* s - a */
+CLG_API clg_tensor *clg_mul_scalar(clg_tensor *a, double s);     /* a * s */
+CLG_API clg_tensor *clg_div_scalar(clg_tensor *a, double s);     /* a / s */
+CLG_API clg_tensor *clg_rdiv_scalar(double s, clg_tensor *a);    /* s / a */
+CLG_API clg_tensor *clg_pow_scalar(clg_tensor *a, double p);     /* a ^ p */
+/* Comparisons: 1 where true, 0 where false, in a's dtype. Not differentiable. */
+CLG_API clg_tensor *clg_eq(clg_tensor *a, clg_tensor *b);
+CLG_API clg_tensor *clg_gt(clg_tensor *a, clg_tensor *b);
+CLG_API clg_tensor *clg_ge(clg_tensor *a, clg_tensor *b);
+CLG_API clg_tensor *clg_lt(clg_tensor *a, clg_tensor *b);
+
+/* ---- elementwise, one operand -------------------------------------------------------- */
+CLG_API clg_tensor *clg_neg(clg_tensor *a);
+CLG_API clg_tensor *clg_exp(clg_tensor *a);
+CLG_API clg_tensor *clg_log(clg_tensor *a);
+CLG_API clg_tensor *clg_sqrt(clg_tensor *a);
+CLG_API clg_tensor *clg_abs(clg_tensor *a);                      /* gradient sign(a), 0 at 0 */
+CLG_API clg_tensor *clg_clamp(clg_tensor *a, double lo, double hi);  /* gradient 0 outside [lo, hi] */
+/* mask ? a : b, elementwise with broadcasting over all three; mask nonzero = true.
+ * Differentiable in a and b. */
+CLG_API clg_tensor *clg_where(clg_tensor *mask, clg_tensor *a, clg_tensor *b);
+
+/* ---- activations --------------------------------------------------------------------- */
+CLG_API clg_tensor *clg_relu(clg_tensor *a);
+CLG_API clg_tensor *clg_leaky_relu(clg_tensor *a, double negative_slope);
+CLG_API clg_tensor *clg_sigmoid(clg_tensor *a);
+CLG_API clg_tensor *clg_tanh(clg_tensor *a);
+CLG_API clg_tensor *clg_gelu(clg_tensor *a);                     /* exact: x * Phi(x), with erf */
+CLG_API clg_tensor *clg_softplus(clg_tensor *a, double beta, double threshold); /* PyTorch's; linear above threshold */
+
+/* ---- reductions over axes (naxes 0 or axes NULL: all axes) --------------------------- */
+CLG_API clg_tensor *clg_sum(clg_tensor *a, int naxes, const int *axes, bool keepdim);
+CLG_API clg_tensor *clg_mean(clg_tensor *a, int naxes, const int *axes, bool keepdim);
+CLG_API clg_tensor *clg_max(clg_tensor *a, int naxes, const int *axes, bool keepdim); /* ties share the gradient */
+CLG_API clg_tensor *clg_min(clg_tensor *a, int naxes, const int *axes, bool keepdim);
+/* Variance with `correction` (1: unbiased, as torch.var's default; 0: population). */
+CLG_API clg_tensor *clg_var(clg_tensor *a, int naxes, const int *axes, int correction, bool keepdim);
+/* Index of the largest element along one axis (first on ties), int32. Not differentiable. */
+CLG_API clg_tensor *clg_argmax(clg_tensor *a, int axis, bool keepdim);
+
+/* ---- matrix products ------------------------------------------------------------------ */
+/* As torch.matmul: [m,k]x[k,n] -> [m,n]; 1-D operands are vectors; more dims are
+ * batches, broadcast. Transposed views (clg_transpose) cost no copy. */
+CLG_API clg_tensor *clg_matmul(clg_tensor *a, clg_tensor *b);
+/* x [..., in] times w [out, in] transposed, plus b [out] (b may be NULL): x w^T + b. */
+CLG_API clg_tensor *clg_linear(clg_tensor *x, clg_tensor *w, clg_tensor *b);
+
+/* ---- softmax and losses ------------------------------------------------------------------ */
+typedef enum clg_reduction { CLG_REDUCE_MEAN = 0, CLG_REDUCE_SUM = 1, CLG_REDUCE_NONE = 2 } clg_reduction;
+CLG_API clg_tensor *clg_softmax(clg_tensor *a, int axis);
+CLG_API clg_tensor *clg_log_softmax(clg_tensor *a, int axis);
+/* logits [N, C] and int32 labels [N] in [0, C): -log softmax(logits)[label]. */
+CLG_API clg_tensor *clg_cross_entropy(clg_tensor *logits, clg_tensor *labels, clg_reduction reduction);
+/* (a - b)^2, reduced. */
+CLG_API clg_tensor *clg_mse(clg_tensor *a, clg_tensor *b, clg_reduction reduction);
+
+/* ---- indexing and joining ---------------------------------------------------------------- */
+/* Rows of a along axis picked by int32 indices [k]: the axis gets size k (embedding lookup). */
+CLG_API clg_tensor *clg_index_select(clg_tensor *a, int axis, clg_tensor *indices);
+/* As torch.gather: out[i][j] = a[i][index[i][j]] along axis; index has a's ndim. */
+CLG_API clg_tensor *clg_gather(clg_tensor *a, int axis, clg_tensor *index);
+CLG_API clg_tensor *clg_concat(int n, clg_tensor *const *ts, int axis);
+CLG_API clg_tensor *clg_stack(int n, clg_tensor *const *ts, int axis);
+/* Split a along axis into n parts of the given sizes (summing to the axis size);
+ * out[i] are views. */
+CLG_API clg_status clg_split(clg_tensor *a, int axis, int n, const int64_t *sizes, clg_tensor **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

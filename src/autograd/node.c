@@ -1,0 +1,84 @@
+/* node.c: tape nodes. Each tensor made by an op on the tape owns one node, which
+ * holds references to the op's inputs (and anything else its backward needs), so
+ * that the graph stays alive exactly as long as the tensors at its ends. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor_impl.h"
+
+const char *clg__op_name(int op)
+{
+    static const char *const names[] = {
+#define X(name) #name,
+#include "ops.def"
+#undef X
+    };
+    return op >= 0 && op < CLG_OP_COUNT ? names[op] : "unknown";
+}
+
+bool clg__needs_grad(clg_device *dev, int n, clg_tensor *const *inputs)
+{
+    if (!clg_grad_enabled(dev)) return false;
+    for (int i = 0; i < n; i++)
+        if (inputs[i] && inputs[i]->requires_grad) return true;
+    return false;
+}
+
+clg_node *clg__record(clg_tensor *out, int op, clg_backward_fn backward, int n, clg_tensor *const *inputs)
+{
+    clg_node *node = calloc(1, sizeof *node);
+    clg_tensor **ins = n <= CLG_NODE_INLINE ? NULL : calloc((size_t)n, sizeof *ins);
+    if (!node || (n > CLG_NODE_INLINE && !ins)) {
+        free(node);
+        free(ins);
+        clg__fail(out->dev, CLG_ERR_OUT_OF_MEMORY, "clg_%s: out of host memory for the tape", clg__op_name(op));
+        return NULL;
+    }
+    node->op = op;
+    node->backward = backward;
+    node->out = out;
+    node->ninputs = n;
+    node->inputs = ins ? ins : node->inline_inputs;
+    for (int i = 0; i < n; i++) {
+        node->inputs[i] = inputs[i];
+        clg__tensor_retain(inputs[i]);
+    }
+    out->node = node;
+    out->requires_grad = true;
+    return node;
+}
+
+void clg__node_save(clg_node *node, int slot, clg_tensor *t)
+{
+    clg__tensor_retain(t);
+    clg__tensor_release(node->saved[slot]);
+    node->saved[slot] = t;
+}
+
+void clg__node_free(clg_node *node)
+{
+    if (!node) return;
+    for (int i = 0; i < node->ninputs; i++) clg__tensor_release(node->inputs[i]);
+    for (int i = 0; i < 3; i++) clg__tensor_release(node->saved[i]);
+    if (node->inputs != node->inline_inputs) free(node->inputs);
+    free(node);
+}
+
+clg_tensor *clg__taped(clg_tensor *y, int op, clg_backward_fn backward, int n, clg_tensor *const *inputs,
+                       clg_node **node_out)
+{
+    if (node_out) *node_out = NULL;
+    if (!y || !clg__needs_grad(y->dev, n, inputs)) return y;
+    clg_node *node = clg__record(y, op, backward, n, inputs);
+    if (!node) {
+        clg_tensor_free(y);
+        return NULL;
+    }
+    if (node_out) *node_out = node;
+    return y;
+}
+
+bool clg__wants_grad(const clg_node *node, int i)
+{
+    return i < node->ninputs && node->inputs[i] && node->inputs[i]->requires_grad;
+}

@@ -1,0 +1,168 @@
+/* binary.c: arithmetic of two tensors (broadcast) and of a tensor and a scalar,
+ * with their backward passes. Kernels: cl_kernels/binary.cl and scalar.cl. */
+#include "tensor_impl.h"
+
+#define IN2(a, b) ((clg_tensor *const[]){(a), (b)})
+#define IN1(a) ((clg_tensor *const[]){(a)})
+
+static clg_tensor *binary_op(const char *op, clg_tensor *a, clg_tensor *b, bool allow_int)
+{
+    return clg__elementwise(op, "binary", op, 2, IN2(a, b), 0, 0, allow_int);
+}
+
+static clg_tensor *scalar_op(const char *op, const char *kernel, clg_tensor *a, double s, bool allow_int)
+{
+    return clg__elementwise(op, "scalar", kernel, 1, IN1(a), s, 0, allow_int);
+}
+
+/* ---- backward passes (run in no-grad mode; results may keep the broadcast shape) ---- */
+
+static clg_status add_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    gin[0] = clg__wants_grad(n, 0) ? g : NULL;
+    gin[1] = clg__wants_grad(n, 1) ? g : NULL;
+    return CLG_OK;
+}
+
+static clg_status sub_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    gin[0] = clg__wants_grad(n, 0) ? g : NULL;
+    if (clg__wants_grad(n, 1) && !(gin[1] = clg_mul_scalar(g, -1.0))) return g->dev->status;
+    return CLG_OK;
+}
+
+static clg_status mul_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    if (clg__wants_grad(n, 0) && !(gin[0] = clg_mul(g, n->inputs[1]))) return g->dev->status;
+    if (clg__wants_grad(n, 1) && !(gin[1] = clg_mul(g, n->inputs[0]))) return g->dev->status;
+    return CLG_OK;
+}
+
+/* y = a / b: dy/da = 1/b, dy/db = -a/b^2 = -(1/b) y */
+static clg_status div_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    clg_tensor *ga = clg_div(g, n->inputs[1]);
+    if (!ga) return g->dev->status;
+    gin[0] = clg__wants_grad(n, 0) ? ga : NULL;
+    if (clg__wants_grad(n, 1) && !(gin[1] = clg_mul(clg_mul_scalar(ga, -1.0), n->out))) return g->dev->status;
+    return CLG_OK;
+}
+
+/* y = a^b: dy/da = b a^(b-1), dy/db = a^b log a (0 where a = 0 and b >= 0) */
+static clg_status pow_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    clg_tensor *a = n->inputs[0], *b = n->inputs[1];
+    if (clg__wants_grad(n, 0) && !(gin[0] = clg_mul(g, clg_mul(b, clg_pow(a, clg_add_scalar(b, -1.0))))))
+        return g->dev->status;
+    if (clg__wants_grad(n, 1) && !(gin[1] = clg_mul(g, binary_op("pow_grad_exponent", a, b, false))))
+        return g->dev->status;
+    return CLG_OK;
+}
+
+/* maximum/minimum: the gradient goes to the chosen operand, halved on ties. */
+static clg_status extremum_bw(clg_node *n, clg_tensor *g, clg_tensor **gin, bool is_max)
+{
+    /* max_share(x, z) is 1 where x > z: input 0 of maximum wins where a > b, of
+     * minimum where b > a. */
+    clg_tensor *a = n->inputs[0], *b = n->inputs[1];
+    clg_tensor *first = is_max ? a : b, *second = is_max ? b : a;
+    if (clg__wants_grad(n, 0) && !(gin[0] = clg_mul(g, binary_op("max_share", first, second, false))))
+        return g->dev->status;
+    if (clg__wants_grad(n, 1) && !(gin[1] = clg_mul(g, binary_op("max_share", second, first, false))))
+        return g->dev->status;
+    return CLG_OK;
+}
+static clg_status maximum_bw(clg_node *n, clg_tensor *g, clg_tensor **gin) { return extremum_bw(n, g, gin, true); }
+static clg_status minimum_bw(clg_node *n, clg_tensor *g, clg_tensor **gin) { return extremum_bw(n, g, gin, false); }
+
+/* ---- two operands ------------------------------------------------------------------------ */
+
+#define BINARY_OP(name, allow_int)                                                       \
+    clg_tensor *clg_##name(clg_tensor *a, clg_tensor *b)                                 \
+    {                                                                                    \
+        return clg__taped(binary_op(#name, a, b, allow_int), CLG_OP_##name, name##_bw, 2, \
+                          IN2(a, b), NULL);                                              \
+    }
+
+BINARY_OP(add, true)
+BINARY_OP(sub, true)
+BINARY_OP(mul, true)
+BINARY_OP(div, false)
+BINARY_OP(pow, false)
+BINARY_OP(maximum, true)
+BINARY_OP(minimum, true)
+
+clg_tensor *clg_eq(clg_tensor *a, clg_tensor *b) { return binary_op("eq", a, b, true); }
+clg_tensor *clg_gt(clg_tensor *a, clg_tensor *b) { return binary_op("gt", a, b, true); }
+clg_tensor *clg_ge(clg_tensor *a, clg_tensor *b) { return binary_op("ge", a, b, true); }
+clg_tensor *clg_lt(clg_tensor *a, clg_tensor *b) { return binary_op("lt", a, b, true); }
+
+/* ---- with a scalar --------------------------------------------------------------------------- */
+
+static clg_status add_scalar_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    (void)n;
+    gin[0] = g;
+    return CLG_OK;
+}
+
+static clg_status mul_scalar_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    return (gin[0] = clg_mul_scalar(g, n->f[0])) ? CLG_OK : g->dev->status;
+}
+
+static clg_status rsub_scalar_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    (void)n;
+    return (gin[0] = clg_mul_scalar(g, -1.0)) ? CLG_OK : g->dev->status;
+}
+
+/* y = s / x: dy/dx = -s / x^2 = -y / x */
+static clg_status rdiv_scalar_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    return (gin[0] = clg_mul(g, clg_div(clg_mul_scalar(n->out, -1.0), n->inputs[0]))) ? CLG_OK : g->dev->status;
+}
+
+static clg_status pow_scalar_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    clg_tensor *d = scalar_op("pow_scalar", "pow_scalar_grad", n->inputs[0], n->f[0], false);
+    return (gin[0] = clg_mul(g, d)) ? CLG_OK : g->dev->status;
+}
+
+static clg_tensor *scalar_taped(const char *op, const char *kernel, clg_tensor *a, double s, bool allow_int,
+                                int id, clg_backward_fn bw)
+{
+    clg_node *node = NULL;
+    clg_tensor *y = clg__taped(scalar_op(op, kernel, a, s, allow_int), id, bw, 1, IN1(a), &node);
+    if (node) node->f[0] = s;
+    return y;
+}
+
+clg_tensor *clg_add_scalar(clg_tensor *a, double s)
+{
+    return scalar_taped("add_scalar", "add_scalar", a, s, true, CLG_OP_add_scalar, add_scalar_bw);
+}
+clg_tensor *clg_sub_scalar(clg_tensor *a, double s)
+{
+    return scalar_taped("sub_scalar", "add_scalar", a, -s, true, CLG_OP_add_scalar, add_scalar_bw);
+}
+clg_tensor *clg_mul_scalar(clg_tensor *a, double s)
+{
+    return scalar_taped("mul_scalar", "mul_scalar", a, s, true, CLG_OP_mul_scalar, mul_scalar_bw);
+}
+clg_tensor *clg_div_scalar(clg_tensor *a, double s)
+{
+    return scalar_taped("div_scalar", "mul_scalar", a, 1.0 / s, false, CLG_OP_mul_scalar, mul_scalar_bw);
+}
+clg_tensor *clg_rsub_scalar(double s, clg_tensor *a)
+{
+    return scalar_taped("rsub_scalar", "rsub_scalar", a, s, true, CLG_OP_rsub_scalar, rsub_scalar_bw);
+}
+clg_tensor *clg_rdiv_scalar(double s, clg_tensor *a)
+{
+    return scalar_taped("rdiv_scalar", "rdiv_scalar", a, s, false, CLG_OP_rdiv_scalar, rdiv_scalar_bw);
+}
+clg_tensor *clg_pow_scalar(clg_tensor *a, double p)
+{
+    return scalar_taped("pow_scalar", "pow_scalar", a, p, false, CLG_OP_pow_scalar, pow_scalar_bw);
+}

@@ -1,0 +1,130 @@
+/* copy.c: copies between layouts and dtypes, and the in-place updates that
+ * optimizers and no-grad regions use. Kernels: cl_kernels/copy.cl, binary.cl, scalar.cl. */
+#include <stdio.h>
+#include <string.h>
+
+#include "tensor_impl.h"
+
+static const char *type_name(clg_dtype d) { return d == CLG_F64 ? "double" : d == CLG_I32 ? "int" : "float"; }
+
+/* dst (any strides) <- src broadcast to dst's shape, converting the dtype. */
+static clg_status copy_into(clg_tensor *dst, const clg_tensor *src)
+{
+    char opts[96];
+    snprintf(opts, sizeof opts, "%s -DS=%s", clg__dtype_options(dst->dtype), type_name(src->dtype));
+    clg_iter it;
+    clg__iter_init(&it, 2, (clg_tensor *const[]){dst, (clg_tensor *)src});
+    return clg__iter_launch(dst->dev, &it, "copy", opts, "copy", NULL, 0);
+}
+
+clg_tensor *clg__copy_as(clg_tensor *t, clg_dtype dtype)
+{
+    if (!t) return NULL;
+    clg_tensor *y = clg__tensor_new(t->dev, dtype, t->ndim, t->shape);
+    if (y && copy_into(y, t) != CLG_OK) {
+        clg_tensor_free(y);
+        return NULL;
+    }
+    return y;
+}
+
+/* ---- contiguous, cast, clone (on the tape) ------------------------------------------------- */
+
+static clg_status identity_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    (void)n;
+    gin[0] = g;
+    return CLG_OK;
+}
+
+/* The gradient of a cast goes back in the input's dtype. */
+static clg_status cast_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    return (gin[0] = clg__copy_as(g, n->inputs[0]->dtype)) ? CLG_OK : g->dev->status;
+}
+
+clg_tensor *clg_contiguous(clg_tensor *t)
+{
+    if (!t) return NULL;
+    clg_tensor *y = clg_tensor_is_contiguous(t) ? clg__tensor_view(t, t->ndim, t->shape, t->strides, t->offset)
+                                                : clg__copy_as(t, t->dtype);
+    return clg__taped(y, CLG_OP_contiguous, identity_bw, 1, &t, NULL);
+}
+
+clg_tensor *clg_clone(clg_tensor *t)
+{
+    if (!t) return NULL;
+    return clg__taped(clg__copy_as(t, t->dtype), CLG_OP_contiguous, identity_bw, 1, &t, NULL);
+}
+
+clg_tensor *clg_cast(clg_tensor *t, clg_dtype dtype)
+{
+    if (!t) return NULL;
+    if ((unsigned)dtype >= CLG_DTYPE_COUNT)
+        return clg__op_fail(t->dev, CLG_ERR_DTYPE, "cast", "unknown dtype %d", (int)dtype);
+    clg_tensor *y = clg__copy_as(t, dtype);
+    if (!clg__is_float(dtype)) return y;   /* no gradient flows into int32 */
+    return clg__taped(y, CLG_OP_cast, cast_bw, 1, &t, NULL);
+}
+
+/* ---- in place ------------------------------------------------------------------------------------ */
+
+static bool may_write(const char *op, const clg_tensor *t)
+{
+    if (!t->requires_grad || !clg_grad_enabled(t->dev)) return true;
+    clg__op_fail(t->dev, CLG_ERR_INVALID_ARGUMENT, op,
+                 "%s requires a gradient; update it inside clg_no_grad_begin/end", CLG_DESC(t));
+    return false;
+}
+
+clg_status clg_copy_(clg_tensor *dst, const clg_tensor *src)
+{
+    if (!dst || !src) return CLG_ERR_INVALID_ARGUMENT;
+    if (!clg__check_same_device("copy_", dst, src) || !may_write("copy_", dst)) return dst->dev->status;
+    int nd;
+    int64_t shape[CLG_MAX_DIMS];
+    if (!clg__broadcast_shapes(dst->ndim, dst->shape, src->ndim, src->shape, &nd, shape) || nd != dst->ndim ||
+        memcmp(shape, dst->shape, (size_t)nd * sizeof *shape)) {
+        clg__op_fail(dst->dev, CLG_ERR_SHAPE, "copy_", "%s does not broadcast to %s", CLG_DESC(src), CLG_DESC(dst));
+        return dst->dev->status;
+    }
+    return copy_into(dst, src);
+}
+
+clg_status clg_fill_(clg_tensor *dst, double value)
+{
+    if (!dst) return CLG_ERR_INVALID_ARGUMENT;
+    if (!may_write("fill_", dst)) return dst->dev->status;
+    clg_iter it;
+    clg__iter_init(&it, 1, &dst);
+    clg_arg v = clg__arg_scalar(dst->dtype, value);
+    return clg__iter_launch(dst->dev, &it, "copy", clg__dtype_options(dst->dtype), "fill", &v, 1);
+}
+
+clg_status clg_axpy_(clg_tensor *y, double alpha, const clg_tensor *x)
+{
+    if (!y || !x) return CLG_ERR_INVALID_ARGUMENT;
+    if (!clg__check_same_dtype("axpy_", y, x) || !clg__check_float("axpy_", y) || !may_write("axpy_", y))
+        return y->dev->status;
+    int nd;
+    int64_t shape[CLG_MAX_DIMS];
+    if (!clg__broadcast_shapes(y->ndim, y->shape, x->ndim, x->shape, &nd, shape) || nd != y->ndim ||
+        memcmp(shape, y->shape, (size_t)nd * sizeof *shape)) {
+        clg__op_fail(y->dev, CLG_ERR_SHAPE, "axpy_", "%s does not broadcast to %s", CLG_DESC(x), CLG_DESC(y));
+        return y->dev->status;
+    }
+    clg_iter it;
+    clg__iter_init(&it, 3, (clg_tensor *const[]){y, y, (clg_tensor *)x});
+    clg_arg s[2] = {clg__arg_scalar(y->dtype, alpha), clg__arg_scalar(y->dtype, 0)};
+    return clg__iter_launch(y->dev, &it, "binary", clg__dtype_options(y->dtype), "axpy", s, 2);
+}
+
+clg_status clg_scale_(clg_tensor *y, double alpha)
+{
+    if (!y) return CLG_ERR_INVALID_ARGUMENT;
+    if (!may_write("scale_", y)) return y->dev->status;
+    clg_iter it;
+    clg__iter_init(&it, 2, (clg_tensor *const[]){y, y});
+    clg_arg s[2] = {clg__arg_scalar(y->dtype, alpha), clg__arg_scalar(y->dtype, 0)};
+    return clg__iter_launch(y->dev, &it, "scalar", clg__dtype_options(y->dtype), "mul_scalar", s, 2);
+}

@@ -1,0 +1,207 @@
+/* create.c: making tensors (from host memory, constants, ranges, random numbers)
+ * and reading them back. Reading is the only thing here that waits for the device. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor_impl.h"
+
+clg_tensor *clg_tensor_empty(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape)
+{
+    if (!dev) return NULL;
+    return clg__tensor_new(dev, dtype, ndim, shape);
+}
+
+clg_tensor *clg_tensor_from_host(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape, const void *data)
+{
+    if (!dev) return NULL;
+    clg_tensor *t = clg__tensor_new(dev, dtype, ndim, shape);
+    if (!t) return NULL;
+    if (t->numel && !data) {
+        clg_tensor_free(t);
+        return clg__op_fail(dev, CLG_ERR_INVALID_ARGUMENT, "tensor_from_host", "data is NULL");
+    }
+    if (clg__write(dev, t->buf, 0, data, (size_t)t->numel * clg_dtype_size(dtype)) != CLG_OK) {
+        clg_tensor_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+clg_tensor *clg_full(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape, double value)
+{
+    clg_tensor *t = clg_tensor_empty(dev, dtype, ndim, shape);
+    if (t && clg_fill_(t, value) != CLG_OK) {
+        clg_tensor_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+clg_tensor *clg_zeros(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape)
+{
+    return clg_full(dev, dtype, ndim, shape, 0.0);
+}
+
+clg_tensor *clg_ones(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape)
+{
+    return clg_full(dev, dtype, ndim, shape, 1.0);
+}
+
+clg_tensor *clg_scalar(clg_device *dev, clg_dtype dtype, double value)
+{
+    return clg_full(dev, dtype, 0, NULL, value);
+}
+
+clg_tensor *clg_arange(clg_device *dev, clg_dtype dtype, double start, double stop, double step)
+{
+    if (!dev) return NULL;
+    if (step == 0 || !isfinite(start) || !isfinite(stop) || !isfinite(step))
+        return clg__op_fail(dev, CLG_ERR_INVALID_ARGUMENT, "arange", "start %g, stop %g, step %g", start, stop, step);
+    double count = ceil((stop - start) / step);
+    int64_t n = count > 0 ? (int64_t)count : 0;
+    clg_tensor *t = clg__tensor_new(dev, dtype, 1, &n);
+    if (!t) return NULL;
+    clg_iter it;
+    clg__iter_init(&it, 1, &t);
+    clg_arg a[2] = {clg__arg_scalar(dtype, start), clg__arg_scalar(dtype, step)};
+    if (clg__iter_launch(dev, &it, "copy", clg__dtype_options(dtype), "arange", a, 2) != CLG_OK) {
+        clg_tensor_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* ---- random numbers ------------------------------------------------------------------------------ */
+
+void clg_manual_seed(clg_device *dev, uint64_t seed) { clg_rng_set_state(dev, seed, 0); }
+
+void clg_rng_get_state(const clg_device *dev, uint64_t *seed, uint64_t *offset)
+{
+    const clg_tensor_state *s = dev ? dev->slots[CLG_SLOT_TENSOR].data : NULL;
+    if (seed) *seed = s ? s->seed : 0x5eed;
+    if (offset) *offset = s ? s->rng_offset : 0;
+}
+
+void clg_rng_set_state(clg_device *dev, uint64_t seed, uint64_t offset)
+{
+    clg_tensor_state *s = dev ? clg__tstate(dev) : NULL;
+    if (!s) return;
+    s->seed = seed;
+    s->rng_offset = offset;
+}
+
+static clg_tensor *random_tensor(clg_device *dev, const char *op, const char *kernel, clg_dtype dtype, int ndim,
+                                 const int64_t *shape, double p0, double p1)
+{
+    if (!dev) return NULL;
+    clg_tensor_state *s = clg__tstate(dev);
+    clg_tensor *t = s ? clg__tensor_new(dev, dtype, ndim, shape) : NULL;
+    if (!t) return NULL;
+    if (!clg__is_float(dtype) || !clg__check_numel(op, dev, t->numel)) {
+        if (!clg__is_float(dtype)) clg__op_fail(dev, CLG_ERR_DTYPE, op, "needs float32 or float64");
+        clg_tensor_free(t);
+        return NULL;
+    }
+    int per = dtype == CLG_F64 ? 2 : 4;   /* numbers per Philox block, as random.cl */
+    uint64_t blocks = ((uint64_t)t->numel + (uint64_t)per - 1) / (uint64_t)per;
+    clg_kernel *k = clg__kernel_get(dev, "random", clg__dtype_options(dtype), kernel);
+    clg_arg a[] = {CLG_ARG_I(t->numel), CLG_ARG_M(t->buf->mem), CLG_ARG_I(0),
+                   CLG_ARG_I((uint32_t)s->seed), CLG_ARG_I((uint32_t)(s->seed >> 32)),
+                   CLG_ARG_I((uint32_t)s->rng_offset), CLG_ARG_I((uint32_t)(s->rng_offset >> 32)),
+                   clg__arg_scalar(dtype, p0), clg__arg_scalar(dtype, p1)};
+    if (!k || clg__launch_1d(dev, k, a, 9, (size_t)blocks) != CLG_OK) {
+        clg_tensor_free(t);
+        return NULL;
+    }
+    s->rng_offset += blocks;
+    return t;
+}
+
+clg_tensor *clg_rand(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape, double lo, double hi)
+{
+    return random_tensor(dev, "rand", "rand_uniform", dtype, ndim, shape, lo, hi);
+}
+
+clg_tensor *clg_randn(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape, double mean, double std)
+{
+    return random_tensor(dev, "randn", "rand_normal", dtype, ndim, shape, mean, std);
+}
+
+/* ---- reading back ---------------------------------------------------------------------------------- */
+
+clg_status clg_tensor_to_host(const clg_tensor *t, void *dst, size_t bytes)
+{
+    if (!t) return CLG_ERR_INVALID_ARGUMENT;
+    size_t need = (size_t)t->numel * clg_dtype_size(t->dtype);
+    if (bytes != need || (need && !dst))
+        return clg__fail(t->dev, CLG_ERR_INVALID_ARGUMENT, "clg_tensor_to_host: %s needs %zu bytes, got %zu",
+                         CLG_DESC(t), need, bytes);
+    if (clg_tensor_is_contiguous(t))
+        return clg__read(t->dev, t->buf, (size_t)t->offset * clg_dtype_size(t->dtype), dst, need);
+    clg_tensor *c = clg__copy_as((clg_tensor *)t, t->dtype);
+    if (!c) return t->dev->status;
+    clg_status st = clg__read(t->dev, c->buf, 0, dst, need);
+    clg_tensor_free(c);
+    return st;
+}
+
+clg_status clg_tensor_item(const clg_tensor *t, double *value)
+{
+    if (!t || !value) return CLG_ERR_INVALID_ARGUMENT;
+    if (t->numel != 1)
+        return clg__fail(t->dev, CLG_ERR_SHAPE, "clg_tensor_item: %s has %lld elements, not 1", CLG_DESC(t),
+                         (long long)t->numel);
+    union { float f; double d; int32_t i; } v;
+    clg_status st = clg_tensor_to_host(t, &v, clg_dtype_size(t->dtype));
+    if (st == CLG_OK) *value = t->dtype == CLG_F32 ? v.f : t->dtype == CLG_F64 ? v.d : v.i;
+    return st;
+}
+
+/* Nested brackets as NumPy prints; past 1000 elements only 3 at each end of an axis. */
+static void print_axis(FILE *out, const clg_tensor *t, const double *v, int d, int64_t base, bool summarize)
+{
+    int64_t n = t->shape[d], stride = 1;
+    for (int k = d + 1; k < t->ndim; k++) stride *= t->shape[k];
+    fputc('[', out);
+    for (int64_t i = 0; i < n; i++) {
+        if (summarize && n > 6 && i == 3) {
+            fprintf(out, "..., ");
+            i = n - 3;
+        }
+        if (d == t->ndim - 1) {
+            if (t->dtype == CLG_I32) fprintf(out, "%lld", (long long)v[base + i]);
+            else fprintf(out, "%.6g", v[base + i]);
+        } else {
+            print_axis(out, t, v, d + 1, base + i * stride, summarize);
+        }
+        if (i + 1 < n) fprintf(out, d == t->ndim - 1 ? ", " : ",\n%*s", d == t->ndim - 1 ? 0 : d + 8, "");
+    }
+    fputc(']', out);
+}
+
+clg_status clg_tensor_print(const clg_tensor *t, FILE *out, const char *name)
+{
+    if (!t || !out) return CLG_ERR_INVALID_ARGUMENT;
+    size_t es = clg_dtype_size(t->dtype);
+    void *raw = malloc(t->numel ? (size_t)t->numel * es : 1);
+    double *v = malloc(t->numel ? (size_t)t->numel * sizeof *v : 1);
+    clg_status st = raw && v ? clg_tensor_to_host(t, raw, (size_t)t->numel * es)
+                             : clg__fail(t->dev, CLG_ERR_OUT_OF_MEMORY, "clg_tensor_print: out of host memory");
+    if (st == CLG_OK) {
+        for (int64_t i = 0; i < t->numel; i++)
+            v[i] = t->dtype == CLG_F32 ? ((float *)raw)[i] : t->dtype == CLG_F64 ? ((double *)raw)[i]
+                                                                              : ((int32_t *)raw)[i];
+        if (name) fprintf(out, "%s = ", name);
+        fprintf(out, "tensor(");
+        if (t->ndim == 0) fprintf(out, t->dtype == CLG_I32 ? "%.0f" : "%.6g", v[0]);
+        else if (t->numel == 0) fprintf(out, "[]");
+        else print_axis(out, t, v, 0, 0, t->numel > 1000);
+        char shape[128];
+        fprintf(out, ", shape=%s, dtype=%s%s)\n", clg_shape_str(t->ndim, t->shape, shape, sizeof shape),
+                clg_dtype_name(t->dtype), t->requires_grad ? ", requires_grad" : "");
+    }
+    free(raw);
+    free(v);
+    return st;
+}

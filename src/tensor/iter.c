@@ -1,0 +1,127 @@
+/* iter.c: elementwise kernels over any strides. The operands are broadcast to the
+ * output's shape, then axes are simplified (size-1 axes dropped, axes contiguous in
+ * every operand merged) so that the kernel indexes as few axes as it can; when every
+ * operand is contiguous the flat variant runs, with no index arithmetic at all. */
+#include <stdio.h>
+#include <string.h>
+
+#include "tensor_impl.h"
+
+void clg__iter_init(clg_iter *it, int n, clg_tensor *const *ops)
+{
+    memset(it, 0, sizeof *it);
+    const clg_tensor *out = ops[0];
+    it->n = n;
+    it->numel = out->numel;
+    int nd = 0;
+    for (int d = 0; d < out->ndim; d++) {
+        if (out->shape[d] == 1) continue;   /* size-1 axes index nothing */
+        it->shape[nd] = out->shape[d];
+        for (int k = 0; k < n; k++) {
+            const clg_tensor *t = ops[k];
+            int td = d - (out->ndim - t->ndim);   /* aligned at the right */
+            it->strides[k][nd] = (td < 0 || t->shape[td] == 1) ? 0 : t->strides[td];
+        }
+        nd++;
+    }
+    for (int k = 0; k < n; k++) {
+        it->offset[k] = ops[k]->offset;
+        it->mem[k] = ops[k]->buf->mem;
+    }
+    /* Merge axis d into d-1 where every operand steps over both as one. */
+    int m = 0;
+    for (int d = 0; d < nd; d++) {
+        bool merge = m > 0;
+        for (int k = 0; k < n && merge; k++)
+            merge = it->strides[k][m - 1] == it->strides[k][d] * it->shape[d];
+        if (merge) {
+            it->shape[m - 1] *= it->shape[d];
+            for (int k = 0; k < n; k++) it->strides[k][m - 1] = it->strides[k][d];
+        } else {
+            it->shape[m] = it->shape[d];
+            for (int k = 0; k < n; k++) it->strides[k][m] = it->strides[k][d];
+            m++;
+        }
+    }
+    if (m == 0) {   /* a single element */
+        it->shape[0] = 1;
+        for (int k = 0; k < n; k++) it->strides[k][0] = 1;
+        m = 1;
+    }
+    it->ndim = m;
+    it->flat = m == 1;
+    for (int k = 0; k < n && it->flat; k++) it->flat = it->strides[k][0] == 1;
+}
+
+clg_status clg__iter_launch(clg_device *dev, const clg_iter *it, const char *program, const char *options,
+                            const char *kernel, const clg_arg *extra, int nextra)
+{
+    if (it->numel == 0) return CLG_OK;
+    if (it->numel > INT32_MAX)
+        return clg__fail(dev, CLG_ERR_UNSUPPORTED, "%s: %lld elements; kernels index up to 2^31 - 1", kernel,
+                         (long long)it->numel);
+    char name[96];
+    snprintf(name, sizeof name, "%s_%s", kernel, it->flat ? "flat" : "strided");
+    clg_kernel *k = clg__kernel_get(dev, program, options, name);
+    if (!k) return dev->status;
+    clg_arg args[3 + 3 * CLG_ITER_MAX + 8];
+    int na = 0;
+    args[na++] = CLG_ARG_I(it->numel);
+    if (!it->flat) {
+        args[na++] = CLG_ARG_I(it->ndim);
+        args[na++] = clg__arg_int8(it->shape, it->ndim);
+    }
+    for (int i = 0; i < it->n; i++) {
+        args[na++] = CLG_ARG_M(it->mem[i]);
+        args[na++] = CLG_ARG_I(it->offset[i]);
+        if (!it->flat) args[na++] = clg__arg_int8(it->strides[i], it->ndim);
+    }
+    for (int i = 0; i < nextra && i < 8; i++) args[na++] = extra[i];
+    return clg__launch_1d(dev, k, args, na, (size_t)it->numel);
+}
+
+clg_arg clg__arg_scalar(clg_dtype dtype, double value)
+{
+    if (dtype == CLG_F64) return CLG_ARG_D(value);
+    if (dtype == CLG_I32) return CLG_ARG_I((int32_t)value);
+    return CLG_ARG_F(value);
+}
+
+clg_tensor *clg__elementwise(const char *op, const char *program, const char *kernel, int n,
+                             clg_tensor *const *inputs, double s0, double s1, bool allow_int)
+{
+    for (int i = 0; i < n; i++)
+        if (!inputs[i]) return NULL;
+    clg_tensor *a = inputs[0];
+    int nd = a->ndim;
+    int64_t shape[CLG_MAX_DIMS];
+    memcpy(shape, a->shape, sizeof shape);
+    for (int i = 1; i < n; i++) {
+        if (!clg__check_same_dtype(op, a, inputs[i])) return NULL;
+        int64_t prev[CLG_MAX_DIMS];
+        memcpy(prev, shape, sizeof prev);
+        if (!clg__broadcast_shapes(nd, prev, inputs[i]->ndim, inputs[i]->shape, &nd, shape)) {
+            char msg[512] = "";
+            for (int j = 0; j < n; j++) {
+                size_t l = strlen(msg);
+                snprintf(msg + l, sizeof msg - l, "%s%s", j ? " and " : "", CLG_DESC(inputs[j]));
+            }
+            return clg__op_fail(a->dev, CLG_ERR_SHAPE, op, "shapes do not broadcast: %s", msg);
+        }
+    }
+    if (!allow_int && !clg__check_float(op, a)) return NULL;
+    clg_tensor *y = clg__tensor_new(a->dev, a->dtype, nd, shape);
+    if (!y) return NULL;
+    clg_tensor *ops[CLG_ITER_MAX] = {y};
+    for (int i = 0; i < n; i++) ops[i + 1] = inputs[i];
+    clg_iter it;
+    clg__iter_init(&it, n + 1, ops);
+    clg_arg extra[2] = {clg__arg_scalar(a->dtype, s0), clg__arg_scalar(a->dtype, s1)};
+    if (clg__iter_launch(a->dev, &it, program, clg__dtype_options(a->dtype), kernel, extra, 2) != CLG_OK) {
+        char err[CLG_ERROR_MAX];
+        memcpy(err, a->dev->error, sizeof err);
+        clg_tensor_free(y);
+        return clg__op_fail(a->dev, a->dev->status, op, "%s: %.7000s", CLG_DESC(a), err);
+    }
+    return y;
+}

@@ -1,0 +1,175 @@
+/* tensor_impl.h: the internals of tensors and the tape, for src/tensor/, src/autograd/
+ * and the layers above. Not installed. */
+#ifndef CLGRAD_TENSOR_IMPL_H
+#define CLGRAD_TENSOR_IMPL_H
+
+#include "clgrad/autograd.h"
+#include "clgrad/ops.h"
+#include "clgrad/tensor.h"
+#include "device_impl.h"
+
+/* ---- tensors ------------------------------------------------------------------------- */
+
+typedef struct clg_node clg_node;
+
+struct clg_tensor {
+    clg_device *dev;
+    clg_buffer *buf;               /* shared by views */
+    clg_dtype dtype;
+    int ndim;
+    int64_t shape[CLG_MAX_DIMS];
+    int64_t strides[CLG_MAX_DIMS]; /* elements; 0 along broadcast axes */
+    int64_t offset;                /* elements, into buf */
+    int64_t numel;
+    int refs;                      /* its scope, tape nodes that use it, its owner (grads) */
+    bool requires_grad;
+    clg_tensor *grad;              /* accumulated gradient of a leaf; owned */
+    clg_node *node;                /* how it was made, when on the tape; owned */
+    /* scope membership: a doubly linked list per scope level */
+    int scope;                     /* level, or -1 when in no scope (grads) */
+    clg_tensor *prev, *next;
+    /* backward pass scratch */
+    clg_tensor *bgrad;             /* gradient flowing into this tensor during clg_backward */
+    uint64_t visit;
+};
+
+#define CLG_MAX_SCOPES 64
+
+/* Per-device state of the tensor layer (device slot CLG_SLOT_TENSOR). */
+typedef struct clg_tensor_state {
+    int depth;                        /* innermost scope level; 0 outside any scope */
+    clg_tensor *heads[CLG_MAX_SCOPES];
+    int no_grad;                      /* nesting of no-grad regions */
+    uint64_t seed, rng_offset;        /* the Philox generator */
+    int64_t live;                     /* tensors alive */
+    uint64_t visit_gen;               /* backward-pass generations */
+} clg_tensor_state;
+
+clg_tensor_state *clg__tstate(clg_device *dev);   /* NULL only when host memory ran out */
+
+/* A new contiguous tensor in the current scope (buffer uninitialised). */
+clg_tensor *clg__tensor_new(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape);
+/* A new tensor over base's buffer, in the current scope. */
+clg_tensor *clg__tensor_view(clg_tensor *base, int ndim, const int64_t *shape, const int64_t *strides,
+                             int64_t offset);
+/* Take t out of every scope (its owner keeps the one reference). */
+void clg__tensor_unscope(clg_tensor *t);
+void clg__tensor_retain(clg_tensor *t);
+void clg__tensor_release(clg_tensor *t);   /* frees at zero references; NULL is fine */
+
+void clg__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
+bool clg__is_float(clg_dtype dtype);
+/* Build options for a dtype: "-DT=float", "-DT=double", "-DT=int". */
+const char *clg__dtype_options(clg_dtype dtype);
+
+/* ---- errors ---------------------------------------------------------------------------- */
+
+/* Record "clg_<op>: <message>" on dev and return NULL. */
+clg_tensor *clg__op_fail(clg_device *dev, clg_status status, const char *op, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* "[2, 3] float32" for messages; buf of at least 160 bytes. */
+const char *clg__tensor_desc(const clg_tensor *t, char *buf, size_t len);
+#define CLG_DESC(t) clg__tensor_desc((t), (char[160]){0}, 160)
+
+/* Common argument checks; each records the error and returns false. */
+bool clg__check_float(const char *op, const clg_tensor *t);
+bool clg__check_same_dtype(const char *op, const clg_tensor *a, const clg_tensor *b);
+bool clg__check_same_device(const char *op, const clg_tensor *a, const clg_tensor *b);
+/* axis in [-ndim, ndim) to [0, ndim); -1 (with the error recorded) when out of range. */
+int clg__axis(const char *op, const clg_tensor *t, int axis, int ndim);
+/* NumPy broadcasting of two shapes; false when they do not broadcast. */
+bool clg__broadcast_shapes(int na, const int64_t *sa, int nb, const int64_t *sb, int *nout, int64_t *out);
+
+/* ---- elementwise iteration ---------------------------------------------------------------- */
+
+#define CLG_ITER_MAX 4
+
+/* Operands of an elementwise kernel viewed over one iteration shape: broadcast axes
+ * get stride 0, size-1 axes are dropped and axes that are contiguous in every operand
+ * merged, so most launches need one or two axes, and many none (flat). */
+typedef struct clg_iter {
+    int n;                                   /* operands; 0 is the output */
+    int ndim;                                /* after merging, 1 to CLG_MAX_DIMS */
+    int64_t shape[CLG_MAX_DIMS];
+    int64_t strides[CLG_ITER_MAX][CLG_MAX_DIMS];
+    int64_t offset[CLG_ITER_MAX];
+    cl_mem mem[CLG_ITER_MAX];
+    int64_t numel;
+    bool flat;                               /* every operand contiguous over numel */
+} clg_iter;
+
+/* ops[0] is written; all operands broadcast to ops[0]'s shape. */
+void clg__iter_init(clg_iter *it, int n, clg_tensor *const *ops);
+/* Launch `<kernel>_flat` or `<kernel>_strided` from program `program` with the
+ * iteration's operands, followed by nextra extra arguments (scalars). Kernel
+ * signatures (see cl_kernels/binary.cl):
+ *   name_flat(int n, [per operand: buffer, int offset], extra...)
+ *   name_strided(int n, int ndim, int8 shape, [per operand: buffer, int offset, int8 strides], extra...) */
+clg_status clg__iter_launch(clg_device *dev, const clg_iter *it, const char *program, const char *options,
+                            const char *kernel, const clg_arg *extra, int nextra);
+/* A scalar kernel argument in the kernel's type T. */
+clg_arg clg__arg_scalar(clg_dtype dtype, double value);
+
+/* The common shape of elementwise ops: broadcast the n inputs (same dtype; float
+ * only unless allow_int), make the output, launch program's `kernel` pair with
+ * scalars s0 and s1 (every CLG_ELEMENTWISE kernel takes both). No tape. */
+clg_tensor *clg__elementwise(const char *op, const char *program, const char *kernel, int n,
+                             clg_tensor *const *inputs, double s0, double s1, bool allow_int);
+
+/* Elements past 2^31 - 1 are refused: kernels index with int. */
+bool clg__check_numel(const char *op, clg_device *dev, int64_t numel);
+
+/* A contiguous copy of t with dtype `dtype`, off the tape (copy.c). */
+clg_tensor *clg__copy_as(clg_tensor *t, clg_dtype dtype);
+
+/* ---- the tape -------------------------------------------------------------------------------- */
+
+typedef enum clg_op_id {
+#define X(name) CLG_OP_##name,
+#include "ops.def"
+#undef X
+    CLG_OP_COUNT
+} clg_op_id;
+
+const char *clg__op_name(int op);
+
+/* Given the gradient of the node's output, compute the gradients of its inputs
+ * (grad_in[i], NULL where input i needs none; any shape that broadcasts to the input's,
+ * the engine sums it back). Runs in no-grad mode inside the engine's scope. */
+typedef clg_status (*clg_backward_fn)(clg_node *node, clg_tensor *grad_out, clg_tensor **grad_in);
+
+#define CLG_NODE_INLINE 3
+
+struct clg_node {
+    int op;                       /* clg_op_id */
+    clg_backward_fn backward;
+    clg_tensor *out;              /* the tensor that owns this node (not a reference) */
+    int ninputs;
+    clg_tensor **inputs;          /* references; entries may be NULL */
+    clg_tensor *inline_inputs[CLG_NODE_INLINE];
+    clg_tensor *saved[3];         /* more references the backward needs (masks, ...) */
+    double f[4];                  /* op parameters */
+    int64_t i[2 * CLG_MAX_DIMS];
+};
+
+/* True when grad mode is on and one of the n inputs requires a gradient. */
+bool clg__needs_grad(clg_device *dev, int n, clg_tensor *const *inputs);
+/* Put `out` on the tape as made by `op` from inputs; out then requires a gradient.
+ * Returns the node (for its parameters), or NULL with the error recorded when host
+ * memory ran out (the caller frees out and fails). */
+clg_node *clg__record(clg_tensor *out, int op, clg_backward_fn backward, int n, clg_tensor *const *inputs);
+/* Keep another tensor for the backward (retained until the node goes). */
+void clg__node_save(clg_node *node, int slot, clg_tensor *t);
+void clg__node_free(clg_node *node);
+/* Finish an op: when inputs need a gradient, record y as made by op; returns y, or
+ * NULL (y freed) when recording failed. y NULL passes through. node_out may be NULL. */
+clg_tensor *clg__taped(clg_tensor *y, int op, clg_backward_fn backward, int n, clg_tensor *const *inputs,
+                       clg_node **node_out);
+/* Whether the backward must produce a gradient for input i. */
+bool clg__wants_grad(const clg_node *node, int i);
+
+/* The sum of g over the axes along which `shape` was broadcast to g's shape, with
+ * `shape` as the result's shape. */
+clg_tensor *clg__sum_to_shape(clg_tensor *g, int ndim, const int64_t *shape);
+
+#endif

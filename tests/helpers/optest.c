@@ -1,0 +1,264 @@
+/* optest.c: see optest.h. */
+#include "optest.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor_impl.h"
+
+const char *const optest_layout_names[OPTEST_LAYOUT_COUNT] = {"contiguous", "permuted", "sliced"};
+
+void optest_fill(double *v, int64_t n, double lo, double hi, uint64_t seed)
+{
+    uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;
+    for (int64_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v[i] = lo + (hi - lo) * (double)(x >> 11) / 9007199254740992.0;
+    }
+}
+
+static int64_t numel_of(int ndim, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    return n;
+}
+
+static void *to_dtype(clg_dtype dtype, const double *v, int64_t n)
+{
+    void *p = malloc((size_t)(n ? n : 1) * clg_dtype_size(dtype));
+    for (int64_t i = 0; p && i < n; i++) {
+        if (dtype == CLG_F32) ((float *)p)[i] = (float)v[i];
+        else if (dtype == CLG_F64) ((double *)p)[i] = v[i];
+        else ((int32_t *)p)[i] = (int32_t)v[i];
+    }
+    return p;
+}
+
+clg_tensor *optest_tensor(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape, const double *values,
+                          optest_layout layout)
+{
+    int64_t n = numel_of(ndim, shape);
+    if (layout == OPTEST_PERMUTED && ndim < 2) layout = OPTEST_SLICED;
+    if (layout == OPTEST_SLICED && ndim < 1) layout = OPTEST_CONTIGUOUS;
+    double *store = calloc((size_t)(3 * n + 2), sizeof *store);   /* the sliced layout needs 2n + rows */
+    int64_t sshape[CLG_MAX_DIMS];
+    for (int d = 0; d < ndim; d++) sshape[d] = shape[d];
+    if (layout == OPTEST_PERMUTED) {
+        /* store[..., j, i] = values[..., i, j] */
+        int64_t r = shape[ndim - 2], c = shape[ndim - 1], rc = r * c, outer = rc ? n / rc : 0;
+        sshape[ndim - 2] = c;
+        sshape[ndim - 1] = r;
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t i = 0; i < r; i++)
+                for (int64_t j = 0; j < c; j++) store[o * r * c + j * r + i] = values[o * r * c + i * c + j];
+    } else if (layout == OPTEST_SLICED) {
+        /* last axis doubled plus one; values at odd positions: offset 1, step 2 */
+        int64_t c = shape[ndim - 1], outer = c ? n / c : 0;
+        sshape[ndim - 1] = 2 * c + 1;
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t j = 0; j < c; j++) store[o * (2 * c + 1) + 1 + 2 * j] = values[o * c + j];
+        for (int64_t o = 0; o < outer; o++) store[o * (2 * c + 1)] = 12345.0;   /* must never be read */
+    } else {
+        memcpy(store, values, (size_t)n * sizeof *store);
+    }
+    void *raw = to_dtype(dtype, store, numel_of(ndim, sshape));
+    clg_tensor *base = clg_tensor_from_host(dev, dtype, ndim, sshape, raw);
+    free(raw);
+    free(store);
+    if (!base || layout == OPTEST_CONTIGUOUS) return base;
+    clg_tensor *v = layout == OPTEST_PERMUTED ? clg_transpose(base, ndim - 2, ndim - 1)
+                                              : clg_slice(base, ndim - 1, 1, 2 * shape[ndim - 1] + 1, 2);
+    clg_tensor_free(base);   /* the view holds the buffer */
+    return v;
+}
+
+static double *read_doubles(clg_tensor *t)
+{
+    int64_t n = clg_tensor_numel(t);
+    size_t es = clg_dtype_size(clg_tensor_dtype(t));
+    void *raw = malloc((size_t)(n ? n : 1) * es);
+    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    if (clg_tensor_to_host(t, raw, (size_t)n * es) != CLG_OK) {
+        free(raw);
+        free(v);
+        return NULL;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        clg_dtype d = clg_tensor_dtype(t);
+        v[i] = d == CLG_F32 ? ((float *)raw)[i] : d == CLG_F64 ? ((double *)raw)[i] : ((int32_t *)raw)[i];
+    }
+    free(raw);
+    return v;
+}
+
+bool optest_close(const char *what, clg_tensor *t, const double *expect, int64_t n, double atol, double rtol)
+{
+    CHECK_MSG(t != NULL, "%s: no result: %s", what, t ? "" : "(see device error)");
+    if (!t) return false;
+    CHECK_MSG(clg_tensor_numel(t) == n, "%s: %lld elements, expected %lld", what, (long long)clg_tensor_numel(t),
+              (long long)n);
+    if (clg_tensor_numel(t) != n) return false;
+    double *v = read_doubles(t);
+    CHECK_MSG(v != NULL, "%s: read failed: %s", what, clg_device_error(clg_tensor_device(t)));
+    if (!v) return false;
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double a = v[i], e = expect[i];
+        bool ok = isnan(e) ? isnan(a) : isinf(e) ? a == e : fabs(a - e) <= atol + rtol * fabs(e);
+        if (!ok && bad++ < 5) fprintf(stderr, "  %s: [%lld] = %.9g, expected %.9g\n", what, (long long)i, a, e);
+    }
+    free(v);
+    CHECK_MSG(bad == 0, "%s: %d of %lld elements differ", what, bad, (long long)n);
+    return bad == 0;
+}
+
+/* ---- gradient checks ------------------------------------------------------------------------- */
+
+static void record_coverage(clg_tensor *y, const char *what)
+{
+    const char *dir = getenv("CLG_GRAD_COVERAGE_DIR");
+    if (!dir || !y) return;
+    bool seen[CLG_OP_COUNT] = {false};
+    clg_tensor *stack[4096];
+    int depth = 0;
+    stack[depth++] = y;
+    while (depth) {
+        clg_tensor *t = stack[--depth];
+        if (!t->node) continue;
+        seen[t->node->op] = true;
+        for (int i = 0; i < t->node->ninputs && depth < 4096; i++)
+            if (t->node->inputs[i]) stack[depth++] = t->node->inputs[i];
+    }
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.txt", dir, what);
+    for (char *p = path + strlen(dir) + 1; *p; p++)
+        if (*p == '/' || *p == ' ') *p = '_';
+    FILE *f = fopen(path, "a");
+    if (!f) return;
+    for (int op = 0; op < CLG_OP_COUNT; op++)
+        if (seen[op]) fprintf(f, "%s\n", clg__op_name(op));
+    fclose(f);
+}
+
+typedef struct gc_state {
+    clg_device *dev;
+    clg_dtype dtype;
+    optest_fn f;
+    void *ctx;
+    int n;
+    const optest_input *in;
+    double **values;          /* per input, logical order */
+    double *w;                /* projection of the output */
+    int64_t out_n;
+    optest_layout layout;
+} gc_state;
+
+static bool build_inputs(gc_state *s, clg_tensor **ts, bool want_grad)
+{
+    for (int i = 0; i < s->n; i++) {
+        clg_dtype d = s->in[i].dtype == CLG_I32 ? CLG_I32 : s->dtype;
+        ts[i] = optest_tensor(s->dev, d, s->in[i].ndim, s->in[i].shape, s->values[i], s->layout);
+        if (!ts[i]) return false;
+        if (want_grad && !s->in[i].constant) clg_tensor_set_requires_grad(ts[i], true);
+    }
+    return true;
+}
+
+/* sum(f(inputs) * w) at the current values, without the tape. */
+static bool loss_at(gc_state *s, double *loss)
+{
+    clg_scope_begin(s->dev);
+    clg_no_grad_begin(s->dev);
+    clg_tensor *ts[8];
+    bool ok = build_inputs(s, ts, false);
+    clg_tensor *y = ok ? s->f(ts, s->ctx) : NULL;
+    double *v = y ? read_doubles(y) : NULL;
+    ok = v != NULL;
+    *loss = 0;
+    for (int64_t k = 0; ok && k < s->out_n; k++) *loss += v[k] * s->w[k];
+    free(v);
+    clg_no_grad_end(s->dev);
+    clg_scope_end(s->dev);
+    return ok;
+}
+
+static bool check_layout(gc_state *s, const char *what, double eps, double atol, double rtol)
+{
+    clg_scope_begin(s->dev);
+    clg_tensor *ts[8];
+    bool ok = build_inputs(s, ts, true);
+    clg_tensor *y = ok ? s->f(ts, s->ctx) : NULL;
+    CHECK_MSG(y != NULL, "%s: forward failed: %s", what, clg_device_error(s->dev));
+    if (!y) {
+        clg_scope_end(s->dev);
+        return false;
+    }
+    record_coverage(y, what);
+    s->out_n = clg_tensor_numel(y);
+    free(s->w);
+    s->w = malloc((size_t)(s->out_n ? s->out_n : 1) * sizeof *s->w);
+    optest_fill(s->w, s->out_n, -1, 1, 99);
+    double *wv = s->w;
+    void *wraw = to_dtype(s->dtype, wv, s->out_n);
+    clg_tensor *w = clg_tensor_from_host(s->dev, s->dtype, clg_tensor_ndim(y), clg_tensor_shape(y), wraw);
+    free(wraw);
+    clg_tensor *loss = clg_sum(clg_mul(y, w), 0, NULL, false);
+    clg_status st = loss ? clg_backward(loss, NULL) : CLG_ERR_INVALID_ARGUMENT;
+    CHECK_MSG(st == CLG_OK, "%s: backward failed: %s", what, clg_device_error(s->dev));
+    int bad = 0;
+    for (int i = 0; st == CLG_OK && i < s->n; i++) {
+        if (s->in[i].constant) continue;
+        clg_tensor *g = clg_tensor_grad(ts[i]);
+        int64_t ni = numel_of(s->in[i].ndim, s->in[i].shape);
+        CHECK_MSG(g != NULL || ni == 0, "%s: input %d got no gradient", what, i);
+        double *ga = g ? read_doubles(g) : NULL;
+        for (int64_t j = 0; ga && j < ni; j++) {
+            double keep = s->values[i][j], lp, lm;
+            s->values[i][j] = keep + eps;
+            bool ok1 = loss_at(s, &lp);
+            s->values[i][j] = keep - eps;
+            bool ok2 = loss_at(s, &lm);
+            s->values[i][j] = keep;
+            double num = (lp - lm) / (2 * eps);
+            if (!ok1 || !ok2 || fabs(ga[j] - num) > atol + rtol * fabs(num)) {
+                if (bad++ < 5)
+                    fprintf(stderr, "  %s: input %d [%lld]: analytic %.9g, numeric %.9g\n", what, i, (long long)j,
+                            ga[j], num);
+            }
+        }
+        free(ga);
+    }
+    CHECK_MSG(bad == 0, "%s: %d gradient elements differ", what, bad);
+    clg_scope_end(s->dev);
+    return bad == 0 && st == CLG_OK;
+}
+
+bool optest_gradcheck(clg_device *dev, const char *what, optest_fn f, void *ctx, int n, const optest_input *inputs)
+{
+    bool fp64 = clg_device_get_info(dev)->fp64;
+    gc_state s = {.dev = dev, .dtype = fp64 ? CLG_F64 : CLG_F32, .f = f, .ctx = ctx, .n = n, .in = inputs};
+    double eps = fp64 ? 1e-6 : 1e-3, atol = fp64 ? 1e-5 : 1e-3, rtol = fp64 ? 1e-3 : 1e-2;
+    double *vals[8];
+    s.values = vals;
+    for (int i = 0; i < n; i++) {
+        int64_t ni = numel_of(inputs[i].ndim, inputs[i].shape);
+        vals[i] = malloc((size_t)(ni ? ni : 1) * sizeof(double));
+        if (inputs[i].values) memcpy(vals[i], inputs[i].values, (size_t)ni * sizeof(double));
+        else if (inputs[i].lo == 0 && inputs[i].hi == 0) optest_fill(vals[i], ni, -1, 1, 7 + (uint64_t)i);
+        else optest_fill(vals[i], ni, inputs[i].lo, inputs[i].hi, 7 + (uint64_t)i);
+    }
+    bool ok = true;
+    for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
+        char name[256];
+        snprintf(name, sizeof name, "%s (%s)", what, optest_layout_names[l]);
+        s.layout = (optest_layout)l;
+        ok = check_layout(&s, name, eps, atol, rtol) && ok;
+    }
+    for (int i = 0; i < n; i++) free(vals[i]);
+    free(s.w);
+    return ok;
+}

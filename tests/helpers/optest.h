@@ -1,0 +1,59 @@
+/* optest.h: what the op tests share: inputs in several memory layouts, comparison
+ * with a plain-C reference, and finite-difference gradient checks.
+ *
+ *   double x[6] = {...};
+ *   clg_tensor *t = optest_tensor(dev, CLG_F32, CLG_SHAPE(2, 3), x, OPTEST_PERMUTED);
+ *   optest_close("exp permuted", clg_exp(t), want, 6, 1e-6, 1e-5);
+ *
+ *   optest_gradcheck(dev, "mul broadcast", fn, ctx, 2, (optest_input[]){{CLG_SHAPE(2,3)}, {CLG_SHAPE(3)}});
+ */
+#ifndef CLGRAD_TESTS_OPTEST_H
+#define CLGRAD_TESTS_OPTEST_H
+
+#include <stdbool.h>
+
+#include "check.h"
+
+/* How a test tensor's values sit in memory; every op must give the same results. */
+typedef enum optest_layout {
+    OPTEST_CONTIGUOUS,  /* row-major */
+    OPTEST_PERMUTED,    /* stored with the last two axes swapped, viewed back (strides not row-major) */
+    OPTEST_SLICED,      /* every other element of a larger buffer, at an offset (step-2 slice) */
+    OPTEST_LAYOUT_COUNT
+} optest_layout;
+
+extern const char *const optest_layout_names[OPTEST_LAYOUT_COUNT];
+
+/* A tensor holding `values` (row-major, logical order) in the given layout. */
+clg_tensor *optest_tensor(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape, const double *values,
+                          optest_layout layout);
+
+/* Deterministic values in [lo, hi) for inputs and references (xorshift, seeded). */
+void optest_fill(double *v, int64_t n, double lo, double hi, uint64_t seed);
+
+/* Check t against expect: same element count, |t - e| <= atol + rtol |e| elementwise,
+ * NaN where expected, equal infinities. Records a CHECK failure naming `what`. */
+bool optest_close(const char *what, clg_tensor *t, const double *expect, int64_t n, double atol, double rtol);
+
+/* ---- gradient checks -------------------------------------------------------------------------- */
+
+/* The function under test: builds one tensor from the inputs (any shape). */
+typedef clg_tensor *(*optest_fn)(clg_tensor **inputs, void *ctx);
+
+typedef struct optest_input {
+    int ndim;
+    const int64_t *shape;
+    double lo, hi;          /* value range; 0, 0 means [-1, 1) */
+    bool constant;          /* no gradient wanted (indices, masks) */
+    const double *values;   /* fixed values instead of random ones (may be NULL) */
+    clg_dtype dtype;        /* CLG_I32 for index inputs (constant); else the check's float type */
+} optest_input;
+
+/* Central differences against clg_backward for the scalar sum(f(inputs) * w), w
+ * random, for every element of every non-constant input, in every layout.
+ * float64 where the device has it: eps 1e-6, atol 1e-5, rtol 1e-3 (as PyTorch's
+ * gradcheck); else float32 with eps 1e-3, atol 1e-3, rtol 1e-2. Every op on the tape
+ * is recorded for the coverage test (CLG_GRAD_COVERAGE_DIR). */
+bool optest_gradcheck(clg_device *dev, const char *what, optest_fn f, void *ctx, int n, const optest_input *inputs);
+
+#endif

@@ -1,0 +1,78 @@
+/* Gradient checks for the core ops: views, copies, arithmetic, reductions. */
+#include "optest.h"
+
+#define IN(...) ((optest_input[]){__VA_ARGS__})
+#define SH(...) CLG_SHAPE(__VA_ARGS__)
+
+static clg_tensor *f_add(clg_tensor **x, void *c) { (void)c; return clg_add(x[0], x[1]); }
+static clg_tensor *f_sub(clg_tensor **x, void *c) { (void)c; return clg_sub(x[0], x[1]); }
+static clg_tensor *f_mul(clg_tensor **x, void *c) { (void)c; return clg_mul(x[0], x[1]); }
+static clg_tensor *f_div(clg_tensor **x, void *c) { (void)c; return clg_div(x[0], x[1]); }
+static clg_tensor *f_pow(clg_tensor **x, void *c) { (void)c; return clg_pow(x[0], x[1]); }
+static clg_tensor *f_maximum(clg_tensor **x, void *c) { (void)c; return clg_maximum(x[0], x[1]); }
+static clg_tensor *f_minimum(clg_tensor **x, void *c) { (void)c; return clg_minimum(x[0], x[1]); }
+static clg_tensor *f_scalars(clg_tensor **x, void *c)
+{
+    (void)c;
+    clg_tensor *a = clg_add_scalar(clg_mul_scalar(x[0], 3.0), 0.5);
+    a = clg_sub_scalar(clg_div_scalar(a, 2.0), 1.0);
+    return clg_add(clg_rsub_scalar(2.0, a), clg_rdiv_scalar(1.5, x[0]));
+}
+static clg_tensor *f_pow_scalar(clg_tensor **x, void *c) { (void)c; return clg_pow_scalar(x[0], 2.5); }
+static clg_tensor *f_sum01(clg_tensor **x, void *c) { (void)c; return clg_sum(x[0], CLG_AXES(0, 2), false); }
+static clg_tensor *f_sum_all(clg_tensor **x, void *c) { (void)c; return clg_sum(x[0], 0, NULL, true); }
+static clg_tensor *f_mean1(clg_tensor **x, void *c) { (void)c; return clg_mean(x[0], CLG_AXES(-1), true); }
+static clg_tensor *f_max1(clg_tensor **x, void *c) { (void)c; return clg_max(x[0], CLG_AXES(1), false); }
+static clg_tensor *f_min0(clg_tensor **x, void *c) { (void)c; return clg_min(x[0], CLG_AXES(0), true); }
+static clg_tensor *f_views(clg_tensor **x, void *c)
+{
+    (void)c;   /* [2, 3, 4] -> permute -> narrow -> reshape -> unsqueeze -> expand -> squeeze */
+    clg_tensor *p = clg_permute(x[0], CLG_AXES(2, 0, 1));            /* [4, 2, 3] */
+    clg_tensor *n = clg_narrow(p, 0, 1, 2);                          /* [2, 2, 3] */
+    clg_tensor *r = clg_reshape(n, CLG_SHAPE(4, 3));
+    clg_tensor *u = clg_unsqueeze(r, 1);                             /* [4, 1, 3] */
+    clg_tensor *e = clg_expand(u, CLG_SHAPE(4, 2, 3));
+    clg_tensor *s = clg_slice(e, 2, 0, 3, 2);                        /* [4, 2, 2] */
+    return clg_mul(clg_squeeze(clg_unsqueeze(s, 0), 0), s);          /* use s twice */
+}
+static clg_tensor *f_transpose(clg_tensor **x, void *c) { (void)c; return clg_contiguous(clg_transpose(x[0], 0, 1)); }
+static clg_tensor *f_flatten(clg_tensor **x, void *c) { (void)c; return clg_clone(clg_flatten(x[0], 0, -1)); }
+/* A cast to the same dtype: finite differences through float32 would drown in its
+ * rounding; test_tensor checks the float32 <-> float64 gradient dtypes. */
+static clg_tensor *f_cast(clg_tensor **x, void *c)
+{
+    (void)c;
+    return clg_mul_scalar(clg_cast(x[0], clg_tensor_dtype(x[0])), 2.0);
+}
+
+int main(void)
+{
+    clg_device *dev = check_open_device();
+    const double pos_lo = 0.5, pos_hi = 2.0;
+    /* same shapes, broadcast both ways, and a scalar */
+    optest_gradcheck(dev, "add", f_add, NULL, 2, IN({SH(2, 3)}, {SH(2, 3)}));
+    optest_gradcheck(dev, "add broadcast", f_add, NULL, 2, IN({SH(2, 1, 3)}, {SH(4, 1)}));
+    optest_gradcheck(dev, "sub broadcast", f_sub, NULL, 2, IN({SH(3)}, {SH(2, 3)}));
+    optest_gradcheck(dev, "mul broadcast", f_mul, NULL, 2, IN({SH(2, 3)}, {SH(1, 3)}));
+    optest_gradcheck(dev, "mul scalar tensor", f_mul, NULL, 2, IN({SH(2, 3)}, {0, NULL}));
+    optest_gradcheck(dev, "div", f_div, NULL, 2, IN({SH(2, 3)}, {SH(3), pos_lo, pos_hi}));
+    optest_gradcheck(dev, "pow", f_pow, NULL, 2, IN({SH(2, 3), pos_lo, pos_hi}, {SH(2, 1)}));
+    optest_gradcheck(dev, "maximum", f_maximum, NULL, 2, IN({SH(3, 4)}, {SH(4)}));
+    optest_gradcheck(dev, "minimum", f_minimum, NULL, 2, IN({SH(3, 4)}, {SH(3, 1)}));
+    optest_gradcheck(dev, "scalar ops", f_scalars, NULL, 1, IN({SH(2, 3), pos_lo, pos_hi}));
+    optest_gradcheck(dev, "pow_scalar", f_pow_scalar, NULL, 1, IN({SH(2, 3), pos_lo, pos_hi}));
+    optest_gradcheck(dev, "sum axes 0,2", f_sum01, NULL, 1, IN({SH(2, 3, 4)}));
+    optest_gradcheck(dev, "sum all keepdim", f_sum_all, NULL, 1, IN({SH(3, 5)}));
+    optest_gradcheck(dev, "mean last", f_mean1, NULL, 1, IN({SH(3, 5)}));
+    optest_gradcheck(dev, "max axis 1", f_max1, NULL, 1, IN({SH(3, 4, 2)}));
+    optest_gradcheck(dev, "min axis 0", f_min0, NULL, 1, IN({SH(4, 3)}));
+    optest_gradcheck(dev, "views", f_views, NULL, 1, IN({SH(2, 3, 4)}));
+    optest_gradcheck(dev, "transpose contiguous", f_transpose, NULL, 1, IN({SH(3, 4)}));
+    optest_gradcheck(dev, "flatten clone", f_flatten, NULL, 1, IN({SH(2, 3, 2)}));
+    optest_gradcheck(dev, "cast", f_cast, NULL, 1, IN({SH(2, 3)}));
+    /* ties: max and maximum share the gradient equally */
+    const double ties[6] = {1, 3, 3, 2, 2, 0};
+    optest_gradcheck(dev, "max ties", f_max1, NULL, 1, IN({SH(2, 3, 1), .values = ties}));
+    clg_device_close(dev);
+    return check_report("test_grad_core");
+}
