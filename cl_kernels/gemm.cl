@@ -34,20 +34,35 @@
 #define VSTORE CAT(vstore, NR)
 
 // Pack a matrix X, whose op(X) has P rows ("panel" side: m for A, n for B) and depth K,
-// into dst[(p / W * K + kk) * W + p % W] per batch; rows p >= P are zeros.
+// into panels of W rows: dst[(p / W * K + kk) * W + p % W] per batch, rows p >= P zero.
 // pmajor: op(X)'s (p, kk) is src[p * ld + kk] (A not transposed, B transposed), else
-// src[kk * ld + p]. The fastest global dimension walks the source's contiguous index.
-__kernel void gemm_pack(__global const T *src, const long src_off, const int ld, const long src_stride,
-                        const int P, const int Ppad, const int K, const int pmajor, const int W,
-                        __global T *dst, const long dst_stride)
+// src[kk * ld + p]. Work-item (panel, chunk, batch) packs PACK_KC steps of k of one panel,
+// reading the source along its contiguous direction: a few hundred items of real work,
+// where one item per element would cost POCL more in scheduling than in copying.
+#define PACK_KC 256
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void gemm_pack(__global const T *src, const long src_off, const int ld, const long src_stride,
+               const int P, const int K, const int pmajor, const int W, __global T *dst,
+               const long dst_stride)
 {
-    int d0 = get_global_id(0), d1 = get_global_id(1), b = get_global_id(2);
-    int p = pmajor ? d1 : d0, kk = pmajor ? d0 : d1;
-    if (p >= Ppad || kk >= K) return;
+    int panel = get_global_id(0), k0 = get_global_id(1) * PACK_KC, b = get_global_id(2);
+    int p0 = panel * W, k1 = min(K, k0 + PACK_KC), rows = min(W, P - p0);
     __global const T *s = src + src_off + b * src_stride;
-    T v = 0;
-    if (p < P) v = pmajor ? s[(long)p * ld + kk] : s[(long)kk * ld + p];
-    dst[b * dst_stride + ((long)(p / W) * K + kk) * W + p % W] = v;
+    __global T *d = dst + b * dst_stride + (long)panel * K * W;
+    if (pmajor) {
+        for (int r = 0; r < W; r++) {
+            __global const T *sr = s + (long)(p0 + min(r, rows - 1)) * ld;
+            T keep = r < rows ? (T)1 : (T)0;  // rows past P: zeros, with no branch in the loop
+            for (int kk = k0; kk < k1; kk++) d[kk * W + r] = keep * sr[kk];
+        }
+    } else if (W == NR && rows == NR) {  // a whole panel of B: one vector per k
+        for (int kk = k0; kk < k1; kk++) VSTORE(VLOAD(0, s + (long)kk * ld + p0), kk, d);
+    } else {
+        for (int kk = k0; kk < k1; kk++) {
+            __global const T *sr = s + (long)kk * ld + p0;
+            for (int r = 0; r < W; r++) d[kk * W + r] = r < rows ? sr[r] : (T)0;
+        }
+    }
 }
 
 // C = beta * C over M x N per batch (beta == 0 writes zeros without reading C).

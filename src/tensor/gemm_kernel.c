@@ -8,8 +8,6 @@
  * share one program per element type: a training step compiles it once.
  */
 #include <limits.h>
-#include <stdio.h>
-#include <stdlib.h>
 
 #include "tensor/gemm.h"
 
@@ -54,8 +52,6 @@ static tiles_plan plan_tiles(const clg_device *dev, const clg_gemm_args *g)
         if (pi >= pj && pi > 1) pi /= 2;
         else pj /= 2;
     }
-    const char *env = getenv("CLG_GEMM_BLOCK");
-    if (env) sscanf(env, "%d,%d", &pi, &pj);
     int nbi = (t.mpanels + pi - 1) / pi, nbj = (t.npanels + pj - 1) / pj;
     t.pi = (t.mpanels + nbi - 1) / nbi;
     t.pj = (t.npanels + nbj - 1) / nbj;
@@ -68,14 +64,15 @@ static clg_status pack(clg_device *dev, clg_kernel *kp, const clg_buffer *src, s
                        size_t stride, size_t P, int w, size_t K, bool pmajor, size_t batch, clg_buffer *dst,
                        size_t dst_stride)
 {
-    size_t ppad = (P + (size_t)w - 1) / (size_t)w * (size_t)w;
+    /* Work-item: one panel, PACK_KC (256, gemm.cl) steps of k. */
+    const size_t kc = 256;
     clg_arg args[] = {
-        CLG_ARG_M(src->mem), CLG_ARG_L(off), CLG_ARG_I(ld), CLG_ARG_L(stride), CLG_ARG_I(P),
-        CLG_ARG_I(ppad), CLG_ARG_I(K), CLG_ARG_I(pmajor), CLG_ARG_I(w), CLG_ARG_M(dst->mem),
-        CLG_ARG_L(dst_stride),
+        CLG_ARG_M(src->mem), CLG_ARG_L(off), CLG_ARG_I(ld), CLG_ARG_L(stride), CLG_ARG_I(P), CLG_ARG_I(K),
+        CLG_ARG_I(pmajor), CLG_ARG_I(w), CLG_ARG_M(dst->mem), CLG_ARG_L(dst_stride),
     };
-    size_t global[3] = {pmajor ? K : ppad, pmajor ? ppad : K, batch};
-    return clg__launch(dev, kp, args, 11, 3, global, NULL);
+    size_t global[3] = {(P + (size_t)w - 1) / (size_t)w, (K + kc - 1) / kc, batch};
+    size_t local[3] = {1, 1, 1};
+    return clg__launch(dev, kp, args, 10, 3, global, local);
 }
 
 static clg_arg scalar(clg_gemm_type type, double v)

@@ -1,0 +1,296 @@
+/* bench_matmul: clgrad's GEMM (clg__gemm, float32) against NumPy's BLAS on the same
+ * shapes in the same run: 1024^3 and the products of an MLP training step
+ * (784-512-256-10, batch 128: forward x.W^T, backward dX = dY.W and dW = dY^T.X).
+ * NumPy runs in a subprocess (bench/matmul_numpy.py) with OPENBLAS_CORETYPE unset and
+ * 2 BLAS threads. Then the first-call cost of each GEMM program, in fresh processes:
+ * cold (empty clgrad and POCL caches) and warm (both filled).
+ *
+ *   ./build/bench/bench_matmul [--repeats N] [--clblast] [--no-numpy] [--no-compile]
+ *                              [--shape "m n k ta tb"]...
+ * --clblast adds a column for CLBlast on the same device (on a CPU its GEMM takes ~20 s
+ * to compile); --shape replaces the default shapes. Environment: CLG_BENCH_PYTHON (the
+ * interpreter with NumPy, default /usr/bin/python3); CLG_PROFILE=1 adds the per-kernel
+ * device times (packing apart from the tiles).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "device_impl.h"
+#include "tensor/gemm.h"
+
+typedef struct shape {
+    size_t m, n, k;
+    int ta, tb;
+    const char *what;
+} shape;
+
+static const shape default_shapes[] = {
+    {1024, 1024, 1024, 0, 0, "square 1024^3"},
+    {128, 512, 784, 0, 1, "fc1 fwd  x.W1^T"},
+    {128, 784, 512, 0, 0, "fc1 bwd  dX = dY.W1"},
+    {512, 784, 128, 1, 0, "fc1 bwd  dW1 = dY^T.X"},
+    {128, 256, 512, 0, 1, "fc2 fwd  h.W2^T"},
+    {128, 512, 256, 0, 0, "fc2 bwd  dH = dY.W2"},
+    {256, 512, 128, 1, 0, "fc2 bwd  dW2 = dY^T.H"},
+    {128, 10, 256, 0, 1, "fc3 fwd  h.W3^T"},
+    {10, 256, 128, 1, 0, "fc3 bwd  dW3 = dY^T.H"},
+};
+
+#define MAX_SHAPES 32
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct stats { double min, med, max; } stats;
+
+static stats summarize(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp);
+    stats s = {v[0], n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]), v[n - 1]};
+    return s;
+}
+
+/* A device buffer of n random floats (or doubles). */
+static clg_buffer *random_buffer(clg_device *dev, size_t n, bool f64)
+{
+    size_t es = f64 ? sizeof(double) : sizeof(float);
+    clg_buffer *b = clg__buffer_alloc(dev, n * es);
+    void *h = malloc(n * es);
+    if (!b || !h) {
+        free(h);
+        clg__buffer_release(b);
+        return NULL;
+    }
+    unsigned s = 7;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        double v = (double)(s >> 8) / (double)(1u << 24) - 0.5;
+        if (f64) ((double *)h)[i] = v;
+        else ((float *)h)[i] = (float)v;
+    }
+    clg_status st = clg__write(dev, b, 0, h, n * es);
+    free(h);
+    if (st) {
+        clg__buffer_release(b);
+        return NULL;
+    }
+    return b;
+}
+
+/* One product C = op(A).op(B) of shape s on engine e, enqueued. */
+static clg_status gemm_once(clg_device *dev, clg_gemm_engine e, bool f64, const shape *s, clg_buffer *a,
+                            clg_buffer *b, clg_buffer *c)
+{
+    size_t lda = s->ta ? s->m : s->k, ldb = s->tb ? s->k : s->n;
+    return clg__gemm_on(dev, e, f64 ? CLG_GEMM_F64 : CLG_GEMM_F32, s->ta, s->tb, s->m, s->n, s->k, 1.0, a, 0, lda,
+                        0, b, 0, ldb, 0, 0.0, c, 0, s->n, 0, 1);
+}
+
+/* GFLOP/s of `repeats` timed products (each waited for), after one untimed warm-up. */
+static int time_engine(clg_device *dev, clg_gemm_engine e, const shape *s, int repeats, stats *out)
+{
+    clg_buffer *a = random_buffer(dev, s->m * s->k, false), *b = random_buffer(dev, s->k * s->n, false);
+    clg_buffer *c = clg__buffer_alloc(dev, s->m * s->n * sizeof(float));
+    double *rate = calloc((size_t)repeats, sizeof *rate);
+    clg_status st = a && b && c && rate ? gemm_once(dev, e, false, s, a, b, c) : CLG_ERR_OUT_OF_MEMORY;
+    if (!st) st = clg_device_finish(dev);
+    for (int r = 0; r < repeats && !st; r++) {
+        double t0 = now();
+        st = gemm_once(dev, e, false, s, a, b, c);
+        if (!st) st = clg_device_finish(dev);
+        rate[r] = 2.0 * (double)s->m * (double)s->n * (double)s->k / (now() - t0) / 1e9;
+    }
+    if (!st) *out = summarize(rate, repeats);
+    else fprintf(stderr, "bench_matmul: %s\n", clg_device_error(dev));
+    free(rate);
+    clg__buffer_release(a);
+    clg__buffer_release(b);
+    clg__buffer_release(c);
+    return st ? -1 : 0;
+}
+
+/* NumPy's rates for every shape, from one subprocess. */
+static int numpy_rates(const shape *shapes, int n, int repeats, stats *out, char *blas, size_t blaslen)
+{
+    char script[1024];
+    snprintf(script, sizeof script, "%s", __FILE__);
+    char *slash = strrchr(script, '/');
+    snprintf(slash ? slash + 1 : script, sizeof script - (size_t)(slash ? slash + 1 - script : 0),
+             "matmul_numpy.py");
+    const char *py = getenv("CLG_BENCH_PYTHON");
+    if (!py) py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+    char cmd[8192];
+    int len = snprintf(cmd, sizeof cmd, "env -u OPENBLAS_CORETYPE OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 "
+                       "%s '%s' %d", py, script, repeats);
+    for (int i = 0; i < n && len < (int)sizeof cmd - 64; i++)
+        len += snprintf(cmd + len, sizeof cmd - (size_t)len, " '%zu %zu %zu %d %d'", shapes[i].m, shapes[i].n,
+                        shapes[i].k, shapes[i].ta, shapes[i].tb);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    char line[512];
+    int got = 0;
+    while (fgets(line, sizeof line, p)) {
+        stats s;
+        if (got < n && sscanf(line, "%*u %*u %*u %*d %*d %lf %lf %lf", &s.min, &s.med, &s.max) == 3)
+            out[got++] = s;
+        else if (!strncmp(line, "blas ", 5))
+            snprintf(blas, blaslen, "%.*s", (int)strcspn(line + 5, "\n"), line + 5);
+    }
+    return pclose(p) == 0 && got == n ? 0 : -1;
+}
+
+/* ---- first-call (compile) cost, in child processes ------------------------------------ */
+
+/* Child: open the device, time the first product (compile or cache load, then run) and
+ * print the seconds. */
+static int first_call_child(const char *engine, const char *type)
+{
+    clg_device *dev;
+    if (clg_device_open(NULL, &dev) != CLG_OK) return fprintf(stderr, "%s\n", clg_device_error(dev)), 1;
+    clg_gemm_engine e = !strcmp(engine, "clblast") ? CLG_GEMM_CLBLAST : CLG_GEMM_KERNEL;
+    bool f64 = !strcmp(type, "f64");
+    shape s = {128, 512, 784, 0, 1, ""};
+    clg_buffer *a = random_buffer(dev, s.m * s.k, f64), *b = random_buffer(dev, s.k * s.n, f64);
+    clg_buffer *c = clg__buffer_alloc(dev, s.m * s.n * (f64 ? 8 : 4));
+    clg_status st = a && b && c ? clg_device_finish(dev) : CLG_ERR_OUT_OF_MEMORY;
+    double t0 = now();
+    if (!st) st = gemm_once(dev, e, f64, &s, a, b, c);
+    if (!st) st = clg_device_finish(dev);
+    double first = now() - t0;
+    t0 = now();
+    if (!st) st = gemm_once(dev, e, f64, &s, a, b, c);
+    if (!st) st = clg_device_finish(dev);
+    double second = now() - t0;
+    if (!st) printf("%.6f %.6f\n", first, second);
+    else fprintf(stderr, "bench_matmul: %s\n", clg_device_error(dev));
+    clg__buffer_release(a);
+    clg__buffer_release(b);
+    clg__buffer_release(c);
+    clg_device_close(dev);
+    return st ? 1 : 0;
+}
+
+/* Seconds of the first call minus a steady-state call, in a child with these caches. */
+static double first_call(const char *engine, const char *type, const char *clg_cache, const char *pocl_cache)
+{
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "CLG_CACHE_DIR='%s' POCL_CACHE_DIR='%s' /proc/%ld/exe --first-call %s %s",
+             clg_cache, pocl_cache, (long)getpid(), engine, type);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    double first = -1, second = 0;
+    if (fscanf(p, "%lf %lf", &first, &second) != 2) first = -1;
+    if (pclose(p) != 0) return -1;
+    return first < 0 ? -1 : first - second;
+}
+
+static void compile_table(bool with_clblast, bool fp64)
+{
+    char base[] = "/tmp/clgrad-bench-mm-XXXXXX";
+    if (!mkdtemp(base)) return;
+    printf("\nfirst call of each GEMM program (128x512x784, A.B^T), compile or cache load, seconds\n");
+    printf("  %-34s %10s %10s\n", "program", "cold", "warm");
+    struct { const char *engine, *type, *label; } v[] = {
+        {"kernel", "f32", "gemm.cl float (-DT=float)"},
+        {"kernel", "f64", "gemm.cl double (-DT=double)"},
+        {"clblast", "f32", "CLBlast Sgemm"},
+    };
+    for (int i = 0; i < 3; i++) {
+        if ((!with_clblast && !strcmp(v[i].engine, "clblast")) || (!fp64 && !strcmp(v[i].type, "f64"))) continue;
+        char clg[1200], pocl[1200];
+        snprintf(clg, sizeof clg, "%s/%d-clg", base, i);
+        snprintf(pocl, sizeof pocl, "%s/%d-pocl", base, i);
+        double cold = first_call(v[i].engine, v[i].type, clg, pocl);
+        double warm = first_call(v[i].engine, v[i].type, clg, pocl);
+        printf("  %-34s %10.3f %10.3f\n", v[i].label, cold, warm);
+    }
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", base);
+}
+
+/* ---- main ------------------------------------------------------------------------------ */
+
+int main(int argc, char **argv)
+{
+    if (argc == 4 && !strcmp(argv[1], "--first-call")) return first_call_child(argv[2], argv[3]);
+    int repeats = 10;
+    bool with_clblast = false, with_numpy = true, with_compile = true;
+    shape shapes[MAX_SHAPES];
+    int nshapes = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--clblast")) with_clblast = true;
+        else if (!strcmp(argv[i], "--no-numpy")) with_numpy = false;
+        else if (!strcmp(argv[i], "--no-compile")) with_compile = false;
+        else if (!strcmp(argv[i], "--shape") && i + 1 < argc && nshapes < MAX_SHAPES) {
+            shape s = {0, 0, 0, 0, 0, "custom"};
+            if (sscanf(argv[++i], "%zu %zu %zu %d %d", &s.m, &s.n, &s.k, &s.ta, &s.tb) != 5 || !s.m || !s.n || !s.k)
+                return fprintf(stderr, "bench_matmul: --shape wants \"m n k ta tb\"\n"), 2;
+            shapes[nshapes++] = s;
+        } else {
+            fprintf(stderr, "usage: %s [--repeats N] [--clblast] [--no-numpy] [--no-compile] "
+                    "[--shape \"m n k ta tb\"]...\n", argv[0]);
+            return 2;
+        }
+    }
+    if (repeats < 1) repeats = 1;
+    if (!nshapes) {
+        nshapes = (int)(sizeof default_shapes / sizeof default_shapes[0]);
+        memcpy(shapes, default_shapes, sizeof default_shapes);
+    }
+    clg_device *dev;
+    if (clg_device_open(NULL, &dev) != CLG_OK) {
+        fprintf(stderr, "bench_matmul: %s\n", clg_device_error(dev));
+        clg_device_close(dev);
+        return 1;
+    }
+    const clg_device_info *in = clg_device_get_info(dev);
+    clg_gemm_engine own = clg__gemm_engine_for(dev);
+    stats np[MAX_SHAPES] = {{0, 0, 0}};
+    char blas[256] = "?";
+    bool have_np = with_numpy && numpy_rates(shapes, nshapes, repeats, np, blas, sizeof blas) == 0;
+    if (with_numpy && !have_np) fprintf(stderr, "bench_matmul: NumPy run failed (CLG_BENCH_PYTHON?)\n");
+    printf("float32 GEMM, GFLOP/s (min / median / max of %d), clgrad engine '%s' vs NumPy (%s, 2 threads)\n",
+           repeats, clg__gemm_engine_name(own), blas);
+    printf("device: %s | %s | driver %s | %u compute units\n\n", in->name, in->platform, in->driver,
+           in->compute_units);
+    printf("| %-24s | %-16s | %-21s | %-21s | %-7s |%s\n", "product", "m x n x k", "clgrad", "numpy", "ratio",
+           with_clblast ? " clblast               |" : "");
+    printf("| --- | --- | ---: | ---: | ---: |%s\n", with_clblast ? " ---: |" : "");
+    int failed = 0;
+    for (int i = 0; i < nshapes; i++) {
+        const shape *s = &shapes[i];
+        stats ours = {0, 0, 0}, cb = {0, 0, 0};
+        char dims[64];
+        snprintf(dims, sizeof dims, "%zux%zux%zu%s%s", s->m, s->n, s->k, s->ta ? " A^T" : "", s->tb ? " B^T" : "");
+        if (time_engine(dev, own, s, repeats, &ours)) failed = 1;
+        if (with_clblast && own != CLG_GEMM_CLBLAST && time_engine(dev, CLG_GEMM_CLBLAST, s, repeats, &cb))
+            failed = 1;
+        printf("| %-24s | %-16s | %6.1f / %6.1f / %6.1f | %6.1f / %6.1f / %6.1f | %7.2f |", s->what, dims,
+               ours.min, ours.med, ours.max, np[i].min, np[i].med, np[i].max,
+               np[i].med > 0 ? ours.med / np[i].med : 0.0);
+        if (with_clblast) printf(" %6.1f / %6.1f / %6.1f |", cb.min, cb.med, cb.max);
+        printf("\n");
+        fflush(stdout);
+    }
+    bool fp64 = in->fp64;
+    if (clg_device_profiling(dev)) clg_device_profile_print(dev, stdout); /* CLG_PROFILE=1 */
+    clg_device_close(dev);
+    if (with_compile) compile_table(with_clblast, fp64);
+    return failed;
+}
