@@ -62,7 +62,7 @@ static bool prepare(clg_tensor *t, int nb, const int64_t *bshape, gemm_operand *
     op->t = t;
     if (describe(t, nb, bshape, op)) return true;
     int64_t shape[CLG_MAX_DIMS];
-    memcpy(shape, bshape, (size_t)nb * sizeof *shape);
+    for (int d = 0; d < nb; d++) shape[d] = bshape[d];
     shape[nb] = t->shape[t->ndim - 2];
     shape[nb + 1] = t->shape[t->ndim - 1];
     clg_no_grad_begin(t->dev);
