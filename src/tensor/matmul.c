@@ -77,7 +77,7 @@ static bool prepare(clg_tensor *t, int nb, const int64_t *bshape, gemm_operand *
 static clg_status gemm_into(clg_tensor *c, clg_tensor *a, clg_tensor *b, int nb, const int64_t *bshape, double beta)
 {
     clg_device *dev = c->dev;
-    gemm_operand oa, ob;
+    gemm_operand oa = {0}, ob = {0};
     clg_status st = CLG_OK;
     if (!prepare(a, nb, bshape, &oa) || !prepare(b, nb, bshape, &ob)) st = dev->status ? dev->status : CLG_ERR_OPENCL;
     if (st == CLG_OK) {

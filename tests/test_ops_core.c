@@ -1,0 +1,191 @@
+/* The core ops forward against plain-C references: binary arithmetic, scalar forms,
+ * comparisons and reductions, at sizes 1, 7, 33, 1000 and 4099 (not a multiple of the
+ * work-group size), on contiguous, permuted and sliced inputs and with broadcasting;
+ * IEEE NaN and Inf behaviour; bit-identical results from run to run. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optest.h"
+
+typedef double (*binary_ref)(double, double);
+static double r_add(double a, double b) { return a + b; }
+static double r_sub(double a, double b) { return a - b; }
+static double r_mul(double a, double b) { return a * b; }
+static double r_div(double a, double b) { return a / b; }
+static double r_pow(double a, double b) { return pow(a, b); }
+static double r_max(double a, double b) { return isnan(a) || a > b ? a : b; }
+static double r_min(double a, double b) { return isnan(a) || a < b ? a : b; }
+static double r_eq(double a, double b) { return a == b; }
+static double r_gt(double a, double b) { return a > b; }
+
+static const struct {
+    const char *name;
+    clg_tensor *(*op)(clg_tensor *, clg_tensor *);
+    binary_ref ref;
+    double lo, hi;
+} binaries[] = {
+    {"add", clg_add, r_add, -2, 2}, {"sub", clg_sub, r_sub, -2, 2},         {"mul", clg_mul, r_mul, -2, 2},
+    {"div", clg_div, r_div, 0.5, 2}, {"pow", clg_pow, r_pow, 0.5, 2},       {"maximum", clg_maximum, r_max, -2, 2},
+    {"minimum", clg_minimum, r_min, -2, 2}, {"eq", clg_eq, r_eq, -1, 1},    {"gt", clg_gt, r_gt, -2, 2},
+};
+
+/* a [rows, cols] op b [cols] (broadcast) and a op a2 [rows, cols] */
+static void binary_sizes(clg_device *dev)
+{
+    const int64_t sizes[] = {1, 7, 33, 1000, 4099};
+    for (size_t o = 0; o < sizeof binaries / sizeof *binaries; o++)
+        for (int si = 0; si < 5; si++) {
+            int64_t n = sizes[si], rows = n > 33 ? 3 : 1, cols = n;
+            double *a = malloc((size_t)(rows * cols) * sizeof *a), *b = malloc((size_t)(rows * cols) * sizeof *b);
+            double *want = malloc((size_t)(rows * cols) * sizeof *want), *wb = malloc((size_t)(rows * cols) * sizeof *wb);
+            optest_fill(a, rows * cols, binaries[o].lo, binaries[o].hi, 11);
+            optest_fill(b, rows * cols, binaries[o].lo, binaries[o].hi, 12);
+            if (binaries[o].ref == r_eq)
+                for (int64_t i = 0; i < rows * cols; i += 3) b[i] = a[i];
+            for (int64_t i = 0; i < rows * cols; i++) {
+                want[i] = binaries[o].ref(a[i], b[i]);
+                wb[i] = binaries[o].ref(a[i], b[i % cols]);
+            }
+            for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
+                clg_scope_begin(dev);
+                clg_tensor *ta = optest_tensor(dev, CLG_F32, CLG_SHAPE(rows, cols), a, (optest_layout)l);
+                clg_tensor *tb = optest_tensor(dev, CLG_F32, CLG_SHAPE(rows, cols), b, (optest_layout)(2 - l));
+                clg_tensor *tr = optest_tensor(dev, CLG_F32, CLG_SHAPE(cols), b, (optest_layout)l);
+                char what[128];
+                snprintf(what, sizeof what, "%s n=%lld %s", binaries[o].name, (long long)n, optest_layout_names[l]);
+                optest_close(what, binaries[o].op(ta, tb), want, rows * cols, 1e-6, 1e-5);
+                strcat(what, " broadcast");
+                optest_close(what, binaries[o].op(ta, tr), wb, rows * cols, 1e-6, 1e-5);
+                clg_scope_end(dev);
+            }
+            free(a);
+            free(b);
+            free(want);
+            free(wb);
+        }
+}
+
+static void scalars_and_ieee(clg_device *dev)
+{
+    double x[8] = {-2, -0.5, 0, 0.5, 3, INFINITY, -INFINITY, NAN};
+    double w[8];
+    clg_scope_begin(dev);
+    clg_tensor *t = optest_tensor(dev, CLG_F64, CLG_SHAPE(8), x, OPTEST_SLICED);
+    for (int i = 0; i < 8; i++) w[i] = x[i] * 2.5 + 1;
+    optest_close("mul_scalar add_scalar", clg_add_scalar(clg_mul_scalar(t, 2.5), 1), w, 8, 1e-12, 0);
+    for (int i = 0; i < 8; i++) w[i] = 3 - x[i];
+    optest_close("rsub_scalar", clg_rsub_scalar(3, t), w, 8, 1e-12, 0);
+    for (int i = 0; i < 8; i++) w[i] = 1.0 / x[i];
+    optest_close("rdiv_scalar (1/0 = inf)", clg_rdiv_scalar(1, t), w, 8, 1e-12, 1e-12);
+    for (int i = 0; i < 8; i++) w[i] = x[i] / 4;
+    optest_close("div_scalar", clg_div_scalar(t, 4), w, 8, 1e-12, 0);
+    for (int i = 0; i < 8; i++) w[i] = x[i] - 1;
+    optest_close("sub_scalar", clg_sub_scalar(t, 1), w, 8, 1e-12, 0);
+    for (int i = 0; i < 8; i++) w[i] = pow(x[i], 2.0);
+    optest_close("pow_scalar", clg_pow_scalar(t, 2.0), w, 8, 1e-12, 1e-12);
+    /* NaN wins in maximum/minimum and max/min reductions; sums propagate NaN and Inf */
+    double y[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    clg_tensor *ones = optest_tensor(dev, CLG_F64, CLG_SHAPE(8), y, OPTEST_CONTIGUOUS);
+    for (int i = 0; i < 8; i++) w[i] = r_max(x[i], 1);
+    optest_close("maximum with NaN and Inf", clg_maximum(t, ones), w, 8, 0, 0);
+    for (int i = 0; i < 8; i++) w[i] = r_min(1, x[i]) == 1 && isnan(x[i]) ? NAN : (x[i] < 1 ? x[i] : 1);
+    double mx = NAN, sm = NAN;
+    optest_close("max with NaN", clg_max(t, 0, NULL, false), &mx, 1, 0, 0);
+    optest_close("sum with NaN", clg_sum(t, 0, NULL, false), &sm, 1, 0, 0);
+    double inf = INFINITY;
+    clg_tensor *no_nan = clg_narrow(t, 0, 0, 6);
+    optest_close("sum with Inf", clg_sum(no_nan, 0, NULL, false), &inf, 1, 0, 0);
+    double mn = -INFINITY;
+    optest_close("min with -Inf", clg_min(clg_narrow(t, 0, 0, 7), 0, NULL, false), &mn, 1, 0, 0);
+    clg_scope_end(dev);
+}
+
+/* Reductions over every axis set of a [4, 33, 5] tensor in every layout, and long ones. */
+static void reductions(clg_device *dev)
+{
+    enum { A = 4, B = 33, C = 5 };
+    double x[A * B * C];
+    optest_fill(x, A * B * C, -1, 1, 21);
+    for (int mask = 1; mask < 8; mask++) {
+        int axes[3], na = 0;
+        for (int d = 0; d < 3; d++)
+            if (mask & (1 << d)) axes[na++] = d;
+        int64_t dims[3] = {A, B, C}, out = 1;
+        for (int d = 0; d < 3; d++)
+            if (!(mask & (1 << d))) out *= dims[d];
+        double *ws = calloc((size_t)out, sizeof *ws), *wm = calloc((size_t)out, sizeof *wm);
+        double *wx = malloc((size_t)out * sizeof *wx), *wn = malloc((size_t)out * sizeof *wn);
+        for (int64_t o = 0; o < out; o++) wx[o] = -INFINITY, wn[o] = INFINITY;
+        int64_t count = (A * B * C) / out;
+        for (int i = 0; i < A; i++)
+            for (int j = 0; j < B; j++)
+                for (int k = 0; k < C; k++) {
+                    int64_t o = 0, idx[3] = {i, j, k};
+                    for (int d = 0; d < 3; d++)
+                        if (!(mask & (1 << d))) o = o * dims[d] + idx[d];
+                    double v = x[(i * B + j) * C + k];
+                    ws[o] += v;
+                    wm[o] += v / (double)count;
+                    if (v > wx[o]) wx[o] = v;
+                    if (v < wn[o]) wn[o] = v;
+                }
+        for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
+            clg_scope_begin(dev);
+            clg_tensor *t = optest_tensor(dev, CLG_F32, CLG_SHAPE(A, B, C), x, (optest_layout)l);
+            char what[96];
+            snprintf(what, sizeof what, "reduce mask %d %s", mask, optest_layout_names[l]);
+            optest_close(what, clg_sum(t, na, axes, false), ws, out, 1e-5, 1e-5);
+            clg_tensor *m = clg_mean(t, na, axes, true);
+            CHECK(m && clg_tensor_ndim(m) == 3);
+            optest_close(what, m, wm, out, 1e-6, 1e-5);
+            /* exact up to the float32 rounding of the inputs */
+            optest_close(what, clg_max(t, na, axes, false), wx, out, 0, 1e-7);
+            optest_close(what, clg_min(t, na, axes, false), wn, out, 0, 1e-7);
+            clg_scope_end(dev);
+        }
+        free(ws);
+        free(wm);
+        free(wx);
+        free(wn);
+    }
+    /* long reductions take the two-pass path */
+    const int64_t n = 300007;
+    double *v = malloc((size_t)n * sizeof *v), s = 0;
+    optest_fill(v, n, 0, 1, 5);
+    for (int64_t i = 0; i < n; i++) s += v[i];
+    clg_scope_begin(dev);
+    clg_tensor *t = optest_tensor(dev, CLG_F64, CLG_SHAPE(n), v, OPTEST_CONTIGUOUS);
+    optest_close("sum of 300007", clg_sum(t, 0, NULL, false), &s, 1, 1e-9, 1e-12);
+    double m = s / (double)n;
+    optest_close("mean of 300007", clg_mean(t, CLG_AXES(0), false), &m, 1, 1e-12, 1e-12);
+    clg_scope_end(dev);
+    free(v);
+}
+
+/* The same computation twice: the same bits. */
+static void deterministic(clg_device *dev)
+{
+    float r[2][64];
+    for (int run = 0; run < 2; run++) {
+        clg_scope_begin(dev);
+        clg_manual_seed(dev, 42);
+        clg_tensor *a = clg_randn(dev, CLG_F32, CLG_SHAPE(64, 300), 0, 1);
+        clg_tensor *b = clg_randn(dev, CLG_F32, CLG_SHAPE(300, 64), 0, 1);
+        clg_tensor *c = clg_sum(clg_matmul(a, b), CLG_AXES(0), false);
+        CHECK_OK(dev, clg_tensor_to_host(c, r[run], sizeof r[run]));
+        clg_scope_end(dev);
+    }
+    CHECK(memcmp(r[0], r[1], sizeof r[0]) == 0);
+}
+
+int main(void)
+{
+    clg_device *dev = check_open_device();
+    binary_sizes(dev);
+    scalars_and_ieee(dev);
+    reductions(dev);
+    deterministic(dev);
+    clg_device_close(dev);
+    return check_report("test_ops_core");
+}
