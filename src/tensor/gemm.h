@@ -31,8 +31,10 @@ typedef enum clg_gemm_type { CLG_GEMM_F32, CLG_GEMM_F64 } clg_gemm_type;
  *
  * Details: beta == 0 writes C without reading it (NaNs in C do not propagate), as BLAS
  * does. Every operand's extent (offset, batch strides, leading dimension) is checked
- * against its buffer's size before anything is enqueued; C must not overlap A or B.
- * Batch strides may be 0 for A or B (one matrix shared by the whole batch). */
+ * against its buffer's size before anything is enqueued, and batches of C must not
+ * overlap (CLG_ERR_INVALID_ARGUMENT otherwise). C must not overlap A or B (not checked).
+ * Batch strides may be 0 for A or B (one matrix shared by the whole batch). float64 on a
+ * device without cl_khr_fp64 is CLG_ERR_DTYPE. */
 clg_status clg__gemm(clg_device *dev, clg_gemm_type type, bool trans_a, bool trans_b,
                      size_t m, size_t n, size_t k, double alpha,
                      const clg_buffer *a, size_t a_off, size_t lda, size_t stride_a,

@@ -73,8 +73,10 @@ static CLBlastStatusCode call(clg_device *dev, const clg_gemm_args *g, cl_event 
 
 clg_status clg__gemm_clblast(clg_device *dev, const clg_gemm_args *g)
 {
-    /* BLAS says C is not read when beta is 0, but CLBlast's kernels compute beta * C
-     * regardless, so a NaN left in a fresh buffer would survive. Zero C first. */
+    /* BLAS says C is not read when beta is 0. CLBlast 1.5.3's small-size direct kernel
+     * was seen to honour that on POCL, but nothing documents it for every kernel path
+     * (direct, indirect with its padded copy of C, batched), and a NaN left in a fresh
+     * pooled buffer must never leak into a result: zero C first (one cheap pass). */
     if (g->beta == 0.0) {
         clg_status st = clg__gemm_scale(dev, g);
         if (st) return st;
