@@ -14,6 +14,8 @@
 #include "clgrad/tensor.h"
 #include "clgrad/ops.h"
 #include "clgrad/autograd.h"
+#include "clgrad/nn.h"
+#include "clgrad/optim.h"
 
 #define CLGRAD_VERSION_MAJOR 0
 #define CLGRAD_VERSION_MINOR 1

@@ -96,6 +96,50 @@ CLG_API clg_tensor *clg_stack(int n, clg_tensor *const *ts, int axis);
  * out[i] are views. */
 CLG_API clg_status clg_split(clg_tensor *a, int axis, int n, const int64_t *sizes, clg_tensor **out);
 
+/* ---- convolution and pooling, NCHW ------------------------------------------------------- */
+typedef struct clg_conv2d_params {
+    int stride[2];     /* (height, width); 0 means 1 */
+    int padding[2];    /* zeros added on each side */
+    int dilation[2];   /* 0 means 1 */
+    int groups;        /* 0 means 1; channels split into this many independent groups */
+} clg_conv2d_params;
+/* x [N, C, H, W], w [O, C/groups, kh, kw], b [O] or NULL; p NULL: stride 1, no padding.
+ * Out [N, O, (H + 2p - d(kh-1) - 1)/s + 1, ...], as torch.nn.functional.conv2d. */
+CLG_API clg_tensor *clg_conv2d(clg_tensor *x, clg_tensor *w, clg_tensor *b, const clg_conv2d_params *p);
+/* Windows of kh x kw every (sh, sw), padded by (ph, pw) (padding never wins a max). */
+CLG_API clg_tensor *clg_max_pool2d(clg_tensor *x, int kh, int kw, int sh, int sw, int ph, int pw);
+/* count_include_pad as PyTorch's (true there by default). */
+CLG_API clg_tensor *clg_avg_pool2d(clg_tensor *x, int kh, int kw, int sh, int sw, int ph, int pw,
+                                   bool count_include_pad);
+/* Mean over H and W: [N, C, H, W] -> [N, C, 1, 1] (AdaptiveAvgPool2d(1)). */
+CLG_API clg_tensor *clg_global_avg_pool2d(clg_tensor *x);
+
+/* ---- normalisation and regularisation ------------------------------------------------------ */
+/* x [N, C] or [N, C, *], statistics per channel C. training: normalise with the batch's
+ * mean and biased variance, and (when running_mean/var are given) update them in place,
+ * off the tape: r = (1 - momentum) r + momentum * stat, with the unbiased variance, as
+ * PyTorch. Not training: normalise with running_mean/var. weight/bias [C] may be NULL. */
+CLG_API clg_tensor *clg_batch_norm(clg_tensor *x, clg_tensor *running_mean, clg_tensor *running_var,
+                                   clg_tensor *weight, clg_tensor *bias, bool training, double momentum,
+                                   double eps);
+/* Normalise over the last `naxes` axes; weight/bias of those axes' shape, or NULL. */
+CLG_API clg_tensor *clg_layer_norm(clg_tensor *x, int naxes, clg_tensor *weight, clg_tensor *bias, double eps);
+/* Inverted dropout: zero each element with probability p and scale the rest by
+ * 1/(1-p), with the device's random generator; the identity when !training or p == 0. */
+CLG_API clg_tensor *clg_dropout(clg_tensor *x, double p, bool training);
+
+/* ---- more losses ---------------------------------------------------------------------------- */
+CLG_API clg_tensor *clg_l1_loss(clg_tensor *a, clg_tensor *b, clg_reduction reduction);
+/* Huber: 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (PyTorch's SmoothL1Loss). */
+CLG_API clg_tensor *clg_smooth_l1_loss(clg_tensor *a, clg_tensor *b, clg_reduction reduction, double beta);
+/* From log-probabilities [N, C] and int32 labels [N]: -logp[label]. */
+CLG_API clg_tensor *clg_nll_loss(clg_tensor *logp, clg_tensor *labels, clg_reduction reduction);
+/* Cross-entropy with label smoothing eps: targets (1 - eps) one-hot + eps / C. */
+CLG_API clg_tensor *clg_cross_entropy_smooth(clg_tensor *logits, clg_tensor *labels, clg_reduction reduction,
+                                             double label_smoothing);
+/* Stable max(x,0) - x t + log(1 + exp(-|x|)) for logits x and float targets t of x's shape. */
+CLG_API clg_tensor *clg_bce_with_logits(clg_tensor *logits, clg_tensor *targets, clg_reduction reduction);
+
 #ifdef __cplusplus
 }
 #endif

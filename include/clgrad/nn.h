@@ -1,0 +1,119 @@
+/* clgrad/nn.h: modules: layers with parameters, composed into models.
+ *
+ *   clg_module *model = clg_sequential_new(dev, 3, (clg_module *[]){
+ *       clg_nn_linear(dev, 784, 512, true), clg_nn_relu(dev), clg_nn_linear(dev, 512, 10, true)});
+ *   clg_module_summary(model, CLG_SHAPE(1, 784), stdout);
+ *   clg_tensor *logits = clg_module_forward(model, x);          // [N, 784] -> [N, 10]
+ *   ...
+ *   clg_module_free(model);                                     // its children and parameters too
+ *
+ * A module has a forward function, named parameters and buffers, children, a
+ * train/eval mode and a trainable flag. Names and layouts follow PyTorch's state_dict
+ * ("0.weight", "0.bias", "fc1.weight" of shape [out, in], conv weights [out, in, kh, kw],
+ * batch-norm "running_mean", "running_var", "num_batches_tracked"), so that weights move
+ * between clgrad and PyTorch unchanged. Parameters are made outside any scope and
+ * belong to their module. Initialisation is PyTorch's (Kaiming-uniform for Linear and
+ * Conv2d) from the device's seeded generator (clg_manual_seed).
+ *
+ * Freezing (clg_module_set_trainable(m, false), or one parameter with
+ * clg_module_set_param_trainable) stops gradients for those parameters, and optimizers
+ * skip them, as Keras' trainable=False and PyTorch's requires_grad=False.
+ *
+ * A module of your own: clg_module_new with a clg_module_i of your functions, then
+ * clg_module_add_param / add_buffer / add_child.
+ */
+#ifndef CLGRAD_NN_H
+#define CLGRAD_NN_H
+
+#include "ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct clg_module clg_module;
+
+/* What a kind of module does. forward is required; the rest may be NULL. */
+typedef struct clg_module_i {
+    const char *type;                                       /* "Linear", "Conv2d", ... */
+    clg_tensor *(*forward)(clg_module *m, clg_tensor *x);
+    /* Settings for summaries and model files, "in_features=784, out_features=512". */
+    void (*describe)(const clg_module *m, char *buf, size_t len);
+    void (*free_data)(void *data);                          /* frees the data given to clg_module_new */
+} clg_module_i;
+
+CLG_API clg_module *clg_module_new(clg_device *dev, const clg_module_i *iface, void *data);
+CLG_API void clg_module_free(clg_module *m);
+CLG_API void *clg_module_data(const clg_module *m);
+CLG_API const char *clg_module_type(const clg_module *m);
+CLG_API clg_device *clg_module_device(const clg_module *m);
+/* Registration (the module takes ownership of tensors and children). A parameter is a
+ * float tensor that requires a gradient; a buffer is state without one (running stats). */
+CLG_API clg_status clg_module_add_param(clg_module *m, const char *name, clg_tensor *t);
+CLG_API clg_status clg_module_add_buffer(clg_module *m, const char *name, clg_tensor *t);
+CLG_API clg_status clg_module_add_child(clg_module *m, const char *name, clg_module *child);
+/* A direct parameter, buffer or child by name ("weight"), NULL when there is none. */
+CLG_API clg_tensor *clg_module_param(const clg_module *m, const char *name);
+CLG_API clg_tensor *clg_module_buffer(const clg_module *m, const char *name);
+CLG_API clg_module *clg_module_child(const clg_module *m, const char *name);
+CLG_API int clg_module_child_count(const clg_module *m);
+CLG_API clg_module *clg_module_child_at(const clg_module *m, int i);
+CLG_API const char *clg_module_name(const clg_module *m);   /* name within its parent */
+
+CLG_API clg_tensor *clg_module_forward(clg_module *m, clg_tensor *x);
+
+/* train (true) or eval (false), for the module and everything below it. */
+CLG_API void clg_module_train(clg_module *m, bool training);
+CLG_API bool clg_module_is_training(const clg_module *m);
+/* Freeze (false) or unfreeze every parameter of the module and its children. */
+CLG_API void clg_module_set_trainable(clg_module *m, bool trainable);
+/* Freeze or unfreeze one parameter by its full name ("0.weight"). */
+CLG_API clg_status clg_module_set_param_trainable(clg_module *m, const char *name, bool trainable);
+
+/* Everything in state_dict order: parameters and buffers with their full dotted names.
+ * Fills at most cap entries; returns how many there are. Names stay valid while m lives. */
+typedef struct clg_named_tensor {
+    const char *name;
+    clg_tensor *tensor;
+    bool is_param;     /* false: a buffer */
+} clg_named_tensor;
+CLG_API int clg_module_state(const clg_module *m, clg_named_tensor *out, int cap);
+/* A parameter or buffer by its full name ("features.0.weight"). */
+CLG_API clg_tensor *clg_module_find(const clg_module *m, const char *full_name);
+/* Parameter tensors (only trainable ones when trainable_only), in state_dict order. */
+CLG_API int clg_module_parameters(const clg_module *m, clg_tensor **out, int cap, bool trainable_only);
+CLG_API int64_t clg_module_numel(const clg_module *m, bool trainable_only);
+/* Layers, their output shapes for an input of the given shape, and parameter counts. */
+CLG_API clg_status clg_module_summary(clg_module *m, int ndim, const int64_t *input_shape, FILE *out);
+
+/* ---- containers and layers ------------------------------------------------------------------ */
+/* Takes ownership of the n layers (NULL entries make it fail and free the rest); the
+ * children are named "0", "1", ... as PyTorch's nn.Sequential. */
+CLG_API clg_module *clg_sequential_new(clg_device *dev, int n, clg_module *const *layers);
+/* Append a layer named `name` (NULL: its index). */
+CLG_API clg_status clg_sequential_append(clg_module *seq, const char *name, clg_module *layer);
+
+CLG_API clg_module *clg_nn_linear(clg_device *dev, int64_t in_features, int64_t out_features, bool bias);
+CLG_API clg_module *clg_nn_conv2d(clg_device *dev, int64_t in_channels, int64_t out_channels, int kernel_h,
+                                  int kernel_w, const clg_conv2d_params *p, bool bias);
+CLG_API clg_module *clg_nn_max_pool2d(clg_device *dev, int kernel, int stride, int padding);
+CLG_API clg_module *clg_nn_avg_pool2d(clg_device *dev, int kernel, int stride, int padding);
+CLG_API clg_module *clg_nn_global_avg_pool2d(clg_device *dev);
+CLG_API clg_module *clg_nn_batch_norm1d(clg_device *dev, int64_t num_features, double eps, double momentum);
+CLG_API clg_module *clg_nn_batch_norm2d(clg_device *dev, int64_t num_features, double eps, double momentum);
+/* Normalises over the last ndim axes of the given shape, with weight and bias. */
+CLG_API clg_module *clg_nn_layer_norm(clg_device *dev, int ndim, const int64_t *shape, double eps);
+CLG_API clg_module *clg_nn_dropout(clg_device *dev, double p);
+CLG_API clg_module *clg_nn_embedding(clg_device *dev, int64_t num_embeddings, int64_t dim);
+CLG_API clg_module *clg_nn_flatten(clg_device *dev);
+CLG_API clg_module *clg_nn_relu(clg_device *dev);
+CLG_API clg_module *clg_nn_leaky_relu(clg_device *dev, double negative_slope);
+CLG_API clg_module *clg_nn_sigmoid(clg_device *dev);
+CLG_API clg_module *clg_nn_tanh(clg_device *dev);
+CLG_API clg_module *clg_nn_gelu(clg_device *dev);
+CLG_API clg_module *clg_nn_softmax(clg_device *dev, int axis);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

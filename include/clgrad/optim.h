@@ -1,0 +1,124 @@
+/* clgrad/optim.h: optimizers that update parameters where they live, on the device,
+ * and learning-rate schedules.
+ *
+ *   clg_tensor *params[4];  int n = clg_module_parameters(model, params, 4, true);
+ *   clg_optimizer *opt = clg_sgd_new(n, params, &(clg_sgd_options){.lr = 0.05, .momentum = 0.9});
+ *   for (each step) {
+ *       clg_scope_begin(dev);
+ *       clg_optimizer_zero_grad(opt);
+ *       clg_backward(loss_of(batch), NULL);
+ *       clg_optimizer_step(opt);               // device kernels; nothing crosses to the host
+ *       clg_scope_end(dev);
+ *   }
+ *   clg_optimizer_free(opt);
+ *
+ * The updates are the algorithms PyTorch documents for torch.optim (same defaults
+ * where a field is 0 only when PyTorch's default is 0; set every field you need).
+ * Optimizer state (momentum buffers, moment estimates) lives on the device beside
+ * the parameters. Parameters that do not require a gradient (frozen), or that have no
+ * gradient yet, are skipped and keep their values bit for bit.
+ */
+#ifndef CLGRAD_OPTIM_H
+#define CLGRAD_OPTIM_H
+
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct clg_optimizer clg_optimizer;
+
+typedef struct clg_sgd_options {
+    double lr, momentum, dampening, weight_decay;
+    bool nesterov;
+} clg_sgd_options;
+
+typedef struct clg_adam_options {
+    double lr;            /* 0: 1e-3 */
+    double beta1, beta2;  /* 0, 0: 0.9, 0.999 */
+    double eps;           /* 0: 1e-8 */
+    double weight_decay;  /* Adam: L2 added to the gradient; AdamW: decoupled (0: 1e-2 for AdamW) */
+} clg_adam_options;
+
+typedef struct clg_rmsprop_options {
+    double lr;            /* 0: 1e-2 */
+    double alpha;         /* 0: 0.99 */
+    double eps;           /* 0: 1e-8 */
+    double weight_decay, momentum;
+    bool centered;
+} clg_rmsprop_options;
+
+typedef struct clg_adagrad_options {
+    double lr;            /* 0: 1e-2 */
+    double lr_decay, weight_decay, initial_accumulator_value;
+    double eps;           /* 0: 1e-10 */
+} clg_adagrad_options;
+
+/* The optimizer keeps references to the n parameter tensors (they must outlive it). */
+CLG_API clg_optimizer *clg_sgd_new(int n, clg_tensor *const *params, const clg_sgd_options *options);
+CLG_API clg_optimizer *clg_adam_new(int n, clg_tensor *const *params, const clg_adam_options *options);
+CLG_API clg_optimizer *clg_adamw_new(int n, clg_tensor *const *params, const clg_adam_options *options);
+CLG_API clg_optimizer *clg_rmsprop_new(int n, clg_tensor *const *params, const clg_rmsprop_options *options);
+CLG_API clg_optimizer *clg_adagrad_new(int n, clg_tensor *const *params, const clg_adagrad_options *options);
+CLG_API void clg_optimizer_free(clg_optimizer *opt);
+
+/* One update of every parameter with a gradient. Enqueues device work only. */
+CLG_API clg_status clg_optimizer_step(clg_optimizer *opt);
+/* Zero the parameters' gradients (keeping their memory). */
+CLG_API void clg_optimizer_zero_grad(clg_optimizer *opt);
+CLG_API double clg_optimizer_lr(const clg_optimizer *opt);
+CLG_API void clg_optimizer_set_lr(clg_optimizer *opt, double lr);
+/* Steps taken (the t of Adam's bias correction); settable for resuming. */
+CLG_API int64_t clg_optimizer_steps(const clg_optimizer *opt);
+CLG_API void clg_optimizer_set_steps(clg_optimizer *opt, int64_t steps);
+/* "sgd", "adam", "adamw", "rmsprop", "adagrad" */
+CLG_API const char *clg_optimizer_name(const clg_optimizer *opt);
+
+/* State tensors of parameter i, for checkpoints: names as PyTorch's optimizer state
+ * ("momentum_buffer", "exp_avg", "exp_avg_sq", "square_avg", "grad_avg", "sum").
+ * Fills at most cap entries and returns how many there are; tensors are owned by the
+ * optimizer (made on first use: a state not made yet is not listed; copy into them
+ * with clg_copy_ to restore). */
+CLG_API int clg_optimizer_state(clg_optimizer *opt, int param, const char **names, clg_tensor **tensors, int cap);
+/* Make every state tensor now (zeros), so that a checkpoint can be restored into them. */
+CLG_API clg_status clg_optimizer_init_state(clg_optimizer *opt);
+
+/* Scale the gradients of the n tensors so that their global L2 norm is at most
+ * max_norm (as torch.nn.utils.clip_grad_norm_), on the device, without reading the norm
+ * back. *total_norm (may be NULL) receives the norm before clipping, a 0-d tensor in
+ * the current scope. */
+CLG_API clg_status clg_clip_grad_norm(int n, clg_tensor *const *params, double max_norm, clg_tensor **total_norm);
+
+/* ---- learning-rate schedules: the rate as a pure function of the step (or epoch) t ---- */
+typedef enum clg_lr_kind {
+    CLG_LR_CONSTANT = 0,
+    CLG_LR_STEP,         /* lr * gamma^floor(t / step_size) */
+    CLG_LR_MULTISTEP,    /* lr * gamma^(number of milestones <= t) */
+    CLG_LR_EXPONENTIAL,  /* lr * gamma^t */
+    CLG_LR_COSINE        /* eta_min + (lr - eta_min)(1 + cos(pi t / t_max)) / 2, t clipped to t_max */
+} clg_lr_kind;
+
+typedef struct clg_lr_schedule {
+    clg_lr_kind kind;
+    int64_t step_size;
+    double gamma;
+    int nmilestones;
+    int64_t milestones[16];
+    int64_t t_max;
+    double eta_min;
+    /* Linear warm-up over the first `warmup` values of t, from warmup_start * lr to the
+     * schedule's value (0 warmup: none). */
+    int64_t warmup;
+    double warmup_start;
+} clg_lr_schedule;
+
+CLG_API double clg_lr_schedule_at(const clg_lr_schedule *s, double base_lr, int64_t t);
+/* Parse "step:30:0.1", "multistep:0.1:30,60,90", "exp:0.95", "cosine:100[:eta_min]",
+ * "constant", each optionally followed by ",warmup:STEPS[:START]"; false on error. */
+CLG_API bool clg_lr_schedule_parse(const char *text, clg_lr_schedule *out, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
