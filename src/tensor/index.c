@@ -1,0 +1,317 @@
+/* index.c: picking elements by int32 indices (index_select, gather) and joining or
+ * cutting tensors along an axis (concat, stack, split). Kernels: cl_kernels/index.cl
+ * (index_select, gather and their backward passes) and copy.cl (concat, stack).
+ *
+ * Indices out of range. Ops never read values back to the host, so an index outside
+ * [0, size) of the indexed axis (negative ones included) cannot be refused when the
+ * op is called. The kernels check every index instead and never read or write out of
+ * bounds: such an output element is NaN (0 for int32 values), and the backward gives
+ * that position no gradient.
+ *
+ * Backward passes are scatter-adds done without atomics: one work item per element
+ * of the input's gradient loops over the index list and adds the gradients of the
+ * positions that picked it, always in the same order. Repeated indices add up, and
+ * the sums are the same bits on every run. The cost is O(numel(a) * k) for
+ * index_select with k indices (O(numel(a) * index.shape[axis]) for gather): fine for
+ * embedding tables of a few thousand rows and the batches that index them; a sorted
+ * segment-sum would be the way for much larger ones.
+ *
+ * concat and stack copy each input into a view of the output; their backward passes
+ * hand each input a view of the gradient. split returns narrow views, so their
+ * gradients flow through narrow's backward. */
+#include <string.h>
+
+#include "tensor_impl.h"
+
+/* Launch kernel `name` of the index program over n work items (none when n is 0, so
+ * empty tensors never build the program). */
+static clg_status launch(clg_device *dev, clg_dtype dtype, const char *name, const clg_arg *args, int nargs,
+                         int64_t n)
+{
+    if (n == 0) return CLG_OK;
+    clg_kernel *k = clg__kernel_get(dev, "index", clg__dtype_options(dtype), name);
+    if (!k) return dev->status;
+    return clg__launch_1d(dev, k, args, nargs, (size_t)n);
+}
+
+/* y failed to fill: free it and say which op, on what, failed how. */
+static clg_tensor *fail_launch(const char *op, clg_tensor *y, const clg_tensor *a)
+{
+    clg_device *dev = a->dev;
+    char err[CLG_ERROR_MAX];
+    memcpy(err, dev->error, sizeof err);
+    clg_tensor_free(y);
+    return clg__op_fail(dev, dev->status, op, "%s: %.7000s", CLG_DESC(a), err);
+}
+
+/* Indices are int32 tensors on a's device with `ndim` axes. */
+static bool check_index(const char *op, const clg_tensor *a, const clg_tensor *idx, int ndim)
+{
+    if (!clg__check_same_device(op, a, idx)) return false;
+    if (idx->dtype != CLG_I32) {
+        clg__op_fail(a->dev, CLG_ERR_DTYPE, op, "indices must be int32, got %s (for %s)", CLG_DESC(idx), CLG_DESC(a));
+        return false;
+    }
+    if (idx->ndim != ndim) {
+        clg__op_fail(a->dev, CLG_ERR_SHAPE, op, "indices must have %d axes, got %s (for %s)", ndim, CLG_DESC(idx),
+                     CLG_DESC(a));
+        return false;
+    }
+    return clg__check_numel(op, a->dev, a->numel) && clg__check_numel(op, a->dev, idx->numel);
+}
+
+/* ---- index_select ------------------------------------------------------------------------------ */
+
+static clg_status index_select_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    clg_tensor *a = n->inputs[0], *idx = n->inputs[1];
+    int ax = (int)n->i[0];
+    clg_tensor *ga = clg__tensor_new(g->dev, a->dtype, a->ndim, a->shape);
+    if (!ga) return g->dev->status;
+    clg_arg args[] = {CLG_ARG_I(ga->numel), CLG_ARG_I(a->ndim), clg__arg_int8(a->shape, a->ndim), CLG_ARG_I(ax),
+                      CLG_ARG_M(ga->buf->mem), CLG_ARG_I(ga->offset),
+                      CLG_ARG_M(g->buf->mem), CLG_ARG_I(g->offset), clg__arg_int8(g->strides, g->ndim),
+                      CLG_ARG_I(idx->shape[0]),
+                      CLG_ARG_M(idx->buf->mem), CLG_ARG_I(idx->offset), CLG_ARG_I(idx->strides[0])};
+    if (launch(g->dev, ga->dtype, "index_select_bw", args, 13, ga->numel) != CLG_OK) return g->dev->status;
+    gin[0] = ga;
+    return CLG_OK;
+}
+
+clg_tensor *clg_index_select(clg_tensor *a, int axis, clg_tensor *indices)
+{
+    static const char op[] = "index_select";
+    if (!a || !indices) return NULL;
+    int ax = clg__axis(op, a, axis, a->ndim);
+    if (ax < 0 || !check_index(op, a, indices, 1)) return NULL;
+    int64_t shape[CLG_MAX_DIMS];
+    memcpy(shape, a->shape, sizeof shape);
+    shape[ax] = indices->shape[0];
+    clg_tensor *y = clg__tensor_new(a->dev, a->dtype, a->ndim, shape);
+    if (!y) return NULL;
+    if (!clg__check_numel(op, a->dev, y->numel)) {
+        clg_tensor_free(y);
+        return NULL;
+    }
+    clg_arg args[] = {CLG_ARG_I(y->numel), CLG_ARG_I(y->ndim), clg__arg_int8(y->shape, y->ndim), CLG_ARG_I(ax),
+                      CLG_ARG_M(y->buf->mem), CLG_ARG_I(y->offset),
+                      CLG_ARG_M(a->buf->mem), CLG_ARG_I(a->offset), clg__arg_int8(a->strides, a->ndim),
+                      CLG_ARG_I(a->shape[ax]),
+                      CLG_ARG_M(indices->buf->mem), CLG_ARG_I(indices->offset), CLG_ARG_I(indices->strides[0])};
+    if (launch(a->dev, a->dtype, "index_select", args, 13, y->numel) != CLG_OK) return fail_launch(op, y, a);
+    clg_node *node = NULL;
+    y = clg__taped(y, CLG_OP_index_select, index_select_bw, 2, (clg_tensor *const[]){a, indices}, &node);
+    if (node) node->i[0] = ax;
+    return y;
+}
+
+/* ---- gather -------------------------------------------------------------------------------------- */
+
+static clg_status gather_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    clg_tensor *a = n->inputs[0], *idx = n->inputs[1];
+    int ax = (int)n->i[0];
+    clg_tensor *ga = clg__tensor_new(g->dev, a->dtype, a->ndim, a->shape);
+    if (!ga) return g->dev->status;
+    clg_arg args[] = {CLG_ARG_I(ga->numel), CLG_ARG_I(a->ndim), clg__arg_int8(a->shape, a->ndim), CLG_ARG_I(ax),
+                      CLG_ARG_M(ga->buf->mem), CLG_ARG_I(ga->offset),
+                      CLG_ARG_M(g->buf->mem), CLG_ARG_I(g->offset), clg__arg_int8(g->strides, g->ndim),
+                      clg__arg_int8(idx->shape, idx->ndim),
+                      CLG_ARG_M(idx->buf->mem), CLG_ARG_I(idx->offset), clg__arg_int8(idx->strides, idx->ndim)};
+    if (launch(g->dev, ga->dtype, "gather_bw", args, 13, ga->numel) != CLG_OK) return g->dev->status;
+    gin[0] = ga;
+    return CLG_OK;
+}
+
+clg_tensor *clg_gather(clg_tensor *a, int axis, clg_tensor *index)
+{
+    static const char op[] = "gather";
+    if (!a || !index) return NULL;
+    int ax = clg__axis(op, a, axis, a->ndim);
+    if (ax < 0 || !check_index(op, a, index, a->ndim)) return NULL;
+    /* As torch.gather: off the axis, the index may be smaller than a, never larger. */
+    for (int d = 0; d < a->ndim; d++)
+        if (d != ax && index->shape[d] > a->shape[d])
+            return clg__op_fail(a->dev, CLG_ERR_SHAPE, op, "index %s is larger than %s along axis %d (gather axis %d)",
+                                CLG_DESC(index), CLG_DESC(a), d, ax);
+    clg_tensor *y = clg__tensor_new(a->dev, a->dtype, index->ndim, index->shape);
+    if (!y) return NULL;
+    clg_arg args[] = {CLG_ARG_I(y->numel), CLG_ARG_I(y->ndim), clg__arg_int8(y->shape, y->ndim), CLG_ARG_I(ax),
+                      CLG_ARG_M(y->buf->mem), CLG_ARG_I(y->offset),
+                      CLG_ARG_M(a->buf->mem), CLG_ARG_I(a->offset), clg__arg_int8(a->strides, a->ndim),
+                      CLG_ARG_I(a->shape[ax]),
+                      CLG_ARG_M(index->buf->mem), CLG_ARG_I(index->offset), clg__arg_int8(index->strides, index->ndim)};
+    if (launch(a->dev, a->dtype, "gather", args, 13, y->numel) != CLG_OK) return fail_launch(op, y, a);
+    clg_node *node = NULL;
+    y = clg__taped(y, CLG_OP_gather, gather_bw, 2, (clg_tensor *const[]){a, index}, &node);
+    if (node) node->i[0] = ax;
+    return y;
+}
+
+/* ---- concat and stack ------------------------------------------------------------------------------ */
+
+/* The list of tensors to join: n > 0 non-NULL entries on one device with one dtype.
+ * A NULL list or entry returns false with nothing recorded: there may be no device
+ * to record on, and a NULL entry carries an earlier op's error, which stays. */
+static bool check_list(const char *op, int n, clg_tensor *const *ts)
+{
+    if (n <= 0 || !ts) return false;
+    for (int i = 0; i < n; i++)
+        if (!ts[i]) return false;
+    for (int i = 1; i < n; i++)
+        if (!clg__check_same_dtype(op, ts[0], ts[i])) return false;
+    return true;
+}
+
+/* Copy each input into its place in y: at running offsets along axis ax (concat), or
+ * at position i of the new axis ax (stack). */
+static clg_status place_inputs(clg_tensor *y, int n, clg_tensor *const *ts, int ax, bool stack)
+{
+    int64_t off = 0;
+    for (int i = 0; i < n; i++) {
+        clg_tensor *t = ts[i];
+        int64_t st[CLG_MAX_DIMS];
+        for (int d = 0, s = 0; d < y->ndim; d++)
+            if (!stack || d != ax) st[s++] = y->strides[d];
+        int64_t at = stack ? i : off;
+        off += stack ? 1 : t->shape[ax];
+        if (t->numel == 0) continue;
+        clg_tensor *part = clg__tensor_view(y, t->ndim, t->shape, st, y->offset + at * y->strides[ax]);
+        clg_status s = part ? clg_copy_(part, t) : y->dev->status;
+        clg_tensor_free(part);
+        if (s != CLG_OK) return s;
+    }
+    return CLG_OK;
+}
+
+static clg_tensor *join(const char *op, int n, clg_tensor *const *ts, int ax, int ndim, const int64_t *shape,
+                        bool stack)
+{
+    clg_device *dev = ts[0]->dev;
+    clg_tensor *y = clg__tensor_new(dev, ts[0]->dtype, ndim, shape);
+    if (!y) return NULL;
+    if (!clg__check_numel(op, dev, y->numel)) {
+        clg_tensor_free(y);
+        return NULL;
+    }
+    if (place_inputs(y, n, ts, ax, stack) != CLG_OK) return fail_launch(op, y, ts[0]);
+    return y;
+}
+
+/* Each input gets the part of the gradient it filled. */
+static clg_status concat_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    int ax = (int)n->i[0];
+    int64_t off = 0;
+    for (int i = 0; i < n->ninputs; i++) {
+        int64_t len = n->inputs[i]->shape[ax];
+        if (clg__wants_grad(n, i) && !(gin[i] = clg_narrow(g, ax, off, len))) return g->dev->status;
+        off += len;
+    }
+    return CLG_OK;
+}
+
+clg_tensor *clg_concat(int n, clg_tensor *const *ts, int axis)
+{
+    static const char op[] = "concat";
+    if (!check_list(op, n, ts)) return NULL;
+    const clg_tensor *t0 = ts[0];
+    int ax = clg__axis(op, t0, axis, t0->ndim);
+    if (ax < 0) return NULL;
+    int64_t shape[CLG_MAX_DIMS];
+    memcpy(shape, t0->shape, sizeof shape);
+    shape[ax] = 0;
+    for (int i = 0; i < n; i++) {
+        const clg_tensor *t = ts[i];
+        bool fits = t->ndim == t0->ndim;
+        for (int d = 0; fits && d < t0->ndim; d++) fits = d == ax || t->shape[d] == t0->shape[d];
+        if (!fits)
+            return clg__op_fail(t0->dev, CLG_ERR_SHAPE, op, "input %d %s does not match input 0 %s off axis %d", i,
+                                CLG_DESC(t), CLG_DESC(t0), axis);
+        shape[ax] += t->shape[ax];
+    }
+    clg_node *node = NULL;
+    clg_tensor *y = clg__taped(join(op, n, ts, ax, t0->ndim, shape, false), CLG_OP_concat, concat_bw, n, ts, &node);
+    if (node) node->i[0] = ax;
+    return y;
+}
+
+/* Input i gets slice i of the new axis. */
+static clg_status stack_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    int ax = (int)n->i[0];
+    for (int i = 0; i < n->ninputs; i++)
+        if (clg__wants_grad(n, i) && !(gin[i] = clg_squeeze(clg_narrow(g, ax, i, 1), ax))) return g->dev->status;
+    return CLG_OK;
+}
+
+clg_tensor *clg_stack(int n, clg_tensor *const *ts, int axis)
+{
+    static const char op[] = "stack";
+    if (!check_list(op, n, ts)) return NULL;
+    const clg_tensor *t0 = ts[0];
+    if (t0->ndim == CLG_MAX_DIMS)
+        return clg__op_fail(t0->dev, CLG_ERR_SHAPE, op, "%s has the most axes a tensor can", CLG_DESC(t0));
+    int ax = clg__axis(op, t0, axis, t0->ndim + 1);
+    if (ax < 0) return NULL;
+    for (int i = 1; i < n; i++) {
+        const clg_tensor *t = ts[i];
+        if (t->ndim != t0->ndim || memcmp(t->shape, t0->shape, (size_t)t0->ndim * sizeof *t0->shape))
+            return clg__op_fail(t0->dev, CLG_ERR_SHAPE, op, "input %d %s does not match input 0 %s", i, CLG_DESC(t),
+                                CLG_DESC(t0));
+    }
+    int64_t shape[CLG_MAX_DIMS];
+    for (int d = 0, s = 0; d <= t0->ndim; d++) shape[d] = d == ax ? n : t0->shape[s++];
+    clg_node *node = NULL;
+    clg_tensor *y = clg__taped(join(op, n, ts, ax, t0->ndim + 1, shape, true), CLG_OP_stack, stack_bw, n, ts, &node);
+    if (node) node->i[0] = ax;
+    return y;
+}
+
+/* ---- split ------------------------------------------------------------------------------------------- */
+
+static void free_parts(int n, clg_tensor **out)
+{
+    for (int i = 0; i < n; i++) {
+        clg_tensor_free(out[i]);
+        out[i] = NULL;
+    }
+}
+
+clg_status clg_split(clg_tensor *a, int axis, int n, const int64_t *sizes, clg_tensor **out)
+{
+    static const char op[] = "split";
+    if (out && n > 0) memset(out, 0, (size_t)n * sizeof *out);
+    if (!a) return CLG_ERR_INVALID_ARGUMENT;
+    if (n <= 0 || !sizes || !out) {
+        clg__op_fail(a->dev, CLG_ERR_INVALID_ARGUMENT, op, "%d parts (sizes %s, out %s) of %s", n,
+                     sizes ? "given" : "NULL", out ? "given" : "NULL", CLG_DESC(a));
+        return a->dev->status;
+    }
+    int ax = clg__axis(op, a, axis, a->ndim);
+    if (ax < 0) return a->dev->status;
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) {
+        /* compared before adding, so that no sum of sizes overflows */
+        if (sizes[i] < 0 || sizes[i] > a->shape[ax] - total) {
+            clg__op_fail(a->dev, CLG_ERR_SHAPE, op, "part %d has size %lld; the sizes must sum to %lld (axis %d of %s)",
+                         i, (long long)sizes[i], (long long)a->shape[ax], axis, CLG_DESC(a));
+            return a->dev->status;
+        }
+        total += sizes[i];
+    }
+    if (total != a->shape[ax]) {
+        clg__op_fail(a->dev, CLG_ERR_SHAPE, op, "%d sizes sum to %lld, axis %d of %s has %lld", n, (long long)total,
+                     axis, CLG_DESC(a), (long long)a->shape[ax]);
+        return a->dev->status;
+    }
+    int64_t off = 0;
+    for (int i = 0; i < n; i++) {
+        if (!(out[i] = clg_narrow(a, ax, off, sizes[i]))) {
+            free_parts(i, out);
+            return a->dev->status;
+        }
+        off += sizes[i];
+    }
+    return CLG_OK;
+}

@@ -1,0 +1,451 @@
+/* index_select, gather, concat, stack and split against plain-C references: every
+ * dtype, inputs in contiguous, permuted and sliced layouts, sizes around the work
+ * group size, zero-size tensors, repeated and out-of-range indices, and the errors. */
+#include <math.h>
+#include <string.h>
+
+#include "optest.h"
+#include "tensor_impl.h"
+
+#define MAXN 40000
+
+static clg_dtype dtypes[3];
+static int ndtypes;
+
+/* ---- plain-C helpers over row-major doubles ------------------------------------------------------- */
+
+static int64_t numel_of(int nd, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int d = 0; d < nd; d++) n *= shape[d];
+    return n;
+}
+
+static void unravel(int64_t i, int nd, const int64_t *shape, int64_t *c)
+{
+    for (int d = nd - 1; d >= 0; d--) {
+        c[d] = i % shape[d];
+        i /= shape[d];
+    }
+}
+
+static int64_t ravel(int nd, const int64_t *shape, const int64_t *c)
+{
+    int64_t o = 0;
+    for (int d = 0; d < nd; d++) o = o * shape[d] + c[d];
+    return o;
+}
+
+/* Integers in [-50, 50): exact in every dtype, so results compare with tolerance 0. */
+static void fill_ints(double *v, int64_t n, uint64_t seed)
+{
+    optest_fill(v, n, -50, 50, seed);
+    for (int64_t i = 0; i < n; i++) v[i] = floor(v[i]);
+}
+
+static void fill_indices(double *v, int64_t n, int64_t hi, uint64_t seed)
+{
+    optest_fill(v, n, 0, (double)hi, seed);
+    for (int64_t i = 0; i < n; i++) v[i] = floor(v[i]);
+}
+
+static double bad_value(clg_dtype dt) { return dt == CLG_I32 ? 0.0 : NAN; }
+
+static const char *what(char *buf, size_t len, const char *op, const char *name, clg_dtype dt, int layout)
+{
+    snprintf(buf, len, "%s %s %s %s", op, name, clg_dtype_name(dt), optest_layout_names[layout]);
+    return buf;
+}
+
+/* ---- index_select ----------------------------------------------------------------------------------- */
+
+static void ref_index_select(int nd, const int64_t *shape, int ax, const double *a, int64_t k, const double *idx,
+                             clg_dtype dt, double *out)
+{
+    int64_t os[CLG_MAX_DIMS], c[CLG_MAX_DIMS];
+    memcpy(os, shape, (size_t)nd * sizeof *os);
+    os[ax] = k;
+    for (int64_t i = 0; i < numel_of(nd, os); i++) {
+        unravel(i, nd, os, c);
+        int64_t j = (int64_t)idx[c[ax]];
+        if (j < 0 || j >= shape[ax]) {
+            out[i] = bad_value(dt);
+            continue;
+        }
+        c[ax] = j;
+        out[i] = a[ravel(nd, shape, c)];
+    }
+}
+
+/* idx NULL: k random indices (with repeats) into the axis. */
+static void check_index_select(clg_device *dev, const char *name, int nd, const int64_t *shape, int axis, int64_t k,
+                               const double *idx_given)
+{
+    static double a[MAXN], idx[MAXN], want[MAXN];
+    int ax = axis < 0 ? axis + nd : axis;
+    int64_t n = numel_of(nd, shape);
+    fill_ints(a, n, 11);
+    if (idx_given) memcpy(idx, idx_given, (size_t)k * sizeof *idx);
+    else fill_indices(idx, k, shape[ax], 5);
+    for (int di = 0; di < ndtypes; di++)
+        for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
+            clg_scope_begin(dev);
+            char w[256];
+            what(w, sizeof w, "index_select", name, dtypes[di], l);
+            clg_tensor *ta = optest_tensor(dev, dtypes[di], nd, shape, a, (optest_layout)l);
+            /* indices strided too, every other layout */
+            clg_tensor *ti = optest_tensor(dev, CLG_I32, CLG_SHAPE(k), idx, l == 1 ? OPTEST_SLICED : OPTEST_CONTIGUOUS);
+            clg_tensor *y = clg_index_select(ta, axis, ti);
+            CHECK_MSG(y != NULL, "%s: %s", w, clg_device_error(dev));
+            ref_index_select(nd, shape, ax, a, k, idx, dtypes[di], want);
+            if (y) {
+                CHECK_MSG(clg_tensor_ndim(y) == nd && clg_tensor_dim(y, ax) == k, "%s: shape", w);
+                CHECK_MSG(clg_tensor_dtype(y) == dtypes[di], "%s: dtype", w);
+                int64_t os[CLG_MAX_DIMS];
+                memcpy(os, shape, (size_t)nd * sizeof *os);
+                os[ax] = k;
+                optest_close(w, y, want, numel_of(nd, os), 0, 0);
+            }
+            clg_scope_end(dev);
+        }
+}
+
+static void test_index_select(clg_device *dev)
+{
+    check_index_select(dev, "[7,33] axis 0", CLG_SHAPE(7, 33), 0, 10, NULL);
+    check_index_select(dev, "[7,33] axis 1", CLG_SHAPE(7, 33), 1, 40, NULL);
+    check_index_select(dev, "[4,5,6] axis -1", CLG_SHAPE(4, 5, 6), -1, 9, NULL);
+    check_index_select(dev, "[4,5,6] axis 1", CLG_SHAPE(4, 5, 6), 1, 7, NULL);
+    check_index_select(dev, "[1,1] axis 0 repeated", CLG_SHAPE(1, 1), 0, 3, (const double[]){0, 0, 0});
+    check_index_select(dev, "[1000,3] axis 0 k 1037", CLG_SHAPE(1000, 3), 0, 1037, NULL);
+    check_index_select(dev, "[3,1000] axis -1 k 1", CLG_SHAPE(3, 1000), -1, 1, (const double[]){999});
+    check_index_select(dev, "[2,1000] axis 1 k 1000", CLG_SHAPE(2, 1000), 1, 1000, NULL);
+    /* labels: 1-D int32 tables as well as floats (dtypes loop) */
+    check_index_select(dev, "[33] axis 0", CLG_SHAPE(33), 0, 1000, NULL);
+    /* zero-size: no indices, an empty table picked by none, empty rows */
+    check_index_select(dev, "[7,33] k 0", CLG_SHAPE(7, 33), 0, 0, NULL);
+    check_index_select(dev, "[0,5] axis 0 k 0", CLG_SHAPE(0, 5), 0, 0, NULL);
+    check_index_select(dev, "[7,0] axis 0", CLG_SHAPE(7, 0), 0, 4, (const double[]){6, 0, 6, 1});
+    /* out of range, both ends: NaN (0 for int32) rows, and nothing read or written outside */
+    check_index_select(dev, "[7,33] out of range", CLG_SHAPE(7, 33), 0, 5,
+                       (const double[]){-1, 7, 2, 1000000, -2147483647.0});
+    check_index_select(dev, "[0,3] out of range", CLG_SHAPE(0, 3), 0, 2, (const double[]){0, -1});
+}
+
+/* ---- gather ------------------------------------------------------------------------------------------ */
+
+static void ref_gather(int nd, const int64_t *shape, int ax, const double *a, const int64_t *ishape,
+                       const double *idx, clg_dtype dt, double *out)
+{
+    int64_t c[CLG_MAX_DIMS];
+    for (int64_t i = 0; i < numel_of(nd, ishape); i++) {
+        unravel(i, nd, ishape, c);
+        int64_t j = (int64_t)idx[i];
+        if (j < 0 || j >= shape[ax]) {
+            out[i] = bad_value(dt);
+            continue;
+        }
+        c[ax] = j;
+        out[i] = a[ravel(nd, shape, c)];
+    }
+}
+
+static void check_gather(clg_device *dev, const char *name, int nd, const int64_t *shape, int axis,
+                         const int64_t *ishape, const double *idx_given)
+{
+    static double a[MAXN], idx[MAXN], want[MAXN];
+    int ax = axis < 0 ? axis + nd : axis;
+    int64_t n = numel_of(nd, shape), ni = numel_of(nd, ishape);
+    fill_ints(a, n, 13);
+    if (idx_given) memcpy(idx, idx_given, (size_t)ni * sizeof *idx);
+    else fill_indices(idx, ni, shape[ax], 17);
+    for (int di = 0; di < ndtypes; di++)
+        for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
+            clg_scope_begin(dev);
+            char w[256];
+            what(w, sizeof w, "gather", name, dtypes[di], l);
+            clg_tensor *ta = optest_tensor(dev, dtypes[di], nd, shape, a, (optest_layout)l);
+            clg_tensor *ti = optest_tensor(dev, CLG_I32, nd, ishape, idx, (optest_layout)((l + 1) % 3));
+            clg_tensor *y = clg_gather(ta, axis, ti);
+            CHECK_MSG(y != NULL, "%s: %s", w, clg_device_error(dev));
+            ref_gather(nd, shape, ax, a, ishape, idx, dtypes[di], want);
+            if (y) {
+                CHECK_MSG(clg_tensor_ndim(y) == nd && !memcmp(clg_tensor_shape(y), ishape, (size_t)nd * 8),
+                          "%s: shape", w);
+                optest_close(w, y, want, ni, 0, 0);
+            }
+            clg_scope_end(dev);
+        }
+}
+
+static void test_gather(clg_device *dev)
+{
+    check_gather(dev, "[7,33] axis 1", CLG_SHAPE(7, 33), 1, (const int64_t[]){7, 5}, NULL);
+    check_gather(dev, "[7,33] axis 0 taller index", CLG_SHAPE(7, 33), 0, (const int64_t[]){12, 33}, NULL);
+    check_gather(dev, "[3,4,5] axis -1 smaller index", CLG_SHAPE(3, 4, 5), -1, (const int64_t[]){2, 4, 9}, NULL);
+    check_gather(dev, "[3,4,5] axis 1", CLG_SHAPE(3, 4, 5), 1, (const int64_t[]){3, 1, 5}, NULL);
+    check_gather(dev, "[1,1] axis 0", CLG_SHAPE(1, 1), 0, (const int64_t[]){1, 1}, (const double[]){0});
+    /* cross-entropy's pick: [N, C] logits, one label per row */
+    check_gather(dev, "[1037,10] axis 1 labels", CLG_SHAPE(1037, 10), 1, (const int64_t[]){1037, 1}, NULL);
+    check_gather(dev, "[1000,3] axis 0", CLG_SHAPE(1000, 3), 0, (const int64_t[]){1300, 3}, NULL);
+    check_gather(dev, "[4,0] zero-size", CLG_SHAPE(4, 0), 1, (const int64_t[]){4, 0}, NULL);
+    check_gather(dev, "[4,3] empty index", CLG_SHAPE(4, 3), 0, (const int64_t[]){0, 3}, NULL);
+    check_gather(dev, "[2,3] out of range", CLG_SHAPE(2, 3), 1, (const int64_t[]){2, 3},
+                 (const double[]){-1, 3, 2, 1000000, 0, -2147483647.0});
+}
+
+/* ---- concat and stack ----------------------------------------------------------------------------------- */
+
+/* Reference concat (stack: every part gets a new size-1 axis at ax, same thing). */
+static void ref_concat(int n, int nd, int64_t (*shapes)[CLG_MAX_DIMS], double **vals, int ax, double *out,
+                       int64_t *oshape)
+{
+    memcpy(oshape, shapes[0], (size_t)nd * sizeof *oshape);
+    oshape[ax] = 0;
+    for (int i = 0; i < n; i++) oshape[ax] += shapes[i][ax];
+    int64_t c[CLG_MAX_DIMS];
+    for (int64_t e = 0; e < numel_of(nd, oshape); e++) {
+        unravel(e, nd, oshape, c);
+        int i = 0;
+        while (c[ax] >= shapes[i][ax]) c[ax] -= shapes[i++][ax];
+        out[e] = vals[i][ravel(nd, shapes[i], c)];
+    }
+}
+
+/* n parts of shape `shape` with sizes[i] along axis (stack: sizes ignored, parts equal). */
+static void check_join(clg_device *dev, const char *name, bool stack, int n, int nd, const int64_t *shape,
+                       const int64_t *sizes, int axis)
+{
+    static double store[4][MAXN], want[MAXN];
+    double *vals[4];
+    int64_t shapes[4][CLG_MAX_DIMS], rshapes[4][CLG_MAX_DIMS], oshape[CLG_MAX_DIMS];
+    int ond = stack ? nd + 1 : nd;
+    int ax = axis < 0 ? axis + ond : axis;
+    for (int i = 0; i < n; i++) {
+        memcpy(shapes[i], shape, (size_t)nd * sizeof *shape);
+        if (!stack) shapes[i][ax] = sizes[i];
+        /* the reference's view of part i: stack inserts a size-1 axis */
+        for (int d = 0, s = 0; d < ond; d++) rshapes[i][d] = stack && d == ax ? 1 : shapes[i][s++];
+        vals[i] = store[i];
+        fill_ints(vals[i], numel_of(nd, shapes[i]), 21 + (uint64_t)i);
+    }
+    ref_concat(n, ond, rshapes, vals, ax, want, oshape);
+    for (int di = 0; di < ndtypes; di++)
+        for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
+            clg_scope_begin(dev);
+            char w[256];
+            what(w, sizeof w, stack ? "stack" : "concat", name, dtypes[di], l);
+            clg_tensor *ts[4];
+            /* mixed layouts: part i in layout (l + i) % 3 */
+            for (int i = 0; i < n; i++)
+                ts[i] = optest_tensor(dev, dtypes[di], nd, shapes[i], vals[i], (optest_layout)((l + i) % 3));
+            clg_tensor *y = stack ? clg_stack(n, ts, axis) : clg_concat(n, ts, axis);
+            CHECK_MSG(y != NULL, "%s: %s", w, clg_device_error(dev));
+            if (y) {
+                CHECK_MSG(clg_tensor_ndim(y) == ond && !memcmp(clg_tensor_shape(y), oshape, (size_t)ond * 8),
+                          "%s: shape", w);
+                optest_close(w, y, want, numel_of(ond, oshape), 0, 0);
+            }
+            clg_scope_end(dev);
+        }
+}
+
+static void test_concat_stack(clg_device *dev)
+{
+    check_join(dev, "[k,33] axis 0", false, 3, CLG_SHAPE(0, 33), (const int64_t[]){7, 1, 3}, 0);
+    check_join(dev, "[7,k] axis 1", false, 2, CLG_SHAPE(7, 0), (const int64_t[]){5, 33}, 1);
+    check_join(dev, "[2,3,k] axis -1", false, 4, CLG_SHAPE(2, 3, 0), (const int64_t[]){1, 4, 2, 7}, -1);
+    check_join(dev, "[k] 1000+37", false, 2, CLG_SHAPE(0), (const int64_t[]){1000, 37}, 0);
+    check_join(dev, "[k,3] 1000+1 axis 0", false, 2, CLG_SHAPE(0, 3), (const int64_t[]){1000, 1}, 0);
+    check_join(dev, "[k,2] one part", false, 1, CLG_SHAPE(0, 2), (const int64_t[]){7}, 0);
+    check_join(dev, "zero-size part", false, 3, CLG_SHAPE(0, 4), (const int64_t[]){2, 0, 3}, 0);
+    check_join(dev, "all zero-size", false, 2, CLG_SHAPE(3, 0), (const int64_t[]){0, 0}, 1);
+    check_join(dev, "[7,33] axis 0", true, 3, CLG_SHAPE(7, 33), NULL, 0);
+    check_join(dev, "[7,33] axis 1", true, 2, CLG_SHAPE(7, 33), NULL, 1);
+    check_join(dev, "[7,33] axis -1", true, 4, CLG_SHAPE(7, 33), NULL, -1);
+    check_join(dev, "[1037] axis 0", true, 2, CLG_SHAPE(1037), NULL, 0);
+    check_join(dev, "[1,1] axis 1", true, 1, CLG_SHAPE(1, 1), NULL, 1);
+    check_join(dev, "[0,3] axis 1", true, 2, CLG_SHAPE(0, 3), NULL, 1);
+}
+
+/* ---- split ------------------------------------------------------------------------------------------------- */
+
+static void test_split(clg_device *dev)
+{
+    double a[10 * 7];
+    fill_ints(a, 70, 31);
+    for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
+        clg_scope_begin(dev);
+        clg_tensor *t = optest_tensor(dev, CLG_F32, CLG_SHAPE(10, 7), a, (optest_layout)l);
+        clg_tensor *out[3];
+        CHECK_OK(dev, clg_split(t, 0, 3, (const int64_t[]){3, 0, 7}, out));
+        CHECK(out[0] && clg_tensor_dim(out[0], 0) == 3 && out[1] && clg_tensor_numel(out[1]) == 0 && out[2] &&
+              clg_tensor_dim(out[2], 0) == 7);
+        if (out[0] && out[2]) {
+            optest_close("split axis 0 part 0", out[0], a, 21, 0, 0);
+            optest_close("split axis 0 part 2", out[2], a + 21, 49, 0, 0);
+            /* views: they share the input's buffer */
+            CHECK(out[0]->buf == t->buf && out[2]->buf == t->buf);
+        }
+        CHECK_OK(dev, clg_split(t, -1, 2, (const int64_t[]){2, 5}, out));
+        double w0[20], w1[50];
+        for (int r = 0; r < 10; r++)
+            for (int c = 0; c < 7; c++) {
+                if (c < 2) w0[r * 2 + c] = a[r * 7 + c];
+                else w1[r * 5 + c - 2] = a[r * 7 + c];
+            }
+        if (out[0] && out[1]) {
+            optest_close("split axis -1 part 0", out[0], w0, 20, 0, 0);
+            optest_close("split axis -1 part 1", out[1], w1, 50, 0, 0);
+        }
+        clg_scope_end(dev);
+    }
+}
+
+/* ---- errors ------------------------------------------------------------------------------------------------- */
+
+static void expect_error(clg_device *dev, const char *case_name, bool failed, const char *text)
+{
+    CHECK_MSG(failed, "%s: no error", case_name);
+    CHECK_MSG(strstr(clg_device_error(dev), text) != NULL, "%s: error '%s' lacks '%s'", case_name,
+              clg_device_error(dev), text);
+    clg_device_clear_error(dev);
+}
+
+static void test_errors(clg_device *dev)
+{
+    clg_scope_begin(dev);
+    clg_tensor *a = clg_zeros(dev, CLG_F32, CLG_SHAPE(4, 3));
+    clg_tensor *b = clg_zeros(dev, CLG_F32, CLG_SHAPE(2, 5));
+    clg_tensor *ai = clg_zeros(dev, CLG_I32, CLG_SHAPE(4, 3));
+    clg_tensor *fidx = clg_zeros(dev, CLG_F32, CLG_SHAPE(2));
+    clg_tensor *idx2 = clg_zeros(dev, CLG_I32, CLG_SHAPE(2, 1));
+    clg_tensor *idx1 = clg_zeros(dev, CLG_I32, CLG_SHAPE(2));
+    clg_tensor *s = clg_scalar(dev, CLG_F32, 1.0);
+
+    expect_error(dev, "index_select float indices", !clg_index_select(a, 0, fidx), "clg_index_select: indices must be int32");
+    expect_error(dev, "index_select 2-D indices", !clg_index_select(a, 0, idx2), "clg_index_select: indices must have 1 axes");
+    expect_error(dev, "index_select axis", !clg_index_select(a, 2, idx1), "clg_index_select: axis 2 out of range");
+    expect_error(dev, "index_select scalar", !clg_index_select(s, 0, idx1), "clg_index_select");
+    expect_error(dev, "gather float index", !clg_gather(a, 1, clg_zeros(dev, CLG_F32, CLG_SHAPE(4, 1))),
+                 "clg_gather: indices must be int32");
+    expect_error(dev, "gather index ndim", !clg_gather(a, 1, idx1), "clg_gather: indices must have 2 axes");
+    expect_error(dev, "gather index too large", !clg_gather(a, 1, clg_zeros(dev, CLG_I32, CLG_SHAPE(5, 1))),
+                 "clg_gather: index [5, 1]");
+    expect_error(dev, "concat shapes", !clg_concat(2, (clg_tensor *[]){a, b}, 0), "clg_concat: input 1 [2, 5]");
+    expect_error(dev, "concat ndim", !clg_concat(2, (clg_tensor *[]){a, fidx}, 0), "clg_concat: input 1 [2] float32");
+    expect_error(dev, "concat dtypes", !clg_concat(2, (clg_tensor *[]){a, ai}, 0), "clg_concat: dtypes differ");
+    expect_error(dev, "concat axis", !clg_concat(2, (clg_tensor *[]){a, a}, 2), "clg_concat: axis 2 out of range");
+    expect_error(dev, "concat scalars", !clg_concat(2, (clg_tensor *[]){s, s}, 0), "clg_concat");
+    expect_error(dev, "stack shapes", !clg_stack(2, (clg_tensor *[]){a, b}, 0), "clg_stack: input 1 [2, 5]");
+    expect_error(dev, "stack dtypes", !clg_stack(2, (clg_tensor *[]){a, ai}, 1), "clg_stack: dtypes differ");
+    expect_error(dev, "stack axis", !clg_stack(2, (clg_tensor *[]){a, a}, 3), "clg_stack: axis 3 out of range");
+
+    clg_tensor *out[3] = {a, a, a};
+    expect_error(dev, "split sum", clg_split(a, 1, 2, (const int64_t[]){1, 1}, out) != CLG_OK, "clg_split");
+    CHECK(out[0] == NULL && out[1] == NULL);   /* never left pointing at anything */
+    expect_error(dev, "split too much", clg_split(a, 0, 2, (const int64_t[]){3, 2}, out) != CLG_OK, "sum to 4");
+    expect_error(dev, "split negative", clg_split(a, 0, 2, (const int64_t[]){-1, 5}, out) != CLG_OK, "size -1");
+    expect_error(dev, "split huge", clg_split(a, 0, 2, (const int64_t[]){INT64_MAX, INT64_MAX}, out) != CLG_OK,
+                 "clg_split");
+    expect_error(dev, "split n 0", clg_split(a, 0, 0, (const int64_t[]){4}, out) != CLG_OK, "clg_split: 0 parts");
+    expect_error(dev, "split NULL sizes", clg_split(a, 0, 1, NULL, out) != CLG_OK, "clg_split");
+    expect_error(dev, "split axis", clg_split(a, -3, 1, (const int64_t[]){4}, out) != CLG_OK, "clg_split: axis -3");
+
+    /* NULL in, NULL out, and nothing recorded over the error that made the NULL */
+    CHECK(clg_index_select(NULL, 0, idx1) == NULL && clg_index_select(a, 0, NULL) == NULL);
+    CHECK(clg_gather(NULL, 0, idx2) == NULL && clg_gather(a, 0, NULL) == NULL);
+    CHECK(clg_concat(2, (clg_tensor *[]){a, NULL}, 0) == NULL && clg_concat(2, (clg_tensor *[]){NULL, a}, 0) == NULL);
+    CHECK(clg_stack(2, (clg_tensor *[]){a, NULL}, 0) == NULL);
+    CHECK(clg_concat(0, (clg_tensor *[]){a}, 0) == NULL && clg_concat(-1, (clg_tensor *[]){a}, 0) == NULL);
+    CHECK(clg_stack(0, (clg_tensor *[]){a}, 0) == NULL && clg_concat(1, NULL, 0) == NULL);
+    CHECK(clg_split(NULL, 0, 1, (const int64_t[]){4}, out) != CLG_OK && out[0] == NULL);
+    CHECK_MSG(clg_device_error(dev)[0] == 0, "a NULL argument recorded '%s'", clg_device_error(dev));
+    clg_scope_end(dev);
+}
+
+/* ---- backward of out-of-range indices, and no host reads ------------------------------------------------ */
+
+static void test_backward_edges(clg_device *dev)
+{
+    clg_scope_begin(dev);
+    clg_tensor *a = clg_ones(dev, CLG_F32, CLG_SHAPE(4, 2));
+    CHECK_OK(dev, clg_tensor_set_requires_grad(a, true));
+    /* index_select: rows 3 (twice) and 0 count, -1 and 4 give NaN rows and no gradient */
+    clg_tensor *idx = clg_tensor_from_host(dev, CLG_I32, CLG_SHAPE(5), (const int32_t[]){3, -1, 0, 4, 3});
+    clg_tensor *gi = clg_tensor_from_host(dev, CLG_I32, CLG_SHAPE(4, 2), (const int32_t[]){1, 0, 0, 2, 2, 1, 0, 5});
+    clg_device_transfers_reset(dev);
+    clg_tensor *y = clg_index_select(a, 0, idx);
+    CHECK_OK(dev, clg_backward(clg_sum(y, 0, NULL, false), NULL));
+    /* no reads to the host inside the ops or their backward passes */
+    CHECK_MSG(clg_device_transfers(dev).d2h_count == 0, "index_select read %llu times",
+              (unsigned long long)clg_device_transfers(dev).d2h_count);
+    optest_close("index_select out-of-range grad", clg_tensor_grad(a), (const double[]){1, 1, 0, 0, 0, 0, 2, 2}, 8, 0,
+                 0);
+    optest_close("index_select out-of-range rows", y, (const double[]){1, 1, NAN, NAN, 1, 1, NAN, NAN, 1, 1}, 10, 0,
+                 0);
+    /* gather: 2 and 5 are outside the 2 columns */
+    clg_tensor_clear_grad(a);
+    clg_device_transfers_reset(dev);
+    y = clg_gather(a, 1, gi);
+    CHECK_OK(dev, clg_backward(clg_sum(y, 0, NULL, false), NULL));
+    CHECK(clg_device_transfers(dev).d2h_count == 0);
+    optest_close("gather out-of-range grad", clg_tensor_grad(a), (const double[]){1, 1, 1, 0, 0, 1, 1, 0}, 8, 0, 0);
+    optest_close("gather out-of-range values", y, (const double[]){1, 1, 1, NAN, NAN, 1, 1, NAN}, 8, 0, 0);
+    /* concat, stack, split: no reads either */
+    clg_tensor_clear_grad(a);
+    clg_device_transfers_reset(dev);
+    clg_tensor *parts[2];
+    CHECK_OK(dev, clg_split(a, 0, 2, (const int64_t[]){1, 3}, parts));
+    clg_tensor *j = clg_stack(2, (clg_tensor *[]){clg_concat(2, (clg_tensor *[]){parts[1], parts[0]}, 0), a}, 0);
+    CHECK_OK(dev, clg_backward(clg_sum(j, 0, NULL, false), NULL));
+    CHECK(clg_device_transfers(dev).d2h_count == 0);
+    optest_close("concat/stack/split grad", clg_tensor_grad(a), (const double[]){2, 2, 2, 2, 2, 2, 2, 2}, 8, 0, 0);
+    clg_scope_end(dev);
+}
+
+/* Repeated indices add up in a fixed order: two runs give the same bits. */
+static void test_deterministic(clg_device *dev)
+{
+    enum { ROWS = 7, K = 3000, D = 33 };
+    static double gvals[K * D], idxv[K];
+    optest_fill(gvals, K * D, -1, 1, 41);
+    fill_indices(idxv, K, ROWS, 43);
+    float first[ROWS * D], second[ROWS * D];
+    for (int run = 0; run < 2; run++) {
+        clg_scope_begin(dev);
+        clg_tensor *a = clg_zeros(dev, CLG_F32, CLG_SHAPE(ROWS, D));
+        CHECK_OK(dev, clg_tensor_set_requires_grad(a, true));
+        clg_tensor *idx = optest_tensor(dev, CLG_I32, CLG_SHAPE(K), idxv, OPTEST_CONTIGUOUS);
+        clg_tensor *g = optest_tensor(dev, CLG_F32, CLG_SHAPE(K, D), gvals, OPTEST_PERMUTED);
+        CHECK_OK(dev, clg_backward(clg_index_select(a, 0, idx), g));
+        CHECK_OK(dev, clg_tensor_to_host(clg_tensor_grad(a), run ? second : first, sizeof first));
+        clg_scope_end(dev);
+    }
+    CHECK_MSG(!memcmp(first, second, sizeof first), "index_select backward differs between runs");
+    double want[ROWS * D] = {0};
+    for (int k = 0; k < K; k++)
+        for (int d = 0; d < D; d++) want[(int)idxv[k] * D + d] += gvals[k * D + d];
+    clg_scope_begin(dev);
+    clg_tensor *got = clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(ROWS, D), first);
+    optest_close("index_select backward sums", got, want, ROWS * D, 2e-3, 1e-4);
+    clg_scope_end(dev);
+}
+
+int main(void)
+{
+    clg_device *dev = check_open_device();
+    dtypes[ndtypes++] = CLG_F32;
+    if (clg_device_get_info(dev)->fp64) dtypes[ndtypes++] = CLG_F64;
+    dtypes[ndtypes++] = CLG_I32;
+    test_index_select(dev);
+    test_gather(dev);
+    test_concat_stack(dev);
+    test_split(dev);
+    test_errors(dev);
+    test_backward_edges(dev);
+    test_deterministic(dev);
+    CHECK_MSG(clg_tensor_live_count(dev) == 0, "%lld tensors leaked", (long long)clg_tensor_live_count(dev));
+    clg_device_close(dev);
+    return check_report("test_ops_index");
+}
