@@ -1,0 +1,77 @@
+// unary.cl: elementwise ops of one operand and activations (src/tensor/unary.c), with
+// their backward kernels. Float types only. Forward kernels read x (and scalars s0, s1);
+// a backward kernel `<op>_grad` reads x = the op's input or output (whichever its
+// derivative is a function of) and z = the gradient of the output, so that each
+// backward is a single kernel. NaN propagates as IEEE says: comparisons with NaN are
+// false, so every select below is written to fall through to x (or to g * NaN).
+
+#ifndef CLG_I32
+
+CLG_ELEMENTWISE1(neg, -x)
+CLG_ELEMENTWISE1(exp, exp(x))
+CLG_ELEMENTWISE1(log, log(x))
+CLG_ELEMENTWISE1(sqrt, sqrt(x))
+CLG_ELEMENTWISE1(abs, fabs(x))
+// clamp(x, lo = s0, hi = s1) = min(max(x, lo), hi), as PyTorch: hi wins when lo > hi.
+// fmin/fmax would turn NaN into a bound; the selects keep it.
+inline T clg_clamp(T x, T lo, T hi)
+{
+    T t = x < lo ? lo : x;
+    return t > hi ? hi : t;
+}
+CLG_ELEMENTWISE1(clamp, clg_clamp(x, s0, s1))
+
+// Activations. relu(NaN) = NaN as PyTorch (fmax(x, 0) would give 0).
+CLG_ELEMENTWISE1(relu, x < (T)0 ? (T)0 : x)
+CLG_ELEMENTWISE1(leaky_relu, x < (T)0 ? x * s0 : x)
+// Both branches only ever exponentiate a non-positive number, so neither overflows:
+// sigmoid(+-1e4) is exactly 1 and 0.
+inline T clg_sigmoid(T x)
+{
+    if (x >= (T)0) return (T)1 / ((T)1 + exp(-x));
+    T e = exp(x);   // NaN lands here and stays NaN
+    return e / ((T)1 + e);
+}
+CLG_ELEMENTWISE1(sigmoid, clg_sigmoid(x))
+// Past |x| = 9.01 (float) or 19.06 (double) tanh(x) rounds to +-1, but some libms
+// (POCL's float tanh) return 1 - ulp there: saturate exactly, as PyTorch does.
+#ifdef CLG_F64
+#define CLG_TANH_SAT ((T)19.5)
+#else
+#define CLG_TANH_SAT ((T)9.5)
+#endif
+CLG_ELEMENTWISE1(tanh, fabs(x) > CLG_TANH_SAT ? copysign((T)1, x) : tanh(x))
+// gelu(x) = x Phi(x) = x/2 (1 + erf(x / sqrt 2)), the exact form (PyTorch's default).
+#define CLG_SQRT1_2 ((T)0.70710678118654752440)
+#define CLG_INV_SQRT_2PI ((T)0.39894228040143267794)
+CLG_ELEMENTWISE1(gelu, x * (T)0.5 * ((T)1 + erf(x * CLG_SQRT1_2)))
+// softplus(x; beta = s0, threshold = s1) = log(1 + exp(beta x)) / beta, and x where
+// beta x > threshold (PyTorch). log(1 + e^t) is computed as max(t, 0) + log1p(e^-|t|),
+// which neither overflows for large t nor loses the tail for very negative t.
+inline T clg_softplus(T x, T beta, T threshold)
+{
+    T t = x * beta;
+    if (t > threshold) return x;
+    return ((t > (T)0 ? t : (T)0) + log1p(exp(-fabs(t)))) / beta;
+}
+CLG_ELEMENTWISE1(softplus, clg_softplus(x, s0, s1))
+
+// ---- backward: x is the saved input or output, z the incoming gradient ----------------
+CLG_ELEMENTWISE2(exp_grad, z * x)                        // x = exp(input)
+CLG_ELEMENTWISE2(log_grad, z / x)                        // x = input
+CLG_ELEMENTWISE2(sqrt_grad, z / ((T)2 * x))              // x = sqrt(input); inf at 0
+// sign(x) with sign(0) = 0; a NaN input gives a NaN gradient.
+CLG_ELEMENTWISE2(abs_grad, x > (T)0 ? z : x < (T)0 ? -z : x == (T)0 ? (T)0 : x)
+// Pass-through inside [lo, hi], bounds included (PyTorch); 0 outside and for NaN.
+CLG_ELEMENTWISE2(clamp_grad, (x >= s0 && x <= s1) ? z : (T)0)
+CLG_ELEMENTWISE2(relu_grad, x > (T)0 ? z : (T)0)         // x = relu(input)
+CLG_ELEMENTWISE2(leaky_relu_grad, x > (T)0 ? z : z * s0) // x = input
+CLG_ELEMENTWISE2(sigmoid_grad, z * x * ((T)1 - x))      // x = sigmoid(input)
+CLG_ELEMENTWISE2(tanh_grad, z * ((T)1 - x * x))          // x = tanh(input)
+// d/dx x Phi(x) = Phi(x) + x phi(x)
+CLG_ELEMENTWISE2(gelu_grad,
+                 z * ((T)0.5 * ((T)1 + erf(x * CLG_SQRT1_2)) + x * exp((T)-0.5 * x * x) * CLG_INV_SQRT_2PI))
+// d/dx softplus = sigmoid(beta x) below the threshold, 1 above it.
+CLG_ELEMENTWISE2(softplus_grad, x * s0 > s1 ? z : z * clg_sigmoid(x * s0))
+
+#endif

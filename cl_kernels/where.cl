@@ -1,0 +1,47 @@
+// where.cl: y = mask ? a : b with all three broadcast, and its backward
+// (src/tensor/unary.c). Built with -DT=<value type> -DM=<mask type>: the mask is read
+// in its own dtype (int, float or double), so no cast of it is needed and no nonzero
+// value can round to zero on the way. Nonzero (NaN included) means true.
+#ifndef M
+#define M T
+#endif
+
+__kernel void where_flat(int n, __global T *y, int oy, __global const M *m, int om,
+                         __global const T *a, int oa, __global const T *b, int ob)
+{
+    int i = get_global_id(0);
+    if (i >= n) return;
+    y[oy + i] = m[om + i] != (M)0 ? a[oa + i] : b[ob + i];
+}
+
+__kernel void where_strided(int n, int nd, int8 shape, __global T *y, int oy, int8 sy,
+                            __global const M *m, int om, int8 sm, __global const T *a, int oa, int8 sa,
+                            __global const T *b, int ob, int8 sb)
+{
+    int i = get_global_id(0);
+    if (i >= n) return;
+    clg_coords c = clg_unravel(i, nd, shape);
+    bool pick_a = m[om + clg_offset(c, nd, sm)] != (M)0;
+    // Read only the operand that is picked.
+    y[oy + clg_offset(c, nd, sy)] = pick_a ? a[oa + clg_offset(c, nd, sa)] : b[ob + clg_offset(c, nd, sb)];
+}
+
+// The gradient of operand a (side 1) or b (side 0): g where the mask picks that side, else 0.
+__kernel void where_grad_flat(int n, __global T *y, int oy, __global const M *m, int om,
+                              __global const T *g, int og, int side)
+{
+    int i = get_global_id(0);
+    if (i >= n) return;
+    y[oy + i] = (m[om + i] != (M)0) == (side != 0) ? g[og + i] : (T)0;
+}
+
+__kernel void where_grad_strided(int n, int nd, int8 shape, __global T *y, int oy, int8 sy,
+                                 __global const M *m, int om, int8 sm, __global const T *g, int og, int8 sg,
+                                 int side)
+{
+    int i = get_global_id(0);
+    if (i >= n) return;
+    clg_coords c = clg_unravel(i, nd, shape);
+    bool picked = (m[om + clg_offset(c, nd, sm)] != (M)0) == (side != 0);
+    y[oy + clg_offset(c, nd, sy)] = picked ? g[og + clg_offset(c, nd, sg)] : (T)0;
+}

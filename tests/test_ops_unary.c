@@ -1,0 +1,390 @@
+/* The elementwise ops of one operand, the activations and where (src/tensor/unary.c):
+ * forward against plain-C references in double, in every layout and at sizes around
+ * the work-group size; NaN and Inf; zero-size tensors; bad inputs; and that each
+ * backward is a single kernel. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optest.h"
+#include "tensor_impl.h"
+
+/* ---- the ops and their references ------------------------------------------------------- */
+
+typedef clg_tensor *(*op_fn)(clg_tensor *a, const double *p);
+typedef double (*ref_fn)(double x, const double *p);
+
+typedef struct unary_case {
+    const char *name;       /* as in clg_<name> */
+    op_fn op;
+    ref_fn ref;
+    double p[2];            /* the op's parameters */
+    double lo, hi;          /* the range of random inputs */
+    const char *grad_kernel; /* the backward's kernel (its name's start) */
+} unary_case;
+
+static clg_tensor *op_neg(clg_tensor *a, const double *p) { (void)p; return clg_neg(a); }
+static clg_tensor *op_exp(clg_tensor *a, const double *p) { (void)p; return clg_exp(a); }
+static clg_tensor *op_log(clg_tensor *a, const double *p) { (void)p; return clg_log(a); }
+static clg_tensor *op_sqrt(clg_tensor *a, const double *p) { (void)p; return clg_sqrt(a); }
+static clg_tensor *op_abs(clg_tensor *a, const double *p) { (void)p; return clg_abs(a); }
+static clg_tensor *op_clamp(clg_tensor *a, const double *p) { return clg_clamp(a, p[0], p[1]); }
+static clg_tensor *op_relu(clg_tensor *a, const double *p) { (void)p; return clg_relu(a); }
+static clg_tensor *op_leaky(clg_tensor *a, const double *p) { return clg_leaky_relu(a, p[0]); }
+static clg_tensor *op_sigmoid(clg_tensor *a, const double *p) { (void)p; return clg_sigmoid(a); }
+static clg_tensor *op_tanh(clg_tensor *a, const double *p) { (void)p; return clg_tanh(a); }
+static clg_tensor *op_gelu(clg_tensor *a, const double *p) { (void)p; return clg_gelu(a); }
+static clg_tensor *op_softplus(clg_tensor *a, const double *p) { return clg_softplus(a, p[0], p[1]); }
+
+static double ref_neg(double x, const double *p) { (void)p; return -x; }
+static double ref_exp(double x, const double *p) { (void)p; return exp(x); }
+static double ref_log(double x, const double *p) { (void)p; return log(x); }
+static double ref_sqrt(double x, const double *p) { (void)p; return sqrt(x); }
+static double ref_abs(double x, const double *p) { (void)p; return fabs(x); }
+static double ref_clamp(double x, const double *p) { return isnan(x) ? x : fmin(fmax(x, p[0]), p[1]); }
+static double ref_relu(double x, const double *p) { (void)p; return isnan(x) ? x : x > 0 ? x : 0; }
+static double ref_leaky(double x, const double *p) { return x > 0 ? x : x * p[0]; }
+static double ref_sigmoid(double x, const double *p) { (void)p; return 1 / (1 + exp(-x)); }
+static double ref_tanh(double x, const double *p) { (void)p; return tanh(x); }
+static double ref_gelu(double x, const double *p) { (void)p; return 0.5 * x * (1 + erf(x / sqrt(2.0))); }
+/* PyTorch's definition, evaluated in double (where exp does not overflow as soon). */
+static double ref_softplus(double x, const double *p)
+{
+    return x * p[0] > p[1] ? x : log1p(exp(x * p[0])) / p[0];
+}
+
+static const unary_case cases[] = {
+    {"neg", op_neg, ref_neg, {0, 0}, -3, 3, "neg"},
+    {"exp", op_exp, ref_exp, {0, 0}, -5, 5, "exp_grad"},
+    {"log", op_log, ref_log, {0, 0}, 0.01, 10, "log_grad"},
+    {"sqrt", op_sqrt, ref_sqrt, {0, 0}, 0, 10, "sqrt_grad"},
+    {"abs", op_abs, ref_abs, {0, 0}, -3, 3, "abs_grad"},
+    {"clamp", op_clamp, ref_clamp, {-0.5, 0.7}, -2, 2, "clamp_grad"},
+    {"relu", op_relu, ref_relu, {0, 0}, -3, 3, "relu_grad"},
+    {"leaky_relu", op_leaky, ref_leaky, {0.1, 0}, -3, 3, "leaky_relu_grad"},
+    {"sigmoid", op_sigmoid, ref_sigmoid, {0, 0}, -12, 12, "sigmoid_grad"},
+    {"tanh", op_tanh, ref_tanh, {0, 0}, -5, 5, "tanh_grad"},
+    {"gelu", op_gelu, ref_gelu, {0, 0}, -6, 6, "gelu_grad"},
+    {"softplus", op_softplus, ref_softplus, {1, 20}, -30, 30, "softplus_grad"},
+    {"softplus", op_softplus, ref_softplus, {2, 5}, -5, 5, "softplus_grad"},
+    /* a threshold so high that the naive log(1 + exp(x)) overflows float32 below it */
+    {"softplus", op_softplus, ref_softplus, {1, 200}, -120, 120, "softplus_grad"},
+    {"softplus", op_softplus, ref_softplus, {-0.5, 20}, -10, 10, "softplus_grad"},
+};
+#define NCASES ((int)(sizeof cases / sizeof cases[0]))
+
+/* The reference of c at each x, as the device dtype holds it: float32 inputs are
+ * rounded first and results rounded after (so that overflow becomes Inf there too). */
+static void reference(const unary_case *c, clg_dtype dt, double *x, double *want, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        if (dt == CLG_F32) x[i] = (float)x[i];
+        want[i] = c->ref(x[i], c->p);
+        if (dt == CLG_F32) want[i] = (float)want[i];
+    }
+}
+
+static double atol_of(clg_dtype dt) { return dt == CLG_F32 ? 2e-6 : 1e-12; }
+static double rtol_of(clg_dtype dt) { return dt == CLG_F32 ? 1e-5 : 1e-10; }
+
+static int ndtypes(clg_device *dev) { return clg_device_get_info(dev)->fp64 ? 2 : 1; }
+static const clg_dtype dtypes[2] = {CLG_F32, CLG_F64};
+
+/* ---- forward: sizes, layouts, broadcast (expanded) inputs ------------------------------------- */
+
+typedef struct test_shape { int ndim; int64_t shape[3]; } test_shape;
+/* 1, 7, 33, 1000, 257 (past one work group of 256) and 1005 over three axes */
+static const test_shape shapes[] = {{1, {1}}, {1, {7}}, {2, {3, 11}}, {2, {8, 125}}, {1, {257}}, {3, {3, 5, 67}}};
+
+static void test_forward(clg_device *dev, const unary_case *c, clg_dtype dt)
+{
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int64_t n = 1;
+        for (int d = 0; d < shapes[s].ndim; d++) n *= shapes[s].shape[d];
+        double *x = malloc((size_t)n * sizeof *x), *want = malloc((size_t)n * sizeof *want);
+        optest_fill(x, n, c->lo, c->hi, 11 + (uint64_t)s);
+        reference(c, dt, x, want, n);
+        for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
+            clg_scope_begin(dev);
+            char what[160];
+            snprintf(what, sizeof what, "%s(%g, %g) %s n=%lld %s", c->name, c->p[0], c->p[1], clg_dtype_name(dt),
+                     (long long)n, optest_layout_names[l]);
+            clg_tensor *t = optest_tensor(dev, dt, shapes[s].ndim, shapes[s].shape, x, (optest_layout)l);
+            clg_tensor *y = c->op(t, c->p);
+            if (optest_close(what, y, want, n, atol_of(dt), rtol_of(dt))) {
+                CHECK_MSG(clg_tensor_ndim(y) == shapes[s].ndim &&
+                              !memcmp(clg_tensor_shape(y), shapes[s].shape, (size_t)shapes[s].ndim * sizeof(int64_t)),
+                          "%s: wrong shape", what);
+                CHECK_MSG(clg_tensor_dtype(y) == dt, "%s: wrong dtype", what);
+            }
+            clg_scope_end(dev);
+        }
+        free(x);
+        free(want);
+    }
+}
+
+/* An input expanded from [1, 33] to [4, 33] (stride 0 along axis 0). */
+static void test_expanded(clg_device *dev, const unary_case *c, clg_dtype dt)
+{
+    double x[33], row[33], want[4 * 33];
+    optest_fill(x, 33, c->lo, c->hi, 5);
+    reference(c, dt, x, row, 33);
+    for (int i = 0; i < 4 * 33; i++) want[i] = row[i % 33];
+    clg_scope_begin(dev);
+    clg_tensor *t = clg_expand(optest_tensor(dev, dt, CLG_SHAPE(1, 33), x, OPTEST_CONTIGUOUS), CLG_SHAPE(4, 33));
+    char what[128];
+    snprintf(what, sizeof what, "%s(%g) %s expanded", c->name, c->p[0], clg_dtype_name(dt));
+    optest_close(what, c->op(t, c->p), want, 4 * 33, atol_of(dt), rtol_of(dt));
+    clg_scope_end(dev);
+}
+
+/* NaN, infinities, signed zeros, huge and tiny values: IEEE results, no overflow
+ * where the stable formulas avoid it. */
+static void test_special(clg_device *dev, const unary_case *c, clg_dtype dt)
+{
+    double x[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1e4, -1e4, 95, -95, 1e-30, 1, -1, 0.7, -0.5};
+    enum { N = sizeof x / sizeof x[0] };
+    double want[N];
+    reference(c, dt, x, want, N);
+    clg_scope_begin(dev);
+    char what[128];
+    snprintf(what, sizeof what, "%s(%g, %g) %s special values", c->name, c->p[0], c->p[1], clg_dtype_name(dt));
+    clg_tensor *t = optest_tensor(dev, dt, CLG_SHAPE(N), x, OPTEST_CONTIGUOUS);
+    optest_close(what, c->op(t, c->p), want, N, atol_of(dt), rtol_of(dt));
+    clg_scope_end(dev);
+}
+
+/* Sigmoid saturates to exactly 0 and 1, never to NaN; softplus stays finite and
+ * linear where exp would overflow. */
+static void test_saturation(clg_device *dev, clg_dtype dt)
+{
+    clg_scope_begin(dev);
+    const double big[] = {1e4, -1e4, 1e30, -1e30, 500, -500};
+    clg_tensor *t = optest_tensor(dev, dt, CLG_SHAPE(6), big, OPTEST_CONTIGUOUS);
+    /* exp(-500) is 7e-218 in double and 0 in float */
+    double tiny = dt == CLG_F32 ? 0 : exp(-500);
+    optest_close("sigmoid saturates exactly", clg_sigmoid(t), (double[]){1, 0, 1, 0, 1, tiny}, 6, 0, 1e-12);
+    optest_close("tanh saturates exactly", clg_tanh(t), (double[]){1, -1, 1, -1, 1, -1}, 6, 0, 0);
+    /* threshold 1e6: only the stable formula keeps these finite */
+    double sp_big = dt == CLG_F32 ? (double)(float)1e30 : 1e30;
+    optest_close("softplus large inputs", clg_softplus(t, 1, 1e6), (double[]){1e4, 0, sp_big, 0, 500, tiny}, 6, 0,
+                 1e-6);
+    clg_scope_end(dev);
+}
+
+/* ---- where ------------------------------------------------------------------------------------- */
+
+/* Index into a (right-aligned, broadcast) operand of shape ishape for element i of
+ * the output of shape oshape. */
+static int64_t bcast_index(int64_t i, int nd, const int64_t *oshape, int ind, const int64_t *ishape)
+{
+    int64_t idx = 0, stride = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+        int64_t coord = i % oshape[d];
+        i /= oshape[d];
+        int id = d - (nd - ind);
+        if (id < 0) continue;
+        if (ishape[id] != 1) idx += coord * stride;
+        stride *= ishape[id];
+    }
+    return idx;
+}
+
+typedef struct where_shapes {
+    int nm, na, nb, no;
+    int64_t m[3], a[3], b[3], o[3];
+} where_shapes;
+
+static void test_where_case(clg_device *dev, clg_dtype dt, clg_dtype mdt, const where_shapes *ws, optest_layout l)
+{
+    int64_t nm = 1, na = 1, nb = 1, no = 1;
+    for (int d = 0; d < ws->nm; d++) nm *= ws->m[d];
+    for (int d = 0; d < ws->na; d++) na *= ws->a[d];
+    for (int d = 0; d < ws->nb; d++) nb *= ws->b[d];
+    for (int d = 0; d < ws->no; d++) no *= ws->o[d];
+    double *m = malloc((size_t)nm * sizeof *m), *a = malloc((size_t)na * sizeof *a);
+    double *b = malloc((size_t)nb * sizeof *b), *want = malloc((size_t)no * sizeof *want);
+    optest_fill(a, na, -5, 5, 1);
+    optest_fill(b, nb, -5, 5, 2);
+    optest_fill(m, nm, 0, 4, 3);
+    /* masks: integers 0..3 (0 false), and for floats also NaN (true) and -0.0 (false) */
+    for (int64_t i = 0; i < nm; i++) {
+        m[i] = floor(m[i]);
+        if (mdt != CLG_I32 && i % 5 == 1) m[i] = NAN;
+        if (mdt != CLG_I32 && i % 7 == 2) m[i] = -0.0;
+        if (mdt != CLG_I32 && i % 4 == 3 && m[i] != 0) m[i] = 0.25;
+    }
+    if (na > 2) a[1] = INFINITY, a[2] = NAN;
+    for (int64_t i = 0; i < na; i++) if (dt == CLG_F32) a[i] = (float)a[i];
+    for (int64_t i = 0; i < nb; i++) if (dt == CLG_F32) b[i] = (float)b[i];
+    for (int64_t i = 0; i < no; i++) {
+        double mv = m[bcast_index(i, ws->no, ws->o, ws->nm, ws->m)];
+        want[i] = mv != 0 ? a[bcast_index(i, ws->no, ws->o, ws->na, ws->a)]
+                          : b[bcast_index(i, ws->no, ws->o, ws->nb, ws->b)];
+    }
+    clg_scope_begin(dev);
+    clg_tensor *tm = optest_tensor(dev, mdt, ws->nm, ws->m, m, l);
+    clg_tensor *ta = optest_tensor(dev, dt, ws->na, ws->a, a, l);
+    clg_tensor *tb = optest_tensor(dev, dt, ws->nb, ws->b, b, l);
+    char what[160];
+    snprintf(what, sizeof what, "where %s mask %s, %s, n=%lld %s", clg_dtype_name(mdt), clg_dtype_name(dt),
+             ws->nm == ws->no ? "same shapes" : "broadcast", (long long)no, optest_layout_names[l]);
+    clg_tensor *y = clg_where(tm, ta, tb);
+    if (optest_close(what, y, want, no, 0, 0))
+        CHECK_MSG(clg_tensor_ndim(y) == ws->no && !memcmp(clg_tensor_shape(y), ws->o, (size_t)ws->no * sizeof(int64_t)),
+                  "%s: wrong shape", what);
+    clg_scope_end(dev);
+    free(m), free(a), free(b), free(want);
+}
+
+static void test_where(clg_device *dev)
+{
+    const where_shapes same1000 = {2, 2, 2, 2, {8, 125}, {8, 125}, {8, 125}, {8, 125}};
+    const where_shapes same257 = {1, 1, 1, 1, {257}, {257}, {257}, {257}};
+    const where_shapes bcast = {3, 2, 1, 3, {2, 1, 4}, {3, 1}, {4}, {2, 3, 4}};
+    const where_shapes bcast_mask = {1, 3, 3, 3, {33}, {2, 1, 33}, {1, 3, 33}, {2, 3, 33}};
+    const clg_dtype mdts[3] = {CLG_I32, CLG_F32, CLG_F64};
+    for (int k = 0; k < ndtypes(dev); k++)
+        for (int j = 0; j < 1 + ndtypes(dev); j++)
+            for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
+                test_where_case(dev, dtypes[k], mdts[j], &same1000, (optest_layout)l);
+                test_where_case(dev, dtypes[k], mdts[j], &same257, (optest_layout)l);
+                test_where_case(dev, dtypes[k], mdts[j], &bcast, (optest_layout)l);
+                test_where_case(dev, dtypes[k], mdts[j], &bcast_mask, (optest_layout)l);
+            }
+
+    /* bad inputs: each fails with a message naming clg_where */
+    clg_scope_begin(dev);
+    clg_tensor *m23 = clg_ones(dev, CLG_F32, CLG_SHAPE(2, 3));
+    clg_tensor *f4 = clg_ones(dev, CLG_F32, CLG_SHAPE(4));
+    clg_tensor *f3 = clg_ones(dev, CLG_F32, CLG_SHAPE(3));
+    clg_tensor *i3 = clg_ones(dev, CLG_I32, CLG_SHAPE(3));
+    CHECK(clg_where(m23, f4, f3) == NULL);
+    CHECK_MSG(strstr(clg_device_error(dev), "clg_where") && strstr(clg_device_error(dev), "broadcast"), "%s",
+              clg_device_error(dev));
+    CHECK(clg_where(m23, f3, f4) == NULL);
+    CHECK(clg_where(m23, i3, i3) == NULL);
+    CHECK_MSG(strstr(clg_device_error(dev), "clg_where") && strstr(clg_device_error(dev), "int32"), "%s",
+              clg_device_error(dev));
+    CHECK(clg_where(m23, f3, i3) == NULL);
+    CHECK_MSG(strstr(clg_device_error(dev), "clg_where") && strstr(clg_device_error(dev), "dtype"), "%s",
+              clg_device_error(dev));
+    if (ndtypes(dev) == 2) {
+        CHECK(clg_where(m23, f3, clg_ones(dev, CLG_F64, CLG_SHAPE(3))) == NULL);
+        CHECK_MSG(strstr(clg_device_error(dev), "clg_where"), "%s", clg_device_error(dev));
+    }
+    CHECK(clg_where(NULL, f3, f3) == NULL && clg_where(m23, NULL, f3) == NULL && clg_where(m23, f3, NULL) == NULL);
+    /* zero-size: an empty result of the broadcast shape */
+    clg_tensor *e = clg_where(clg_zeros(dev, CLG_I32, CLG_SHAPE(0, 1)), f3, f3);
+    CHECK_MSG(e && clg_tensor_numel(e) == 0 && clg_tensor_ndim(e) == 2 && clg_tensor_dim(e, 0) == 0 &&
+                  clg_tensor_dim(e, 1) == 3,
+              "where zero-size: %s", clg_device_error(dev));
+    clg_scope_end(dev);
+}
+
+/* ---- zero-size, bad inputs, kernel counts ------------------------------------------------------- */
+
+static uint64_t launches(clg_device *dev, const char *prefix)
+{
+    CHECK_OK(dev, clg_device_finish(dev));
+    uint64_t n = 0;
+    for (int i = 0; i < dev->prof.nkernels; i++)
+        if (!prefix || !strncmp(dev->prof.kernels[i].name, prefix, strlen(prefix))) n += dev->prof.kernels[i].count;
+    return n;
+}
+
+static void test_zero_size(clg_device *dev, const unary_case *c, clg_dtype dt)
+{
+    clg_scope_begin(dev);
+    clg_tensor *t = clg_zeros(dev, dt, CLG_SHAPE(0, 3));
+    uint64_t before = launches(dev, NULL);
+    clg_device_clear_error(dev);
+    clg_tensor *y = c->op(t, c->p);
+    CHECK_MSG(y && clg_tensor_numel(y) == 0 && clg_tensor_ndim(y) == 2 && clg_tensor_dim(y, 1) == 3,
+              "%s zero-size: %s", c->name, clg_device_error(dev));
+    CHECK_MSG(clg_device_last_status(dev) == CLG_OK, "%s zero-size: %s", c->name, clg_device_error(dev));
+    CHECK_MSG(launches(dev, NULL) == before, "%s zero-size launched a kernel", c->name);
+    clg_scope_end(dev);
+}
+
+static void test_bad_inputs(clg_device *dev, const unary_case *c)
+{
+    char op[64];
+    snprintf(op, sizeof op, "clg_%s", c->name);
+    CHECK_MSG(c->op(NULL, c->p) == NULL, "%s(NULL)", c->name);
+    clg_scope_begin(dev);
+    clg_tensor *i = clg_ones(dev, CLG_I32, CLG_SHAPE(3));
+    CHECK_MSG(c->op(i, c->p) == NULL, "%s accepted int32", c->name);
+    const char *err = clg_device_error(dev);
+    CHECK_MSG(strstr(err, op) && strstr(err, "int32") && strstr(err, "float"), "%s: %s", c->name, err);
+    clg_scope_end(dev);
+}
+
+static void test_bad_params(clg_device *dev)
+{
+    clg_scope_begin(dev);
+    clg_tensor *t = clg_ones(dev, CLG_F32, CLG_SHAPE(3));
+    CHECK(clg_clamp(t, NAN, 1) == NULL);
+    CHECK_MSG(strstr(clg_device_error(dev), "clg_clamp"), "%s", clg_device_error(dev));
+    CHECK(clg_clamp(t, 0, NAN) == NULL);
+    CHECK(clg_leaky_relu(t, NAN) == NULL);
+    CHECK_MSG(strstr(clg_device_error(dev), "clg_leaky_relu"), "%s", clg_device_error(dev));
+    CHECK(clg_softplus(t, 0, 20) == NULL);
+    CHECK_MSG(strstr(clg_device_error(dev), "clg_softplus") && strstr(clg_device_error(dev), "beta"), "%s",
+              clg_device_error(dev));
+    CHECK(clg_softplus(t, 1, NAN) == NULL);
+    /* lo > hi is allowed, as PyTorch: hi wins everywhere */
+    const double v[4] = {-3, 0, 0.5, 3};
+    optest_close("clamp lo > hi", clg_clamp(optest_tensor(dev, CLG_F32, CLG_SHAPE(4), v, OPTEST_CONTIGUOUS), 1, -1),
+                 (double[]){-1, -1, -1, -1}, 4, 0, 0);
+    /* infinite bounds: a one-sided clamp */
+    optest_close("clamp [0, inf)", clg_clamp(optest_tensor(dev, CLG_F32, CLG_SHAPE(4), v, OPTEST_CONTIGUOUS), 0,
+                                             INFINITY),
+                 (double[]){0, 0, 0.5, 3}, 4, 0, 0);
+    clg_scope_end(dev);
+}
+
+/* A backward through one activation is its single grad kernel (plus the copy into
+ * the leaf's .grad). */
+static void test_one_kernel_backward(clg_device *dev, const unary_case *c)
+{
+    clg_scope_begin(dev);
+    double x[33];
+    optest_fill(x, 33, c->lo, c->hi, 3);
+    clg_tensor *t = optest_tensor(dev, CLG_F32, CLG_SHAPE(33), x, OPTEST_CONTIGUOUS);
+    clg_tensor_set_requires_grad(t, true);
+    clg_tensor *y = c->op(t, c->p);
+    clg_tensor *g = clg_ones(dev, CLG_F32, CLG_SHAPE(33));
+    uint64_t total = launches(dev, NULL), mine = launches(dev, c->grad_kernel), copies = launches(dev, "copy");
+    CHECK_OK(dev, clg_backward(y, g));
+    uint64_t dmine = launches(dev, c->grad_kernel) - mine;
+    uint64_t dother = launches(dev, NULL) - total - dmine - (launches(dev, "copy") - copies);
+    CHECK_MSG(dmine == 1 && dother == 0, "%s backward: %llu launches of %s, %llu of other kernels", c->name,
+              (unsigned long long)dmine, c->grad_kernel, (unsigned long long)dother);
+    clg_scope_end(dev);
+}
+
+int main(void)
+{
+    /* Profiling counts the kernels each op launches. */
+    setenv("CLG_PROFILE", "1", 1);
+    clg_device *dev = check_open_device();
+    for (int k = 0; k < ndtypes(dev); k++) {
+        for (int i = 0; i < NCASES; i++) {
+            test_forward(dev, &cases[i], dtypes[k]);
+            test_expanded(dev, &cases[i], dtypes[k]);
+            test_special(dev, &cases[i], dtypes[k]);
+            test_zero_size(dev, &cases[i], dtypes[k]);
+        }
+        test_saturation(dev, dtypes[k]);
+    }
+    for (int i = 0; i < NCASES; i++) {
+        test_bad_inputs(dev, &cases[i]);
+        test_one_kernel_backward(dev, &cases[i]);
+    }
+    test_bad_params(dev);
+    test_where(dev);
+    clg_device_close(dev);
+    return check_report("test_ops_unary");
+}
