@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "tensor_impl.h"
 
@@ -44,7 +45,10 @@ clg_tensor *optest_tensor(clg_device *dev, clg_dtype dtype, int ndim, const int6
     int64_t n = numel_of(ndim, shape);
     if (layout == OPTEST_PERMUTED && ndim < 2) layout = OPTEST_SLICED;
     if (layout == OPTEST_SLICED && ndim < 1) layout = OPTEST_CONTIGUOUS;
-    double *store = calloc((size_t)(3 * n + 2), sizeof *store);   /* the sliced layout needs 2n + rows */
+    /* the sliced layout needs 2n + rows, rows counted apart: n is 0 for [7, 0] */
+    int64_t rows = 1;
+    for (int d = 0; d + 1 < ndim; d++) rows *= shape[d];
+    double *store = calloc((size_t)(3 * n + rows + 2), sizeof *store);
     int64_t sshape[CLG_MAX_DIMS];
     for (int d = 0; d < ndim; d++) sshape[d] = shape[d];
     if (layout == OPTEST_PERMUTED) {
@@ -137,6 +141,7 @@ static void record_coverage(clg_tensor *y, const char *what)
     snprintf(path, sizeof path, "%s/%s.txt", dir, what);
     for (char *p = path + strlen(dir) + 1; *p; p++)
         if (*p == '/' || *p == ' ') *p = '_';
+    mkdir(dir, 0777);   /* ctest's clean fixture removed it; EEXIST is fine */
     FILE *f = fopen(path, "a");
     if (!f) return;
     for (int op = 0; op < CLG_OP_COUNT; op++)
