@@ -12,7 +12,10 @@ static clg_tensor *f_concat3(clg_tensor **x, void *c) { return clg_concat(3, x, 
 static clg_tensor *f_concat4(clg_tensor **x, void *c) { return clg_concat(4, x, *(int *)c); }
 static clg_tensor *f_stack3(clg_tensor **x, void *c) { return clg_stack(3, x, *(int *)c); }
 /* The same input twice: its two gradients add. */
-static clg_tensor *f_stack_twice(clg_tensor **x, void *c) { return clg_stack(2, (clg_tensor *[]){x[0], x[0]}, *(int *)c); }
+static clg_tensor *f_stack_twice(clg_tensor **x, void *c)
+{
+    return clg_stack(2, (clg_tensor *[]){x[0], x[0]}, *(int *)c);
+}
 /* An embedding lookup feeding a product: the gradient flows back through the lookup. */
 static clg_tensor *f_embed(clg_tensor **x, void *c)
 {
@@ -55,7 +58,8 @@ int main(void)
     optest_gradcheck(dev, "concat four inputs axis 1", f_concat4, &ax1, 4,
                      IN({SH(2, 2)}, {SH(2, 1)}, {SH(2, 3), .constant = true}, {SH(2, 2)}));
     optest_gradcheck(dev, "stack axis 0", f_stack3, &ax0, 3, IN({SH(2, 3)}, {SH(2, 3)}, {SH(2, 3)}));
-    optest_gradcheck(dev, "stack axis -1", f_stack3, &axm1, 3, IN({SH(3, 2)}, {SH(3, 2), .constant = true}, {SH(3, 2)}));
+    optest_gradcheck(dev, "stack axis -1", f_stack3, &axm1, 3,
+                     IN({SH(3, 2)}, {SH(3, 2), .constant = true}, {SH(3, 2)}));
     optest_gradcheck(dev, "stack same input twice", f_stack_twice, &ax1, 1, IN({SH(2, 3)}));
     /* split: the parts are narrow views */
     optest_gradcheck(dev, "split axis 0", f_split, &ax0, 1, IN({SH(5, 2)}));

@@ -170,7 +170,7 @@ static void check_gather(clg_device *dev, const char *name, int nd, const int64_
             CHECK_MSG(y != NULL, "%s: %s", w, clg_device_error(dev));
             ref_gather(nd, shape, ax, a, ishape, idx, dtypes[di], want);
             if (y) {
-                CHECK_MSG(clg_tensor_ndim(y) == nd && !memcmp(clg_tensor_shape(y), ishape, (size_t)nd * 8),
+                CHECK_MSG(clg_tensor_ndim(y) == nd && !memcmp(clg_tensor_shape(y), ishape, (size_t)nd * sizeof *ishape),
                           "%s: shape", w);
                 optest_close(w, y, want, ni, 0, 0);
             }
@@ -242,7 +242,7 @@ static void check_join(clg_device *dev, const char *name, bool stack, int n, int
             clg_tensor *y = stack ? clg_stack(n, ts, axis) : clg_concat(n, ts, axis);
             CHECK_MSG(y != NULL, "%s: %s", w, clg_device_error(dev));
             if (y) {
-                CHECK_MSG(clg_tensor_ndim(y) == ond && !memcmp(clg_tensor_shape(y), oshape, (size_t)ond * 8),
+                CHECK_MSG(clg_tensor_ndim(y) == ond && !memcmp(clg_tensor_shape(y), oshape, (size_t)ond * sizeof *oshape),
                           "%s: shape", w);
                 optest_close(w, y, want, numel_of(ond, oshape), 0, 0);
             }
@@ -323,8 +323,10 @@ static void test_errors(clg_device *dev)
     clg_tensor *idx1 = clg_zeros(dev, CLG_I32, CLG_SHAPE(2));
     clg_tensor *s = clg_scalar(dev, CLG_F32, 1.0);
 
-    expect_error(dev, "index_select float indices", !clg_index_select(a, 0, fidx), "clg_index_select: indices must be int32");
-    expect_error(dev, "index_select 2-D indices", !clg_index_select(a, 0, idx2), "clg_index_select: indices must have 1 axes");
+    expect_error(dev, "index_select float indices", !clg_index_select(a, 0, fidx),
+                 "clg_index_select: indices must be int32");
+    expect_error(dev, "index_select 2-D indices", !clg_index_select(a, 0, idx2),
+                 "clg_index_select: indices must have 1 axes");
     expect_error(dev, "index_select axis", !clg_index_select(a, 2, idx1), "clg_index_select: axis 2 out of range");
     expect_error(dev, "index_select scalar", !clg_index_select(s, 0, idx1), "clg_index_select");
     expect_error(dev, "gather float index", !clg_gather(a, 1, clg_zeros(dev, CLG_F32, CLG_SHAPE(4, 1))),
