@@ -1,0 +1,38 @@
+/* nn_impl.h: the internals of modules (src/nn/). Not installed. */
+#ifndef CLGRAD_NN_IMPL_H
+#define CLGRAD_NN_IMPL_H
+
+#include "clgrad/nn.h"
+#include "tensor_impl.h"
+
+typedef struct clg_entry {
+    char *name;
+    clg_tensor *t;        /* owned: out of every scope */
+} clg_entry;
+
+typedef struct clg_entries {
+    clg_entry *items;
+    int n, cap;
+} clg_entries;
+
+struct clg_module {
+    const clg_module_i *iface;
+    void *data;
+    clg_device *dev;
+    char *name;                   /* within the parent; "" at the top */
+    clg_module *parent;
+    clg_entries params, buffers;
+    clg_module **children;
+    int nchildren, capchildren;
+    bool training;
+    /* clg_module_state's full names, made on demand and dropped on any change */
+    clg_named_tensor *state;
+    char **state_names;
+    int nstate;
+};
+
+/* Uniform(-bound, bound) parameters as PyTorch initialises Linear and Conv2d:
+ * bound = 1 / sqrt(fan_in). Made outside any scope. */
+clg_tensor *clg__nn_uniform_param(clg_device *dev, int ndim, const int64_t *shape, double bound);
+
+#endif
