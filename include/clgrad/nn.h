@@ -47,7 +47,8 @@ CLG_API void clg_module_free(clg_module *m);
 CLG_API void *clg_module_data(const clg_module *m);
 CLG_API const char *clg_module_type(const clg_module *m);
 CLG_API clg_device *clg_module_device(const clg_module *m);
-/* Registration (the module takes ownership of tensors and children). A parameter is a
+/* Registration (on success the module takes ownership of the tensor or child; on
+ * failure it stays the caller's). A parameter is a
  * float tensor that requires a gradient; a buffer is state without one (running stats). */
 CLG_API clg_status clg_module_add_param(clg_module *m, const char *name, clg_tensor *t);
 CLG_API clg_status clg_module_add_buffer(clg_module *m, const char *name, clg_tensor *t);

@@ -1,0 +1,125 @@
+/* Modules: Linear against a C reference, Sequential naming (PyTorch's state_dict),
+ * parameter counts, freezing, train/eval propagation, summaries, Embedding, a custom
+ * module, and errors. */
+#include <math.h>
+#include <string.h>
+
+#include "optest.h"
+
+static void linear_and_names(clg_device *dev)
+{
+    clg_manual_seed(dev, 1);
+    clg_module *m = clg_sequential_new(dev, 3, (clg_module *[]){clg_nn_linear(dev, 5, 4, true), clg_nn_relu(dev),
+                                                                clg_nn_linear(dev, 4, 3, false)});
+    CHECK(m != NULL);
+    clg_named_tensor st[8];
+    int n = clg_module_state(m, st, 8);
+    CHECK(n == 3);
+    CHECK(n == 3 && !strcmp(st[0].name, "0.weight") && !strcmp(st[1].name, "0.bias") && !strcmp(st[2].name, "2.weight"));
+    CHECK(clg_tensor_dim(st[0].tensor, 0) == 4 && clg_tensor_dim(st[0].tensor, 1) == 5);   /* [out, in] */
+    CHECK(clg_module_numel(m, false) == 4 * 5 + 4 + 3 * 4);
+    CHECK(clg_module_find(m, "0.bias") == st[1].tensor && clg_module_find(m, "1.weight") == NULL);
+    CHECK(!strcmp(clg_module_type(clg_module_child(m, "2")), "Linear"));
+    /* PyTorch's init: |w| <= 1/sqrt(in) */
+    float w[20], b[4], w2[12];
+    CHECK_OK(dev, clg_tensor_to_host(st[0].tensor, w, sizeof w));
+    CHECK_OK(dev, clg_tensor_to_host(st[1].tensor, b, sizeof b));
+    CHECK_OK(dev, clg_tensor_to_host(st[2].tensor, w2, sizeof w2));
+    for (int i = 0; i < 20; i++) CHECK(fabsf(w[i]) <= 1 / sqrtf(5.0f));
+    /* forward against relu(x W^T + b) W2^T */
+    double x[2 * 5], want[2 * 3];
+    optest_fill(x, 10, -1, 1, 3);
+    for (int r = 0; r < 2; r++)
+        for (int o = 0; o < 3; o++) {
+            double s = 0;
+            for (int h = 0; h < 4; h++) {
+                double a = b[h];
+                for (int i = 0; i < 5; i++) a += x[r * 5 + i] * w[h * 5 + i];
+                s += (a > 0 ? a : 0) * w2[o * 4 + h];
+            }
+            want[r * 3 + o] = s;
+        }
+    clg_scope_begin(dev);
+    clg_tensor *tx = optest_tensor(dev, CLG_F32, CLG_SHAPE(2, 5), x, OPTEST_PERMUTED);
+    optest_close("sequential forward", clg_module_forward(m, tx), want, 6, 1e-5, 1e-5);
+    /* Freezing the first layer: no gradient for it, the others get theirs. */
+    clg_module_set_trainable(clg_module_child(m, "0"), false);
+    CHECK(clg_module_numel(m, true) == 12);
+    clg_tensor *loss = clg_sum(clg_module_forward(m, tx), 0, NULL, false);
+    CHECK_OK(dev, clg_backward(loss, NULL));
+    CHECK(clg_tensor_grad(st[0].tensor) == NULL && clg_tensor_grad(st[1].tensor) == NULL);
+    CHECK(clg_tensor_grad(st[2].tensor) != NULL);
+    CHECK_OK(dev, clg_module_set_param_trainable(m, "0.bias", true));
+    CHECK(clg_module_parameters(m, NULL, 0, true) == 2);
+    CHECK(clg_module_set_param_trainable(m, "0.nothing", true) == CLG_ERR_INVALID_ARGUMENT);
+    clg_module_set_trainable(m, true);
+    /* train / eval reach every child */
+    clg_module_train(m, false);
+    CHECK(!clg_module_is_training(m) && !clg_module_is_training(clg_module_child(m, "2")));
+    clg_module_train(m, true);
+    CHECK(clg_module_is_training(clg_module_child(m, "1")));
+    clg_scope_end(dev);
+    /* the summary runs a forward pass and lists layers, shapes and counts */
+    FILE *f = tmpfile();
+    CHECK_OK(dev, clg_module_summary(m, CLG_SHAPE(1, 5), f));
+    char text[2048];
+    rewind(f);
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    text[len] = 0;
+    fclose(f);
+    CHECK_MSG(strstr(text, "0 Linear(in_features=5, out_features=4, bias=True)") && strstr(text, "[1, 3]") &&
+                  strstr(text, "total parameters: 36"),
+              "%s", text);
+    clg_module_free(m);
+}
+
+/* A module of one's own: y = x * scale, with a parameter. */
+static clg_tensor *scale_forward(clg_module *m, clg_tensor *x) { return clg_mul(x, clg_module_param(m, "scale")); }
+
+static void custom_and_errors(clg_device *dev)
+{
+    static const clg_module_i scale_i = {.type = "Scale", .forward = scale_forward};
+    clg_module *m = clg_module_new(dev, &scale_i, NULL);
+    CHECK_OK(dev, clg_module_add_param(m, "scale", clg_full(dev, CLG_F32, CLG_SHAPE(1), 3.0)));
+    clg_scope_begin(dev);   /* refused tensors stay the caller's: this scope frees them */
+    CHECK(clg_module_add_param(m, "scale", clg_ones(dev, CLG_F32, CLG_SHAPE(1))) == CLG_ERR_INVALID_ARGUMENT);
+    CHECK(clg_module_add_param(m, "a.b", clg_ones(dev, CLG_F32, CLG_SHAPE(1))) == CLG_ERR_INVALID_ARGUMENT);
+    CHECK(clg_module_add_param(m, "ints", clg_ones(dev, CLG_I32, CLG_SHAPE(1))) == CLG_ERR_DTYPE);
+    clg_scope_end(dev);
+    CHECK_OK(dev, clg_module_add_buffer(m, "count", clg_zeros(dev, CLG_I32, CLG_SHAPE(1))));
+    clg_named_tensor st[4];
+    CHECK(clg_module_state(m, st, 4) == 2 && st[0].is_param && !st[1].is_param);
+    clg_scope_begin(dev);
+    double two[2] = {6, 6};
+    optest_close("custom module", clg_module_forward(m, clg_full(dev, CLG_F32, CLG_SHAPE(2), 2.0)), two, 2, 0, 0);
+    clg_scope_end(dev);
+    clg_module_free(m);
+    CHECK(clg_module_new(dev, &(clg_module_i){.type = "x"}, NULL) == NULL);
+    CHECK(clg_nn_linear(dev, 0, 3, true) == NULL && strstr(clg_device_error(dev), "clg_nn_linear"));
+    CHECK(clg_sequential_new(dev, 2, (clg_module *[]){clg_nn_relu(dev), NULL}) == NULL);
+    CHECK(clg_module_forward(NULL, NULL) == NULL);
+    /* Embedding rows by index, any index shape */
+    clg_module *e = clg_nn_embedding(dev, 6, 3);
+    float wt[18];
+    CHECK_OK(dev, clg_tensor_to_host(clg_module_param(e, "weight"), wt, sizeof wt));
+    int32_t idx[4] = {5, 0, 5, 2};
+    clg_scope_begin(dev);
+    clg_tensor *y = clg_module_forward(e, clg_tensor_from_host(dev, CLG_I32, CLG_SHAPE(2, 2), idx));
+    CHECK(y && clg_tensor_ndim(y) == 3 && clg_tensor_dim(y, 2) == 3);
+    double want[12];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 3; j++) want[i * 3 + j] = wt[idx[i] * 3 + j];
+    optest_close("embedding", y, want, 12, 0, 0);
+    clg_scope_end(dev);
+    clg_module_free(e);
+}
+
+int main(void)
+{
+    clg_device *dev = check_open_device();
+    linear_and_names(dev);
+    custom_and_errors(dev);
+    CHECK_MSG(clg_tensor_live_count(dev) == 0, "%lld tensors left", (long long)clg_tensor_live_count(dev));
+    clg_device_close(dev);
+    return check_report("test_nn");
+}
