@@ -1,0 +1,242 @@
+// norm.cl: batch_norm, layer_norm and dropout (src/tensor/norm.c).
+//
+// The normalisations give one work-group to each set of elements that share
+// statistics (a channel for batch_norm, a row for layer_norm): work-item l takes
+// elements l, l + WG, ... and the group combines its partial sums in local memory
+// (WG a power of two). Mean first, then the sum of squared deviations from it (two
+// passes over the data: no cancellation of E[x^2] - E[x]^2). The order of operations
+// depends on WG alone, so the same inputs give the same bits.
+//
+// Statistics are kept as (mean, invstd) pairs for the backward pass; optional operands
+// (weight, bias, running statistics, gradients not wanted) come with a flag, and the
+// host passes some valid buffer in their place.
+
+// Sum of v over the work-group (every work-item must call it). The scratch is read by
+// all before it is reused, hence the last barrier.
+inline T norm_group_sum(T v, __local T *s)
+{
+    int l = get_local_id(0);
+    s[l] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int h = get_local_size(0) / 2; h > 0; h >>= 1) {
+        if (l < h) s[l] += s[l + h];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    T r = s[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+}
+
+// An optional per-channel (or per-feature) vector: element c, or `dflt` when absent.
+inline T opt_at(int has, __global const T *v, int off, int stride, int c, T dflt)
+{
+    return has ? v[off + c * stride] : dflt;
+}
+
+// ---- batch_norm -----------------------------------------------------------------------------
+// x is contiguous [N, C, S] (S: the product of the spatial axes, 1 for [N, C]); the
+// M = N * S elements of channel c are x[(n * C + c) * S + s], m = n * S + s.
+inline int bn_index(int m, int C, int S, int c)
+{
+    int n = m / S;
+    return (n * C + c) * S + (m - n * S);
+}
+
+// Training: one group per channel computes the batch mean and biased variance, keeps
+// (mean, invstd) in stats [2, C], updates the running averages in place (with the
+// unbiased variance, as PyTorch), and writes y = (x - mean) invstd w + b.
+__kernel void bn_train_fwd(int N, int C, int S, __global const T *x, __global T *y, __global T *stats,
+                           int has_w, __global const T *w, int ow, int sw,
+                           int has_b, __global const T *b, int ob, int sb,
+                           int has_run, __global T *rm, int orm, int srm, __global T *rv, int orv, int srv,
+                           const T momentum, const T eps, __local T *s)
+{
+    int c = get_group_id(0), l = get_local_id(0), wg = get_local_size(0), M = N * S;
+    T acc = 0;
+    for (int m = l; m < M; m += wg) acc += x[bn_index(m, C, S, c)];
+    T mean = norm_group_sum(acc, s) / (T)M;
+    acc = 0;
+    for (int m = l; m < M; m += wg) {
+        T d = x[bn_index(m, C, S, c)] - mean;
+        acc += d * d;
+    }
+    T var = norm_group_sum(acc, s) / (T)M;
+    T invstd = (T)1 / sqrt(var + eps);
+    if (l == 0) {
+        stats[c] = mean;
+        stats[C + c] = invstd;
+        if (has_run) {
+            T unbiased = var * (T)M / (T)(M - 1);
+            rm[orm + c * srm] = ((T)1 - momentum) * rm[orm + c * srm] + momentum * mean;
+            rv[orv + c * srv] = ((T)1 - momentum) * rv[orv + c * srv] + momentum * unbiased;
+        }
+    }
+    T scale = invstd * opt_at(has_w, w, ow, sw, c, (T)1), shift = opt_at(has_b, b, ob, sb, c, (T)0);
+    for (int m = l; m < M; m += wg) {
+        int i = bn_index(m, C, S, c);
+        y[i] = (x[i] - mean) * scale + shift;
+    }
+}
+
+// Evaluation: (mean, invstd) from the running averages, one work-item per channel.
+// Kept as stats so the backward sees the values the forward used, whatever updates
+// the running averages get in between.
+__kernel void bn_eval_stats(int C, __global const T *rm, int orm, int srm, __global const T *rv, int orv, int srv,
+                            __global T *stats, const T eps)
+{
+    int c = get_global_id(0);
+    if (c >= C) return;
+    stats[c] = rm[orm + c * srm];
+    stats[C + c] = (T)1 / sqrt(rv[orv + c * srv] + eps);
+}
+
+// y = (x - mean) invstd w + b elementwise, x contiguous [N, C, S].
+__kernel void bn_apply(int n, int C, int S, __global const T *x, __global T *y, __global const T *stats,
+                       int has_w, __global const T *w, int ow, int sw, int has_b, __global const T *b, int ob, int sb)
+{
+    int i = get_global_id(0);
+    if (i >= n) return;
+    int c = (i / S) % C;
+    T scale = stats[C + c] * opt_at(has_w, w, ow, sw, c, (T)1);
+    y[i] = (x[i] - stats[c]) * scale + opt_at(has_b, b, ob, sb, c, (T)0);
+}
+
+// Backward, one group per channel. With xhat = (x - mean) invstd:
+//   db = sum g, dw = sum g xhat,
+//   training:   dx = w invstd (g - db / M - xhat dw / M)   (mean and var depend on x)
+//   evaluation: dx = w invstd g                             (they are constants)
+__kernel void bn_bwd(int N, int C, int S, __global const T *x, __global const T *g, __global const T *stats,
+                     int has_w, __global const T *w, int ow, int sw, int training,
+                     int want_dx, __global T *dx, int want_dw, __global T *dw, int want_db, __global T *db,
+                     __local T *s)
+{
+    int c = get_group_id(0), l = get_local_id(0), wg = get_local_size(0), M = N * S;
+    T mean = stats[c], invstd = stats[C + c];
+    T sg = 0, sgx = 0;
+    for (int m = l; m < M; m += wg) {
+        int i = bn_index(m, C, S, c);
+        sg += g[i];
+        sgx += g[i] * (x[i] - mean) * invstd;
+    }
+    sg = norm_group_sum(sg, s);
+    sgx = norm_group_sum(sgx, s);
+    if (l == 0 && want_dw) dw[c] = sgx;
+    if (l == 0 && want_db) db[c] = sg;
+    if (!want_dx) return;
+    T k = invstd * opt_at(has_w, w, ow, sw, c, (T)1);
+    T mg = training ? sg / (T)M : (T)0, mgx = training ? sgx / (T)M : (T)0;
+    for (int m = l; m < M; m += wg) {
+        int i = bn_index(m, C, S, c);
+        dx[i] = k * (g[i] - mg - (x[i] - mean) * invstd * mgx);
+    }
+}
+
+// ---- layer_norm -------------------------------------------------------------------------------
+// x is contiguous [rows, D]; weight and bias contiguous [D]. stats [rows, 2].
+
+__kernel void ln_fwd(int D, __global const T *x, __global T *y, __global T *stats,
+                     int has_w, __global const T *w, int has_b, __global const T *b, const T eps, __local T *s)
+{
+    int row = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
+    __global const T *xr = x + (size_t)row * D;
+    __global T *yr = y + (size_t)row * D;
+    T acc = 0;
+    for (int d = l; d < D; d += wg) acc += xr[d];
+    T mean = norm_group_sum(acc, s) / (T)D;
+    acc = 0;
+    for (int d = l; d < D; d += wg) acc += (xr[d] - mean) * (xr[d] - mean);
+    T invstd = (T)1 / sqrt(norm_group_sum(acc, s) / (T)D + eps);
+    if (l == 0) {
+        stats[2 * row] = mean;
+        stats[2 * row + 1] = invstd;
+    }
+    for (int d = l; d < D; d += wg)
+        yr[d] = (xr[d] - mean) * invstd * opt_at(has_w, w, 0, 1, d, (T)1) + opt_at(has_b, b, 0, 1, d, (T)0);
+}
+
+// dx = invstd (gw - mean(gw) - xhat mean(gw xhat)), gw = g w: one group per row.
+__kernel void ln_bwd_x(int D, __global const T *x, __global const T *g, __global const T *stats,
+                       int has_w, __global const T *w, __global T *dx, __local T *s)
+{
+    int row = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
+    size_t base = (size_t)row * D;
+    T mean = stats[2 * row], invstd = stats[2 * row + 1];
+    T a = 0, bsum = 0;
+    for (int d = l; d < D; d += wg) {
+        T gw = g[base + d] * opt_at(has_w, w, 0, 1, d, (T)1);
+        a += gw;
+        bsum += gw * (x[base + d] - mean) * invstd;
+    }
+    T mgw = norm_group_sum(a, s) / (T)D, mgwx = norm_group_sum(bsum, s) / (T)D;
+    for (int d = l; d < D; d += wg) {
+        T gw = g[base + d] * opt_at(has_w, w, 0, 1, d, (T)1);
+        dx[base + d] = invstd * (gw - mgw - (x[base + d] - mean) * invstd * mgwx);
+    }
+}
+
+// dw[d] = sum over rows of g xhat, db[d] = sum of g: one work-item per feature, rows
+// in order (neighbouring work-items read neighbouring addresses).
+__kernel void ln_bwd_wb(int rows, int D, __global const T *x, __global const T *g, __global const T *stats,
+                        int want_dw, __global T *dw, int want_db, __global T *db)
+{
+    int d = get_global_id(0);
+    if (d >= D) return;
+    T sw = 0, sb = 0;
+    for (int r = 0; r < rows; r++) {
+        size_t i = (size_t)r * D + d;
+        sb += g[i];
+        sw += g[i] * (x[i] - stats[2 * r]) * stats[2 * r + 1];
+    }
+    if (want_dw) dw[d] = sw;
+    if (want_db) db[d] = sb;
+}
+
+// ---- dropout ----------------------------------------------------------------------------------
+// Philox-4x32-10 as random.cl: element i of the op uses word i % 4 of block
+// (counter + i / 4), the same word clg_rand's float32 draw would turn into its i-th
+// uniform, whatever T is. Kept where (word >> 8) >= thr, thr = ceil(p 2^24) (so
+// P(keep) = 1 - p to 2^-24), and scaled; dropped elements are 0. The backward runs
+// the same kernel on the gradient at the same generator position.
+
+inline uint4 norm_philox(uint4 c, uint2 k)
+{
+    for (int r = 0; r < 10; r++) {
+        if (r) {
+            k.x += 0x9E3779B9u;
+            k.y += 0xBB67AE85u;
+        }
+        uint hi0 = mul_hi(0xD2511F53u, c.x), lo0 = 0xD2511F53u * c.x;
+        uint hi1 = mul_hi(0xCD9E8D57u, c.z), lo1 = 0xCD9E8D57u * c.z;
+        c = (uint4)(hi1 ^ c.y ^ k.x, lo1, hi0 ^ c.w ^ k.y, lo0);
+    }
+    return c;
+}
+
+inline T dropout_at(int i, T v, uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, T scale)
+{
+    ulong ctr = (((ulong)ctr_hi << 32) | ctr_lo) + (ulong)(i / 4);
+    uint4 r = norm_philox((uint4)((uint)ctr, (uint)(ctr >> 32), 0u, 0u), (uint2)(seed_lo, seed_hi));
+    int k = i % 4;
+    uint word = k == 0 ? r.x : k == 1 ? r.y : k == 2 ? r.z : r.w;
+    return (word >> 8) >= thr ? v * scale : (T)0;
+}
+
+__kernel void dropout_flat(int n, __global T *y, int oy, __global const T *a, int oa, uint seed_lo, uint seed_hi,
+                           uint ctr_lo, uint ctr_hi, uint thr, const T scale)
+{
+    int i = get_global_id(0);
+    if (i >= n) return;
+    y[oy + i] = dropout_at(i, a[oa + i], seed_lo, seed_hi, ctr_lo, ctr_hi, thr, scale);
+}
+
+// Element i of the iteration is element i of the (new, contiguous) output in row-major
+// order, so the mask does not depend on the input's layout.
+__kernel void dropout_strided(int n, int nd, int8 shape, __global T *y, int oy, int8 sy, __global const T *a, int oa,
+                              int8 sa, uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const T scale)
+{
+    int i = get_global_id(0);
+    if (i >= n) return;
+    clg_coords c = clg_unravel(i, nd, shape);
+    T v = a[oa + clg_offset(c, nd, sa)];
+    y[oy + clg_offset(c, nd, sy)] = dropout_at(i, v, seed_lo, seed_hi, ctr_lo, ctr_hi, thr, scale);
+}

@@ -1,0 +1,407 @@
+/* norm.c: batch_norm, layer_norm and dropout, with their backward passes. Kernels:
+ * cl_kernels/norm.cl.
+ *
+ * Each runs as one or two kernels forward and one or two backward (they run every
+ * training step): batch_norm in training is a single kernel that computes the batch
+ * statistics, updates the running averages in place and normalises; its backward is
+ * a single kernel giving dx, dweight and dbias. The normalisations read x as
+ * contiguous memory; a non-contiguous x (or gradient) is copied first.
+ *
+ * dropout keeps no mask: the node records the generator position the forward drew
+ * from, and the backward draws the same bits again. */
+#include <math.h>
+#include <string.h>
+
+#include "tensor_impl.h"
+
+#define PROGRAM "norm"
+#define NORM_WG_MAX 256
+
+/* ---- shared helpers ------------------------------------------------------------------------ */
+
+/* The work-group size for groups reducing n elements: a power of two, at most 256
+ * and what the kernel and device allow. */
+static size_t group_size(const clg_device *dev, const clg_kernel *k, int64_t n)
+{
+    size_t wg = 1;
+    while ((int64_t)wg < n && wg < NORM_WG_MAX) wg <<= 1;
+    while (wg > 1 && (wg > k->wg_max || wg > dev->info.max_work_group)) wg >>= 1;
+    return wg;
+}
+
+/* Launch `kernel` with `groups` work-groups, each sized for `n` elements; the last
+ * argument (local scratch of one T per work-item) is added here. */
+static clg_status launch_groups(clg_device *dev, clg_dtype dtype, const char *kernel, clg_arg *args, int nargs,
+                                int64_t groups, int64_t n)
+{
+    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options(dtype), kernel);
+    if (!k) return dev->status;
+    size_t wg = group_size(dev, k, n), global = (size_t)groups * wg;
+    args[nargs++] = CLG_ARG_LOCAL(wg * clg_dtype_size(dtype));
+    return clg__launch(dev, k, args, nargs, 1, &global, &wg);
+}
+
+static clg_status launch_items(clg_device *dev, clg_dtype dtype, const char *kernel, const clg_arg *args, int nargs,
+                               int64_t n)
+{
+    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options(dtype), kernel);
+    return k ? clg__launch_1d(dev, k, args, nargs, (size_t)n) : dev->status;
+}
+
+/* t itself when contiguous, else a contiguous copy off the tape (free it with
+ * release_copy). */
+static clg_tensor *as_contiguous(clg_tensor *t)
+{
+    return !t || clg_tensor_is_contiguous(t) ? t : clg__copy_as(t, t->dtype);
+}
+
+static void release_copy(clg_tensor *copy, const clg_tensor *orig)
+{
+    if (copy != orig) clg_tensor_free(copy);
+}
+
+/* A failed launch: the device's message, prefixed with the op and its input. */
+static clg_tensor *launch_fail(const char *op, const clg_tensor *in)
+{
+    clg_device *dev = in->dev;
+    char err[CLG_ERROR_MAX];
+    memcpy(err, dev->error, sizeof err);
+    return clg__op_fail(dev, dev->status, op, "%s: %.7000s", CLG_DESC(in), err);
+}
+
+/* An optional [C] vector as kernel arguments (flag, buffer, offset, stride); `alt`
+ * stands in for the buffer when v is absent. */
+static int vec_args(clg_arg *a, const clg_tensor *v, const clg_tensor *alt)
+{
+    a[0] = CLG_ARG_I(v != NULL);
+    a[1] = CLG_ARG_M(v ? v->buf->mem : alt->buf->mem);
+    a[2] = CLG_ARG_I(v ? v->offset : 0);
+    a[3] = CLG_ARG_I(v && v->ndim ? v->strides[0] : 0);
+    return 4;
+}
+
+/* An optional output as (flag, buffer). */
+static int out_args(clg_arg *a, const clg_tensor *v, const clg_tensor *alt)
+{
+    a[0] = CLG_ARG_I(v != NULL);
+    a[1] = CLG_ARG_M(v ? v->buf->mem : alt->buf->mem);
+    return 2;
+}
+
+/* ---- batch_norm ---------------------------------------------------------------------------- */
+
+typedef struct bn_dims { int64_t N, C, S; } bn_dims;
+
+static bn_dims bn_dims_of(const clg_tensor *x)
+{
+    bn_dims d = {x->shape[0], x->shape[1], 1};
+    for (int k = 2; k < x->ndim; k++) d.S *= x->shape[k];
+    return d;
+}
+
+/* A [C] operand of batch_norm: absent, or 1-D of C elements in x's dtype. */
+static bool bn_check_vec(const clg_tensor *x, const clg_tensor *v, const char *name)
+{
+    const char *op = "batch_norm";
+    if (!v) return true;
+    if (!clg__check_same_dtype(op, x, v)) return false;
+    if (v->ndim != 1 || v->shape[0] != x->shape[1])
+        return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "%s %s does not match the %lld channels of x %s", name,
+                            CLG_DESC(v), (long long)x->shape[1], CLG_DESC(x)), false;
+    return true;
+}
+
+static bool bn_check(const clg_tensor *x, const clg_tensor *rm, const clg_tensor *rv, const clg_tensor *w,
+                     const clg_tensor *b, bool training)
+{
+    const char *op = "batch_norm";
+    if (!clg__check_float(op, x) || !clg__check_numel(op, x->dev, x->numel)) return false;
+    if (x->ndim < 2)
+        return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "x must be [N, C] or [N, C, *], got %s", CLG_DESC(x)), false;
+    if (!bn_check_vec(x, rm, "running_mean") || !bn_check_vec(x, rv, "running_var") ||
+        !bn_check_vec(x, w, "weight") || !bn_check_vec(x, b, "bias"))
+        return false;
+    if (!rm != !rv)
+        return clg__op_fail(x->dev, CLG_ERR_INVALID_ARGUMENT, op, "running_mean and running_var go together"), false;
+    if (!training && !rm)
+        return clg__op_fail(x->dev, CLG_ERR_INVALID_ARGUMENT, op,
+                            "evaluation normalises with running_mean and running_var, which are NULL"), false;
+    /* They are written in place, off the tape: a tensor on the tape must not change. */
+    if (training && rm && clg_grad_enabled(x->dev) && (rm->requires_grad || rv->requires_grad))
+        return clg__op_fail(x->dev, CLG_ERR_INVALID_ARGUMENT, op,
+                            "the running statistics are updated in place and must not require a gradient"), false;
+    bn_dims d = bn_dims_of(x);
+    /* The unbiased variance of one value is undefined, as PyTorch refuses. */
+    if (training && d.N * d.S <= 1)
+        return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "training needs more than 1 value per channel, x is %s",
+                            CLG_DESC(x)), false;
+    return true;
+}
+
+/* The training forward: stats, running averages and y in one kernel. */
+static clg_status bn_train(clg_tensor *x, clg_tensor *y, clg_tensor *stats, clg_tensor *rm, clg_tensor *rv,
+                           clg_tensor *w, clg_tensor *b, double momentum, double eps)
+{
+    bn_dims d = bn_dims_of(x);
+    clg_arg a[32];
+    int n = 0;
+    a[n++] = CLG_ARG_I(d.N);
+    a[n++] = CLG_ARG_I(d.C);
+    a[n++] = CLG_ARG_I(d.S);
+    a[n++] = CLG_ARG_M(x->buf->mem);
+    a[n++] = CLG_ARG_M(y->buf->mem);
+    a[n++] = CLG_ARG_M(stats->buf->mem);
+    n += vec_args(a + n, w, x);
+    n += vec_args(a + n, b, x);
+    n += vec_args(a + n, rm, x);   /* has_run, then running_mean */
+    clg_arg rva[4];
+    vec_args(rva, rv, x);            /* running_var without a flag of its own */
+    for (int k = 1; k < 4; k++) a[n++] = rva[k];
+    a[n++] = clg__arg_scalar(x->dtype, momentum);
+    a[n++] = clg__arg_scalar(x->dtype, eps);
+    return launch_groups(x->dev, x->dtype, "bn_train_fwd", a, n, d.C, d.N * d.S);
+}
+
+/* The evaluation forward: stats from the running averages, then y elementwise. */
+static clg_status bn_eval(clg_tensor *x, clg_tensor *y, clg_tensor *stats, clg_tensor *rm, clg_tensor *rv,
+                          clg_tensor *w, clg_tensor *b, double eps)
+{
+    bn_dims d = bn_dims_of(x);
+    clg_arg s[] = {CLG_ARG_I(d.C), CLG_ARG_M(rm->buf->mem), CLG_ARG_I(rm->offset), CLG_ARG_I(rm->strides[0]),
+                   CLG_ARG_M(rv->buf->mem), CLG_ARG_I(rv->offset), CLG_ARG_I(rv->strides[0]),
+                   CLG_ARG_M(stats->buf->mem), clg__arg_scalar(x->dtype, eps)};
+    clg_status st = launch_items(x->dev, x->dtype, "bn_eval_stats", s, 9, d.C);
+    if (st != CLG_OK) return st;
+    clg_arg a[16];
+    int n = 0;
+    a[n++] = CLG_ARG_I(x->numel);
+    a[n++] = CLG_ARG_I(d.C);
+    a[n++] = CLG_ARG_I(d.S);
+    a[n++] = CLG_ARG_M(x->buf->mem);
+    a[n++] = CLG_ARG_M(y->buf->mem);
+    a[n++] = CLG_ARG_M(stats->buf->mem);
+    n += vec_args(a + n, w, x);
+    n += vec_args(a + n, b, x);
+    return launch_items(x->dev, x->dtype, "bn_apply", a, n, x->numel);
+}
+
+/* inputs: x, weight, bias; saved: stats [2, C] (mean, invstd), the contiguous x. */
+static clg_status batch_norm_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
+{
+    clg_tensor *x = node->saved[1], *stats = node->saved[0], *w = node->inputs[1];
+    clg_device *dev = x->dev;
+    bn_dims d = bn_dims_of(x);
+    clg_tensor *gc = as_contiguous(g);
+    clg_tensor *dx = clg__wants_grad(node, 0) ? clg__tensor_new(dev, x->dtype, x->ndim, x->shape) : NULL;
+    clg_tensor *dw = clg__wants_grad(node, 1) ? clg__tensor_new(dev, x->dtype, 1, &d.C) : NULL;
+    clg_tensor *db = clg__wants_grad(node, 2) ? clg__tensor_new(dev, x->dtype, 1, &d.C) : NULL;
+    clg_status st = dev->status;
+    if (gc && (dx || !clg__wants_grad(node, 0)) && (dw || !clg__wants_grad(node, 1)) &&
+        (db || !clg__wants_grad(node, 2))) {
+        clg_arg a[24];
+        int n = 0;
+        a[n++] = CLG_ARG_I(d.N);
+        a[n++] = CLG_ARG_I(d.C);
+        a[n++] = CLG_ARG_I(d.S);
+        a[n++] = CLG_ARG_M(x->buf->mem);
+        a[n++] = CLG_ARG_M(gc->buf->mem);
+        a[n++] = CLG_ARG_M(stats->buf->mem);
+        n += vec_args(a + n, w, x);
+        a[n++] = CLG_ARG_I(node->f[0] != 0);
+        n += out_args(a + n, dx, x);
+        n += out_args(a + n, dw, x);
+        n += out_args(a + n, db, x);
+        st = launch_groups(dev, x->dtype, "bn_bwd", a, n, d.C, d.N * d.S);
+    }
+    release_copy(gc, g);
+    gin[0] = dx;
+    gin[1] = dw;
+    gin[2] = db;
+    return st;
+}
+
+clg_tensor *clg_batch_norm(clg_tensor *x, clg_tensor *running_mean, clg_tensor *running_var, clg_tensor *weight,
+                           clg_tensor *bias, bool training, double momentum, double eps)
+{
+    if (!x) return NULL;
+    if (!bn_check(x, running_mean, running_var, weight, bias, training)) return NULL;
+    clg_device *dev = x->dev;
+    bn_dims d = bn_dims_of(x);
+    clg_tensor *xc = as_contiguous(x);
+    clg_tensor *y = clg__tensor_new(dev, x->dtype, x->ndim, x->shape);
+    clg_tensor *stats = clg__tensor_new(dev, x->dtype, 2, (const int64_t[]){2, d.C});
+    clg_status st = xc && y && stats ? CLG_OK : dev->status;
+    if (st == CLG_OK && !training) st = bn_eval(xc, y, stats, running_mean, running_var, weight, bias, eps);
+    else if (st == CLG_OK && x->numel)
+        st = bn_train(xc, y, stats, running_mean, running_var, weight, bias, momentum, eps);
+    clg_node *node = NULL;
+    if (st == CLG_OK)
+        y = clg__taped(y, CLG_OP_batch_norm, batch_norm_bw, 3, (clg_tensor *const[]){x, weight, bias}, &node);
+    if (node) {
+        clg__node_save(node, 0, stats);
+        clg__node_save(node, 1, xc);
+        node->f[0] = training;
+    }
+    clg_tensor_free(stats);   /* the node, if any, holds what it needs */
+    release_copy(xc, x);
+    if (st != CLG_OK) {
+        clg_tensor_free(y);
+        return launch_fail("batch_norm", x);
+    }
+    return y;
+}
+
+/* ---- layer_norm ---------------------------------------------------------------------------- */
+
+static bool ln_check_vec(const clg_tensor *x, int naxes, const clg_tensor *v, const char *name)
+{
+    const char *op = "layer_norm";
+    if (!v) return true;
+    if (!clg__check_same_dtype(op, x, v)) return false;
+    bool ok = v->ndim == naxes;
+    for (int k = 0; ok && k < naxes; k++) ok = v->shape[k] == x->shape[x->ndim - naxes + k];
+    if (!ok)
+        return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "%s %s does not match the last %d axes of x %s", name,
+                            CLG_DESC(v), naxes, CLG_DESC(x)), false;
+    return true;
+}
+
+/* inputs: x, weight, bias; saved: stats [rows, 2], the contiguous x, the contiguous weight. */
+static clg_status layer_norm_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
+{
+    clg_tensor *x = node->saved[1], *stats = node->saved[0], *w = node->saved[2];
+    clg_device *dev = x->dev;
+    int64_t D = node->i[0], rows = node->i[1];
+    clg_tensor *gc = as_contiguous(g);
+    clg_status st = gc ? CLG_OK : dev->status;
+    if (st == CLG_OK && clg__wants_grad(node, 0)) {
+        clg_tensor *dx = clg__tensor_new(dev, x->dtype, x->ndim, x->shape);
+        clg_arg a[9] = {CLG_ARG_I(D), CLG_ARG_M(x->buf->mem), CLG_ARG_M(gc->buf->mem), CLG_ARG_M(stats->buf->mem)};
+        int n = 4 + out_args(a + 4, w, x);
+        if (dx) a[n++] = CLG_ARG_M(dx->buf->mem);
+        if (!dx) st = dev->status;
+        else if (rows > 0 && D > 0) st = launch_groups(dev, x->dtype, "ln_bwd_x", a, n, rows, D);
+        gin[0] = dx;
+    }
+    clg_tensor *pv = node->inputs[1] ? node->inputs[1] : node->inputs[2];   /* the parameters' shape */
+    if (st == CLG_OK && pv) {
+        clg_tensor *dw = clg__wants_grad(node, 1) ? clg__tensor_new(dev, x->dtype, pv->ndim, pv->shape) : NULL;
+        clg_tensor *db = clg__wants_grad(node, 2) ? clg__tensor_new(dev, x->dtype, pv->ndim, pv->shape) : NULL;
+        clg_arg a[10] = {CLG_ARG_I(rows), CLG_ARG_I(D), CLG_ARG_M(x->buf->mem), CLG_ARG_M(gc->buf->mem),
+                         CLG_ARG_M(stats->buf->mem)};
+        int n = 5 + out_args(a + 5, dw, x);
+        n += out_args(a + n, db, x);
+        if ((clg__wants_grad(node, 1) && !dw) || (clg__wants_grad(node, 2) && !db)) st = dev->status;
+        else if (dw || db) st = launch_items(dev, x->dtype, "ln_bwd_wb", a, n, D);
+        gin[1] = dw;
+        gin[2] = db;
+    }
+    release_copy(gc, g);
+    return st;
+}
+
+/* y and stats of contiguous x as [rows, D]. */
+static clg_status ln_forward(clg_tensor *xc, clg_tensor *y, clg_tensor *stats, clg_tensor *wc, clg_tensor *bc,
+                             int64_t rows, int64_t D, double eps)
+{
+    clg_arg a[12] = {CLG_ARG_I(D), CLG_ARG_M(xc->buf->mem), CLG_ARG_M(y->buf->mem), CLG_ARG_M(stats->buf->mem)};
+    int n = 4 + out_args(a + 4, wc, xc);
+    n += out_args(a + n, bc, xc);
+    a[n++] = clg__arg_scalar(xc->dtype, eps);
+    return rows > 0 && D > 0 ? launch_groups(xc->dev, xc->dtype, "ln_fwd", a, n, rows, D) : CLG_OK;
+}
+
+clg_tensor *clg_layer_norm(clg_tensor *x, int naxes, clg_tensor *weight, clg_tensor *bias, double eps)
+{
+    const char *op = "layer_norm";
+    if (!x) return NULL;
+    if (!clg__check_float(op, x) || !clg__check_numel(op, x->dev, x->numel)) return NULL;
+    if (naxes < 1 || naxes > x->ndim)
+        return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "cannot normalise over the last %d axes of %s", naxes,
+                            CLG_DESC(x));
+    if (!ln_check_vec(x, naxes, weight, "weight") || !ln_check_vec(x, naxes, bias, "bias")) return NULL;
+    clg_device *dev = x->dev;
+    int64_t D = 1, rows = 1;
+    for (int k = 0; k < x->ndim; k++) *(k < x->ndim - naxes ? &rows : &D) *= x->shape[k];
+    clg_tensor *xc = as_contiguous(x), *wc = as_contiguous(weight), *bc = as_contiguous(bias);
+    clg_tensor *y = clg__tensor_new(dev, x->dtype, x->ndim, x->shape);
+    clg_tensor *stats = clg__tensor_new(dev, x->dtype, 2, (const int64_t[]){rows, 2});
+    bool made = xc && y && stats && (wc || !weight) && (bc || !bias);
+    clg_status st = made ? ln_forward(xc, y, stats, wc, bc, rows, D, eps) : dev->status;
+    clg_node *node = NULL;
+    if (st == CLG_OK)
+        y = clg__taped(y, CLG_OP_layer_norm, layer_norm_bw, 3, (clg_tensor *const[]){x, weight, bias}, &node);
+    if (node) {
+        clg__node_save(node, 0, stats);
+        clg__node_save(node, 1, xc);
+        if (wc) clg__node_save(node, 2, wc);
+        node->i[0] = D;
+        node->i[1] = rows;
+    }
+    clg_tensor_free(stats);
+    release_copy(xc, x);
+    release_copy(wc, weight);
+    release_copy(bc, bias);
+    if (st != CLG_OK) {
+        clg_tensor_free(y);
+        return launch_fail(op, x);
+    }
+    return y;
+}
+
+/* ---- dropout --------------------------------------------------------------------------------- */
+
+/* Apply the mask drawn at generator position (seed, offset) to src, scaled, into a new
+ * tensor of src's shape: the forward on x, the backward on the gradient. */
+static clg_tensor *dropout_apply(clg_tensor *src, double p, uint64_t seed, uint64_t offset)
+{
+    clg_tensor *y = clg__tensor_new(src->dev, src->dtype, src->ndim, src->shape);
+    if (!y) return NULL;
+    /* keep where a 24-bit uniform (word >> 8) >= ceil(p 2^24); p == 1 keeps nothing. */
+    uint32_t thr = (uint32_t)ceil(p * 16777216.0);
+    double scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
+    clg_iter it;
+    clg__iter_init(&it, 2, (clg_tensor *const[]){y, src});
+    clg_arg a[6] = {CLG_ARG_I((uint32_t)seed), CLG_ARG_I((uint32_t)(seed >> 32)), CLG_ARG_I((uint32_t)offset),
+                    CLG_ARG_I((uint32_t)(offset >> 32)), CLG_ARG_I(thr), clg__arg_scalar(src->dtype, scale)};
+    if (clg__iter_launch(src->dev, &it, PROGRAM, clg__dtype_options(src->dtype), "dropout", a, 6) != CLG_OK) {
+        clg_tensor_free(y);
+        return launch_fail("dropout", src);
+    }
+    return y;
+}
+
+/* f[0]: p (0 for the identity); i[0], i[1]: the generator's seed and offset. */
+static clg_status dropout_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
+{
+    if (node->f[0] == 0) gin[0] = g;
+    else gin[0] = dropout_apply(g, node->f[0], (uint64_t)node->i[0], (uint64_t)node->i[1]);
+    return gin[0] ? CLG_OK : g->dev->status;
+}
+
+clg_tensor *clg_dropout(clg_tensor *x, double p, bool training)
+{
+    if (!x) return NULL;
+    if (!clg__check_float("dropout", x)) return NULL;
+    if (!(p >= 0 && p <= 1))
+        return clg__op_fail(x->dev, CLG_ERR_INVALID_ARGUMENT, "dropout", "p = %g is not a probability (x %s)", p,
+                            CLG_DESC(x));
+    clg_node *node = NULL;
+    if (!training || p == 0) {   /* the identity: a view of x, on the tape so gradients flow */
+        clg_tensor *v = clg__tensor_view(x, x->ndim, x->shape, x->strides, x->offset);
+        return clg__taped(v, CLG_OP_dropout, dropout_bw, 1, &x, NULL);
+    }
+    clg_tensor_state *s = clg__tstate(x->dev);
+    if (!s || !clg__check_numel("dropout", x->dev, x->numel)) return NULL;
+    uint64_t seed = s->seed, offset = s->rng_offset;
+    clg_tensor *y = dropout_apply(x, p, seed, offset);
+    if (!y) return NULL;
+    s->rng_offset += ((uint64_t)x->numel + 3) / 4;   /* four numbers per Philox block */
+    y = clg__taped(y, CLG_OP_dropout, dropout_bw, 1, &x, &node);
+    if (node) {
+        node->f[0] = p;
+        node->i[0] = (int64_t)seed;
+        node->i[1] = (int64_t)offset;
+    }
+    return y;
+}
