@@ -1,0 +1,148 @@
+/* Gradient checks for batch_norm (training and evaluation), layer_norm, dropout and the
+ * losses l1, smooth_l1, nll, cross_entropy_smooth and bce_with_logits. */
+#include "optest.h"
+
+#define IN(...) ((optest_input[]){__VA_ARGS__})
+#define SH(...) CLG_SHAPE(__VA_ARGS__)
+
+/* What a function under test varies: reduction, a parameter (beta, smoothing, p). */
+typedef struct gctx { clg_reduction red; double param; } gctx;
+static const gctx MEAN = {CLG_REDUCE_MEAN, 0}, SUM = {CLG_REDUCE_SUM, 0}, NONE = {CLG_REDUCE_NONE, 0};
+
+/* inputs: x, weight, bias, running_mean, running_var (the last four may be absent) */
+static clg_tensor *f_bn_train(clg_tensor **x, void *c)
+{
+    (void)c;
+    return clg_batch_norm(x[0], x[3], x[4], x[1], x[2], true, 0.1, 1e-5);
+}
+static clg_tensor *f_bn_train_plain(clg_tensor **x, void *c)
+{
+    (void)c;
+    return clg_batch_norm(x[0], NULL, NULL, NULL, NULL, true, 0.1, 1e-5);
+}
+static clg_tensor *f_bn_eval(clg_tensor **x, void *c)
+{
+    (void)c;
+    return clg_batch_norm(x[0], x[3], x[4], x[1], x[2], false, 0.1, 1e-5);
+}
+/* A sum downstream sends batch_norm a broadcast (stride 0) gradient. */
+static clg_tensor *f_bn_sum(clg_tensor **x, void *c)
+{
+    (void)c;
+    return clg_sum(clg_mul(clg_batch_norm(x[0], NULL, NULL, x[1], NULL, true, 0.1, 1e-5), x[0]), CLG_AXES(0), false);
+}
+static clg_tensor *f_ln1(clg_tensor **x, void *c) { (void)c; return clg_layer_norm(x[0], 1, x[1], x[2], 1e-5); }
+static clg_tensor *f_ln2(clg_tensor **x, void *c) { (void)c; return clg_layer_norm(x[0], 2, x[1], x[2], 1e-5); }
+static clg_tensor *f_ln_plain(clg_tensor **x, void *c) { (void)c; return clg_layer_norm(x[0], 1, NULL, NULL, 1e-5); }
+static clg_tensor *f_ln_bias(clg_tensor **x, void *c) { (void)c; return clg_layer_norm(x[0], 1, NULL, x[1], 1e-5); }
+/* The same mask at every evaluation: the generator is put back where it was first. */
+static clg_tensor *f_dropout(clg_tensor **x, void *c)
+{
+    clg_rng_set_state(clg_tensor_device(x[0]), 1234, 77);
+    return clg_dropout(x[0], ((const gctx *)c)->param, true);
+}
+static clg_tensor *f_dropout_eval(clg_tensor **x, void *c)
+{
+    (void)c;
+    return clg_mul(clg_dropout(x[0], 0.5, false), x[0]);
+}
+static clg_tensor *f_l1(clg_tensor **x, void *c) { return clg_l1_loss(x[0], x[1], ((const gctx *)c)->red); }
+static clg_tensor *f_smooth_l1(clg_tensor **x, void *c)
+{
+    const gctx *g = c;
+    return clg_smooth_l1_loss(x[0], x[1], g->red, g->param);
+}
+static clg_tensor *f_nll(clg_tensor **x, void *c) { return clg_nll_loss(x[0], x[1], ((const gctx *)c)->red); }
+static clg_tensor *f_ce_smooth(clg_tensor **x, void *c)
+{
+    const gctx *g = c;
+    return clg_cross_entropy_smooth(x[0], x[1], g->red, g->param);
+}
+static clg_tensor *f_bce(clg_tensor **x, void *c) { return clg_bce_with_logits(x[0], x[1], ((const gctx *)c)->red); }
+
+static void batch_norm_checks(clg_device *dev)
+{
+    /* running statistics as constants: updated in place by each evaluation, which
+     * rebuilds them, and they do not enter the training output */
+    optest_gradcheck(dev, "batch_norm train 2-D affine", f_bn_train, NULL, 5,
+                     IN({SH(4, 3)}, {SH(3)}, {SH(3)}, {SH(3), .constant = true}, {SH(3), 0.5, 2, true}));
+    optest_gradcheck(dev, "batch_norm train 4-D affine", f_bn_train, NULL, 5,
+                     IN({SH(2, 3, 2, 2)}, {SH(3)}, {SH(3)}, {SH(3), .constant = true}, {SH(3), 0.5, 2, true}));
+    optest_gradcheck(dev, "batch_norm train 3-D plain", f_bn_train_plain, NULL, 1, IN({SH(3, 2, 3)}));
+    optest_gradcheck(dev, "batch_norm train broadcast gradient", f_bn_sum, NULL, 2, IN({SH(5, 2)}, {SH(2)}));
+    optest_gradcheck(dev, "batch_norm eval 4-D affine", f_bn_eval, NULL, 5,
+                     IN({SH(2, 3, 2, 1)}, {SH(3)}, {SH(3)}, {SH(3), .constant = true}, {SH(3), 0.5, 2, true}));
+}
+
+static void layer_norm_checks(clg_device *dev)
+{
+    optest_gradcheck(dev, "layer_norm 1 axis affine", f_ln1, NULL, 3, IN({SH(3, 5)}, {SH(5)}, {SH(5)}));
+    optest_gradcheck(dev, "layer_norm 2 axes affine", f_ln2, NULL, 3, IN({SH(2, 3, 4)}, {SH(3, 4)}, {SH(3, 4)}));
+    optest_gradcheck(dev, "layer_norm plain", f_ln_plain, NULL, 1, IN({SH(4, 6)}));
+    optest_gradcheck(dev, "layer_norm bias only", f_ln_bias, NULL, 2, IN({SH(2, 3)}, {SH(3)}));
+}
+
+static void dropout_checks(clg_device *dev)
+{
+    gctx p3 = {CLG_REDUCE_NONE, 0.3}, p1 = {CLG_REDUCE_NONE, 1.0};
+    optest_gradcheck(dev, "dropout p=0.3", f_dropout, &p3, 1, IN({SH(4, 9)}));
+    optest_gradcheck(dev, "dropout p=1", f_dropout, &p1, 1, IN({SH(2, 3)}));
+    optest_gradcheck(dev, "dropout eval", f_dropout_eval, NULL, 1, IN({SH(2, 3)}));
+}
+
+/* a - b = +-(0.3 .. 1.2): away from l1's kink at 0 and smooth_l1's at +-beta = 0.5. */
+static void diff_pairs(double *a, double *b, int n)
+{
+    optest_fill(a, n, -1, 1, 5);
+    static const double d[] = {0.3, -0.2, 1.2, -0.8, 0.1, -1.1, 0.7, -0.4};
+    for (int i = 0; i < n; i++) b[i] = a[i] - d[i % 8];
+}
+
+static void elementwise_loss_checks(clg_device *dev)
+{
+    double a[12], b[12];
+    diff_pairs(a, b, 12);
+    const gctx *reds[3] = {&MEAN, &SUM, &NONE};
+    for (int r = 0; r < 3; r++) {
+        optest_gradcheck(dev, "l1_loss", f_l1, (void *)reds[r], 2, IN({SH(3, 4), .values = a}, {SH(3, 4), .values = b}));
+        gctx s = {reds[r]->red, 0.5};
+        optest_gradcheck(dev, "smooth_l1_loss beta 0.5", f_smooth_l1, &s, 2,
+                         IN({SH(3, 4), .values = a}, {SH(3, 4), .values = b}));
+        optest_gradcheck(dev, "bce_with_logits", f_bce, (void *)reds[r], 2,
+                         IN({SH(3, 4), -3, 3}, {SH(3, 4), 0, 1}));
+    }
+    /* broadcast target; beta 0 is l1 */
+    double bb[4] = {-2, 2, -2, 2};
+    optest_gradcheck(dev, "l1_loss broadcast", f_l1, (void *)&MEAN, 2, IN({SH(3, 4)}, {SH(4), .values = bb}));
+    gctx s0 = {CLG_REDUCE_SUM, 0};
+    optest_gradcheck(dev, "smooth_l1_loss beta 0", f_smooth_l1, &s0, 2,
+                     IN({SH(3, 4), .values = a}, {SH(3, 4), .values = b}));
+}
+
+static void class_loss_checks(clg_device *dev)
+{
+    const double labels[5] = {2, 0, 3, 3, 1};
+    const gctx *reds[3] = {&MEAN, &SUM, &NONE};
+    for (int r = 0; r < 3; r++) {
+        optest_gradcheck(dev, "nll_loss", f_nll, (void *)reds[r], 2,
+                         IN({SH(5, 4), -3, 0}, {SH(5), .constant = true, .values = labels, .dtype = CLG_I32}));
+        gctx s = {reds[r]->red, 0.1};
+        optest_gradcheck(dev, "cross_entropy_smooth 0.1", f_ce_smooth, &s, 2,
+                         IN({SH(5, 4), -2, 2}, {SH(5), .constant = true, .values = labels, .dtype = CLG_I32}));
+    }
+    gctx s1 = {CLG_REDUCE_MEAN, 1.0};
+    optest_gradcheck(dev, "cross_entropy_smooth 1", f_ce_smooth, &s1, 2,
+                     IN({SH(5, 4), -2, 2}, {SH(5), .constant = true, .values = labels, .dtype = CLG_I32}));
+}
+
+int main(void)
+{
+    clg_device *dev = check_open_device();
+    batch_norm_checks(dev);
+    layer_norm_checks(dev);
+    dropout_checks(dev);
+    elementwise_loss_checks(dev);
+    class_loss_checks(dev);
+    clg_device_close(dev);
+    return check_report("test_grad_norm");
+}
