@@ -1,0 +1,243 @@
+// softmax.cl: row-wise kernels (src/tensor/softmax.c): softmax, log_softmax, var and
+// argmax along axes, the fused cross-entropy loss, and mse's elementwise parts.
+//
+// A "row" is one set of kept coordinates; its R elements run along the reduced axes.
+// The host describes every operand by an offset, the strides of the kept axes (nk of
+// them, shape kshape) and those of the reduced axes (nr, shape rshape), so any layout
+// (permuted, sliced, broadcast with stride 0) is read in place, with no copy.
+// One work-group per row: work-item l takes elements l, l + WG, ... and the group
+// combines them in local memory (WG a power of two). The order of operations is fixed
+// by WG alone, so the same inputs give the same bits.
+
+// Offset of element r of a row along the reduced axes.
+inline int clg_roff(int r, int nr, int8 rshape, int8 rstr)
+{
+    if (nr == 1) return r * rstr.s0;   // the usual case: one axis, no division
+    return clg_offset(clg_unravel(r, nr, rshape), nr, rstr);
+}
+
+// Offset of row `row` of an operand: its own offset plus the kept coordinates.
+inline int clg_rowbase(int row, int nk, int8 kshape, int off, int8 kstr)
+{
+    return off + clg_offset(clg_unravel(row, nk, kshape), nk, kstr);
+}
+
+#ifndef CLG_I32
+// Group-wide sum and max of v (every work-item of the group must call them). The
+// result is read by all before the scratch is reused, hence the last barrier.
+inline T clg_group_sum(T v, __local T *s)
+{
+    int l = get_local_id(0);
+    s[l] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int h = get_local_size(0) / 2; h > 0; h >>= 1) {
+        if (l < h) s[l] += s[l + h];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    T r = s[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+}
+
+// NaN wins, as in NumPy and PyTorch: a row holding NaN gives NaN throughout.
+inline T clg_nanmax(T a, T b) { return (b != b || b > a) ? b : a; }
+
+inline T clg_group_max(T v, __local T *s)
+{
+    int l = get_local_id(0);
+    s[l] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int h = get_local_size(0) / 2; h > 0; h >>= 1) {
+        if (l < h) s[l] = clg_nanmax(s[l], s[l + h]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    T r = s[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+}
+
+// ---- softmax and log_softmax ------------------------------------------------------------
+// y = exp(x - max) / sum exp(x - max), or log_softmax y = (x - max) - log(sum): the
+// max taken out first, so no exp overflows whatever the logits' magnitude.
+__kernel void softmax_fwd(int R, int nk, int8 kshape, int nr, int8 rshape,
+                          __global const T *x, int ox, int8 kx, int8 rx,
+                          __global T *y, int oy, int8 ky, int8 ry, int log_mode, __local T *s)
+{
+    int row = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
+    int bx = clg_rowbase(row, nk, kshape, ox, kx), by = clg_rowbase(row, nk, kshape, oy, ky);
+    T m = -INFINITY;
+    for (int r = l; r < R; r += wg) m = clg_nanmax(m, x[bx + clg_roff(r, nr, rshape, rx)]);
+    m = clg_group_max(m, s);
+    T acc = 0;
+    for (int r = l; r < R; r += wg) acc += exp(x[bx + clg_roff(r, nr, rshape, rx)] - m);
+    T sum = clg_group_sum(acc, s);
+    T lsum = log(sum), inv = (T)1 / sum;
+    for (int r = l; r < R; r += wg) {
+        T d = x[bx + clg_roff(r, nr, rshape, rx)] - m;
+        y[by + clg_roff(r, nr, rshape, ry)] = log_mode ? d - lsum : exp(d) * inv;
+    }
+}
+
+// Backward, from the forward's output y and its gradient g:
+//   softmax:     dx = y * (g - sum(g * y))
+//   log_softmax: dx = g - exp(y) * sum(g)
+__kernel void softmax_bwd(int R, int nk, int8 kshape, int nr, int8 rshape,
+                          __global const T *y, int oy, int8 ky, int8 ry,
+                          __global const T *g, int og, int8 kg, int8 rg,
+                          __global T *dx, int od, int8 kd, int8 rd, int log_mode, __local T *s)
+{
+    int row = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
+    int by = clg_rowbase(row, nk, kshape, oy, ky), bg = clg_rowbase(row, nk, kshape, og, kg);
+    int bd = clg_rowbase(row, nk, kshape, od, kd);
+    T acc = 0;
+    for (int r = l; r < R; r += wg) {
+        T gv = g[bg + clg_roff(r, nr, rshape, rg)];
+        acc += log_mode ? gv : gv * y[by + clg_roff(r, nr, rshape, ry)];
+    }
+    T dot = clg_group_sum(acc, s);
+    for (int r = l; r < R; r += wg) {
+        T yv = y[by + clg_roff(r, nr, rshape, ry)], gv = g[bg + clg_roff(r, nr, rshape, rg)];
+        dx[bd + clg_roff(r, nr, rshape, rd)] = log_mode ? gv - exp(yv) * dot : yv * (gv - dot);
+    }
+}
+
+// ---- variance ------------------------------------------------------------------------------
+// Two passes over the row: the mean, then the sum of squared deviations (stabler
+// than sum(x^2) - n mean^2, which cancels catastrophically for large means).
+inline T clg_row_mean(int R, int nr, int8 rshape, __global const T *x, int bx, int8 rx, __local T *s)
+{
+    int l = get_local_id(0), wg = get_local_size(0);
+    T acc = 0;
+    for (int r = l; r < R; r += wg) acc += x[bx + clg_roff(r, nr, rshape, rx)];
+    return clg_group_sum(acc, s) / (T)R;   // R = 0: NaN, as PyTorch
+}
+
+// y[row] = sum (x - mean)^2 / div, div = max(0, R - correction) (0/0 = NaN, as PyTorch).
+__kernel void var_fwd(int R, int nk, int8 kshape, int nr, int8 rshape,
+                      __global const T *x, int ox, int8 kx, int8 rx,
+                      __global T *y, int oy, int8 ky, int8 ry, const T div, __local T *s)
+{
+    int row = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
+    int bx = clg_rowbase(row, nk, kshape, ox, kx);
+    T mean = clg_row_mean(R, nr, rshape, x, bx, rx, s);
+    T acc = 0;
+    for (int r = l; r < R; r += wg) {
+        T d = x[bx + clg_roff(r, nr, rshape, rx)] - mean;
+        acc += d * d;
+    }
+    T ss = clg_group_sum(acc, s);
+    if (l == 0) y[clg_rowbase(row, nk, kshape, oy, ky)] = ss / div;
+}
+
+// dx = g[row] * 2 (x - mean) / div; g is read once per row (its reduced strides are 0).
+__kernel void var_bwd(int R, int nk, int8 kshape, int nr, int8 rshape,
+                      __global const T *x, int ox, int8 kx, int8 rx,
+                      __global const T *g, int og, int8 kg, int8 rg,
+                      __global T *dx, int od, int8 kd, int8 rd, const T div, __local T *s)
+{
+    int row = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
+    int bx = clg_rowbase(row, nk, kshape, ox, kx), bd = clg_rowbase(row, nk, kshape, od, kd);
+    T mean = clg_row_mean(R, nr, rshape, x, bx, rx, s);
+    T scale = (T)2 * g[clg_rowbase(row, nk, kshape, og, kg)] / div;
+    for (int r = l; r < R; r += wg)
+        dx[bd + clg_roff(r, nr, rshape, rd)] = scale * (x[bx + clg_roff(r, nr, rshape, rx)] - mean);
+}
+
+// ---- cross-entropy -------------------------------------------------------------------------
+// logits [N, C] with strides (sn, sc); labels int32 [N] with stride sl.
+// Row i: loss = (max - x[label]) + log(sum exp(x - max)), which keeps full precision
+// for logits of any magnitude (no lse - x[label] cancellation). stats[2i] = max and
+// stats[2i + 1] = log(sum) are kept for the backward. A label outside [0, C) makes the
+// row's loss and stats NaN: the host cannot check labels without a device read.
+__kernel void ce_fwd(int C, __global const T *x, int ox, int sn, int sc,
+                     __global const int *lab, int ol, int sl,
+                     __global T *loss, int olo, __global T *stats, __local T *s)
+{
+    int row = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
+    __global const T *xr = x + ox + row * sn;
+    T m = -INFINITY;
+    for (int c = l; c < C; c += wg) m = clg_nanmax(m, xr[c * sc]);
+    m = clg_group_max(m, s);
+    T acc = 0;
+    for (int c = l; c < C; c += wg) acc += exp(xr[c * sc] - m);
+    T lsum = log(clg_group_sum(acc, s));
+    if (l != 0) return;
+    int label = lab[ol + row * sl];
+    bool ok = label >= 0 && label < C;
+    T nan = (T)NAN;
+    loss[olo + row] = ok ? (m - xr[label * sc]) + lsum : nan;
+    stats[2 * row] = ok ? m : nan;
+    stats[2 * row + 1] = lsum;
+}
+
+// y = sum(loss[0..n)) / div, by one work-group (div: n for the mean, 1 for the sum).
+__kernel void ce_reduce(int n, __global const T *loss, __global T *y, int oy, const T div, __local T *s)
+{
+    int l = get_local_id(0), wg = get_local_size(0);
+    T acc = 0;
+    for (int i = l; i < n; i += wg) acc += loss[i];
+    T sum = clg_group_sum(acc, s);
+    if (l == 0) y[oy] = sum / div;
+}
+
+// dx[i, c] = g_i * scale * (softmax(x)[i, c] - (c == label_i)), one work-item per
+// element; g_i = g[og + i * sg] (sg = 0 for a mean or sum, whose gradient is one value).
+__kernel void ce_bwd(int N, int C, __global const T *x, int ox, int sn, int sc,
+                     __global const int *lab, int ol, int sl, __global const T *stats,
+                     __global const T *g, int og, int sg, const T scale, __global T *dx)
+{
+    int gid = get_global_id(0);
+    if (gid >= N * C) return;
+    int i = gid / C, c = gid - i * C;
+    T p = exp((x[ox + i * sn + c * sc] - stats[2 * i]) - stats[2 * i + 1]);
+    T hot = lab[ol + i * sl] == c ? (T)1 : (T)0;
+    dx[gid] = g[og + i * sg] * scale * (p - hot);
+}
+
+// ---- mse's elementwise parts (reductions reuse reduce.cl) -----------------------------
+CLG_ELEMENTWISE2(mse_sq, (x - z) * (x - z))
+// d/da (a - b)^2 = 2 (a - b), times the incoming gradient w; s0 carries 2/n (the mean),
+// 2 (sum, none), or their negatives for b.
+CLG_ELEMENTWISE3(mse_grad, s0 * (x - z) * w)
+#endif
+
+// ---- argmax (any dtype) ------------------------------------------------------------------
+// The first index of the largest element; NaN counts as the largest, as in NumPy and
+// PyTorch. Work-items without elements carry the index R (beaten by any real one).
+#ifdef CLG_I32
+#define CLG_ISNAN(v) false
+#else
+#define CLG_ISNAN(v) ((v) != (v))
+#endif
+
+inline bool clg_arg_better(T v, int i, T bv, int bi, int R)
+{
+    if (i >= R) return false;
+    if (bi >= R) return true;
+    bool vn = CLG_ISNAN(v), bn = CLG_ISNAN(bv);
+    if (vn != bn) return vn;
+    if (vn || v == bv) return i < bi;
+    return v > bv;
+}
+
+__kernel void argmax_fwd(int R, int nk, int8 kshape, int nr, int8 rshape,
+                         __global const T *x, int ox, int8 kx, int8 rx,
+                         __global int *y, int oy, int8 ky, int8 ry, __local T *sv, __local int *si)
+{
+    int row = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
+    int bx = clg_rowbase(row, nk, kshape, ox, kx);
+    T best = 0;
+    int bi = R;
+    for (int r = l; r < R; r += wg) {
+        T v = x[bx + clg_roff(r, nr, rshape, rx)];
+        if (clg_arg_better(v, r, best, bi, R)) best = v, bi = r;
+    }
+    sv[l] = best;
+    si[l] = bi;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int h = wg / 2; h > 0; h >>= 1) {
+        if (l < h && clg_arg_better(sv[l + h], si[l + h], sv[l], si[l], R)) sv[l] = sv[l + h], si[l] = si[l + h];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (l == 0) y[clg_rowbase(row, nk, kshape, oy, ky)] = si[0];
+}
