@@ -1,0 +1,199 @@
+// conv.cl: convolution and pooling in NCHW (src/tensor/conv.c, pool.c), built per
+// dtype. One program holds every kernel of both files, so a CNN compiles it once.
+//
+// Geometry travels as two int8 vectors (the host fills them, conv.c):
+//   geo = (C, H, W, OH, OW, KH, KW, -)     channels, input and output sizes, window
+//   win = (SH, SW, PH, PW, DH, DW, -, -)   stride, padding, dilation
+// Inputs that the kernels read in place (x of the forwards) come with an offset and
+// their four strides (n, c, h, w) in xs, so permuted and sliced views need no copy;
+// everything else is contiguous.
+
+#define GC geo.s0
+#define GH geo.s1
+#define GW geo.s2
+#define GOH geo.s3
+#define GOW geo.s4
+#define GKH geo.s5
+#define GKW geo.s6
+#define WSH win.s0
+#define WSW win.s1
+#define WPH win.s2
+#define WPW win.s3
+#define WDH win.s4
+#define WDW win.s5
+
+// ---- convolution -----------------------------------------------------------------------
+
+// Columns for the whole batch: col[n][(c*KH + ki)*KW + kj][oh*OW + ow] is the input
+// pixel that kernel tap (ki, kj) of channel c meets at output (oh, ow), 0 in the padding.
+// The channel-major row order makes group g's rows one contiguous block (rows
+// g*C/G*KH*KW ...), so each group's GEMM reads its block in place. One work-item fills
+// one output row (OW values, written contiguously): on CPUs the per-item loop keeps the
+// division-heavy index work out of the inner loop.
+__kernel void im2col(int rows, __global const T *x, int xo, int8 xs, int8 geo, int8 win, __global T *col, int co)
+{
+    int i = get_global_id(0);
+    if (i >= rows) return;
+    int oh = i % GOH, r = i / GOH;               // r = n * C*KH*KW + row
+    int ckk = GC * GKH * GKW, n = r / ckk, row = r - n * ckk;
+    int kj = row % GKW, ki = (row / GKW) % GKH, c = row / (GKW * GKH);
+    __global T *dst = col + co + (long)r * GOH * GOW + oh * GOW;
+    int ih = oh * WSH - WPH + ki * WDH;
+    if (ih < 0 || ih >= GH) {
+        for (int ow = 0; ow < GOW; ow++) dst[ow] = (T)0;
+        return;
+    }
+    __global const T *src = x + xo + n * xs.s0 + c * xs.s1 + ih * xs.s2;
+    int iw = kj * WDW - WPW;
+    for (int ow = 0; ow < GOW; ow++, iw += WSW) dst[ow] = (iw >= 0 && iw < GW) ? src[iw * xs.s3] : (T)0;
+}
+
+// The adjoint of im2col: dx[n][c][ih][iw] is the sum of the column entries that copied
+// that pixel. Gathered per input pixel (no atomics, deterministic): tap (ki, kj) met it
+// at output oh when oh * SH = ih + PH - ki * DH exactly.
+__kernel void col2im(int total, __global const T *col, __global T *dx, int8 geo, int8 win)
+{
+    int i = get_global_id(0);
+    if (i >= total) return;
+    int iw = i % GW, ih = (i / GW) % GH, nc = i / (GW * GH);   // nc = n * C + c
+    T s = 0;
+    for (int ki = 0; ki < GKH; ki++) {
+        int th = ih + WPH - ki * WDH;
+        if (th < 0 || th % WSH) continue;
+        int oh = th / WSH;
+        if (oh >= GOH) continue;
+        for (int kj = 0; kj < GKW; kj++) {
+            int tw = iw + WPW - kj * WDW;
+            if (tw < 0 || tw % WSW) continue;
+            int ow = tw / WSW;
+            if (ow >= GOW) continue;
+            s += col[((long)(nc * GKH + ki) * GKW + kj) * GOH * GOW + oh * GOW + ow];
+        }
+    }
+    dx[i] = s;
+}
+
+// The direct alternative to im2col + GEMM (measured in bench/bench_conv.c): one
+// work-item per output pixel and output channel, y = b + sum over its group's channels
+// and taps. geo.s7 is the number of groups, win.s6 the output channels O, win.s7 whether
+// b is given.
+__kernel void conv2d_direct(int total, __global const T *x, int xo, int8 xs, __global const T *w,
+                            __global const T *b, int bo, int8 geo, int8 win, __global T *y)
+{
+    int i = get_global_id(0);
+    if (i >= total) return;
+    int O = win.s6, cg = GC / geo.s7;
+    int ow = i % GOW, oh = (i / GOW) % GOH, o = (i / (GOW * GOH)) % O, n = i / (GOW * GOH * O);
+    int c0 = o / (O / geo.s7) * cg;
+    T s = win.s7 ? b[bo + o] : (T)0;
+    __global const T *wo = w + o * cg * GKH * GKW;
+    for (int c = 0; c < cg; c++) {
+        __global const T *xc = x + xo + n * xs.s0 + (c0 + c) * xs.s1;
+        for (int ki = 0; ki < GKH; ki++) {
+            int ih = oh * WSH - WPH + ki * WDH;
+            if (ih < 0 || ih >= GH) continue;
+            for (int kj = 0; kj < GKW; kj++) {
+                int iw = ow * WSW - WPW + kj * WDW;
+                if (iw >= 0 && iw < GW) s += xc[ih * xs.s2 + iw * xs.s3] * wo[(c * GKH + ki) * GKW + kj];
+            }
+        }
+    }
+    y[i] = s;
+}
+
+// ---- pooling -------------------------------------------------------------------------------
+
+// Max over each window of x (padding never wins). idx records where the max was, as
+// ih * W + iw within the (n, c) plane, for the backward: the first maximum on ties, as
+// PyTorch; a NaN wins over every number (the first NaN), so NaN propagates.
+__kernel void max_pool(int total, __global const T *x, int xo, int8 xs, int8 geo, int8 win, __global T *y,
+                       __global int *idx)
+{
+    int i = get_global_id(0);
+    if (i >= total) return;
+    int ow = i % GOW, oh = (i / GOW) % GOH, nc = i / (GOW * GOH);
+    int n = nc / GC, c = nc - n * GC;
+    int h0 = oh * WSH - WPH, w0 = ow * WSW - WPW;
+    int hs = max(h0, 0), he = min(h0 + GKH, GH), ws = max(w0, 0), we = min(w0 + GKW, GW);
+    __global const T *xp = x + xo + n * xs.s0 + c * xs.s1;
+    T m = -INFINITY;
+    int at = hs * GW + ws;
+    for (int ih = hs; ih < he; ih++)
+        for (int iw = ws; iw < we; iw++) {
+            T v = xp[ih * xs.s2 + iw * xs.s3];
+            if (v > m || (v != v && m == m)) {
+                m = v;
+                at = ih * GW + iw;
+            }
+        }
+    y[i] = m;
+    idx[i] = at;
+}
+
+// Output windows that cover input row (or column) p: [*lo, *hi).
+inline void covering(int p, int pad, int k, int s, int nout, int *lo, int *hi)
+{
+    int t = p + pad - k + 1;                  // the first window start that still reaches p
+    *lo = t <= 0 ? 0 : (t + s - 1) / s;
+    *hi = min((p + pad) / s + 1, nout);
+}
+
+// dx for max pooling, gathered per input pixel: the sum of g over the windows whose
+// recorded argmax is this pixel (overlapping windows may pick the same one).
+__kernel void max_pool_bw(int total, __global const T *g, __global const int *idx, __global T *dx, int8 geo,
+                          int8 win)
+{
+    int i = get_global_id(0);
+    if (i >= total) return;
+    int iw = i % GW, ih = (i / GW) % GH, nc = i / (GW * GH);
+    int ohl, ohh, owl, owh;
+    covering(ih, WPH, GKH, WSH, GOH, &ohl, &ohh);
+    covering(iw, WPW, GKW, WSW, GOW, &owl, &owh);
+    int me = ih * GW + iw, base = nc * GOH * GOW;
+    T s = 0;
+    for (int oh = ohl; oh < ohh; oh++)
+        for (int ow = owl; ow < owh; ow++)
+            if (idx[base + oh * GOW + ow] == me) s += g[base + oh * GOW + ow];
+    dx[i] = s;
+}
+
+// The divisor of window (oh, ow): its size clipped to the padded input when padding
+// counts (win.s6 != 0), as PyTorch's count_include_pad, else the real pixels in it.
+inline int avg_divisor(int oh, int ow, int8 geo, int8 win)
+{
+    int h0 = oh * WSH - WPH, w0 = ow * WSW - WPW;
+    int h1 = min(h0 + GKH, GH + WPH), w1 = min(w0 + GKW, GW + WPW);
+    if (win.s6) return (h1 - h0) * (w1 - w0);
+    return (min(h1, GH) - max(h0, 0)) * (min(w1, GW) - max(w0, 0));
+}
+
+__kernel void avg_pool(int total, __global const T *x, int xo, int8 xs, int8 geo, int8 win, __global T *y)
+{
+    int i = get_global_id(0);
+    if (i >= total) return;
+    int ow = i % GOW, oh = (i / GOW) % GOH, nc = i / (GOW * GOH);
+    int n = nc / GC, c = nc - n * GC;
+    int h0 = oh * WSH - WPH, w0 = ow * WSW - WPW;
+    int hs = max(h0, 0), he = min(h0 + GKH, GH), ws = max(w0, 0), we = min(w0 + GKW, GW);
+    __global const T *xp = x + xo + n * xs.s0 + c * xs.s1;
+    T s = 0;
+    for (int ih = hs; ih < he; ih++)
+        for (int iw = ws; iw < we; iw++) s += xp[ih * xs.s2 + iw * xs.s3];
+    y[i] = s / (T)avg_divisor(oh, ow, geo, win);
+}
+
+// dx for average pooling, gathered per input pixel: g / divisor of each covering window.
+__kernel void avg_pool_bw(int total, __global const T *g, __global T *dx, int8 geo, int8 win)
+{
+    int i = get_global_id(0);
+    if (i >= total) return;
+    int iw = i % GW, ih = (i / GW) % GH, nc = i / (GW * GH);
+    int ohl, ohh, owl, owh;
+    covering(ih, WPH, GKH, WSH, GOH, &ohl, &ohh);
+    covering(iw, WPW, GKW, WSW, GOW, &owl, &owh);
+    int base = nc * GOH * GOW;
+    T s = 0;
+    for (int oh = ohl; oh < ohh; oh++)
+        for (int ow = owl; ow < owh; ow++) s += g[base + oh * GOW + ow] / (T)avg_divisor(oh, ow, geo, win);
+    dx[i] = s;
+}

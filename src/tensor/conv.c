@@ -1,0 +1,330 @@
+/* conv.c: 2-D convolution in NCHW (stride, padding, dilation, groups) with its
+ * backward pass. Kernels: cl_kernels/conv.cl; products: clg__gemm (gemm.h).
+ *
+ * Forward: im2col writes the column matrix of the whole batch, [N, C*KH*KW, OH*OW],
+ * with one kernel; then one GEMM per group, batched over the N images with the
+ * weights shared (batch stride 0, so they are packed once), computes
+ * y[n, group] = W[group] . col[n, group] straight into NCHW. The bias is written
+ * into y first and the GEMM adds to it (beta = 1). A 1x1 convolution with stride 1
+ * and no padding of a contiguous input needs no columns: x is its own column matrix.
+ *
+ * Backward, for y = W . col:
+ *   dW = sum over n of dy[n] . col[n]^T  (batched GEMM into [N, O, K], summed over N);
+ *   dcol = W^T . dy[n]                    (batched GEMM), then col2im gathers it into dx;
+ *   db = sum of dy over n, h, w.
+ * The columns are not kept from the forward: at batch 128 they are tens of MB per
+ * layer, so the backward rebuilds them (one memory pass) and every column buffer is
+ * freed as soon as its GEMMs are enqueued, for the pool to hand to the next layer.
+ *
+ * Why im2col + GEMM and not a direct kernel or CLBlast's convgemm: bench/RESULTS.md
+ * ("Convolution") has the measurements; in short, on POCL the direct kernel is slower
+ * for both layers of the reference CNN, and CLBlast is several times slower still. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm.h"
+#include "tensor_impl.h"
+
+#define PROGRAM "conv"
+
+/* Everything about one convolution's shapes. */
+typedef struct conv_geo {
+    int64_t N, C, H, W;      /* input */
+    int64_t O, KH, KW, G;    /* weight [O, C/G, KH, KW], groups */
+    int64_t OH, OW;          /* output */
+    int64_t sh, sw, ph, pw, dh, dw;
+} conv_geo;
+
+static int64_t rows_per_group(const conv_geo *g) { return g->C / g->G * g->KH * g->KW; }   /* K */
+static int64_t pixels(const conv_geo *g) { return g->OH * g->OW; }                        /* P */
+
+/* The kernels' geometry vectors (conv.cl). */
+static clg_arg geo_arg(const conv_geo *g)
+{
+    const int64_t v[8] = {g->C, g->H, g->W, g->OH, g->OW, g->KH, g->KW, g->G};
+    return clg__arg_int8(v, 8);
+}
+
+static clg_arg win_arg(const conv_geo *g, int64_t s6, int64_t s7)
+{
+    const int64_t v[8] = {g->sh, g->sw, g->ph, g->pw, g->dh, g->dw, s6, s7};
+    return clg__arg_int8(v, 8);
+}
+
+static clg_arg strides_arg(const clg_tensor *x) { return clg__arg_int8(x->strides, 4); }
+
+static clg_gemm_type gemm_type(clg_dtype d) { return d == CLG_F64 ? CLG_GEMM_F64 : CLG_GEMM_F32; }
+
+static clg_status launch(clg_device *dev, clg_dtype dtype, const char *kernel, const clg_arg *args, int nargs,
+                         int64_t n)
+{
+    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options(dtype), kernel);
+    return k ? clg__launch_1d(dev, k, args, nargs, (size_t)n) : dev->status;
+}
+
+/* ---- checks ------------------------------------------------------------------------------- */
+
+static int or_one(int v) { return v == 0 ? 1 : v; }
+
+static bool check_tensors(clg_tensor *x, clg_tensor *w, clg_tensor *b)
+{
+    const char *op = "conv2d";
+    if (!clg__check_same_device(op, x, w) || !clg__check_float(op, x) || !clg__check_same_dtype(op, x, w))
+        return false;
+    if (b && (!clg__check_same_device(op, x, b) || !clg__check_same_dtype(op, x, b))) return false;
+    if (x->ndim == 4 && w->ndim == 4 && (!b || (b->ndim == 1 && b->shape[0] == w->shape[0]))) return true;
+    clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "want x [N, C, H, W], weight [O, C/groups, kh, kw], bias [O]: x %s, weight %s, bias %s",
+                 CLG_DESC(x), CLG_DESC(w), b ? CLG_DESC(b) : "none");
+    return false;
+}
+
+static bool fill_params(clg_tensor *x, clg_tensor *w, const clg_conv2d_params *p, conv_geo *g)
+{
+    clg_conv2d_params d = p ? *p : (clg_conv2d_params){{1, 1}, {0, 0}, {1, 1}, 1};
+    *g = (conv_geo){x->shape[0], x->shape[1], x->shape[2], x->shape[3], w->shape[0], w->shape[2], w->shape[3],
+                    or_one(d.groups), 0, 0, or_one(d.stride[0]), or_one(d.stride[1]), d.padding[0], d.padding[1],
+                    or_one(d.dilation[0]), or_one(d.dilation[1])};
+    if (g->G > 0 && g->sh > 0 && g->sw > 0 && g->ph >= 0 && g->pw >= 0 && g->dh > 0 && g->dw > 0) return true;
+    clg__op_fail(x->dev, CLG_ERR_INVALID_ARGUMENT, "conv2d",
+                 "x %s, weight %s: stride (%d, %d), padding (%d, %d), dilation (%d, %d), groups %d", CLG_DESC(x),
+                 CLG_DESC(w), d.stride[0], d.stride[1], d.padding[0], d.padding[1], d.dilation[0], d.dilation[1],
+                 d.groups);
+    return false;
+}
+
+/* Channels against groups, the window against the padded input; sets OH, OW. */
+static bool check_geometry(clg_tensor *x, clg_tensor *w, conv_geo *g)
+{
+    const char *op = "conv2d";
+    if (g->C % g->G || g->O % g->G || w->shape[1] * g->G != g->C)
+        return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "x %s, weight %s, groups %lld: want C and O divisible by groups and weight [O, C/groups, kh, kw]",
+                            CLG_DESC(x), CLG_DESC(w), (long long)g->G), false;
+    int64_t eh = g->dh * (g->KH - 1) + 1, ew = g->dw * (g->KW - 1) + 1;
+    if (g->KH < 1 || g->KW < 1 || eh > g->H + 2 * g->ph || ew > g->W + 2 * g->pw)
+        return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "x %s, weight %s: the kernel (%lld x %lld, dilated) is larger than the padded input (%lld x %lld)",
+                            CLG_DESC(x), CLG_DESC(w), (long long)eh, (long long)ew, (long long)(g->H + 2 * g->ph),
+                            (long long)(g->W + 2 * g->pw)), false;
+    g->OH = (g->H + 2 * g->ph - eh) / g->sh + 1;
+    g->OW = (g->W + 2 * g->pw - ew) / g->sw + 1;
+    int64_t col = g->N * g->C * g->KH * g->KW * pixels(g);
+    return clg__check_numel(op, x->dev, col) && clg__check_numel(op, x->dev, g->N * g->O * pixels(g)) &&
+           clg__check_numel(op, x->dev, x->numel);
+}
+
+/* ---- columns ---------------------------------------------------------------------------------- */
+
+/* A column matrix [N, C*KH*KW, P]: its own tensor, or x itself (tensor NULL). */
+typedef struct cols {
+    clg_tensor *t;
+    clg_buffer *buf;
+    size_t off;
+} cols;
+
+static bool is_pointwise(const conv_geo *g)
+{
+    return g->KH == 1 && g->KW == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
+}
+
+static bool im2col(clg_tensor *x, const conv_geo *g, cols *c)
+{
+    *c = (cols){0};
+    if (is_pointwise(g) && clg_tensor_is_contiguous(x)) {
+        c->buf = x->buf;
+        c->off = (size_t)x->offset;
+        return true;
+    }
+    int64_t rows = g->N * g->C * g->KH * g->KW;
+    c->t = clg__tensor_new(x->dev, x->dtype, 3, (const int64_t[]){g->N, rows / (g->N ? g->N : 1), pixels(g)});
+    if (!c->t) return false;
+    c->buf = c->t->buf;
+    clg_arg a[] = {CLG_ARG_I(rows * g->OH), CLG_ARG_M(x->buf->mem), CLG_ARG_I(x->offset), strides_arg(x),
+                   geo_arg(g), win_arg(g, 0, 0), CLG_ARG_M(c->t->buf->mem), CLG_ARG_I(0)};
+    if (launch(x->dev, x->dtype, "im2col", a, 8, rows * g->OH) == CLG_OK) return true;
+    clg_tensor_free(c->t);
+    c->t = NULL;
+    return false;
+}
+
+/* ---- grouped GEMMs ----------------------------------------------------------------------------- */
+
+/* One GEMM operand: buffer, offset, leading dimension, stride between images, and the
+ * step between groups (all in elements). */
+typedef struct operand {
+    clg_buffer *buf;
+    size_t off, ld, stride, group_step;
+    bool trans;
+} operand;
+
+/* For each group: C[n] = op(A[n]) . op(B[n]) + beta C[n] over the N images. */
+static clg_status grouped_gemm(clg_device *dev, clg_dtype dtype, const conv_geo *g, size_t m, size_t n, size_t k,
+                               operand a, operand b, double beta, operand c)
+{
+    clg_status st = CLG_OK;
+    for (int64_t gi = 0; st == CLG_OK && gi < g->G; gi++) {
+        size_t s = (size_t)gi;
+        st = clg__gemm(dev, gemm_type(dtype), a.trans, b.trans, m, n, k, 1.0, a.buf, a.off + s * a.group_step, a.ld,
+                       a.stride, b.buf, b.off + s * b.group_step, b.ld, b.stride, beta, c.buf,
+                       c.off + s * c.group_step, c.ld, c.stride, (size_t)g->N);
+    }
+    return st;
+}
+
+/* w as the [O, K] matrix GEMM reads: w itself when contiguous, else a copy. */
+static clg_tensor *weight_matrix(clg_tensor *w)
+{
+    if (clg_tensor_is_contiguous(w)) return w;
+    return clg__copy_as(w, w->dtype);
+}
+
+/* ---- forward ---------------------------------------------------------------------------------- */
+
+/* y (contiguous [N, O, OH, OW]) starts as the bias broadcast, or is overwritten. */
+static clg_status fill_bias(clg_tensor *y, clg_tensor *b)
+{
+    clg_no_grad_begin(y->dev);
+    clg_tensor *bv = clg_reshape(b, CLG_SHAPE(b->shape[0], 1, 1));
+    clg_status st = bv ? clg_copy_(y, bv) : y->dev->status;
+    clg_no_grad_end(y->dev);
+    clg_tensor_free(bv);
+    return st;
+}
+
+static clg_status forward_gemm(clg_tensor *x, clg_tensor *w, clg_tensor *b, const conv_geo *g, clg_tensor *y)
+{
+    clg_device *dev = x->dev;
+    size_t K = (size_t)rows_per_group(g), P = (size_t)pixels(g), Og = (size_t)(g->O / g->G);
+    if (b && fill_bias(y, b) != CLG_OK) return dev->status;
+    clg_tensor *wm = weight_matrix(w);
+    cols c;
+    if (!wm || !im2col(x, g, &c)) {
+        if (wm != w) clg_tensor_free(wm);
+        return dev->status;
+    }
+    operand A = {wm->buf, (size_t)wm->offset, K, 0, Og * K, false};
+    operand B = {c.buf, c.off, P, (size_t)g->C * g->KH * g->KW * P, K * P, false};
+    operand C = {y->buf, 0, P, (size_t)g->O * P, Og * P, false};
+    clg_status st = grouped_gemm(dev, x->dtype, g, Og, P, K, A, B, b ? 1.0 : 0.0, C);
+    clg_tensor_free(c.t);   /* enqueued: the pool may hand the buffer on */
+    if (wm != w) clg_tensor_free(wm);
+    return st;
+}
+
+static clg_status forward_direct(clg_tensor *x, clg_tensor *w, clg_tensor *b, const conv_geo *g, clg_tensor *y)
+{
+    clg_tensor *wm = weight_matrix(w);
+    if (!wm) return x->dev->status;
+    clg_arg a[] = {CLG_ARG_I(y->numel), CLG_ARG_M(x->buf->mem), CLG_ARG_I(x->offset), strides_arg(x),
+                   CLG_ARG_M(wm->buf->mem), CLG_ARG_M(b ? b->buf->mem : wm->buf->mem), CLG_ARG_I(b ? b->offset : 0),
+                   geo_arg(g), win_arg(g, g->O, b != NULL), CLG_ARG_M(y->buf->mem)};
+    clg_status st = launch(x->dev, x->dtype, "conv2d_direct", a, 10, y->numel);
+    if (wm != w) clg_tensor_free(wm);
+    return st;
+}
+
+/* Which forward runs: "gemm" (the default) or "direct", for the benchmark. */
+static bool use_direct(void)
+{
+    const char *e = getenv("CLG_CONV_FORWARD");
+    return e && strcmp(e, "direct") == 0;
+}
+
+static clg_tensor *conv_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, const conv_geo *g)
+{
+    clg_tensor *y = clg__tensor_new(x->dev, x->dtype, 4, (const int64_t[]){g->N, g->O, g->OH, g->OW});
+    if (!y || y->numel == 0) return y;
+    bool direct = use_direct() && (!b || clg_tensor_is_contiguous(b));
+    clg_status st = direct ? forward_direct(x, w, b, g, y) : forward_gemm(x, w, b, g, y);
+    if (st == CLG_OK) return y;
+    clg_tensor_free(y);
+    return clg__op_fail(x->dev, x->dev->status, "conv2d", "x %s, weight %s: %.7000s", CLG_DESC(x), CLG_DESC(w),
+                        x->dev->error);
+}
+
+/* ---- backward ---------------------------------------------------------------------------------- */
+
+static void geo_save(clg_node *n, const conv_geo *g)
+{
+    const int64_t v[7] = {g->sh, g->sw, g->ph, g->pw, g->dh, g->dw, g->G};
+    memcpy(n->i, v, sizeof v);
+}
+
+static conv_geo geo_load(const clg_node *n)
+{
+    const clg_tensor *x = n->inputs[0], *w = n->inputs[1];
+    conv_geo g = {x->shape[0], x->shape[1], x->shape[2], x->shape[3], w->shape[0], w->shape[2], w->shape[3],
+                  n->i[6], 0, 0, n->i[0], n->i[1], n->i[2], n->i[3], n->i[4], n->i[5]};
+    g.OH = (g.H + 2 * g.ph - g.dh * (g.KH - 1) - 1) / g.sh + 1;
+    g.OW = (g.W + 2 * g.pw - g.dw * (g.KW - 1) - 1) / g.sw + 1;
+    return g;
+}
+
+/* dW = sum over n of dy[n] . col[n]^T, per group: [N, O, K] products, summed over N. */
+static clg_tensor *grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g)
+{
+    size_t K = (size_t)rows_per_group(g), P = (size_t)pixels(g), Og = (size_t)(g->O / g->G);
+    clg_tensor *part = clg__tensor_new(x->dev, x->dtype, 3, (const int64_t[]){g->N, g->O, (int64_t)K});
+    cols c;
+    if (!part || !im2col(x, g, &c)) return clg_tensor_free(part), NULL;
+    operand A = {gy->buf, (size_t)gy->offset, P, (size_t)g->O * P, Og * P, false};
+    operand B = {c.buf, c.off, P, (size_t)g->C * g->KH * g->KW * P, K * P, true};
+    operand C = {part->buf, 0, K, (size_t)g->O * K, Og * K, false};
+    clg_status st = grouped_gemm(x->dev, x->dtype, g, Og, K, P, A, B, 0.0, C);
+    clg_tensor_free(c.t);
+    clg_tensor *dw = st == CLG_OK ? clg_sum(part, CLG_AXES(0), false) : NULL;
+    clg_tensor_free(part);
+    clg_tensor *r = dw ? clg_reshape(dw, w->ndim, w->shape) : NULL;
+    clg_tensor_free(dw);
+    return r;
+}
+
+/* dx = col2im(W^T . dy[n]); for a pointwise convolution the columns are dx itself. */
+static clg_tensor *grad_input(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g)
+{
+    size_t K = (size_t)rows_per_group(g), P = (size_t)pixels(g), Og = (size_t)(g->O / g->G);
+    clg_tensor *dx = clg__tensor_new(x->dev, x->dtype, 4, x->shape);
+    clg_tensor *wm = weight_matrix(w);
+    bool direct = is_pointwise(g);
+    clg_tensor *dcol = direct ? dx : clg__tensor_new(x->dev, x->dtype, 3, (const int64_t[]){g->N, g->C * g->KH * g->KW, (int64_t)P});
+    clg_status st = dx && wm && dcol ? CLG_OK : x->dev->status;
+    operand A = {wm ? wm->buf : NULL, wm ? (size_t)wm->offset : 0, K, 0, Og * K, true};
+    operand B = {gy->buf, (size_t)gy->offset, P, (size_t)g->O * P, Og * P, false};
+    operand C = {dcol ? dcol->buf : NULL, 0, P, (size_t)g->C * g->KH * g->KW * P, K * P, false};
+    if (st == CLG_OK) st = grouped_gemm(x->dev, x->dtype, g, K, P, Og, A, B, 0.0, C);
+    if (st == CLG_OK && !direct) {
+        clg_arg a[] = {CLG_ARG_I(x->numel), CLG_ARG_M(dcol->buf->mem), CLG_ARG_M(dx->buf->mem), geo_arg(g),
+                       win_arg(g, 0, 0)};
+        st = launch(x->dev, x->dtype, "col2im", a, 5, x->numel);
+    }
+    if (!direct) clg_tensor_free(dcol);
+    if (wm != w) clg_tensor_free(wm);
+    if (st == CLG_OK) return dx;
+    clg_tensor_free(dx);
+    return NULL;
+}
+
+static clg_status conv2d_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    clg_tensor *x = n->inputs[0], *w = n->inputs[1];
+    conv_geo geo = geo_load(n);
+    clg_tensor *gy = clg_contiguous(g);
+    if (!gy) return g->dev->status;
+    if (n->ninputs > 2 && clg__wants_grad(n, 2) && !(gin[2] = clg_sum(gy, CLG_AXES(0, 2, 3), false)))
+        return g->dev->status;
+    if (clg__wants_grad(n, 1) && !(gin[1] = grad_weight(x, w, gy, &geo))) return g->dev->status;
+    if (clg__wants_grad(n, 0) && !(gin[0] = grad_input(x, w, gy, &geo))) return g->dev->status;
+    return CLG_OK;
+}
+
+/* ---- the op ------------------------------------------------------------------------------------- */
+
+clg_tensor *clg_conv2d(clg_tensor *x, clg_tensor *w, clg_tensor *b, const clg_conv2d_params *p)
+{
+    if (!x || !w) return NULL;
+    conv_geo g;
+    if (!check_tensors(x, w, b) || !fill_params(x, w, p, &g) || !check_geometry(x, w, &g)) return NULL;
+    clg_node *node = NULL;
+    clg_tensor *y = clg__taped(conv_forward(x, w, b, &g), CLG_OP_conv2d, conv2d_bw, b ? 3 : 2,
+                               (clg_tensor *const[]){x, w, b}, &node);
+    if (node) geo_save(node, &g);
+    return y;
+}

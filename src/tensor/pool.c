@@ -1,0 +1,185 @@
+/* pool.c: max and average pooling in NCHW, and global average pooling, with their
+ * backward passes. Kernels: cl_kernels/conv.cl (one program with the convolution's).
+ *
+ * Each forward kernel computes one output per work-item and reads x where it lies
+ * (any strides). The max pool also writes, per output, where its maximum was (an
+ * int32 tensor saved on the tape), so the backward routes each gradient to that
+ * pixel without comparing values again: ties and NaNs go where the forward said.
+ * Both backwards gather per input pixel over the windows that cover it, so no two
+ * work-items write one element: no atomics, and the sums are deterministic.
+ *
+ * Windows follow PyTorch (ceil_mode off): out = (in + 2 pad - kernel) / stride + 1,
+ * padding at most half the kernel (so that every window holds a real pixel). */
+#include <string.h>
+
+#include "tensor_impl.h"
+
+#define PROGRAM "conv"
+
+typedef struct pool_geo {
+    int64_t N, C, H, W, OH, OW;
+    int64_t kh, kw, sh, sw, ph, pw;
+    bool include_pad;
+} pool_geo;
+
+/* conv.cl's geometry vectors: geo = (C, H, W, OH, OW, KH, KW, -),
+ * win = (SH, SW, PH, PW, DH, DW, count_include_pad, -). */
+static clg_arg geo_arg(const pool_geo *g)
+{
+    const int64_t v[8] = {g->C, g->H, g->W, g->OH, g->OW, g->kh, g->kw, 1};
+    return clg__arg_int8(v, 8);
+}
+
+static clg_arg win_arg(const pool_geo *g)
+{
+    const int64_t v[8] = {g->sh, g->sw, g->ph, g->pw, 1, 1, g->include_pad, 0};
+    return clg__arg_int8(v, 8);
+}
+
+static clg_status launch(clg_device *dev, clg_dtype dtype, const char *kernel, const clg_arg *args, int nargs,
+                         int64_t n)
+{
+    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options(dtype), kernel);
+    return k ? clg__launch_1d(dev, k, args, nargs, (size_t)n) : dev->status;
+}
+
+static bool pool_check(const char *op, clg_tensor *x, int kh, int kw, int sh, int sw, int ph, int pw, pool_geo *g)
+{
+    if (!clg__check_float(op, x)) return false;
+    if (x->ndim != 4)
+        return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "want x [N, C, H, W], got %s", CLG_DESC(x)), false;
+    if (kh < 1 || kw < 1 || sh < 1 || sw < 1 || ph < 0 || pw < 0 || 2 * ph > kh || 2 * pw > kw)
+        return clg__op_fail(x->dev, CLG_ERR_INVALID_ARGUMENT, op,
+                            "x %s: kernel (%d, %d), stride (%d, %d), padding (%d, %d): want kernel and stride >= 1, 0 <= padding <= kernel / 2",
+                            CLG_DESC(x), kh, kw, sh, sw, ph, pw), false;
+    *g = (pool_geo){x->shape[0], x->shape[1], x->shape[2], x->shape[3], 0, 0, kh, kw, sh, sw, ph, pw, true};
+    if (kh > g->H + 2 * ph || kw > g->W + 2 * pw)
+        return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "x %s: kernel (%d, %d) larger than the padded input (%lld, %lld)",
+                            CLG_DESC(x), kh, kw, (long long)(g->H + 2 * ph), (long long)(g->W + 2 * pw)), false;
+    g->OH = (g->H + 2 * ph - kh) / sh + 1;
+    g->OW = (g->W + 2 * pw - kw) / sw + 1;
+    return clg__check_numel(op, x->dev, x->numel) && clg__check_numel(op, x->dev, g->N * g->C * g->OH * g->OW);
+}
+
+static void geo_save(clg_node *n, const pool_geo *g)
+{
+    const int64_t v[7] = {g->kh, g->kw, g->sh, g->sw, g->ph, g->pw, g->include_pad};
+    memcpy(n->i, v, sizeof v);
+}
+
+static pool_geo geo_load(const clg_node *n)
+{
+    const clg_tensor *x = n->inputs[0], *y = n->out;
+    return (pool_geo){x->shape[0], x->shape[1], x->shape[2], x->shape[3], y->shape[2], y->shape[3],
+                      n->i[0], n->i[1], n->i[2], n->i[3], n->i[4], n->i[5], n->i[6] != 0};
+}
+
+static clg_tensor *new_output(clg_tensor *x, const pool_geo *g, clg_dtype dtype)
+{
+    return clg__tensor_new(x->dev, dtype, 4, (const int64_t[]){g->N, g->C, g->OH, g->OW});
+}
+
+/* Fails op with the device's message, freeing the partial results. */
+static clg_tensor *fail(const char *op, clg_tensor *x, clg_tensor *a, clg_tensor *b)
+{
+    clg_tensor_free(a);
+    clg_tensor_free(b);
+    return clg__op_fail(x->dev, x->dev->status ? x->dev->status : CLG_ERR_OPENCL, op, "x %s: %.7000s", CLG_DESC(x),
+                        x->dev->error);
+}
+
+/* dx (x's shape) from the backward kernel over g and, for max pooling, the saved
+ * argmax. The kernels read g from element 0 of a contiguous buffer: a gradient in any
+ * other layout (an expanded one from a sum's backward, say) is copied first. */
+static clg_tensor *gather_grad(clg_node *n, clg_tensor *g, const char *kernel, clg_tensor *idx)
+{
+    clg_tensor *x = n->inputs[0];
+    pool_geo geo = geo_load(n);
+    bool direct = clg_tensor_is_contiguous(g) && g->offset == 0;
+    clg_tensor *gy = direct ? g : clg__copy_as(g, g->dtype);
+    clg_tensor *dx = gy ? clg__tensor_new(x->dev, x->dtype, 4, x->shape) : NULL;
+    clg_status st = dx ? CLG_OK : x->dev->status;
+    if (st == CLG_OK) {
+        clg_arg a[6];
+        int na = 0;
+        a[na++] = CLG_ARG_I(dx->numel);
+        a[na++] = CLG_ARG_M(gy->buf->mem);
+        if (idx) a[na++] = CLG_ARG_M(idx->buf->mem);
+        a[na++] = CLG_ARG_M(dx->buf->mem);
+        a[na++] = geo_arg(&geo);
+        a[na++] = win_arg(&geo);
+        st = launch(x->dev, x->dtype, kernel, a, na, dx->numel);
+    }
+    if (!direct) clg_tensor_free(gy);
+    if (st == CLG_OK) return dx;
+    clg_tensor_free(dx);
+    return NULL;
+}
+
+/* ---- max pooling ------------------------------------------------------------------------------ */
+
+static clg_status max_pool_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    return (gin[0] = gather_grad(n, g, "max_pool_bw", n->saved[0])) ? CLG_OK : g->dev->status;
+}
+
+clg_tensor *clg_max_pool2d(clg_tensor *x, int kh, int kw, int sh, int sw, int ph, int pw)
+{
+    const char *op = "max_pool2d";
+    pool_geo g;
+    if (!x || !pool_check(op, x, kh, kw, sh, sw, ph, pw, &g)) return NULL;
+    clg_tensor *y = new_output(x, &g, x->dtype), *idx = new_output(x, &g, CLG_I32);
+    if (!y || !idx) return fail(op, x, y, idx);
+    clg_arg a[] = {CLG_ARG_I(y->numel), CLG_ARG_M(x->buf->mem), CLG_ARG_I(x->offset), clg__arg_int8(x->strides, 4),
+                   geo_arg(&g), win_arg(&g), CLG_ARG_M(y->buf->mem), CLG_ARG_M(idx->buf->mem)};
+    if (launch(x->dev, x->dtype, "max_pool", a, 8, y->numel) != CLG_OK) return fail(op, x, y, idx);
+    clg_node *node = NULL;
+    y = clg__taped(y, CLG_OP_max_pool2d, max_pool_bw, 1, &x, &node);
+    if (node) {
+        geo_save(node, &g);
+        clg__node_save(node, 0, idx);
+    }
+    clg_tensor_free(idx);   /* the node holds its own reference */
+    return y;
+}
+
+/* ---- average pooling ---------------------------------------------------------------------------- */
+
+static clg_status avg_pool_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    return (gin[0] = gather_grad(n, g, "avg_pool_bw", NULL)) ? CLG_OK : g->dev->status;
+}
+
+static clg_tensor *avg_pool(const char *op, clg_tensor *x, const pool_geo *g)
+{
+    clg_tensor *y = new_output(x, g, x->dtype);
+    if (!y) return fail(op, x, NULL, NULL);
+    clg_arg a[] = {CLG_ARG_I(y->numel), CLG_ARG_M(x->buf->mem), CLG_ARG_I(x->offset), clg__arg_int8(x->strides, 4),
+                   geo_arg(g), win_arg(g), CLG_ARG_M(y->buf->mem)};
+    if (launch(x->dev, x->dtype, "avg_pool", a, 7, y->numel) != CLG_OK) return fail(op, x, y, NULL);
+    clg_node *node = NULL;
+    y = clg__taped(y, CLG_OP_avg_pool2d, avg_pool_bw, 1, &x, &node);
+    if (node) geo_save(node, g);
+    return y;
+}
+
+clg_tensor *clg_avg_pool2d(clg_tensor *x, int kh, int kw, int sh, int sw, int ph, int pw, bool count_include_pad)
+{
+    pool_geo g;
+    if (!x || !pool_check("avg_pool2d", x, kh, kw, sh, sw, ph, pw, &g)) return NULL;
+    g.include_pad = count_include_pad;
+    return avg_pool("avg_pool2d", x, &g);
+}
+
+/* One window over the whole plane: an average pool, on the tape as one. */
+clg_tensor *clg_global_avg_pool2d(clg_tensor *x)
+{
+    const char *op = "global_avg_pool2d";
+    if (!x || !clg__check_float(op, x)) return NULL;
+    if (x->ndim != 4 || x->shape[2] < 1 || x->shape[3] < 1 || x->shape[2] > INT32_MAX || x->shape[3] > INT32_MAX)
+        return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "want x [N, C, H, W] with H, W >= 1, got %s", CLG_DESC(x));
+    pool_geo g;
+    int h = (int)x->shape[2], w = (int)x->shape[3];
+    if (!pool_check(op, x, h, w, 1, 1, 0, 0, &g)) return NULL;
+    return avg_pool(op, x, &g);
+}

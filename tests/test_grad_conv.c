@@ -1,0 +1,88 @@
+/* Gradient checks for conv2d (bias, stride, padding, dilation, groups, depthwise,
+ * pointwise), max_pool2d (inputs without ties), avg_pool2d (padding counted or not)
+ * and global_avg_pool2d; and the max pool's routing of ties to the first maximum, as
+ * PyTorch. Inputs are tiny: the check runs the function twice per input element. */
+#include <string.h>
+
+#include "optest.h"
+
+#define IN(...) ((optest_input[]){__VA_ARGS__})
+#define SH(...) CLG_SHAPE(__VA_ARGS__)
+
+static clg_tensor *f_conv(clg_tensor **x, void *c) { return clg_conv2d(x[0], x[1], x[2], c); }
+static clg_tensor *f_conv_nobias(clg_tensor **x, void *c) { return clg_conv2d(x[0], x[1], NULL, c); }
+
+typedef struct pool_args { int kh, kw, sh, sw, ph, pw; bool include_pad; } pool_args;
+
+static clg_tensor *f_max(clg_tensor **x, void *c)
+{
+    pool_args *a = c;
+    return clg_max_pool2d(x[0], a->kh, a->kw, a->sh, a->sw, a->ph, a->pw);
+}
+static clg_tensor *f_avg(clg_tensor **x, void *c)
+{
+    pool_args *a = c;
+    return clg_avg_pool2d(x[0], a->kh, a->kw, a->sh, a->sw, a->ph, a->pw, a->include_pad);
+}
+static clg_tensor *f_global(clg_tensor **x, void *c) { (void)c; return clg_global_avg_pool2d(x[0]); }
+
+static void conv_checks(clg_device *dev)
+{
+    clg_conv2d_params pad1 = {{1, 1}, {1, 1}, {1, 1}, 1};
+    clg_conv2d_params strided = {{2, 1}, {1, 0}, {1, 2}, 1};    /* stride (2,1), pad (1,0), dilation (1,2) */
+    clg_conv2d_params dil2 = {{1, 2}, {2, 1}, {2, 2}, 1};
+    clg_conv2d_params groups2 = {{1, 1}, {1, 1}, {1, 1}, 2};
+    clg_conv2d_params depthwise = {{2, 2}, {1, 1}, {1, 1}, 3};
+    clg_conv2d_params plain = {{0, 0}, {0, 0}, {0, 0}, 0};
+    optest_gradcheck(dev, "conv2d pad 1", f_conv, &pad1, 3, IN({SH(2, 2, 5, 5)}, {SH(3, 2, 3, 3)}, {SH(3)}));
+    optest_gradcheck(dev, "conv2d stride pad dilation", f_conv, &strided, 3,
+                     IN({SH(1, 2, 6, 5)}, {SH(2, 2, 3, 2)}, {SH(2)}));
+    optest_gradcheck(dev, "conv2d dilation 2", f_conv_nobias, &dil2, 2, IN({SH(1, 2, 5, 6)}, {SH(2, 2, 3, 3)}));
+    optest_gradcheck(dev, "conv2d groups 2", f_conv_nobias, &groups2, 2, IN({SH(1, 4, 4, 4)}, {SH(4, 2, 3, 3)}));
+    optest_gradcheck(dev, "conv2d depthwise", f_conv, &depthwise, 3, IN({SH(2, 3, 5, 4)}, {SH(3, 1, 3, 3)}, {SH(3)}));
+    optest_gradcheck(dev, "conv2d 1x1", f_conv, &plain, 3, IN({SH(2, 3, 3, 4)}, {SH(2, 3, 1, 1)}, {SH(2)}));
+    optest_gradcheck(dev, "conv2d weight only", f_conv, &pad1, 3,
+                     IN({SH(1, 2, 4, 4), .constant = true}, {SH(2, 2, 3, 3)}, {SH(2)}));
+}
+
+static void pool_checks(clg_device *dev)
+{
+    /* distinct values 0.02 apart (37 is prime to 100): no ties within eps */
+    double v[100];
+    for (int i = 0; i < 100; i++) v[i] = (double)(i * 37 % 100) / 50.0 - 1.0;
+    pool_args s2p1 = {3, 3, 2, 2, 1, 1, true}, s1 = {3, 3, 1, 1, 0, 0, true}, k2 = {2, 2, 2, 2, 0, 0, true};
+    pool_args rect = {3, 2, 2, 1, 1, 1, false}, s2p1x = {3, 3, 2, 2, 1, 1, false};
+    optest_gradcheck(dev, "max_pool2d 3x3 s2 pad 1", f_max, &s2p1, 1, IN({SH(2, 2, 5, 5), .values = v}));
+    optest_gradcheck(dev, "max_pool2d 3x3 s1 overlapping", f_max, &s1, 1, IN({SH(1, 2, 5, 5), .values = v}));
+    optest_gradcheck(dev, "max_pool2d 2x2 s2", f_max, &k2, 1, IN({SH(1, 2, 4, 5), .values = v}));
+    optest_gradcheck(dev, "avg_pool2d 3x3 s2 pad 1 incl", f_avg, &s2p1, 1, IN({SH(2, 2, 5, 5)}));
+    optest_gradcheck(dev, "avg_pool2d 3x3 s2 pad 1 excl", f_avg, &s2p1x, 1, IN({SH(2, 2, 5, 5)}));
+    optest_gradcheck(dev, "avg_pool2d 3x2 s(2,1) excl", f_avg, &rect, 1, IN({SH(1, 2, 5, 4)}));
+    optest_gradcheck(dev, "global_avg_pool2d", f_global, NULL, 1, IN({SH(2, 3, 3, 4)}));
+}
+
+/* All-equal windows: each window's gradient goes to its first (top-left) pixel. */
+static void max_tie_check(clg_device *dev, int k, int s, const double *want)
+{
+    clg_scope_begin(dev);
+    clg_tensor *x = clg_ones(dev, CLG_F32, CLG_SHAPE(1, 1, 4, 4));
+    CHECK_OK(dev, clg_tensor_set_requires_grad(x, true));
+    clg_tensor *y = clg_sum(clg_max_pool2d(x, k, k, s, s, 0, 0), 0, NULL, false);
+    CHECK_OK(dev, clg_backward(y, NULL));
+    optest_close(k == 2 ? "max_pool2d ties 2x2 s2" : "max_pool2d ties 3x3 s1", clg_tensor_grad(x), want, 16, 0, 0);
+    clg_scope_end(dev);
+    clg_tensor_free(x);
+}
+
+int main(void)
+{
+    clg_device *dev = check_open_device();
+    conv_checks(dev);
+    pool_checks(dev);
+    const double tie2[16] = {1, 0, 1, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0};
+    const double tie3[16] = {1, 1, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    max_tie_check(dev, 2, 2, tie2);
+    max_tie_check(dev, 3, 1, tie3);
+    clg_device_close(dev);
+    return check_report("test_grad_conv");
+}
