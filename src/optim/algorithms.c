@@ -1,0 +1,212 @@
+/* algorithms.c: SGD, Adam, AdamW, RMSprop and Adagrad as PyTorch documents them
+ * (torch.optim): their defaults, the checks PyTorch makes of the options, and one
+ * kernel launch per parameter per step (cl_kernels/optim.cl). Scalars that depend on
+ * the step count are computed here in double, from counts the host keeps. */
+#include <math.h>
+
+#include "optim_impl.h"
+
+/* ---- options -------------------------------------------------------------------------------- */
+
+/* Fields where 0 means PyTorch's default (the header says which). */
+static double or_default(double v, double def) { return v == 0 ? def : v; }
+
+/* Records "fn: what = v must be ..." and returns false when v is not in [lo, hi)
+ * (hi_open) or [lo, hi]. NaN is never in range. */
+static bool in_range(clg_device *dev, const char *fn, const char *what, double v, double lo, double hi, bool hi_open)
+{
+    if (v >= lo && (hi_open ? v < hi : v <= hi)) return true;
+    clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "%s: %s = %g must lie in [%g, %g%s", fn, what, v, lo, hi,
+              hi_open ? ")" : "]");
+    return false;
+}
+
+static bool nonneg(clg_device *dev, const char *fn, const char *what, double v)
+{
+    return in_range(dev, fn, what, v, 0, INFINITY, true);
+}
+
+static void set_state(clg_optimizer *opt, int slot, const char *name, double init)
+{
+    opt->state_names[slot] = name;
+    opt->state_init[slot] = init;
+}
+
+clg_optimizer *clg_sgd_new(int n, clg_tensor *const *params, const clg_sgd_options *options)
+{
+    const char *fn = "clg_sgd_new";
+    clg_device *dev = clg__optim_device(n, params);
+    if (!dev) return NULL;
+    clg_sgd_options o = options ? *options : (clg_sgd_options){0};
+    if (!nonneg(dev, fn, "lr", o.lr) || !nonneg(dev, fn, "momentum", o.momentum) ||
+        !nonneg(dev, fn, "weight_decay", o.weight_decay) || !in_range(dev, fn, "dampening", o.dampening, -INFINITY, INFINITY, false))
+        return NULL;
+    if (o.nesterov && (o.momentum <= 0 || o.dampening != 0)) {
+        clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "%s: Nesterov momentum needs momentum > 0 and dampening 0 "
+                  "(momentum %g, dampening %g)", fn, o.momentum, o.dampening);
+        return NULL;
+    }
+    clg_optimizer *opt = clg__optim_new(CLG_OPTIM_SGD, "sgd", fn, n, params);
+    if (!opt) return NULL;
+    opt->o.sgd = o;
+    opt->lr = o.lr;
+    if (o.momentum != 0) set_state(opt, 0, "momentum_buffer", 0);
+    return opt;
+}
+
+static clg_optimizer *adam_new(clg_optim_kind kind, const char *fn, int n, clg_tensor *const *params,
+                               const clg_adam_options *options)
+{
+    clg_device *dev = clg__optim_device(n, params);
+    if (!dev) return NULL;
+    clg_adam_options o = options ? *options : (clg_adam_options){0};
+    o.lr = or_default(o.lr, 1e-3);
+    if (o.beta1 == 0 && o.beta2 == 0) {   /* both 0: the defaults; one 0 is a choice */
+        o.beta1 = 0.9;
+        o.beta2 = 0.999;
+    }
+    o.eps = or_default(o.eps, 1e-8);
+    if (kind == CLG_OPTIM_ADAMW) o.weight_decay = or_default(o.weight_decay, 1e-2);
+    if (!nonneg(dev, fn, "lr", o.lr) || !in_range(dev, fn, "beta1", o.beta1, 0, 1, true) ||
+        !in_range(dev, fn, "beta2", o.beta2, 0, 1, true) || !nonneg(dev, fn, "eps", o.eps) ||
+        !nonneg(dev, fn, "weight_decay", o.weight_decay))
+        return NULL;
+    clg_optimizer *opt = clg__optim_new(kind, kind == CLG_OPTIM_ADAM ? "adam" : "adamw", fn, n, params);
+    if (!opt) return NULL;
+    opt->o.adam = o;
+    opt->lr = o.lr;
+    set_state(opt, 0, "exp_avg", 0);
+    set_state(opt, 1, "exp_avg_sq", 0);
+    return opt;
+}
+
+clg_optimizer *clg_adam_new(int n, clg_tensor *const *params, const clg_adam_options *options)
+{
+    return adam_new(CLG_OPTIM_ADAM, "clg_adam_new", n, params, options);
+}
+
+clg_optimizer *clg_adamw_new(int n, clg_tensor *const *params, const clg_adam_options *options)
+{
+    return adam_new(CLG_OPTIM_ADAMW, "clg_adamw_new", n, params, options);
+}
+
+clg_optimizer *clg_rmsprop_new(int n, clg_tensor *const *params, const clg_rmsprop_options *options)
+{
+    const char *fn = "clg_rmsprop_new";
+    clg_device *dev = clg__optim_device(n, params);
+    if (!dev) return NULL;
+    clg_rmsprop_options o = options ? *options : (clg_rmsprop_options){0};
+    o.lr = or_default(o.lr, 1e-2);
+    o.alpha = or_default(o.alpha, 0.99);
+    o.eps = or_default(o.eps, 1e-8);
+    if (!nonneg(dev, fn, "lr", o.lr) || !in_range(dev, fn, "alpha", o.alpha, 0, 1, false) ||
+        !nonneg(dev, fn, "eps", o.eps) || !nonneg(dev, fn, "weight_decay", o.weight_decay) ||
+        !nonneg(dev, fn, "momentum", o.momentum))
+        return NULL;
+    clg_optimizer *opt = clg__optim_new(CLG_OPTIM_RMSPROP, "rmsprop", fn, n, params);
+    if (!opt) return NULL;
+    opt->o.rmsprop = o;
+    opt->lr = o.lr;
+    set_state(opt, 0, "square_avg", 0);
+    if (o.momentum > 0) set_state(opt, 1, "momentum_buffer", 0);
+    if (o.centered) set_state(opt, 2, "grad_avg", 0);
+    return opt;
+}
+
+clg_optimizer *clg_adagrad_new(int n, clg_tensor *const *params, const clg_adagrad_options *options)
+{
+    const char *fn = "clg_adagrad_new";
+    clg_device *dev = clg__optim_device(n, params);
+    if (!dev) return NULL;
+    clg_adagrad_options o = options ? *options : (clg_adagrad_options){0};
+    o.lr = or_default(o.lr, 1e-2);
+    o.eps = or_default(o.eps, 1e-10);
+    if (!nonneg(dev, fn, "lr", o.lr) || !nonneg(dev, fn, "lr_decay", o.lr_decay) ||
+        !nonneg(dev, fn, "weight_decay", o.weight_decay) ||
+        !nonneg(dev, fn, "initial_accumulator_value", o.initial_accumulator_value) || !nonneg(dev, fn, "eps", o.eps))
+        return NULL;
+    clg_optimizer *opt = clg__optim_new(CLG_OPTIM_ADAGRAD, "adagrad", fn, n, params);
+    if (!opt) return NULL;
+    opt->o.adagrad = o;
+    opt->lr = o.lr;
+    set_state(opt, 0, "sum", o.initial_accumulator_value);
+    return opt;
+}
+
+/* ---- updates ------------------------------------------------------------------------------- */
+
+/* A tensor as the (buffer, element offset) pair of the kernels' arguments. */
+#define MEM(t) CLG_ARG_M((t)->buf->mem), CLG_ARG_I((t)->offset)
+
+static clg_status launch(clg_optimizer *opt, const clg_tensor *p, const char *kernel, const clg_arg *args, int nargs)
+{
+    clg_kernel *k = clg__kernel_get(opt->dev, "optim", clg__dtype_options(p->dtype), kernel);
+    if (!k) return opt->dev->status;
+    return clg__launch_1d(opt->dev, k, args, nargs, (size_t)p->numel);
+}
+
+/* A state slot's tensor, or the parameter for a slot this configuration leaves unused
+ * (bound to the kernel, never touched). */
+static clg_tensor *slot(const clg_optim_param *pp, int s) { return pp->state[s] ? pp->state[s] : pp->p; }
+
+static clg_status sgd_update(clg_optimizer *opt, clg_optim_param *pp, clg_tensor *g)
+{
+    const clg_sgd_options *o = &opt->o.sgd;
+    clg_tensor *p = pp->p;
+    clg_dtype d = p->dtype;
+    /* PyTorch's buffer starts as the first gradient itself (no dampening) */
+    clg_arg args[] = {CLG_ARG_I(p->numel), MEM(p), MEM(g), MEM(slot(pp, 0)),
+                      clg__arg_scalar(d, opt->lr), clg__arg_scalar(d, o->momentum), clg__arg_scalar(d, o->dampening),
+                      clg__arg_scalar(d, o->weight_decay), CLG_ARG_I(o->nesterov), CLG_ARG_I(pp->steps == 1)};
+    return launch(opt, p, "sgd", args, (int)(sizeof args / sizeof *args));
+}
+
+static clg_status adam_update(clg_optimizer *opt, clg_optim_param *pp, clg_tensor *g)
+{
+    const clg_adam_options *o = &opt->o.adam;
+    clg_tensor *p = pp->p;
+    clg_dtype d = p->dtype;
+    double t = (double)pp->steps;
+    double bc1 = 1 - pow(o->beta1, t), bc2 = 1 - pow(o->beta2, t);
+    bool decoupled = opt->kind == CLG_OPTIM_ADAMW;
+    clg_arg args[] = {CLG_ARG_I(p->numel), MEM(p), MEM(g), MEM(pp->state[0]), MEM(pp->state[1]),
+                      clg__arg_scalar(d, o->beta1), clg__arg_scalar(d, o->beta2),
+                      clg__arg_scalar(d, opt->lr / bc1), clg__arg_scalar(d, sqrt(bc2)), clg__arg_scalar(d, o->eps),
+                      clg__arg_scalar(d, decoupled ? 0 : o->weight_decay),
+                      clg__arg_scalar(d, decoupled ? 1 - opt->lr * o->weight_decay : 1)};
+    return launch(opt, p, "adam", args, (int)(sizeof args / sizeof *args));
+}
+
+static clg_status rmsprop_update(clg_optimizer *opt, clg_optim_param *pp, clg_tensor *g)
+{
+    const clg_rmsprop_options *o = &opt->o.rmsprop;
+    clg_tensor *p = pp->p;
+    clg_dtype d = p->dtype;
+    clg_arg args[] = {CLG_ARG_I(p->numel), MEM(p), MEM(g), MEM(pp->state[0]), MEM(slot(pp, 1)), MEM(slot(pp, 2)),
+                      clg__arg_scalar(d, opt->lr), clg__arg_scalar(d, o->alpha), clg__arg_scalar(d, o->eps),
+                      clg__arg_scalar(d, o->weight_decay), clg__arg_scalar(d, o->momentum), CLG_ARG_I(o->centered)};
+    return launch(opt, p, "rmsprop", args, (int)(sizeof args / sizeof *args));
+}
+
+static clg_status adagrad_update(clg_optimizer *opt, clg_optim_param *pp, clg_tensor *g)
+{
+    const clg_adagrad_options *o = &opt->o.adagrad;
+    clg_tensor *p = pp->p;
+    clg_dtype d = p->dtype;
+    double clr = opt->lr / (1 + (double)(pp->steps - 1) * o->lr_decay);
+    clg_arg args[] = {CLG_ARG_I(p->numel), MEM(p), MEM(g), MEM(pp->state[0]), clg__arg_scalar(d, clr),
+                      clg__arg_scalar(d, o->eps), clg__arg_scalar(d, o->weight_decay)};
+    return launch(opt, p, "adagrad", args, (int)(sizeof args / sizeof *args));
+}
+
+clg_status clg__optim_update(clg_optimizer *opt, clg_optim_param *pp, clg_tensor *grad)
+{
+    switch (opt->kind) {
+    case CLG_OPTIM_SGD: return sgd_update(opt, pp, grad);
+    case CLG_OPTIM_ADAM:
+    case CLG_OPTIM_ADAMW: return adam_update(opt, pp, grad);
+    case CLG_OPTIM_RMSPROP: return rmsprop_update(opt, pp, grad);
+    case CLG_OPTIM_ADAGRAD: return adagrad_update(opt, pp, grad);
+    }
+    return clg__fail(opt->dev, CLG_ERR_INVALID_ARGUMENT, "clg_optimizer_step: unknown optimizer kind %d", (int)opt->kind);
+}

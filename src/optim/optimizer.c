@@ -1,0 +1,191 @@
+/* optimizer.c: what every optimizer shares: checking the parameters, the step loop
+ * over the parameters that have a gradient, the state tensors, lr and step count.
+ * The algorithms themselves are in algorithms.c. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optim_impl.h"
+
+clg_device *clg__optim_device(int n, clg_tensor *const *params)
+{
+    for (int i = 0; params && i < n; i++)
+        if (params[i]) return params[i]->dev;
+    return NULL;
+}
+
+/* Why parameter i cannot be optimized, or NULL when it can. Kernels address the
+ * parameter flat from its offset with int indices, hence contiguous and < 2^31. */
+static const char *param_problem(clg_tensor *const *params, int i, clg_device *dev)
+{
+    const clg_tensor *p = params[i];
+    if (!p) return "is NULL";
+    if (p->dev != dev) return "is on another device than parameter 0";
+    if (!clg__is_float(p->dtype)) return "is not float32 or float64";
+    if (!clg_tensor_is_contiguous(p)) return "is not contiguous (optimizers update parameters in place, flat)";
+    if (p->offset + p->numel > INT32_MAX) return "has more than 2^31 - 1 elements";
+    for (int j = 0; j < i; j++)
+        if (params[j] == p) return "appears twice in the list";
+    return NULL;
+}
+
+clg_optimizer *clg__optim_new(clg_optim_kind kind, const char *name, const char *fn, int n,
+                              clg_tensor *const *params)
+{
+    clg_device *dev = clg__optim_device(n, params);
+    if (!dev) return NULL;   /* no parameter at all: no device to record the error on */
+    for (int i = 0; i < n; i++) {
+        const char *why = param_problem(params, i, dev);
+        if (why) {
+            clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "%s: parameter %d %s%s%s", fn, i,
+                      params[i] ? CLG_DESC(params[i]) : "", params[i] ? " " : "", why);
+            return NULL;
+        }
+    }
+    clg_optimizer *opt = calloc(1, sizeof *opt + (size_t)n * sizeof opt->params[0]);
+    if (!opt) {
+        clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+        return NULL;
+    }
+    opt->kind = kind;
+    opt->name = name;
+    opt->dev = dev;
+    opt->n = n;
+    for (int i = 0; i < n; i++) opt->params[i].p = params[i];
+    return opt;
+}
+
+void clg_optimizer_free(clg_optimizer *opt)
+{
+    if (!opt) return;
+    for (int i = 0; i < opt->n; i++)
+        for (int s = 0; s < CLG_OPTIM_MAX_STATE; s++) clg__tensor_release(opt->params[i].state[s]);
+    free(opt);
+}
+
+/* ---- state ------------------------------------------------------------------------------ */
+
+/* Make pp's missing state tensors: outside every scope (the optimizer owns them, across
+ * steps), filled with their fresh value on the device. */
+static clg_status make_state(clg_optimizer *opt, clg_optim_param *pp)
+{
+    for (int s = 0; s < CLG_OPTIM_MAX_STATE; s++) {
+        if (!opt->state_names[s] || pp->state[s]) continue;
+        clg_tensor *t = clg__tensor_new(opt->dev, pp->p->dtype, pp->p->ndim, pp->p->shape);
+        if (!t) return opt->dev->status;
+        clg__tensor_unscope(t);
+        pp->state[s] = t;
+        clg_status st = clg_fill_(t, opt->state_init[s]);
+        if (st != CLG_OK) return st;
+    }
+    return CLG_OK;
+}
+
+clg_status clg_optimizer_init_state(clg_optimizer *opt)
+{
+    if (!opt) return CLG_ERR_INVALID_ARGUMENT;
+    for (int i = 0; i < opt->n; i++) {
+        clg_status st = make_state(opt, &opt->params[i]);
+        if (st != CLG_OK) return st;
+    }
+    return CLG_OK;
+}
+
+int clg_optimizer_state(clg_optimizer *opt, int param, const char **names, clg_tensor **tensors, int cap)
+{
+    if (!opt) return 0;
+    if (param < 0 || param >= opt->n) {
+        clg__fail(opt->dev, CLG_ERR_INVALID_ARGUMENT, "clg_optimizer_state (%s): parameter %d of %d", opt->name,
+                  param, opt->n);
+        return 0;
+    }
+    const clg_optim_param *pp = &opt->params[param];
+    int count = 0;
+    for (int s = 0; s < CLG_OPTIM_MAX_STATE; s++) {
+        if (!pp->state[s]) continue;
+        if (count < cap) {
+            if (names) names[count] = opt->state_names[s];
+            if (tensors) tensors[count] = pp->state[s];
+        }
+        count++;
+    }
+    return count;
+}
+
+/* ---- the step ------------------------------------------------------------------------------ */
+
+/* Frozen parameters, and those no backward has reached, keep their values. */
+static bool takes_step(const clg_tensor *p) { return p->requires_grad && p->grad; }
+
+/* The gradient must be the parameter's twin for the flat kernels; the engine makes it
+ * so, this guards the invariant rather than corrupt memory. */
+static clg_status check_grad(const clg_optimizer *opt, int i)
+{
+    const clg_tensor *p = opt->params[i].p, *g = p->grad;
+    if (g->dtype == p->dtype && g->numel == p->numel && clg_tensor_is_contiguous(g) &&
+        g->offset + g->numel <= INT32_MAX)
+        return CLG_OK;
+    return clg__fail(opt->dev, CLG_ERR_SHAPE, "clg_optimizer_step (%s): the gradient %s of parameter %d %s does not match it",
+                     opt->name, CLG_DESC(g), i, CLG_DESC(p));
+}
+
+clg_status clg_optimizer_step(clg_optimizer *opt)
+{
+    if (!opt) return CLG_ERR_INVALID_ARGUMENT;
+    /* Check and make state first, so that a failure leaves no parameter half-stepped. */
+    for (int i = 0; i < opt->n; i++) {
+        clg_optim_param *pp = &opt->params[i];
+        if (!takes_step(pp->p)) continue;
+        clg_status st = check_grad(opt, i);
+        if (st == CLG_OK) st = make_state(opt, pp);
+        if (st != CLG_OK) return st;
+    }
+    opt->steps++;
+    for (int i = 0; i < opt->n; i++) {
+        clg_optim_param *pp = &opt->params[i];
+        if (!takes_step(pp->p)) continue;
+        pp->steps++;
+        clg_status st = clg__optim_update(opt, pp, pp->p->grad);
+        if (st != CLG_OK) return st;
+    }
+    return CLG_OK;
+}
+
+void clg_optimizer_zero_grad(clg_optimizer *opt)
+{
+    if (!opt) return;
+    for (int i = 0; i < opt->n; i++) clg_tensor_zero_grad(opt->params[i].p);
+}
+
+/* ---- lr, steps, name ------------------------------------------------------------------------ */
+
+double clg_optimizer_lr(const clg_optimizer *opt) { return opt ? opt->lr : NAN; }
+
+void clg_optimizer_set_lr(clg_optimizer *opt, double lr)
+{
+    if (!opt) return;
+    if (!(lr >= 0) || isinf(lr)) {   /* NaN fails the first test */
+        clg__fail(opt->dev, CLG_ERR_INVALID_ARGUMENT, "clg_optimizer_set_lr (%s): lr %g is not a finite value >= 0; "
+                  "keeping %g", opt->name, lr, opt->lr);
+        return;
+    }
+    opt->lr = lr;
+}
+
+int64_t clg_optimizer_steps(const clg_optimizer *opt) { return opt ? opt->steps : 0; }
+
+/* Resuming: every parameter continues from `steps` (the checkpoint's count), so that
+ * bias corrections and SGD's first-step rule carry on where they stopped. */
+void clg_optimizer_set_steps(clg_optimizer *opt, int64_t steps)
+{
+    if (!opt) return;
+    if (steps < 0) {
+        clg__fail(opt->dev, CLG_ERR_INVALID_ARGUMENT, "clg_optimizer_set_steps (%s): %lld steps is negative",
+                  opt->name, (long long)steps);
+        return;
+    }
+    opt->steps = steps;
+    for (int i = 0; i < opt->n; i++) opt->params[i].steps = steps;
+}
+
+const char *clg_optimizer_name(const clg_optimizer *opt) { return opt ? opt->name : ""; }
