@@ -81,7 +81,9 @@ CLG_API const char *clg_optimizer_name(const clg_optimizer *opt);
  * optimizer (made on first use: a state not made yet is not listed; copy into them
  * with clg_copy_ to restore). */
 CLG_API int clg_optimizer_state(clg_optimizer *opt, int param, const char **names, clg_tensor **tensors, int cap);
-/* Make every state tensor now (zeros), so that a checkpoint can be restored into them. */
+/* Make every state tensor now (zeros; Adagrad's "sum": initial_accumulator_value), so
+ * that a checkpoint can be restored into them. Restore the step count too
+ * (clg_optimizer_set_steps): it decides bias corrections and SGD's first-step rule. */
 CLG_API clg_status clg_optimizer_init_state(clg_optimizer *opt);
 
 /* Scale the gradients of the n tensors so that their global L2 norm is at most
@@ -113,9 +115,11 @@ typedef struct clg_lr_schedule {
     double warmup_start;
 } clg_lr_schedule;
 
+/* NaN for a schedule the parser would refuse (step_size or t_max < 1); t < 0 counts as 0. */
 CLG_API double clg_lr_schedule_at(const clg_lr_schedule *s, double base_lr, int64_t t);
 /* Parse "step:30:0.1", "multistep:0.1:30,60,90", "exp:0.95", "cosine:100[:eta_min]",
- * "constant", each optionally followed by ",warmup:STEPS[:START]"; false on error. */
+ * "constant", each optionally followed by ",warmup:STEPS[:START]" (START in [0, 1],
+ * default 0); false on error, with the reason in err (may be NULL), *out untouched. */
 CLG_API bool clg_lr_schedule_parse(const char *text, clg_lr_schedule *out, char *err, size_t errlen);
 
 #ifdef __cplusplus

@@ -1,0 +1,137 @@
+/* fileio.c: reading whole files, inflating gzip, and the readers' error messages. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "data_impl.h"
+
+clg_status clg__data_fail(char *err, size_t errlen, clg_status status, const char *name, const char *fmt, ...)
+{
+    if (!err || errlen == 0) return status;
+    int n = snprintf(err, errlen, "%s: ", name ? name : "(memory)");
+    if (n < 0 || (size_t)n >= errlen) return status;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+clg_status clg__read_file(const char *path, unsigned char **data, size_t *len, char *err, size_t errlen)
+{
+    *data = NULL;
+    *len = 0;
+    if (!path) return clg__data_fail(err, errlen, CLG_ERR_INVALID_ARGUMENT, "(null)", "no file name given");
+    FILE *f = fopen(path, "rb");
+    if (!f) return clg__data_fail(err, errlen, CLG_ERR_IO, path, "cannot open: %s", strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    unsigned char *buf = malloc(cap + 1);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap) break;
+        unsigned char *nb = cap < (SIZE_MAX - 1) / 2 ? realloc(buf, 2 * cap + 1) : NULL;
+        if (!nb) { free(buf); buf = NULL; break; }
+        buf = nb;
+        cap *= 2;
+    }
+    int failed = ferror(f);
+    fclose(f);
+    if (!buf) return clg__data_fail(err, errlen, CLG_ERR_OUT_OF_MEMORY, path, "out of memory reading the file");
+    if (failed) {
+        free(buf);
+        return clg__data_fail(err, errlen, CLG_ERR_IO, path, "read error");
+    }
+    buf[n] = 0;
+    *data = buf;
+    *len = n;
+    return CLG_OK;
+}
+
+/* Grow *out to hold at least `need` bytes more than *used (plus a NUL). */
+static int grow(unsigned char **out, size_t *cap, size_t need)
+{
+    if (need <= *cap) return 0;
+    size_t c = *cap ? *cap : 1 << 16;
+    while (c < need) c *= 2;
+    unsigned char *nb = realloc(*out, c + 1);
+    if (!nb) return -1;
+    *out = nb;
+    *cap = c;
+    return 0;
+}
+
+clg_status clg__gunzip(const unsigned char *in, size_t inlen, const char *name, size_t max_out,
+                       unsigned char **out, size_t *outlen, char *err, size_t errlen)
+{
+    *out = NULL;
+    *outlen = 0;
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)   /* 16: a gzip wrapper, not zlib */
+        return clg__data_fail(err, errlen, CLG_ERR_OUT_OF_MEMORY, name, "cannot start zlib");
+    unsigned char *buf = NULL;
+    size_t cap = 0, used = 0;
+    clg_status st = CLG_OK;
+    int zr = Z_OK;
+    size_t fed = 0;
+    while (zr != Z_STREAM_END) {
+        if (zs.avail_in == 0 && fed < inlen) {   /* feed in pieces: avail_in is 32-bit */
+            size_t piece = inlen - fed > (1u << 30) ? (1u << 30) : inlen - fed;
+            zs.next_in = (unsigned char *)(uintptr_t)(in + fed);
+            zs.avail_in = (uInt)piece;
+            fed += piece;
+        }
+        if (used == max_out) {
+            st = clg__data_fail(err, errlen, CLG_ERR_FORMAT, name, "gzip data inflates past %zu bytes", max_out);
+            break;
+        }
+        if (grow(&buf, &cap, used + 1 > cap ? used + 1 : cap)) {
+            st = clg__data_fail(err, errlen, CLG_ERR_OUT_OF_MEMORY, name, "out of memory inflating");
+            break;
+        }
+        size_t room = cap - used;
+        if (room > max_out - used) room = max_out - used;
+        if (room > (1u << 30)) room = 1u << 30;
+        zs.next_out = buf + used;
+        zs.avail_out = (uInt)room;
+        zr = inflate(&zs, Z_NO_FLUSH);
+        used += room - zs.avail_out;
+        if (zr == Z_BUF_ERROR && zs.avail_in == 0 && fed == inlen) {
+            st = clg__data_fail(err, errlen, CLG_ERR_FORMAT, name,
+                                "truncated gzip stream (ends after %zu compressed bytes)", inlen);
+            break;
+        }
+        if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR) {
+            st = clg__data_fail(err, errlen, CLG_ERR_FORMAT, name, "bad gzip stream: %s",
+                                zs.msg ? zs.msg : zError(zr));
+            break;
+        }
+    }
+    size_t rest = zs.avail_in + (inlen - fed);
+    inflateEnd(&zs);
+    if (!st && rest)
+        st = clg__data_fail(err, errlen, CLG_ERR_FORMAT, name, "%zu bytes after the end of the gzip stream", rest);
+    if (st) {
+        free(buf);
+        return st;
+    }
+    if (!buf && grow(&buf, &cap, 1))
+        return clg__data_fail(err, errlen, CLG_ERR_OUT_OF_MEMORY, name, "out of memory inflating");
+    buf[used] = 0;
+    *out = buf;
+    *outlen = used;
+    return CLG_OK;
+}
+
+clg_status clg__read_file_gz(const char *path, unsigned char **data, size_t *len, char *err, size_t errlen)
+{
+    clg_status st = clg__read_file(path, data, len, err, errlen);
+    if (st || *len < 2 || (*data)[0] != 0x1f || (*data)[1] != 0x8b) return st;
+    unsigned char *raw = *data;
+    size_t rawlen = *len;
+    st = clg__gunzip(raw, rawlen, path, CLG_GUNZIP_MAX, data, len, err, errlen);
+    free(raw);
+    return st;
+}
