@@ -300,6 +300,32 @@ static void frozen_and_missing(clg_device *dev)
     for (int j = 0; j < 3; j++) clg_tensor_free(ps[j]);
 }
 
+/* A parameter whose first gradient comes at step 3 starts its own bias correction at
+ * t = 1, as PyTorch keeps the step per parameter: its update is lr g / (|g| + eps). */
+static void late_gradient(clg_device *dev)
+{
+    double p[NTOT], g[NTOT];
+    optest_fill(p, NTOT, -1, 1, 12);
+    clg_tensor *ps[NP];
+    make_params(dev, CLG_F64, p, ps);
+    const double lr = 0.01, eps = 1e-8;
+    clg_optimizer *opt = clg_adam_new(NP, ps, &(clg_adam_options){.lr = lr, .eps = eps});
+    for (int k = 1; k <= 3; k++) {
+        clg_scope_begin(dev);
+        grads_of_step(k, g);
+        set_grad(dev, ps[0], g);
+        if (k == 3) set_grad(dev, ps[1], g + N0);
+        CHECK_OK(dev, clg_optimizer_step(opt));
+        clg_scope_end(dev);
+    }
+    double want[N1];
+    for (int i = 0; i < N1; i++) want[i] = p[N0 + i] - lr * g[N0 + i] / (fabs(g[N0 + i]) + eps);
+    optest_close("adam, first gradient at step 3", ps[1], want, N1, 1e-12, 1e-9);
+    CHECK(clg_optimizer_steps(opt) == 3);
+    clg_optimizer_free(opt);
+    for (int j = 0; j < NP; j++) clg_tensor_free(ps[j]);
+}
+
 /* State names per configuration, and Adagrad's accumulator starting at its value. */
 static void state_names(clg_device *dev)
 {
@@ -671,6 +697,7 @@ int main(void)
     int64_t live = clg_tensor_live_count(dev);
     algorithms(dev);
     frozen_and_missing(dev);
+    late_gradient(dev);
     state_names(dev);
     resume(dev);
     clipping(dev);
