@@ -54,7 +54,8 @@ static clg_tensor *make(clg_device *dev, clg_dtype dt, int ndim, const int64_t *
 
 static bool shape_is(clg_tensor *t, int ndim, const int64_t *shape)
 {
-    return t && clg_tensor_ndim(t) == ndim && !memcmp(clg_tensor_shape(t), shape, (size_t)ndim * sizeof *shape);
+    if (!t || clg_tensor_ndim(t) != ndim) return false;
+    return ndim == 0 || !memcmp(clg_tensor_shape(t), shape, (size_t)ndim * sizeof *shape);   /* shape may be NULL */
 }
 
 /* The values the device holds: references start from the same (rounded) inputs. */
@@ -408,7 +409,7 @@ static void test_cross_entropy(clg_device *dev, clg_dtype dt)
     CHECK(shape_is(clg_cross_entropy(e, el, CLG_REDUCE_NONE), 1, (int64_t[]){0}));
 
     /* bad arguments: an error naming the op and the shapes, never a crash */
-    clg_tensor *l4 = make(dev, dt, SH(2, 4), big, OPTEST_CONTIGUOUS);
+    clg_tensor *l4 = clg_zeros(dev, dt, SH(2, 4));
     CHECK(clg_cross_entropy(l4, clg_zeros(dev, dt, SH(2)), CLG_REDUCE_MEAN) == NULL);   /* float labels */
     CHECK(strstr(clg_device_error(dev), "clg_cross_entropy") && strstr(clg_device_error(dev), "int32"));
     CHECK(clg_cross_entropy(l4, clg_zeros(dev, CLG_I32, SH(3)), CLG_REDUCE_MEAN) == NULL);   /* N differs */
