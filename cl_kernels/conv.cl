@@ -48,14 +48,20 @@ __kernel void im2col(int rows, __global const T *x, int xo, int8 xs, int8 geo, i
     for (int ow = 0; ow < GOW; ow++, iw += WSW) dst[ow] = (iw >= 0 && iw < GW) ? src[iw * xs.s3] : (T)0;
 }
 
-// The adjoint of im2col: dx[n][c][ih][iw] is the sum of the column entries that copied
-// that pixel. Gathered per input pixel (no atomics, deterministic): tap (ki, kj) met it
-// at output oh when oh * SH = ih + PH - ki * DH exactly.
-__kernel void col2im(int total, __global const T *col, __global T *dx, int8 geo, int8 win)
+// y[n][o][p] = b[o]: the bias that the forward GEMM then adds to (beta = 1). P pixels
+// per plane, O channels.
+__kernel void fill_bias(int total, __global T *y, __global const T *b, int bo, int bs, int P, int O)
 {
     int i = get_global_id(0);
     if (i >= total) return;
-    int iw = i % GW, ih = (i / GW) % GH, nc = i / (GW * GH);   // nc = n * C + c
+    y[i] = b[bo + (i / P) % O * bs];
+}
+
+// The adjoint of im2col: dx[n][c][ih][iw] is the sum of the column entries that copied
+// that pixel. Gathered per input pixel (no atomics, deterministic): tap (ki, kj) met it
+// at output oh when oh * SH = ih + PH - ki * DH exactly.
+inline T col2im_general(__global const T *col, int nc, int ih, int iw, int8 geo, int8 win)
+{
     T s = 0;
     for (int ki = 0; ki < GKH; ki++) {
         int th = ih + WPH - ki * WDH;
@@ -70,7 +76,30 @@ __kernel void col2im(int total, __global const T *col, __global T *dx, int8 geo,
             s += col[((long)(nc * GKH + ki) * GKW + kj) * GOH * GOW + oh * GOW + ow];
         }
     }
-    dx[i] = s;
+    return s;
+}
+
+// Stride 1 and dilation 1 (most layers): tap ki meets ih at oh = ih + PH - ki, so the
+// taps are a range and the loop needs no division.
+inline T col2im_unit(__global const T *col, int nc, int ih, int iw, int8 geo, int8 win)
+{
+    int th = ih + WPH, tw = iw + WPW;
+    int k0 = max(0, th - GOH + 1), k1 = min(GKH, th + 1), j0 = max(0, tw - GOW + 1), j1 = min(GKW, tw + 1);
+    T s = 0;
+    for (int ki = k0; ki < k1; ki++) {
+        __global const T *row = col + (long)(nc * GKH + ki) * GKW * GOH * GOW + (th - ki) * GOW + tw;
+        for (int kj = j0; kj < j1; kj++) s += row[(long)kj * GOH * GOW - kj];
+    }
+    return s;
+}
+
+__kernel void col2im(int total, __global const T *col, __global T *dx, int8 geo, int8 win)
+{
+    int i = get_global_id(0);
+    if (i >= total) return;
+    int iw = i % GW, ih = (i / GW) % GH, nc = i / (GW * GH);   // nc = n * C + c
+    bool unit = WSH == 1 && WSW == 1 && WDH == 1 && WDW == 1;
+    dx[i] = unit ? col2im_unit(col, nc, ih, iw, geo, win) : col2im_general(col, nc, ih, iw, geo, win);
 }
 
 // The direct alternative to im2col + GEMM (measured in bench/bench_conv.c): one
@@ -155,6 +184,19 @@ __kernel void max_pool_bw(int total, __global const T *g, __global const int *id
         for (int ow = owl; ow < owh; ow++)
             if (idx[base + oh * GOW + ow] == me) s += g[base + oh * GOW + ow];
     dx[i] = s;
+}
+
+// The same when windows do not overlap (stride >= kernel, the usual 2x2 / 2): each
+// pixel is the argmax of at most one window, so each output writes its gradient to its
+// argmax in dx (zeroed first) and no two work-items write one element. A quarter of
+// the work-items of the gather for 2x2 windows, and no searching.
+__kernel void max_pool_bw_scatter(int total, __global const T *g, __global const int *idx, __global T *dx,
+                                  int8 geo, int8 win)
+{
+    int i = get_global_id(0);
+    if (i >= total) return;
+    int nc = i / (GOH * GOW);
+    dx[nc * GH * GW + idx[i]] = g[i];
 }
 
 // The divisor of window (oh, ow): its size clipped to the padded input when padding

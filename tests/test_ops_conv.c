@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "optest.h"
+#include "tensor/conv.h"
 
 typedef struct conv_case {
     const char *name;
@@ -43,7 +44,7 @@ static void ref_conv(const conv_case *c, const double *x, const double *w, const
                 }
 }
 
-static void check_conv(clg_device *dev, const conv_case *c, clg_dtype dtype, optest_layout layout)
+static void check_conv(clg_device *dev, const conv_case *c, clg_dtype dtype, optest_layout layout, clg_conv_algo algo)
 {
     int64_t G = one(c->p.groups);
     int64_t OH = out_size(c->H, c->KH, one(c->p.stride[0]), c->p.padding[0], one(c->p.dilation[0]));
@@ -60,8 +61,9 @@ static void check_conv(clg_device *dev, const conv_case *c, clg_dtype dtype, opt
     clg_tensor *tw = optest_tensor(dev, dtype, CLG_SHAPE(c->O, c->C / G, c->KH, c->KW), w, layout);
     clg_tensor *tb = c->bias ? optest_tensor(dev, dtype, CLG_SHAPE(c->O), b, layout) : NULL;
     char what[160];
-    snprintf(what, sizeof what, "conv2d %s %s %s", c->name, clg_dtype_name(dtype), optest_layout_names[layout]);
-    clg_tensor *out = clg_conv2d(tx, tw, tb, &c->p);
+    snprintf(what, sizeof what, "conv2d %s %s %s%s", c->name, clg_dtype_name(dtype), optest_layout_names[layout],
+             algo == CLG_CONV_DIRECT ? " direct" : "");
+    clg_tensor *out = algo == CLG_CONV_GEMM ? clg_conv2d(tx, tw, tb, &c->p) : clg__conv2d_with(tx, tw, tb, &c->p, algo);
     if (!out) fprintf(stderr, "%s: %s\n", what, clg_device_error(dev));
     optest_close(what, out, y, ny, 1e-4, 1e-4);
     if (out) {
@@ -97,11 +99,16 @@ static void test_conv(clg_device *dev)
 {
     size_t n = sizeof conv_cases / sizeof conv_cases[0];
     for (size_t i = 0; i < n; i++)
-        for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) check_conv(dev, &conv_cases[i], CLG_F32, (optest_layout)l);
+        for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
+            check_conv(dev, &conv_cases[i], CLG_F32, (optest_layout)l, CLG_CONV_GEMM);
+            /* the measured alternative (bench_conv) computes the same */
+            check_conv(dev, &conv_cases[i], CLG_F32, (optest_layout)l, CLG_CONV_DIRECT);
+        }
     if (clg_device_get_info(dev)->fp64) {
-        check_conv(dev, &conv_cases[1], CLG_F64, OPTEST_CONTIGUOUS);
-        check_conv(dev, &conv_cases[9], CLG_F64, OPTEST_PERMUTED);
-        check_conv(dev, &conv_cases[7], CLG_F64, OPTEST_CONTIGUOUS);
+        check_conv(dev, &conv_cases[1], CLG_F64, OPTEST_CONTIGUOUS, CLG_CONV_GEMM);
+        check_conv(dev, &conv_cases[9], CLG_F64, OPTEST_PERMUTED, CLG_CONV_GEMM);
+        check_conv(dev, &conv_cases[7], CLG_F64, OPTEST_CONTIGUOUS, CLG_CONV_GEMM);
+        check_conv(dev, &conv_cases[11], CLG_F64, OPTEST_SLICED, CLG_CONV_DIRECT);
     }
 }
 

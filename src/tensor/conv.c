@@ -19,11 +19,10 @@
  * Why im2col + GEMM and not a direct kernel or CLBlast's convgemm: bench/RESULTS.md
  * ("Convolution") has the measurements; in short, on POCL the direct kernel is slower
  * for both layers of the reference CNN, and CLBlast is several times slower still. */
-#include <stdlib.h>
 #include <string.h>
 
+#include "conv.h"
 #include "gemm.h"
-#include "tensor_impl.h"
 
 #define PROGRAM "conv"
 
@@ -178,15 +177,14 @@ static clg_tensor *weight_matrix(clg_tensor *w)
 
 /* ---- forward ---------------------------------------------------------------------------------- */
 
-/* y (contiguous [N, O, OH, OW]) starts as the bias broadcast, or is overwritten. */
+/* y (contiguous [N, O, OH, OW]) starts as the bias broadcast over n and the pixels,
+ * with a kernel of its own: the general strided copy costs ten times as much here. */
 static clg_status fill_bias(clg_tensor *y, clg_tensor *b)
 {
-    clg_no_grad_begin(y->dev);
-    clg_tensor *bv = clg_reshape(b, CLG_SHAPE(b->shape[0], 1, 1));
-    clg_status st = bv ? clg_copy_(y, bv) : y->dev->status;
-    clg_no_grad_end(y->dev);
-    clg_tensor_free(bv);
-    return st;
+    int64_t P = y->shape[2] * y->shape[3];
+    clg_arg a[] = {CLG_ARG_I(y->numel), CLG_ARG_M(y->buf->mem), CLG_ARG_M(b->buf->mem), CLG_ARG_I(b->offset),
+                   CLG_ARG_I(b->strides[0]), CLG_ARG_I(P), CLG_ARG_I(y->shape[1])};
+    return launch(y->dev, y->dtype, "fill_bias", a, 7, y->numel);
 }
 
 static clg_status forward_gemm(clg_tensor *x, clg_tensor *w, clg_tensor *b, const conv_geo *g, clg_tensor *y)
@@ -221,18 +219,12 @@ static clg_status forward_direct(clg_tensor *x, clg_tensor *w, clg_tensor *b, co
     return st;
 }
 
-/* Which forward runs: "gemm" (the default) or "direct", for the benchmark. */
-static bool use_direct(void)
-{
-    const char *e = getenv("CLG_CONV_FORWARD");
-    return e && strcmp(e, "direct") == 0;
-}
-
-static clg_tensor *conv_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, const conv_geo *g)
+static clg_tensor *conv_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, const conv_geo *g, clg_conv_algo algo)
 {
     clg_tensor *y = clg__tensor_new(x->dev, x->dtype, 4, (const int64_t[]){g->N, g->O, g->OH, g->OW});
     if (!y || y->numel == 0) return y;
-    bool direct = use_direct() && (!b || clg_tensor_is_contiguous(b));
+    /* The direct kernel reads the bias from its offset with unit stride. */
+    bool direct = algo == CLG_CONV_DIRECT && (!b || clg_tensor_is_contiguous(b));
     clg_status st = direct ? forward_direct(x, w, b, g, y) : forward_gemm(x, w, b, g, y);
     if (st == CLG_OK) return y;
     clg_tensor_free(y);
@@ -302,14 +294,26 @@ static clg_tensor *grad_input(clg_tensor *x, clg_tensor *w, clg_tensor *gy, cons
     return NULL;
 }
 
+/* db = sum of dy over n and the pixels, as two reductions over adjacent axes of the
+ * contiguous dy ([N, O, P] over P, then over N): reducing axes (0, 2, 3) at once would
+ * first copy dy with those axes moved last. */
+static clg_tensor *grad_bias(clg_tensor *gy, const conv_geo *g)
+{
+    clg_tensor *v = clg_reshape(gy, CLG_SHAPE(g->N, g->O, pixels(g)));
+    clg_tensor *per_image = v ? clg_sum(v, CLG_AXES(2), false) : NULL;
+    clg_tensor *db = per_image ? clg_sum(per_image, CLG_AXES(0), false) : NULL;
+    clg_tensor_free(v);
+    clg_tensor_free(per_image);
+    return db;
+}
+
 static clg_status conv2d_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
 {
     clg_tensor *x = n->inputs[0], *w = n->inputs[1];
     conv_geo geo = geo_load(n);
     clg_tensor *gy = clg_contiguous(g);
     if (!gy) return g->dev->status;
-    if (n->ninputs > 2 && clg__wants_grad(n, 2) && !(gin[2] = clg_sum(gy, CLG_AXES(0, 2, 3), false)))
-        return g->dev->status;
+    if (n->ninputs > 2 && clg__wants_grad(n, 2) && !(gin[2] = grad_bias(gy, &geo))) return g->dev->status;
     if (clg__wants_grad(n, 1) && !(gin[1] = grad_weight(x, w, gy, &geo))) return g->dev->status;
     if (clg__wants_grad(n, 0) && !(gin[0] = grad_input(x, w, gy, &geo))) return g->dev->status;
     return CLG_OK;
@@ -317,14 +321,20 @@ static clg_status conv2d_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
 
 /* ---- the op ------------------------------------------------------------------------------------- */
 
-clg_tensor *clg_conv2d(clg_tensor *x, clg_tensor *w, clg_tensor *b, const clg_conv2d_params *p)
+clg_tensor *clg__conv2d_with(clg_tensor *x, clg_tensor *w, clg_tensor *b, const clg_conv2d_params *p,
+                             clg_conv_algo algo)
 {
     if (!x || !w) return NULL;
     conv_geo g;
     if (!check_tensors(x, w, b) || !fill_params(x, w, p, &g) || !check_geometry(x, w, &g)) return NULL;
     clg_node *node = NULL;
-    clg_tensor *y = clg__taped(conv_forward(x, w, b, &g), CLG_OP_conv2d, conv2d_bw, b ? 3 : 2,
+    clg_tensor *y = clg__taped(conv_forward(x, w, b, &g, algo), CLG_OP_conv2d, conv2d_bw, b ? 3 : 2,
                                (clg_tensor *const[]){x, w, b}, &node);
     if (node) geo_save(node, &g);
     return y;
+}
+
+clg_tensor *clg_conv2d(clg_tensor *x, clg_tensor *w, clg_tensor *b, const clg_conv2d_params *p)
+{
+    return clg__conv2d_with(x, w, b, p, CLG_CONV_GEMM);
 }

@@ -118,9 +118,29 @@ static clg_tensor *gather_grad(clg_node *n, clg_tensor *g, const char *kernel, c
 
 /* ---- max pooling ------------------------------------------------------------------------------ */
 
+/* Non-overlapping windows: dx = 0, then each output's gradient is written at its argmax. */
+static clg_tensor *scatter_grad(clg_node *n, clg_tensor *g, clg_tensor *idx)
+{
+    clg_tensor *x = n->inputs[0];
+    pool_geo geo = geo_load(n);
+    clg_tensor *gy = clg_contiguous(g);
+    clg_tensor *dx = gy ? clg_zeros(x->dev, x->dtype, 4, x->shape) : NULL;
+    if (!dx) return NULL;
+    clg_tensor *gc = gy->offset ? clg__copy_as(gy, gy->dtype) : gy;
+    clg_arg a[] = {CLG_ARG_I(idx->numel), CLG_ARG_M(gc ? gc->buf->mem : NULL), CLG_ARG_M(idx->buf->mem),
+                   CLG_ARG_M(dx->buf->mem), geo_arg(&geo), win_arg(&geo)};
+    clg_status st = gc ? launch(x->dev, x->dtype, "max_pool_bw_scatter", a, 6, idx->numel) : x->dev->status;
+    if (gc != gy) clg_tensor_free(gc);
+    if (st == CLG_OK) return dx;
+    clg_tensor_free(dx);
+    return NULL;
+}
+
 static clg_status max_pool_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
 {
-    return (gin[0] = gather_grad(n, g, "max_pool_bw", n->saved[0])) ? CLG_OK : g->dev->status;
+    bool disjoint = n->i[2] >= n->i[0] && n->i[3] >= n->i[1];   /* stride >= kernel on both axes */
+    gin[0] = disjoint ? scatter_grad(n, g, n->saved[0]) : gather_grad(n, g, "max_pool_bw", n->saved[0]);
+    return gin[0] ? CLG_OK : g->dev->status;
 }
 
 clg_tensor *clg_max_pool2d(clg_tensor *x, int kh, int kw, int sh, int sw, int ph, int pw)
