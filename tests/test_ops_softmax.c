@@ -216,10 +216,9 @@ static void test_var(clg_device *dev, clg_dtype dt)
     /* R = 1: correction 1 divides 0 by 0 (NaN, as PyTorch), correction 0 gives 0 */
     clg_scope_begin(dev);
     const double one[3] = {1, 2, 3};
-    optest_close("var R=1 correction 1", clg_var(make(dev, dt, SH(3, 1), one, OPTEST_CONTIGUOUS), CLG_AXES(1), 1, false),
-                 (double[]){NAN, NAN, NAN}, 3, 0, 0);
-    optest_close("var R=1 correction 0", clg_var(make(dev, dt, SH(3, 1), one, OPTEST_CONTIGUOUS), CLG_AXES(1), 0, false),
-                 (double[]){0, 0, 0}, 3, 0, 0);
+    clg_tensor *col = make(dev, dt, SH(3, 1), one, OPTEST_CONTIGUOUS);
+    optest_close("var R=1 correction 1", clg_var(col, CLG_AXES(1), 1, false), (double[]){NAN, NAN, NAN}, 3, 0, 0);
+    optest_close("var R=1 correction 0", clg_var(col, CLG_AXES(1), 0, false), (double[]){0, 0, 0}, 3, 0, 0);
     /* correction past R: 1 / max(0, 2 - 2) = inf, as PyTorch */
     optest_close("var correction 2 of 2", clg_var(make(dev, dt, SH(2), one, OPTEST_CONTIGUOUS), 0, NULL, 2, false),
                  (double[]){INFINITY}, 1, 0, 0);

@@ -320,15 +320,17 @@ static bool check_cross_entropy(const clg_tensor *x, const clg_tensor *lab, clg_
     if (!clg__check_same_device(op, x, lab) || !clg__check_float(op, x) || !clg__check_numel(op, x->dev, x->numel))
         return false;
     if (x->ndim != 2)
-        return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "logits must be [N, C], got %s", CLG_DESC(x)), false;
-    if (lab->dtype != CLG_I32)
-        return clg__op_fail(x->dev, CLG_ERR_DTYPE, op, "labels must be int32, got %s", CLG_DESC(lab)), false;
-    if (lab->ndim != 1 || lab->shape[0] != x->shape[0])
-        return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "labels %s do not match logits %s: want [%lld]", CLG_DESC(lab),
-                            CLG_DESC(x), (long long)x->shape[0]), false;
-    if ((unsigned)reduction > CLG_REDUCE_NONE)
-        return clg__op_fail(x->dev, CLG_ERR_INVALID_ARGUMENT, op, "unknown reduction %d", (int)reduction), false;
-    return true;
+        clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "logits must be [N, C], got %s", CLG_DESC(x));
+    else if (lab->dtype != CLG_I32)
+        clg__op_fail(x->dev, CLG_ERR_DTYPE, op, "labels must be int32, got %s", CLG_DESC(lab));
+    else if (lab->ndim != 1 || lab->shape[0] != x->shape[0])
+        clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "labels %s do not match logits %s: want [%lld]", CLG_DESC(lab),
+                     CLG_DESC(x), (long long)x->shape[0]);
+    else if ((unsigned)reduction > CLG_REDUCE_NONE)
+        clg__op_fail(x->dev, CLG_ERR_INVALID_ARGUMENT, op, "unknown reduction %d", (int)reduction);
+    else
+        return true;
+    return false;
 }
 
 /* Per-row losses [N] and stats [N, 2] (max, log-sum-exp of x - max). */
