@@ -114,11 +114,90 @@ static void custom_and_errors(clg_device *dev)
     clg_module_free(e);
 }
 
+/* A small CNN: its state_dict names and shapes are PyTorch's. */
+static void cnn_names(clg_device *dev)
+{
+    clg_module *m = clg_sequential_new(dev, 8, (clg_module *[]){
+        clg_nn_conv2d(dev, 1, 4, 3, 3, &(clg_conv2d_params){.padding = {1, 1}}, true), clg_nn_batch_norm2d(dev, 4, 0, 0),
+        clg_nn_relu(dev), clg_nn_max_pool2d(dev, 2, 0, 0), clg_nn_dropout(dev, 0.5), clg_nn_flatten(dev),
+        clg_nn_linear(dev, 4 * 4 * 4, 10, true), clg_nn_layer_norm(dev, CLG_SHAPE(10), 0)});
+    CHECK(m != NULL);
+    if (!m) return;
+    const char *names[] = {"0.weight", "0.bias", "1.weight", "1.bias", "1.running_mean", "1.running_var",
+                           "1.num_batches_tracked", "6.weight", "6.bias", "7.weight", "7.bias"};
+    const int64_t numels[] = {36, 4, 4, 4, 4, 4, 1, 640, 10, 10, 10};
+    clg_named_tensor st[16];
+    int n = clg_module_state(m, st, 16);
+    CHECK_MSG(n == 11, "%d entries", n);
+    for (int i = 0; i < n && i < 11; i++) {
+        CHECK_MSG(!strcmp(st[i].name, names[i]), "entry %d is %s, expected %s", i, st[i].name, names[i]);
+        CHECK(clg_tensor_numel(st[i].tensor) == numels[i]);
+        CHECK(st[i].is_param == (i < 4 || i > 6));
+    }
+    CHECK(clg_tensor_ndim(clg_module_find(m, "0.weight")) == 4 && clg_tensor_dim(clg_module_find(m, "0.weight"), 1) == 1);
+    CHECK(clg_tensor_dtype(clg_module_find(m, "1.num_batches_tracked")) == CLG_I32);
+    /* train versus eval: batch statistics and dropout only while training */
+    clg_scope_begin(dev);
+    clg_tensor *x = clg_randn(dev, CLG_F32, CLG_SHAPE(3, 1, 8, 8), 0.5, 2.0);
+    float a[30], b[30], c[30];
+    CHECK_OK(dev, clg_tensor_to_host(clg_module_forward(m, x), a, sizeof a));
+    double tracked = 0;
+    CHECK_OK(dev, clg_tensor_item(clg_module_find(m, "1.num_batches_tracked"), &tracked));
+    CHECK(tracked == 1);
+    float rm[4];
+    CHECK_OK(dev, clg_tensor_to_host(clg_module_find(m, "1.running_mean"), rm, sizeof rm));
+    CHECK(rm[0] != 0 && rm[3] != 0);   /* updated from the batch */
+    clg_module_train(m, false);
+    CHECK_OK(dev, clg_tensor_to_host(clg_module_forward(m, x), b, sizeof b));
+    CHECK_OK(dev, clg_tensor_to_host(clg_module_forward(m, x), c, sizeof c));
+    CHECK(memcmp(b, c, sizeof b) == 0);    /* eval is deterministic: no dropout */
+    CHECK(memcmp(a, b, sizeof a) != 0);    /* and differs from training */
+    CHECK_OK(dev, clg_tensor_item(clg_module_find(m, "1.num_batches_tracked"), &tracked));
+    CHECK(tracked == 1);
+    clg_scope_end(dev);
+    FILE *f = tmpfile();
+    CHECK_OK(dev, clg_module_summary(m, CLG_SHAPE(1, 1, 8, 8), f));
+    fclose(f);
+    clg_module_free(m);
+}
+
+/* Freezing with an optimizer: frozen weights stay bit for bit, the rest move. */
+static void freeze_with_optimizer(clg_device *dev)
+{
+    clg_module *m = clg_sequential_new(dev, 3, (clg_module *[]){clg_nn_linear(dev, 6, 5, true), clg_nn_tanh(dev),
+                                                                clg_nn_linear(dev, 5, 3, true)});
+    clg_module_set_trainable(clg_module_child(m, "0"), false);
+    clg_tensor *params[4];
+    int n = clg_module_parameters(m, params, 4, false);
+    CHECK(n == 4);
+    clg_optimizer *opt = clg_sgd_new(n, params, &(clg_sgd_options){.lr = 0.1, .momentum = 0.9});
+    float before[4][30], after[4][30];
+    for (int i = 0; i < 4; i++)
+        CHECK_OK(dev, clg_tensor_to_host(params[i], before[i], (size_t)clg_tensor_numel(params[i]) * 4));
+    for (int step = 0; step < 3; step++) {
+        clg_scope_begin(dev);
+        clg_tensor *x = clg_randn(dev, CLG_F32, CLG_SHAPE(4, 6), 0, 1);
+        clg_optimizer_zero_grad(opt);
+        CHECK_OK(dev, clg_backward(clg_mean(clg_module_forward(m, x), 0, NULL, false), NULL));
+        CHECK_OK(dev, clg_optimizer_step(opt));
+        clg_scope_end(dev);
+    }
+    for (int i = 0; i < 4; i++) {
+        CHECK_OK(dev, clg_tensor_to_host(params[i], after[i], (size_t)clg_tensor_numel(params[i]) * 4));
+        bool same = !memcmp(before[i], after[i], (size_t)clg_tensor_numel(params[i]) * 4);
+        CHECK_MSG(same == (i < 2), "parameter %d %s", i, same ? "unchanged" : "changed");
+    }
+    clg_optimizer_free(opt);
+    clg_module_free(m);
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
     linear_and_names(dev);
     custom_and_errors(dev);
+    cnn_names(dev);
+    freeze_with_optimizer(dev);
     CHECK_MSG(clg_tensor_live_count(dev) == 0, "%lld tensors left", (long long)clg_tensor_live_count(dev));
     clg_device_close(dev);
     return check_report("test_nn");

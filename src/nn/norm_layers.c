@@ -1,0 +1,174 @@
+/* norm_layers.c: BatchNorm1d/2d, LayerNorm, Dropout and Softmax layers. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn_impl.h"
+
+/* ---- batch norm: weight, bias; buffers running_mean, running_var, num_batches_tracked ---- */
+
+typedef struct bn_data { int64_t c; double eps, momentum; int ndim; } bn_data;
+
+static clg_tensor *bn_forward(clg_module *m, clg_tensor *x)
+{
+    const bn_data *d = m->data;
+    if (x->ndim != d->ndim && !(d->ndim == 2 && x->ndim == 3))
+        return clg__op_fail(m->dev, CLG_ERR_SHAPE, m->iface->type, "input %s (expected %d axes)", CLG_DESC(x),
+                            d->ndim);
+    if (m->training) {   /* PyTorch counts the batches it has seen (int32 here, int64 there) */
+        clg_tensor *n = clg_module_buffer(m, "num_batches_tracked");
+        if (clg_copy_(n, clg_add_scalar(n, 1.0)) != CLG_OK) return NULL;
+    }
+    return clg_batch_norm(x, clg_module_buffer(m, "running_mean"), clg_module_buffer(m, "running_var"),
+                          clg_module_param(m, "weight"), clg_module_param(m, "bias"), m->training, d->momentum,
+                          d->eps);
+}
+
+static void bn_describe(const clg_module *m, char *buf, size_t len)
+{
+    const bn_data *d = m->data;
+    snprintf(buf, len, "%lld, eps=%g, momentum=%g", (long long)d->c, d->eps, d->momentum);
+}
+
+static const clg_module_i bn1_i = {"BatchNorm1d", bn_forward, bn_describe, free};
+static const clg_module_i bn2_i = {"BatchNorm2d", bn_forward, bn_describe, free};
+
+static clg_module *batch_norm(clg_device *dev, const clg_module_i *iface, int ndim, int64_t c, double eps,
+                              double momentum)
+{
+    if (!dev) return NULL;
+    if (c <= 0 || eps < 0 || momentum < 0 || momentum > 1) {
+        clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "%s: %lld features, eps %g, momentum %g", iface->type, (long long)c,
+                  eps, momentum);
+        return NULL;
+    }
+    bn_data *d = malloc(sizeof *d);
+    clg_module *m = d ? clg_module_new(dev, iface, d) : NULL;
+    if (!m) {
+        free(d);
+        return NULL;
+    }
+    *d = (bn_data){c, eps ? eps : 1e-5, momentum ? momentum : 0.1, ndim};
+    clg_tensor *t[5] = {clg_ones(dev, CLG_F32, CLG_SHAPE(c)), clg_zeros(dev, CLG_F32, CLG_SHAPE(c)),
+                        clg_zeros(dev, CLG_F32, CLG_SHAPE(c)), clg_ones(dev, CLG_F32, CLG_SHAPE(c)),
+                        clg_zeros(dev, CLG_I32, 0, NULL)};
+    const char *names[5] = {"weight", "bias", "running_mean", "running_var", "num_batches_tracked"};
+    clg_status st = CLG_OK;
+    for (int i = 0; i < 5; i++) {
+        if (st == CLG_OK) st = !t[i] ? m->dev->status
+                             : i < 2 ? clg_module_add_param(m, names[i], t[i]) : clg_module_add_buffer(m, names[i], t[i]);
+        if (st != CLG_OK) clg_tensor_free(t[i]);
+    }
+    if (st != CLG_OK) {
+        clg_module_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+clg_module *clg_nn_batch_norm1d(clg_device *dev, int64_t c, double eps, double momentum)
+{
+    return batch_norm(dev, &bn1_i, 2, c, eps, momentum);
+}
+
+clg_module *clg_nn_batch_norm2d(clg_device *dev, int64_t c, double eps, double momentum)
+{
+    return batch_norm(dev, &bn2_i, 4, c, eps, momentum);
+}
+
+/* ---- layer norm over the last axes ------------------------------------------------------------ */
+
+typedef struct ln_data { int ndim; int64_t shape[CLG_MAX_DIMS]; double eps; } ln_data;
+
+static clg_tensor *ln_forward(clg_module *m, clg_tensor *x)
+{
+    const ln_data *d = m->data;
+    return clg_layer_norm(x, d->ndim, clg_module_param(m, "weight"), clg_module_param(m, "bias"), d->eps);
+}
+
+static void ln_describe(const clg_module *m, char *buf, size_t len)
+{
+    const ln_data *d = m->data;
+    char shape[96];
+    snprintf(buf, len, "%s, eps=%g", clg_shape_str(d->ndim, d->shape, shape, sizeof shape), d->eps);
+}
+
+static const clg_module_i ln_i = {"LayerNorm", ln_forward, ln_describe, free};
+
+clg_module *clg_nn_layer_norm(clg_device *dev, int ndim, const int64_t *shape, double eps)
+{
+    if (!dev) return NULL;
+    if (ndim <= 0 || ndim > CLG_MAX_DIMS || !shape || eps < 0) {
+        clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg_nn_layer_norm: %d axes, eps %g", ndim, eps);
+        return NULL;
+    }
+    ln_data *d = malloc(sizeof *d);
+    clg_module *m = d ? clg_module_new(dev, &ln_i, d) : NULL;
+    if (!m) {
+        free(d);
+        return NULL;
+    }
+    d->ndim = ndim;
+    memcpy(d->shape, shape, (size_t)ndim * sizeof *shape);
+    d->eps = eps ? eps : 1e-5;
+    clg_tensor *w = clg_ones(dev, CLG_F32, ndim, shape), *b = clg_zeros(dev, CLG_F32, ndim, shape);
+    clg_status st = w ? clg_module_add_param(m, "weight", w) : m->dev->status;
+    if (st != CLG_OK) clg_tensor_free(w);
+    if (st == CLG_OK && (st = b ? clg_module_add_param(m, "bias", b) : m->dev->status) != CLG_OK) clg_tensor_free(b);
+    if (st != CLG_OK) {
+        clg_module_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* ---- dropout and softmax ---------------------------------------------------------------------- */
+
+typedef struct scalar_data { double p; int axis; } scalar_data;
+
+static clg_tensor *dropout_forward(clg_module *m, clg_tensor *x)
+{
+    return clg_dropout(x, ((scalar_data *)m->data)->p, m->training);
+}
+
+static clg_tensor *softmax_forward(clg_module *m, clg_tensor *x)
+{
+    return clg_softmax(x, ((scalar_data *)m->data)->axis);
+}
+
+static void dropout_describe(const clg_module *m, char *buf, size_t len)
+{
+    snprintf(buf, len, "p=%g", ((const scalar_data *)m->data)->p);
+}
+
+static void softmax_describe(const clg_module *m, char *buf, size_t len)
+{
+    snprintf(buf, len, "dim=%d", ((const scalar_data *)m->data)->axis);
+}
+
+static const clg_module_i dropout_i = {"Dropout", dropout_forward, dropout_describe, free};
+static const clg_module_i softmax_i = {"Softmax", softmax_forward, softmax_describe, free};
+
+static clg_module *scalar_layer(clg_device *dev, const clg_module_i *iface, double p, int axis)
+{
+    if (!dev) return NULL;
+    scalar_data *d = malloc(sizeof *d);
+    clg_module *m = d ? clg_module_new(dev, iface, d) : NULL;
+    if (!m) {
+        free(d);
+        return NULL;
+    }
+    *d = (scalar_data){p, axis};
+    return m;
+}
+
+clg_module *clg_nn_dropout(clg_device *dev, double p)
+{
+    if (dev && !(p >= 0 && p <= 1)) {
+        clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg_nn_dropout: p = %g is not in [0, 1]", p);
+        return NULL;
+    }
+    return scalar_layer(dev, &dropout_i, p, 0);
+}
+
+clg_module *clg_nn_softmax(clg_device *dev, int axis) { return scalar_layer(dev, &softmax_i, 0, axis); }
