@@ -197,6 +197,9 @@ __kernel void ln_bwd_wb(int rows, int D, __global const T *x, __global const T *
 // uniform, whatever T is. Kept where (word >> 8) >= thr, thr = ceil(p 2^24) (so
 // P(keep) = 1 - p to 2^-24), and scaled; dropped elements are 0. The backward runs
 // the same kernel on the gradient at the same generator position.
+// Work-item j takes the four elements 4j .. 4j + 3 of one block (Philox is most of
+// the cost). Element i of the iteration is element i of the new, contiguous output in
+// row-major order, so the mask does not depend on the input's layout.
 
 inline uint4 norm_philox(uint4 c, uint2 k)
 {
@@ -212,31 +215,40 @@ inline uint4 norm_philox(uint4 c, uint2 k)
     return c;
 }
 
-inline T dropout_at(int i, T v, uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, T scale)
+// The four words of block j, as 24-bit integers.
+inline void dropout_words(int j, uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint *u)
 {
-    ulong ctr = (((ulong)ctr_hi << 32) | ctr_lo) + (ulong)(i / 4);
+    ulong ctr = (((ulong)ctr_hi << 32) | ctr_lo) + (ulong)j;
     uint4 r = norm_philox((uint4)((uint)ctr, (uint)(ctr >> 32), 0u, 0u), (uint2)(seed_lo, seed_hi));
-    int k = i % 4;
-    uint word = k == 0 ? r.x : k == 1 ? r.y : k == 2 ? r.z : r.w;
-    return (word >> 8) >= thr ? v * scale : (T)0;
+    u[0] = r.x >> 8;
+    u[1] = r.y >> 8;
+    u[2] = r.z >> 8;
+    u[3] = r.w >> 8;
 }
 
 __kernel void dropout_flat(int n, __global T *y, int oy, __global const T *a, int oa, uint seed_lo, uint seed_hi,
                            uint ctr_lo, uint ctr_hi, uint thr, const T scale)
 {
-    int i = get_global_id(0);
-    if (i >= n) return;
-    y[oy + i] = dropout_at(i, a[oa + i], seed_lo, seed_hi, ctr_lo, ctr_hi, thr, scale);
+    int j = get_global_id(0);
+    if ((long)j * 4 >= n) return;
+    uint u[4];
+    dropout_words(j, seed_lo, seed_hi, ctr_lo, ctr_hi, u);
+    for (int k = 0; k < 4 && j * 4 + k < n; k++) {
+        int i = j * 4 + k;
+        y[oy + i] = u[k] >= thr ? a[oa + i] * scale : (T)0;
+    }
 }
 
-// Element i of the iteration is element i of the (new, contiguous) output in row-major
-// order, so the mask does not depend on the input's layout.
 __kernel void dropout_strided(int n, int nd, int8 shape, __global T *y, int oy, int8 sy, __global const T *a, int oa,
                               int8 sa, uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const T scale)
 {
-    int i = get_global_id(0);
-    if (i >= n) return;
-    clg_coords c = clg_unravel(i, nd, shape);
-    T v = a[oa + clg_offset(c, nd, sa)];
-    y[oy + clg_offset(c, nd, sy)] = dropout_at(i, v, seed_lo, seed_hi, ctr_lo, ctr_hi, thr, scale);
+    int j = get_global_id(0);
+    if ((long)j * 4 >= n) return;
+    uint u[4];
+    dropout_words(j, seed_lo, seed_hi, ctr_lo, ctr_hi, u);
+    for (int k = 0; k < 4 && j * 4 + k < n; k++) {
+        clg_coords c = clg_unravel(j * 4 + k, nd, shape);
+        T v = a[oa + clg_offset(c, nd, sa)];
+        y[oy + clg_offset(c, nd, sy)] = u[k] >= thr ? v * scale : (T)0;
+    }
 }
