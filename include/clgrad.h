@@ -17,6 +17,8 @@
 #include "clgrad/data.h"
 #include "clgrad/nn.h"
 #include "clgrad/optim.h"
+#include "clgrad/train.h"
+#include "clgrad/io.h"
 
 #define CLGRAD_VERSION_MAJOR 0
 #define CLGRAD_VERSION_MINOR 1

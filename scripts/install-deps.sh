@@ -4,7 +4,7 @@
 # Idempotent: a second run finds nothing missing and does nothing.
 set -eu
 pkgs="build-essential cmake pkgconf ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
-      clinfo libclblast-dev zlib1g-dev dataset-fashion-mnist python3-numpy"
+      clinfo libclblast-dev zlib1g-dev dataset-fashion-mnist python3-numpy libjansson-dev python3-torch"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
