@@ -17,7 +17,6 @@
 #include "clgrad/data.h"
 #include "clgrad/nn.h"
 #include "clgrad/optim.h"
-#include "clgrad/train.h"
 #include "clgrad/io.h"
 
 #define CLGRAD_VERSION_MAJOR 0
