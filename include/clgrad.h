@@ -17,6 +17,7 @@
 #include "clgrad/data.h"
 #include "clgrad/nn.h"
 #include "clgrad/optim.h"
+#include "clgrad/train.h"
 #include "clgrad/io.h"
 
 #define CLGRAD_VERSION_MAJOR 0
