@@ -19,7 +19,8 @@
 
 #include <stdio.h>
 
-#include "tensor.h"
+#include "data.h"
+#include "nn.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -50,6 +51,14 @@ CLG_API void clg_progress_end(clg_progress *p, clg_meter *m);
 CLG_API double clg_progress_rate(const clg_progress *p);
 CLG_API double clg_progress_elapsed(const clg_progress *p);
 CLG_API void clg_progress_free(clg_progress *p);
+
+/* ---- evaluation ----------------------------------------------------------------------------- */
+/* Run a classifier (logits [B, C] from int32-labelled batches) over one epoch of the
+ * loader in eval mode and without the tape, then restore its mode. Gives the mean
+ * cross-entropy and the accuracy; confusion (may be NULL) receives num_classes^2 counts,
+ * row = true class, column = predicted class (this reads the predictions back). */
+CLG_API clg_status clg_evaluate(clg_module *model, clg_loader *loader, double *loss, double *accuracy,
+                                int64_t *confusion, int num_classes);
 
 /* ---- metrics file ------------------------------------------------------------------------------ */
 typedef struct clg_metrics_row {

@@ -12,7 +12,7 @@ static void row(FILE *out, const char *name, const clg_module *m, const clg_tens
     char layer[256];
     snprintf(layer, sizeof layer, "%s %s(%s)", name, m->iface->type, desc);
     if (y) clg_shape_str(y->ndim, y->shape, shape, sizeof shape);
-    fprintf(out, "  %-52.52s %-20s %12lld\n", layer, shape, (long long)clg_module_numel(m, false));
+    fprintf(out, "  %-64.64s %-18s %12lld\n", layer, shape, (long long)clg_module_numel(m, false));
 }
 
 clg_status clg_module_summary(clg_module *m, int ndim, const int64_t *input_shape, FILE *out)
@@ -24,7 +24,7 @@ clg_status clg_module_summary(clg_module *m, int ndim, const int64_t *input_shap
     clg_scope_begin(dev);
     clg_no_grad_begin(dev);
     clg_tensor *x = clg_zeros(dev, CLG_F32, ndim, input_shape);
-    fprintf(out, "  %-52s %-20s %12s\n", "layer", "output shape", "parameters");
+    fprintf(out, "  %-64s %-18s %12s\n", "layer", "output shape", "parameters");
     bool seq = !strcmp(m->iface->type, "Sequential");
     for (int i = 0; seq && x && i < m->nchildren; i++) {
         x = clg_module_forward(m->children[i], x);
