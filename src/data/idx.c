@@ -1,6 +1,7 @@
 /* idx.c: the IDX format of MNIST and Fashion-MNIST (http://yann.lecun.com/exdb/mnist/):
  * two zero bytes, a type byte, an axis count, one big-endian uint32 per axis, then
  * the elements, big-endian. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,17 @@ static bool idx_type(unsigned char code, clg_elem_type *t)
     case 0x0E: *t = CLG_ELEM_F64; return true;
     default: return false;
     }
+}
+
+/* "[3, 28, 28]": the dims for messages (the parsers stand alone, for the fuzz targets). */
+static void dims_str(int ndim, const int64_t *shape, char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[n++] = '[';
+    for (int i = 0; i < ndim && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (n < cap - 1) buf[n++] = ']';
+    buf[n < cap ? n : cap - 1] = 0;
 }
 
 /* Copy n big-endian elements of size es to host order. */
@@ -57,7 +69,7 @@ clg_status clg__idx_parse(const unsigned char *buf, size_t len, const char *name
     size_t es = clg_elem_size(type);
     int64_t bytes = clg__checked_bytes(ndim, shape, es);
     char dims[160];
-    clg_shape_str(ndim, shape, dims, sizeof dims);
+    dims_str(ndim, shape, dims, sizeof dims);
     if (bytes < 0 || (uint64_t)bytes > len - pre)
         return clg__data_fail(err, errlen, CLG_ERR_FORMAT, name,
                               "truncated: the header promises %s %s elements (%lld bytes), the file holds %zu",

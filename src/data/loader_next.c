@@ -80,8 +80,8 @@ clg_status clg_loader_next(clg_loader *l, clg_tensor **x, clg_tensor **y)
         }
         return st2;
     }
-    if (st) return st;   /* the tensors could not be made; the batch is lost, the loader goes on */
-    l->batch++;
+    l->batch++;          /* the slot went on to batch g + nslots, whatever happened */
+    if (st) return st;   /* the tensors could not be made: this batch is lost, the loader goes on */
     l->stats.batches++;
     l->stats.wait_seconds += waited;
     l->stats.last_wait = waited;
