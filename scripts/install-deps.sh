@@ -2,9 +2,14 @@
 # Install what clgrad needs from Debian 12's packages, and nothing that is already there.
 # As root it runs apt-get; otherwise it prints the one command to run and fails.
 # Idempotent: a second run finds nothing missing and does nothing.
+#   sh scripts/install-deps.sh          to build and train (the quick start)
+#   sh scripts/install-deps.sh --test   also what the tests compare against (NumPy, PyTorch)
 set -eu
 pkgs="build-essential cmake pkgconf ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
-      clinfo libclblast-dev zlib1g-dev dataset-fashion-mnist python3-numpy libjansson-dev python3-torch"
+      clinfo libclblast-dev zlib1g-dev libjansson-dev dataset-fashion-mnist gnuplot-nox"
+if [ "${1:-}" = "--test" ]; then
+  pkgs="$pkgs python3-numpy python3-torch"
+fi
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -4,7 +4,7 @@
 # and UndefinedBehaviorSanitizer for the host code and runs the suite there too.
 set -eu
 cd "$(dirname "$0")/.."
-sh scripts/install-deps.sh
+sh scripts/install-deps.sh --test
 export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$PWD/build/pocl-cache}
 BUILD_DIR=build BUILD_TYPE=RelWithDebInfo sh scripts/build.sh -DCLGRAD_WERROR=ON
 (cd build && ctest --output-on-failure -j2)
