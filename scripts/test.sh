@@ -1,7 +1,8 @@
 #!/bin/sh
 # README command 2: install what is missing, build with warnings as errors, and run the
 # whole test suite through ctest. `--sanitize` builds a second tree with AddressSanitizer
-# and UndefinedBehaviorSanitizer for the host code and runs the suite there too.
+# and UndefinedBehaviorSanitizer for the host code and runs the suite there too, and a
+# third with ThreadSanitizer for the data loader's threads.
 set -eu
 cd "$(dirname "$0")/.."
 sh scripts/install-deps.sh --test
@@ -15,4 +16,8 @@ if [ "${1:-}" = "--sanitize" ]; then
   BUILD_DIR=build-asan BUILD_TYPE=Debug sh scripts/build.sh -DCLGRAD_WERROR=ON \
     "-DCLGRAD_SANITIZE=address;undefined" -DCLGRAD_BUILD_EXAMPLES=OFF -DCLGRAD_BUILD_BENCH=OFF
   (cd build-asan && ctest --output-on-failure -j2 -LE install)
+  export TSAN_OPTIONS=halt_on_error=1
+  BUILD_DIR=build-tsan BUILD_TYPE=Debug sh scripts/build.sh -DCLGRAD_WERROR=ON -DCLGRAD_SANITIZE=thread \
+    -DCLGRAD_BUILD_EXAMPLES=OFF -DCLGRAD_BUILD_BENCH=OFF -DCLGRAD_BUILD_TOOLS=OFF
+  (cd build-tsan && ctest --output-on-failure -R 'test_data_(loader|fashion)')
 fi
