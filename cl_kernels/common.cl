@@ -98,3 +98,27 @@ __kernel void NAME##_strided(int n, int nd, int8 shape, __global T *y, int oy, i
     T w = e[oe + clg_offset(c, nd, se)];                                                     \
     y[oy + clg_offset(c, nd, sy)] = (EXPR);                                                  \
 }
+
+// Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11),
+// the device generator of clg_rand, clg_randn and clg_dropout: integer arithmetic only,
+// so a seed and counter give the same bits on every device. Block j of a draw is the
+// 64-bit counter (ctr + j) under the 64-bit key (seed).
+inline uint4 clg_philox4x32_10(uint4 c, uint2 k)
+{
+    for (int r = 0; r < 10; r++) {
+        if (r) {
+            k.x += 0x9E3779B9u;
+            k.y += 0xBB67AE85u;
+        }
+        uint hi0 = mul_hi(0xD2511F53u, c.x), lo0 = 0xD2511F53u * c.x;
+        uint hi1 = mul_hi(0xCD9E8D57u, c.z), lo1 = 0xCD9E8D57u * c.z;
+        c = (uint4)(hi1 ^ c.y ^ k.x, lo1, hi0 ^ c.w ^ k.y, lo0);
+    }
+    return c;
+}
+
+inline uint4 clg_philox_block(int j, uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi)
+{
+    ulong ctr = (((ulong)ctr_hi << 32) | ctr_lo) + (ulong)j;
+    return clg_philox4x32_10((uint4)((uint)ctr, (uint)(ctr >> 32), 0u, 0u), (uint2)(seed_lo, seed_hi));
+}

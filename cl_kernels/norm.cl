@@ -192,7 +192,7 @@ __kernel void ln_bwd_wb(int rows, int D, __global const T *x, __global const T *
 }
 
 // ---- dropout ----------------------------------------------------------------------------------
-// Philox-4x32-10 as random.cl: element i of the op uses word i % 4 of block
+// Philox-4x32-10 (common.cl) as clg_rand: element i of the op uses word i % 4 of block
 // (counter + i / 4), the same word clg_rand's float32 draw would turn into its i-th
 // uniform, whatever T is. Kept where (word >> 8) >= thr, thr = ceil(p 2^24) (so
 // P(keep) = 1 - p to 2^-24), and scaled; dropped elements are 0. The backward runs
@@ -201,25 +201,10 @@ __kernel void ln_bwd_wb(int rows, int D, __global const T *x, __global const T *
 // the cost). Element i of the iteration is element i of the new, contiguous output in
 // row-major order, so the mask does not depend on the input's layout.
 
-inline uint4 norm_philox(uint4 c, uint2 k)
-{
-    for (int r = 0; r < 10; r++) {
-        if (r) {
-            k.x += 0x9E3779B9u;
-            k.y += 0xBB67AE85u;
-        }
-        uint hi0 = mul_hi(0xD2511F53u, c.x), lo0 = 0xD2511F53u * c.x;
-        uint hi1 = mul_hi(0xCD9E8D57u, c.z), lo1 = 0xCD9E8D57u * c.z;
-        c = (uint4)(hi1 ^ c.y ^ k.x, lo1, hi0 ^ c.w ^ k.y, lo0);
-    }
-    return c;
-}
-
 // The four words of block j, as 24-bit integers.
 inline void dropout_words(int j, uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint *u)
 {
-    ulong ctr = (((ulong)ctr_hi << 32) | ctr_lo) + (ulong)j;
-    uint4 r = norm_philox((uint4)((uint)ctr, (uint)(ctr >> 32), 0u, 0u), (uint2)(seed_lo, seed_hi));
+    uint4 r = clg_philox_block(j, seed_lo, seed_hi, ctr_lo, ctr_hi);
     u[0] = r.x >> 8;
     u[1] = r.y >> 8;
     u[2] = r.z >> 8;

@@ -1,28 +1,7 @@
-// random.cl: counter-based random numbers, Philox-4x32-10 (Salmon et al., "Parallel
-// random numbers: as easy as 1, 2, 3", SC'11). Integer arithmetic only, so a seed
-// and counter give the same bits on every device. Work-item j draws block
+// random.cl: uniform and normal random numbers from the Philox generator in common.cl.
+// Work-item j draws block
 // (counter + j) and writes elements PER*j .. PER*j + PER-1: 4 per block for float
 // (24 bits each), 2 for double (53 bits from two words).
-
-inline uint4 philox4x32_10(uint4 c, uint2 k)
-{
-    for (int r = 0; r < 10; r++) {
-        if (r) {
-            k.x += 0x9E3779B9u;
-            k.y += 0xBB67AE85u;
-        }
-        uint hi0 = mul_hi(0xD2511F53u, c.x), lo0 = 0xD2511F53u * c.x;
-        uint hi1 = mul_hi(0xCD9E8D57u, c.z), lo1 = 0xCD9E8D57u * c.z;
-        c = (uint4)(hi1 ^ c.y ^ k.x, lo1, hi0 ^ c.w ^ k.y, lo0);
-    }
-    return c;
-}
-
-inline uint4 draw(int j, uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi)
-{
-    ulong ctr = (((ulong)ctr_hi << 32) | ctr_lo) + (ulong)j;
-    return philox4x32_10((uint4)((uint)ctr, (uint)(ctr >> 32), 0u, 0u), (uint2)(seed_lo, seed_hi));
-}
 
 #ifdef CLG_F64
 #define PER 2
@@ -50,7 +29,7 @@ __kernel void rand_uniform(int n, __global T *y, int oy, uint seed_lo, uint seed
     int j = get_global_id(0);
     if (j * PER >= n) return;
     T u[4];
-    uniforms(draw(j, seed_lo, seed_hi, ctr_lo, ctr_hi), u);
+    uniforms(clg_philox_block(j, seed_lo, seed_hi, ctr_lo, ctr_hi), u);
     for (int k = 0; k < PER && j * PER + k < n; k++) y[oy + j * PER + k] = lo + (hi - lo) * u[k];
 }
 
@@ -61,7 +40,7 @@ __kernel void rand_normal(int n, __global T *y, int oy, uint seed_lo, uint seed_
     int j = get_global_id(0);
     if (j * PER >= n) return;
     T u[4], z[4];
-    uniforms(draw(j, seed_lo, seed_hi, ctr_lo, ctr_hi), u);
+    uniforms(clg_philox_block(j, seed_lo, seed_hi, ctr_lo, ctr_hi), u);
     for (int p = 0; p < PER; p += 2) {
         T r = sqrt((T)-2 * log((T)1 - u[p]));
         T theta = (T)6.283185307179586 * u[p + 1];
