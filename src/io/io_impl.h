@@ -77,8 +77,9 @@ clg_status clg__st_copy_into(const clg_st_tensor *t, clg_tensor *dst, const clg_
 /* ---- module matching (module_io.c), shared with checkpoints ----------------------------------------- */
 
 /* Match st's tensors against m's state (names beginning "optim." in the file are
- * ignored); fill report; in strict mode fail, changing nothing, when anything does not
- * match. Then, when `apply`, copy what matches. */
+ * ignored); fill report (zeroed or filled before: its lists are freed first); in strict
+ * mode fail, changing nothing, when anything does not match. Then, when `apply`, copy
+ * what matches. */
 clg_status clg__module_match(clg_module *m, const clg_safetensors *st, bool strict, bool apply,
                              clg_load_report *report, const clg__io_err *e);
 

@@ -114,7 +114,7 @@ clg_status clg__module_match(clg_module *m, const clg_safetensors *st, bool stri
 {
     clg_load_report local = {0};
     clg_load_report *r = report ? report : &local;
-    memset(r, 0, sizeof *r);
+    clg_load_report_free(r);   /* callers pass it zeroed; a second match starts afresh */
     int n = clg_module_state(m, NULL, 0);
     clg_named_tensor *state = malloc((size_t)(n ? n : 1) * sizeof *state);
     const clg_st_tensor **ok = malloc((size_t)(n ? n : 1) * sizeof *ok);
