@@ -19,6 +19,7 @@
 #include "clgrad/optim.h"
 #include "clgrad/train.h"
 #include "clgrad/io.h"
+#include "clgrad/model.h"
 
 #define CLGRAD_VERSION_MAJOR 0
 #define CLGRAD_VERSION_MINOR 1

@@ -1,0 +1,134 @@
+/* model_build.c: a parsed model made real on a device: the Sequential network (each
+ * layer sized from the shape inferred for its input), the optimizer, the loss, and the
+ * loader's transforms. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_impl.h"
+#include "clgrad/ops.h"
+
+static clg_module *make_layer(clg_device *dev, const model_layer *l, int ndim, const int64_t *in)
+{
+    clg_conv2d_params p = {{(int)l->stride[0], (int)l->stride[1]}, {(int)l->padding[0], (int)l->padding[1]},
+                           {(int)l->dilation[0], (int)l->dilation[1]}, (int)l->groups};
+    switch (l->kind) {
+    case LK_LINEAR: return clg_nn_linear(dev, in[ndim - 1], l->out, l->bias);
+    case LK_CONV2D: return clg_nn_conv2d(dev, in[0], l->out, (int)l->kernel[0], (int)l->kernel[1], &p, l->bias);
+    case LK_MAX_POOL: return clg_nn_max_pool2d(dev, (int)l->kernel[0], (int)l->stride[0], (int)l->padding[0]);
+    case LK_AVG_POOL: return clg_nn_avg_pool2d(dev, (int)l->kernel[0], (int)l->stride[0], (int)l->padding[0]);
+    case LK_GLOBAL_POOL: return clg_nn_global_avg_pool2d(dev);
+    case LK_BN1: return clg_nn_batch_norm1d(dev, in[0], l->eps, l->momentum);
+    case LK_BN2: return clg_nn_batch_norm2d(dev, in[0], l->eps, l->momentum);
+    case LK_LAYER_NORM: return clg_nn_layer_norm(dev, (int)l->dims, in + ndim - l->dims, l->eps);
+    case LK_DROPOUT: return clg_nn_dropout(dev, l->p);
+    case LK_FLATTEN: return clg_nn_flatten(dev);
+    case LK_RELU: return clg_nn_relu(dev);
+    case LK_LEAKY_RELU: return clg_nn_leaky_relu(dev, l->slope);
+    case LK_SIGMOID: return clg_nn_sigmoid(dev);
+    case LK_TANH: return clg_nn_tanh(dev);
+    case LK_GELU: return clg_nn_gelu(dev);
+    case LK_SOFTMAX: return clg_nn_softmax(dev, -1);
+    default: return NULL;
+    }
+}
+
+clg_module *clg_model_build(const clg_model *m, clg_device *dev)
+{
+    if (!m || !dev) return NULL;
+    clg_module *net = clg_sequential_new(dev, 0, NULL);
+    int ndim = m->in_ndim;
+    const int64_t *shape = m->input;
+    for (int i = 0; net && i < m->nlayers; i++) {
+        const model_layer *l = &m->layers[i];
+        clg_module *layer = make_layer(dev, l, ndim, shape);
+        if (!layer || clg_sequential_append(net, l->name, layer) != CLG_OK) {
+            clg_module_free(layer);
+            clg_module_free(net);
+            return NULL;
+        }
+        ndim = l->ndim;
+        shape = l->shape;
+    }
+    return net;
+}
+
+clg_optimizer *clg_model_build_optimizer(const clg_model *m, clg_module *net)
+{
+    if (!m || !net) return NULL;
+    int n = clg_module_parameters(net, NULL, 0, true);
+    clg_tensor **p = malloc(((size_t)n + 1) * sizeof *p);
+    if (!p) return NULL;
+    n = clg_module_parameters(net, p, n, true);
+    const clg_model_optim *o = &m->optim;
+    clg_adam_options adam = {o->lr, o->beta1, o->beta2, o->eps, o->weight_decay};
+    clg_optimizer *opt =
+        !strcmp(o->type, "sgd") ? clg_sgd_new(n, p, &(clg_sgd_options){o->lr, o->momentum, o->dampening,
+                                                                       o->weight_decay, o->nesterov})
+        : !strcmp(o->type, "adam")  ? clg_adam_new(n, p, &adam)
+        : !strcmp(o->type, "adamw") ? clg_adamw_new(n, p, &adam)
+        : !strcmp(o->type, "rmsprop")
+            ? clg_rmsprop_new(n, p, &(clg_rmsprop_options){o->lr, o->alpha, o->eps, o->weight_decay, o->momentum,
+                                                           o->centered})
+            : clg_adagrad_new(n, p, &(clg_adagrad_options){o->lr, o->lr_decay, o->weight_decay,
+                                                           o->initial_accumulator_value, o->eps});
+    free(p);
+    return opt;
+}
+
+double clg_model_lr_at(const clg_model *m, int64_t epoch)
+{
+    clg_lr_schedule s;
+    if (!m || !clg_lr_schedule_parse(m->optim.schedule, &s, NULL, 0)) return m ? m->optim.lr : 0;
+    return clg_lr_schedule_at(&s, m->optim.lr, epoch);
+}
+
+/* Targets for the regression losses: one-hot rows of the labels, on the device. */
+static clg_tensor *one_hot(clg_tensor *labels, int64_t classes)
+{
+    clg_tensor *y = clg_unsqueeze(clg_cast(labels, CLG_F32), 1);
+    return clg_eq(y, clg_arange(clg_tensor_device(labels), CLG_F32, 0, (double)classes, 1));
+}
+
+clg_tensor *clg_model_loss(const clg_model *m, clg_tensor *out, clg_tensor *labels)
+{
+    if (!m || !out || !labels) return NULL;
+    const clg_model_lossfn *l = &m->loss;
+    if (!strcmp(l->type, "cross_entropy"))
+        return l->label_smoothing > 0 ? clg_cross_entropy_smooth(out, labels, CLG_REDUCE_MEAN, l->label_smoothing)
+                                      : clg_cross_entropy(out, labels, CLG_REDUCE_MEAN);
+    clg_tensor *t = one_hot(labels, clg_tensor_dim(out, -1));
+    if (!strcmp(l->type, "mse")) return clg_mse(out, t, CLG_REDUCE_MEAN);
+    if (!strcmp(l->type, "l1")) return clg_l1_loss(out, t, CLG_REDUCE_MEAN);
+    return clg_smooth_l1_loss(out, t, CLG_REDUCE_MEAN, l->beta);
+}
+
+clg_loader_config clg_model_loader_config(const clg_model *m, bool train)
+{
+    clg_loader_config cfg = clg_loader_defaults(m ? m->train.batch : 1);
+    if (!m) return cfg;
+    cfg.shuffle = train;
+    cfg.seed = m->train.seed;
+    cfg.workers = m->train.workers;
+    cfg.scale = (float)m->data.scale;
+    cfg.norm_channels = m->data.norm_channels;
+    cfg.mean = m->meanf;
+    cfg.std = m->stdf;
+    cfg.crop_padding = train ? m->data.crop_padding : 0;
+    cfg.hflip = train && m->data.hflip;
+    return cfg;
+}
+
+void clg_model_transform(const clg_model *m, float *x, int64_t n)
+{
+    if (!m || !x) return;
+    int64_t numel = clg_model_input_numel(m), per = m->data.norm_channels > 1 ? numel / m->data.norm_channels : numel;
+    for (int64_t s = 0; s < n; s++)
+        for (int64_t i = 0; i < numel; i++) {
+            float *v = &x[s * numel + i];
+            *v *= (float)m->data.scale;
+            if (m->data.norm_channels) {
+                int ch = m->data.norm_channels > 1 ? (int)(i / per) : 0;
+                *v = (*v - m->meanf[ch]) / m->stdf[ch];
+            }
+        }
+}

@@ -1,0 +1,119 @@
+/* model_impl.h: the internals of model files (clgrad/model.h). Not installed.
+ *
+ *   model_fields.c   the parse context: typed fields with ranges, errors with positions
+ *   model_locate.c   where a key path's value lies in the text (line and column)
+ *   model_layers.c   the layer table: each type's settings (parsed, canonical, as text)
+ *   model_infer.c    shape inference: each layer's output shape and parameter count
+ *   model_parse.c    the document: input, classes, layers
+ *   model_sections.c loss, optimizer, train (and defaults); model_data.c: data
+ *   model_json.c     the canonical text
+ *   model_access.c   accessors and overrides
+ *   model_build.c    modules, optimizer, loss and transforms on a device
+ * All but model_build.c work without a device (the fuzz target links only those).
+ */
+#ifndef CLGRAD_MODEL_IMPL_H
+#define CLGRAD_MODEL_IMPL_H
+
+#include <jansson.h>
+#include <stdarg.h>
+
+#include "clgrad/model.h"
+
+#define MODEL_NAME_MAX 64
+#define MODEL_MAX_LAYERS 1024
+#define MODEL_MAX_DIM (1 << 24)          /* one axis of a shape */
+#define MODEL_MAX_NUMEL ((int64_t)1 << 31) /* a sample, or one layer's parameters */
+
+typedef enum model_kind {
+    LK_LINEAR, LK_CONV2D, LK_MAX_POOL, LK_AVG_POOL, LK_GLOBAL_POOL, LK_BN1, LK_BN2, LK_LAYER_NORM, LK_DROPOUT,
+    LK_FLATTEN, LK_RELU, LK_LEAKY_RELU, LK_SIGMOID, LK_TANH, LK_GELU, LK_SOFTMAX, LK_COUNT
+} model_kind;
+
+typedef struct model_layer {
+    model_kind kind;
+    char name[MODEL_NAME_MAX];
+    int64_t out;
+    int64_t kernel[2], stride[2], padding[2], dilation[2], groups, dims;
+    bool bias;
+    double eps, momentum, p, slope;
+    int ndim;                         /* output sample shape (shape inference) */
+    int64_t shape[CLG_MAX_DIMS];
+    int64_t params;
+} model_layer;
+
+struct clg_model {
+    char *comment;
+    int in_ndim;
+    int64_t input[CLG_MAX_DIMS];
+    int nclasses;                     /* names given (0 or the number of outputs) */
+    char **classes;
+    int nlayers;
+    model_layer *layers;
+    clg_model_lossfn loss;
+    clg_model_optim optim;
+    clg_model_train train;
+    clg_model_data data;
+    float meanf[CLG_MODEL_MAX_CHANNELS], stdf[CLG_MODEL_MAX_CHANNELS];   /* for the loader */
+};
+
+/* ---- the parse context ---------------------------------------------------------------------- */
+
+/* A key path into the document: layers[3].kernel is {"layers", 3, "kernel"}. */
+#define MODEL_PATH_MAX 6
+typedef struct model_path {
+    int depth;
+    struct { const char *key; int index; } c[MODEL_PATH_MAX];   /* key NULL: an array index */
+} model_path;
+
+typedef struct model_ctx {
+    const char *file, *text;
+    size_t len;
+    char *err;
+    size_t errlen;
+    model_path path;
+} model_ctx;
+
+void model_push_key(model_ctx *c, const char *key);
+void model_push_index(model_ctx *c, int index);
+void model_pop(model_ctx *c);
+/* Record "file:line:col: path: message" for the value at the current path (at_key: at
+ * the key itself, for unknown keys). Returns false, for `return model_fail(...)`. */
+bool model_fail(model_ctx *c, bool at_key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A short rendering of a JSON value for messages: 0, "3x3", [1, 2], {...}. */
+const char *model_show(const json_t *v, char *buf, size_t len);
+
+/* Fields of object o at key (absent: the default, kept). Each checks type and range
+ * and names the allowed values when it fails. */
+bool model_get_int(model_ctx *c, json_t *o, const char *key, int64_t lo, int64_t hi, int64_t *v);
+bool model_get_real(model_ctx *c, json_t *o, const char *key, double lo, double hi, double *v);
+bool model_get_bool(model_ctx *c, json_t *o, const char *key, bool *v);
+/* An integer or [a, b] of them in [lo, hi]. */
+bool model_get_pair(model_ctx *c, json_t *o, const char *key, int64_t lo, int64_t hi, int64_t v[2]);
+bool model_get_string(model_ctx *c, json_t *o, const char *key, char *v, size_t cap);
+/* Every key of o must be in `allowed` (comma-separated). */
+bool model_check_keys(model_ctx *c, json_t *o, const char *allowed);
+/* A required member that is missing. */
+bool model_require(model_ctx *c, json_t *o, const char *key, const char *what);
+
+/* Byte offset of the value (or key) at path in text; the deepest part found. */
+size_t model_locate(const char *text, size_t len, const model_path *p, bool at_key);
+
+/* ---- layers ------------------------------------------------------------------------------------ */
+const char *model_kind_name(model_kind k);
+/* "linear, conv2d, ..." */
+const char *model_kind_list(void);
+/* Parse layer i (an object or a type string) into l; c's path is at layers[i]. */
+bool model_parse_layer(model_ctx *c, json_t *v, model_layer *l);
+/* Output shape and parameters of l for input (ndim, in); the message names the layer. */
+bool model_infer_layer(model_ctx *c, model_layer *l, int ndim, const int64_t *in);
+/* The layer's settings as a JSON object (canonical) and as text. */
+json_t *model_layer_json(const model_layer *l);
+void model_layer_settings(const model_layer *l, char *buf, size_t len);
+
+/* ---- the rest ---------------------------------------------------------------------------------- */
+bool model_parse_sections(model_ctx *c, json_t *root, clg_model *m);
+bool model_check_train(char *err, size_t errlen, const clg_model_train *t);
+void model_defaults(clg_model *m);
+void model_sync_floats(clg_model *m);
+
+#endif

@@ -1,0 +1,131 @@
+/* model_infer.c: shape inference. Each layer's input is the previous layer's output,
+ * so a file states only what layers produce; this derives the rest (in_features,
+ * in_channels, layer-norm shapes) and refuses layers that do not fit their input,
+ * with the shapes in the message. Sizes are capped (MODEL_MAX_NUMEL) and products are
+ * checked as they grow, so that no file can overflow them. */
+#include <stdio.h>
+
+#include "model_impl.h"
+
+static int64_t numel(int ndim, const int64_t *s)
+{
+    int64_t n = 1;
+    for (int i = 0; i < ndim && n <= MODEL_MAX_NUMEL; i++) n *= s[i];
+    return n;
+}
+
+static const char *shape_text(int ndim, const int64_t *s, char *buf, size_t len)
+{
+    size_t n = (size_t)snprintf(buf, len, "[");
+    for (int i = 0; i < ndim && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%lld", i ? ", " : "", (long long)s[i]);
+    if (n < len) snprintf(buf + n, len - n, "]");
+    return buf;
+}
+
+/* Product of factors, false when it passes the cap on the way. */
+static bool product(int64_t *out, int n, const int64_t *f)
+{
+    int64_t p = 1;
+    for (int i = 0; i < n; i++) {
+        p *= f[i];
+        if (p > MODEL_MAX_NUMEL) return false;
+    }
+    *out = p;
+    return true;
+}
+
+static bool window(model_ctx *c, const model_layer *l, int64_t in, int axis, int64_t *out)
+{
+    int64_t k = l->kernel[axis], s = l->stride[axis], p = l->padding[axis];
+    int64_t d = l->kind == LK_CONV2D ? l->dilation[axis] : 1;
+    int64_t span = d * (k - 1) + 1;
+    if (in + 2 * p < span)
+        return model_fail(c, false, "a %s window of %lld (kernel %lld, dilation %lld) does not fit the input's %lld "
+                          "(+ 2 x %lld padding)", axis ? "width" : "height", (long long)span, (long long)k,
+                          (long long)d, (long long)in, (long long)p);
+    *out = (in + 2 * p - span) / s + 1;
+    return true;
+}
+
+static bool conv_or_pool(model_ctx *c, model_layer *l, const int64_t *in)
+{
+    bool conv = l->kind == LK_CONV2D;
+    if (!conv) {   /* square windows; stride 0: the kernel size */
+        l->kernel[1] = l->kernel[0];
+        l->stride[0] = l->stride[1] = l->stride[0] ? l->stride[0] : l->kernel[0];
+        l->padding[1] = l->padding[0];
+        if (2 * l->padding[0] > l->kernel[0])
+            return model_fail(c, false, "padding %lld is more than half the kernel %lld", (long long)l->padding[0],
+                              (long long)l->kernel[0]);
+    }
+    int64_t ch = conv ? l->out : in[0];
+    if (conv && (in[0] % l->groups || l->out % l->groups))
+        return model_fail(c, false, "groups %lld must divide the input's %lld channels and out %lld",
+                          (long long)l->groups, (long long)in[0], (long long)l->out);
+    int64_t h = 0, w = 0;
+    if (!window(c, l, in[1], 0, &h) || !window(c, l, in[2], 1, &w)) return false;
+    l->ndim = 3;
+    l->shape[0] = ch, l->shape[1] = h, l->shape[2] = w;
+    if (!conv) return true;
+    int64_t f[4] = {l->out, in[0] / l->groups, l->kernel[0], l->kernel[1]};
+    if (!product(&l->params, 4, f)) return model_fail(c, false, "too many parameters");
+    l->params += l->bias ? l->out : 0;
+    return true;
+}
+
+static bool need_axes(model_ctx *c, const model_layer *l, int ndim, const int64_t *in, int lo, int hi,
+                      const char *what)
+{
+    if (ndim >= lo && ndim <= hi) return true;
+    char s[160];
+    return model_fail(c, false, "%s takes %s, got an input of shape %s", model_kind_name(l->kind), what,
+                      shape_text(ndim, in, s, sizeof s));
+}
+
+static bool infer(model_ctx *c, model_layer *l, int ndim, const int64_t *in)
+{
+    switch (l->kind) {
+    case LK_LINEAR: {
+        l->shape[ndim - 1] = l->out;
+        int64_t f[2] = {l->out, in[ndim - 1]};
+        if (!product(&l->params, 2, f)) return model_fail(c, false, "too many parameters");
+        l->params += l->bias ? l->out : 0;
+        return true;
+    }
+    case LK_CONV2D: case LK_MAX_POOL: case LK_AVG_POOL:
+        return need_axes(c, l, ndim, in, 3, 3, "[C, H, W] inputs") && conv_or_pool(c, l, in);
+    case LK_GLOBAL_POOL:
+        l->shape[1] = l->shape[2] = 1;
+        return need_axes(c, l, ndim, in, 3, 3, "[C, H, W] inputs");
+    case LK_BN1:
+        l->params = 2 * in[0];
+        return need_axes(c, l, ndim, in, 1, 2, "[C] or [C, L] inputs");
+    case LK_BN2:
+        l->params = 2 * in[0];
+        return need_axes(c, l, ndim, in, 3, 3, "[C, H, W] inputs");
+    case LK_LAYER_NORM:
+        if (l->dims > ndim) return need_axes(c, l, ndim, in, (int)l->dims, CLG_MAX_DIMS, "at least `dims` axes");
+        l->params = 2 * numel((int)l->dims, in + ndim - l->dims);
+        return true;
+    case LK_FLATTEN:
+        l->ndim = 1;
+        l->shape[0] = numel(ndim, in);
+        return true;
+    default:   /* elementwise */
+        return true;
+    }
+}
+
+bool model_infer_layer(model_ctx *c, model_layer *l, int ndim, const int64_t *in)
+{
+    l->ndim = ndim;
+    for (int i = 0; i < ndim; i++) l->shape[i] = in[i];
+    l->params = 0;
+    if (!infer(c, l, ndim, in)) return false;
+    char s[160];
+    if (numel(l->ndim, l->shape) > MODEL_MAX_NUMEL)
+        return model_fail(c, false, "the output %s has more than %lld values", shape_text(l->ndim, l->shape, s, sizeof s),
+                          (long long)MODEL_MAX_NUMEL);
+    return true;
+}

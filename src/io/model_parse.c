@@ -1,0 +1,194 @@
+/* model_parse.c: a model file's top level: the document (jansson, duplicate keys
+ * refused), then its sections in the order they depend on each other: the input
+ * shape, the layers (each inferred from the one before), the class names (one per
+ * output), then loss, optimizer, training and data settings. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_impl.h"
+
+static bool parse_input(model_ctx *c, json_t *root, clg_model *m)
+{
+    json_t *in = json_object_get(root, "input");
+    model_push_key(c, "input");
+    char got[64];
+    bool ok = json_is_array(in) && json_array_size(in) >= 1 && json_array_size(in) < CLG_MAX_DIMS;
+    int64_t n = 1;
+    for (size_t i = 0; ok && i < json_array_size(in); i++) {
+        json_t *d = json_array_get(in, i);
+        ok = json_is_integer(d) && json_integer_value(d) >= 1 && json_integer_value(d) <= MODEL_MAX_DIM;
+        if (ok) m->input[i] = json_integer_value(d), n *= m->input[i];
+        ok = ok && n <= MODEL_MAX_NUMEL;
+    }
+    if (!ok)
+        model_fail(c, false, "must be the sample shape, 1 to %d integers in [1, %d] with at most %lld values, got %s",
+                   CLG_MAX_DIMS - 1, MODEL_MAX_DIM, (long long)MODEL_MAX_NUMEL, model_show(in, got, sizeof got));
+    m->in_ndim = ok ? (int)json_array_size(in) : 0;
+    model_pop(c);
+    return ok;
+}
+
+/* Layer names are unique, user names and indices alike (they are state_dict prefixes). */
+static bool unique_name(model_ctx *c, const clg_model *m, int i)
+{
+    for (int j = 0; j < i; j++)
+        if (!strcmp(m->layers[j].name, m->layers[i].name))
+            return model_fail(c, false, "name \"%s\" is already layer %d's", m->layers[i].name, j);
+    return true;
+}
+
+static bool parse_layers(model_ctx *c, json_t *root, clg_model *m)
+{
+    json_t *ls = json_object_get(root, "layers");
+    model_push_key(c, "layers");
+    char got[64];
+    if (!json_is_array(ls) || json_array_size(ls) < 1 || json_array_size(ls) > MODEL_MAX_LAYERS) {
+        model_fail(c, false, "must be an array of 1 to %d layers, got %s", MODEL_MAX_LAYERS,
+                   model_show(ls, got, sizeof got));
+        return false;
+    }
+    m->layers = calloc(json_array_size(ls), sizeof *m->layers);
+    if (!m->layers) return model_fail(c, false, "out of host memory");
+    int ndim = m->in_ndim;
+    const int64_t *shape = m->input;
+    bool ok = true;
+    for (size_t i = 0; ok && i < json_array_size(ls); i++) {
+        model_layer *l = &m->layers[i];
+        model_push_index(c, (int)i);
+        snprintf(l->name, sizeof l->name, "%zu", i);
+        ok = model_parse_layer(c, json_array_get(ls, i), l) && model_infer_layer(c, l, ndim, shape) &&
+             unique_name(c, m, (int)i);
+        model_pop(c);
+        m->nlayers = (int)i + 1;
+        ndim = l->ndim;
+        shape = l->shape;
+    }
+    model_pop(c);
+    return ok;
+}
+
+static bool check_outputs(model_ctx *c, const clg_model *m)
+{
+    const model_layer *last = &m->layers[m->nlayers - 1];
+    if (last->ndim == 1) return true;
+    model_push_key(c, "layers");
+    model_push_index(c, m->nlayers - 1);
+    model_fail(c, false, "the last layer must give one score per class ([C]); this one gives %d axes "
+               "(end with flatten and linear)", last->ndim);
+    model_pop(c), model_pop(c);
+    return false;
+}
+
+static bool parse_classes(model_ctx *c, json_t *root, clg_model *m)
+{
+    json_t *cl = json_object_get(root, "classes");
+    if (!cl) return true;
+    model_push_key(c, "classes");
+    int64_t want = m->layers[m->nlayers - 1].shape[0];
+    bool ok = json_is_array(cl) && (int64_t)json_array_size(cl) == want;
+    for (size_t i = 0; ok && i < json_array_size(cl); i++) {
+        json_t *s = json_array_get(cl, i);
+        ok = json_is_string(s) && json_string_length(s) < 256 && strlen(json_string_value(s)) == json_string_length(s);
+    }
+    m->classes = ok ? calloc(json_array_size(cl), sizeof *m->classes) : NULL;
+    for (size_t i = 0; m->classes && i < json_array_size(cl); i++)
+        if (!(m->classes[i] = strdup(json_string_value(json_array_get(cl, i))))) ok = false;
+    m->nclasses = m->classes ? (int)json_array_size(cl) : 0;
+    char got[64];
+    if (!ok)
+        model_fail(c, false, "must be %lld strings (one per output of the last layer, under 256 bytes each), got %s",
+                   (long long)want, model_show(cl, got, sizeof got));
+    model_pop(c);
+    return ok;
+}
+
+static bool parse_comment(model_ctx *c, json_t *root, clg_model *m)
+{
+    json_t *s = json_object_get(root, "comment");
+    if (!s) return true;
+    model_push_key(c, "comment");
+    char got[64];
+    bool ok = json_is_string(s) && json_string_length(s) < 65536 && strlen(json_string_value(s)) == json_string_length(s);
+    if (!ok) model_fail(c, false, "must be a string (under 64 KiB, no NUL), got %s", model_show(s, got, sizeof got));
+    else if (!(m->comment = strdup(json_string_value(s)))) ok = model_fail(c, false, "out of host memory");
+    model_pop(c);
+    return ok;
+}
+
+static bool parse_document(model_ctx *c, json_t *root, clg_model *m)
+{
+    char got[64];
+    if (!json_is_object(root))
+        return model_fail(c, false, "a model file is one JSON object, got %s", model_show(root, got, sizeof got));
+    return model_check_keys(c, root, "comment, input, classes, layers, loss, optimizer, train, data") &&
+           model_require(c, root, "input", "the sample shape, as [1, 28, 28]") &&
+           model_require(c, root, "layers", "an array of layers") && parse_comment(c, root, m) &&
+           parse_input(c, root, m) && parse_layers(c, root, m) && check_outputs(c, m) &&
+           parse_classes(c, root, m) && model_parse_sections(c, root, m);
+}
+
+clg_status clg_model_parse(const char *text, size_t len, const char *file, clg_model **out, char *err,
+                           size_t errlen)
+{
+    if (err && errlen) err[0] = '\0';
+    if (!out) return CLG_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!text) return CLG_ERR_INVALID_ARGUMENT;
+    model_ctx c = {file ? file : "(model)", text, len, err, errlen, {0}};
+    json_error_t je;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        if (err && errlen) snprintf(err, errlen, "%s:%d:%d: %s", c.file, je.line, je.column, je.text);
+        return CLG_ERR_FORMAT;
+    }
+    clg_model *m = calloc(1, sizeof *m);
+    bool ok = m != NULL;
+    if (m) model_defaults(m);
+    ok = ok && parse_document(&c, root, m);
+    json_decref(root);
+    if (!ok) {
+        if (!m && err && errlen) snprintf(err, errlen, "%s: out of host memory", c.file);
+        clg_model_free(m);
+        return m ? CLG_ERR_FORMAT : CLG_ERR_OUT_OF_MEMORY;
+    }
+    model_sync_floats(m);
+    *out = m;
+    return CLG_OK;
+}
+
+clg_status clg_model_read(const char *path, clg_model **out, char *err, size_t errlen)
+{
+    if (out) *out = NULL;
+    if (!path || !out) return CLG_ERR_INVALID_ARGUMENT;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        if (err && errlen) snprintf(err, errlen, "%s: cannot open the model file", path);
+        return CLG_ERR_IO;
+    }
+    enum { CAP = 1 << 20 };
+    char *buf = malloc(CAP + 1);
+    size_t n = buf ? fread(buf, 1, CAP + 1, f) : 0;
+    const char *bad = !buf ? "out of host memory" : ferror(f) ? "read error"
+                    : n > CAP ? "larger than 1 MiB: not a model file" : NULL;
+    fclose(f);
+    if (bad) {
+        if (err && errlen) snprintf(err, errlen, "%s: %s", path, bad);
+        clg_status st = buf ? CLG_ERR_IO : CLG_ERR_OUT_OF_MEMORY;
+        free(buf);
+        return st;
+    }
+    clg_status st = clg_model_parse(buf, n, path, out, err, errlen);
+    free(buf);
+    return st;
+}
+
+void clg_model_free(clg_model *m)
+{
+    if (!m) return;
+    for (int i = 0; i < m->nclasses; i++) free(m->classes[i]);
+    free(m->classes);
+    free(m->layers);
+    free(m->comment);
+    free(m);
+}
