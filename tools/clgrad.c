@@ -12,6 +12,11 @@ static const struct command {
 } commands[] = {
     {"devices", cmd_devices, "list OpenCL devices and mark the default"},
     {"selftest", cmd_selftest, "run a kernel on a device and check the result"},
+    {"train", cmd_train, "train a model file (examples/models/*.json) and save checkpoints"},
+    {"eval", cmd_eval, "loss, accuracy and confusion matrix of a checkpoint on a test set"},
+    {"predict", cmd_predict, "run a checkpoint on inputs from an .npy or IDX file"},
+    {"info", cmd_info, "the layers, settings and training state in a checkpoint"},
+    {"plot", cmd_plot, "draw a metrics file's loss and accuracy curves as a PNG"},
 };
 
 static void usage(FILE *out)

@@ -5,5 +5,10 @@
 
 int cmd_devices(int argc, char **argv);
 int cmd_selftest(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 
 #endif

@@ -1,0 +1,105 @@
+/* cli_common.c: errors, numbers and devices for the clgrad subcommands. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+int cli_fail(const char *cmd, const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "clgrad %s: ", cmd);
+    for (const char *p = msg; *p; p++) {   /* one line: a script reads the first */
+        if (*p == '\n') {
+            if (p[1]) fputs("; ", stderr);
+        } else if ((unsigned char)*p >= 0x20 || *p == '\t') {
+            fputc(*p, stderr);
+        }
+    }
+    fputc('\n', stderr);
+    return 1;
+}
+
+int cli_usage_error(const char *cmd, const char *what)
+{
+    cli_fail(cmd, "%s (try clgrad %s --help)", what, cmd);
+    return 2;
+}
+
+int cli_bad_option(const char *cmd, int c, char **argv)
+{
+    char what[300];
+    const char *arg = optind > 0 ? argv[optind - 1] : "?";
+    if (c == ':') snprintf(what, sizeof what, "option %.200s needs a value", arg);
+    else if (optopt) snprintf(what, sizeof what, "unknown option -%c", optopt);
+    else snprintf(what, sizeof what, "unknown option %.200s", arg);
+    return cli_usage_error(cmd, what);
+}
+
+bool cli_plot_path_ok(const char *path)
+{
+    return *path && !strpbrk(path, "'\n\r");
+}
+
+bool cli_int(const char *s, long long lo, long long hi, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = s ? strtoll(s, &end, 10) : 0;
+    if (!s || !*s || *end || errno || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+bool cli_real(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = s ? strtod(s, &end) : 0;
+    if (!s || !*s || *end || errno || !(v >= lo && v <= hi)) return false;
+    *out = v;
+    return true;
+}
+
+clg_device *cli_open_device(const char *cmd, const char *spec, bool announce)
+{
+    clg_device *dev;
+    if (clg_device_open(spec, &dev) != CLG_OK) {
+        cli_fail(cmd, "%s", dev ? clg_device_error(dev) : "out of host memory");
+        clg_device_close(dev);
+        return NULL;
+    }
+    const clg_device_info *in = clg_device_get_info(dev);
+    if (announce) printf("device: %s (%s, driver %s)\n", in->name, in->platform, in->driver);
+    return dev;
+}
+
+int cli_checkpoint_model(const char *cmd, const char *path, clg_model **desc, clg_train_state *ts)
+{
+    char err[1024], name[1100];
+    char *json = NULL;
+    *desc = NULL;
+    if (clg_checkpoint_info(path, ts, &json, err, sizeof err) != CLG_OK) return cli_fail(cmd, "%s", err);
+    if (!json) return cli_fail(cmd, "%s: no model description inside (not a checkpoint of clgrad train)", path);
+    snprintf(name, sizeof name, "%s (its model description)", path);
+    clg_status st = clg_model_parse(json, strlen(json), name, desc, err, sizeof err);
+    free(json);
+    return st == CLG_OK ? 0 : cli_fail(cmd, "%s", err);
+}
+
+int cli_load_checkpoint(const char *cmd, const char *path, clg_device *dev, clg_model **desc, clg_module **net)
+{
+    *net = NULL;
+    int rc = cli_checkpoint_model(cmd, path, desc, NULL);
+    if (rc) return rc;
+    *net = clg_model_build(*desc, dev);
+    if (!*net || clg_checkpoint_load(*net, NULL, path, NULL, NULL) != CLG_OK) return cli_fail(cmd, "%s", clg_device_error(dev));
+    return 0;
+}

@@ -1,0 +1,97 @@
+/* clgrad train: train a model file. Evaluates on the test split every epoch, saves a
+ * training checkpoint (with the model's canonical JSON inside) after every epoch,
+ * resumes exactly from one, or starts from pretrained weights with layers frozen. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "train_run.h"
+
+static void usage(void)
+{
+    printf("usage: clgrad train MODEL.json [--data fashion-mnist|DIR|FILE.csv] [--test-data DIR|FILE.csv]\n"
+           "         [--epochs N] [--batch N] [--lr X] [--seed N] [--workers N] [--steps N] [--device SPEC]\n"
+           "         [--out CKPT] [--resume CKPT] [--init CKPT] [--freeze LAYERS] [--metrics FILE.csv]\n"
+           "Trains the network a model file describes (see include/clgrad/model.h, examples/models/),\n"
+           "evaluating on the test split after every epoch. Options override the file's settings.\n"
+           "  --data       fashion-mnist, a directory of IDX files (train-*/t10k-*), or a CSV file\n"
+           "  --test-data  the evaluation data (default: the t10k files; none for a CSV)\n"
+           "  --steps N    at most N batches per epoch (short runs)\n"
+           "  --out CKPT   save a training checkpoint there after every epoch\n"
+           "  --resume CKPT  continue exactly where CKPT stopped (same model and options)\n"
+           "  --init CKPT  start from the weights of CKPT whose names and shapes match\n"
+           "  --freeze L   layers (names or indices, comma-separated) whose parameters stay fixed\n"
+           "  --metrics F  append a row per epoch to the CSV file F (clgrad plot F --out F.png)\n");
+}
+
+static int parse(int argc, char **argv, train_opts *o)
+{
+    static const struct option longs[] = {
+        {"data", 1, 0, 'D'}, {"test-data", 1, 0, 'T'}, {"device", 1, 0, 'd'}, {"out", 1, 0, 'o'},
+        {"resume", 1, 0, 'r'}, {"init", 1, 0, 'i'}, {"freeze", 1, 0, 'f'}, {"metrics", 1, 0, 'm'},
+        {"epochs", 1, 0, 'e'}, {"batch", 1, 0, 'b'}, {"lr", 1, 0, 'l'}, {"seed", 1, 0, 's'},
+        {"workers", 1, 0, 'w'}, {"steps", 1, 0, 'n'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    const char **slot[128] = {['D'] = &o->data, ['T'] = &o->test, ['d'] = &o->device, ['o'] = &o->out,
+                              ['r'] = &o->resume, ['i'] = &o->init, ['f'] = &o->freeze, ['m'] = &o->metrics,
+                              ['e'] = &o->epochs, ['b'] = &o->batch, ['l'] = &o->lr, ['s'] = &o->seed,
+                              ['w'] = &o->workers, ['n'] = &o->steps};
+    opterr = 0;
+    for (int c; (c = getopt_long(argc, argv, ":h", longs, NULL)) != -1;) {
+        if (c == 'h') return usage(), 0;
+        if (c <= 0 || c >= 128 || !slot[c]) return cli_bad_option("train", c, argv);
+        *slot[c] = optarg;
+    }
+    if (optind != argc - 1) return cli_usage_error("train", optind >= argc ? "give a MODEL file" : "one MODEL file only");
+    o->model = argv[optind];
+    if (o->init && o->resume) return cli_usage_error("train", "--init and --resume do not go together");
+    return -1;
+}
+
+/* The file's training settings with the command line's on top. */
+static int overrides(const train_opts *o, clg_model *m)
+{
+    clg_model_train t = *clg_model_get_train(m);
+    long long v;
+    double lr;
+    char err[512];
+#define INT_OPT(s, field, lo, hi, name)                                                                    \
+    if (s) {                                                                                               \
+        if (!cli_int(s, lo, hi, &v)) return cli_usage_error("train", name " must be an integer in [" #lo ", " #hi "]"); \
+        t.field = v;                                                                                       \
+    }
+    INT_OPT(o->epochs, epochs, 1, 1000000, "--epochs")
+    INT_OPT(o->batch, batch, 1, 1048576, "--batch")
+    INT_OPT(o->seed, seed, 0, 9223372036854775807, "--seed")
+    INT_OPT(o->workers, workers, 1, 64, "--workers")
+#undef INT_OPT
+    if (o->lr && !cli_real(o->lr, 1e-12, 100, &lr)) return cli_usage_error("train", "--lr must be a number in (0, 100]");
+    if (clg_model_set_train(m, &t, err, sizeof err) || (o->lr && clg_model_set_lr(m, lr, err, sizeof err)) ||
+        clg_model_set_data(m, o->data, o->test, err, sizeof err))
+        return cli_usage_error("train", err);
+    if (!clg_model_get_data(m)->dataset[0])
+        return cli_usage_error("train", "no data: give --data fashion-mnist|DIR|FILE.csv (or data.dataset in the file)");
+    return 0;
+}
+
+int cmd_train(int argc, char **argv)
+{
+    train_opts o = {0};
+    int rc = parse(argc, argv, &o);
+    if (rc >= 0) return rc;
+    long long steps = 0;
+    if (o.steps && !cli_int(o.steps, 1, 1LL << 40, &steps)) return cli_usage_error("train", "--steps must be a positive integer");
+    char err[1024];
+    clg_model *m;
+    if (clg_model_read(o.model, &m, err, sizeof err) != CLG_OK) return cli_fail("train", "%s", err);
+    if ((rc = overrides(&o, m))) {
+        clg_model_free(m);
+        return rc;
+    }
+    train_run r = {.m = m, .max_steps = steps, .out = o.out, .metrics = o.metrics};
+    rc = train_setup(&o, &r, m);
+    if (!rc) rc = train_epochs(&r);
+    train_teardown(&r);
+    return rc;
+}

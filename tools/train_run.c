@@ -1,0 +1,112 @@
+/* train_run.c: the epochs of `clgrad train`, as the example trainers run them: a
+ * progress bar per epoch, then the test set, one summary line, a metrics row and a
+ * training checkpoint that resumes exactly. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "train_run.h"
+
+/* The rest of the epoch is skipped (--steps): the next batch is the next epoch's first. */
+static clg_status skip_rest(clg_loader *l)
+{
+    clg_loader_position pos = clg_loader_get_position(l);
+    return clg_loader_set_position(l, (clg_loader_position){pos.epoch + 1, 0, pos.seed});
+}
+
+static clg_status train_step(train_run *r, clg_tensor *x, clg_tensor *y)
+{
+    clg_optimizer_zero_grad(r->opt);
+    clg_tensor *out = clg_module_forward(r->net, cli_as_input(r->m, x));
+    clg_tensor *loss = clg_model_loss(r->m, out, y);
+    if (!loss || clg_backward(loss, NULL) || clg_optimizer_step(r->opt) || clg_meter_add(r->meter, loss, out, y))
+        return clg_device_last_status(r->dev);
+    r->step++;
+    return CLG_OK;
+}
+
+/* Batches from the loader's position to the epoch's end (or max_steps of it). */
+static clg_status train_epoch(train_run *r, clg_progress *bar)
+{
+    clg_module_train(r->net, true);
+    for (int64_t b = clg_loader_get_position(r->train).batch; !r->max_steps || b < r->max_steps; b++) {
+        clg_scope_begin(r->dev);
+        clg_tensor *x, *y;
+        clg_status st = clg_loader_next(r->train, &x, &y);
+        if (st == CLG_OK && !x) {
+            clg_scope_end(r->dev);
+            return CLG_OK;
+        }
+        if (st == CLG_OK) st = train_step(r, x, y);
+        if (st == CLG_OK) clg_progress_step(bar, r->meter, clg_tensor_dim(x, 0));
+        clg_scope_end(r->dev);
+        if (st != CLG_OK) return st;
+    }
+    return skip_rest(r->train);
+}
+
+static int save(train_run *r)
+{
+    clg_loader_position pos = clg_loader_get_position(r->train);
+    clg_train_state ts = {.step = r->step, .epoch = (int64_t)pos.epoch, .batch = pos.batch,
+                          .loader_seed = pos.seed, .base_lr = clg_model_get_optim(r->m)->lr};
+    snprintf(ts.lr_schedule, sizeof ts.lr_schedule, "%s", clg_model_get_optim(r->m)->schedule);
+    char *json = clg_model_json(r->m);
+    clg_status st = json ? clg_checkpoint_save(r->net, r->opt, &ts, json, r->out) : CLG_ERR_OUT_OF_MEMORY;
+    free(json);
+    if (st != CLG_OK) return cli_fail("train", "%s", json ? clg_device_error(r->dev) : "out of host memory");
+    return 0;
+}
+
+static int report(train_run *r, int epoch, double rate, double lr, double *test_acc)
+{
+    double loss = NAN, acc = NAN, tloss = NAN;
+    *test_acc = NAN;
+    if (clg_meter_read(r->meter, &loss, &acc) != CLG_OK ||
+        (r->test && cli_evaluate(r->net, r->m, r->test, &tloss, test_acc, NULL) != CLG_OK))
+        return cli_fail("train", "%s", clg_device_error(r->dev));
+    int epochs = clg_model_get_train(r->m)->epochs;
+    printf("epoch %d/%d: train loss %.4f acc %.2f%%", epoch, epochs, loss, 100 * acc);
+    if (r->test) printf(" | test loss %.4f acc %.2f%%", tloss, 100 * *test_acc);
+    printf(" | %.0f img/s | lr %.4g\n", rate, lr);
+    clg_metrics_row row = {epoch, r->step, loss, acc, tloss, *test_acc, rate, lr};
+    char err[512];
+    if (r->metrics && clg_metrics_append(r->metrics, &row, err, sizeof err) != CLG_OK) return cli_fail("train", "%s", err);
+    return 0;
+}
+
+static int one_epoch(train_run *r, int epoch, double *test_acc)
+{
+    int epochs = clg_model_get_train(r->m)->epochs;
+    double lr = clg_model_lr_at(r->m, epoch);
+    clg_optimizer_set_lr(r->opt, lr);
+    int64_t nb = clg_loader_num_batches(r->train), start = clg_loader_get_position(r->train).batch;
+    int64_t total = (r->max_steps && r->max_steps < nb ? r->max_steps : nb) - start;
+    char title[48];
+    snprintf(title, sizeof title, "epoch %d/%d", epoch + 1, epochs);
+    clg_progress *bar = clg_progress_new(stdout, total > 0 ? total : 1, title, 0);
+    clg_meter_reset(r->meter);
+    clg_status st = train_epoch(r, bar);
+    clg_progress_end(bar, r->meter);
+    double rate = clg_progress_rate(bar);
+    clg_progress_free(bar);
+    if (st != CLG_OK) return cli_fail("train", "%s", clg_device_error(r->dev));
+    int rc = report(r, epoch + 1, rate, lr, test_acc);
+    return rc ? rc : r->out ? save(r) : 0;
+}
+
+int train_epochs(train_run *r)
+{
+    int epochs = clg_model_get_train(r->m)->epochs;
+    int first = (int)clg_loader_get_position(r->train).epoch;
+    double test_acc = NAN;
+    if (first >= epochs) printf("the checkpoint is at epoch %d of %d: nothing to train\n", first, epochs);
+    for (int e = first; e < epochs; e++) {
+        int rc = one_epoch(r, e, &test_acc);
+        if (rc) return rc;
+    }
+    if (!isnan(test_acc)) printf("test accuracy: %.2f%% after %d epochs\n", 100 * test_acc, epochs);
+    if (r->out) printf("checkpoint: %s\n", r->out);
+    return 0;
+}

@@ -1,0 +1,108 @@
+/* train_setup.c: everything `clgrad train` needs before its first step, in the order
+ * that makes runs reproducible: seed, build (initial weights from the seeded
+ * generator), pretrained weights, freezing, the optimizer over what stays trainable,
+ * then the checkpoint to resume (which restores the generator and optimizer). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "train_run.h"
+
+static int init_from(train_run *r, const char *path)
+{
+    clg_load_report rep;
+    if (clg_module_load(r->net, path, false, &rep) != CLG_OK) {
+        clg_load_report_free(&rep);
+        return cli_fail("train", "%s", clg_device_error(r->dev));
+    }
+    char text[4096];
+    printf("init: %d tensors loaded from %s\n", rep.loaded, path);
+    if (rep.nmissing + rep.nunexpected + rep.nmismatched) printf("%s", clg_load_report_text(&rep, text, sizeof text));
+    int loaded = rep.loaded;
+    clg_load_report_free(&rep);
+    return loaded ? 0 : cli_fail("train", "%s: no tensor matches the model (nothing to start from)", path);
+}
+
+/* "0,conv1": layer names (indices for unnamed layers). */
+static int freeze(train_run *r, const char *list)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        clg_module *layer = clg_module_child(r->net, tok);
+        if (!layer) {
+            char names[512] = "";
+            for (int i = 0; i < clg_module_child_count(r->net) && strlen(names) < 400; i++)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+                         clg_module_name(clg_module_child_at(r->net, i)));
+            return cli_fail("train", "--freeze: no layer \"%s\" (layers: %s)", tok, names);
+        }
+        clg_module_set_trainable(layer, false);
+    }
+    printf("frozen: %s (%lld of %lld parameters train)\n", list, (long long)clg_module_numel(r->net, true),
+           (long long)clg_module_numel(r->net, false));
+    return 0;
+}
+
+static int resume(train_run *r, const char *path)
+{
+    clg_train_state ts;
+    if (clg_checkpoint_load(r->net, r->opt, path, &ts, NULL) != CLG_OK)
+        return cli_fail("train", "%s", clg_device_error(r->dev));
+    r->step = ts.step;
+    if (clg_loader_set_position(r->train, (clg_loader_position){(uint64_t)ts.epoch, ts.batch, ts.loader_seed}))
+        return cli_fail("train", "%s", clg_device_error(r->dev));
+    printf("resumed from %s: epoch %lld, batch %lld, step %lld\n", path, (long long)ts.epoch + 1,
+           (long long)ts.batch, (long long)ts.step);
+    return 0;
+}
+
+static int data(train_run *r)
+{
+    char err[1024];
+    const clg_model_data *d = clg_model_get_data(r->m);
+    if (cli_dataset(d->dataset, true, r->m, &r->train_set, err, sizeof err) ||
+        cli_test_dataset(r->m, false, &r->test_set, err, sizeof err))
+        return cli_fail("train", "%s", err);
+    clg_loader_config tc = clg_model_loader_config(r->m, true), ec = clg_model_loader_config(r->m, false);
+    if (clg_loader_new(r->dev, r->train_set, &tc, &r->train) ||
+        (r->test_set && clg_loader_new(r->dev, r->test_set, &ec, &r->test)))
+        return cli_fail("train", "%s", clg_device_error(r->dev));
+    if (r->test_set) printf("data: %lld training samples, %lld test samples\n",
+                            (long long)clg_dataset_length(r->train_set), (long long)clg_dataset_length(r->test_set));
+    else printf("data: %lld training samples, no test set (give --test-data)\n",
+                (long long)clg_dataset_length(r->train_set));
+    return 0;
+}
+
+int train_setup(const train_opts *o, train_run *r, clg_model *m)
+{
+    r->m = m;
+    if (!(r->dev = cli_open_device("train", o->device, true))) return 1;
+    clg_manual_seed(r->dev, clg_model_get_train(m)->seed);
+    if (!(r->net = clg_model_build(m, r->dev))) return cli_fail("train", "%s", clg_device_error(r->dev));
+    int rc = o->init ? init_from(r, o->init) : 0;
+    if (!rc && o->freeze) rc = freeze(r, o->freeze);
+    if (rc) return rc;
+    if (!(r->opt = clg_model_build_optimizer(m, r->net)) || !(r->meter = clg_meter_new(r->dev)))
+        return cli_fail("train", "%s", clg_device_error(r->dev));
+    if ((rc = data(r)) || (o->resume && (rc = resume(r, o->resume)))) return rc;
+    int64_t shape[CLG_MAX_DIMS + 1] = {1};
+    int n = clg_model_input(m, shape + 1);
+    if (clg_module_summary(r->net, n + 1, shape, stdout) != CLG_OK) return cli_fail("train", "%s", clg_device_error(r->dev));
+    return 0;
+}
+
+void train_teardown(train_run *r)
+{
+    if (r->dev && clg_device_profiling(r->dev)) clg_device_profile_print(r->dev, stdout);
+    clg_loader_free(r->train);
+    clg_loader_free(r->test);
+    clg_dataset_free(r->train_set);
+    clg_dataset_free(r->test_set);
+    clg_meter_free(r->meter);
+    clg_optimizer_free(r->opt);
+    clg_module_free(r->net);
+    clg_model_free(r->m);
+    clg_device_close(r->dev);
+}
