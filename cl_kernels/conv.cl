@@ -27,34 +27,36 @@
 // Columns for the whole batch: col[n][(c*KH + ki)*KW + kj][oh*OW + ow] is the input
 // pixel that kernel tap (ki, kj) of channel c meets at output (oh, ow), 0 in the padding.
 // The channel-major row order makes group g's rows one contiguous block (rows
-// g*C/G*KH*KW ...), so each group's GEMM reads its block in place. One work-item fills
-// one output row (OW values, written contiguously): on CPUs the per-item loop keeps the
-// division-heavy index work out of the inner loop.
-__kernel void im2col(int rows, __global const T *x, int xo, int8 xs, int8 geo, int8 win, __global T *col, int co)
-{
-    int i = get_global_id(0);
-    if (i >= rows) return;
-    int oh = i % GOH, r = i / GOH;               // r = n * C*KH*KW + row
-    int ckk = GC * GKH * GKW, n = r / ckk, row = r - n * ckk;
-    int kj = row % GKW, ki = (row / GKW) % GKH, c = row / (GKW * GKH);
-    __global T *dst = col + co + (long)r * GOH * GOW + oh * GOW;
-    int ih = oh * WSH - WPH + ki * WDH;
-    if (ih < 0 || ih >= GH) {
-        for (int ow = 0; ow < GOW; ow++) dst[ow] = (T)0;
-        return;
-    }
-    __global const T *src = x + xo + n * xs.s0 + c * xs.s1 + ih * xs.s2;
-    int iw = kj * WDW - WPW;
-    for (int ow = 0; ow < GOW; ow++, iw += WSW) dst[ow] = (iw >= 0 && iw < GW) ? src[iw * xs.s3] : (T)0;
+// g*C/G*KH*KW ...), so each group's GEMM reads its block in place.
+// One work-item per column entry on a 3-D range (ow, oh, r = n * C*KH*KW + row) with
+// no loop and no bounds check (the host launches the exact range): the divisions that
+// split r depend on the third index alone, so POCL computes them outside its loop over
+// ow, which it vectorizes (masked loads at the padding). The column index is an int (the
+// host checks the size) and, in im2col_w1, the input is read at unit stride along ow
+// (stride 1, x contiguous along w): a 64-bit index or a runtime stride there turns the
+// loads into gathers, 2-4x slower. The former kernel (one item per output row, a loop
+// of runtime length) ran ~10x below memory speed.
+#define IM2COL(NAME, IW_STEP, X_STEP)                                                              \
+__kernel void NAME(int rows, __global const T *x, int xo, int8 xs, int8 geo, int8 win, __global T *col) \
+{                                                                                                  \
+    int ow = get_global_id(0), oh = get_global_id(1), r = get_global_id(2);                        \
+    int ckk = GC * GKH * GKW, n = r / ckk, row = r - n * ckk;                                      \
+    int kj = row % GKW, ki = (row / GKW) % GKH, c = row / (GKW * GKH);                             \
+    int ih = oh * WSH - WPH + ki * WDH, iw = ow * (IW_STEP) - WPW + kj * WDW;                      \
+    T v = (T)0;                                                                                    \
+    if (ih >= 0 && ih < GH && iw >= 0 && iw < GW) v = x[xo + n * xs.s0 + c * xs.s1 + ih * xs.s2 + iw * (X_STEP)]; \
+    col[(r * GOH + oh) * GOW + ow] = v;                                                            \
 }
+IM2COL(im2col, WSW, xs.s3)
+IM2COL(im2col_w1, 1, 1)
 
-// y[n][o][p] = b[o]: the bias that the forward GEMM then adds to (beta = 1). P pixels
-// per plane, O channels.
-__kernel void fill_bias(int total, __global T *y, __global const T *b, int bo, int bs, int P, int O)
+// y[n][o][p] = b[o]: the bias that the forward GEMM then adds to (beta = 1). A 2-D
+// range (p, n * O + o): the bias index is uniform along the vectorized dimension (a
+// 1-D range with (i / P) % O per element ran ~10x below memory speed on POCL).
+__kernel void fill_bias(int P, int NO, __global T *y, __global const T *b, int bo, int bs, int O)
 {
-    int i = get_global_id(0);
-    if (i >= total) return;
-    y[i] = b[bo + (i / P) % O * bs];
+    int p = get_global_id(0), r = get_global_id(1);
+    y[r * P + p] = b[bo + r % O * bs];   // int index (the host checks y's size)
 }
 
 // The adjoint of im2col: dx[n][c][ih][iw] is the sum of the column entries that copied
@@ -93,14 +95,45 @@ inline T col2im_unit(__global const T *col, int nc, int ih, int iw, int8 geo, in
     return s;
 }
 
-__kernel void col2im(int total, __global const T *col, __global T *dx, int8 geo, int8 win)
+__kernel void col2im(int total, int co, __global const T *col, __global T *dx, int8 geo, int8 win)
 {
     int i = get_global_id(0);
     if (i >= total) return;
+    col += co;
     int iw = i % GW, ih = (i / GW) % GH, nc = i / (GW * GH);   // nc = n * C + c
     bool unit = WSH == 1 && WSW == 1 && WDH == 1 && WDW == 1;
     dx[i] = unit ? col2im_unit(col, nc, ih, iw, geo, win) : col2im_general(col, nc, ih, iw, geo, win);
 }
+
+// Stride 1 and dilation 1 on a 3-D range (iw, ih, nc), for a K x K window known at
+// compile time (col2im_s1_3, _5): tap (ki, kj) reads col at output (ih + PH - ki,
+// iw + PW - kj), contiguous along iw. Every load is unconditional and the taps that miss
+// the output are dropped by a select, so the unrolled body is straight-line code that
+// POCL vectorizes over iw with plain vector loads; the output row is clamped, so a load
+// strays at most K - 1 elements before or after the plane, and the host leaves that
+// much slack around the columns (col starts at co). Clipped tap ranges (col2im_unit) or
+// masked loads ran 2.5-5x slower.
+#define COL2IM_FIXED(K)                                                                            \
+__kernel void col2im_s1_##K(int co, __global const T *col, __global T *dx, int8 geo, int8 win)     \
+{                                                                                                  \
+    int iw = get_global_id(0), ih = get_global_id(1), nc = get_global_id(2);                       \
+    int P = GOH * GOW;                                                                             \
+    __global const T *cp = col + co + nc * (K * K) * P;                                            \
+    T s = 0;                                                                                       \
+    for (int ki = 0; ki < K; ki++) {                                                               \
+        int oh = ih + WPH - ki;                                                                    \
+        bool hin = oh >= 0 && oh < GOH;                                                            \
+        __global const T *rp = cp + ki * K * P + clamp(oh, 0, GOH - 1) * GOW + iw + WPW;           \
+        for (int kj = 0; kj < K; kj++) {                                                           \
+            int ow = iw + WPW - kj;                                                                \
+            T v = rp[kj * P - kj];                                                                 \
+            s += (hin && ow >= 0 && ow < GOW) ? v : (T)0;                                          \
+        }                                                                                          \
+    }                                                                                              \
+    dx[(nc * GH + ih) * GW + iw] = s;                                                              \
+}
+COL2IM_FIXED(3)
+COL2IM_FIXED(5)
 
 // The direct alternative to im2col + GEMM (measured in bench/bench_conv.c): one
 // work-item per output pixel and output channel, y = b + sum over its group's channels
@@ -157,6 +190,27 @@ __kernel void max_pool(int total, __global const T *x, int xo, int8 xs, int8 geo
         }
     y[i] = m;
     idx[i] = at;
+}
+
+// The common 2x2 / stride 2 / no padding window over a contiguous x, on a 2-D range
+// (ow, r = nc * OH + oh): the same results as max_pool (first max on ties, NaN wins)
+// as four selects with no loops, the row split uniform along the vectorized ow. The
+// general kernel's per-item divisions and clipped window loops ran ~10x below memory
+// speed on POCL.
+__kernel void max_pool_2x2(int R, __global const T *x, int xo, int8 geo, __global T *y, __global int *idx)
+{
+    int ow = get_global_id(0), r = get_global_id(1);
+    int nc = r / GOH, oh = r - nc * GOH;
+    int at = 2 * oh * GW + 2 * ow;
+    __global const T *xp = x + xo + nc * GH * GW + at;   // int indices: pool_check bounds the sizes
+    T a = xp[0], b = xp[1], c = xp[GW], d = xp[GW + 1];
+    T m = a;
+    int k = 0;
+    if (b > m || (b != b && m == m)) { m = b; k = 1; }
+    if (c > m || (c != c && m == m)) { m = c; k = GW; }
+    if (d > m || (d != d && m == m)) { m = d; k = GW + 1; }
+    y[r * GOW + ow] = m;
+    idx[r * GOW + ow] = at + k;
 }
 
 // Output windows that cover input row (or column) p: [*lo, *hi).

@@ -61,6 +61,35 @@ static clg_status launch(clg_device *dev, clg_dtype dtype, const char *kernel, c
     return k ? clg__launch_1d(dev, k, args, nargs, (size_t)n) : dev->status;
 }
 
+/* The largest divisor of n that is at most cap (1 when n is prime and over cap). */
+static size_t divisor_at_most(size_t n, size_t cap)
+{
+    if (n <= cap) return n ? n : 1;
+    for (size_t d = cap; d > 1; d--)
+        if (n % d == 0) return d;
+    return 1;
+}
+
+clg_status clg__conv_launch_grid(clg_device *dev, clg_dtype dtype, const char *kernel, const clg_arg *args,
+                                 int nargs, const int64_t n[3])
+{
+    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options(dtype), kernel);
+    if (!k) return dev->status;
+    size_t cap = 1024, global[3], local[3], dim_max[3] = {1, 1, 1};
+    if (cap > k->wg_max) cap = k->wg_max;
+    if (cap > dev->info.max_work_group) cap = dev->info.max_work_group;
+    /* Each dimension has its own limit too (64 along the third on some GPUs). */
+    if (clGetDeviceInfo(dev->id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof dim_max, dim_max, NULL) != CL_SUCCESS)
+        dim_max[0] = dim_max[1] = dim_max[2] = 1;
+    for (int d = 0; d < 3; d++) {
+        global[d] = (size_t)n[d];
+        size_t c = cap < dim_max[d] ? cap : dim_max[d];
+        local[d] = divisor_at_most(global[d], c ? c : 1);
+        cap /= local[d];
+    }
+    return clg__launch(dev, k, args, nargs, 3, global, local);
+}
+
 /* ---- checks ------------------------------------------------------------------------------- */
 
 static int or_one(int v) { return v == 0 ? 1 : v; }
@@ -136,9 +165,13 @@ static bool im2col(clg_tensor *x, const conv_geo *g, cols *c)
     c->t = clg__tensor_new(x->dev, x->dtype, 3, (const int64_t[]){g->N, rows / (g->N ? g->N : 1), pixels(g)});
     if (!c->t) return false;
     c->buf = c->t->buf;
-    clg_arg a[] = {CLG_ARG_I(rows * g->OH), CLG_ARG_M(x->buf->mem), CLG_ARG_I(x->offset), strides_arg(x),
-                   geo_arg(g), win_arg(g, 0, 0), CLG_ARG_M(c->t->buf->mem), CLG_ARG_I(0)};
-    if (launch(x->dev, x->dtype, "im2col", a, 8, rows * g->OH) == CLG_OK) return true;
+    /* check_geometry bounds the column count by INT32_MAX: the kernel indexes with int. */
+    bool w1 = g->sw == 1 && x->strides[3] == 1;
+    clg_arg a[] = {CLG_ARG_I(rows), CLG_ARG_M(x->buf->mem), CLG_ARG_I(x->offset), strides_arg(x),
+                   geo_arg(g), win_arg(g, 0, 0), CLG_ARG_M(c->t->buf->mem)};
+    if (clg__conv_launch_grid(x->dev, x->dtype, w1 ? "im2col_w1" : "im2col", a, 7,
+                              (const int64_t[]){g->OW, g->OH, rows}) == CLG_OK)
+        return true;
     clg_tensor_free(c->t);
     c->t = NULL;
     return false;
@@ -181,10 +214,10 @@ static clg_tensor *weight_matrix(clg_tensor *w)
  * with a kernel of its own: the general strided copy costs ten times as much here. */
 static clg_status fill_bias(clg_tensor *y, clg_tensor *b)
 {
-    int64_t P = y->shape[2] * y->shape[3];
-    clg_arg a[] = {CLG_ARG_I(y->numel), CLG_ARG_M(y->buf->mem), CLG_ARG_M(b->buf->mem), CLG_ARG_I(b->offset),
-                   CLG_ARG_I(b->strides[0]), CLG_ARG_I(P), CLG_ARG_I(y->shape[1])};
-    return launch(y->dev, y->dtype, "fill_bias", a, 7, y->numel);
+    int64_t P = y->shape[2] * y->shape[3], NO = y->shape[0] * y->shape[1];
+    clg_arg a[] = {CLG_ARG_I(P), CLG_ARG_I(NO), CLG_ARG_M(y->buf->mem), CLG_ARG_M(b->buf->mem),
+                   CLG_ARG_I(b->offset), CLG_ARG_I(b->strides[0]), CLG_ARG_I(y->shape[1])};
+    return clg__conv_launch_grid(y->dev, y->dtype, "fill_bias", a, 7, (const int64_t[]){P, NO, 1});
 }
 
 static clg_status forward_gemm(clg_tensor *x, clg_tensor *w, clg_tensor *b, const conv_geo *g, clg_tensor *y)
@@ -269,6 +302,18 @@ static clg_tensor *grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, con
     return r;
 }
 
+/* col2im_s1_<K> (conv.cl) reads up to K - 1 elements past either end of the columns
+ * (and drops them): the column buffer keeps this much slack on each side. */
+static int64_t col_slack(const conv_geo *g) { return g->KW; }
+
+/* The fixed-window col2im for stride and dilation 1 with a square 3x3 or 5x5 window
+ * (conv.cl col2im_s1_3 / _5), else NULL (the general gathering kernel). */
+static const char *col2im_fixed(const conv_geo *g)
+{
+    if (g->sh != 1 || g->sw != 1 || g->dh != 1 || g->dw != 1 || g->KH != g->KW) return NULL;
+    return g->KH == 3 ? "col2im_s1_3" : g->KH == 5 ? "col2im_s1_5" : NULL;
+}
+
 /* dx = col2im(W^T . dy[n]); for a pointwise convolution the columns are dx itself. */
 static clg_tensor *grad_input(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g)
 {
@@ -276,16 +321,21 @@ static clg_tensor *grad_input(clg_tensor *x, clg_tensor *w, clg_tensor *gy, cons
     clg_tensor *dx = clg__tensor_new(x->dev, x->dtype, 4, x->shape);
     clg_tensor *wm = weight_matrix(w);
     bool direct = is_pointwise(g);
-    clg_tensor *dcol = direct ? dx : clg__tensor_new(x->dev, x->dtype, 3, (const int64_t[]){g->N, g->C * g->KH * g->KW, (int64_t)P});
+    int64_t slack = direct ? 0 : col_slack(g), ncol = g->N * g->C * g->KH * g->KW * (int64_t)P;
+    clg_tensor *dcol = direct ? dx : clg__tensor_new(x->dev, x->dtype, 1, (const int64_t[]){ncol + 2 * slack});
     clg_status st = dx && wm && dcol ? CLG_OK : x->dev->status;
+    if (st == CLG_OK && !clg__check_numel("conv2d", x->dev, ncol + 2 * slack)) st = x->dev->status;
     operand A = {wm ? wm->buf : NULL, wm ? (size_t)wm->offset : 0, K, 0, Og * K, true};
     operand B = {gy->buf, (size_t)gy->offset, P, (size_t)g->O * P, Og * P, false};
-    operand C = {dcol ? dcol->buf : NULL, 0, P, (size_t)g->C * g->KH * g->KW * P, K * P, false};
+    operand C = {dcol ? dcol->buf : NULL, (size_t)slack, P, (size_t)g->C * g->KH * g->KW * P, K * P, false};
     if (st == CLG_OK) st = grouped_gemm(x->dev, x->dtype, g, K, P, Og, A, B, 0.0, C);
     if (st == CLG_OK && !direct) {
-        clg_arg a[] = {CLG_ARG_I(x->numel), CLG_ARG_M(dcol->buf->mem), CLG_ARG_M(dx->buf->mem), geo_arg(g),
-                       win_arg(g, 0, 0)};
-        st = launch(x->dev, x->dtype, "col2im", a, 5, x->numel);
+        const char *fixed = col2im_fixed(g);
+        int64_t NC = g->N * g->C;
+        clg_arg a[] = {CLG_ARG_I(x->numel), CLG_ARG_I(slack), CLG_ARG_M(dcol->buf->mem), CLG_ARG_M(dx->buf->mem),
+                       geo_arg(g), win_arg(g, 0, 0)};
+        st = fixed ? clg__conv_launch_grid(x->dev, x->dtype, fixed, a + 1, 5, (const int64_t[]){g->W, g->H, NC})
+                   : launch(x->dev, x->dtype, "col2im", a, 6, x->numel);
     }
     if (!direct) clg_tensor_free(dcol);
     if (wm != w) clg_tensor_free(wm);

@@ -14,4 +14,13 @@ typedef enum clg_conv_algo {
 clg_tensor *clg__conv2d_with(clg_tensor *x, clg_tensor *w, clg_tensor *b, const clg_conv2d_params *p,
                              clg_conv_algo algo);
 
+/* Runs `kernel` of conv.cl on exactly the 3-D range n[0] x n[1] x n[2]: work-group
+ * sizes are divisors of the range, so kernels need no bounds check (on POCL an early
+ * `return` for the items past the end stops the work-group loop from being vectorized:
+ * a plain copy ran 3x slower with one). Groups span dimension 0 whole where they can,
+ * then 1, then 2, up to ~1024 items: POCL vectorizes its loop over dimension 0 and pays
+ * a few microseconds per group. Used by conv.c and pool.c. */
+clg_status clg__conv_launch_grid(clg_device *dev, clg_dtype dtype, const char *kernel, const clg_arg *args,
+                                 int nargs, const int64_t n[3]);
+
 #endif
