@@ -4,7 +4,7 @@
  * CNN (conv 5x5 1->16 pad 2, ReLU, max pool 2, conv 5x5 16->32 pad 2, ReLU, max pool
  * 2, Linear 1568->128, ReLU, Linear 128->10, cross-entropy).
  *
- *   ./build/bench/bench_conv [--repeats N] [--clblast] [--no-torch]
+ *   ./build/bench/bench_conv [--repeats N] [--clblast] [--no-torch] [--cnn-only] [--trace FILE]
  *
  * Times are milliseconds, min / median / max over N repeats after one warm-up, each
  * waited for (clg_device_finish). Forward: y = conv2d(x, w, b). Backward: clg_backward
@@ -13,7 +13,9 @@
  * (CLBlastSconvgemm, forward only, no bias; ~10-20 s to compile on a CPU). PyTorch runs
  * in a subprocess (bench/conv_torch.py) with 2 threads, OMP_WAIT_POLICY=PASSIVE and
  * OPENBLAS_CORETYPE unset; CLG_BENCH_PYTHON names the interpreter. CLG_PROFILE=1 adds
- * the per-kernel device times.
+ * the per-kernel device times. --cnn-only times the training step alone (with
+ * CLG_PROFILE=1: the per-kernel table of the step, for before/after comparisons);
+ * --trace FILE writes every launch's device time (CLG_PROFILE=1) as a Chrome trace.
  */
 #include <clblast_c.h>
 #include <math.h>
@@ -241,12 +243,15 @@ static void row(const char *what, stats s, const stats *t)
 int main(int argc, char **argv)
 {
     int repeats = 10;
-    bool with_clblast = false, with_torch = true;
+    bool with_clblast = false, with_torch = true, cnn_only = false;
+    const char *trace = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--clblast")) with_clblast = true;
         else if (!strcmp(argv[i], "--no-torch")) with_torch = false;
-        else return fprintf(stderr, "usage: %s [--repeats N] [--clblast] [--no-torch]\n", argv[0]), 2;
+        else if (!strcmp(argv[i], "--cnn-only")) cnn_only = true;
+        else if (!strcmp(argv[i], "--trace") && i + 1 < argc) trace = argv[++i];
+        else return fprintf(stderr, "usage: %s [--repeats N] [--clblast] [--no-torch] [--cnn-only] [--trace FILE]\n", argv[0]), 2;
     }
     if (repeats < 1) repeats = 1;
     clg_device *dev;
@@ -265,7 +270,7 @@ int main(int argc, char **argv)
     printf("device: %s | %s | %u compute units\n\n", in->name, in->platform, in->compute_units);
     printf("| %-34s | %-25s | %-25s | ratio |\n| --- | ---: | ---: | ---: |\n", "what", "clgrad", "torch");
     int failed = 0;
-    for (int i = 0; i < NLAYERS; i++) {
+    for (int i = 0; i < NLAYERS && !cnn_only; i++) {
         const layer *l = &layers[i];
         stats s;
         char what[96];
@@ -290,6 +295,7 @@ int main(int argc, char **argv)
     if (time_cnn(dev, repeats, &s)) failed = 1;
     else row("CNN step (fwd + loss + bwd)", s, have_torch ? &th[4] : NULL);
     if (clg_device_profiling(dev)) clg_device_profile_print(dev, stdout); /* CLG_PROFILE=1 */
+    if (trace && clg_device_profile_write_trace(dev, trace) != CLG_OK) failed = 1;
     clg_device_close(dev);
     return failed;
 }
