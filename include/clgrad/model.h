@@ -30,7 +30,8 @@
  *              "normalize": {"mean": [0.286], "std": [0.353]}, "crop_padding": 0, "hflip": false}
  *   }
  *
- * Only "input" and "layers" are required. Input features and channels are never
+ * Only "input" and "layers" are required; "loss" and "optimizer" are a type name or an
+ * object whose "type" defaults to cross_entropy and sgd. Input features and channels are never
  * written: each layer's input shape is the previous layer's output shape (shape
  * inference), so a layer states only what it produces. Settings and defaults:
  *

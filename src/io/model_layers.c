@@ -27,7 +27,7 @@ typedef struct opt_spec {
 
 static const struct layer_type {
     const char *name;
-    opt_spec opts[7];
+    opt_spec opts[8];   /* ended by an entry without a key */
 } types[LK_COUNT] = {
     [LK_LINEAR] = {"linear", {OUT, BIAS}},
     [LK_CONV2D] = {"conv2d", {OUT, {"kernel", OPT_PAIR, F(kernel), NAN, 1, 1024},

@@ -17,7 +17,7 @@ void model_defaults(clg_model *m)
     m->data = (clg_model_data){.scale = 1};
 }
 
-/* A section given as a bare type string ("mse") or an object with "type". */
+/* A section given as a bare type string ("mse") or an object, with "type" or not. */
 static bool section_type(model_ctx *c, json_t *v, const char *allowed, char *type, size_t cap)
 {
     json_t *t = json_is_string(v) ? v : json_object_get(v, "type");
@@ -25,6 +25,7 @@ static bool section_type(model_ctx *c, json_t *v, const char *allowed, char *typ
     if (!json_is_object(v) && !json_is_string(v))
         return model_fail(c, false, "must be a type name or an object with \"type\" (one of: %s), got %s", allowed,
                           model_show(v, got, sizeof got));
+    if (json_is_object(v) && !t) return true;   /* no type: the default one (cross_entropy, sgd) */
     if (json_is_object(v)) model_push_key(c, "type");
     bool ok = json_is_string(t) && json_string_length(t) < cap && strlen(json_string_value(t)) == json_string_length(t);
     const char *s = ok ? json_string_value(t) : "";
@@ -33,7 +34,7 @@ static bool section_type(model_ctx *c, json_t *v, const char *allowed, char *typ
         if (!*p) ok = false;
         else if (strcspn(p, ",") == n && !strncmp(p, s, n)) break;
     }
-    if (!ok) model_fail(c, false, "must be one of: %s; got %s", allowed, t ? model_show(t, got, sizeof got) : "nothing");
+    if (!ok) model_fail(c, false, "must be one of: %s; got %s", allowed, model_show(t, got, sizeof got));
     else memcpy(type, s, n + 1);
     if (json_is_object(v)) model_pop(c);
     return ok;
