@@ -95,45 +95,14 @@ inline T col2im_unit(__global const T *col, int nc, int ih, int iw, int8 geo, in
     return s;
 }
 
-__kernel void col2im(int total, int co, __global const T *col, __global T *dx, int8 geo, int8 win)
+__kernel void col2im(int total, __global const T *col, __global T *dx, int8 geo, int8 win)
 {
     int i = get_global_id(0);
     if (i >= total) return;
-    col += co;
     int iw = i % GW, ih = (i / GW) % GH, nc = i / (GW * GH);   // nc = n * C + c
     bool unit = WSH == 1 && WSW == 1 && WDH == 1 && WDW == 1;
     dx[i] = unit ? col2im_unit(col, nc, ih, iw, geo, win) : col2im_general(col, nc, ih, iw, geo, win);
 }
-
-// Stride 1 and dilation 1 on a 3-D range (iw, ih, nc), for a K x K window known at
-// compile time (col2im_s1_3, _5): tap (ki, kj) reads col at output (ih + PH - ki,
-// iw + PW - kj), contiguous along iw. Every load is unconditional and the taps that miss
-// the output are dropped by a select, so the unrolled body is straight-line code that
-// POCL vectorizes over iw with plain vector loads; the output row is clamped, so a load
-// strays at most K - 1 elements before or after the plane, and the host leaves that
-// much slack around the columns (col starts at co). Clipped tap ranges (col2im_unit) or
-// masked loads ran 2.5-5x slower.
-#define COL2IM_FIXED(K)                                                                            \
-__kernel void col2im_s1_##K(int co, __global const T *col, __global T *dx, int8 geo, int8 win)     \
-{                                                                                                  \
-    int iw = get_global_id(0), ih = get_global_id(1), nc = get_global_id(2);                       \
-    int P = GOH * GOW;                                                                             \
-    __global const T *cp = col + co + nc * (K * K) * P;                                            \
-    T s = 0;                                                                                       \
-    for (int ki = 0; ki < K; ki++) {                                                               \
-        int oh = ih + WPH - ki;                                                                    \
-        bool hin = oh >= 0 && oh < GOH;                                                            \
-        __global const T *rp = cp + ki * K * P + clamp(oh, 0, GOH - 1) * GOW + iw + WPW;           \
-        for (int kj = 0; kj < K; kj++) {                                                           \
-            int ow = iw + WPW - kj;                                                                \
-            T v = rp[kj * P - kj];                                                                 \
-            s += (hin && ow >= 0 && ow < GOW) ? v : (T)0;                                          \
-        }                                                                                          \
-    }                                                                                              \
-    dx[(nc * GH + ih) * GW + iw] = s;                                                              \
-}
-COL2IM_FIXED(3)
-COL2IM_FIXED(5)
 
 // The direct alternative to im2col + GEMM (measured in bench/bench_conv.c): one
 // work-item per output pixel and output channel, y = b + sum over its group's channels

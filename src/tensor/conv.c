@@ -302,18 +302,6 @@ static clg_tensor *grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, con
     return r;
 }
 
-/* col2im_s1_<K> (conv.cl) reads up to K - 1 elements past either end of the columns
- * (and drops them): the column buffer keeps this much slack on each side. */
-static int64_t col_slack(const conv_geo *g) { return g->KW; }
-
-/* The fixed-window col2im for stride and dilation 1 with a square 3x3 or 5x5 window
- * (conv.cl col2im_s1_3 / _5), else NULL (the general gathering kernel). */
-static const char *col2im_fixed(const conv_geo *g)
-{
-    if (g->sh != 1 || g->sw != 1 || g->dh != 1 || g->dw != 1 || g->KH != g->KW) return NULL;
-    return g->KH == 3 ? "col2im_s1_3" : g->KH == 5 ? "col2im_s1_5" : NULL;
-}
-
 /* dx = col2im(W^T . dy[n]); for a pointwise convolution the columns are dx itself. */
 static clg_tensor *grad_input(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g)
 {
@@ -321,21 +309,16 @@ static clg_tensor *grad_input(clg_tensor *x, clg_tensor *w, clg_tensor *gy, cons
     clg_tensor *dx = clg__tensor_new(x->dev, x->dtype, 4, x->shape);
     clg_tensor *wm = weight_matrix(w);
     bool direct = is_pointwise(g);
-    int64_t slack = direct ? 0 : col_slack(g), ncol = g->N * g->C * g->KH * g->KW * (int64_t)P;
-    clg_tensor *dcol = direct ? dx : clg__tensor_new(x->dev, x->dtype, 1, (const int64_t[]){ncol + 2 * slack});
+    clg_tensor *dcol = direct ? dx : clg__tensor_new(x->dev, x->dtype, 3, (const int64_t[]){g->N, g->C * g->KH * g->KW, (int64_t)P});
     clg_status st = dx && wm && dcol ? CLG_OK : x->dev->status;
-    if (st == CLG_OK && !clg__check_numel("conv2d", x->dev, ncol + 2 * slack)) st = x->dev->status;
     operand A = {wm ? wm->buf : NULL, wm ? (size_t)wm->offset : 0, K, 0, Og * K, true};
     operand B = {gy->buf, (size_t)gy->offset, P, (size_t)g->O * P, Og * P, false};
-    operand C = {dcol ? dcol->buf : NULL, (size_t)slack, P, (size_t)g->C * g->KH * g->KW * P, K * P, false};
+    operand C = {dcol ? dcol->buf : NULL, 0, P, (size_t)g->C * g->KH * g->KW * P, K * P, false};
     if (st == CLG_OK) st = grouped_gemm(x->dev, x->dtype, g, K, P, Og, A, B, 0.0, C);
     if (st == CLG_OK && !direct) {
-        const char *fixed = col2im_fixed(g);
-        int64_t NC = g->N * g->C;
-        clg_arg a[] = {CLG_ARG_I(x->numel), CLG_ARG_I(slack), CLG_ARG_M(dcol->buf->mem), CLG_ARG_M(dx->buf->mem),
-                       geo_arg(g), win_arg(g, 0, 0)};
-        st = fixed ? clg__conv_launch_grid(x->dev, x->dtype, fixed, a + 1, 5, (const int64_t[]){g->W, g->H, NC})
-                   : launch(x->dev, x->dtype, "col2im", a, 6, x->numel);
+        clg_arg a[] = {CLG_ARG_I(x->numel), CLG_ARG_M(dcol->buf->mem), CLG_ARG_M(dx->buf->mem), geo_arg(g),
+                       win_arg(g, 0, 0)};
+        st = launch(x->dev, x->dtype, "col2im", a, 5, x->numel);
     }
     if (!direct) clg_tensor_free(dcol);
     if (wm != w) clg_tensor_free(wm);
