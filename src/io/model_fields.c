@@ -33,6 +33,12 @@ static void path_text(const model_path *p, char *buf, size_t len)
     }
 }
 
+void model_one_line(char *s)
+{
+    for (; *s; s++)   /* whatever bytes the file holds, and jansson quotes */
+        if ((unsigned char)*s < 0x20) *s = '?';
+}
+
 bool model_fail(model_ctx *c, bool at_key, const char *fmt, ...)
 {
     if (!c->err || !c->errlen) return false;
@@ -49,8 +55,7 @@ bool model_fail(model_ctx *c, bool at_key, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     snprintf(c->err, c->errlen, "%s:%d:%d: %s%s%s", c->file, line, col, path, *path ? ": " : "", msg);
-    for (char *p = c->err; *p; p++)   /* one line, whatever keys the file holds */
-        if ((unsigned char)*p < 0x20) *p = '?';
+    model_one_line(c->err);
     return false;
 }
 

@@ -79,6 +79,8 @@ void model_pop(model_ctx *c);
 /* Record "file:line:col: path: message" for the value at the current path (at_key: at
  * the key itself, for unknown keys). Returns false, for `return model_fail(...)`. */
 bool model_fail(model_ctx *c, bool at_key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Control characters (a newline in a quoted key) become '?': messages are one line. */
+void model_one_line(char *s);
 /* A short rendering of a JSON value for messages: 0, "3x3", [1, 2], {...}. */
 const char *model_show(const json_t *v, char *buf, size_t len);
 

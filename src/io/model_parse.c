@@ -140,6 +140,7 @@ clg_status clg_model_parse(const char *text, size_t len, const char *file, clg_m
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
         if (err && errlen) snprintf(err, errlen, "%s:%d:%d: %s", c.file, je.line, je.column, je.text);
+        if (err && errlen) model_one_line(err);
         return CLG_ERR_FORMAT;
     }
     clg_model *m = calloc(1, sizeof *m);

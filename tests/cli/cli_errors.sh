@@ -1,0 +1,84 @@
+#!/bin/sh
+# cli_errors: every way to call clgrad wrongly ends with a non-zero exit status and
+# ONE line on stderr (saying what is wrong), never a crash. Usage: cli_errors.sh CLGRAD
+. "$(dirname "$0")/common.sh"
+cd "$T"
+ok good train m.json --data "$T/data" --epochs 1 --steps 1 --out good.ckpt --metrics good.csv
+head -c 300 good.ckpt >truncated.ckpt
+printf 'not a checkpoint at all, just text\n' >text.ckpt
+"$PY" -c "
+import json, struct
+h = json.dumps({'w': {'dtype': 'F32', 'shape': [1], 'data_offsets': [0, 4]}}).encode()
+h += b' ' * (-len(h) % 8)
+open('weights.safetensors', 'wb').write(struct.pack('<Q', len(h)) + h + b'\0\0\0\0')"
+printf '{"input": [1, 28, 28],\n "layers": [{"type": "conv2d", "out": 4, "kernel": 0}]}' >bad.json
+printf '{"input": [1, 28, 28], "layers": [' >broken.json
+printf 'epoch,step\n1,2\n' >notmetrics.csv
+
+# bad NAME PATTERN ARGS...: clgrad ARGS fails cleanly, one stderr line containing PATTERN.
+# RUN_PATH: the PATH clgrad runs with (to hide gnuplot).
+bad() {
+    name=$1 pattern=$2
+    shift 2
+    rc=0
+    env PATH="${RUN_PATH:-$PATH}" "$CLGRAD" "$@" >"$name.out" 2>"$name.err" || rc=$?
+    [ $rc -ne 0 ] || fail "$name: clgrad $* succeeded"
+    [ $rc -lt 126 ] || fail "$name: clgrad $* crashed (exit $rc): $(cat "$name.err")"
+    [ "$(wc -l <"$name.err")" -eq 1 ] || fail "$name: want one line on stderr, got: $(cat "$name.err")"
+    grep -qF -- "$pattern" "$name.err" || fail "$name: no \"$pattern\" in: $(cat "$name.err")"
+}
+NODEV=no-such-device-anywhere
+
+bad t1 "give a MODEL file" train
+bad t2 "unknown option --bogus" train m.json --bogus
+bad t3 "option --epochs needs a value" train m.json --epochs
+bad t4 "--epochs must be an integer" train m.json --epochs two
+bad t5 "missing.json: cannot open the model file" train missing.json --data "$T/data"
+bad t6 "bad.json:2:52: layers[0].kernel: must be an integer in [1, 1024]" train bad.json --data "$T/data"
+bad t7 "broken.json:1:" train broken.json --data "$T/data"
+bad t8 "no data: give --data" train m.json
+bad t9 "/nonexistent: no such file" train m.json --data /nonexistent
+bad t10 "$NODEV" train m.json --data "$T/data" --device $NODEV
+bad t11 "truncated.ckpt" train m.json --data "$T/data" --resume truncated.ckpt
+bad t12 "text.ckpt" train m.json --data "$T/data" --init text.ckpt
+bad t13 "--freeze: no layer \"nope\" (layers: 0, 1, 2, 3, head)" train m.json --data "$T/data" --freeze nope
+bad t14 "--init and --resume do not go together" train m.json --init good.ckpt --resume good.ckpt
+bad t15 "no t10k-images-idx3-ubyte" train m.json --data "$T/data" --test-data "$T"
+bad t16 "--lr must be a number" train m.json --lr -1
+
+printf 'label,a,b,c,d,e\n1,0,0,0,0,0\n' >tiny.csv
+bad t17 "samples of 5 values do not fit the model's input of 784" train m.json --data tiny.csv
+
+bad e1 "give one CKPT" eval
+bad e2 "missing.ckpt" eval missing.ckpt
+bad e3 "truncated.ckpt" eval truncated.ckpt
+bad e4 "text.ckpt" eval text.ckpt
+bad e5 "no model description" eval weights.safetensors
+bad e6 "$NODEV" eval good.ckpt --device $NODEV
+bad e7 "/nonexistent" eval good.ckpt --data /nonexistent
+RUN_PATH=/nonexistent bad e8 "cannot run gnuplot: is it installed? (apt-get install gnuplot-nox)" eval good.ckpt --data "$T/data" --confusion-png cm.png
+unset RUN_PATH
+bad e9 "unknown option --frobnicate" eval good.ckpt --frobnicate
+
+bad p1 "give CKPT and INPUT" predict good.ckpt
+bad p2 "missing.npy: cannot open the input" predict good.ckpt missing.npy
+bad p3 "bad_shape.npy: 15 values do not make samples of the model's input (784 values each)" predict good.ckpt bad_shape.npy
+bad p4 "(the input is an .npy or IDX file)" predict good.ckpt m.json
+bad p5 "--top must be in [1, 1000]" predict good.ckpt x.npy --top 0
+bad p6 "truncated.ckpt" predict truncated.ckpt x.npy
+bad p7 "$NODEV" predict good.ckpt x.npy --device $NODEV
+bad p8 "nonexistent" predict good.ckpt x.npy --out /nonexistent/dir/p.npy
+
+bad i1 "give one CKPT" info
+bad i2 "missing.ckpt" info missing.ckpt
+bad i3 "truncated.ckpt" info truncated.ckpt
+bad i4 "unknown option --x" info --x good.ckpt
+
+bad l1 "give METRICS.csv and --out FILE.png" plot notmetrics.csv
+bad l2 "missing.csv: cannot open the metrics file" plot missing.csv --out x.png
+bad l3 "not a metrics file of clgrad train" plot notmetrics.csv --out x.png
+RUN_PATH=/nonexistent bad l4 "cannot run gnuplot" plot "$T/good.csv" --out x.png
+unset RUN_PATH
+
+bad c1 "unknown command" frobnicate
+echo "cli_errors: passed"

@@ -1,0 +1,67 @@
+#!/bin/sh
+# cli_train: clgrad train, resume, eval, predict, info and plot end to end on a small
+# cut of Fashion-MNIST (tests/cli/make_data.py). Usage: cli_train.sh CLGRAD
+. "$(dirname "$0")/common.sh"
+cd "$T"
+D="--data $T/data --steps 4"
+
+# three epochs straight through, with metrics
+ok a train m.json $D --out a.ckpt --metrics a.csv
+has a "epoch 3/3: train loss"
+has a "test accuracy:"
+[ "$(wc -l <a.csv)" -eq 4 ] || fail "a.csv: want a header and 3 rows"
+
+# one epoch, then resumed in a new process: the same tensors, bit for bit
+ok b train m.json $D --epochs 1 --out b.ckpt
+ok c train m.json $D --resume b.ckpt --out c.ckpt
+has c "resumed from b.ckpt: epoch 2, batch 0, step 4"
+"$PY" "$HERE/st_compare.py" a.ckpt c.ckpt same || fail "the resumed run differs from the straight one"
+# control: another seed gives other weights, so the comparison can tell
+ok d train m.json $D --seed 6 --out d.ckpt
+"$PY" "$HERE/st_compare.py" a.ckpt d.ckpt differ '(1|head)\.(weight|bias)' || fail "another seed, the same weights"
+
+# eval, with the confusion matrix as text and as a picture
+ok e eval c.ckpt --data "$T/data" --confusion-png cm.png
+has e "samples 256 | loss"
+has e "per class:"
+has e "Ankle boot"
+has e "confusion matrix (rows: true class, columns: predicted):"
+png cm.png
+
+# predict: .npy and IDX inputs, logits read back by NumPy; the same images, the same logits
+ok p1 predict c.ckpt x.npy --out p1.npy
+ok p2 predict c.ckpt x.idx --out p2.npy
+ok p3 predict c.ckpt one.npy --out p3.npy
+"$PY" - <<'PY' || fail "predict's logits"
+import numpy as np
+a, b, c = np.load("p1.npy"), np.load("p2.npy"), np.load("p3.npy")
+assert a.shape == (5, 10) and b.shape == (7, 10) and c.shape == (1, 10), (a.shape, b.shape, c.shape)
+assert a.dtype == np.float32 and np.isfinite(a).all() and a.std() > 0
+assert np.array_equal(a, b[:5]), "npy and IDX inputs give other logits"
+assert np.array_equal(c[0], a[0]), "a float sample gives other logits than its bytes"
+PY
+ok p4 predict c.ckpt x.npy --top 2
+[ "$(grep -c '^[0-4]: [0-9] .*%), [0-9] .*%)$' p4.out)" -eq 5 ] || fail "predict --top 2: $(cat p4.out)"
+
+# info: layers, shapes, parameters, state
+ok i info c.ckpt
+has i "model: input [1, 28, 28], 5 layers, 25450 parameters"
+has i "head         linear             [10]                      330"
+has i "step 12 | next epoch 4, batch 0 | adam lr"
+has i "schedule step:1:0.5"
+
+# plot
+ok l plot a.csv --out curves.png
+has l "3 epochs plotted"
+png curves.png
+
+# a CSV file; fine-tuning from c.ckpt with layer 1 frozen
+ok s train m.json --data small.csv --epochs 1 --steps 2
+has s "no test set"
+ok f train m.json --data small.csv --test-data small.csv --epochs 1 --steps 3 --init c.ckpt --freeze 1 --out f.ckpt
+has f "init: 4 tensors loaded from c.ckpt"
+has f "frozen: 1 (330 of 25450 parameters train)"
+has f "test loss"
+"$PY" "$HERE/st_compare.py" c.ckpt f.ckpt same '1\..*' || fail "the frozen layer moved"
+"$PY" "$HERE/st_compare.py" c.ckpt f.ckpt differ 'head\..*' || fail "the head did not train"
+echo "cli_train: passed"
