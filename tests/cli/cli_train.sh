@@ -64,4 +64,9 @@ has f "frozen: 1 (330 of 25450 parameters train)"
 has f "test loss"
 "$PY" "$HERE/st_compare.py" c.ckpt f.ckpt same '1\..*' || fail "the frozen layer moved"
 "$PY" "$HERE/st_compare.py" c.ckpt f.ckpt differ 'head\..*' || fail "the head did not train"
+# --help everywhere
+for c in train eval predict info plot; do
+    ok "help_$c" "$c" --help
+    has "help_$c" "usage: clgrad $c"
+done
 echo "cli_train: passed"
