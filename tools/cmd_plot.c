@@ -41,7 +41,7 @@ static bool row(const char *line, const int *at, double *v)
 }
 
 /* The rows as a gnuplot data block: epoch, losses, accuracies in percent. */
-static int read_metrics(const char *path, cli_text *t, int *rows)
+static int read_metrics(const char *path, cli_text *t, int *rows, double *lo, double *hi)
 {
     FILE *f = fopen(path, "r");
     if (!f) return cli_fail("plot", "%s: cannot open the metrics file", path);
@@ -56,6 +56,7 @@ static int read_metrics(const char *path, cli_text *t, int *rows)
         if (strspn(line, " \r\n") == strlen(line)) continue;
         if (!row(line, at, v)) rc = cli_fail("plot", "%s:%d: not a row of numbers", path, ln);
         else cli_text_add(t, "%g %g %g %g %g\n", v[0], v[1], v[2], 100 * v[3], 100 * v[4]), n++;
+        if (!rc) *lo = n == 1 || v[0] < *lo ? v[0] : *lo, *hi = n == 1 || v[0] > *hi ? v[0] : *hi;
     }
     cli_text_add(t, "EOD\n");
     fclose(f);
@@ -64,12 +65,14 @@ static int read_metrics(const char *path, cli_text *t, int *rows)
     return rc;
 }
 
-static void script(cli_text *t, const char *out, const char *title, int rows)
+/* The epochs plotted, a little wider, so that no point sits on the frame. */
+static void script(cli_text *t, const char *out, const char *title, int rows, double lo, double hi)
 {
     cli_text_add(t, "set terminal pngcairo size 1200,500 font 'sans,11'\nset output '%s'\n"
                     "set datafile missing 'nan'\nset multiplot layout 1,2 title '%s' font 'sans,13'\n"
                     "set grid\nset xlabel 'epoch'\nset key top right\nset style data linespoints\n"
-                    "set offsets graph 0.03, graph 0.03, graph 0.05, graph 0.05\n", out, title);
+                    "set offsets 0, 0, graph 0.05, graph 0.05\nset xrange [%g:%g]\n", out, title,
+                 lo - 0.03 * (hi - lo) - 0.25, hi + 0.03 * (hi - lo) + 0.25);
     if (rows <= 20) cli_text_add(t, "set xtics 1\n");   /* whole epochs, while they fit */
     cli_text_add(t, "set title 'loss'\nset ylabel 'loss'\n"
                     "plot $m using 1:2 title 'train' lw 2 pt 7 lc rgb '#1f77b4', "
@@ -99,9 +102,11 @@ int cmd_plot(int argc, char **argv)
     if (!cli_plot_path_ok(out) || (title && !cli_plot_path_ok(title)))
         return cli_usage_error("plot", "--out and --title must be without quotes or newlines");
     cli_text t = {0};
-    int rows = 0, rc = read_metrics(argv[optind], &t, &rows);
+    int rows = 0;
+    double lo = 0, hi = 0;
+    int rc = read_metrics(argv[optind], &t, &rows, &lo, &hi);
     char err[512];
-    if (!rc) script(&t, out, title ? title : argv[optind], rows);
+    if (!rc) script(&t, out, title ? title : argv[optind], rows, lo, hi);
     if (!rc && !t.s) rc = cli_fail("plot", "out of host memory");
     if (!rc && !cli_gnuplot(t.s, out, err, sizeof err)) rc = cli_fail("plot", "%s", err);
     if (!rc) printf("%s: %d epochs plotted\n", out, rows);
