@@ -1,5 +1,6 @@
 // copy.cl: copies between layouts and dtypes, and fills (src/tensor/copy.c).
-// Built with -DT=<destination type> and optionally -DS=<source type>.
+// Built with -DT=<destination type> and optionally -DS=<source type>. Launched over
+// exactly n work-items (clg__launch_1d), so no bounds checks: see common.cl.
 #ifndef S
 #define S T
 #endif
@@ -7,14 +8,13 @@
 __kernel void copy_flat(int n, __global T *y, int oy, __global const S *a, int oa)
 {
     int i = get_global_id(0);
-    if (i < n) y[oy + i] = (T)a[oa + i];
+    y[oy + i] = (T)a[oa + i];
 }
 
 __kernel void copy_strided(int n, int nd, int8 shape, __global T *y, int oy, int8 sy,
                            __global const S *a, int oa, int8 sa)
 {
     int i = get_global_id(0);
-    if (i >= n) return;
     clg_coords c = clg_unravel(i, nd, shape);
     y[oy + clg_offset(c, nd, sy)] = (T)a[oa + clg_offset(c, nd, sa)];
 }
@@ -22,18 +22,18 @@ __kernel void copy_strided(int n, int nd, int8 shape, __global T *y, int oy, int
 __kernel void fill_flat(int n, __global T *y, int oy, const T value)
 {
     int i = get_global_id(0);
-    if (i < n) y[oy + i] = value;
+    y[oy + i] = value;
 }
 
 __kernel void fill_strided(int n, int nd, int8 shape, __global T *y, int oy, int8 sy, const T value)
 {
     int i = get_global_id(0);
-    if (i < n) y[oy + clg_offset(clg_unravel(i, nd, shape), nd, sy)] = value;
+    y[oy + clg_offset(clg_unravel(i, nd, shape), nd, sy)] = value;
 }
 
 // start + i * step, as NumPy computes arange.
 __kernel void arange_flat(int n, __global T *y, int oy, const T start, const T step)
 {
     int i = get_global_id(0);
-    if (i < n) y[oy + i] = start + (T)i * step;
+    y[oy + i] = start + (T)i * step;
 }

@@ -10,7 +10,6 @@ __kernel void where_flat(int n, __global T *y, int oy, __global const M *m, int 
                          __global const T *a, int oa, __global const T *b, int ob)
 {
     int i = get_global_id(0);
-    if (i >= n) return;
     y[oy + i] = m[om + i] != (M)0 ? a[oa + i] : b[ob + i];
 }
 
@@ -19,7 +18,6 @@ __kernel void where_strided(int n, int nd, int8 shape, __global T *y, int oy, in
                             __global const T *b, int ob, int8 sb)
 {
     int i = get_global_id(0);
-    if (i >= n) return;
     clg_coords c = clg_unravel(i, nd, shape);
     bool pick_a = m[om + clg_offset(c, nd, sm)] != (M)0;
     // Read only the operand that is picked.
@@ -31,7 +29,6 @@ __kernel void where_grad_flat(int n, __global T *y, int oy, __global const M *m,
                               __global const T *g, int og, int side)
 {
     int i = get_global_id(0);
-    if (i >= n) return;
     y[oy + i] = (m[om + i] != (M)0) == (side != 0) ? g[og + i] : (T)0;
 }
 
@@ -40,7 +37,6 @@ __kernel void where_grad_strided(int n, int nd, int8 shape, __global T *y, int o
                                  int side)
 {
     int i = get_global_id(0);
-    if (i >= n) return;
     clg_coords c = clg_unravel(i, nd, shape);
     bool picked = (m[om + clg_offset(c, nd, sm)] != (M)0) == (side != 0);
     y[oy + clg_offset(c, nd, sy)] = picked ? g[og + clg_offset(c, nd, sg)] : (T)0;

@@ -122,7 +122,9 @@ clg_arg clg__arg_int8(const int64_t *v, int n);
  * given, global sizes are rounded up to its multiples: kernels check their bounds. */
 clg_status clg__launch(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs,
                        int dims, const size_t *global, const size_t *local);
-/* 1-D launch over n work items with the device's preferred group size. */
+/* 1-D launch of exactly n work-items (global ids 0 .. n-1) with the device's preferred
+ * group size: whole groups, then the remainder as a second launch at an offset. The
+ * kernel needs no bounds check; POCL only vectorizes work-group loops without one. */
 clg_status clg__launch_1d(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t n);
 
 /* ---- profiling (profile.c) ----------------------------------------------------------- */

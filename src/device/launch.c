@@ -35,6 +35,21 @@ static clg_status set_args(clg_device *dev, clg_kernel *k, const clg_arg *args, 
     return CLG_OK;
 }
 
+/* Enqueue over [offset, offset + global) in each dimension. */
+static clg_status enqueue(clg_device *dev, clg_kernel *k, int dims, const size_t *offset, const size_t *global,
+                          const size_t *local)
+{
+    cl_event ev = NULL;
+    cl_int e = clEnqueueNDRangeKernel(dev->queue, k->k, (cl_uint)dims, offset, global, local, 0, NULL,
+                                      dev->prof.enabled ? &ev : NULL);
+    if (e != CL_SUCCESS) return clg__cl_fail(dev, e, "clEnqueueNDRangeKernel", k->name);
+    if (ev) {
+        if (k->prof_slot < 0) k->prof_slot = clg__profile_slot(dev, k->name);
+        clg__profile_launch(dev, k->prof_slot, ev);
+    }
+    return CLG_OK;
+}
+
 clg_status clg__launch(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, int dims,
                        const size_t *global, const size_t *local)
 {
@@ -44,16 +59,7 @@ clg_status clg__launch(clg_device *dev, clg_kernel *k, const clg_arg *args, int 
         g[d] = local ? (global[d] + local[d] - 1) / local[d] * local[d] : global[d];
     }
     clg_status st = set_args(dev, k, args, nargs);
-    if (st) return st;
-    cl_event ev = NULL;
-    cl_int e = clEnqueueNDRangeKernel(dev->queue, k->k, (cl_uint)dims, NULL, g, local, 0, NULL,
-                                      dev->prof.enabled ? &ev : NULL);
-    if (e != CL_SUCCESS) return clg__cl_fail(dev, e, "clEnqueueNDRangeKernel", k->name);
-    if (ev) {
-        if (k->prof_slot < 0) k->prof_slot = clg__profile_slot(dev, k->name);
-        clg__profile_launch(dev, k->prof_slot, ev);
-    }
-    return CLG_OK;
+    return st ? st : enqueue(dev, k, dims, NULL, g, local);
 }
 
 clg_status clg__launch_1d(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t n)
@@ -64,5 +70,12 @@ clg_status clg__launch_1d(clg_device *dev, clg_kernel *k, const clg_arg *args, i
     if (local > k->wg_max) local = k->wg_max;
     if (local > dev->info.max_work_group) local = dev->info.max_work_group;
     if (local == 0) local = 1;
-    return clg__launch(dev, k, args, nargs, 1, &n, &local);
+    if (n == 0) return CLG_OK;
+    clg_status st = set_args(dev, k, args, nargs);
+    if (st) return st;
+    /* Exactly n work-items: whole groups, then the tail at an offset. Kernels then need
+     * no bounds check, and POCL vectorizes a work-group's loop only without one. */
+    size_t whole = n / local * local, tail = n - whole;
+    if (whole && (st = enqueue(dev, k, 1, NULL, &whole, &local))) return st;
+    return tail ? enqueue(dev, k, 1, &whole, &tail, NULL) : CLG_OK;
 }
