@@ -66,7 +66,7 @@ static clg_status train_epoch(clg_module *model, clg_optimizer *opt, clg_loader 
 
 int main(int argc, char **argv)
 {
-    fashion_options o = {.epochs = 0, .workers = 2, .batch = 128, .lr = 0.05, .seed = 1, .recipe = "reference"};
+    fashion_options o = {.epochs = 5, .epochs_best = 15, .workers = 2, .batch = 128, .lr = 0.05, .seed = 1, .recipe = "reference"};
     int rc = fashion_parse("fashion_cnn", argc, argv, &o);
     if (rc >= 0) return rc;
     bool best = !strcmp(o.recipe, "best");
@@ -74,7 +74,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "fashion_cnn: --recipe is reference or best\n");
         return 2;
     }
-    if (!o.epochs) o.epochs = best ? 15 : 5;
     fashion_data d;
     if (fashion_open("fashion_cnn", &o, best, &d)) return 1;
 

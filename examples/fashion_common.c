@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int fashion_parse(const char *prog, int argc, char **argv, fashion_options *o)
 {
@@ -13,13 +14,17 @@ int fashion_parse(const char *prog, int argc, char **argv, fashion_options *o)
         {"batch", required_argument, 0, 'b'}, {"lr", required_argument, 0, 'l'}, {"seed", required_argument, 0, 's'},
         {"steps", required_argument, 0, 'n'}, {"workers", required_argument, 0, 'w'},
         {"recipe", required_argument, 0, 'r'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    bool epochs_given = false;
+    char best_note[40] = "";
+    if (o->epochs_best)
+        snprintf(best_note, sizeof best_note, " (%d with --recipe best)", o->epochs_best);
     for (int c; (c = getopt_long(argc, argv, "h", longs, NULL)) != -1;) {
         switch (c) {
         case 'd': o->device = optarg; break;
         case 'D': o->data = optarg; break;
         case 'o': o->out = optarg; break;
         case 'm': o->metrics = optarg; break;
-        case 'e': o->epochs = atoi(optarg); break;
+        case 'e': o->epochs = atoi(optarg), epochs_given = true; break;
         case 'b': o->batch = atoll(optarg); break;
         case 'l': o->lr = atof(optarg); break;
         case 's': o->seed = strtoull(optarg, NULL, 10); break;
@@ -29,13 +34,14 @@ int fashion_parse(const char *prog, int argc, char **argv, fashion_options *o)
         default:
             printf("usage: %s [--device SPEC] [--data DIR] [--epochs N] [--batch N] [--lr X] [--seed N]\n"
                    "       [--steps N] [--workers N] [--out FILE.safetensors] [--metrics FILE.csv]%s\n"
-                   "defaults: --epochs %d --batch %lld --lr %g --seed %llu; Fashion-MNIST from\n"
+                   "defaults: --epochs %d%s --batch %lld --lr %g --seed %llu; Fashion-MNIST from\n"
                    "$CLG_FASHION_MNIST_DIR or %s; the device from $CLG_DEVICE or the first GPU.\n",
-                   prog, o->recipe ? " [--recipe reference|best]" : "", o->epochs, (long long)o->batch, o->lr,
+                   prog, o->recipe ? " [--recipe reference|best]" : "", o->epochs, best_note, (long long)o->batch, o->lr,
                    (unsigned long long)o->seed, CLG_FASHION_MNIST_DEFAULT_DIR);
             return c == 'h' ? 0 : 2;
         }
     }
+    if (!epochs_given && o->epochs_best && o->recipe && !strcmp(o->recipe, "best")) o->epochs = o->epochs_best;
     if (optind < argc || o->epochs < 1 || o->batch < 1 || !(o->lr > 0) || o->workers < 1 || o->steps < 0) {
         fprintf(stderr, "%s: epochs, batch, lr and workers must be positive (try --help)\n", prog);
         return 2;

@@ -9,6 +9,7 @@
 typedef struct fashion_options {
     const char *device, *data, *out, *metrics, *recipe;
     int epochs, workers;
+    int epochs_best;           /* the default --epochs under --recipe best (0: same) */
     int64_t batch, steps;      /* steps: stop each epoch early (0: whole epochs) */
     double lr;
     uint64_t seed;
