@@ -68,7 +68,7 @@ static int read_metrics(const char *path, cli_text *t, int *rows, double *lo, do
 /* The epochs plotted, a little wider, so that no point sits on the frame. */
 static void script(cli_text *t, const char *out, const char *title, int rows, double lo, double hi)
 {
-    cli_text_add(t, "set terminal pngcairo size 1200,500 font 'sans,11'\nset output '%s'\n"
+    cli_text_add(t, "set terminal pngcairo noenhanced size 1200,500 font 'sans,11'\nset output '%s'\n"
                     "set datafile missing 'nan'\nset multiplot layout 1,2 title '%s' font 'sans,13'\n"
                     "set grid\nset xlabel 'epoch'\nset key top right\nset style data linespoints\n"
                     "set offsets 0, 0, graph 0.05, graph 0.05\nset xrange [%g:%g]\n", out, title,

@@ -35,7 +35,7 @@ int eval_confusion_png(const clg_model *m, const int64_t *cm, int k, double acc,
 {
     cli_text t = {0};
     int px = 240 + 56 * k;
-    cli_text_add(&t, "set terminal pngcairo size %d,%d font 'sans,10'\nset output '%s'\n", px + 80, px, png);
+    cli_text_add(&t, "set terminal pngcairo noenhanced size %d,%d font 'sans,10'\nset output '%s'\n", px + 80, px, png);
     cli_text_add(&t, "set title 'Confusion matrix: accuracy %.2f%%' font 'sans,13'\n", 100 * acc);
     cli_text_add(&t, "set xlabel 'predicted class'\nset ylabel 'true class'\nset yrange [%d.5:-0.5]\n"
            "set xrange [-0.5:%d.5]\nset xtics rotate by 45 right\nset palette defined (0 'white', 1 '#08519c')\n"
