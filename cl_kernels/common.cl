@@ -118,3 +118,37 @@ inline uint4 clg_philox_block(int j, uint seed_lo, uint seed_hi, uint ctr_lo, ui
     ulong ctr = (((ulong)ctr_hi << 32) | ctr_lo) + (ulong)j;
     return clg_philox4x32_10((uint4)((uint)ctr, (uint)(ctr >> 32), 0u, 0u), (uint2)(seed_lo, seed_hi));
 }
+
+// Group-wide sum and max of v in local scratch s of one T per work-item (a power-of-two
+// group; every work-item must call them). The result is read by all before the scratch
+// is reused, hence the last barrier. Used by the row kernels (softmax.cl, norm.cl).
+inline T clg_group_sum(T v, __local T *s)
+{
+    int l = get_local_id(0);
+    s[l] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int h = get_local_size(0) / 2; h > 0; h >>= 1) {
+        if (l < h) s[l] += s[l + h];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    T r = s[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+}
+
+// NaN wins, as in NumPy and PyTorch: a row holding NaN gives NaN throughout.
+inline T clg_nanmax(T a, T b) { return (b != b || b > a) ? b : a; }
+
+inline T clg_group_max(T v, __local T *s)
+{
+    int l = get_local_id(0);
+    s[l] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int h = get_local_size(0) / 2; h > 0; h >>= 1) {
+        if (l < h) s[l] = clg_nanmax(s[l], s[l + h]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    T r = s[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+}

@@ -11,22 +11,6 @@
 // (weight, bias, running statistics, gradients not wanted) come with a flag, and the
 // host passes some valid buffer in their place.
 
-// Sum of v over the work-group (every work-item must call it). The scratch is read by
-// all before it is reused, hence the last barrier.
-inline T norm_group_sum(T v, __local T *s)
-{
-    int l = get_local_id(0);
-    s[l] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int h = get_local_size(0) / 2; h > 0; h >>= 1) {
-        if (l < h) s[l] += s[l + h];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    T r = s[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return r;
-}
-
 // An optional per-channel (or per-feature) vector: element c, or `dflt` when absent.
 inline T opt_at(int has, __global const T *v, int off, int stride, int c, T dflt)
 {
@@ -54,13 +38,13 @@ __kernel void bn_train_fwd(int N, int C, int S, __global const T *x, __global T 
     int c = get_group_id(0), l = get_local_id(0), wg = get_local_size(0), M = N * S;
     T acc = 0;
     for (int m = l; m < M; m += wg) acc += x[bn_index(m, C, S, c)];
-    T mean = norm_group_sum(acc, s) / (T)M;
+    T mean = clg_group_sum(acc, s) / (T)M;
     acc = 0;
     for (int m = l; m < M; m += wg) {
         T d = x[bn_index(m, C, S, c)] - mean;
         acc += d * d;
     }
-    T var = norm_group_sum(acc, s) / (T)M;
+    T var = clg_group_sum(acc, s) / (T)M;
     T invstd = (T)1 / sqrt(var + eps);
     if (l == 0) {
         stats[c] = mean;
@@ -118,8 +102,8 @@ __kernel void bn_bwd(int N, int C, int S, __global const T *x, __global const T 
         sg += g[i];
         sgx += g[i] * (x[i] - mean) * invstd;
     }
-    sg = norm_group_sum(sg, s);
-    sgx = norm_group_sum(sgx, s);
+    sg = clg_group_sum(sg, s);
+    sgx = clg_group_sum(sgx, s);
     if (l == 0 && want_dw) dw[c] = sgx;
     if (l == 0 && want_db) db[c] = sg;
     if (!want_dx) return;
@@ -142,10 +126,10 @@ __kernel void ln_fwd(int D, __global const T *x, __global T *y, __global T *stat
     __global T *yr = y + (size_t)row * D;
     T acc = 0;
     for (int d = l; d < D; d += wg) acc += xr[d];
-    T mean = norm_group_sum(acc, s) / (T)D;
+    T mean = clg_group_sum(acc, s) / (T)D;
     acc = 0;
     for (int d = l; d < D; d += wg) acc += (xr[d] - mean) * (xr[d] - mean);
-    T invstd = (T)1 / sqrt(norm_group_sum(acc, s) / (T)D + eps);
+    T invstd = (T)1 / sqrt(clg_group_sum(acc, s) / (T)D + eps);
     if (l == 0) {
         stats[2 * row] = mean;
         stats[2 * row + 1] = invstd;
@@ -167,7 +151,7 @@ __kernel void ln_bwd_x(int D, __global const T *x, __global const T *g, __global
         a += gw;
         bsum += gw * (x[base + d] - mean) * invstd;
     }
-    T mgw = norm_group_sum(a, s) / (T)D, mgwx = norm_group_sum(bsum, s) / (T)D;
+    T mgw = clg_group_sum(a, s) / (T)D, mgwx = clg_group_sum(bsum, s) / (T)D;
     for (int d = l; d < D; d += wg) {
         T gw = g[base + d] * opt_at(has_w, w, 0, 1, d, (T)1);
         dx[base + d] = invstd * (gw - mgw - (x[base + d] - mean) * invstd * mgwx);

@@ -23,39 +23,6 @@ inline int clg_rowbase(int row, int nk, int8 kshape, int off, int8 kstr)
 }
 
 #ifndef CLG_I32
-// Group-wide sum and max of v (every work-item of the group must call them). The
-// result is read by all before the scratch is reused, hence the last barrier.
-inline T clg_group_sum(T v, __local T *s)
-{
-    int l = get_local_id(0);
-    s[l] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int h = get_local_size(0) / 2; h > 0; h >>= 1) {
-        if (l < h) s[l] += s[l + h];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    T r = s[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return r;
-}
-
-// NaN wins, as in NumPy and PyTorch: a row holding NaN gives NaN throughout.
-inline T clg_nanmax(T a, T b) { return (b != b || b > a) ? b : a; }
-
-inline T clg_group_max(T v, __local T *s)
-{
-    int l = get_local_id(0);
-    s[l] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int h = get_local_size(0) / 2; h > 0; h >>= 1) {
-        if (l < h) s[l] = clg_nanmax(s[l], s[l + h]);
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    T r = s[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return r;
-}
-
 // ---- softmax and log_softmax ------------------------------------------------------------
 // y = exp(x - max) / sum exp(x - max), or log_softmax y = (x - max) - log(sum): the
 // max taken out first, so no exp overflows whatever the logits' magnitude.
