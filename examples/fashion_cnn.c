@@ -39,7 +39,8 @@ static clg_module *make_model(clg_device *dev, bool best)
         clg_nn_linear(dev, 128, 10, true), clg_nn_flatten(dev)});
 }
 
-/* One epoch: for every batch, forward, loss, backward, update. */
+/* One epoch: for every batch, forward, loss, backward, update. (The same loop as in
+ * fashion_mlp.c, kept in each trainer so that either reads whole on its own.) */
 static clg_status train_epoch(clg_module *model, clg_optimizer *opt, clg_loader *loader, clg_meter *meter,
                               clg_progress *bar, int64_t max_steps)
 {
