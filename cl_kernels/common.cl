@@ -35,10 +35,20 @@ inline int clg_offset(clg_coords c, int nd, int8 strides)
     return o;
 }
 
-// Kernel pairs for 1, 2 and 3 inputs: NAME_flat for contiguous operands, NAME_strided
-// for any others. EXPR reads inputs x (and z, w) and scalars s0, s1; it yields y.
-// They run over exactly n work-items (clg__launch_1d), so they check no bounds: a
-// bounds check keeps POCL from vectorizing the work-group loop (4x slower).
+// Row kernels (NAME_rows) take the arguments of NAME_strided for an iteration of two
+// axes (iter.c merges most layouts down to that: a broadcast bias, a transposed or
+// sliced matrix), run over a 2-D range: work-item (c, r) is element c of row r. With
+// no division per element and the offsets linear in c, POCL vectorizes the work-group
+// loop (on stride 1, which LLVM versions for). clg__launch_rows launches exactly
+// (inner, rows) work-items.
+#define CLG_ROW_AT(o, s) ((o) + r * (s).s0 + c * (s).s1)
+#define CLG_ROW_IDS int c = get_global_id(0), r = get_global_id(1)
+
+// Kernels for 1, 2 and 3 inputs: NAME_flat for contiguous operands, NAME_strided for any
+// others, NAME_rows for others with long rows. EXPR reads inputs x (and z, w) and
+// scalars s0, s1; it yields y. They run over exactly n work-items (clg__launch_1d, or
+// clg__launch_rows), so they check no bounds: a bounds check keeps POCL from
+// vectorizing the work-group loop (4x slower).
 #define CLG_ELEMENTWISE1(NAME, EXPR)                                                         \
 __kernel void NAME##_flat(int n, __global T *y, int oy, __global const T *a, int oa,         \
                           const T s0, const T s1)                                             \
@@ -54,6 +64,13 @@ __kernel void NAME##_strided(int n, int nd, int8 shape, __global T *y, int oy, i
     clg_coords c = clg_unravel(i, nd, shape);                                                \
     T x = a[oa + clg_offset(c, nd, sa)];                                                     \
     y[oy + clg_offset(c, nd, sy)] = (EXPR);                                                  \
+}                                                                                            \
+__kernel void NAME##_rows(int n, int nd, int8 shape, __global T *y, int oy, int8 sy,         \
+                          __global const T *a, int oa, int8 sa, const T s0, const T s1)      \
+{                                                                                            \
+    CLG_ROW_IDS;                                                                             \
+    T x = a[CLG_ROW_AT(oa, sa)];                                                             \
+    y[CLG_ROW_AT(oy, sy)] = (EXPR);                                                          \
 }
 
 #define CLG_ELEMENTWISE2(NAME, EXPR)                                                         \
@@ -72,6 +89,14 @@ __kernel void NAME##_strided(int n, int nd, int8 shape, __global T *y, int oy, i
     clg_coords c = clg_unravel(i, nd, shape);                                                \
     T x = a[oa + clg_offset(c, nd, sa)], z = b[ob + clg_offset(c, nd, sb)];                  \
     y[oy + clg_offset(c, nd, sy)] = (EXPR);                                                  \
+}                                                                                            \
+__kernel void NAME##_rows(int n, int nd, int8 shape, __global T *y, int oy, int8 sy,         \
+                          __global const T *a, int oa, int8 sa,                              \
+                          __global const T *b, int ob, int8 sb, const T s0, const T s1)      \
+{                                                                                            \
+    CLG_ROW_IDS;                                                                             \
+    T x = a[CLG_ROW_AT(oa, sa)], z = b[CLG_ROW_AT(ob, sb)];                                  \
+    y[CLG_ROW_AT(oy, sy)] = (EXPR);                                                          \
 }
 
 #define CLG_ELEMENTWISE3(NAME, EXPR)                                                         \
@@ -93,6 +118,15 @@ __kernel void NAME##_strided(int n, int nd, int8 shape, __global T *y, int oy, i
     T x = a[oa + clg_offset(c, nd, sa)], z = b[ob + clg_offset(c, nd, sb)];                  \
     T w = e[oe + clg_offset(c, nd, se)];                                                     \
     y[oy + clg_offset(c, nd, sy)] = (EXPR);                                                  \
+}                                                                                            \
+__kernel void NAME##_rows(int n, int nd, int8 shape, __global T *y, int oy, int8 sy,         \
+                          __global const T *a, int oa, int8 sa,                              \
+                          __global const T *b, int ob, int8 sb,                              \
+                          __global const T *e, int oe, int8 se, const T s0, const T s1)      \
+{                                                                                            \
+    CLG_ROW_IDS;                                                                             \
+    T x = a[CLG_ROW_AT(oa, sa)], z = b[CLG_ROW_AT(ob, sb)], w = e[CLG_ROW_AT(oe, se)];       \
+    y[CLG_ROW_AT(oy, sy)] = (EXPR);                                                          \
 }
 
 // Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11),

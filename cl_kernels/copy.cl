@@ -1,6 +1,6 @@
 // copy.cl: copies between layouts and dtypes, and fills (src/tensor/copy.c).
 // Built with -DT=<destination type> and optionally -DS=<source type>. Launched over
-// exactly n work-items (clg__launch_1d), so no bounds checks: see common.cl.
+// exactly n work-items (clg__launch_1d; _rows kernels: clg__launch_rows), so no bounds checks: see common.cl.
 #ifndef S
 #define S T
 #endif
@@ -19,6 +19,13 @@ __kernel void copy_strided(int n, int nd, int8 shape, __global T *y, int oy, int
     y[oy + clg_offset(c, nd, sy)] = (T)a[oa + clg_offset(c, nd, sa)];
 }
 
+__kernel void copy_rows(int n, int nd, int8 shape, __global T *y, int oy, int8 sy,
+                        __global const S *a, int oa, int8 sa)
+{
+    CLG_ROW_IDS;
+    y[CLG_ROW_AT(oy, sy)] = (T)a[CLG_ROW_AT(oa, sa)];
+}
+
 __kernel void fill_flat(int n, __global T *y, int oy, const T value)
 {
     int i = get_global_id(0);
@@ -29,6 +36,12 @@ __kernel void fill_strided(int n, int nd, int8 shape, __global T *y, int oy, int
 {
     int i = get_global_id(0);
     y[oy + clg_offset(clg_unravel(i, nd, shape), nd, sy)] = value;
+}
+
+__kernel void fill_rows(int n, int nd, int8 shape, __global T *y, int oy, int8 sy, const T value)
+{
+    CLG_ROW_IDS;
+    y[CLG_ROW_AT(oy, sy)] = value;
 }
 
 // start + i * step, as NumPy computes arange.

@@ -24,6 +24,14 @@ __kernel void where_strided(int n, int nd, int8 shape, __global T *y, int oy, in
     y[oy + clg_offset(c, nd, sy)] = pick_a ? a[oa + clg_offset(c, nd, sa)] : b[ob + clg_offset(c, nd, sb)];
 }
 
+__kernel void where_rows(int n, int nd, int8 shape, __global T *y, int oy, int8 sy,
+                         __global const M *m, int om, int8 sm, __global const T *a, int oa, int8 sa,
+                         __global const T *b, int ob, int8 sb)
+{
+    CLG_ROW_IDS;
+    y[CLG_ROW_AT(oy, sy)] = m[CLG_ROW_AT(om, sm)] != (M)0 ? a[CLG_ROW_AT(oa, sa)] : b[CLG_ROW_AT(ob, sb)];
+}
+
 // The gradient of operand a (side 1) or b (side 0): g where the mask picks that side, else 0.
 __kernel void where_grad_flat(int n, __global T *y, int oy, __global const M *m, int om,
                               __global const T *g, int og, int side)
@@ -40,4 +48,13 @@ __kernel void where_grad_strided(int n, int nd, int8 shape, __global T *y, int o
     clg_coords c = clg_unravel(i, nd, shape);
     bool picked = (m[om + clg_offset(c, nd, sm)] != (M)0) == (side != 0);
     y[oy + clg_offset(c, nd, sy)] = picked ? g[og + clg_offset(c, nd, sg)] : (T)0;
+}
+
+__kernel void where_grad_rows(int n, int nd, int8 shape, __global T *y, int oy, int8 sy,
+                              __global const M *m, int om, int8 sm, __global const T *g, int og, int8 sg,
+                              int side)
+{
+    CLG_ROW_IDS;
+    bool picked = (m[CLG_ROW_AT(om, sm)] != (M)0) == (side != 0);
+    y[CLG_ROW_AT(oy, sy)] = picked ? g[CLG_ROW_AT(og, sg)] : (T)0;
 }

@@ -237,12 +237,50 @@ static void no_leaks(clg_device *dev)
     clg_tensor_free(x);
 }
 
+/* Copies, fills and where's gradient over two axes with long rows (the _rows kernels):
+ * every layout, a broadcast row, a dtype change, a row length with a partial group. */
+static void long_rows(clg_device *dev)
+{
+    enum { R = 5, C = 300 };
+    static double v[R * C], want[R * C], mask[C];
+    for (int i = 0; i < R * C; i++) v[i] = i;
+    for (int j = 0; j < C; j++) mask[j] = j % 3 == 0;
+    clg_scope_begin(dev);
+    for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
+        char what[96];
+        clg_tensor *t = optest_tensor(dev, CLG_F32, CLG_SHAPE(R, C), v, (optest_layout)l);
+        snprintf(what, sizeof what, "contiguous of a %s [%d, %d]", optest_layout_names[l], R, C);
+        optest_close(what, clg_contiguous(t), v, R * C, 0, 0);
+        clg_tensor *d = clg_zeros(dev, CLG_F64, CLG_SHAPE(R, C));
+        CHECK_OK(dev, clg_copy_(d, t));
+        snprintf(what, sizeof what, "copy_ float32 %s into float64", optest_layout_names[l]);
+        optest_close(what, d, v, R * C, 0, 0);
+        /* a row broadcast over the rows (a bias), then a fill of a column band */
+        CHECK_OK(dev, clg_copy_(d, clg_narrow(t, 0, 1, 1)));
+        CHECK_OK(dev, clg_fill_(clg_narrow(d, 1, 10, 280), -1));
+        for (int i = 0; i < R; i++)
+            for (int j = 0; j < C; j++) want[i * C + j] = j >= 10 && j < 290 ? -1 : C + j;
+        snprintf(what, sizeof what, "broadcast copy_ and fill_ (%s source)", optest_layout_names[l]);
+        optest_close(what, d, want, R * C, 0, 0);
+        /* where's backward: the gradient reaches a only where the mask picks it */
+        clg_tensor *a = clg_contiguous(t);
+        clg_tensor_set_requires_grad(a, true);
+        clg_tensor *m = optest_tensor(dev, CLG_F32, CLG_SHAPE(C), mask, OPTEST_CONTIGUOUS);
+        CHECK_OK(dev, clg_backward(clg_sum(clg_where(m, a, clg_zeros(dev, CLG_F32, CLG_SHAPE(R, C))), 0, NULL, false), NULL));
+        for (int i = 0; i < R * C; i++) want[i] = mask[i % C];
+        snprintf(what, sizeof what, "where's gradient, mask broadcast (%s)", optest_layout_names[l]);
+        optest_close(what, clg_tensor_grad(a), want, R * C, 0, 0);
+    }
+    clg_scope_end(dev);
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
     clg_scope_begin(dev);
     random_numbers(dev);
     creation_and_views(dev);
+    long_rows(dev);
     errors(dev);
     clg_scope_end(dev);
     CHECK_MSG(clg_tensor_live_count(dev) == 0, "%lld tensors left", (long long)clg_tensor_live_count(dev));

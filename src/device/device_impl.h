@@ -126,6 +126,10 @@ clg_status clg__launch(clg_device *dev, clg_kernel *k, const clg_arg *args, int 
  * group size: whole groups, then the remainder as a second launch at an offset. The
  * kernel needs no bounds check; POCL only vectorizes work-group loops without one. */
 clg_status clg__launch_1d(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t n);
+/* 2-D launch of exactly inner x rows work-items, groups along the rows (inner), the
+ * same way: for the _rows elementwise kernels (cl_kernels/common.cl). */
+clg_status clg__launch_rows(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t inner,
+                            size_t rows);
 
 /* ---- profiling (profile.c) ----------------------------------------------------------- */
 

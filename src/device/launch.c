@@ -62,20 +62,39 @@ clg_status clg__launch(clg_device *dev, clg_kernel *k, const clg_arg *args, int 
     return st ? st : enqueue(dev, k, dims, NULL, g, local);
 }
 
-clg_status clg__launch_1d(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t n)
+/* The work-group size for exact 1-D and row launches. */
+static size_t group_size(const clg_device *dev, const clg_kernel *k)
 {
     /* 256 keeps memory-bound kernels at full speed on POCL (smaller groups cost
-     * per-group overhead there) and is a good size on GPUs. */
+     * per-group overhead) and is a multiple of every GPU's warp or wavefront. */
     size_t local = 256;
     if (local > k->wg_max) local = k->wg_max;
     if (local > dev->info.max_work_group) local = dev->info.max_work_group;
-    if (local == 0) local = 1;
-    if (n == 0) return CLG_OK;
+    return local ? local : 1;
+}
+
+/* Exactly n0 x n1 work-items: whole groups of `local` along dimension 0, then the tail
+ * at an offset. Kernels then need no bounds check, and POCL vectorizes a work-group's
+ * loop only without one. */
+static clg_status launch_exact(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t n0,
+                               size_t n1, int dims)
+{
+    if (n0 == 0 || n1 == 0) return CLG_OK;
     clg_status st = set_args(dev, k, args, nargs);
     if (st) return st;
-    /* Exactly n work-items: whole groups, then the tail at an offset. Kernels then need
-     * no bounds check, and POCL vectorizes a work-group's loop only without one. */
-    size_t whole = n / local * local, tail = n - whole;
-    if (whole && (st = enqueue(dev, k, 1, NULL, &whole, &local))) return st;
-    return tail ? enqueue(dev, k, 1, &whole, &tail, NULL) : CLG_OK;
+    size_t local[2] = {group_size(dev, k), 1};
+    size_t whole[2] = {n0 / local[0] * local[0], n1}, tail[2] = {n0 - whole[0], n1}, at[2] = {whole[0], 0};
+    if (whole[0] && (st = enqueue(dev, k, dims, NULL, whole, local))) return st;
+    return tail[0] ? enqueue(dev, k, dims, at, tail, NULL) : CLG_OK;
+}
+
+clg_status clg__launch_1d(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t n)
+{
+    return launch_exact(dev, k, args, nargs, n, 1, 1);
+}
+
+clg_status clg__launch_rows(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t inner,
+                            size_t rows)
+{
+    return launch_exact(dev, k, args, nargs, inner, rows, 2);
 }

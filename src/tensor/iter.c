@@ -1,7 +1,8 @@
 /* iter.c: elementwise kernels over any strides. The operands are broadcast to the
  * output's shape, then axes are simplified (size-1 axes dropped, axes contiguous in
  * every operand merged) so that the kernel indexes as few axes as it can; when every
- * operand is contiguous the flat variant runs, with no index arithmetic at all. */
+ * operand is contiguous the flat variant runs, with no index arithmetic at all, and
+ * when two axes with long rows remain the rows variant, with none per element. */
 #include <stdio.h>
 #include <string.h>
 
@@ -60,8 +61,12 @@ clg_status clg__iter_launch(clg_device *dev, const clg_iter *it, const char *pro
     if (it->numel > INT32_MAX)
         return clg__fail(dev, CLG_ERR_UNSUPPORTED, "%s: %lld elements; kernels index up to 2^31 - 1", kernel,
                          (long long)it->numel);
+    /* Two axes with rows long enough to fill a work-group run as rows: no index
+     * division per element. */
+    int64_t inner = it->shape[it->ndim - 1];
+    bool rows = !it->flat && it->ndim == 2 && inner >= CLG_ITER_ROW_MIN;
     char name[96];
-    snprintf(name, sizeof name, "%s_%s", kernel, it->flat ? "flat" : "strided");
+    snprintf(name, sizeof name, "%s_%s", kernel, it->flat ? "flat" : rows ? "rows" : "strided");
     clg_kernel *k = clg__kernel_get(dev, program, options, name);
     if (!k) return dev->status;
     clg_arg args[3 + 3 * CLG_ITER_MAX + 8];
@@ -77,6 +82,7 @@ clg_status clg__iter_launch(clg_device *dev, const clg_iter *it, const char *pro
         if (!it->flat) args[na++] = clg__arg_int8(it->strides[i], it->ndim);
     }
     for (int i = 0; i < nextra && i < 8; i++) args[na++] = extra[i];
+    if (rows) return clg__launch_rows(dev, k, args, na, (size_t)inner, (size_t)(it->numel / inner));
     return clg__launch_1d(dev, k, args, na, (size_t)it->numel);
 }
 
