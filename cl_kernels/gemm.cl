@@ -49,7 +49,15 @@ void gemm_pack(__global const T *src, const long src_off, const int ld, const lo
     int p0 = panel * W, k1 = min(K, k0 + PACK_KC), rows = min(W, P - p0);
     __global const T *s = src + src_off + b * src_stride;
     __global T *d = dst + b * dst_stride + (long)panel * K * W;
-    if (pmajor) {
+    if (pmajor && W == 16 && rows == 16) {  // a whole panel of 16: one vector store per k
+        __global const T *r0 = s + (long)p0 * ld;
+#define ROWK(r) r0[(long)(r) * ld + kk]
+        for (int kk = k0; kk < k1; kk++)
+            vstore16((CAT(T, 16))(ROWK(0), ROWK(1), ROWK(2), ROWK(3), ROWK(4), ROWK(5), ROWK(6), ROWK(7), ROWK(8),
+                                  ROWK(9), ROWK(10), ROWK(11), ROWK(12), ROWK(13), ROWK(14), ROWK(15)),
+                     kk, d);
+#undef ROWK
+    } else if (pmajor) {
         for (int r = 0; r < W; r++) {
             __global const T *sr = s + (long)(p0 + min(r, rows - 1)) * ld;
             T keep = r < rows ? (T)1 : (T)0;  // rows past P: zeros, with no branch in the loop
