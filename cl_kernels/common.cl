@@ -155,7 +155,7 @@ inline uint4 clg_philox_block(int j, uint seed_lo, uint seed_hi, uint ctr_lo, ui
 
 // Group-wide sum and max of v in local scratch s of one T per work-item (a power-of-two
 // group; every work-item must call them). The result is read by all before the scratch
-// is reused, hence the last barrier. Used by the row kernels (softmax.cl, norm.cl).
+// is reused, hence the last barrier. Used by the per-row reductions of softmax.cl and norm.cl.
 inline T clg_group_sum(T v, __local T *s)
 {
     int l = get_local_id(0);

@@ -1,6 +1,7 @@
 // copy.cl: copies between layouts and dtypes, and fills (src/tensor/copy.c).
 // Built with -DT=<destination type> and optionally -DS=<source type>. Launched over
-// exactly n work-items (clg__launch_1d; _rows kernels: clg__launch_rows), so no bounds checks: see common.cl.
+// exactly their range (clg__launch_1d, or clg__launch_rows for the _rows kernels), so
+// no bounds checks: see common.cl.
 #ifndef S
 #define S T
 #endif

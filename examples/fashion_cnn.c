@@ -67,7 +67,8 @@ static clg_status train_epoch(clg_module *model, clg_optimizer *opt, clg_loader 
 
 int main(int argc, char **argv)
 {
-    fashion_options o = {.epochs = 5, .epochs_best = 15, .workers = 2, .batch = 128, .lr = 0.05, .seed = 1, .recipe = "reference"};
+    fashion_options o = {.epochs = 5, .epochs_best = 15, .workers = 2, .batch = 128, .lr = 0.05, .seed = 1,
+                         .recipe = "reference"};
     int rc = fashion_parse("fashion_cnn", argc, argv, &o);
     if (rc >= 0) return rc;
     bool best = !strcmp(o.recipe, "best");
