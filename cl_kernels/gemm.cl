@@ -105,10 +105,15 @@ inline void store_row(__global T *C, const long at, const int ncols, const TN ac
 }
 
 // Work-item (bj, bi, b) computes micro-tiles q in [bj*PJ, bj*PJ+PJ) x p in [bi*PI, bi*PI+PI)
-// of batch b. Ap: packed A panels ([MR] per k), Bp: packed B panels ([NR] per k).
+// of batch b. Ap: packed A panels ([MR] per k). B's NR columns of step k of panel q are
+// at Bp + bp_off + q * bp_panel + k * bp_k: packed panels (bp_panel = K * NR, bp_k = NR),
+// or, for a row-major B whose N is whole panels, B itself read in place (bp_panel = NR,
+// bp_k = ldb): its rows of NR columns are contiguous already, and packing them would be
+// one more pass over B (the 40 MB column matrix of a CNN's convolution).
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void gemm_tiles(const int M, const int N, const int K, const int PI, const int PJ,
-                __global const T *Ap, const long ap_stride, __global const T *Bp, const long bp_stride,
+                __global const T *Ap, const long ap_stride, __global const T *Bp, const long bp_off,
+                const long bp_stride, const long bp_panel, const int bp_k,
                 __global T *C, const long c_off0, const int ldc, const long c_stride,
                 const T alpha, const T beta)
 {
@@ -117,7 +122,7 @@ void gemm_tiles(const int M, const int N, const int K, const int PI, const int P
     int q_end = min(npanels, (bj + 1) * PJ), p_end = min(mpanels, (bi + 1) * PI);
     const long c_off = c_off0 + b * c_stride;
     for (int q = bj * PJ; q < q_end; q++) {
-        __global const T *bpanel = Bp + b * bp_stride + (long)q * K * NR;
+        __global const T *bpanel = Bp + bp_off + b * bp_stride + (long)q * bp_panel;
         int j0 = q * NR;
         for (int p = bi * PI; p < p_end; p++) {
             __global const T *a = Ap + b * ap_stride + (long)p * K * MR;
@@ -127,7 +132,7 @@ void gemm_tiles(const int M, const int N, const int K, const int PI, const int P
                 TN bv = VLOAD(0, bk);
                 FMA_ROW(0); FMA_ROW(1); FMA_ROW(2); FMA_ROW(3); FMA_ROW(4); FMA_ROW(5);
                 a += MR;
-                bk += NR;
+                bk += bp_k;
             }
             int i0 = p * MR;
             STORE_ROW(0); STORE_ROW(1); STORE_ROW(2); STORE_ROW(3); STORE_ROW(4); STORE_ROW(5);

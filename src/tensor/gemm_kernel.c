@@ -82,40 +82,67 @@ static clg_arg scalar(clg_gemm_type type, double v)
     return type == CLG_GEMM_F64 ? CLG_ARG_D(v) : CLG_ARG_F(v);
 }
 
+/* Where gemm_tiles finds B's panels (gemm.cl): packed, or a row-major B read in place. */
+typedef struct b_panels {
+    cl_mem mem;
+    size_t off, stride;    /* first panel; between batches (0: shared) */
+    size_t panel, kstep;   /* between panels; between steps of k */
+} b_panels;
+
+/* The micro-kernels over C's n columns from column j0, with B's panels as described. */
+static clg_status tiles(clg_device *dev, clg_kernel *k, const clg_gemm_args *g, size_t n, size_t j0,
+                        const clg_buffer *ap, size_t ap_stride, b_panels bp)
+{
+    clg_gemm_args part = *g;
+    part.n = n;
+    tiles_plan t = plan_tiles(dev, &part);
+    clg_arg args[] = {
+        CLG_ARG_I(g->m), CLG_ARG_I(n), CLG_ARG_I(g->k), CLG_ARG_I(t.pi), CLG_ARG_I(t.pj),
+        CLG_ARG_M(ap->mem), CLG_ARG_L(g->stride_a ? ap_stride : 0), CLG_ARG_M(bp.mem), CLG_ARG_L(bp.off),
+        CLG_ARG_L(bp.stride), CLG_ARG_L(bp.panel), CLG_ARG_I(bp.kstep), CLG_ARG_M(g->c->mem),
+        CLG_ARG_L(g->c_off + j0), CLG_ARG_I(g->ldc), CLG_ARG_L(g->stride_c), scalar(g->type, g->alpha),
+        scalar(g->type, g->beta),
+    };
+    size_t global[3] = {(size_t)((t.npanels + t.pj - 1) / t.pj), (size_t)((t.mpanels + t.pi - 1) / t.pi),
+                        g->batch};
+    size_t local[3] = {1, 1, 1};
+    return clg__launch(dev, k, args, 18, 3, global, local);
+}
+
 clg_status clg__gemm_kernel(clg_device *dev, const clg_gemm_args *g)
 {
     const char *opts = options(g->type);
     clg_kernel *kpack = clg__kernel_get(dev, "gemm", opts, "gemm_pack");
     clg_kernel *ktiles = kpack ? clg__kernel_get(dev, "gemm", opts, "gemm_tiles") : NULL;
     if (!ktiles) return dev->status;
-    tiles_plan t = plan_tiles(dev, g);
-    size_t es = g->type == CLG_GEMM_F64 ? sizeof(double) : sizeof(float);
+    size_t nr = g->type == CLG_GEMM_F64 ? 8 : 16, es = g->type == CLG_GEMM_F64 ? sizeof(double) : sizeof(float);
+    /* A row-major B gives its whole panels of nr columns in place; only the rest (and
+     * a transposed B) is packed. Not when B's rows lie a multiple of 512 bytes apart:
+     * then a panel's rows fall into a few cache sets and evict each other (1024^3 ran
+     * at 0.6x of packed), which is what packing is for. */
+    bool in_place = !g->trans_b && g->ldb * es % 512 != 0;
+    size_t direct = in_place ? g->n / nr * nr : 0, rest = g->n - direct;
+    size_t rest_panels = (rest + nr - 1) / nr;
     /* A matrix shared by the whole batch (stride 0) is packed once. */
     size_t abatch = g->stride_a ? g->batch : 1, bbatch = g->stride_b ? g->batch : 1;
-    size_t ap_stride = (size_t)t.mpanels * MR * g->k, bp_stride = (size_t)t.npanels * (size_t)t.nr * g->k;
+    size_t ap_stride = (g->m + MR - 1) / MR * MR * g->k, bp_stride = rest_panels * nr * g->k;
     clg_buffer *ap = clg__buffer_alloc(dev, ap_stride * abatch * es);
-    clg_buffer *bp = ap ? clg__buffer_alloc(dev, bp_stride * bbatch * es) : NULL;
-    clg_status st = bp ? CLG_OK : dev->status;
+    clg_buffer *bp = ap && rest ? clg__buffer_alloc(dev, bp_stride * bbatch * es) : NULL;
+    clg_status st = ap && (bp || !rest) ? CLG_OK : dev->status;
     /* op(A) has m rows: stored row-major unless transposed. op(B)'s panel side is n:
      * contiguous along k only when B is stored transposed. */
     if (!st)
         st = pack(dev, kpack, g->a, g->a_off, g->lda, g->stride_a, g->m, MR, g->k, !g->trans_a, abatch, ap,
                   ap_stride);
-    if (!st)
-        st = pack(dev, kpack, g->b, g->b_off, g->ldb, g->stride_b, g->n, t.nr, g->k, g->trans_b, bbatch, bp,
-                  bp_stride);
-    if (!st) {
-        clg_arg args[] = {
-            CLG_ARG_I(g->m), CLG_ARG_I(g->n), CLG_ARG_I(g->k), CLG_ARG_I(t.pi), CLG_ARG_I(t.pj),
-            CLG_ARG_M(ap->mem), CLG_ARG_L(g->stride_a ? ap_stride : 0), CLG_ARG_M(bp->mem),
-            CLG_ARG_L(g->stride_b ? bp_stride : 0), CLG_ARG_M(g->c->mem), CLG_ARG_L(g->c_off),
-            CLG_ARG_I(g->ldc), CLG_ARG_L(g->stride_c), scalar(g->type, g->alpha), scalar(g->type, g->beta),
-        };
-        size_t global[3] = {(size_t)((t.npanels + t.pj - 1) / t.pj), (size_t)((t.mpanels + t.pi - 1) / t.pi),
-                            g->batch};
-        size_t local[3] = {1, 1, 1};
-        st = clg__launch(dev, ktiles, args, 15, 3, global, local);
-    }
+    if (!st && direct)
+        st = tiles(dev, ktiles, g, direct, 0, ap, ap_stride,
+                   (b_panels){g->b->mem, g->b_off, g->stride_b, nr, g->ldb});
+    if (!st && rest)
+        st = pack(dev, kpack, g->b, g->b_off + direct, g->ldb, g->stride_b, rest, (int)nr, g->k, g->trans_b, bbatch,
+                  bp, bp_stride);
+    if (!st && rest)
+        st = tiles(dev, ktiles, g, rest, direct, ap, ap_stride,
+                   (b_panels){bp->mem, 0, g->stride_b ? bp_stride : 0, nr * g->k, nr});
     /* The in-order queue runs whoever gets these buffers next after the kernels above. */
     clg__buffer_release(ap);
     clg__buffer_release(bp);
