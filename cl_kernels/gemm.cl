@@ -6,6 +6,8 @@
 //      each panel stored k-major ([k][MR] and [k][NR]) and zero-padded to whole panels.
 //      This turns all four transpose cases into one layout, so the micro-kernel is one
 //      kernel, and makes its loads contiguous (no strided rows that alias in the caches).
+//      A row-major B is the exception: its rows of NR columns are already contiguous, so
+//      gemm_tiles reads its whole panels in place (unless the rows alias, gemm_kernel.c).
 //   2. gemm_tiles: each work-item owns a block of PI x PJ micro-tiles of MR x NR results
 //      and computes each one in registers: per k, one vector load of NR values of B, MR
 //      broadcasts of A, MR fused multiply-adds. MR = 6, NR = 16 floats are 12 AVX2

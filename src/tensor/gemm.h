@@ -7,9 +7,9 @@
  * Two engines behind one call (gemm.c chooses, per device, from its description):
  *   - CLBlast (GPUs and every device that is not a CPU): CLBlastXgemm and
  *     CLBlastXgemmStridedBatched with CLBlast's tuned parameters;
- *   - clgrad's own kernels for CPU devices (POCL): cl_kernels/gemm.cl packs A and B into
- *     panels and runs a register-blocked 6 x 16 (float) / 6 x 8 (double) micro-kernel
- *     per work-item (gemm_kernel.c). One program per element type serves every
+ *   - clgrad's own kernels for CPU devices (POCL): cl_kernels/gemm.cl packs A (and B,
+ *     unless row-major) into panels and runs a register-blocked 6 x 16 (float) / 6 x 8
+ *     (double) micro-kernel per work-item (gemm_kernel.c). One program per element type serves every
  *     transpose and shape, so a training step compiles one program, not one per shape.
  * The choice is derived from clg_device_get_info() on each call: no state is kept.
  */

@@ -3,8 +3,9 @@
  * Why not CLBlast on POCL: CLBlast's kernels are built for GPUs (work-groups of many
  * items sharing local memory); POCL runs a work-group as a loop on one core and the
  * result is far from the CPU's peak, after a ~20 s compile. Here, as in CPU BLAS
- * libraries, op(A) and op(B) are first packed into contiguous panels, then each
- * work-item computes blocks of 6 x 16 results in registers. All shapes and transposes
+ * libraries, op(A) and op(B) are first packed into contiguous panels (a row-major B's
+ * whole panels are read in place instead), then each work-item computes blocks of
+ * 6 x 16 results in registers. All shapes and transposes
  * share one program per element type: a training step compiles it once.
  */
 #include <limits.h>
