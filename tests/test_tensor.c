@@ -266,7 +266,8 @@ static void long_rows(clg_device *dev)
         clg_tensor *a = clg_contiguous(t);
         clg_tensor_set_requires_grad(a, true);
         clg_tensor *m = optest_tensor(dev, CLG_F32, CLG_SHAPE(C), mask, OPTEST_CONTIGUOUS);
-        CHECK_OK(dev, clg_backward(clg_sum(clg_where(m, a, clg_zeros(dev, CLG_F32, CLG_SHAPE(R, C))), 0, NULL, false), NULL));
+        clg_tensor *picked = clg_where(m, a, clg_zeros(dev, CLG_F32, CLG_SHAPE(R, C)));
+        CHECK_OK(dev, clg_backward(clg_sum(picked, 0, NULL, false), NULL));
         for (int i = 0; i < R * C; i++) want[i] = mask[i % C];
         snprintf(what, sizeof what, "where's gradient, mask broadcast (%s)", optest_layout_names[l]);
         optest_close(what, clg_tensor_grad(a), want, R * C, 0, 0);

@@ -5,8 +5,8 @@
  * result is far from the CPU's peak, after a ~20 s compile. Here, as in CPU BLAS
  * libraries, op(A) and op(B) are first packed into contiguous panels (a row-major B's
  * whole panels are read in place instead), then each work-item computes blocks of
- * 6 x 16 results in registers. All shapes and transposes
- * share one program per element type: a training step compiles it once.
+ * 6 x 16 results in registers. All shapes and transposes share one program per element
+ * type: a training step compiles it once.
  */
 #include <limits.h>
 
@@ -14,8 +14,10 @@
 
 #define MR 6 /* rows of a micro-tile: must match gemm.cl's six accumulators */
 
+/* Columns of a micro-tile (gemm.cl's NR): one vector of 16 floats or 8 doubles. */
+static size_t tile_cols(clg_gemm_type type) { return type == CLG_GEMM_F64 ? 8 : 16; }
+
 typedef struct tiles_plan {
-    int nr;                /* columns of a micro-tile: one vector of 16 floats / 8 doubles */
     int mpanels, npanels;  /* micro-tiles along m and n */
     int pi, pj;            /* micro-tiles per work-item along m and n */
 } tiles_plan;
@@ -44,9 +46,9 @@ bool clg__gemm_kernel_fits(const clg_gemm_args *g)
 static tiles_plan plan_tiles(const clg_device *dev, const clg_gemm_args *g)
 {
     tiles_plan t;
-    t.nr = g->type == CLG_GEMM_F64 ? 8 : 16;
+    size_t nr = tile_cols(g->type);
     t.mpanels = (int)((g->m + MR - 1) / MR);
-    t.npanels = (int)((g->n + (size_t)t.nr - 1) / (size_t)t.nr);
+    t.npanels = (int)((g->n + nr - 1) / nr);
     int pi = 16, pj = 4;
     size_t want = 8 * (size_t)(clg_device_get_info(dev)->compute_units ? clg_device_get_info(dev)->compute_units : 1);
     for (;;) {
@@ -116,7 +118,7 @@ clg_status clg__gemm_kernel(clg_device *dev, const clg_gemm_args *g)
     clg_kernel *kpack = clg__kernel_get(dev, "gemm", opts, "gemm_pack");
     clg_kernel *ktiles = kpack ? clg__kernel_get(dev, "gemm", opts, "gemm_tiles") : NULL;
     if (!ktiles) return dev->status;
-    size_t nr = g->type == CLG_GEMM_F64 ? 8 : 16, es = g->type == CLG_GEMM_F64 ? sizeof(double) : sizeof(float);
+    size_t nr = tile_cols(g->type), es = g->type == CLG_GEMM_F64 ? sizeof(double) : sizeof(float);
     /* A row-major B gives its whole panels of nr columns in place; only the rest (and
      * a transposed B) is packed. Not when B's rows lie a multiple of 512 bytes apart:
      * then a panel's rows fall into a few cache sets and evict each other (1024^3 ran
