@@ -83,10 +83,14 @@ clg_status clg__slot_hand_out(clg_loader *l, clg__slot *s, clg_tensor **x, clg_t
         clReleaseEvent(ev);
         e = clEnqueueCopyBuffer(dev->queue, s->dev_y, ty->buf->mem, 0, 0, yb, 0, NULL, &s->out_ev);
     }
+    /* The upload queue will wait on out_ev (clg__slot_upload). OpenCL only promises that a
+     * wait on another queue's event ends once that queue has been flushed: POCL submits
+     * eagerly and hides a missing flush, rusticl does not and the upload waits for ever. */
+    if (e == CL_SUCCESS) e = clFlush(dev->queue);
     if (e != CL_SUCCESS) {
         clg_tensor_free(tx);
         clg_tensor_free(ty);
-        return clg__cl_fail(dev, e, "clEnqueueCopyBuffer", "loader batch to tensor");
+        return clg__cl_fail(dev, e, "clEnqueueCopyBuffer/clFlush", "loader batch to tensor");
     }
     /* The bytes crossed from host memory on the upload queue; count them as this
      * batch's transfers now that they reach the caller. */

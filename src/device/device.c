@@ -113,7 +113,8 @@ clg_status clg_device_open(const char *spec, clg_device **out)
     dev->platform = plats[idx];
     dev->id = ids[idx];
     dev->pool.cache_limit = dev->info.global_mem / 2;
-    st = create_context(dev);
+    st = clg__params_init(dev);
+    if (st == CLG_OK) st = create_context(dev);
 done:
     free(infos);
     free(plats);

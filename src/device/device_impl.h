@@ -155,6 +155,40 @@ void clg__profile_build(clg_device *dev, const char *program, const char *option
 void clg__profile_collect(clg_device *dev);
 void clg__profile_free(clg_device *dev);
 
+/* ---- the per-device parameter table (params.c) -------------------------------------- */
+
+/* What differs between devices, in one place: ops read these and never ask what kind of
+ * device they run on. Filled at open from the device's properties, then overridden by
+ * $CLG_PARAMS_FILE (lines "key = value", # comments) and $CLG_PARAMS ("key=value,...").
+ * `clgrad devices --params` prints the table. */
+typedef struct clg_device_params {
+    /* GEMM engine: "packed" (gemm.cl, register-blocked per work-item: CPUs whose
+     * work-items are SIMD-wide), "tiled" (gemm_tiled.cl, local-memory tiles shared by a
+     * work-group: GPU-shaped devices), "clblast", or "tune": time them on first use,
+     * validate against a reference, keep the fastest (cached on disk per device). */
+    char gemm[16];
+    /* Exact 1-D and row launches (launch.c): work-items per group, and the smallest
+     * group accepted for a single launch whose size divides n; below it, whole groups
+     * of group_1d then the tail at an offset (what lets POCL vectorize; a second launch
+     * on a GPU). */
+    size_t group_1d, group_1d_min;
+    size_t group_reduce;     /* most work-items in a group reducing one row (norm, softmax) */
+    int vector_float;        /* CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT */
+    /* Limits read from the device, which every launch honours (clg__launch checks). */
+    size_t max_group, max_item[3];
+    uint64_t local_mem;
+    bool local_is_global;    /* CL_DEVICE_LOCAL_MEM_TYPE is CL_GLOBAL (emulated) */
+} clg_device_params;
+
+const clg_device_params *clg__device_params(const clg_device *dev);
+/* Fill dev->params from the device, then apply the overrides; an unknown key or a bad
+ * value fails with the key, the value and where it came from. */
+clg_status clg__params_init(clg_device *dev);
+/* Set one parameter from text (for overrides and tests). */
+clg_status clg__params_set(clg_device *dev, const char *key, const char *value, const char *origin);
+/* The table as "key = value" lines into buf (for `clgrad devices --params`). */
+void clg__params_format(const clg_device_params *p, char *buf, size_t len);
+
 /* ---- the device -------------------------------------------------------------------- */
 
 /* State that a layer above keeps per device (tensors, GEMM choices), made lazily by
@@ -167,6 +201,7 @@ typedef struct clg_slot {
 
 struct clg_device {
     clg_device_info info;
+    clg_device_params params;
     cl_platform_id platform;
     cl_device_id id;
     cl_context ctx;

@@ -50,39 +50,75 @@ static clg_status enqueue(clg_device *dev, clg_kernel *k, int dims, const size_t
     return CLG_OK;
 }
 
+/* The device's and the kernel's limits on a group, checked here once for every launch
+ * so that an op gets an error naming the kernel and the sizes, not a bare
+ * CL_INVALID_WORK_GROUP_SIZE (or, worse, a launch that silently does less). */
+static clg_status check_group(clg_device *dev, const clg_kernel *k, int dims, const size_t *local)
+{
+    const clg_device_params *p = &dev->params;
+    size_t items = 1;
+    for (int d = 0; d < dims; d++) {
+        if (local[d] == 0 || local[d] > p->max_item[d])
+            return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
+                             "%s: work-group size %zu along dimension %d is outside the device's 1..%zu", k->name,
+                             local[d], d, p->max_item[d]);
+        items *= local[d];
+    }
+    if (items > k->wg_max || items > p->max_group)
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
+                         "%s: work-group of %zu items, more than the kernel's limit %zu or the device's %zu", k->name,
+                         items, k->wg_max, p->max_group);
+    return CLG_OK;
+}
+
 clg_status clg__launch(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, int dims,
                        const size_t *global, const size_t *local)
 {
-    size_t g[3];
+    size_t g[3], local_bytes = 0;
     for (int d = 0; d < dims; d++) {
         if (global[d] == 0) return CLG_OK; /* nothing to do; OpenCL 1.2 rejects a zero size */
         g[d] = local ? (global[d] + local[d] - 1) / local[d] * local[d] : global[d];
     }
-    clg_status st = set_args(dev, k, args, nargs);
+    clg_status st = local ? check_group(dev, k, dims, local) : CLG_OK;
+    for (int i = 0; !st && i < nargs; i++)
+        if (args[i].kind == CLG_ARG_LOCAL) local_bytes += args[i].v.local;
+    if (!st && local_bytes > dev->params.local_mem)
+        st = clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "%s: %zu bytes of local memory, more than the device's %llu",
+                       k->name, local_bytes, (unsigned long long)dev->params.local_mem);
+    if (!st) st = set_args(dev, k, args, nargs);
     return st ? st : enqueue(dev, k, dims, NULL, g, local);
 }
 
-/* The work-group size for exact 1-D and row launches. */
+/* The work-group size for exact 1-D and row launches: the table's, within the kernel's
+ * limit. */
 static size_t group_size(const clg_device *dev, const clg_kernel *k)
 {
-    /* 256 keeps memory-bound kernels at full speed on POCL (smaller groups cost
-     * per-group overhead) and is a multiple of every GPU's warp or wavefront. */
-    size_t local = 256;
+    size_t local = dev->params.group_1d;
     if (local > k->wg_max) local = k->wg_max;
-    if (local > dev->info.max_work_group) local = dev->info.max_work_group;
     return local ? local : 1;
 }
 
-/* Exactly n0 x n1 work-items: whole groups of `local` along dimension 0, then the tail
- * at an offset. Kernels then need no bounds check, and POCL vectorizes a work-group's
- * loop only without one. */
+/* The largest divisor of n that is at most cap. */
+static size_t divisor_at_most(size_t n, size_t cap)
+{
+    for (size_t d = cap < n ? cap : n; d > 1; d--)
+        if (n % d == 0) return d;
+    return 1;
+}
+
+/* Exactly n0 x n1 work-items. One launch when a group of at least the table's
+ * group_1d_min divides n0; otherwise whole groups along dimension 0, then the tail at an
+ * offset. Kernels then need no bounds check, and POCL vectorizes a work-group's loop
+ * only without one. */
 static clg_status launch_exact(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t n0,
                                size_t n1, int dims)
 {
     if (n0 == 0 || n1 == 0) return CLG_OK;
     clg_status st = set_args(dev, k, args, nargs);
     if (st) return st;
-    size_t local[2] = {group_size(dev, k), 1};
+    size_t wg = group_size(dev, k), fit = divisor_at_most(n0, wg);
+    size_t min = dev->params.group_1d_min < wg ? dev->params.group_1d_min : wg;
+    size_t local[2] = {fit >= min ? fit : wg, 1};
     size_t whole[2] = {n0 / local[0] * local[0], n1}, tail[2] = {n0 - whole[0], n1}, at[2] = {whole[0], 0};
     if (whole[0] && (st = enqueue(dev, k, dims, NULL, whole, local))) return st;
     return tail[0] ? enqueue(dev, k, dims, at, tail, NULL) : CLG_OK;

@@ -75,12 +75,12 @@ clg_status clg__conv_launch_grid(clg_device *dev, clg_dtype dtype, const char *k
 {
     clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options(dtype), kernel);
     if (!k) return dev->status;
-    size_t cap = 1024, global[3], local[3], dim_max[3] = {1, 1, 1};
+    const clg_device_params *p = clg__device_params(dev);
+    size_t cap = 1024, global[3], local[3];
     if (cap > k->wg_max) cap = k->wg_max;
-    if (cap > dev->info.max_work_group) cap = dev->info.max_work_group;
+    if (cap > p->max_group) cap = p->max_group;
     /* Each dimension has its own limit too (64 along the third on some GPUs). */
-    if (clGetDeviceInfo(dev->id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof dim_max, dim_max, NULL) != CL_SUCCESS)
-        dim_max[0] = dim_max[1] = dim_max[2] = 1;
+    const size_t *dim_max = p->max_item;
     for (int d = 0; d < 3; d++) {
         global[d] = (size_t)n[d];
         size_t c = cap < dim_max[d] ? cap : dim_max[d];

@@ -82,7 +82,7 @@ static void rows_init(rows_plan *p, int ndim, const int64_t *shape, const bool *
 static size_t rows_wg(const clg_device *dev, const clg_kernel *k, int64_t R)
 {
     size_t wg = R <= 32 ? 32 : ROWS_WG_MAX;
-    while (wg > 1 && (wg > k->wg_max || wg > dev->info.max_work_group)) wg >>= 1;
+    while (wg > 1 && (wg > k->wg_max || wg > clg__device_params(dev)->max_group)) wg >>= 1;
     return wg;
 }
 

@@ -1,0 +1,160 @@
+/* params.c: the per-device parameter table (device_impl.h): what differs between
+ * devices, derived from their properties, overridable from a file or the environment.
+ *
+ * The defaults follow from how a device runs work-items, not from its name:
+ *   - preferred float vector width > 1 (POCL on a CPU): each work-item is a SIMD thread
+ *     of its own, so the packed register-blocked GEMM, small reduction groups (a group
+ *     is a loop on one core) and exact launches split into whole groups + a tail (POCL
+ *     vectorizes a group's loop only when the kernel has no bounds check);
+ *   - width 1 (GPUs, Mesa's llvmpipe): work-items are SIMD lanes, so a local-memory
+ *     tiled GEMM chosen by timing ("tune"), groups of 256 for reductions, and one
+ *     launch where a divisor of n of at least 64 items (a wavefront) exists.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "device_impl.h"
+
+const clg_device_params *clg__device_params(const clg_device *dev) { return &dev->params; }
+
+static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
+
+static void defaults(clg_device *dev)
+{
+    clg_device_params *p = &dev->params;
+    memset(p, 0, sizeof *p);
+    cl_uint vw = 0;
+    if (clGetDeviceInfo(dev->id, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, sizeof vw, &vw, NULL) != CL_SUCCESS) vw = 1;
+    p->vector_float = vw ? (int)vw : 1;
+    p->max_group = dev->info.max_work_group ? dev->info.max_work_group : 1;
+    size_t items[3] = {1, 1, 1};
+    if (clGetDeviceInfo(dev->id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items, NULL) != CL_SUCCESS)
+        items[0] = items[1] = items[2] = 1;
+    memcpy(p->max_item, items, sizeof items);
+    p->local_mem = dev->info.local_mem;
+    cl_device_local_mem_type lt = CL_LOCAL;
+    if (clGetDeviceInfo(dev->id, CL_DEVICE_LOCAL_MEM_TYPE, sizeof lt, &lt, NULL) != CL_SUCCESS) lt = CL_LOCAL;
+    p->local_is_global = lt == CL_GLOBAL;
+
+    bool wide_items = p->vector_float > 1;
+    snprintf(p->gemm, sizeof p->gemm, "%s", wide_items ? "packed" : "tune");
+    p->group_1d = min_size(256, min_size(p->max_group, p->max_item[0]));
+    p->group_1d_min = wide_items ? p->group_1d : min_size(64, p->group_1d);
+    p->group_reduce = min_size(wide_items ? 16 : 256, p->max_group);
+}
+
+/* ---- overrides ------------------------------------------------------------------------ */
+
+static clg_status parse_size(clg_device *dev, const char *key, const char *v, const char *origin, size_t lo,
+                             size_t hi, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi)
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "device parameters (%s): %s = \"%s\": want an integer in %zu..%zu",
+                         origin, key, v, lo, hi);
+    *out = (size_t)x;
+    return CLG_OK;
+}
+
+clg_status clg__params_set(clg_device *dev, const char *key, const char *value, const char *origin)
+{
+    clg_device_params *p = &dev->params;
+    if (!strcmp(key, "gemm")) {
+        static const char *engines[] = {"tune", "packed", "tiled", "clblast"};
+        for (size_t i = 0; i < sizeof engines / sizeof *engines; i++)
+            if (!strcmp(value, engines[i])) {
+                snprintf(p->gemm, sizeof p->gemm, "%s", value);
+                return CLG_OK;
+            }
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
+                         "device parameters (%s): gemm = \"%s\": want tune, packed, tiled or clblast", origin, value);
+    }
+    /* Group sizes are capped by the device: a larger value would only fail at launch. */
+    size_t cap = min_size(p->max_group, p->max_item[0]);
+    if (!strcmp(key, "group_1d")) return parse_size(dev, key, value, origin, 1, cap, &p->group_1d);
+    if (!strcmp(key, "group_1d_min")) return parse_size(dev, key, value, origin, 1, cap, &p->group_1d_min);
+    if (!strcmp(key, "group_reduce")) return parse_size(dev, key, value, origin, 1, p->max_group, &p->group_reduce);
+    if (!strcmp(key, "local_mem")) {   /* only lower: to see how kernels fare on a smaller device */
+        size_t v;
+        clg_status st = parse_size(dev, key, value, origin, 0, (size_t)p->local_mem, &v);
+        if (!st) p->local_mem = v;
+        return st;
+    }
+    if (!strcmp(key, "max_group")) {   /* likewise: emulate a device with smaller groups */
+        clg_status st = parse_size(dev, key, value, origin, 1, p->max_group, &p->max_group);
+        if (st) return st;
+        p->group_1d = min_size(p->group_1d, p->max_group);
+        p->group_1d_min = min_size(p->group_1d_min, p->group_1d);
+        p->group_reduce = min_size(p->group_reduce, p->max_group);
+        return CLG_OK;
+    }
+    return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
+                     "device parameters (%s): unknown key \"%s\" (known: gemm, group_1d, group_1d_min, group_reduce, "
+                     "local_mem, max_group)", origin, key);
+}
+
+static char *trim(char *s)
+{
+    while (*s == ' ' || *s == '\t') s++;
+    size_t n = strlen(s);
+    while (n && strchr(" \t\r\n", s[n - 1])) s[--n] = 0;
+    return s;
+}
+
+/* "key=value" (or "key = value") from one item of a list or one line of a file. */
+static clg_status apply_item(clg_device *dev, char *item, const char *origin)
+{
+    item = trim(item);
+    if (!*item || *item == '#') return CLG_OK;
+    char *eq = strchr(item, '=');
+    if (!eq)
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "device parameters (%s): \"%s\": want key=value", origin, item);
+    *eq = 0;
+    return clg__params_set(dev, trim(item), trim(eq + 1), origin);
+}
+
+static clg_status apply_file(clg_device *dev, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return clg__fail(dev, CLG_ERR_IO, "device parameters: cannot open CLG_PARAMS_FILE %s: %s", path,
+                         strerror(errno));
+    char line[512], origin[1100];
+    clg_status st = CLG_OK;
+    for (int ln = 1; !st && fgets(line, sizeof line, f); ln++) {
+        snprintf(origin, sizeof origin, "%s:%d", path, ln);
+        st = apply_item(dev, line, origin);
+    }
+    fclose(f);
+    return st;
+}
+
+clg_status clg__params_init(clg_device *dev)
+{
+    defaults(dev);
+    const char *file = getenv("CLG_PARAMS_FILE");
+    clg_status st = file && *file ? apply_file(dev, file) : CLG_OK;
+    const char *env = getenv("CLG_PARAMS");
+    if (st || !env || !*env) return st;
+    char *copy = strdup(env), *save = NULL;
+    if (!copy) return clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "device parameters: out of host memory");
+    for (char *it = strtok_r(copy, ",", &save); it && !st; it = strtok_r(NULL, ",", &save))
+        st = apply_item(dev, it, "CLG_PARAMS");
+    free(copy);
+    return st;
+}
+
+void clg__params_format(const clg_device_params *p, char *buf, size_t len)
+{
+    snprintf(buf, len,
+             "gemm = %s\ngroup_1d = %zu\ngroup_1d_min = %zu\ngroup_reduce = %zu\nvector_float = %d\n"
+             "max_group = %zu\nmax_item = %zu %zu %zu\nlocal_mem = %llu%s\n",
+             p->gemm, p->group_1d, p->group_1d_min, p->group_reduce, p->vector_float, p->max_group, p->max_item[0],
+             p->max_item[1], p->max_item[2], (unsigned long long)p->local_mem,
+             p->local_is_global ? " (emulated in global memory)" : "");
+}
