@@ -72,7 +72,7 @@ static clg_status create_context(clg_device *dev)
     cl_command_queue_properties qp = dev->prof.enabled ? CL_QUEUE_PROFILING_ENABLE : 0;
     dev->queue = clCreateCommandQueue(dev->ctx, dev->id, qp, &e);
     if (e != CL_SUCCESS) return clg__cl_fail(dev, e, "clCreateCommandQueue", dev->info.name);
-    return CLG_OK;
+    return dev->prof.enabled ? clg__profile_calibrate(dev) : CLG_OK;
 }
 
 clg_status clg_device_open(const char *spec, clg_device **out)

@@ -145,10 +145,19 @@ typedef struct clg_profiler {
     clg_prof_event *pending; size_t npending, cappending;
     clg_prof_span *spans; size_t nspans, capspans;   /* for the trace */
     double host_t0;
+    /* The device's clock was found not to tick (rusticl 22.3 stamps events 0, 1, 2, ...):
+     * launches are then timed on the host, each waited for (clg__profile_calibrate). */
+    bool host_timed;
+    double host_mark;   /* host-timed: when the queue was last seen idle */
 } clg_profiler;
 
 int clg__profile_slot(clg_device *dev, const char *kernel_name);
 void clg__profile_launch(clg_device *dev, int slot, cl_event ev); /* takes ownership of ev */
+/* Once, at open with profiling on: time a buffer fill on the device's clock and on the
+ * host's; a device clock that shows (almost) nothing switches to host timing. */
+clg_status clg__profile_calibrate(clg_device *dev);
+/* Host-timed profiling: wait for earlier work so that the next launch is timed alone. */
+void clg__profile_before_enqueue(clg_device *dev);
 void clg__profile_build(clg_device *dev, const char *program, const char *options,
                         double start, double seconds, bool cached);
 /* Read the times of finished launches; call only after the queue drained. */

@@ -40,6 +40,7 @@ static clg_status enqueue(clg_device *dev, clg_kernel *k, int dims, const size_t
                           const size_t *local)
 {
     cl_event ev = NULL;
+    if (dev->prof.host_timed) clg__profile_before_enqueue(dev);
     cl_int e = clEnqueueNDRangeKernel(dev->queue, k->k, (cl_uint)dims, offset, global, local, 0, NULL,
                                       dev->prof.enabled ? &ev : NULL);
     if (e != CL_SUCCESS) return clg__cl_fail(dev, e, "clEnqueueNDRangeKernel", k->name);

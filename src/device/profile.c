@@ -37,9 +37,76 @@ int clg__profile_slot(clg_device *dev, const char *name)
     return p->nkernels++;
 }
 
+/* Fold one launch of d ns into its kernel's totals and the trace. */
+static void record(clg_profiler *p, int slot, uint64_t t0, uint64_t t1)
+{
+    clg_prof_kernel *k = &p->kernels[slot];
+    uint64_t d = t1 - t0;
+    k->count++;
+    k->ns += d;
+    if (d < k->min_ns) k->min_ns = d;
+    if (d > k->max_ns) k->max_ns = d;
+    if (p->nspans < MAX_SPANS && reserve((void **)&p->spans, &p->capspans, p->nspans + 1, sizeof *p->spans))
+        p->spans[p->nspans++] = (clg_prof_span){slot, t0, t1};
+}
+
+static uint64_t host_ns(const clg_profiler *p, double t) { return (uint64_t)((t - p->host_t0) * 1e9); }
+
+void clg__profile_before_enqueue(clg_device *dev)
+{
+    clFinish(dev->queue);
+    dev->prof.host_mark = clg__now();
+}
+
+/* Why a fill: every implementation has it, it needs no program, and 64 MiB takes a few
+ * milliseconds anywhere, long enough to see whether the device's clock moves. */
+clg_status clg__profile_calibrate(clg_device *dev)
+{
+    size_t bytes = (size_t)64 << 20;
+    if (bytes > dev->info.max_alloc / 2) bytes = (size_t)(dev->info.max_alloc / 2) & ~(size_t)63;
+    if (bytes < 4096) return CLG_OK;
+    cl_int e;
+    cl_mem m = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, bytes, NULL, &e);
+    if (e != CL_SUCCESS) return clg__cl_fail(dev, e, "clCreateBuffer", "profiling clock check");
+    cl_float zero = 0;
+    cl_event ev = NULL;
+    double t0 = clg__now();
+    e = clEnqueueFillBuffer(dev->queue, m, &zero, sizeof zero, 0, bytes, 0, NULL, NULL);   /* warm up */
+    if (e == CL_SUCCESS) e = clFinish(dev->queue);
+    t0 = clg__now();
+    if (e == CL_SUCCESS) e = clEnqueueFillBuffer(dev->queue, m, &zero, sizeof zero, 0, bytes, 0, NULL, &ev);
+    if (e == CL_SUCCESS) e = clWaitForEvents(1, &ev);
+    double host = clg__now() - t0;
+    cl_ulong s = 0, f = 0;
+    if (e == CL_SUCCESS) e = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof s, &s, NULL);
+    if (e == CL_SUCCESS) e = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof f, &f, NULL);
+    if (ev) clReleaseEvent(ev);
+    clReleaseMemObject(m);
+    if (e != CL_SUCCESS) return clg__cl_fail(dev, e, "clEnqueueFillBuffer/clGetEventProfilingInfo", "profiling clock check");
+    double device = f > s ? (double)(f - s) * 1e-9 : 0;
+    /* A real clock shows most of the host's time; allow for launch overheads. */
+    if (host > 1e-3 && device < 0.01 * host) {
+        dev->prof.host_timed = true;
+        clg__log(dev, 1, "%s: the profiling clock does not tick (a %.1f ms fill lasted %llu ticks): kernels are "
+                 "timed on the host instead, each launch waited for", dev->info.name, host * 1e3,
+                 (unsigned long long)(f - s));
+    }
+    return CLG_OK;
+}
+
 void clg__profile_launch(clg_device *dev, int slot, cl_event ev)
 {
     clg_profiler *p = &dev->prof;
+    if (p->host_timed) {
+        /* Charged from when the queue was last idle (our launches wait for it first). */
+        double t0 = p->host_mark;
+        if (slot >= 0 && clWaitForEvents(1, &ev) == CL_SUCCESS) {
+            p->host_mark = clg__now();
+            record(p, slot, host_ns(p, t0), host_ns(p, p->host_mark));
+        }
+        clReleaseEvent(ev);
+        return;
+    }
     if (slot < 0 || !reserve((void **)&p->pending, &p->cappending, p->npending + 1, sizeof *p->pending)) {
         clReleaseEvent(ev);
         return;
@@ -71,17 +138,8 @@ void clg__profile_collect(clg_device *dev)
         cl_event ev = p->pending[i].ev;
         if (clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL) == CL_SUCCESS &&
             clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) == CL_SUCCESS &&
-            t1 >= t0) {
-            clg_prof_kernel *k = &p->kernels[p->pending[i].slot];
-            uint64_t d = t1 - t0;
-            k->count++;
-            k->ns += d;
-            if (d < k->min_ns) k->min_ns = d;
-            if (d > k->max_ns) k->max_ns = d;
-            if (p->nspans < MAX_SPANS &&
-                reserve((void **)&p->spans, &p->capspans, p->nspans + 1, sizeof *p->spans))
-                p->spans[p->nspans++] = (clg_prof_span){p->pending[i].slot, t0, t1};
-        }
+            t1 >= t0)
+            record(p, p->pending[i].slot, t0, t1);
         clReleaseEvent(ev);
     }
     p->npending = 0;
@@ -111,7 +169,9 @@ clg_status clg_device_profile_print(clg_device *dev, FILE *out)
     qsort(ks, (size_t)p->nkernels, sizeof *ks, by_time);
     uint64_t total = 0;
     for (int i = 0; i < p->nkernels; i++) total += ks[i].ns;
-    fprintf(out, "kernels on %s (device time):\n", dev->info.name);
+    fprintf(out, "kernels on %s (%s):\n", dev->info.name,
+            p->host_timed ? "host time, each launch waited for: the device's profiling clock does not tick"
+                          : "device time");
     fprintf(out, "  %-32s %9s %12s %6s %10s %10s %10s\n", "kernel", "launches", "total ms", "%",
             "mean us", "min us", "max us");
     for (int i = 0; i < p->nkernels; i++) {
