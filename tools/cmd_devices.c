@@ -23,17 +23,36 @@ static const char *mib(uint64_t bytes, char *buf, size_t n)
     return buf;
 }
 
+static int print_params(const char *spec)
+{
+    clg_device *dev;
+    if (clg_device_open(spec, &dev) != CLG_OK) {
+        fprintf(stderr, "clgrad devices: %s\n", clg_device_error(dev));
+        clg_device_close(dev);
+        return 1;
+    }
+    printf("\nparameters of %s (%s):\n", clg_device_get_info(dev)->name, clg_device_get_info(dev)->platform);
+    clg_device_params_print(dev, stdout);
+    clg_device_close(dev);
+    return 0;
+}
+
 int cmd_devices(int argc, char **argv)
 {
-    static const struct option opts[] = {{"device", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    static const struct option opts[] = {{"device", required_argument, 0, 'd'}, {"params", no_argument, 0, 'p'},
+                                         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     const char *spec = getenv("CLG_DEVICE");
+    bool params = false;
     int c;
-    while ((c = getopt_long(argc, argv, "d:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:ph", opts, NULL)) != -1) {
         if (c == 'd') spec = optarg;
+        else if (c == 'p') params = true;
         else if (c == 'h') {
-            printf("usage: clgrad devices [--device SPEC]\n"
+            printf("usage: clgrad devices [--device SPEC] [--params]\n"
                    "Lists every OpenCL platform and device. '*' marks the default (first GPU, else\n"
-                   "first CPU); '>' marks the device SPEC (or $CLG_DEVICE) selects when it differs.\n");
+                   "first CPU); '>' marks the device SPEC (or $CLG_DEVICE) selects when it differs.\n"
+                   "--params opens the selected device and prints its parameter table (GEMM engine,\n"
+                   "work-group sizes, limits), after $CLG_PARAMS_FILE and $CLG_PARAMS overrides.\n");
             return 0;
         } else {
             fprintf(stderr, "clgrad devices: bad option (try --help)\n");
@@ -72,7 +91,7 @@ int cmd_devices(int argc, char **argv)
                infos[i].c_version, infos[i].driver);
     printf("\n* default device%s. Choose another with CLG_DEVICE=gpu|cpu|N|P:D|name.\n",
            sel != def ? ", > selected by CLG_DEVICE/--device" : "");
-    return 0;
+    return params ? print_params(spec) : 0;
 }
 
 int cmd_selftest(int argc, char **argv)

@@ -143,6 +143,13 @@ CLG_API clg_program_stats clg_device_program_stats(const clg_device *dev);
  * is set up on the first program build (or this call), not at open. */
 CLG_API const char *clg_device_cache_dir(clg_device *dev);
 
+/* The device's parameter table, as "key = value" lines: the GEMM engine, work-group
+ * sizes and launch splitting derived from the device's properties, and the limits every
+ * launch honours. Set at open from the device, then from $CLG_PARAMS_FILE (lines
+ * "key = value") and $CLG_PARAMS ("gemm=tiled,group_1d=64"); an unknown key or a bad
+ * value makes clg_device_open fail, naming it. */
+CLG_API clg_status clg_device_params_print(const clg_device *dev, FILE *out);
+
 /* Profiling (CLG_PROFILE=1 at open): kernel counts and device times from OpenCL
  * events, program build times apart. Print as a table, or write Chrome trace JSON
  * (chrome://tracing, ui.perfetto.dev). Both wait for queued work first. */

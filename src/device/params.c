@@ -158,3 +158,12 @@ void clg__params_format(const clg_device_params *p, char *buf, size_t len)
              p->max_item[1], p->max_item[2], (unsigned long long)p->local_mem,
              p->local_is_global ? " (emulated in global memory)" : "");
 }
+
+clg_status clg_device_params_print(const clg_device *dev, FILE *out)
+{
+    if (!dev || !out || !dev->ctx) return CLG_ERR_INVALID_ARGUMENT;
+    char buf[1024];
+    clg__params_format(&dev->params, buf, sizeof buf);
+    fputs(buf, out);
+    return CLG_OK;
+}
