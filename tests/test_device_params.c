@@ -1,0 +1,163 @@
+/* The per-device parameter table (src/device/params.c): defaults that follow the
+ * device's properties, overrides from CLG_PARAMS and CLG_PARAMS_FILE with errors that
+ * name the key, and launches that honour the table and the device's limits. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "device_impl.h"
+
+static clg_device *open_with(const char *params, const char *file)
+{
+    if (params) setenv("CLG_PARAMS", params, 1);
+    else unsetenv("CLG_PARAMS");
+    if (file) setenv("CLG_PARAMS_FILE", file, 1);
+    else unsetenv("CLG_PARAMS_FILE");
+    clg_device *dev = NULL;
+    clg_device_open(NULL, &dev);
+    return dev;
+}
+
+static void test_defaults(void)
+{
+    clg_device *dev = open_with(NULL, NULL);
+    CHECK_MSG(clg_device_last_status(dev) == CLG_OK, "open: %s", clg_device_error(dev));
+    const clg_device_params *p = clg__device_params(dev);
+    const clg_device_info *in = clg_device_get_info(dev);
+    CHECK_MSG(p->max_group == in->max_work_group, "max_group %zu, device %zu", p->max_group, in->max_work_group);
+    CHECK_MSG(p->local_mem == in->local_mem, "local_mem");
+    CHECK_MSG(p->group_1d >= 1 && p->group_1d <= p->max_group && p->group_1d <= p->max_item[0], "group_1d %zu",
+          p->group_1d);
+    CHECK_MSG(p->group_1d_min >= 1 && p->group_1d_min <= p->group_1d, "group_1d_min %zu", p->group_1d_min);
+    CHECK_MSG(p->group_reduce >= 1 && p->group_reduce <= p->max_group, "group_reduce %zu", p->group_reduce);
+    /* Which engine follows from how work-items run, never from the device's type. */
+    const char *want = p->vector_float > 1 ? "packed" : "tune";
+    CHECK_MSG(!strcmp(p->gemm, want), "gemm %s with vector width %d, want %s", p->gemm, p->vector_float, want);
+    char buf[1024];
+    clg__params_format(p, buf, sizeof buf);
+    CHECK_MSG(strstr(buf, "gemm = ") && strstr(buf, "group_1d = "), "format: %s", buf);
+    clg_device_close(dev);
+}
+
+static void test_overrides(void)
+{
+    clg_device *dev = open_with("gemm=tiled, group_1d = 64,group_reduce=8", NULL);
+    CHECK_MSG(clg_device_last_status(dev) == CLG_OK, "open: %s", clg_device_error(dev));
+    const clg_device_params *p = clg__device_params(dev);
+    CHECK_MSG(!strcmp(p->gemm, "tiled"), "gemm %s", p->gemm);
+    CHECK_MSG(p->group_1d == 64 && p->group_reduce == 8, "group_1d %zu group_reduce %zu", p->group_1d, p->group_reduce);
+    clg_device_close(dev);
+
+    /* A file first, then the environment on top of it. */
+    char path[] = "/tmp/clg_params_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK_MSG(fd >= 0, "mkstemp");
+    FILE *f = fdopen(fd, "w");
+    fprintf(f, "# tuned by hand\ngemm = clblast\n\ngroup_1d = 32\n");
+    fclose(f);
+    dev = open_with("group_1d=16", path);
+    CHECK_MSG(clg_device_last_status(dev) == CLG_OK, "open: %s", clg_device_error(dev));
+    p = clg__device_params(dev);
+    CHECK_MSG(!strcmp(p->gemm, "clblast") && p->group_1d == 16, "gemm %s group_1d %zu", p->gemm, p->group_1d);
+    clg_device_close(dev);
+
+    /* Errors name the key, the value and where they came from. */
+    struct { const char *env, *want; } bad[] = {
+        {"gemm=fast", "gemm = \"fast\""},
+        {"group_1d=0", "group_1d = \"0\""},
+        {"group_1d=12x", "group_1d = \"12x\""},
+        {"group_1d=999999999", "group_1d"},
+        {"colour=blue", "unknown key \"colour\""},
+        {"gemm", "want key=value"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        dev = open_with(bad[i].env, NULL);
+        CHECK_MSG(clg_device_last_status(dev) == CLG_ERR_INVALID_ARGUMENT, "%s: status %s", bad[i].env,
+              clg_status_str(clg_device_last_status(dev)));
+        CHECK_MSG(strstr(clg_device_error(dev), bad[i].want) && strstr(clg_device_error(dev), "CLG_PARAMS"),
+              "%s: %s", bad[i].env, clg_device_error(dev));
+        clg_device_close(dev);
+    }
+    f = fopen(path, "w");
+    fprintf(f, "gemm = packed\nmax_group = banana\n");
+    fclose(f);
+    dev = open_with(NULL, path);
+    CHECK_MSG(clg_device_last_status(dev) == CLG_ERR_INVALID_ARGUMENT && strstr(clg_device_error(dev), ":2)"),
+          "file error names the line: %s", clg_device_error(dev));
+    clg_device_close(dev);
+    remove(path);
+    dev = open_with(NULL, "/nonexistent/params");
+    CHECK_MSG(clg_device_last_status(dev) == CLG_ERR_IO, "missing file: %s", clg_device_error(dev));
+    clg_device_close(dev);
+}
+
+/* fill over n floats through clg__launch_1d, read back, all equal to v. */
+static void fill_and_check(clg_device *dev, size_t n, const char *what)
+{
+    clg_kernel *k = clg__kernel_get(dev, "axpy", "-DT=float", "fill");
+    CHECK_MSG(k != NULL, "%s: kernel: %s", what, clg_device_error(dev));
+    if (!k) return;
+    clg_buffer *b = clg__buffer_alloc(dev, (n + 64) * sizeof(float));
+    float *h = calloc(n + 64, sizeof(float));
+    for (size_t i = 0; i < n + 64; i++) h[i] = -1;
+    clg_status st = clg__write(dev, b, 0, h, (n + 64) * sizeof(float));
+    clg_arg a[] = {CLG_ARG_I(n), CLG_ARG_F(3.0f), CLG_ARG_M(b->mem)};
+    if (!st) st = clg__launch_1d(dev, k, a, 3, n);
+    if (!st) st = clg__read(dev, b, 0, h, (n + 64) * sizeof(float));
+    CHECK_MSG(st == CLG_OK, "%s: %s", what, clg_device_error(dev));
+    size_t bad = 0;
+    for (size_t i = 0; i < n + 64; i++) bad += h[i] != (i < n ? 3.0f : -1.0f);
+    CHECK_MSG(bad == 0, "%s: %zu wrong elements of %zu", what, bad, n);
+    free(h);
+    clg__buffer_release(b);
+}
+
+static void test_launches(void)
+{
+    /* Every split the table allows covers exactly n items: whole groups and a tail, or
+     * one launch with a group that divides n. */
+    const char *settings[] = {"group_1d=256,group_1d_min=256", "group_1d=64,group_1d_min=8", "group_1d=7,group_1d_min=1",
+                              "max_group=32"};
+    size_t sizes[] = {1, 7, 63, 64, 65, 250, 1000, 4099};
+    for (size_t s = 0; s < sizeof settings / sizeof *settings; s++) {
+        clg_device *dev = open_with(settings[s], NULL);
+        CHECK_MSG(clg_device_last_status(dev) == CLG_OK, "%s: %s", settings[s], clg_device_error(dev));
+        for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+            char what[96];
+            snprintf(what, sizeof what, "%s, n = %zu", settings[s], sizes[i]);
+            fill_and_check(dev, sizes[i], what);
+        }
+        clg_device_close(dev);
+    }
+
+    /* A group beyond the device's (here the table's) limit, or more local memory than
+     * it has, is an error naming the kernel, never a launch. */
+    clg_device *dev = open_with("max_group=32,local_mem=1024", NULL);
+    clg_kernel *k = clg__kernel_get(dev, "axpy", "-DT=float", "fill");
+    CHECK_MSG(k != NULL, "kernel: %s", clg_device_error(dev));
+    clg_buffer *b = clg__buffer_alloc(dev, 64 * sizeof(float));
+    clg_arg a[] = {CLG_ARG_I(64), CLG_ARG_F(1.0f), CLG_ARG_M(b->mem)};
+    size_t global = 64, local = 64;
+    CHECK_MSG(clg__launch(dev, k, a, 3, 1, &global, &local) == CLG_ERR_INVALID_ARGUMENT &&
+              strstr(clg_device_error(dev), "fill") && strstr(clg_device_error(dev), "64 items"),
+          "oversized group: %s", clg_device_error(dev));
+    clg_device_clear_error(dev);
+    local = 32;
+    CHECK_MSG(clg__launch(dev, k, a, 3, 1, &global, &local) == CLG_OK, "group of 32: %s", clg_device_error(dev));
+    clg_arg la[] = {CLG_ARG_I(64), CLG_ARG_F(1.0f), CLG_ARG_M(b->mem), CLG_ARG_LOCAL(2048)};
+    CHECK_MSG(clg__launch(dev, k, la, 4, 1, &global, &local) == CLG_ERR_INVALID_ARGUMENT &&
+              strstr(clg_device_error(dev), "local memory"),
+          "local memory: %s", clg_device_error(dev));
+    clg__buffer_release(b);
+    clg_device_close(dev);
+    unsetenv("CLG_PARAMS");
+}
+
+int main(void)
+{
+    test_defaults();
+    test_overrides();
+    test_launches();
+    return check_report("test_device_params");
+}
