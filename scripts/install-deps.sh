@@ -4,11 +4,12 @@
 # Idempotent: a second run finds nothing missing and does nothing.
 #   sh scripts/install-deps.sh          to build and train (the quick start)
 #   sh scripts/install-deps.sh --test   also what the tests compare against (NumPy, PyTorch)
+#                                       and run on (Mesa's rusticl, Oclgrind)
 set -eu
 pkgs="build-essential cmake pkgconf ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
       clinfo libclblast-dev zlib1g-dev libjansson-dev dataset-fashion-mnist gnuplot-nox"
 if [ "${1:-}" = "--test" ]; then
-  pkgs="$pkgs python3-numpy python3-torch"
+  pkgs="$pkgs python3-numpy python3-torch mesa-opencl-icd oclgrind"
 fi
 missing=""
 for p in $pkgs; do

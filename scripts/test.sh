@@ -1,6 +1,8 @@
 #!/bin/sh
 # README command 2: install what is missing, build with warnings as errors, and run the
-# whole test suite through ctest. `--sanitize` builds a second tree with AddressSanitizer
+# whole test suite through ctest on two OpenCL implementations, POCL and Mesa's rusticl
+# (llvmpipe), then every kernel under Oclgrind (the `oclgrind` label). A missing device
+# fails the run, never skips it. `--sanitize` builds a second tree with AddressSanitizer
 # and UndefinedBehaviorSanitizer for the host code and runs the suite there too, and a
 # third with ThreadSanitizer for the data loader's threads.
 set -eu
@@ -8,14 +10,19 @@ cd "$(dirname "$0")/.."
 sh scripts/install-deps.sh --test
 export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$PWD/build/pocl-cache}
 BUILD_DIR=build BUILD_TYPE=RelWithDebInfo sh scripts/build.sh -DCLGRAD_WERROR=ON
-(cd build && ctest --output-on-failure -j2)
+echo "== the suite on POCL"
+(cd build && ctest --output-on-failure -j2 -LE oclgrind)
+echo "== the suite on Mesa rusticl (llvmpipe)"
+(cd build && RUSTICL_ENABLE=swrast CLG_DEVICE=llvmpipe ctest --output-on-failure -j2 -LE oclgrind)
+echo "== every kernel under Oclgrind"
+(cd build && ctest --output-on-failure -j2 -L oclgrind)
 if [ "${1:-}" = "--sanitize" ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
   export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   BUILD_DIR=build-asan BUILD_TYPE=Debug sh scripts/build.sh -DCLGRAD_WERROR=ON \
     "-DCLGRAD_SANITIZE=address;undefined" -DCLGRAD_BUILD_EXAMPLES=OFF -DCLGRAD_BUILD_BENCH=OFF
-  (cd build-asan && ctest --output-on-failure -j2 -LE install)
+  (cd build-asan && ctest --output-on-failure -j2 -LE 'install|oclgrind')
   export TSAN_OPTIONS=halt_on_error=1
   BUILD_DIR=build-tsan BUILD_TYPE=Debug sh scripts/build.sh -DCLGRAD_WERROR=ON -DCLGRAD_SANITIZE=thread \
     -DCLGRAD_BUILD_EXAMPLES=OFF -DCLGRAD_BUILD_BENCH=OFF -DCLGRAD_BUILD_TOOLS=OFF
