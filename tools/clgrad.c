@@ -17,6 +17,7 @@ static const struct command {
     {"predict", cmd_predict, "run a checkpoint on inputs from an .npy or IDX file"},
     {"info", cmd_info, "the layers, settings and training state in a checkpoint"},
     {"plot", cmd_plot, "draw a metrics file's loss and accuracy curves as a PNG"},
+    {"conformance", cmd_conformance, "check every op and optimizer against host references on every device"},
 };
 
 static void usage(FILE *out)

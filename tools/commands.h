@@ -10,5 +10,6 @@ int cmd_eval(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
+int cmd_conformance(int argc, char **argv);
 
 #endif

@@ -1,0 +1,19 @@
+# `clgrad conformance` (tools/cmd_conformance.c), included by tests/CMakeLists.txt:
+#   cli_conformance        the default device (or $CLG_DEVICE's) passes every case: a table
+#                          ending "N passed / 0 failed", exit status 0;
+#   cli_conformance_fault  the self-check: a fault injected into gelu's reference shows as
+#                          FAIL rows and exit status 1;
+#   cli_conformance_help   --help, as every subcommand has.
+if(CLGRAD_BUILD_TOOLS)
+  set(_conf "\"$0\" conformance --device \"\${CLG_DEVICE:-default}\" --no-bench")
+  add_test(NAME cli_conformance COMMAND sh -c
+    "out=$(${_conf}); rc=$?; echo \"$out\"; [ $rc -eq 0 ] && echo \"$out\" | grep -q ' passed / 0 failed'"
+    $<TARGET_FILE:clgrad_cli>)
+  add_test(NAME cli_conformance_fault COMMAND sh -c
+    "out=$(${_conf} --inject-fault gelu); rc=$?; echo \"$out\"; [ $rc -eq 1 ] && echo \"$out\" | grep -q '^  gelu .*FAIL' && echo \"$out\" | grep -q ' 0 passed / [1-9][0-9]* failed'"
+    $<TARGET_FILE:clgrad_cli>)
+  add_test(NAME cli_conformance_help COMMAND clgrad_cli conformance --help)
+  set_tests_properties(cli_conformance_help PROPERTIES PASS_REGULAR_EXPRESSION "usage: clgrad conformance" LABELS cli)
+  set_tests_properties(cli_conformance cli_conformance_fault PROPERTIES
+    ENVIRONMENT "CLG_CACHE_DIR=${CMAKE_BINARY_DIR}/test-cache" TIMEOUT 600 LABELS "cli;device")
+endif()

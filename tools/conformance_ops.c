@@ -1,0 +1,671 @@
+/* conformance_ops.c: the cases of `clgrad conformance` for views, elementwise ops,
+ * reductions, matrix products and indexing, each with its plain-C reference. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conformance_cases.h"
+
+#define UNUSED(x) (void)(x)
+
+/* ---- views ------------------------------------------------------------------------------------- */
+/* A view's reference is a gather: out[i] = in[src(i)], from the strides of the view. */
+
+typedef struct view_entry {
+    clg_tensor *(*dev)(clg_tensor *a, const cf_prob *p);
+    int64_t (*src)(const cf_prob *p, int64_t i);   /* input element of output element i */
+} view_entry;
+
+/* Coordinates of flat index i in shape a. */
+static void coords(const cf_arr *a, int64_t i, int64_t *c)
+{
+    for (int d = a->nd - 1; d >= 0; d--) {
+        c[d] = i % a->shape[d];
+        i /= a->shape[d];
+    }
+}
+
+static int64_t flat(const cf_arr *a, const int64_t *c)
+{
+    int64_t i = 0;
+    for (int d = 0; d < a->nd; d++) i = i * a->shape[d] + c[d];
+    return i;
+}
+
+static int64_t src_same(const cf_prob *p, int64_t i) { UNUSED(p); return i; }
+static int64_t src_perm(const cf_prob *p, int64_t i)   /* out axis d is in axis ia[d] */
+{
+    int64_t c[CLG_MAX_DIMS], ci[CLG_MAX_DIMS];
+    coords(&p->out[0], i, c);
+    for (int d = 0; d < p->out[0].nd; d++) ci[p->ia[d]] = c[d];
+    return flat(&p->in[0], ci);
+}
+static int64_t src_narrow(const cf_prob *p, int64_t i)   /* axis ia[0]: start ia[1], step ia[2] */
+{
+    int64_t c[CLG_MAX_DIMS];
+    coords(&p->out[0], i, c);
+    c[p->ia[0]] = p->ia[1] + c[p->ia[0]] * p->ia[2];
+    return flat(&p->in[0], c);
+}
+static int64_t src_expand(const cf_prob *p, int64_t i) { return cf_bcast(&p->in[0], &p->out[0], i); }
+/* reshape of the transpose of a 2-D input: element i of the transpose, row-major */
+static int64_t src_t_reshape(const cf_prob *p, int64_t i)
+{
+    int64_t rows = p->in[0].shape[1], cols = p->in[0].shape[0];   /* the transpose's */
+    return (i % cols) * rows + i / cols;
+}
+
+static clg_tensor *v_reshape(clg_tensor *a, const cf_prob *p)
+{
+    return clg_reshape(a, p->out[0].nd, p->out[0].shape);
+}
+static clg_tensor *v_reshape_t(clg_tensor *a, const cf_prob *p)
+{
+    return clg_reshape(clg_transpose(a, 0, 1), p->out[0].nd, p->out[0].shape);
+}
+static clg_tensor *v_permute(clg_tensor *a, const cf_prob *p) { return clg_permute(a, p->out[0].nd, p->ia); }
+static clg_tensor *v_transpose(clg_tensor *a, const cf_prob *p) { UNUSED(p); return clg_transpose(a, 0, 2); }
+static clg_tensor *v_narrow(clg_tensor *a, const cf_prob *p) { return clg_narrow(a, p->ia[0], p->ia[1], p->out[0].shape[p->ia[0]]); }
+static clg_tensor *v_slice(clg_tensor *a, const cf_prob *p) { return clg_slice(a, p->ia[0], p->ia[1], 1000, p->ia[2]); }
+static clg_tensor *v_expand(clg_tensor *a, const cf_prob *p) { return clg_expand(a, p->out[0].nd, p->out[0].shape); }
+static clg_tensor *v_squeeze(clg_tensor *a, const cf_prob *p) { UNUSED(p); return clg_squeeze(a, 1); }
+static clg_tensor *v_unsqueeze(clg_tensor *a, const cf_prob *p) { UNUSED(p); return clg_unsqueeze(a, -2); }
+static clg_tensor *v_flatten(clg_tensor *a, const cf_prob *p) { UNUSED(p); return clg_flatten(a, 1, 2); }
+static clg_tensor *v_contiguous(clg_tensor *a, const cf_prob *p)
+{
+    clg_tensor *t = clg_contiguous(clg_permute(a, p->out[0].nd, p->ia));
+    if (t && !clg_tensor_is_contiguous(t)) return NULL;
+    return t;
+}
+static clg_tensor *v_clone(clg_tensor *a, const cf_prob *p) { UNUSED(p); return clg_clone(clg_transpose(a, 0, 1)); }
+
+static void view_setup(cf_prob *p)
+{
+    int A = S(2, 7), B = S(3, 33), C = S(4, 65);
+    const char *which = (const char *)p->arg;
+    if (!strcmp(which, "reshape")) {
+        cf_in(p, CF_GRAD, -1, 1, 3, A, B, C);
+        cf_out(p, 2, B * C, A);
+    } else if (!strcmp(which, "reshape_t")) {
+        cf_in(p, CF_GRAD, -1, 1, 2, A * B, C);
+        cf_out(p, 1, A * B * C);
+    } else if (!strcmp(which, "permute") || !strcmp(which, "contiguous")) {
+        cf_in(p, CF_GRAD, -1, 1, 3, A, B, C);
+        cf_out(p, 3, C, A, B);
+        p->ia[0] = 2, p->ia[1] = 0, p->ia[2] = 1;
+    } else if (!strcmp(which, "transpose")) {
+        cf_in(p, CF_GRAD, -1, 1, 3, A, B, C);
+        cf_out(p, 3, C, B, A);
+        p->ia[0] = 2, p->ia[1] = 1, p->ia[2] = 0;
+    } else if (!strcmp(which, "clone")) {
+        cf_in(p, CF_GRAD, -1, 1, 2, B, C);
+        cf_out(p, 2, C, B);
+        p->ia[0] = 1, p->ia[1] = 0;
+    } else if (!strcmp(which, "narrow")) {
+        cf_in(p, CF_GRAD, -1, 1, 3, A, B, C);
+        cf_out(p, 3, A, B - 2, C);
+        p->ia[0] = 1, p->ia[1] = 1, p->ia[2] = 1;
+    } else if (!strcmp(which, "slice")) {
+        cf_in(p, CF_GRAD, -1, 1, 3, A, B, C);
+        cf_out(p, 3, A, B, C / 2);   /* 1, 3, 5, ... < C */
+        p->ia[0] = 2, p->ia[1] = 1, p->ia[2] = 2;
+    } else if (!strcmp(which, "expand")) {
+        cf_in(p, CF_GRAD, -1, 1, 3, A, 1, C);
+        cf_out(p, 4, 2, A, B, C);
+    } else if (!strcmp(which, "squeeze")) {
+        cf_in(p, CF_GRAD, -1, 1, 3, A, 1, C);
+        cf_out(p, 2, A, C);
+    } else if (!strcmp(which, "unsqueeze")) {
+        cf_in(p, CF_GRAD, -1, 1, 2, A, C);
+        cf_out(p, 3, A, 1, C);
+    } else if (!strcmp(which, "flatten")) {
+        cf_in(p, CF_GRAD, -1, 1, 4, A, B, 3, C);
+        cf_out(p, 3, A, B * 3, C);
+    }
+}
+
+static const view_entry *view_of(const char *which)
+{
+    static const struct { const char *name; view_entry e; } t[] = {
+        {"reshape", {v_reshape, src_same}},       {"reshape_t", {v_reshape_t, src_t_reshape}},
+        {"permute", {v_permute, src_perm}},       {"transpose", {v_transpose, src_perm}},
+        {"narrow", {v_narrow, src_narrow}},       {"slice", {v_slice, src_narrow}},
+        {"expand", {v_expand, src_expand}},       {"squeeze", {v_squeeze, src_same}},
+        {"unsqueeze", {v_unsqueeze, src_same}},   {"flatten", {v_flatten, src_same}},
+        {"contiguous", {v_contiguous, src_perm}}, {"clone", {v_clone, src_perm}},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++)
+        if (!strcmp(t[i].name, which)) return &t[i].e;
+    return NULL;
+}
+
+static void view_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
+{
+    out[0] = view_of((const char *)p->arg)->dev(in[0], p);
+}
+
+static void view_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    const view_entry *e = view_of((const char *)p->arg);
+    for (int64_t i = 0; i < p->out[0].n; i++) out[0][i] = in[0][e->src(p, i)];
+}
+
+/* cast: to the other float type (differentiable) where the device has float64, else
+ * to int32 (truncation toward zero, not differentiable). Values float32 holds exactly,
+ * so that float64 -> float32 is exact too and its reference the identity (rounding
+ * would make the central differences a staircase). */
+static void cast_setup(cf_prob *p)
+{
+    cf_in(p, CF_GRAD, -3, 3, 2, S(3, 31), S(5, 67))->f32_values = true;
+    cf_out_like(p, 0);
+    p->no_backward = !p->fp64;
+}
+static void cast_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
+{
+    out[0] = clg_cast(in[0], !p->fp64 ? CLG_I32 : p->dtype == CLG_F32 ? CLG_F64 : CLG_F32);
+}
+static void cast_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    for (int64_t i = 0; i < p->in[0].n; i++) out[0][i] = p->fp64 ? in[0][i] : trunc(in[0][i]);
+}
+
+/* ---- elementwise, one operand ----------------------------------------------------------------- */
+
+typedef struct unary_entry {
+    clg_tensor *(*dev)(clg_tensor *a, double s0, double s1);
+    double (*host)(double x, double s0, double s1);
+    double s0, s1, lo, hi;
+    bool signs;
+} unary_entry;
+
+#define DEV1(name, call) \
+    static clg_tensor *name(clg_tensor *a, double s0, double s1) { UNUSED(s0); UNUSED(s1); return call; }
+#define HOST1(name, expr) \
+    static double name(double x, double s0, double s1) { UNUSED(s0); UNUSED(s1); return expr; }
+
+DEV1(d_neg, clg_neg(a)) HOST1(h_neg, -x)
+DEV1(d_exp, clg_exp(a)) HOST1(h_exp, exp(x))
+DEV1(d_log, clg_log(a)) HOST1(h_log, log(x))
+DEV1(d_sqrt, clg_sqrt(a)) HOST1(h_sqrt, sqrt(x))
+DEV1(d_abs, clg_abs(a)) HOST1(h_abs, fabs(x))
+DEV1(d_clamp, clg_clamp(a, s0, s1)) HOST1(h_clamp, x < s0 ? s0 : x > s1 ? s1 : x)
+DEV1(d_relu, clg_relu(a)) HOST1(h_relu, x > 0 ? x : 0)
+DEV1(d_leaky, clg_leaky_relu(a, s0)) HOST1(h_leaky, x > 0 ? x : s0 * x)
+DEV1(d_sigmoid, clg_sigmoid(a)) HOST1(h_sigmoid, 1 / (1 + exp(-x)))
+DEV1(d_tanh, clg_tanh(a)) HOST1(h_tanh, tanh(x))
+DEV1(d_gelu, clg_gelu(a)) HOST1(h_gelu, 0.5 * x * (1 + erf(x / sqrt(2.0))))
+DEV1(d_softplus, clg_softplus(a, s0, s1)) HOST1(h_softplus, s0 * x > s1 ? x : log1p(exp(s0 * x)) / s0)
+DEV1(d_add_s, clg_add_scalar(a, s0)) HOST1(h_add_s, x + s0)
+DEV1(d_sub_s, clg_sub_scalar(a, s0)) HOST1(h_sub_s, x - s0)
+DEV1(d_rsub_s, clg_rsub_scalar(s0, a)) HOST1(h_rsub_s, s0 - x)
+DEV1(d_mul_s, clg_mul_scalar(a, s0)) HOST1(h_mul_s, x * s0)
+DEV1(d_div_s, clg_div_scalar(a, s0)) HOST1(h_div_s, x / s0)
+DEV1(d_rdiv_s, clg_rdiv_scalar(s0, a)) HOST1(h_rdiv_s, s0 / x)
+DEV1(d_pow_s, clg_pow_scalar(a, s0)) HOST1(h_pow_s, pow(x, s0))
+DEV1(d_dropout_eval, clg_dropout(a, s0, false)) HOST1(h_same, x)
+
+static const unary_entry U_NEG = {d_neg, h_neg, 0, 0, -2, 2, false};
+static const unary_entry U_EXP = {d_exp, h_exp, 0, 0, -2, 2, false};
+static const unary_entry U_LOG = {d_log, h_log, 0, 0, 0.2, 3, false};
+static const unary_entry U_SQRT = {d_sqrt, h_sqrt, 0, 0, 0.2, 3, false};
+static const unary_entry U_ABS = {d_abs, h_abs, 0, 0, 0.05, 2, true};
+static const unary_entry U_CLAMP = {d_clamp, h_clamp, -0.5, 0.75, -1.5, 1.5, false};
+static const unary_entry U_RELU = {d_relu, h_relu, 0, 0, 0.05, 2, true};
+static const unary_entry U_LEAKY = {d_leaky, h_leaky, 0.125, 0, 0.05, 2, true};
+static const unary_entry U_SIGMOID = {d_sigmoid, h_sigmoid, 0, 0, -5, 5, false};
+static const unary_entry U_TANH = {d_tanh, h_tanh, 0, 0, -3, 3, false};
+static const unary_entry U_GELU = {d_gelu, h_gelu, 0, 0, -3, 3, false};
+static const unary_entry U_SOFTPLUS = {d_softplus, h_softplus, 2, 3, -3, 3, false};
+static const unary_entry U_ADD_S = {d_add_s, h_add_s, 0.75, 0, -2, 2, false};
+static const unary_entry U_SUB_S = {d_sub_s, h_sub_s, 0.75, 0, -2, 2, false};
+static const unary_entry U_RSUB_S = {d_rsub_s, h_rsub_s, 0.75, 0, -2, 2, false};
+static const unary_entry U_MUL_S = {d_mul_s, h_mul_s, -1.5, 0, -2, 2, false};
+static const unary_entry U_DIV_S = {d_div_s, h_div_s, 2.5, 0, -2, 2, false};
+static const unary_entry U_RDIV_S = {d_rdiv_s, h_rdiv_s, 1.5, 0, 0.3, 2, true};
+static const unary_entry U_POW_S = {d_pow_s, h_pow_s, 2.5, 0, 0.2, 2, false};
+static const unary_entry U_POW_S3 = {d_pow_s, h_pow_s, 3, 0, 0.2, 2, true};
+static const unary_entry U_DROPOUT_EVAL = {d_dropout_eval, h_same, 0.5, 0, -2, 2, false};
+
+static void unary_setup(cf_prob *p)
+{
+    const unary_entry *e = p->arg;
+    cf_in(p, CF_GRAD, e->lo, e->hi, 2, S(3, 37), S(5, 129))->signs = e->signs;
+    cf_out_like(p, 0);
+}
+static void unary_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
+{
+    const unary_entry *e = p->arg;
+    out[0] = e->dev(in[0], e->s0, e->s1);
+}
+static void unary_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    const unary_entry *e = p->arg;
+    for (int64_t i = 0; i < p->in[0].n; i++) out[0][i] = e->host(in[0][i], e->s0, e->s1);
+}
+
+/* ---- elementwise, two operands, broadcast: a [M, 1, N] op b [K, N] -> [M, K, N] ----------------- */
+
+typedef struct binary_entry {
+    clg_tensor *(*dev)(clg_tensor *a, clg_tensor *b);
+    double (*host)(double a, double b);
+    double alo, ahi, blo, bhi;
+    bool bsigns, compare;   /* compare: integral values (ties), no gradient */
+} binary_entry;
+
+static double h_add(double a, double b) { return a + b; }
+static double h_sub(double a, double b) { return a - b; }
+static double h_mul(double a, double b) { return a * b; }
+static double h_div(double a, double b) { return a / b; }
+static double h_pow(double a, double b) { return pow(a, b); }
+static double h_max(double a, double b) { return a > b ? a : b; }
+static double h_min(double a, double b) { return a < b ? a : b; }
+static double h_eq(double a, double b) { return a == b; }
+static double h_gt(double a, double b) { return a > b; }
+static double h_ge(double a, double b) { return a >= b; }
+static double h_lt(double a, double b) { return a < b; }
+
+static const binary_entry B_ADD = {clg_add, h_add, -2, 2, -2, 2, false, false};
+static const binary_entry B_SUB = {clg_sub, h_sub, -2, 2, -2, 2, false, false};
+static const binary_entry B_MUL = {clg_mul, h_mul, -2, 2, -2, 2, false, false};
+static const binary_entry B_DIV = {clg_div, h_div, -2, 2, 0.5, 2, true, false};
+static const binary_entry B_POW = {clg_pow, h_pow, 0.5, 2, -1.5, 1.5, false, false};
+static const binary_entry B_MAX = {clg_maximum, h_max, -2, 2, -2, 2, false, false};
+static const binary_entry B_MIN = {clg_minimum, h_min, -2, 2, -2, 2, false, false};
+static const binary_entry B_EQ = {clg_eq, h_eq, -2, 2, -2, 2, false, true};
+static const binary_entry B_GT = {clg_gt, h_gt, -2, 2, -2, 2, false, true};
+static const binary_entry B_GE = {clg_ge, h_ge, -2, 2, -2, 2, false, true};
+static const binary_entry B_LT = {clg_lt, h_lt, -2, 2, -2, 2, false, true};
+
+static void binary_setup(cf_prob *p)
+{
+    const binary_entry *e = p->arg;
+    int M = S(2, 5), K = S(3, 7), N = S(4, 67);
+    cf_kind kind = e->compare ? CF_CONST : CF_GRAD;
+    cf_in(p, kind, e->alo, e->ahi, 3, M, 1, N)->integral = e->compare;
+    cf_arr *b = cf_in(p, kind, e->blo, e->bhi, 2, K, N);
+    b->integral = e->compare;
+    b->signs = e->bsigns;
+    cf_out(p, 3, M, K, N);
+}
+static void binary_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
+{
+    const binary_entry *e = p->arg;
+    out[0] = e->dev(in[0], in[1]);
+}
+static void binary_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    const binary_entry *e = p->arg;
+    for (int64_t i = 0; i < p->out[0].n; i++)
+        out[0][i] = e->host(in[0][cf_bcast(&p->in[0], &p->out[0], i)], in[1][cf_bcast(&p->in[1], &p->out[0], i)]);
+}
+
+/* where(mask [A, B], a [A, B], b [B]) */
+static void where_setup(cf_prob *p)
+{
+    int A = S(3, 31), B = S(5, 67);
+    cf_in(p, CF_CONST, 0, 2, 2, A, B)->integral = true;
+    cf_in(p, CF_GRAD, -2, 2, 2, A, B);
+    cf_in(p, CF_GRAD, -2, 2, 1, B);
+    cf_out(p, 2, A, B);
+}
+static void where_run(cf_prob *p, clg_tensor **in, clg_tensor **out) { UNUSED(p); out[0] = clg_where(in[0], in[1], in[2]); }
+static void where_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    int64_t B = p->in[2].n;
+    for (int64_t i = 0; i < p->out[0].n; i++) out[0][i] = in[0][i] != 0 ? in[1][i] : in[2][i % B];
+}
+
+/* ---- reductions: ia[0] kind, ia[1] naxes (0: all), ia[2..3] axes, ia[4] keepdim, ia[5] correction */
+
+enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_VAR, R_ARGMAX };
+
+typedef struct reduce_entry {
+    int kind, naxes, axes[2];
+    bool keepdim;
+    int correction;
+} reduce_entry;
+
+static const reduce_entry R_SUM_ALL = {R_SUM, 0, {0, 0}, false, 0};
+static const reduce_entry R_SUM_1K = {R_SUM, 1, {1, 0}, true, 0};
+static const reduce_entry R_MEAN_02 = {R_MEAN, 2, {0, 2}, false, 0};
+static const reduce_entry R_MEAN_ALL = {R_MEAN, 0, {0, 0}, true, 0};
+static const reduce_entry R_MAX_L = {R_MAX, 1, {-1, 0}, false, 0};
+static const reduce_entry R_MAX_0 = {R_MAX, 1, {0, 0}, true, 0};
+static const reduce_entry R_MIN_ALL = {R_MIN, 0, {0, 0}, false, 0};
+static const reduce_entry R_MIN_12 = {R_MIN, 2, {1, 2}, false, 0};
+static const reduce_entry R_VAR_1 = {R_VAR, 1, {1, 0}, false, 1};
+static const reduce_entry R_VAR_ALL = {R_VAR, 0, {0, 0}, false, 0};
+static const reduce_entry R_ARGMAX_1 = {R_ARGMAX, 1, {1, 0}, false, 0};
+static const reduce_entry R_ARGMAX_L = {R_ARGMAX, 1, {-1, 0}, true, 0};
+
+static bool reduced(const reduce_entry *e, int nd, int d)
+{
+    if (e->naxes == 0) return true;
+    for (int k = 0; k < e->naxes; k++)
+        if ((e->axes[k] + nd) % nd == d) return true;
+    return false;
+}
+
+static void reduce_setup(cf_prob *p)
+{
+    const reduce_entry *e = p->arg;
+    cf_arr *a = cf_in(p, e->kind == R_ARGMAX ? CF_CONST : CF_GRAD, -2, 2, 3, S(2, 6), S(3, 37), S(5, 29));
+    cf_arr *o = &p->out[p->nout++];
+    o->n = 1;
+    for (int d = 0; d < 3; d++) {
+        if (!reduced(e, 3, d)) o->shape[o->nd++] = a->shape[d];
+        else if (e->keepdim) o->shape[o->nd++] = 1;
+    }
+    for (int d = 0; d < o->nd; d++) o->n *= o->shape[d];
+    p->no_backward = e->kind == R_ARGMAX;
+    if (e->kind == R_VAR || p->big) p->tol = 4;   /* long sums in float32 */
+}
+
+static void reduce_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
+{
+    const reduce_entry *e = p->arg;
+    const int *ax = e->naxes ? e->axes : NULL;
+    switch (e->kind) {
+    case R_SUM: out[0] = clg_sum(in[0], e->naxes, ax, e->keepdim); break;
+    case R_MEAN: out[0] = clg_mean(in[0], e->naxes, ax, e->keepdim); break;
+    case R_MAX: out[0] = clg_max(in[0], e->naxes, ax, e->keepdim); break;
+    case R_MIN: out[0] = clg_min(in[0], e->naxes, ax, e->keepdim); break;
+    case R_VAR: out[0] = clg_var(in[0], e->naxes, ax, e->correction, e->keepdim); break;
+    default: out[0] = clg_argmax(in[0], e->axes[0], e->keepdim); break;
+    }
+}
+
+static void reduce_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    const reduce_entry *e = p->arg;
+    const cf_arr *a = &p->in[0];
+    int64_t m = p->out[0].n, cnt = a->n / m;
+    double *acc = out[0];
+    double *mean = calloc((size_t)m, sizeof *mean);
+    int64_t *arg = calloc((size_t)m, sizeof *arg), *seen = calloc((size_t)m, sizeof *seen);
+    for (int pass = 0; pass < (e->kind == R_VAR ? 2 : 1); pass++) {
+        for (int64_t j = 0; j < m; j++) acc[j] = 0, seen[j] = 0;
+        for (int64_t i = 0; i < a->n; i++) {
+            int64_t c[CLG_MAX_DIMS], j = 0;
+            coords(a, i, c);
+            for (int d = 0; d < a->nd; d++)
+                if (!reduced(e, a->nd, d)) j = j * a->shape[d] + c[d];
+            double x = in[0][i];
+            bool first = seen[j]++ == 0;
+            switch (e->kind) {
+            case R_SUM: case R_MEAN: acc[j] += x; break;
+            case R_MAX: if (first || x > acc[j]) acc[j] = x; break;
+            case R_MIN: if (first || x < acc[j]) acc[j] = x; break;
+            case R_VAR: if (pass == 0) acc[j] += x; else acc[j] += (x - mean[j]) * (x - mean[j]); break;
+            default: if (first || x > mean[j]) mean[j] = x, arg[j] = seen[j] - 1; break;
+            }
+        }
+        if (e->kind == R_VAR && pass == 0)
+            for (int64_t j = 0; j < m; j++) mean[j] = acc[j] / (double)cnt;
+    }
+    for (int64_t j = 0; j < m; j++) {
+        if (e->kind == R_MEAN) acc[j] /= (double)cnt;
+        if (e->kind == R_VAR) acc[j] /= (double)(cnt - e->correction);
+        if (e->kind == R_ARGMAX) acc[j] = (double)arg[j];
+    }
+    free(mean);
+    free(arg);
+    free(seen);
+}
+
+/* ---- matrix products: ia = {m, k, n, a stored transposed, b stored transposed} ----------------- */
+
+/* The batch part of a (all but the last two axes). */
+static cf_arr batch_of(const cf_arr *a)
+{
+    cf_arr b = *a;
+    b.nd = a->nd > 2 ? a->nd - 2 : 0;
+    b.n = 1;
+    for (int d = 0; d < b.nd; d++) b.n *= b.shape[d];
+    return b;
+}
+
+typedef struct mm_entry { int shape; } mm_entry;
+enum { MM_2D, MM_BATCH, MM_TRANS, MM_VEC, MM_MATVEC };
+static const mm_entry MM_E[] = {{MM_2D}, {MM_BATCH}, {MM_TRANS}, {MM_VEC}, {MM_MATVEC}};
+
+static void matmul_setup(cf_prob *p)
+{
+    const mm_entry *e = p->arg;
+    int m = S(3, 37), k = S(4, 70), n = S(5, 45);
+    p->ia[0] = m, p->ia[1] = k, p->ia[2] = n;
+    switch (e->shape) {
+    case MM_2D:
+        cf_in(p, CF_GRAD, -1, 1, 2, m, k), cf_in(p, CF_GRAD, -1, 1, 2, k, n), cf_out(p, 2, m, n);
+        break;
+    case MM_BATCH:
+        cf_in(p, CF_GRAD, -1, 1, 4, 2, 1, m, k), cf_in(p, CF_GRAD, -1, 1, 3, 3, k, n), cf_out(p, 4, 2, 3, m, n);
+        break;
+    case MM_TRANS:
+        cf_in(p, CF_GRAD, -1, 1, 2, k, m), cf_in(p, CF_GRAD, -1, 1, 2, n, k), cf_out(p, 2, m, n);
+        p->ia[3] = p->ia[4] = 1;
+        break;
+    case MM_VEC:
+        p->ia[0] = 1;
+        cf_in(p, CF_GRAD, -1, 1, 1, k), cf_in(p, CF_GRAD, -1, 1, 2, k, n), cf_out(p, 1, n);
+        break;
+    default:
+        p->ia[2] = 1;
+        cf_in(p, CF_GRAD, -1, 1, 2, m, k), cf_in(p, CF_GRAD, -1, 1, 1, k), cf_out(p, 1, m);
+        break;
+    }
+}
+static void matmul_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
+{
+    clg_tensor *a = p->ia[3] ? clg_transpose(in[0], 0, 1) : in[0], *b = p->ia[4] ? clg_transpose(in[1], 0, 1) : in[1];
+    out[0] = clg_matmul(a, b);
+}
+static void matmul_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    int64_t m = p->ia[0], k = p->ia[1], n = p->ia[2];
+    cf_arr ob = batch_of(&p->out[0]), ab = batch_of(&p->in[0]), bb = batch_of(&p->in[1]);
+    if (p->out[0].nd < 2) ob.nd = 0, ob.n = 1;
+    for (int64_t z = 0; z < ob.n; z++) {
+        const double *A = in[0] + cf_bcast(&ab, &ob, z) * m * k, *B = in[1] + cf_bcast(&bb, &ob, z) * k * n;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double s = 0;
+                for (int64_t l = 0; l < k; l++)
+                    s += (p->ia[3] ? A[l * m + i] : A[i * k + l]) * (p->ia[4] ? B[j * k + l] : B[l * n + j]);
+                out[0][(z * m + i) * n + j] = s;
+            }
+    }
+}
+
+/* linear(x [..., in], w [out, in], b [out] or none) */
+static void linear_setup(cf_prob *p)
+{
+    int N = S(3, 33), I = S(4, 70), O = S(5, 41);
+    bool three = p->arg != NULL;
+    if (three) cf_in(p, CF_GRAD, -1, 1, 3, 2, N, I), cf_out(p, 3, 2, N, O);
+    else cf_in(p, CF_GRAD, -1, 1, 2, N, I), cf_out(p, 2, N, O);
+    cf_in(p, CF_GRAD, -1, 1, 2, O, I);
+    if (!three) cf_in(p, CF_GRAD, -1, 1, 1, O);
+}
+static void linear_run(cf_prob *p, clg_tensor **in, clg_tensor **out) { out[0] = clg_linear(in[0], in[1], p->nin > 2 ? in[2] : NULL); }
+static void linear_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    int64_t O = p->in[1].shape[0], I = p->in[1].shape[1], rows = p->in[0].n / I;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t o = 0; o < O; o++) {
+            double s = p->nin > 2 ? in[2][o] : 0;
+            for (int64_t i = 0; i < I; i++) s += in[0][r * I + i] * in[1][o * I + i];
+            out[0][r * O + o] = s;
+        }
+}
+
+/* ---- indexing and joining ----------------------------------------------------------------------- */
+
+/* index_select(a, axis ia[0], indices [K]) */
+static void index_select_setup(cf_prob *p)
+{
+    int axis = p->arg ? 1 : 0, A = S(4, 23), B = S(3, 17), C = S(2, 65), K = S(6, 40);
+    p->ia[0] = axis;
+    if (axis == 0) cf_in(p, CF_GRAD, -1, 1, 2, A, C), cf_in(p, CF_INDEX, 0, A, 1, K), cf_out(p, 2, K, C);
+    else cf_in(p, CF_GRAD, -1, 1, 3, A, B, C), cf_in(p, CF_INDEX, 0, B, 1, K), cf_out(p, 3, A, K, C);
+}
+static void index_select_run(cf_prob *p, clg_tensor **in, clg_tensor **out) { out[0] = clg_index_select(in[0], p->ia[0], in[1]); }
+static void index_select_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    int64_t outer, mid, inner, K = p->in[1].n;
+    cf_split_axis(&p->in[0], p->ia[0], &outer, &mid, &inner);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t i = 0; i < inner; i++)
+                out[0][(o * K + k) * inner + i] = in[0][(o * mid + (int64_t)in[1][k]) * inner + i];
+}
+
+/* gather(a [A, B], axis ia[0], index) */
+static void gather_setup(cf_prob *p)
+{
+    int axis = p->arg ? 0 : 1, A = S(3, 29), B = S(5, 47), K = S(4, 33);
+    p->ia[0] = axis;
+    cf_in(p, CF_GRAD, -1, 1, 2, A, B);
+    if (axis == 1) cf_in(p, CF_INDEX, 0, B, 2, A, K), cf_out(p, 2, A, K);
+    else cf_in(p, CF_INDEX, 0, A, 2, K, B), cf_out(p, 2, K, B);
+}
+static void gather_run(cf_prob *p, clg_tensor **in, clg_tensor **out) { out[0] = clg_gather(in[0], p->ia[0], in[1]); }
+static void gather_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    int64_t B = p->in[0].shape[1], cols = p->out[0].shape[1];
+    for (int64_t i = 0; i < p->out[0].n; i++) {
+        int64_t r = i / cols, c = i % cols, x = (int64_t)in[1][i];
+        out[0][i] = p->ia[0] == 1 ? in[0][r * B + x] : in[0][x * B + c];
+    }
+}
+
+/* concat / stack of three inputs [A, Bi, C] / [A, C] along axis 1; split into three. */
+enum { J_CONCAT, J_STACK, J_SPLIT };
+static const int J_E[] = {J_CONCAT, J_STACK, J_SPLIT};
+
+static void join_setup(cf_prob *p)
+{
+    int kind = *(const int *)p->arg, A = S(2, 9), C = S(3, 65), b[3] = {S(1, 5), S(2, 1), S(3, 30)};
+    if (kind == J_CONCAT) {
+        for (int i = 0; i < 3; i++) cf_in(p, CF_GRAD, -1, 1, 3, A, b[i], C);
+        cf_out(p, 3, A, b[0] + b[1] + b[2], C);
+    } else if (kind == J_STACK) {
+        for (int i = 0; i < 3; i++) cf_in(p, CF_GRAD, -1, 1, 2, A, C);
+        cf_out(p, 3, A, 3, C);
+    } else {
+        cf_in(p, CF_GRAD, -1, 1, 3, A, b[0] + b[1] + b[2], C);
+        for (int i = 0; i < 3; i++) cf_out(p, 3, A, b[i], C);
+    }
+}
+static void join_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
+{
+    int kind = *(const int *)p->arg;
+    if (kind == J_CONCAT) out[0] = clg_concat(3, in, 1);
+    else if (kind == J_STACK) out[0] = clg_stack(3, in, 1);
+    else {
+        int64_t sizes[3] = {p->out[0].shape[1], p->out[1].shape[1], p->out[2].shape[1]};
+        if (clg_split(in[0], 1, 3, sizes, out) != CLG_OK) out[0] = out[1] = out[2] = NULL;
+    }
+}
+/* The three parts side by side along axis 1: part i has width b[i] (1 for stack). */
+static void join_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    int kind = *(const int *)p->arg;
+    const cf_arr *parts = kind == J_SPLIT ? p->out : p->in;
+    int64_t A = p->in[0].shape[0], C = p->in[0].shape[p->in[0].nd - 1], total = 0, off = 0;
+    for (int i = 0; i < 3; i++) total += kind == J_STACK ? 1 : parts[i].shape[1];
+    for (int i = 0; i < 3; i++) {
+        int64_t w = kind == J_STACK ? 1 : parts[i].shape[1];
+        for (int64_t a = 0; a < A; a++)
+            for (int64_t j = 0; j < w; j++)
+                for (int64_t c = 0; c < C; c++) {
+                    int64_t whole = (a * total + off + j) * C + c, part = (a * w + j) * C + c;
+                    if (kind == J_SPLIT) out[i][part] = in[0][whole];
+                    else out[0][whole] = in[i][part];
+                }
+        off += w;
+    }
+}
+
+/* ---- the table ---------------------------------------------------------------------------------- */
+
+#define VIEW(name, which) {name, view_setup, view_run, view_ref, NULL, which}
+#define UNARY(name, e) {name, unary_setup, unary_run, unary_ref, NULL, &e}
+#define BINARY(name, e) {name, binary_setup, binary_run, binary_ref, NULL, &e}
+#define REDUCE(name, e) {name, reduce_setup, reduce_run, reduce_ref, NULL, &e}
+
+const cf_case cf_ops_cases[] = {
+    VIEW("reshape (view)", "reshape"),
+    VIEW("reshape (of a transposed view: copy)", "reshape_t"),
+    VIEW("permute", "permute"),
+    VIEW("transpose", "transpose"),
+    VIEW("narrow", "narrow"),
+    VIEW("slice (step 2)", "slice"),
+    VIEW("expand (new axis, size 1)", "expand"),
+    VIEW("squeeze", "squeeze"),
+    VIEW("unsqueeze", "unsqueeze"),
+    VIEW("flatten", "flatten"),
+    VIEW("contiguous (of a permuted view)", "contiguous"),
+    VIEW("clone (of a transposed view)", "clone"),
+    {"cast", cast_setup, cast_run, cast_ref, NULL, NULL},
+    BINARY("add (broadcast)", B_ADD),
+    BINARY("sub (broadcast)", B_SUB),
+    BINARY("mul (broadcast)", B_MUL),
+    BINARY("div (broadcast)", B_DIV),
+    BINARY("pow (broadcast)", B_POW),
+    BINARY("maximum (broadcast)", B_MAX),
+    BINARY("minimum (broadcast)", B_MIN),
+    BINARY("eq (broadcast, ties)", B_EQ),
+    BINARY("gt (broadcast, ties)", B_GT),
+    BINARY("ge (broadcast, ties)", B_GE),
+    BINARY("lt (broadcast, ties)", B_LT),
+    UNARY("add_scalar", U_ADD_S),
+    UNARY("sub_scalar", U_SUB_S),
+    UNARY("rsub_scalar", U_RSUB_S),
+    UNARY("mul_scalar", U_MUL_S),
+    UNARY("div_scalar", U_DIV_S),
+    UNARY("rdiv_scalar", U_RDIV_S),
+    UNARY("pow_scalar (2.5)", U_POW_S),
+    UNARY("pow_scalar (3, negative base)", U_POW_S3),
+    UNARY("neg", U_NEG),
+    UNARY("exp", U_EXP),
+    UNARY("log", U_LOG),
+    UNARY("sqrt", U_SQRT),
+    UNARY("abs", U_ABS),
+    UNARY("clamp", U_CLAMP),
+    {"where (broadcast)", where_setup, where_run, where_ref, NULL, NULL},
+    UNARY("relu", U_RELU),
+    UNARY("leaky_relu", U_LEAKY),
+    UNARY("sigmoid", U_SIGMOID),
+    UNARY("tanh", U_TANH),
+    UNARY("gelu", U_GELU),
+    UNARY("softplus (beta 2, threshold 3)", U_SOFTPLUS),
+    UNARY("dropout (eval: identity)", U_DROPOUT_EVAL),
+    REDUCE("sum (all)", R_SUM_ALL),
+    REDUCE("sum (axis 1, keepdim)", R_SUM_1K),
+    REDUCE("mean (axes 0, 2)", R_MEAN_02),
+    REDUCE("mean (all, keepdim)", R_MEAN_ALL),
+    REDUCE("max (axis -1)", R_MAX_L),
+    REDUCE("max (axis 0, keepdim)", R_MAX_0),
+    REDUCE("min (all)", R_MIN_ALL),
+    REDUCE("min (axes 1, 2)", R_MIN_12),
+    REDUCE("var (axis 1, unbiased)", R_VAR_1),
+    REDUCE("var (all, population)", R_VAR_ALL),
+    REDUCE("argmax (axis 1)", R_ARGMAX_1),
+    REDUCE("argmax (axis -1, keepdim)", R_ARGMAX_L),
+    {"matmul (2-D)", matmul_setup, matmul_run, matmul_ref, NULL, &MM_E[MM_2D]},
+    {"matmul (batched, broadcast)", matmul_setup, matmul_run, matmul_ref, NULL, &MM_E[MM_BATCH]},
+    {"matmul (transposed views)", matmul_setup, matmul_run, matmul_ref, NULL, &MM_E[MM_TRANS]},
+    {"matmul (vector x matrix)", matmul_setup, matmul_run, matmul_ref, NULL, &MM_E[MM_VEC]},
+    {"matmul (matrix x vector)", matmul_setup, matmul_run, matmul_ref, NULL, &MM_E[MM_MATVEC]},
+    {"linear (bias)", linear_setup, linear_run, linear_ref, NULL, NULL},
+    {"linear (3-D input, no bias)", linear_setup, linear_run, linear_ref, NULL, ""},
+    {"index_select (axis 0, repeats)", index_select_setup, index_select_run, index_select_ref, NULL, NULL},
+    {"index_select (axis 1)", index_select_setup, index_select_run, index_select_ref, NULL, ""},
+    {"gather (axis 1)", gather_setup, gather_run, gather_ref, NULL, NULL},
+    {"gather (axis 0)", gather_setup, gather_run, gather_ref, NULL, ""},
+    {"concat (axis 1)", join_setup, join_run, join_ref, NULL, &J_E[J_CONCAT]},
+    {"stack (axis 1)", join_setup, join_run, join_ref, NULL, &J_E[J_STACK]},
+    {"split (axis 1, three parts)", join_setup, join_run, join_ref, NULL, &J_E[J_SPLIT]},
+};
+const int cf_ops_count = (int)(sizeof cf_ops_cases / sizeof *cf_ops_cases);
