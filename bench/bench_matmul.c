@@ -5,10 +5,14 @@
  * 2 BLAS threads. Then the first-call cost of each GEMM program, in fresh processes:
  * cold (empty clgrad and POCL caches) and warm (both filled).
  *
- *   ./build/bench/bench_matmul [--repeats N] [--clblast] [--no-numpy] [--no-compile]
- *                              [--shape "m n k ta tb"]...
- * --clblast adds a column for CLBlast on the same device (on a CPU its GEMM takes ~20 s
- * to compile); --shape replaces the default shapes. Environment: CLG_BENCH_PYTHON (the
+ *   ./build/bench/bench_matmul [--repeats N] [--engine E[,E...]] [--tiled CONFIG]... [--clblast]
+ *                              [--no-numpy] [--no-compile] [--shape "m n k ta tb"]...
+ * --engine: the engines timed, one column each: auto (what clg__gemm uses on the device:
+ * the parameter table's engine, or the tuner's choice), packed, tiled (the device's tiled
+ * configuration), clblast; default auto. --tiled adds a column for the tiled kernel in
+ * one configuration ("64x64x16/4x4/v4/m0", see gemm.h). --clblast is --engine auto,clblast
+ * (on a CPU CLBlast's GEMM takes ~20 s to compile). --shape replaces the default shapes.
+ * NumPy's column compares with the first engine. Environment: CLG_BENCH_PYTHON (the
  * interpreter with NumPy, default /usr/bin/python3); CLG_PROFILE=1 adds the per-kernel
  * device times (packing apart from the tiles).
  */
@@ -30,6 +34,7 @@ typedef struct shape {
 
 static const shape default_shapes[] = {
     {1024, 1024, 1024, 0, 0, "square 1024^3"},
+    {256, 256, 256, 0, 0, "square 256^3"},
     {128, 512, 784, 0, 1, "fc1 fwd  x.W1^T"},
     {128, 784, 512, 0, 0, "fc1 bwd  dX = dY.W1"},
     {512, 784, 128, 1, 0, "fc1 bwd  dW1 = dY^T.X"},
@@ -41,6 +46,15 @@ static const shape default_shapes[] = {
 };
 
 #define MAX_SHAPES 32
+#define MAX_ENGINES 12
+
+/* A column: an engine, and for the tiled one maybe a configuration of its own. */
+typedef struct column {
+    clg_gemm_engine engine;
+    bool has_cfg;
+    clg_gemm_tiled_config cfg;
+    char label[96];
+} column;
 
 static double now(void)
 {
@@ -91,17 +105,20 @@ static clg_buffer *random_buffer(clg_device *dev, size_t n, bool f64)
     return b;
 }
 
-/* One product C = op(A).op(B) of shape s on engine e, enqueued. */
-static clg_status gemm_once(clg_device *dev, clg_gemm_engine e, bool f64, const shape *s, clg_buffer *a,
+/* One product C = op(A).op(B) of shape s on column e, enqueued. */
+static clg_status gemm_once(clg_device *dev, const column *e, bool f64, const shape *s, clg_buffer *a,
                             clg_buffer *b, clg_buffer *c)
 {
-    size_t lda = s->ta ? s->m : s->k, ldb = s->tb ? s->k : s->n;
-    return clg__gemm_on(dev, e, f64 ? CLG_GEMM_F64 : CLG_GEMM_F32, s->ta, s->tb, s->m, s->n, s->k, 1.0, a, 0, lda,
-                        0, b, 0, ldb, 0, 0.0, c, 0, s->n, 0, 1);
+    clg_gemm_args g = {
+        .type = f64 ? CLG_GEMM_F64 : CLG_GEMM_F32, .trans_a = s->ta, .trans_b = s->tb, .m = s->m, .n = s->n,
+        .k = s->k, .batch = 1, .alpha = 1.0, .beta = 0.0, .a = a, .b = b, .c = c, .lda = s->ta ? s->m : s->k,
+        .ldb = s->tb ? s->k : s->n, .ldc = s->n,
+    };
+    return clg__gemm_run(dev, e->engine, e->has_cfg ? &e->cfg : NULL, &g);
 }
 
 /* GFLOP/s of `repeats` timed products (each waited for), after one untimed warm-up. */
-static int time_engine(clg_device *dev, clg_gemm_engine e, const shape *s, int repeats, stats *out)
+static int time_engine(clg_device *dev, const column *e, const shape *s, int repeats, stats *out)
 {
     clg_buffer *a = random_buffer(dev, s->m * s->k, false), *b = random_buffer(dev, s->k * s->n, false);
     clg_buffer *c = clg__buffer_alloc(dev, s->m * s->n * sizeof(float));
@@ -161,18 +178,19 @@ static int first_call_child(const char *engine, const char *type)
 {
     clg_device *dev;
     if (clg_device_open(NULL, &dev) != CLG_OK) return fprintf(stderr, "%s\n", clg_device_error(dev)), 1;
-    clg_gemm_engine e = !strcmp(engine, "clblast") ? CLG_GEMM_CLBLAST : CLG_GEMM_KERNEL;
+    column e = {.engine = !strcmp(engine, "clblast") ? CLG_GEMM_CLBLAST
+                          : !strcmp(engine, "tiled") ? CLG_GEMM_TILED : CLG_GEMM_PACKED};
     bool f64 = !strcmp(type, "f64");
     shape s = {128, 512, 784, 0, 1, ""};
     clg_buffer *a = random_buffer(dev, s.m * s.k, f64), *b = random_buffer(dev, s.k * s.n, f64);
     clg_buffer *c = clg__buffer_alloc(dev, s.m * s.n * (f64 ? 8 : 4));
     clg_status st = a && b && c ? clg_device_finish(dev) : CLG_ERR_OUT_OF_MEMORY;
     double t0 = now();
-    if (!st) st = gemm_once(dev, e, f64, &s, a, b, c);
+    if (!st) st = gemm_once(dev, &e, f64, &s, a, b, c);
     if (!st) st = clg_device_finish(dev);
     double first = now() - t0;
     t0 = now();
-    if (!st) st = gemm_once(dev, e, f64, &s, a, b, c);
+    if (!st) st = gemm_once(dev, &e, f64, &s, a, b, c);
     if (!st) st = clg_device_finish(dev);
     double second = now() - t0;
     if (!st) printf("%.6f %.6f\n", first, second);
@@ -198,19 +216,22 @@ static double first_call(const char *engine, const char *type, const char *clg_c
     return first < 0 ? -1 : first - second;
 }
 
-static void compile_table(bool with_clblast, bool fp64)
+static void compile_table(bool with_clblast, bool with_tiled, bool fp64)
 {
     char base[] = "/tmp/clgrad-bench-mm-XXXXXX";
     if (!mkdtemp(base)) return;
     printf("\nfirst call of each GEMM program (128x512x784, A.B^T), compile or cache load, seconds\n");
     printf("  %-34s %10s %10s\n", "program", "cold", "warm");
     struct { const char *engine, *type, *label; } v[] = {
-        {"kernel", "f32", "gemm.cl float (-DT=float)"},
-        {"kernel", "f64", "gemm.cl double (-DT=double)"},
+        {"packed", "f32", "gemm.cl float (-DT=float)"},
+        {"packed", "f64", "gemm.cl double (-DT=double)"},
+        {"tiled", "f32", "gemm_tiled.cl float"},
         {"clblast", "f32", "CLBlast Sgemm"},
     };
-    for (int i = 0; i < 3; i++) {
-        if ((!with_clblast && !strcmp(v[i].engine, "clblast")) || (!fp64 && !strcmp(v[i].type, "f64"))) continue;
+    for (int i = 0; i < 4; i++) {
+        if ((!with_clblast && !strcmp(v[i].engine, "clblast")) || (!with_tiled && !strcmp(v[i].engine, "tiled")) ||
+            (!fp64 && !strcmp(v[i].type, "f64")))
+            continue;
         char clg[1200], pocl[1200];
         snprintf(clg, sizeof clg, "%s/%d-clg", base, i);
         snprintf(pocl, sizeof pocl, "%s/%d-pocl", base, i);
@@ -225,17 +246,53 @@ static void compile_table(bool with_clblast, bool fp64)
 
 /* ---- main ------------------------------------------------------------------------------ */
 
+static int parse_engine(const char *name, column *out)
+{
+    static const struct { const char *name; clg_gemm_engine e; } known[] = {
+        {"auto", CLG_GEMM_AUTO}, {"packed", CLG_GEMM_PACKED}, {"tiled", CLG_GEMM_TILED}, {"clblast", CLG_GEMM_CLBLAST},
+    };
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+        if (!strcmp(name, known[i].name)) {
+            *out = (column){.engine = known[i].e};
+            snprintf(out->label, sizeof out->label, "%s", name);
+            return 0;
+        }
+    return -1;
+}
+
+static int usage(const char *argv0)
+{
+    fprintf(stderr, "usage: %s [--repeats N] [--engine auto|packed|tiled|clblast[,...]] [--tiled CONFIG]... "
+            "[--clblast] [--no-numpy] [--no-compile] [--shape \"m n k ta tb\"]...\n", argv0);
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "--first-call")) return first_call_child(argv[2], argv[3]);
     int repeats = 10;
-    bool with_clblast = false, with_numpy = true, with_compile = true;
+    bool with_numpy = true, with_compile = true;
     shape shapes[MAX_SHAPES];
-    int nshapes = 0;
+    column cols[MAX_ENGINES];
+    int nshapes = 0, ncols = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--clblast")) with_clblast = true;
-        else if (!strcmp(argv[i], "--no-numpy")) with_numpy = false;
+        else if (!strcmp(argv[i], "--clblast")) {
+            if (!ncols) parse_engine("auto", &cols[ncols++]);
+            if (ncols < MAX_ENGINES) parse_engine("clblast", &cols[ncols++]);
+        } else if (!strcmp(argv[i], "--engine") && i + 1 < argc) {
+            char list[256];
+            snprintf(list, sizeof list, "%s", argv[++i]);
+            for (char *save = NULL, *e = strtok_r(list, ",", &save); e; e = strtok_r(NULL, ",", &save))
+                if (ncols >= MAX_ENGINES || parse_engine(e, &cols[ncols++]))
+                    return fprintf(stderr, "bench_matmul: unknown engine \"%s\"\n", e), 2;
+        } else if (!strcmp(argv[i], "--tiled") && i + 1 < argc && ncols < MAX_ENGINES) {
+            column *c = &cols[ncols++];
+            *c = (column){.engine = CLG_GEMM_TILED, .has_cfg = true};
+            if (!clg__gemm_tiled_parse(argv[++i], &c->cfg))
+                return fprintf(stderr, "bench_matmul: --tiled wants a configuration like 64x64x16/4x4/v4/m0\n"), 2;
+            snprintf(c->label, sizeof c->label, "tiled %s", argv[i]);
+        } else if (!strcmp(argv[i], "--no-numpy")) with_numpy = false;
         else if (!strcmp(argv[i], "--no-compile")) with_compile = false;
         else if (!strcmp(argv[i], "--shape") && i + 1 < argc && nshapes < MAX_SHAPES) {
             shape s = {0, 0, 0, 0, 0, "custom"};
@@ -243,12 +300,11 @@ int main(int argc, char **argv)
                 return fprintf(stderr, "bench_matmul: --shape wants \"m n k ta tb\"\n"), 2;
             shapes[nshapes++] = s;
         } else {
-            fprintf(stderr, "usage: %s [--repeats N] [--clblast] [--no-numpy] [--no-compile] "
-                    "[--shape \"m n k ta tb\"]...\n", argv[0]);
-            return 2;
+            return usage(argv[0]);
         }
     }
     if (repeats < 1) repeats = 1;
+    if (!ncols) parse_engine("auto", &cols[ncols++]);
     if (!nshapes) {
         nshapes = (int)(sizeof default_shapes / sizeof default_shapes[0]);
         memcpy(shapes, default_shapes, sizeof default_shapes);
@@ -260,37 +316,65 @@ int main(int argc, char **argv)
         return 1;
     }
     const clg_device_info *in = clg_device_get_info(dev);
-    clg_gemm_engine own = clg__gemm_engine_for(dev);
+    double tuned_rate = 0;
+    const char *choice = clg__gemm_choice(dev, &tuned_rate); /* tunes here, if the table says so */
+    char choice_text[128];
+    snprintf(choice_text, sizeof choice_text, "%s", choice);
+    for (int c = 0; c < ncols; c++) {
+        if (cols[c].engine == CLG_GEMM_TILED && !cols[c].has_cfg) {
+            const clg_gemm_tiled_config *t = clg__gemm_tiled_for(dev, CLG_GEMM_F32);
+            char cfg[64];
+            if (t) clg__gemm_tiled_describe(t, cfg, sizeof cfg);
+            snprintf(cols[c].label, sizeof cols[c].label, "tiled %s", t ? cfg : "(none fits)");
+        } else if (cols[c].engine == CLG_GEMM_AUTO) {
+            snprintf(cols[c].label, sizeof cols[c].label, "auto: %.40s", choice_text);
+        }
+    }
     stats np[MAX_SHAPES] = {{0, 0, 0}};
     char blas[256] = "?";
     bool have_np = with_numpy && numpy_rates(shapes, nshapes, repeats, np, blas, sizeof blas) == 0;
     if (with_numpy && !have_np) fprintf(stderr, "bench_matmul: NumPy run failed (CLG_BENCH_PYTHON?)\n");
-    printf("float32 GEMM, GFLOP/s (min / median / max of %d), clgrad engine '%s' vs NumPy (%s, 2 threads)\n",
-           repeats, clg__gemm_engine_name(own), blas);
-    printf("device: %s | %s | driver %s | %u compute units\n\n", in->name, in->platform, in->driver,
+    printf("float32 GEMM, GFLOP/s (min / median / max of %d); clgrad's choice on this device: %s", repeats,
+           choice_text);
+    if (tuned_rate > 0) printf(" (tuned: %.3g GFLOP/s)", tuned_rate);
+    if (with_numpy) printf("; NumPy (%s, 2 threads)", blas);
+    printf("\ndevice: %s | %s | driver %s | %u compute units\n\n", in->name, in->platform, in->driver,
            in->compute_units);
-    printf("| %-24s | %-16s | %-21s | %-21s | %-7s |%s\n", "product", "m x n x k", "clgrad", "numpy", "ratio",
-           with_clblast ? " clblast               |" : "");
-    printf("| --- | --- | ---: | ---: | ---: |%s\n", with_clblast ? " ---: |" : "");
+    printf("| %-24s | %-16s |", "product", "m x n x k");
+    for (int c = 0; c < ncols; c++) printf(" %-24s |", cols[c].label);
+    if (with_numpy) printf(" %-24s | %-7s |", "numpy", "ratio");
+    printf("\n| --- | --- |");
+    for (int c = 0; c < ncols; c++) printf(" ---: |");
+    if (with_numpy) printf(" ---: | ---: |");
+    printf("\n");
     int failed = 0;
     for (int i = 0; i < nshapes; i++) {
         const shape *s = &shapes[i];
-        stats ours = {0, 0, 0}, cb = {0, 0, 0};
         char dims[64];
         snprintf(dims, sizeof dims, "%zux%zux%zu%s%s", s->m, s->n, s->k, s->ta ? " A^T" : "", s->tb ? " B^T" : "");
-        if (time_engine(dev, own, s, repeats, &ours)) failed = 1;
-        if (with_clblast && own != CLG_GEMM_CLBLAST && time_engine(dev, CLG_GEMM_CLBLAST, s, repeats, &cb))
-            failed = 1;
-        printf("| %-24s | %-16s | %6.1f / %6.1f / %6.1f | %6.1f / %6.1f / %6.1f | %7.2f |", s->what, dims,
-               ours.min, ours.med, ours.max, np[i].min, np[i].med, np[i].max,
-               np[i].med > 0 ? ours.med / np[i].med : 0.0);
-        if (with_clblast) printf(" %6.1f / %6.1f / %6.1f |", cb.min, cb.med, cb.max);
+        printf("| %-24s | %-16s |", s->what, dims);
+        fflush(stdout);
+        double first_med = 0;
+        for (int c = 0; c < ncols; c++) {
+            stats r = {0, 0, 0};
+            if (time_engine(dev, &cols[c], s, repeats, &r)) failed = 1;
+            if (c == 0) first_med = r.med;
+            printf(" %6.3g / %6.3g / %6.3g |", r.min, r.med, r.max);
+            fflush(stdout);
+        }
+        if (with_numpy)
+            printf(" %6.1f / %6.1f / %6.1f | %7.2f |", np[i].min, np[i].med, np[i].max,
+                   np[i].med > 0 ? first_med / np[i].med : 0.0);
         printf("\n");
         fflush(stdout);
     }
-    bool fp64 = in->fp64;
+    bool fp64 = in->fp64, with_clblast = false, with_tiled = false;
+    for (int c = 0; c < ncols; c++) {
+        with_clblast |= cols[c].engine == CLG_GEMM_CLBLAST;
+        with_tiled |= cols[c].engine == CLG_GEMM_TILED;
+    }
     if (clg_device_profiling(dev)) clg_device_profile_print(dev, stdout); /* CLG_PROFILE=1 */
     clg_device_close(dev);
-    if (with_compile) compile_table(with_clblast, fp64);
+    if (with_compile) compile_table(with_clblast, with_tiled, fp64);
     return failed;
 }

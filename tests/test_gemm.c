@@ -1,16 +1,33 @@
-/* clg__gemm against a plain triple loop in double: every transpose pair, sizes that are
- * not multiples of any tile, offsets, padded leading dimensions, strided batches,
- * alpha/beta not 0/1, float and double; elements of C outside the product must be left
- * alone. The device's own engine gets every case; the other engine (CLBlast on a CPU,
- * the packed kernels on a GPU) a smaller float set, so that a CPU run compiles
- * CLBlast's GEMM only once. Then the argument checks and the edge cases (k == 0,
- * beta == 0 over NaN, empty sizes). */
+/* clg__gemm against a plain triple loop in double, on every engine: the packed kernels,
+ * the tiled kernel in every configuration the tuner may pick that fits the device, and
+ * CLBlast. Every transpose pair, sizes that are not multiples of any tile (1, 7, 33,
+ * 65, 100, ...), offsets, padded leading dimensions, strided batches and batch strides
+ * of 0 (a matrix shared by the batch), alpha/beta not 0/1, beta == 0 over NaN; float64
+ * where the device has it. Elements of C outside the product must be left alone. The
+ * device's own engine gets every case, the others a third of them. Then the argument
+ * checks, and the engine choice: the tuner's choice is cached on disk and read back by
+ * the next open, a corrupt cache means tuning again, and CLG_PARAMS' gemm= wins.
+ *
+ * CLG_TEST_SMALL=1: tiny shapes only, and no tuning (for Oclgrind, with CLG_PARAMS=gemm=tiled
+ * so that the device's engine is not tuned either). */
+#include <dirent.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "device_impl.h"
 #include "tensor/gemm.h"
+
+static bool small_mode;
+
+/* An engine under test: CLG_GEMM_TILED in a configuration, or another engine. */
+typedef struct engine {
+    clg_gemm_engine e;
+    const clg_gemm_tiled_config *cfg;
+    char name[96];
+} engine;
 
 static unsigned rng_state = 12345;
 static double rnd(void) /* uniform in [-1, 1) */
@@ -26,6 +43,8 @@ typedef struct gcase {
     size_t a_off, b_off, c_off;  /* elements */
     size_t pad;                  /* added to every leading dimension */
     size_t gap;                  /* added to every batch stride */
+    bool shared_a, shared_b;     /* batch stride 0 */
+    bool nan_c;                  /* C holds NaN before the call (with beta 0) */
 } gcase;
 
 /* Upload n host doubles as type into a new buffer. */
@@ -55,22 +74,27 @@ static void round_to(clg_gemm_type type, double *h, size_t n)
         for (size_t i = 0; i < n; i++) h[i] = (float)h[i];
 }
 
-static int run_case(clg_device *dev, clg_gemm_engine engine, clg_gemm_type type, const gcase *c)
+static const char *tname(clg_gemm_type type) { return type == CLG_GEMM_F64 ? "f64" : "f32"; }
+
+static int run_case(clg_device *dev, const engine *eng, clg_gemm_type type, const gcase *c)
 {
     size_t ar = c->ta ? c->k : c->m, ac = c->ta ? c->m : c->k;   /* A as stored */
     size_t br = c->tb ? c->n : c->k, bc = c->tb ? c->k : c->n;
     size_t lda = ac + c->pad, ldb = bc + c->pad, ldc = c->n + c->pad;
-    size_t sa = ar * lda + c->gap, sb = br * ldb + c->gap, sc = c->m * ldc + c->gap;
-    size_t na = c->a_off + sa * c->batch, nb = c->b_off + sb * c->batch, nc = c->c_off + sc * c->batch;
+    size_t sa = c->shared_a ? 0 : ar * lda + c->gap, sb = c->shared_b ? 0 : br * ldb + c->gap;
+    size_t sc = c->m * ldc + c->gap;
+    size_t na = c->a_off + (c->shared_a ? ar * lda : sa * c->batch);
+    size_t nb = c->b_off + (c->shared_b ? br * ldb : sb * c->batch), nc = c->c_off + sc * c->batch;
     double *A = malloc(na * 8), *B = malloc(nb * 8), *C = malloc(nc * 8), *R = malloc(nc * 8),
            *S = malloc(nc * 8), *out = malloc(nc * 8);
     for (size_t i = 0; i < na; i++) A[i] = rnd();
     for (size_t i = 0; i < nb; i++) B[i] = rnd();
-    for (size_t i = 0; i < nc; i++) C[i] = rnd();
+    for (size_t i = 0; i < nc; i++) C[i] = c->nan_c ? NAN : rnd();
     round_to(type, A, na);
     round_to(type, B, nb);
     round_to(type, C, nc);
-    /* The reference, and for each element the sum of magnitudes that bounds its rounding. */
+    /* The reference, and for each element the sum of magnitudes that bounds its rounding.
+     * beta == 0: C is not read (BLAS), so NaN there does not propagate. */
     memcpy(R, C, nc * 8);
     memset(S, 0, nc * 8);
     for (size_t b = 0; b < c->batch; b++)
@@ -84,35 +108,40 @@ static int run_case(clg_device *dev, clg_gemm_engine engine, clg_gemm_type type,
                     mag += fabs(x * y);
                 }
                 size_t at = c->c_off + b * sc + i * ldc + j;
-                S[at] = fabs(c->alpha) * mag + fabs(c->beta * C[at]);
-                R[at] = c->alpha * s + c->beta * C[at];
+                double c0 = c->beta != 0 ? C[at] : 0;
+                S[at] = fabs(c->alpha) * mag + fabs(c->beta * c0);
+                R[at] = c->alpha * s + c->beta * c0;
             }
     clg_buffer *da = upload(dev, type, A, na), *db = upload(dev, type, B, nb), *dc = upload(dev, type, C, nc);
+    clg_gemm_args g = {
+        .type = type, .trans_a = c->ta, .trans_b = c->tb, .m = c->m, .n = c->n, .k = c->k, .batch = c->batch,
+        .alpha = c->alpha, .beta = c->beta, .a = da, .b = db, .c = dc, .a_off = c->a_off, .lda = lda,
+        .stride_a = sa, .b_off = c->b_off, .ldb = ldb, .stride_b = sb, .c_off = c->c_off, .ldc = ldc,
+        .stride_c = sc,
+    };
     int bad = 0;
-    clg_status st = da && db && dc ? clg__gemm_on(dev, engine, type, c->ta, c->tb, c->m, c->n, c->k, c->alpha, da,
-                                                  c->a_off, lda, sa, db, c->b_off, ldb, sb, c->beta, dc, c->c_off,
-                                                  ldc, sc, c->batch)
-                                   : clg_device_last_status(dev);
+    clg_status st = da && db && dc ? clg__gemm_run(dev, eng->e, eng->cfg, &g) : clg_device_last_status(dev);
     size_t es = type == CLG_GEMM_F64 ? 8 : 4;
     void *raw = malloc(nc * es);
     if (!st) st = clg__read(dev, dc, 0, raw, nc * es);
-    CHECK_MSG(st == CLG_OK, "%s", clg_device_error(dev));
+    CHECK_MSG(st == CLG_OK, "%s %s: %s", eng->name, tname(type), clg_device_error(dev));
     if (!st) {
         for (size_t i = 0; i < nc; i++) out[i] = type == CLG_GEMM_F64 ? ((double *)raw)[i] : ((float *)raw)[i];
         /* fp32: ~1e-4 of the magnitude for k <= 1024; fp64 must be nearly exact. */
         double tol = type == CLG_GEMM_F64 ? 1e-13 : 1e-4 * (c->k > 1024 ? (double)c->k / 1024 : 1);
         for (size_t i = 0; i < nc && bad < 3; i++) {
             double err = fabs(out[i] - R[i]);
-            if (!(err <= tol * S[i] + 1e-30) || (S[i] == 0 && out[i] != R[i])) {
+            bool same_nan = isnan(out[i]) && isnan(R[i]);
+            if (!same_nan && (!(err <= tol * S[i] + 1e-30) || (S[i] == 0 && out[i] != R[i]))) {
                 fprintf(stderr, "  element %zu: got %.9g want %.9g (bound %.3g)\n", i, out[i], R[i], tol * S[i]);
                 bad++;
             }
         }
     }
-    CHECK_MSG(bad == 0, "%s %s %s%s m=%zu n=%zu k=%zu batch=%zu alpha=%g beta=%g offs=%zu,%zu,%zu pad=%zu gap=%zu",
-              clg__gemm_engine_name(engine), type == CLG_GEMM_F64 ? "f64" : "f32", c->ta ? "A^T" : "A",
-              c->tb ? " B^T" : " B", c->m, c->n, c->k, c->batch, c->alpha, c->beta, c->a_off, c->b_off, c->c_off,
-              c->pad, c->gap);
+    CHECK_MSG(bad == 0, "%s %s %s%s m=%zu n=%zu k=%zu batch=%zu alpha=%g beta=%g offs=%zu,%zu,%zu pad=%zu gap=%zu "
+              "shared=%d,%d nan=%d", eng->name, tname(type), c->ta ? "A^T" : "A", c->tb ? " B^T" : " B", c->m, c->n,
+              c->k, c->batch, c->alpha, c->beta, c->a_off, c->b_off, c->c_off, c->pad, c->gap, c->shared_a,
+              c->shared_b, c->nan_c);
     clg__buffer_release(da);
     clg__buffer_release(db);
     clg__buffer_release(dc);
@@ -126,19 +155,22 @@ static int run_case(clg_device *dev, clg_gemm_engine engine, clg_gemm_type type,
     return bad;
 }
 
-/* Every transpose pair over shapes that hit every edge of the 6 x 16 / 6 x 8 tiles. */
-static void sweep(clg_device *dev, clg_gemm_engine engine, clg_gemm_type type, bool full)
+/* Every transpose pair over shapes that hit every edge of the packed kernels' 6 x 16
+ * and 6 x 8 micro-tiles and of the tiled kernels' 16 .. 128 tiles. */
+static void sweep(clg_device *dev, const engine *eng, clg_gemm_type type, bool full)
 {
     static const size_t shapes[][3] = {
-        {1, 1, 1}, {7, 33, 129}, {33, 7, 1}, {1, 129, 7}, {129, 1, 33}, {13, 17, 1000}, {64, 48, 32},
-        {128, 10, 256}, {100, 130, 70},
+        {1, 1, 1}, {7, 33, 129}, {33, 7, 1}, {1, 129, 7}, {129, 1, 33}, {13, 17, 100}, {64, 48, 32},
+        {65, 65, 65}, {128, 10, 256}, {100, 130, 70}, {17, 200, 33},
     };
-    size_t nshapes = sizeof shapes / sizeof shapes[0];
+    static const size_t tiny[][3] = {{1, 1, 1}, {7, 5, 3}, {3, 9, 17}, {18, 20, 7}, {33, 17, 9}};
+    size_t nshapes = small_mode ? sizeof tiny / sizeof tiny[0] : sizeof shapes / sizeof shapes[0];
     for (size_t s = 0; s < nshapes; s++)
         for (int t = 0; t < 4; t++) {
-            if (!full && (s + (size_t)t) % 3) continue; /* the other engine: a third of the cases */
-            gcase c = {.ta = t & 1, .tb = t >> 1, .m = shapes[s][0], .n = shapes[s][1], .k = shapes[s][2],
-                       .batch = 1, .alpha = 1.0, .beta = 0.0};
+            if (!full && (s + (size_t)t) % 3) continue; /* the other engines: a third of the cases */
+            const size_t *sh = small_mode ? tiny[s] : shapes[s];
+            gcase c = {.ta = t & 1, .tb = t >> 1, .m = sh[0], .n = sh[1], .k = sh[2], .batch = 1, .alpha = 1.0,
+                       .beta = 0.0, .nan_c = s % 4 == 2};
             if (s % 2) { /* odd shapes: offsets, padded ld, alpha/beta not 0/1 */
                 c.alpha = -0.75;
                 c.beta = 1.5;
@@ -147,54 +179,31 @@ static void sweep(clg_device *dev, clg_gemm_engine engine, clg_gemm_type type, b
                 c.c_off = 7;
                 c.pad = 3;
             }
-            run_case(dev, engine, type, &c);
+            run_case(dev, eng, type, &c);
         }
-    /* Strided batches, with gaps between the matrices. */
+    /* Strided batches, with gaps between the matrices; A or B shared by the batch. */
     gcase b1 = {.ta = false, .tb = true, .m = 9, .n = 20, .k = 11, .batch = 3, .alpha = 0.5, .beta = -2.0,
                 .a_off = 1, .b_off = 2, .c_off = 3, .pad = 2, .gap = 5};
-    run_case(dev, engine, type, &b1);
-    gcase b2 = {.ta = true, .tb = false, .m = 31, .n = 7, .k = 40, .batch = 4, .alpha = 2.0, .beta = 0.0};
-    run_case(dev, engine, type, &b2);
-    if (full) { /* a big one: many work-items per batch, k across cache blocks */
-        gcase big = {.ta = false, .tb = false, .m = 200, .n = 300, .k = 1030, .batch = 2, .alpha = 1.0, .beta = 0.25};
-        run_case(dev, engine, type, &big);
+    run_case(dev, eng, type, &b1);
+    gcase b2 = {.ta = true, .tb = false, .m = 31, .n = 7, .k = 40, .batch = 4, .alpha = 2.0, .beta = 0.0,
+                .nan_c = true};
+    run_case(dev, eng, type, &b2);
+    gcase b3 = {.ta = false, .tb = false, .m = 5, .n = 19, .k = 9, .batch = 3, .alpha = 1.0, .beta = 0.0,
+                .shared_a = true};
+    run_case(dev, eng, type, &b3);
+    gcase b4 = {.ta = true, .tb = true, .m = 21, .n = 6, .k = 13, .batch = 2, .alpha = 1.0, .beta = 0.5,
+                .shared_b = true, .b_off = 1, .pad = 1};
+    run_case(dev, eng, type, &b4);
+    if (full && !small_mode) { /* a bigger one: many groups per batch, k across many tiles */
+        gcase big = {.ta = false, .tb = false, .m = 150, .n = 140, .k = 530, .batch = 2, .alpha = 1.0,
+                     .beta = 0.25};
+        run_case(dev, eng, type, &big);
     }
-}
-
-/* Shared operand across a batch (stride 0), as a linear layer applied per sample. */
-static void shared_operand(clg_device *dev, clg_gemm_type type)
-{
-    size_t m = 5, n = 19, k = 9, batch = 3;
-    double A[5 * 9], B[3 * 9 * 19], C[3 * 5 * 19];
-    for (size_t i = 0; i < m * k; i++) A[i] = rnd();
-    for (size_t i = 0; i < batch * k * n; i++) B[i] = rnd();
-    round_to(type, A, m * k);
-    round_to(type, B, batch * k * n);
-    clg_buffer *da = upload(dev, type, A, m * k), *db = upload(dev, type, B, batch * k * n);
-    size_t es = type == CLG_GEMM_F64 ? 8 : 4;
-    clg_buffer *dc = clg__buffer_alloc(dev, batch * m * n * es);
-    CHECK_OK(dev, clg__gemm(dev, type, false, false, m, n, k, 1.0, da, 0, k, 0, db, 0, n, k * n, 0.0, dc, 0, n,
-                            m * n, batch));
-    float f[3 * 5 * 19];
-    CHECK_OK(dev, clg__read(dev, dc, 0, type == CLG_GEMM_F64 ? (void *)C : (void *)f, batch * m * n * es));
-    int bad = 0;
-    for (size_t b = 0; b < batch; b++)
-        for (size_t i = 0; i < m; i++)
-            for (size_t j = 0; j < n; j++) {
-                double s = 0;
-                for (size_t p = 0; p < k; p++) s += A[i * k + p] * B[b * k * n + p * n + j];
-                double got = type == CLG_GEMM_F64 ? C[b * m * n + i * n + j] : f[b * m * n + i * n + j];
-                if (fabs(got - s) > 1e-5) bad++;
-            }
-    CHECK_MSG(bad == 0, "shared A (stride 0): %d wrong", bad);
-    clg__buffer_release(da);
-    clg__buffer_release(db);
-    clg__buffer_release(dc);
 }
 
 /* k == 0 scales C; beta == 0 overwrites NaN; m, n or batch 0 do nothing; bad arguments
  * are refused before anything runs, with a message that says which. */
-static void edges(clg_device *dev, clg_gemm_engine engine)
+static void edges(clg_device *dev, const engine *eng)
 {
     float host[12], out[12];
     for (int i = 0; i < 12; i++) host[i] = (float)i;
@@ -204,21 +213,38 @@ static void edges(clg_device *dev, clg_gemm_engine engine)
     CHECK_OK(dev, clg__write(dev, b, 0, host, sizeof host));
     CHECK_OK(dev, clg__write(dev, c, 0, host, sizeof host));
     /* k == 0: C = beta * C on the 2 x 3 block with ldc 4 only. */
-    CHECK_OK(dev, clg__gemm_on(dev, engine, CLG_GEMM_F32, false, false, 2, 3, 0, 1.0, NULL, 0, 1, 0, NULL, 0, 1, 0,
-                               -2.0, c, 1, 4, 0, 1));
+    clg_gemm_args g = {.type = CLG_GEMM_F32, .m = 2, .n = 3, .k = 0, .batch = 1, .alpha = 1.0, .beta = -2.0,
+                       .lda = 1, .ldb = 1, .c = c, .c_off = 1, .ldc = 4};
+    CHECK_OK(dev, clg__gemm_run(dev, eng->e, eng->cfg, &g));
     CHECK_OK(dev, clg__read(dev, c, 0, out, sizeof out));
     float want[12] = {0, -2, -4, -6, 4, -10, -12, -14, 8, 9, 10, 11};
-    CHECK_MSG(!memcmp(out, want, sizeof out), "k == 0: %g %g %g %g", out[0], out[1], out[5], out[8]);
+    CHECK_MSG(!memcmp(out, want, sizeof out), "%s k == 0: %g %g %g %g", eng->name, out[0], out[1], out[5], out[8]);
     /* beta == 0 with NaN in C: C = A * B exactly, no NaN. */
     float nan[12];
     for (int i = 0; i < 12; i++) nan[i] = NAN;
     CHECK_OK(dev, clg__write(dev, c, 0, nan, sizeof nan));
-    CHECK_OK(dev, clg__gemm_on(dev, engine, CLG_GEMM_F32, false, false, 2, 2, 3, 1.0, a, 0, 3, 0, b, 0, 2, 0, 0.0,
-                               c, 0, 2, 0, 1));
+    g = (clg_gemm_args){.type = CLG_GEMM_F32, .m = 2, .n = 2, .k = 3, .batch = 1, .alpha = 1.0, .beta = 0.0,
+                        .a = a, .lda = 3, .b = b, .ldb = 2, .c = c, .ldc = 2};
+    CHECK_OK(dev, clg__gemm_run(dev, eng->e, eng->cfg, &g));
     CHECK_OK(dev, clg__read(dev, c, 0, out, sizeof out));
     /* [0 1 2; 3 4 5] * [0 1; 2 3; 4 5] = [10 13; 28 40] */
     CHECK_MSG(out[0] == 10 && out[1] == 13 && out[2] == 28 && out[3] == 40 && isnan(out[4]),
-              "beta 0 over NaN: %g %g %g %g %g", out[0], out[1], out[2], out[3], out[4]);
+              "%s beta 0 over NaN: %g %g %g %g %g", eng->name, out[0], out[1], out[2], out[3], out[4]);
+    clg__buffer_release(a);
+    clg__buffer_release(b);
+    clg__buffer_release(c);
+}
+
+/* The checks made before any engine runs. */
+static void argument_checks(clg_device *dev)
+{
+    float host[12], out[12];
+    for (int i = 0; i < 12; i++) host[i] = (float)i;
+    clg_buffer *a = clg__buffer_alloc(dev, 12 * 4), *b = clg__buffer_alloc(dev, 12 * 4),
+               *c = clg__buffer_alloc(dev, 12 * 4);
+    CHECK_OK(dev, clg__write(dev, a, 0, host, sizeof host));
+    CHECK_OK(dev, clg__write(dev, b, 0, host, sizeof host));
+    CHECK_OK(dev, clg__write(dev, c, 0, host, sizeof host));
     /* Empty products touch nothing and succeed even with NULL operands. */
     CHECK_OK(dev, clg__gemm(dev, CLG_GEMM_F32, false, false, 0, 3, 3, 1.0, NULL, 0, 3, 0, NULL, 0, 3, 0, 0.0, NULL,
                             0, 3, 0, 1));
@@ -241,33 +267,199 @@ static void edges(clg_device *dev, clg_gemm_engine engine)
           CLG_ERR_INVALID_ARGUMENT);
     CHECK(clg__gemm(dev, (clg_gemm_type)7, false, false, 1, 1, 1, 1.0, a, 0, 1, 0, b, 0, 1, 0, 0.0, c, 0, 1, 0, 1) ==
           CLG_ERR_INVALID_ARGUMENT);
+    if (!clg_device_get_info(dev)->fp64)
+        CHECK(clg__gemm(dev, CLG_GEMM_F64, false, false, 1, 1, 1, 1.0, a, 0, 1, 0, b, 0, 1, 0, 0.0, c, 0, 1, 0, 1) ==
+              CLG_ERR_DTYPE);
+    /* A configuration that cannot fit is refused, never launched. */
+    clg_gemm_tiled_config huge;
+    CHECK(clg__gemm_tiled_parse("128x128x1024/16x16/v1/m0", &huge)); /* 1 MiB of local memory */
+    clg_gemm_args g = {.type = CLG_GEMM_F32, .m = 2, .n = 2, .k = 3, .batch = 1, .alpha = 1.0, .a = a, .lda = 3,
+                       .b = b, .ldb = 2, .c = c, .ldc = 2};
+    CHECK(clg__gemm_run(dev, CLG_GEMM_TILED, &huge, &g) == CLG_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(clg_device_error(dev), "does not fit"), "%s", clg_device_error(dev));
+    /* Malformed or inconsistent configurations do not parse. */
+    clg_gemm_tiled_config x;
+    CHECK(!clg__gemm_tiled_parse("64x64x16/4x4/v4", &x));
+    CHECK(!clg__gemm_tiled_parse("64x64x16/3x4/v4/m0", &x));
+    CHECK(!clg__gemm_tiled_parse("64x64x16/4x4/v4/m0w", &x));   /* wide needs map 1 */
+    CHECK(!clg__gemm_tiled_parse("64x64x16/4x4/v4/m1x", &x));
+    CHECK(clg__gemm_tiled_parse("64x64x16/16x8/v4/m1w", &x) && x.wide && x.wm == 16 && x.wn == 8);
     /* The device still works after refused calls: C was not touched by them. */
     CHECK_OK(dev, clg__read(dev, c, 0, out, sizeof out));
-    CHECK(out[0] == 10 && out[3] == 40);
+    CHECK(out[0] == 0 && out[3] == 3);
     clg__buffer_release(a);
     clg__buffer_release(b);
     clg__buffer_release(c);
 }
 
+/* ---- the engine choice ---------------------------------------------------------------- */
+
+/* The tuning cache files in dir (gemm-*.tune); the first one's path into path. */
+static int tune_files(const char *dir, char *path, size_t len)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    if (!d) return 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (!strncmp(e->d_name, "gemm-", 5) && strstr(e->d_name, ".tune") && !strstr(e->d_name, ".tmp")) {
+            if (!n++) snprintf(path, len, "%s/%s", dir, e->d_name);
+        }
+    closedir(d);
+    return n;
+}
+
+static void set_env(const char *key, const char *value)
+{
+    if (value) setenv(key, value, 1);
+    else unsetenv(key);
+}
+
+/* Tuning (the quick profile) caches its choice; the next open reads it; a corrupt file
+ * means tuning again; an override in CLG_PARAMS skips all of it. */
+static void choice_and_cache(void)
+{
+    char *old_cache = getenv("CLG_CACHE_DIR") ? strdup(getenv("CLG_CACHE_DIR")) : NULL;
+    char *old_params = getenv("CLG_PARAMS") ? strdup(getenv("CLG_PARAMS")) : NULL;
+    char dir[] = "/tmp/clgrad-test-gemm-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    setenv("CLG_CACHE_DIR", dir, 1);
+    setenv("CLG_PARAMS", "gemm=tune", 1);
+
+    clg_device *dev = check_open_device();
+    CHECK(!strcmp(clg__device_params(dev)->gemm, "tune"));
+    CHECK(clg__gemm_choice_origin(dev) == 0);
+    CHECK_OK(dev, clg__gemm_tune(dev, CLG_GEMM_TUNE_QUICK));
+    CHECK(clg__gemm_choice_origin(dev) == 2);
+    double rate1 = 0;
+    char choice1[128];
+    snprintf(choice1, sizeof choice1, "%s", clg__gemm_choice(dev, &rate1));
+    printf("quick tuning chose %s (%.3g GFLOP/s)\n", choice1, rate1);
+    CHECK(rate1 > 0);
+    char path[1400] = "";
+    CHECK(tune_files(dir, path, sizeof path) == 1);
+    /* The chosen engine computes correctly through clg__gemm. */
+    engine autoe = {.e = CLG_GEMM_AUTO, .name = "auto (tuned)"};
+    gcase c = {.ta = true, .tb = false, .m = 19, .n = 23, .k = 29, .batch = 2, .alpha = 1.0, .beta = 0.0,
+               .nan_c = true};
+    run_case(dev, &autoe, CLG_GEMM_F32, &c);
+    clg_device_close(dev);
+
+    /* A second open reads the cached choice: no tuning. */
+    dev = check_open_device();
+    CHECK_OK(dev, clg__gemm_tune(dev, CLG_GEMM_TUNE_QUICK));
+    CHECK_MSG(clg__gemm_choice_origin(dev) == 3, "origin %d", clg__gemm_choice_origin(dev));
+    double rate2 = 0;
+    CHECK_MSG(!strcmp(clg__gemm_choice(dev, &rate2), choice1), "%s vs %s", clg__gemm_choice(dev, NULL), choice1);
+    CHECK(fabs(rate2 - rate1) <= 1e-3 * rate1);
+    clg_device_close(dev);
+
+    /* A corrupt file is tuned over (and rewritten). */
+    FILE *f = fopen(path, "r+b");
+    CHECK(f != NULL);
+    if (f) {
+        fseek(f, 30, SEEK_SET);
+        fputs("garbage", f);
+        fclose(f);
+    }
+    dev = check_open_device();
+    CHECK_OK(dev, clg__gemm_tune(dev, CLG_GEMM_TUNE_QUICK));
+    CHECK(clg__gemm_choice_origin(dev) == 2);
+    clg_device_close(dev);
+    dev = check_open_device();
+    CHECK_OK(dev, clg__gemm_tune(dev, CLG_GEMM_TUNE_QUICK));
+    CHECK(clg__gemm_choice_origin(dev) == 3);
+    clg_device_close(dev);
+    CHECK(tune_files(dir, path, sizeof path) == 1);
+
+    /* An override wins: no tuning, no cache read. */
+    static const char *forced[][2] = {{"gemm=tiled", "tiled"}, {"gemm=packed", "packed"}};
+    for (int i = 0; i < 2; i++) {
+        setenv("CLG_PARAMS", forced[i][0], 1);
+        dev = check_open_device();
+        clg_gemm_engine e = clg__gemm_engine_for(dev);
+        CHECK(e == (i == 0 ? CLG_GEMM_TILED : CLG_GEMM_PACKED));
+        CHECK(clg__gemm_choice_origin(dev) == 1);
+        double r = -1;
+        const char *name = clg__gemm_choice(dev, &r);
+        CHECK_MSG(!strncmp(name, forced[i][1], strlen(forced[i][1])) && r == 0, "%s %g", name, r);
+        clg_device_close(dev);
+    }
+
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+    set_env("CLG_CACHE_DIR", old_cache);
+    set_env("CLG_PARAMS", old_params);
+    free(old_cache);
+    free(old_params);
+}
+
 int main(void)
 {
+    const char *sm = getenv("CLG_TEST_SMALL");
+    small_mode = sm && *sm && strcmp(sm, "0") != 0;
     clg_device *dev = check_open_device();
     const clg_device_info *info = clg_device_get_info(dev);
-    clg_gemm_engine own = clg__gemm_engine_for(dev);
-    clg_gemm_engine other = own == CLG_GEMM_KERNEL ? CLG_GEMM_CLBLAST : CLG_GEMM_KERNEL;
-    printf("test_gemm on %s: engine %s\n", info->name, clg__gemm_engine_name(own));
-    CHECK(own == (info->type == CLG_DEVICE_CPU ? CLG_GEMM_KERNEL : CLG_GEMM_CLBLAST));
-    sweep(dev, CLG_GEMM_AUTO, CLG_GEMM_F32, true);
-    CHECK_MSG(info->fp64, "float64 is needed for gradient checks; %s has no cl_khr_fp64", info->name);
-    if (info->fp64) sweep(dev, CLG_GEMM_AUTO, CLG_GEMM_F64, true);
-    shared_operand(dev, CLG_GEMM_F32);
-    edges(dev, own);
-    /* The other engine, in float: on a CPU this compiles CLBlast's GEMM (~20 s cold). */
-    sweep(dev, other, CLG_GEMM_F32, false);
-    edges(dev, other);
+    double rate = 0;
+    clg_gemm_engine own = clg__gemm_engine_for(dev);   /* tunes here when the table says "tune" */
+    const char *choice = clg__gemm_choice(dev, &rate);
+    printf("test_gemm on %s: gemm = %s, engine %s", info->name, clg__device_params(dev)->gemm, choice);
+    if (rate > 0) printf(" (%.3g GFLOP/s)", rate);
+    printf("%s\n", small_mode ? ", small shapes" : "");
+    CHECK(own == CLG_GEMM_PACKED || own == CLG_GEMM_TILED || own == CLG_GEMM_CLBLAST);
+
+    /* Every engine: the packed kernels, every tiled configuration that fits, CLBlast. */
+    engine engines[32];
+    int n = 0;
+    engines[n++] = (engine){.e = CLG_GEMM_PACKED, .name = "packed"};
+    for (int i = 0; i < clg__gemm_tiled_count() && n < 30; i++) {
+        const clg_gemm_tiled_config *cfg = clg__gemm_tiled_config(i);
+        char d[64];
+        clg__gemm_tiled_describe(cfg, d, sizeof d);
+        clg_kernel *k = NULL;
+        CHECK_OK(dev, clg__gemm_tiled_kernel(dev, cfg, CLG_GEMM_F32, &k));
+        if (!k) {
+            printf("  tiled %s does not fit %s: not run\n", d, info->name);
+            continue;
+        }
+        engines[n] = (engine){.e = CLG_GEMM_TILED, .cfg = cfg};
+        snprintf(engines[n++].name, sizeof engines[0].name, "tiled %s", d);
+    }
+    engines[n++] = (engine){.e = CLG_GEMM_CLBLAST, .name = "clblast"};
+    for (int i = 0; i < n; i++) {
+        double t0 = clg__now();
+        /* The device's own engine gets every case; AUTO is that engine. */
+        bool mine = engines[i].e == own &&
+                    (own != CLG_GEMM_TILED || !strcmp(engines[i].name + 6, choice + 6));
+        /* The packed kernels run one work-item per group: on a GPU-shaped device that is
+         * slow, so there they get small cases only (as under CLG_TEST_SMALL). */
+        bool slow = engines[i].e == CLG_GEMM_PACKED && clg__device_params(dev)->vector_float == 1;
+        bool keep = small_mode;
+        if (slow) small_mode = true;
+        /* CLBlast in double only where it is the engine: its double program takes ~40 s
+         * to compile on POCL, for a path nothing there uses. */
+        bool f64 = info->fp64 && (engines[i].e != CLG_GEMM_CLBLAST || own == CLG_GEMM_CLBLAST);
+        sweep(dev, &engines[i], CLG_GEMM_F32, mine);
+        if (f64) sweep(dev, &engines[i], CLG_GEMM_F64, mine);
+        edges(dev, &engines[i]);
+        small_mode = keep;
+        printf("  %-32s %s%s %.1f s\n", engines[i].name, mine ? "all cases" : "a third", f64 ? ", f32 and f64" : ", f32",
+               clg__now() - t0);
+    }
+    engine autoe = {.e = CLG_GEMM_AUTO, .name = "auto"};
+    gcase c = {.ta = false, .tb = true, .m = 37, .n = 41, .k = 43, .batch = 1, .alpha = 1.0, .beta = 0.0};
+    run_case(dev, &autoe, CLG_GEMM_F32, &c);
+    argument_checks(dev);
     CHECK(!strcmp(clg__clblast_status_name(-1017), "CLBlastInvalidDimension"));
     CHECK(!strcmp(clg__clblast_status_name(-5), "CL_OUT_OF_RESOURCES"));
     CHECK(!strcmp(clg__clblast_status_name(-2041), "CLBlastDatabaseError"));
-    clg_device_close(dev);
+    clg_device_close(dev);   /* clears CLBlast's program cache before the context goes */
+
+    /* Tuning times products of 64^3: too long on a simulator. */
+    if (!small_mode) {
+        double t0 = clg__now();
+        choice_and_cache();
+        printf("  choice and cache %.1f s\n", clg__now() - t0);
+    }
     return check_report("test_gemm");
 }

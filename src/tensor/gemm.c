@@ -1,28 +1,16 @@
-/* gemm.c: clg__gemm: check the call once, then hand it to the device's engine
- * (CLBlast, or clgrad's own CPU kernels in gemm_kernel.c). */
-#include <clblast_c.h>
+/* gemm.c: clg__gemm: check the call once, then hand it to the device's engine: the
+ * one its parameter table names, or the one the tuner chose (gemm_tune.c). */
 #include <stdint.h>
 
 #include "tensor/gemm.h"
-
-/* ---- choosing the engine ------------------------------------------------------------- */
-
-clg_gemm_engine clg__gemm_engine_for(const clg_device *dev)
-{
-    /* CLBlast's kernels are shaped for GPUs (local-memory tiles, work-groups of 64-256
-     * items), which POCL runs as slow loops on a core; and its GEMM program takes ~20 s to
-     * compile there. Our packed micro-kernel is written for a CPU's registers and caches
-     * (see gemm_kernel.c). Everything else (GPUs, accelerators) goes to CLBlast, whose
-     * database holds tuned parameters for them. */
-    return clg_device_get_info(dev)->type == CLG_DEVICE_CPU ? CLG_GEMM_KERNEL : CLG_GEMM_CLBLAST;
-}
 
 const char *clg__gemm_engine_name(clg_gemm_engine engine)
 {
     switch (engine) {
     case CLG_GEMM_AUTO: return "auto";
     case CLG_GEMM_CLBLAST: return "clblast";
-    case CLG_GEMM_KERNEL: return "kernel";
+    case CLG_GEMM_PACKED: return "packed";
+    case CLG_GEMM_TILED: return "tiled";
     }
     return "unknown";
 }
@@ -93,6 +81,26 @@ static clg_status check_call(clg_device *dev, const clg_gemm_args *g)
 
 /* ---- the entry points ------------------------------------------------------------------- */
 
+clg_status clg__gemm_run(clg_device *dev, clg_gemm_engine engine, const clg_gemm_tiled_config *tiled,
+                         const clg_gemm_args *g)
+{
+    if (!dev) return CLG_ERR_INVALID_ARGUMENT;
+    if (g->m == 0 || g->n == 0 || g->batch == 0) return CLG_OK;
+    clg_status st = check_call(dev, g);
+    if (st) return st;
+    /* BLAS libraries reject k == 0 (CLBlast: CLBlastInvalidDimension), yet its meaning is
+     * plain: an empty sum, so C = beta * C. */
+    if (g->k == 0) return clg__gemm_scale(dev, g);
+    if (engine == CLG_GEMM_AUTO) engine = clg__gemm_engine_for(dev);
+    /* Sizes past the kernels' 32-bit indexing go to CLBlast, which indexes with size_t. */
+    if (engine == CLG_GEMM_TILED && clg__gemm_tiled_fits(g)) {
+        if (!tiled) tiled = clg__gemm_tiled_for(dev, g->type);
+        return tiled ? clg__gemm_tiled(dev, g, tiled) : dev->status;
+    }
+    if (engine == CLG_GEMM_PACKED && clg__gemm_kernel_fits(g)) return clg__gemm_kernel(dev, g);
+    return clg__gemm_clblast(dev, g);
+}
+
 clg_status clg__gemm_on(clg_device *dev, clg_gemm_engine engine, clg_gemm_type type, bool trans_a,
                         bool trans_b, size_t m, size_t n, size_t k, double alpha,
                         const clg_buffer *a, size_t a_off, size_t lda, size_t stride_a,
@@ -100,22 +108,13 @@ clg_status clg__gemm_on(clg_device *dev, clg_gemm_engine engine, clg_gemm_type t
                         double beta, clg_buffer *c, size_t c_off, size_t ldc, size_t stride_c,
                         size_t batch)
 {
-    if (!dev) return CLG_ERR_INVALID_ARGUMENT;
-    if (m == 0 || n == 0 || batch == 0) return CLG_OK;
     clg_gemm_args g = {
         .type = type, .trans_a = trans_a, .trans_b = trans_b, .m = m, .n = n, .k = k, .batch = batch,
         .alpha = alpha, .beta = beta, .a = a, .b = b, .c = c, .a_off = a_off, .lda = lda,
         .stride_a = stride_a, .b_off = b_off, .ldb = ldb, .stride_b = stride_b, .c_off = c_off,
         .ldc = ldc, .stride_c = stride_c,
     };
-    clg_status st = check_call(dev, &g);
-    if (st) return st;
-    /* BLAS libraries reject k == 0 (CLBlast: CLBlastInvalidDimension), yet its meaning is
-     * plain: an empty sum, so C = beta * C. */
-    if (k == 0) return clg__gemm_scale(dev, &g);
-    if (engine == CLG_GEMM_AUTO) engine = clg__gemm_engine_for(dev);
-    if (engine == CLG_GEMM_KERNEL && clg__gemm_kernel_fits(&g)) return clg__gemm_kernel(dev, &g);
-    return clg__gemm_clblast(dev, &g);
+    return clg__gemm_run(dev, engine, NULL, &g);
 }
 
 clg_status clg__gemm(clg_device *dev, clg_gemm_type type, bool trans_a, bool trans_b,

@@ -4,14 +4,20 @@
  *   clg_status st = clg__gemm(dev, CLG_GEMM_F32, false, true, 128, 512, 784, 1.0,
  *                             x, 0, 784, 0, w, 0, 784, 0, 0.0, y, 0, 512, 0, 1);
  *
- * Two engines behind one call (gemm.c chooses, per device, from its description):
- *   - CLBlast (GPUs and every device that is not a CPU): CLBlastXgemm and
- *     CLBlastXgemmStridedBatched with CLBlast's tuned parameters;
- *   - clgrad's own kernels for CPU devices (POCL): cl_kernels/gemm.cl packs A (and B,
- *     unless row-major) into panels and runs a register-blocked 6 x 16 (float) / 6 x 8
- *     (double) micro-kernel per work-item (gemm_kernel.c). One program per element type serves every
- *     transpose and shape, so a training step compiles one program, not one per shape.
- * The choice is derived from clg_device_get_info() on each call: no state is kept.
+ * Three engines behind one call; the device's parameter table (`gemm`, params.c) names
+ * one, or says "tune" (gemm_tune.c): time them on first use, keep the fastest that
+ * computes correctly, remember the choice on disk. No op asks what kind of device it is.
+ *   - packed (gemm_kernel.c, cl_kernels/gemm.cl), for devices whose work-items are SIMD
+ *     threads (POCL on a CPU): op(A) (and B, unless row-major) packed into panels, then
+ *     a register-blocked 6 x 16 (float) / 6 x 8 (double) micro-kernel per work-item;
+ *   - tiled (gemm_tiled.c, cl_kernels/gemm_tiled.cl), for devices whose work-items are
+ *     SIMD lanes (GPUs, llvmpipe): work-groups share op(A)'s and op(B)'s tiles in local
+ *     memory, each item keeps a block of results in registers; a handful of
+ *     configurations (tile sizes, results per item), the tuner picks among those that
+ *     fit the device;
+ *   - CLBlast: CLBlastXgemm and CLBlastXgemmStridedBatched with its tuned parameters.
+ * Each program (per element type and configuration) serves every transpose and shape,
+ * so a training step compiles one program, not one per shape.
  */
 #ifndef CLGRAD_TENSOR_GEMM_H
 #define CLGRAD_TENSOR_GEMM_H
@@ -26,7 +32,8 @@ typedef enum clg_gemm_type { CLG_GEMM_F32, CLG_GEMM_F64 } clg_gemm_type;
 /* C[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b] for b < batch, row-major.
  * op(X) = X or X^T (trans_a/trans_b). A is m x k after op (so stored k x m when trans_a), B is k x n after op,
  * C is m x n. Offsets, leading dimensions and batch strides are in ELEMENTS. Enqueues work and returns;
- * never waits (no clFinish, no host reads). m, n, k or batch of 0: nothing to do (with k == 0, C = beta*C).
+ * never waits (no clFinish, no host reads), except on the first call on a device whose
+ * table says "tune" and whose choice is not cached yet: that call tunes (seconds). m, n, k or batch of 0: nothing to do (with k == 0, C = beta*C).
  * Errors are recorded on dev (CLG_ERR_CLBLAST with CLBlast's status name, CLG_ERR_OPENCL, CLG_ERR_INVALID_ARGUMENT).
  *
  * Details: beta == 0 writes C without reading it (NaNs in C do not propagate), as BLAS
@@ -42,20 +49,30 @@ clg_status clg__gemm(clg_device *dev, clg_gemm_type type, bool trans_a, bool tra
                      double beta, clg_buffer *c, size_t c_off, size_t ldc, size_t stride_c,
                      size_t batch);
 
-/* ---- for tests and benchmarks ------------------------------------------------------ */
+/* ---- engines, and the choice among them ---------------------------------------------- */
 
 typedef enum clg_gemm_engine {
     CLG_GEMM_AUTO,     /* what clg__gemm uses: the device's engine (clg__gemm_engine_for) */
     CLG_GEMM_CLBLAST,  /* CLBlast */
-    CLG_GEMM_KERNEL    /* clgrad's packed register-blocked kernels (cl_kernels/gemm.cl) */
+    CLG_GEMM_PACKED,   /* clgrad's packed register-blocked kernels (cl_kernels/gemm.cl): CPUs */
+    CLG_GEMM_TILED     /* clgrad's local-memory tiled kernels (cl_kernels/gemm_tiled.cl): GPUs */
 } clg_gemm_engine;
 
-/* The engine clg__gemm picks on dev: CLG_GEMM_KERNEL on CPU devices, where CLBlast's
- * GPU-shaped kernels are slow and take ~20 s to compile, else CLG_GEMM_CLBLAST. */
-clg_gemm_engine clg__gemm_engine_for(const clg_device *dev);
+/* The engine clg__gemm uses on dev, from its parameter table's `gemm`: "packed",
+ * "tiled" or "clblast" as said; "tune" (the default on devices whose work-items are
+ * SIMD lanes) times the candidates on first use, validates their results against a
+ * host reference and keeps the fastest, cached on disk (gemm_tune.c). Never fails: a
+ * tuning that finds nothing usable falls back to the packed kernels, with a warning. */
+clg_gemm_engine clg__gemm_engine_for(clg_device *dev);
 
-/* "auto", "clblast", "kernel". */
+/* "auto", "clblast", "packed", "tiled". */
 const char *clg__gemm_engine_name(clg_gemm_engine engine);
+
+/* What clg__gemm runs on dev, for conformance tables and logs: "packed", "clblast", or
+ * "tiled 64x64x16/4x4/v4/m0" (the tiled configuration); *gflops (when not NULL) gets the
+ * float32 rate the tuner measured for it, 0 when it was configured, not measured. The
+ * string lives as long as the device. */
+const char *clg__gemm_choice(clg_device *dev, double *gflops);
 
 /* clg__gemm on a chosen engine (the same checks, the same semantics). */
 clg_status clg__gemm_on(clg_device *dev, clg_gemm_engine engine, clg_gemm_type type, bool trans_a,
@@ -64,6 +81,36 @@ clg_status clg__gemm_on(clg_device *dev, clg_gemm_engine engine, clg_gemm_type t
                         const clg_buffer *b, size_t b_off, size_t ldb, size_t stride_b,
                         double beta, clg_buffer *c, size_t c_off, size_t ldc, size_t stride_c,
                         size_t batch);
+
+/* A configuration of the tiled kernel (gemm_tiled.cl's -D options): a group computes a
+ * tm x tn block of C over k tiles of tk, each of its (tm/wm) x (tn/wn) work-items wm x wn
+ * results (wm, wn: 1, 2, 4, 8 or 16); global loads of vw elements; map 0: an item's rows
+ * strided by the group's extent, 1: consecutive; wide: local memory read as pairs of
+ * floats (map 1, even wm and wn). Written "tmxtnxtk/wmxwn/vVW/mMAP" plus "w" if wide. */
+typedef struct clg_gemm_tiled_config { int tm, tn, tk, wm, wn, vw, map, wide; } clg_gemm_tiled_config;
+
+/* The configurations the tuner times, in the order used when nothing was measured. */
+int clg__gemm_tiled_count(void);
+const clg_gemm_tiled_config *clg__gemm_tiled_config(int i);   /* NULL out of range */
+void clg__gemm_tiled_describe(const clg_gemm_tiled_config *c, char *buf, size_t len);
+bool clg__gemm_tiled_parse(const char *s, clg_gemm_tiled_config *c); /* false: malformed or inconsistent */
+/* The configuration the tiled engine uses on dev for `type`: the tuned one when it fits,
+ * else the first of the list that fits the device and its compiled kernel. NULL, with
+ * the error recorded, when none does. */
+const clg_gemm_tiled_config *clg__gemm_tiled_for(clg_device *dev, clg_gemm_type type);
+
+/* Choose the engine now by timing (what "tune" does on first use), for tests and tools:
+ * read the cached choice, or time every candidate, adopt the fastest that computes
+ * correctly and save it. A candidate that fails or computes wrongly is logged and
+ * skipped, and the device's error is left as it was. Flags: */
+#define CLG_GEMM_TUNE_QUICK 1   /* small shapes, and no CLBlast (tests); cached under its own key */
+#define CLG_GEMM_TUNE_FORCE 2   /* ignore a cached choice */
+clg_status clg__gemm_tune(clg_device *dev, int flags);
+/* Where the current choice came from: 0 not chosen yet, 1 the parameter table, 2 timed
+ * in this process, 3 read from the tuning cache. */
+int clg__gemm_choice_origin(clg_device *dev);
+
+/* ---- between gemm.c and its engines ------------------------------------------------ */
 
 /* ---- between gemm.c and its engines ------------------------------------------------ */
 
@@ -78,7 +125,23 @@ typedef struct clg_gemm_args {
     size_t a_off, lda, stride_a, b_off, ldb, stride_b, c_off, ldc, stride_c;
 } clg_gemm_args;
 
+/* Check g as clg__gemm does, then run it on `engine` (AUTO: the device's); for the
+ * tiled engine in configuration `tiled` (NULL: clg__gemm_tiled_for). For tests, the
+ * benchmark and the tuner. */
+clg_status clg__gemm_run(clg_device *dev, clg_gemm_engine engine, const clg_gemm_tiled_config *tiled,
+                         const clg_gemm_args *g);
+
 clg_status clg__gemm_clblast(clg_device *dev, const clg_gemm_args *g);
+/* CLBlast ran on dev: its program cache is cleared when dev closes (gemm_tune.c). */
+clg_status clg__gemm_note_clblast(clg_device *dev);
+/* false when an operand's extent does not fit the tiled kernel's 32-bit indexing. */
+bool clg__gemm_tiled_fits(const clg_gemm_args *g);
+/* The compiled kernel of configuration c for type; *out NULL (and CLG_OK) when c does
+ * not fit the device (group, item sizes, local memory), the compiled kernel's group
+ * limit, or the type (float64 without cl_khr_fp64). An error only when the build fails. */
+clg_status clg__gemm_tiled_kernel(clg_device *dev, const clg_gemm_tiled_config *c, clg_gemm_type type,
+                                  clg_kernel **out);
+clg_status clg__gemm_tiled(clg_device *dev, const clg_gemm_args *g, const clg_gemm_tiled_config *c);
 /* false when an operand's extent does not fit the kernels' 32-bit in-matrix indexing
  * (then gemm.c uses CLBlast). */
 bool clg__gemm_kernel_fits(const clg_gemm_args *g);

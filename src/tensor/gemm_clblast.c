@@ -77,10 +77,9 @@ clg_status clg__gemm_clblast(clg_device *dev, const clg_gemm_args *g)
      * was seen to honour that on POCL, but nothing documents it for every kernel path
      * (direct, indirect with its padded copy of C, batched), and a NaN left in a fresh
      * pooled buffer must never leak into a result: zero C first (one cheap pass). */
-    if (g->beta == 0.0) {
-        clg_status st = clg__gemm_scale(dev, g);
-        if (st) return st;
-    }
+    clg_status st = clg__gemm_note_clblast(dev);
+    if (!st && g->beta == 0.0) st = clg__gemm_scale(dev, g);
+    if (st) return st;
     cl_event ev = NULL;
     CLBlastStatusCode s = call(dev, g, dev->prof.enabled ? &ev : NULL);
     const char *fn = g->type == CLG_GEMM_F64 ? (g->batch == 1 ? "CLBlastDgemm" : "CLBlastDgemmStridedBatched")

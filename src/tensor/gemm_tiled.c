@@ -1,0 +1,161 @@
+/* gemm_tiled.c: clgrad's GEMM engine for GPU-shaped devices (cl_kernels/gemm_tiled.cl):
+ * a work-group per TM x TN block of C, op(A)'s and op(B)'s tiles staged in local memory
+ * over k, WM x WN results per work-item in registers.
+ *
+ * A configuration is the kernel's shape (tile sizes, results per item, vector width,
+ * item mapping), fixed at compile time with -D options: one program per configuration
+ * and element type, shared by every transpose and size. The configurations below are
+ * the few the tuner (gemm_tune.c) times; one that does not fit a device (its group
+ * larger than the device or the compiled kernel allows, its tiles larger than local
+ * memory) is skipped, never launched.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tensor/gemm.h"
+
+/* In order of preference when nothing was measured (gemm=tiled forced): the first that
+ * fits the device is used. */
+static const clg_gemm_tiled_config configs[] = {
+    /* tm  tn  tk wm wn vw map wide */
+    {64, 64, 16, 4, 4, 4, 0, 0},   /* 256 items: the GPU classic (CLBlast's defaults are alike) */
+    {32, 64, 16, 4, 4, 4, 0, 0},   /* 128 items */
+    {32, 32, 16, 4, 4, 4, 0, 0},   /* 64 items */
+    {32, 64, 16, 8, 8, 4, 1, 1},   /* 32 items */
+    {16, 16, 16, 2, 2, 1, 0, 0},   /* 64 items of 2 x 2: small devices */
+};
+
+int clg__gemm_tiled_count(void) { return (int)(sizeof configs / sizeof configs[0]); }
+
+const clg_gemm_tiled_config *clg__gemm_tiled_config(int i)
+{
+    return i >= 0 && i < clg__gemm_tiled_count() ? &configs[i] : NULL;
+}
+
+void clg__gemm_tiled_describe(const clg_gemm_tiled_config *c, char *buf, size_t len)
+{
+    snprintf(buf, len, "%dx%dx%d/%dx%d/v%d/m%d%s", c->tm, c->tn, c->tk, c->wm, c->wn, c->vw, c->map,
+             c->wide ? "w" : "");
+}
+
+static bool pow2_upto(int x, int max) { return x >= 1 && x <= max && (x & (x - 1)) == 0; }
+
+bool clg__gemm_tiled_parse(const char *s, clg_gemm_tiled_config *c)
+{
+    char tail[4] = "";
+    clg_gemm_tiled_config x = {0};
+    int got = sscanf(s, "%dx%dx%d/%dx%d/v%d/m%d%3s", &x.tm, &x.tn, &x.tk, &x.wm, &x.wn, &x.vw, &x.map, tail);
+    if (got < 7 || (got == 8 && strcmp(tail, "w"))) return false;
+    x.wide = got == 8;
+    if (x.tm <= 0 || x.tn <= 0 || x.tk <= 0 || x.tm > 1024 || x.tn > 1024 || x.tk > 1024 ||
+        !pow2_upto(x.wm, 16) || !pow2_upto(x.wn, 16) || !pow2_upto(x.vw, 8) || (x.map != 0 && x.map != 1) ||
+        x.tm % x.wm || x.tn % x.wn || x.tk % x.vw || x.tm % x.vw || x.tn % x.vw ||
+        (x.wide && (x.map != 1 || x.wm % 2 || x.wn % 2 || x.vw < 2)))
+        return false;
+    /* The group loads whole tiles in equal shares (WIDE: in pairs of rows too). */
+    int nt = x.tm / x.wm * (x.tn / x.wn);
+    if (x.tm * x.tk / x.vw % nt || x.tn * x.tk / x.vw % nt ||
+        (x.wide && (x.tm / 2 * x.tk / x.vw % nt || x.tn / 2 * x.tk / x.vw % nt)))
+        return false;
+    *c = x;
+    return true;
+}
+
+static size_t esize(clg_gemm_type type) { return type == CLG_GEMM_F64 ? sizeof(double) : sizeof(float); }
+
+static size_t items_m(const clg_gemm_tiled_config *c) { return (size_t)(c->tm / c->wm); }
+static size_t items_n(const clg_gemm_tiled_config *c) { return (size_t)(c->tn / c->wn); }
+
+/* Pairs of floats read as 64-bit words (float only: a double is one already). */
+static bool wide(const clg_gemm_tiled_config *c, clg_gemm_type t) { return c->wide && t == CLG_GEMM_F32; }
+/* Local rows padded by one element (staggering banks), or two to keep pairs aligned. */
+static size_t lpad(const clg_gemm_tiled_config *c, clg_gemm_type t) { return wide(c, t) ? 2 : 1; }
+
+/* Bytes of the two local tiles (gemm_tiled.cl's TK x LA and TK x LB). */
+static size_t local_a(const clg_gemm_tiled_config *c, clg_gemm_type t)
+{
+    return (size_t)c->tk * ((size_t)c->tm + lpad(c, t)) * esize(t);
+}
+static size_t local_b(const clg_gemm_tiled_config *c, clg_gemm_type t)
+{
+    return (size_t)c->tk * ((size_t)c->tn + lpad(c, t)) * esize(t);
+}
+
+/* -w: as for gemm.cl, POCL's clang warns that double8 / float16 values passed to the
+ * (inlined) store_row "change the ABI" without AVX-512: noise on stderr. */
+static void options(const clg_gemm_tiled_config *c, clg_gemm_type type, char *buf, size_t len)
+{
+    snprintf(buf, len, "-DT=%s -DTM=%d -DTN=%d -DTK=%d -DWM=%d -DWN=%d -DVW=%d -DMAP=%d -DWIDE=%d -DLPAD=%zu "
+             "-cl-mad-enable -w", type == CLG_GEMM_F64 ? "double" : "float", c->tm, c->tn, c->tk, c->wm, c->wn, c->vw,
+             c->map, wide(c, type), lpad(c, type));
+}
+
+/* What can be said before compiling: the group and the tiles against the device. */
+static bool fits_device(const clg_device *dev, const clg_gemm_tiled_config *c, clg_gemm_type type)
+{
+    const clg_device_params *p = clg__device_params(dev);
+    size_t rn = items_n(c), rm = items_m(c);
+    return rn * rm <= p->max_group && rn <= p->max_item[0] && rm <= p->max_item[1] &&
+           local_a(c, type) + local_b(c, type) <= p->local_mem;
+}
+
+clg_status clg__gemm_tiled_kernel(clg_device *dev, const clg_gemm_tiled_config *c, clg_gemm_type type,
+                                  clg_kernel **out)
+{
+    *out = NULL;
+    if (type == CLG_GEMM_F64 && !clg_device_get_info(dev)->fp64) return CLG_OK;
+    if (!fits_device(dev, c, type)) return CLG_OK;
+    char opts[160];
+    options(c, type, opts, sizeof opts);
+    clg_kernel *k = clg__kernel_get(dev, "gemm_tiled", opts, "gemm_tiled");
+    if (!k) return dev->status;
+    /* The compiled kernel may allow fewer items per group than the device (registers). */
+    if (items_n(c) * items_m(c) <= k->wg_max) *out = k;
+    return CLG_OK;
+}
+
+bool clg__gemm_tiled_fits(const clg_gemm_args *g)
+{
+    /* gemm_tiled.cl indexes rows, columns and leading dimensions with int (a tile's
+     * corner may pass the end by up to a tile), offsets with long. */
+    size_t lim = INT_MAX / 2;
+    return g->m < lim && g->n < lim && g->k < lim && g->lda < lim && g->ldb < lim && g->ldc < lim;
+}
+
+static clg_arg scalar(clg_gemm_type type, double v)
+{
+    return type == CLG_GEMM_F64 ? CLG_ARG_D(v) : CLG_ARG_F(v);
+}
+
+clg_status clg__gemm_tiled(clg_device *dev, const clg_gemm_args *g, const clg_gemm_tiled_config *c)
+{
+    char cfg[64];
+    clg__gemm_tiled_describe(c, cfg, sizeof cfg);
+    clg_kernel *k;
+    clg_status st = clg__gemm_tiled_kernel(dev, c, g->type, &k);
+    if (st) return st;
+    if (!k)
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
+                         "clg__gemm (tiled %s, %s, m=%zu n=%zu k=%zu): the configuration does not fit %s "
+                         "(group of %zu items, %zu bytes of local memory)", cfg,
+                         g->type == CLG_GEMM_F64 ? "float64" : "float32", g->m, g->n, g->k,
+                         clg_device_get_info(dev)->name, items_n(c) * items_m(c),
+                         local_a(c, g->type) + local_b(c, g->type));
+    if (!clg__gemm_tiled_fits(g))
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
+                         "clg__gemm (tiled %s, m=%zu n=%zu k=%zu, lda=%zu ldb=%zu ldc=%zu): sizes beyond the "
+                         "kernel's 32-bit indexing", cfg, g->m, g->n, g->k, g->lda, g->ldb, g->ldc);
+    clg_arg args[] = {
+        CLG_ARG_I(g->m), CLG_ARG_I(g->n), CLG_ARG_I(g->k), CLG_ARG_I(g->trans_a), CLG_ARG_I(g->trans_b),
+        CLG_ARG_M(g->a->mem), CLG_ARG_L(g->a_off), CLG_ARG_I(g->lda), CLG_ARG_L(g->stride_a),
+        CLG_ARG_M(g->b->mem), CLG_ARG_L(g->b_off), CLG_ARG_I(g->ldb), CLG_ARG_L(g->stride_b),
+        CLG_ARG_M(g->c->mem), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc), CLG_ARG_L(g->stride_c),
+        scalar(g->type, g->alpha), scalar(g->type, g->beta),
+        CLG_ARG_LOCAL(local_a(c, g->type)), CLG_ARG_LOCAL(local_b(c, g->type)),
+    };
+    size_t tm = (size_t)c->tm, tn = (size_t)c->tn;
+    size_t local[3] = {items_n(c), items_m(c), 1};
+    size_t global[3] = {(g->n + tn - 1) / tn * local[0], (g->m + tm - 1) / tm * local[1], g->batch};
+    return clg__launch(dev, k, args, (int)(sizeof args / sizeof args[0]), 3, global, local);
+}
