@@ -40,19 +40,29 @@ static int usage(void)
            "--device SPEC / $CLG_DEVICE names), and prints one table per device: each case's\n"
            "largest forward and backward error, max |device - reference| / (1 + |reference|),\n"
            "pass or fail; then the counts, the largest errors, the device, and the GEMM engine\n"
-           "with its rate at 256^3 float32.\n"
+           "with its rate at 256^3 float32. A first row checks that every differentiable op\n"
+           "(src/autograd/ops.def) has a case.\n"
            "Backward: the gradient of sum(w * output) (w random) from clg_backward against\n"
            "central differences of the host reference.\n"
            "  --dtype f32|f64     tensors' type on the device (default f32; f64 falls back to f32\n"
            "                      on a device without fp64). Tolerances: f32 1e-5 forward, 1e-4\n"
            "                      backward; f64 1e-12, 1e-7 (times 4 for long sums and norms)\n"
-           "  --size small|normal small shapes (default, fast) or shapes spanning many work-groups\n"
+           "  --size small|normal small shapes (default, fast), contiguous inputs; or shapes spanning\n"
+           "                      many work-groups, with inputs also sliced (every other element)\n"
+           "                      and transposed (rows: the worst of the three layouts)\n"
            "  --only TEXT         only the cases whose name contains TEXT\n"
            "  --no-bench          skip the GEMM timing\n"
            "  --verbose           the worst element of every case, and times\n"
            "Exit status 0 when every case passes on every device, 1 otherwise.\n");
     return 0;
 }
+
+/* Every differentiable op, from the library's list. */
+static const char *const differentiable[] = {
+#define X(name) #name,
+#include "ops.def"
+#undef X
+};
 
 static bool known_op(const char *op)
 {
@@ -87,7 +97,7 @@ static int parse(int argc, char **argv, options *o)
         case 's':
             if (strcmp(optarg, "small") && strcmp(optarg, "normal"))
                 return cli_usage_error(CMD, "--size takes small or normal");
-            o->cf.big = !strcmp(optarg, "normal");
+            o->cf.big = o->cf.layouts = !strcmp(optarg, "normal");
             break;
         case 'v': o->cf.verbose = true; break;
         case 'o': o->only = optarg; break;
@@ -196,11 +206,25 @@ static int run_device(const options *o, int index, const clg_device_info *info)
         cf.dtype = CLG_F32;
         fallback = " (no fp64 on this device: float32)";
     }
-    printf("device %d: %s (%s), %s%s, size %s\n", index, info->name, info->platform, clg_dtype_name(cf.dtype), fallback,
-           cf.big ? "normal" : "small");
+    printf("device %d: %s (%s), %s%s, size %s, %s\n", index, info->name, info->platform, clg_dtype_name(cf.dtype),
+           fallback, cf.big ? "normal" : "small",
+           cf.layouts ? "inputs contiguous, sliced and transposed" : "contiguous inputs");
     printf("  %-50s %9s %9s  %s\n", "op", "forward", "backward", "result");
     double t0 = now();
     int passed = 0, failed = 0;
+    if (!o->only && !o->cf.inject) {   /* the cases cover ops.def */
+        char missing[512] = "";
+        int n = (int)(sizeof differentiable / sizeof *differentiable), gaps = 0;
+        for (int i = 0; i < n; i++)
+            if (!known_op(differentiable[i]) && ++gaps)
+                snprintf(missing + strlen(missing), sizeof missing - strlen(missing), " %s", differentiable[i]);
+        char name[64];
+        snprintf(name, sizeof name, "(every op of ops.def has a case: %d ops)", n);
+        printf("  %-50s %9s %9s  %s\n", name, "-", "-", gaps ? "FAIL" : "pass");
+        if (gaps) printf("      ^ no case for:%s\n", missing);
+        passed += !gaps;
+        failed += gaps > 0;
+    }
     worst w = {0};
     double tol_f = 0, tol_b = 0;
     for (int t = 0; t < 2; t++) {
@@ -237,7 +261,7 @@ static int run_device(const options *o, int index, const clg_device_info *info)
     if (o->bench) {
         int n = 0;
         double rate = gemm_rate(dev, &n);
-        if (rate > 0) printf("  GEMM: engine %s (device parameter table), %.2f GFLOP/s at %d^3 float32%s\n",
+        if (rate > 0) printf("  GEMM: engine %s (device parameter table), %.3g GFLOP/s at %d^3 float32%s\n",
                              gemm_engine(dev), rate, n, n < 256 ? " (the device is too slow for 256^3)" : "");
         else printf("  GEMM: engine %s (device parameter table), timing failed\n", gemm_engine(dev));
     } else {

@@ -98,14 +98,20 @@ typedef struct cf_result {
     char note[512];               /* why it failed, "" when it passed */
 } cf_result;
 
+/* How the inputs that want a gradient sit in memory (every op must give the same results);
+ * the other inputs are contiguous. */
+typedef enum cf_layout { CF_CONTIGUOUS, CF_SLICED, CF_TRANSPOSED, CF_LAYOUT_COUNT } cf_layout;
+extern const char *const cf_layout_names[CF_LAYOUT_COUNT];
+
 typedef struct cf_options {
     bool big;
+    bool layouts;                 /* also the sliced and transposed layouts (rows: the worst of all) */
     clg_dtype dtype;
     bool verbose;
     const char *inject;           /* op name whose reference is perturbed (self-check), or NULL */
 } cf_options;
 
-/* Run one case on dev; the result says how it went. */
+/* Run one case on dev (in every layout asked for); the result says how it went. */
 void cf_check(clg_device *dev, const cf_case *c, const cf_options *o, cf_result *r);
 /* The case's op name: its name up to the first space. */
 void cf_op_name(const cf_case *c, char *buf, size_t len);

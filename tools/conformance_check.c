@@ -130,6 +130,37 @@ static void fill(const cf_arr *a, clg_dtype dtype, uint64_t seed, double *v)
     }
 }
 
+/* ---- inputs in a layout ------------------------------------------------------------------------- */
+
+const char *const cf_layout_names[CF_LAYOUT_COUNT] = {"contiguous", "sliced", "transposed"};
+
+/* A tensor holding v (row-major, logical order) in the layout: contiguous; every other
+ * element of a wider buffer along the last axis, from offset 1; or stored with the last
+ * two axes swapped and viewed back. Inputs with fewer axes than a layout needs are
+ * contiguous. In the current scope. */
+static clg_tensor *layout_tensor(clg_device *dev, clg_dtype dtype, const cf_arr *a, const double *v, cf_layout layout)
+{
+    int nd = a->nd;
+    if ((layout == CF_SLICED && nd < 1) || (layout == CF_TRANSPOSED && nd < 2) || a->n == 0) layout = CF_CONTIGUOUS;
+    if (layout == CF_CONTIGUOUS) return cf_tensor(dev, dtype, nd, a->shape, v);
+    int64_t shape[CLG_MAX_DIMS], c = a->shape[nd - 1], r = nd > 1 ? a->shape[nd - 2] : 1;
+    memcpy(shape, a->shape, sizeof shape);
+    int64_t n = a->n;
+    if (layout == CF_SLICED) n = n / c * (2 * c + 1), shape[nd - 1] = 2 * c + 1;
+    else shape[nd - 2] = c, shape[nd - 1] = r;
+    double *store = malloc((size_t)n * sizeof *store);
+    if (!store) return NULL;
+    for (int64_t i = 0; i < n; i++) store[i] = 12345;   /* never read */
+    for (int64_t i = 0; i < a->n; i++) {
+        int64_t outer = i / c, j = i % c;
+        if (layout == CF_SLICED) store[outer * (2 * c + 1) + 1 + 2 * j] = v[i];
+        else store[(outer / r) * r * c + j * r + outer % r] = v[i];
+    }
+    clg_tensor *base = cf_tensor(dev, dtype, nd, shape, store);
+    free(store);
+    return layout == CF_SLICED ? clg_slice(base, nd - 1, 1, 2 * c + 1, 2) : clg_transpose(base, nd - 2, nd - 1);
+}
+
 /* ---- the device's values ------------------------------------------------------------------------ */
 
 static double *read_values(clg_tensor *t)
@@ -263,7 +294,7 @@ static void host_gradients(host *h, double *const *w, double *const *wantg, int6
     }
 }
 
-void cf_check(clg_device *dev, const cf_case *c, const cf_options *o, cf_result *r)
+static void check_layout(clg_device *dev, const cf_case *c, const cf_options *o, cf_layout layout, cf_result *r)
 {
     memset(r, 0, sizeof *r);
     r->pass = true;
@@ -290,7 +321,8 @@ void cf_check(clg_device *dev, const cf_case *c, const cf_options *o, cf_result 
     clg_device_clear_error(dev);
     for (int i = 0; i < p.nin; i++) {
         clg_dtype d = p.in[i].kind == CF_INDEX ? CLG_I32 : o->dtype;
-        tin[i] = cf_tensor(dev, d, p.in[i].nd, p.in[i].shape, h.in[i]);
+        cf_layout l = p.in[i].kind == CF_GRAD ? layout : CF_CONTIGUOUS;
+        tin[i] = layout_tensor(dev, d, &p.in[i], h.in[i], l);
         if (!tin[i]) {
             note(r, "input %d: %s", i, clg_device_error(dev));
             goto done;
@@ -404,4 +436,22 @@ done:
     }
     free(p.aux);
     r->seconds = now() - t0;
+}
+
+void cf_check(clg_device *dev, const cf_case *c, const cf_options *o, cf_result *r)
+{
+    check_layout(dev, c, o, CF_CONTIGUOUS, r);
+    for (int l = 1; o->layouts && l < CF_LAYOUT_COUNT; l++) {
+        cf_result more;
+        check_layout(dev, c, o, (cf_layout)l, &more);
+        r->seconds += more.seconds;
+        r->fwd_err = fmax(r->fwd_err, more.fwd_err), r->fwd_abs = fmax(r->fwd_abs, more.fwd_abs);
+        r->bwd_err = fmax(r->bwd_err, more.bwd_err), r->bwd_abs = fmax(r->bwd_abs, more.bwd_abs);
+        r->ran_forward &= more.ran_forward;
+        r->ran_backward |= more.ran_backward;
+        if (!more.pass && r->pass) {
+            r->pass = false;
+            snprintf(r->note, sizeof r->note, "%s inputs: %.400s", cf_layout_names[l], more.note);
+        }
+    }
 }
