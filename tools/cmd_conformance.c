@@ -17,9 +17,9 @@
 #include "cli.h"
 #include "commands.h"
 #include "conformance_cases.h"
-/* The GEMM engine's name is internal: the device's parameter table (linked from the
+/* The GEMM engine a device uses is internal (src/tensor/gemm.h; the tool links the
  * static library, tools/CMakeLists.txt). */
-#include "device_impl.h"
+#include "gemm.h"
 
 #define CMD "conformance"
 #define MAX_DEVICES 64
@@ -123,9 +123,20 @@ static double now(void)
 
 /* ---- GEMM --------------------------------------------------------------------------------------- */
 
-/* The engine the device's matmuls use. TODO: the engine chosen (after "tune"), once
- * src/tensor/gemm.h offers its name; until then the parameter table's setting. */
-static const char *gemm_engine(clg_device *dev) { return clg__device_params(dev)->gemm; }
+/* The engine the device's matmuls use, and where that choice came from (the parameter
+ * table's "tune" chooses by timing on first use, or reads an earlier choice from disk). */
+static void gemm_engine(clg_device *dev, char *buf, size_t len)
+{
+    static const char *const origins[] = {"not chosen", "set by the device parameter table",
+                                          "tuned in this run", "tuned earlier, from the tuning cache"};
+    double tuned = 0;
+    const char *choice = clg__gemm_choice(dev, &tuned);
+    int origin = clg__gemm_choice_origin(dev);
+    int n = snprintf(buf, len, "%s (%s", choice, origin >= 0 && origin < 4 ? origins[origin] : "?");
+    if (tuned > 0 && n > 0 && (size_t)n < len) n += snprintf(buf + n, len - (size_t)n, ", the tuner measured %.3g GFLOP/s", tuned);
+    if (n > 0 && (size_t)n < len) snprintf(buf + n, len - (size_t)n, ")");
+    clg_device_clear_error(dev);
+}
 
 /* GFLOP/s of float32 [n, n] x [n, n] matmuls (median of up to 5 timed after a warm-up);
  * n is 256 unless the device is too slow for it (a simulator), then 64. 0 on failure. */
@@ -258,14 +269,17 @@ static int run_device(const options *o, int index, const clg_device_info *info)
     printf("  tolerances (%s): forward %.0e, backward %.0e (x4 for long sums and norms)\n", clg_dtype_name(cf.dtype),
            tol_f, tol_b);
     printf("  device: %s | platform %s | driver %s | %s\n", info->name, info->platform, info->driver, info->c_version);
+    char engine[256];
     if (o->bench) {
         int n = 0;
         double rate = gemm_rate(dev, &n);
-        if (rate > 0) printf("  GEMM: engine %s (device parameter table), %.3g GFLOP/s at %d^3 float32%s\n",
-                             gemm_engine(dev), rate, n, n < 256 ? " (the device is too slow for 256^3)" : "");
-        else printf("  GEMM: engine %s (device parameter table), timing failed\n", gemm_engine(dev));
+        gemm_engine(dev, engine, sizeof engine);
+        if (rate > 0) printf("  GEMM: %s; %.3g GFLOP/s at %d^3 float32%s\n", engine, rate, n,
+                             n < 256 ? " (the device is too slow for 256^3)" : "");
+        else printf("  GEMM: %s; timing failed\n", engine);
     } else {
-        printf("  GEMM: engine %s (device parameter table), not timed (--no-bench)\n", gemm_engine(dev));
+        gemm_engine(dev, engine, sizeof engine);
+        printf("  GEMM: %s; not timed (--no-bench)\n", engine);
     }
     printf("  time: %.1f s for the cases, %.1f s of it building programs (%llu compiled, %llu from the cache)\n\n",
            seconds, ps.compile_seconds, (unsigned long long)ps.built_from_source, (unsigned long long)ps.loaded_from_cache);
