@@ -10,6 +10,32 @@
 
 const char *const optest_layout_names[OPTEST_LAYOUT_COUNT] = {"contiguous", "permuted", "sliced"};
 
+bool optest_fp64(clg_device *dev)
+{
+    const char *e = getenv("CLG_TEST_FP64");
+    return clg_device_get_info(dev)->fp64 && !(e && !strcmp(e, "0"));
+}
+
+clg_dtype optest_precise(clg_device *dev) { return optest_fp64(dev) ? CLG_F64 : CLG_F32; }
+
+int optest_float_dtypes(clg_device *dev, clg_dtype out[2])
+{
+    out[0] = CLG_F32;
+    out[1] = CLG_F64;
+    return optest_fp64(dev) ? 2 : 1;
+}
+
+void optest_round(clg_dtype dt, double *v, int64_t n)
+{
+    for (int64_t i = 0; dt == CLG_F32 && i < n; i++) v[i] = (float)v[i];
+}
+
+bool optest_small(void)
+{
+    const char *e = getenv("CLG_TEST_SMALL");
+    return e && *e && strcmp(e, "0") != 0;
+}
+
 void optest_fill(double *v, int64_t n, double lo, double hi, uint64_t seed)
 {
     uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;
@@ -80,8 +106,9 @@ clg_tensor *optest_tensor(clg_device *dev, clg_dtype dtype, int ndim, const int6
     return v;
 }
 
-static double *read_doubles(clg_tensor *t)
+double *optest_read(clg_tensor *t)
 {
+    if (!t) return NULL;
     int64_t n = clg_tensor_numel(t);
     size_t es = clg_dtype_size(clg_tensor_dtype(t));
     void *raw = malloc((size_t)(n ? n : 1) * es);
@@ -106,7 +133,7 @@ bool optest_close(const char *what, clg_tensor *t, const double *expect, int64_t
     CHECK_MSG(clg_tensor_numel(t) == n, "%s: %lld elements, expected %lld", what, (long long)clg_tensor_numel(t),
               (long long)n);
     if (clg_tensor_numel(t) != n) return false;
-    double *v = read_doubles(t);
+    double *v = optest_read(t);
     CHECK_MSG(v != NULL, "%s: read failed: %s", what, clg_device_error(clg_tensor_device(t)));
     if (!v) return false;
     int bad = 0;
@@ -181,7 +208,7 @@ static bool loss_at(gc_state *s, double *loss)
     clg_tensor *ts[8];
     bool ok = build_inputs(s, ts, false);
     clg_tensor *y = ok ? s->f(ts, s->ctx) : NULL;
-    double *v = y ? read_doubles(y) : NULL;
+    double *v = y ? optest_read(y) : NULL;
     ok = v != NULL;
     *loss = 0;
     for (int64_t k = 0; ok && k < s->out_n; k++) *loss += v[k] * s->w[k];
@@ -220,7 +247,7 @@ static bool check_layout(gc_state *s, const char *what, double eps, double atol,
         clg_tensor *g = clg_tensor_grad(ts[i]);
         int64_t ni = numel_of(s->in[i].ndim, s->in[i].shape);
         CHECK_MSG(g != NULL || ni == 0, "%s: input %d got no gradient", what, i);
-        double *ga = g ? read_doubles(g) : NULL;
+        double *ga = g ? optest_read(g) : NULL;
         for (int64_t j = 0; ga && j < ni; j++) {
             double keep = s->values[i][j], lp, lm;
             s->values[i][j] = keep + eps;
@@ -244,7 +271,13 @@ static bool check_layout(gc_state *s, const char *what, double eps, double atol,
 
 bool optest_gradcheck(clg_device *dev, const char *what, optest_fn f, void *ctx, int n, const optest_input *inputs)
 {
-    bool fp64 = clg_device_get_info(dev)->fp64;
+    return optest_gradcheck_as(dev, optest_precise(dev), what, f, ctx, n, inputs);
+}
+
+bool optest_gradcheck_as(clg_device *dev, clg_dtype dtype, const char *what, optest_fn f, void *ctx, int n,
+                         const optest_input *inputs)
+{
+    bool fp64 = dtype == CLG_F64;
     gc_state s = {.dev = dev, .dtype = fp64 ? CLG_F64 : CLG_F32, .f = f, .ctx = ctx, .n = n, .in = inputs};
     double eps = fp64 ? 1e-6 : 1e-3, atol = fp64 ? 1e-5 : 1e-3, rtol = fp64 ? 1e-3 : 1e-2;
     double *vals[8];

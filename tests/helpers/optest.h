@@ -28,8 +28,32 @@ extern const char *const optest_layout_names[OPTEST_LAYOUT_COUNT];
 clg_tensor *optest_tensor(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape, const double *values,
                           optest_layout layout);
 
+/* ---- what the device offers ------------------------------------------------------------------- */
+
+/* Whether the tests use float64 on dev: the device has cl_khr_fp64, and CLG_TEST_FP64
+ * is not 0. CLG_TEST_FP64=0 runs the float32 paths (the ones a device without float64
+ * takes) on a device that has it, so that they can be tried anywhere. */
+bool optest_fp64(clg_device *dev);
+/* The most precise float type of the tests on dev: float64 where optest_fp64, else
+ * float32. */
+clg_dtype optest_precise(clg_device *dev);
+/* The float types the tests cover on dev: float32, then float64 where optest_fp64.
+ * Returns the count (1 or 2). */
+int optest_float_dtypes(clg_device *dev, clg_dtype out[2]);
+/* A comparison tolerance for dtype: `f64` for float64, `f32` for float32. */
+static inline double optest_tol(clg_dtype dt, double f64, double f32) { return dt == CLG_F64 ? f64 : f32; }
+/* Values as the device holds them in dtype: rounded to float for float32 (references
+ * then start from the same inputs as the device). */
+void optest_round(clg_dtype dt, double *v, int64_t n);
+/* Small shapes for the simulators (CLG_TEST_SMALL=1, as the oclgrind label sets):
+ * a test then covers every kernel on the fewest elements it can. */
+bool optest_small(void);
+
 /* Deterministic values in [lo, hi) for inputs and references (xorshift, seeded). */
 void optest_fill(double *v, int64_t n, double lo, double hi, uint64_t seed);
+
+/* t's values as doubles (any dtype; row-major, logical order), NULL on failure. free() it. */
+double *optest_read(clg_tensor *t);
 
 /* Check t against expect: same element count, |t - e| <= atol + rtol |e| elementwise,
  * NaN where expected, equal infinities. Records a CHECK failure naming `what`. */
@@ -51,9 +75,17 @@ typedef struct optest_input {
 
 /* Central differences against clg_backward for the scalar sum(f(inputs) * w), w
  * random, for every element of every non-constant input, in every layout.
- * float64 where the device has it: eps 1e-6, atol 1e-5, rtol 1e-3 (as PyTorch's
- * gradcheck); else float32 with eps 1e-3, atol 1e-3, rtol 1e-2. Every op on the tape
- * is recorded for the coverage test (CLG_GRAD_COVERAGE_DIR). */
+ * float64 where optest_fp64: eps 1e-6, atol 1e-5, rtol 1e-3 (as PyTorch's gradcheck);
+ * else float32 (see optest_gradcheck_as). Every op on the tape is recorded for the
+ * coverage test (CLG_GRAD_COVERAGE_DIR). */
 bool optest_gradcheck(clg_device *dev, const char *what, optest_fn f, void *ctx, int n, const optest_input *inputs);
+/* The same check in the given float type. float32 (for devices without float64, or
+ * forced by CLG_TEST_FP64=0): eps 1e-3, atol 1e-3, rtol 1e-2. The loss is summed in
+ * double on the host, and outputs that do not depend on the perturbed element cancel
+ * exactly, so the noise of the numeric derivative is the float32 rounding of the few
+ * outputs that do, over 2 eps: about 1e-4; the truncation error, eps^2 f''' / 6, is
+ * below 1e-6. A gradient wrong by a few percent still fails (tests/test_gradcheck.c). */
+bool optest_gradcheck_as(clg_device *dev, clg_dtype dtype, const char *what, optest_fn f, void *ctx, int n,
+                         const optest_input *inputs);
 
 #endif
