@@ -6,12 +6,13 @@
  * cold (empty clgrad and POCL caches) and warm (both filled).
  *
  *   ./build/bench/bench_matmul [--repeats N] [--engine E[,E...]] [--tiled CONFIG]... [--clblast]
- *                              [--no-numpy] [--no-compile] [--shape "m n k ta tb"]...
+ *                              [--no-numpy] [--no-compile] [--no-1024] [--shape "m n k ta tb"]...
  * --engine: the engines timed, one column each: auto (what clg__gemm uses on the device:
  * the parameter table's engine, or the tuner's choice), packed, tiled (the device's tiled
  * configuration), clblast; default auto. --tiled adds a column for the tiled kernel in
  * one configuration ("64x64x16/4x4/v4/m0", see gemm.h). --clblast is --engine auto,clblast
- * (on a CPU CLBlast's GEMM takes ~20 s to compile). --shape replaces the default shapes.
+ * (on a CPU CLBlast's GEMM takes ~20 s to compile). --shape replaces the default shapes;
+ * --no-1024 leaves out 1024^3 (slow devices: llvmpipe).
  * NumPy's column compares with the first engine. Environment: CLG_BENCH_PYTHON (the
  * interpreter with NumPy, default /usr/bin/python3); CLG_PROFILE=1 adds the per-kernel
  * device times (packing apart from the tiles).
@@ -263,7 +264,7 @@ static int parse_engine(const char *name, column *out)
 static int usage(const char *argv0)
 {
     fprintf(stderr, "usage: %s [--repeats N] [--engine auto|packed|tiled|clblast[,...]] [--tiled CONFIG]... "
-            "[--clblast] [--no-numpy] [--no-compile] [--shape \"m n k ta tb\"]...\n", argv0);
+            "[--clblast] [--no-numpy] [--no-compile] [--no-1024] [--shape \"m n k ta tb\"]...\n", argv0);
     return 2;
 }
 
@@ -271,7 +272,7 @@ int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "--first-call")) return first_call_child(argv[2], argv[3]);
     int repeats = 10;
-    bool with_numpy = true, with_compile = true;
+    bool with_numpy = true, with_compile = true, no_1024 = false;
     shape shapes[MAX_SHAPES];
     column cols[MAX_ENGINES];
     int nshapes = 0, ncols = 0;
@@ -294,6 +295,7 @@ int main(int argc, char **argv)
             snprintf(c->label, sizeof c->label, "tiled %s", argv[i]);
         } else if (!strcmp(argv[i], "--no-numpy")) with_numpy = false;
         else if (!strcmp(argv[i], "--no-compile")) with_compile = false;
+        else if (!strcmp(argv[i], "--no-1024")) no_1024 = true;
         else if (!strcmp(argv[i], "--shape") && i + 1 < argc && nshapes < MAX_SHAPES) {
             shape s = {0, 0, 0, 0, 0, "custom"};
             if (sscanf(argv[++i], "%zu %zu %zu %d %d", &s.m, &s.n, &s.k, &s.ta, &s.tb) != 5 || !s.m || !s.n || !s.k)
@@ -305,10 +307,9 @@ int main(int argc, char **argv)
     }
     if (repeats < 1) repeats = 1;
     if (!ncols) parse_engine("auto", &cols[ncols++]);
-    if (!nshapes) {
-        nshapes = (int)(sizeof default_shapes / sizeof default_shapes[0]);
-        memcpy(shapes, default_shapes, sizeof default_shapes);
-    }
+    bool defaults = nshapes == 0;
+    for (size_t i = 0; defaults && i < sizeof default_shapes / sizeof default_shapes[0]; i++)
+        if (!no_1024 || default_shapes[i].m < 1024) shapes[nshapes++] = default_shapes[i];
     clg_device *dev;
     if (clg_device_open(NULL, &dev) != CLG_OK) {
         fprintf(stderr, "bench_matmul: %s\n", clg_device_error(dev));

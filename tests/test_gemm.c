@@ -194,6 +194,17 @@ static void sweep(clg_device *dev, const engine *eng, clg_gemm_type type, bool f
     gcase b4 = {.ta = true, .tb = true, .m = 21, .n = 6, .k = 13, .batch = 2, .alpha = 1.0, .beta = 0.5,
                 .shared_b = true, .b_off = 1, .pad = 1};
     run_case(dev, eng, type, &b4);
+    if (small_mode && eng->e == CLG_GEMM_TILED) {
+        /* Whole tiles of every configuration (up to 64 x 128), which load without bounds
+         * checks, as pairs of floats where rows start on even elements (even ld, offsets). */
+        gcase m1 = {.m = 66, .n = 130, .k = 34, .batch = 1, .alpha = 1.0, .beta = 0.0};
+        run_case(dev, eng, type, &m1);
+        gcase m2 = {.ta = true, .tb = true, .m = 66, .n = 130, .k = 34, .batch = 1, .alpha = 1.0, .beta = -1.0};
+        run_case(dev, eng, type, &m2);
+        gcase m3 = {.ta = true, .m = 65, .n = 129, .k = 33, .batch = 1, .alpha = 2.0, .beta = 0.5, .a_off = 1,
+                    .b_off = 1, .c_off = 1, .pad = 1};
+        run_case(dev, eng, type, &m3);
+    }
     if (full && !small_mode) { /* a bigger one: many groups per batch, k across many tiles */
         gcase big = {.ta = false, .tb = false, .m = 150, .n = 140, .k = 530, .batch = 2, .alpha = 1.0,
                      .beta = 0.25};
@@ -439,6 +450,11 @@ int main(void)
         /* CLBlast in double only where it is the engine: its double program takes ~40 s
          * to compile on POCL, for a path nothing there uses. */
         bool f64 = info->fp64 && (engines[i].e != CLG_GEMM_CLBLAST || own == CLG_GEMM_CLBLAST);
+        if (f64 && engines[i].cfg) { /* doubles take twice the local memory: it may not fit */
+            clg_kernel *k = NULL;
+            CHECK_OK(dev, clg__gemm_tiled_kernel(dev, engines[i].cfg, CLG_GEMM_F64, &k));
+            f64 = k != NULL;
+        }
         sweep(dev, &engines[i], CLG_GEMM_F32, mine);
         if (f64) sweep(dev, &engines[i], CLG_GEMM_F64, mine);
         edges(dev, &engines[i]);

@@ -33,6 +33,7 @@
 #define SLOW 4.0            /* drop a candidate this many times slower than the best */
 #define REPEAT_SECONDS 0.5  /* time spent on repeats of one shape, at most (after the first run) */
 #define REPEATS 3           /* timed runs per shape, at most */
+#define SCREEN_SLOW 10.0    /* drop a candidate this many times slower than the best at 64^3 */
 #define CACHE_MAGIC "clgrad gemm choice 1\n"
 
 typedef enum choice_origin { ORIGIN_NONE, ORIGIN_TABLE, ORIGIN_TUNED, ORIGIN_CACHED } choice_origin;
@@ -366,6 +367,11 @@ static const char *validate_small(tune_ctx *t, const candidate *c, char *why, si
     return NULL;
 }
 
+/* The best times so far: per shape, over all shapes, and at the screening shape. */
+typedef struct tune_best {
+    double shape[4], total, screen;
+} tune_best;
+
 typedef struct cand_result {
     bool ok;
     double seconds[4];   /* per shape: the best run */
@@ -376,15 +382,35 @@ typedef struct cand_result {
 
 static double shape_flops(const tune_shape *s) { return 2.0 * (double)s->m * (double)s->n * (double)s->k; }
 
-/* Time candidate c over the shapes; best[] holds the best time per shape so far. */
-static void time_candidate(tune_ctx *t, const candidate *c, const tune_shape *shapes, int nshapes,
-                           const double *best, cand_result *r)
+/* Time candidate c over the shapes. First it must compute correctly (validate_small,
+ * which also builds it), then keep within SCREEN_SLOW of the best at 64^3, which takes
+ * milliseconds: the packed kernels run a 256^3 product on llvmpipe in seconds. */
+static void time_candidate(tune_ctx *t, const candidate *c, const tune_shape *shapes, int nshapes, bool screen,
+                           tune_best *best, cand_result *r)
 {
     char why[200];
     const char *bad = validate_small(t, c, why, sizeof why);
     if (bad) {
         snprintf(r->note, sizeof r->note, "rejected: %s", bad);
         return;
+    }
+    if (screen) {
+        static const tune_shape s64 = {64, 64, 64, false, false};
+        clg_gemm_args g = args_for(t, &s64, 0, 0, 1.0, 0.0);
+        double dt, min = 0;
+        for (int rep = 0; rep < 2; rep++) {
+            if (run_once(t, c, &g, &dt)) {
+                snprintf(r->note, sizeof r->note, "rejected: %s", clg_device_error(t->dev));
+                return;
+            }
+            if (!rep || dt < min) min = dt;
+        }
+        if (best->screen > 0 && min > SCREEN_SLOW * best->screen) {
+            snprintf(r->note, sizeof r->note, "dropped: %.3g GFLOP/s at 64^3, the best %.3g", shape_flops(&s64) / min / 1e9,
+                     shape_flops(&s64) / best->screen / 1e9);
+            return;
+        }
+        if (best->screen == 0 || min < best->screen) best->screen = min;
     }
     for (int si = 0; si < nshapes; si++) {
         const tune_shape *s = &shapes[si];
@@ -408,9 +434,9 @@ static void time_candidate(tune_ctx *t, const candidate *c, const tune_shape *sh
             return;
         }
         double min = dt, spent = 0;
-        if (best[si] > 0 && dt > SLOW * best[si]) {
+        if (best->shape[si] > 0 && dt > SLOW * best->shape[si]) {
             snprintf(r->note, sizeof r->note, "dropped: %.3g GFLOP/s at %zux%zux%zu, the best %.3g",
-                     shape_flops(s) / dt / 1e9, s->m, s->n, s->k, shape_flops(s) / best[si] / 1e9);
+                     shape_flops(s) / dt / 1e9, s->m, s->n, s->k, shape_flops(s) / best->shape[si] / 1e9);
             return;
         }
         for (int rep = 1; rep < REPEATS && spent < REPEAT_SECONDS; rep++) {
@@ -485,22 +511,22 @@ static void tune_now(clg_device *dev, gemm_state *s, int flags, const candidate 
     tune_ctx t = {.dev = dev};
     cand_result res[16] = {{0}};
     int best = -1;
-    double best_time[4] = {0};
+    tune_best bt = {{0}, 0, 0};
     char summary[1024] = "";
     size_t sl = 0;
     if (tune_alloc(&t, shapes, nshapes) == CLG_OK) {
         for (int i = 0; i < ncand; i++) {
             double c0 = clg__now();
-            time_candidate(&t, &cand[i], shapes, nshapes, best_time, &res[i]);
+            time_candidate(&t, &cand[i], shapes, nshapes, !(flags & CLG_GEMM_TUNE_QUICK), &bt, &res[i]);
             double total = 0;
             for (int si = 0; si < nshapes; si++) total += res[i].seconds[si];
             if (res[i].ok) {
-                if (best < 0 || total < best_time[nshapes]) {
+                if (best < 0 || total < bt.total) {
                     best = i;
-                    best_time[nshapes] = total;
+                    bt.total = total;
                 }
                 for (int si = 0; si < nshapes; si++)
-                    if (best_time[si] == 0 || res[i].seconds[si] < best_time[si]) best_time[si] = res[i].seconds[si];
+                    if (bt.shape[si] == 0 || res[i].seconds[si] < bt.shape[si]) bt.shape[si] = res[i].seconds[si];
                 if (sl < sizeof summary)
                     sl += (size_t)snprintf(summary + sl, sizeof summary - sl, "%s%s %.3g", sl ? ", " : "",
                                            cand[i].name, flops / total / 1e9);
@@ -529,7 +555,7 @@ static void tune_now(clg_device *dev, gemm_state *s, int flags, const candidate 
     s->engine = cand[best].engine;
     s->have_tiled = s->engine == CLG_GEMM_TILED;
     if (s->have_tiled) s->tiled = cand[best].tiled;
-    s->gflops = flops / best_time[nshapes] / 1e9;
+    s->gflops = flops / bt.total / 1e9;
     s->origin = ORIGIN_TUNED;
     describe_choice(s);
     bool saved_file = path[0] && cache_write(path, meta, &cand[best], s->gflops);
