@@ -366,8 +366,8 @@ static void check_layout(clg_device *dev, const cf_case *c, const cf_options *o,
         note(r, "forward: element %lld is %.9g, the reference %.9g (error %.2e > %.0e)", (long long)fc.worst, fc.got,
              fc.want, fc.err, r->tol_fwd);
     if (o->verbose)
-        printf("    %-34s forward: %d output(s), worst element %lld: %.9g vs %.9g\n", c->name, p.nout,
-               (long long)fc.worst, fc.got, fc.want);
+        printf("    %-34s %s inputs, forward: %d output(s), worst element %lld: %.9g vs %.9g\n", c->name,
+               cf_layout_names[layout], p.nout, (long long)fc.worst, fc.got, fc.want);
 
     /* backward: clg_backward(out_k, w_k) for every output on the tape */
     bool any = false;
@@ -418,7 +418,8 @@ static void check_layout(clg_device *dev, const cf_case *c, const cf_options *o,
         note(r, "backward: gradient of input %d element %lld is %.9g, the reference %.9g (error %.2e > %.0e)",
              worst_in, (long long)bc.worst, bc.got, bc.want, bc.err, r->tol_bwd);
     if (o->verbose)
-        printf("    %-34s backward: worst: input %d element %lld: %.9g vs %.9g\n", c->name, worst_in,
+        printf("    %-34s %s inputs, backward: worst: input %d element %lld: %.9g vs %.9g\n", c->name,
+               cf_layout_names[layout], worst_in,
                (long long)bc.worst, bc.got, bc.want);
 
 done:
