@@ -8,10 +8,13 @@
  * sources and the candidate list, so the next process reads it and does not tune again;
  * a missing, stale or corrupt file means tuning again.
  *
- * Budget: a candidate whose first timed run is SLOW times slower than the best so far
- * is dropped at once (the packed kernels on llvmpipe run at a few percent of the tiled
- * ones), repeats stop after REPEAT_SECONDS on a shape, and wall time is measured on the
- * host around clFinish (rusticl's profiling timestamps are not times).
+ * Budget: each candidate is first validated on small products (which builds it), then
+ * screened at 64^3 (milliseconds): SCREEN_SLOW times slower than the best there, it is
+ * dropped (the packed kernels on llvmpipe run at ~1/50 of the tiled ones, a 256^3
+ * product in seconds); at the timed shapes, a first run SLOW times slower than the best
+ * drops it too; repeats stop after REPEAT_SECONDS on a shape. Wall time is measured on
+ * the host around clFinish (rusticl's profiling timestamps are not times). Cold, most of
+ * the time goes into compiling (llvmpipe: ~25 s, half of it the packed kernels').
  *
  * The slot also remembers whether CLBlast ran on the device: CLBlast keeps its compiled
  * programs in a process-wide cache, which must be emptied before the device's context
@@ -19,12 +22,10 @@
  * releases them later against a dead context.
  */
 #include <clblast_c.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kernel_sources.h"
@@ -123,16 +124,18 @@ static const tune_shape full_shapes[] = {{256, 256, 256, false, false}, {128, 51
 /* For tests (CLG_GEMM_TUNE_QUICK): small shapes, no CLBlast (its compile takes long). */
 static const tune_shape quick_shapes[] = {{64, 64, 64, false, false}, {32, 96, 80, false, true}};
 
-/* The tiled configurations that fit dev (built to learn the kernel's group limit), then
- * CLBlast, then the packed kernels: the fast ones first, so that the slow ones are
- * dropped after one run. A configuration whose build fails is a candidate all the same:
- * the tuning rejects it, saying why. */
-static int candidates(clg_device *dev, int flags, candidate *out, int cap)
+/* The tiled configurations, then CLBlast, then the packed kernels: the fast ones first,
+ * so that the slow ones are dropped after one run. With `fitting`, only the tiled
+ * configurations that fit dev (each is built to learn the compiled kernel's group
+ * limit); a configuration whose build fails stays, and the tuning rejects it, saying
+ * why. Without, the whole list: what the cache key names, known without building. */
+static int candidates(clg_device *dev, int flags, bool fitting, candidate *out, int cap)
 {
     int n = 0;
     for (int i = 0; i < clg__gemm_tiled_count() && n < cap; i++) {
         clg_kernel *k = NULL;
-        if (clg__gemm_tiled_kernel(dev, clg__gemm_tiled_config(i), CLG_GEMM_F32, &k) == CLG_OK && !k) continue;
+        if (fitting && clg__gemm_tiled_kernel(dev, clg__gemm_tiled_config(i), CLG_GEMM_F32, &k) == CLG_OK && !k)
+            continue;
         out[n] = (candidate){.engine = CLG_GEMM_TILED, .tiled = *clg__gemm_tiled_config(i)};
         char cfg[64];
         clg__gemm_tiled_describe(&out[n].tiled, cfg, sizeof cfg);
@@ -329,7 +332,8 @@ static const char *check_result(tune_ctx *t, const clg_gemm_args *g, const doubl
     return NULL;
 }
 
-/* Fill C with `fill` (or the random values), remembering it on the host. */
+/* Fill C with NaN (for beta == 0: it must not be read) or random values, remembering
+ * them on the host. */
 static clg_status reset_c(tune_ctx *t, bool nan)
 {
     unsigned s = 99;
@@ -572,10 +576,7 @@ clg_status clg__gemm_tune(clg_device *dev, int flags)
     gemm_state *s = state(dev);
     if (!s) return dev->status;
     candidate cand[16];
-    saved_error saved = save_error(dev);
-    int ncand = candidates(dev, flags, cand, 16);
-    restore_error(dev, &saved);
-    free(saved.text);
+    int ncand = candidates(dev, flags, false, cand, 16);
     char meta[4096], path[1200];
     cache_meta(dev, flags, cand, ncand, meta, sizeof meta);
     cache_path(dev, meta, path, sizeof path);
@@ -597,6 +598,10 @@ clg_status clg__gemm_tune(clg_device *dev, int flags)
     if (path[0] && access(path, F_OK) == 0)
         clg__log(dev, 2, "GEMM on %s: the tuning cache %s is unreadable or stale: tuning again",
                  clg_device_get_info(dev)->name, path);
+    saved_error saved = save_error(dev);
+    ncand = candidates(dev, flags, true, cand, 16);
+    restore_error(dev, &saved);
+    free(saved.text);
     tune_now(dev, s, flags, cand, ncand, meta, path);
     return CLG_OK;
 }
