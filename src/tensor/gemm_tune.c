@@ -591,8 +591,7 @@ clg_status clg__gemm_tune(clg_device *dev, int flags)
         s->gflops = rate;
         s->origin = ORIGIN_CACHED;
         describe_choice(s);
-        clg__log(dev, 2, "GEMM on %s: %s, %.3g GFLOP/s (tuned before: %s)", clg_device_get_info(dev)->name,
-                 s->choice, rate, path);
+        /* Not logged: every process would say it (clg__gemm_choice tells who asks). */
         return CLG_OK;
     }
     if (path[0] && access(path, F_OK) == 0)
