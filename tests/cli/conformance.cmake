@@ -3,7 +3,11 @@
 #                          ending "N passed / 0 failed", exit status 0;
 #   cli_conformance_fault  the self-check: a fault injected into gelu's reference shows as
 #                          FAIL rows and exit status 1;
-#   cli_conformance_help   --help, as every subcommand has.
+#   cli_conformance_help   --help, as every subcommand has;
+#   oclgrind_cli_conformance  every case under Oclgrind (label oclgrind, not in the default
+#                          run), which must report nothing with --check-api --data-races;
+#                          GEMM on the tiled engine (tuning would time every engine in the
+#                          simulator, minutes).
 if(CLGRAD_BUILD_TOOLS)
   set(_conf "\"$0\" conformance --device \"\${CLG_DEVICE:-default}\" --no-bench")
   add_test(NAME cli_conformance COMMAND sh -c
@@ -16,4 +20,9 @@ if(CLGRAD_BUILD_TOOLS)
   set_tests_properties(cli_conformance_help PROPERTIES PASS_REGULAR_EXPRESSION "usage: clgrad conformance" LABELS cli)
   set_tests_properties(cli_conformance cli_conformance_fault PROPERTIES
     ENVIRONMENT "CLG_CACHE_DIR=${CMAKE_BINARY_DIR}/test-cache" TIMEOUT 600 LABELS "cli;device")
+  add_test(NAME oclgrind_cli_conformance COMMAND sh -c
+    "log=$(mktemp); oclgrind --check-api --data-races --log \"$log\" \"$0\" conformance --no-bench; rc=$?; cat \"$log\"; [ $rc -eq 0 ] && [ ! -s \"$log\" ]; r=$?; rm -f \"$log\"; exit $r"
+    $<TARGET_FILE:clgrad_cli>)
+  set_tests_properties(oclgrind_cli_conformance PROPERTIES
+    ENVIRONMENT "CLG_CACHE_DIR=${CMAKE_BINARY_DIR}/oclgrind-cache;CLG_PARAMS=gemm=tiled" TIMEOUT 900 LABELS oclgrind)
 endif()
