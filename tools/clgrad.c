@@ -24,7 +24,7 @@ static void usage(FILE *out)
 {
     fprintf(out, "usage: clgrad COMMAND [OPTIONS]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\n`clgrad COMMAND --help` describes a command's options.\n"
                  "Environment: CLG_DEVICE picks the device (gpu, cpu, N, P:D or a name fragment).\n");
 }

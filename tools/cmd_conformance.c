@@ -19,7 +19,6 @@
 #include "conformance_cases.h"
 /* The GEMM engine a device uses is internal (src/tensor/gemm.h; the tool links the
  * static library, tools/CMakeLists.txt). */
-#include "gemm.h"
 
 #define CMD "conformance"
 #define MAX_DEVICES 64
@@ -130,8 +129,8 @@ static void gemm_engine(clg_device *dev, char *buf, size_t len)
     static const char *const origins[] = {"not chosen", "set by the device parameter table",
                                           "tuned in this run", "tuned earlier, from the tuning cache"};
     double tuned = 0;
-    const char *choice = clg__gemm_choice(dev, &tuned);
-    int origin = clg__gemm_choice_origin(dev);
+    int origin = 0;
+    const char *choice = clg_matmul_engine(dev, &tuned, &origin);
     int n = snprintf(buf, len, "%s (%s", choice, origin >= 0 && origin < 4 ? origins[origin] : "?");
     if (tuned > 0 && n > 0 && (size_t)n < len) n += snprintf(buf + n, len - (size_t)n, ", the tuner measured %.3g GFLOP/s", tuned);
     if (n > 0 && (size_t)n < len) snprintf(buf + n, len - (size_t)n, ")");

@@ -73,6 +73,17 @@ CLG_API clg_tensor *clg_argmax(clg_tensor *a, int axis, bool keepdim);
 /* As torch.matmul: [m,k]x[k,n] -> [m,n]; 1-D operands are vectors; more dims are
  * batches, broadcast. Transposed views (clg_transpose) cost no copy. */
 CLG_API clg_tensor *clg_matmul(clg_tensor *a, clg_tensor *b);
+
+/* The matrix-product engine under clg_matmul, linear layers and conv2d on dev:
+ * "packed" (clgrad's register-blocked kernels, for CPUs), "tiled <configuration>"
+ * (clgrad's local-memory tiled kernels, for GPU-shaped devices) or "clblast". Where the
+ * device's parameter table says `gemm = tune`, the first product (or this call) times
+ * the engines, checks each against a host reference and keeps the fastest; the choice
+ * is cached on disk beside the compiled programs. *gflops (may be NULL): the float32
+ * rate the tuner measured, 0 when the engine was set, not timed. *origin (may be NULL):
+ * 1 set by the parameter table, 2 timed in this process, 3 read from the tuning cache.
+ * The string lives as long as the device. */
+CLG_API const char *clg_matmul_engine(clg_device *dev, double *gflops, int *origin);
 /* x [..., in] times w [out, in] transposed, plus b [out] (b may be NULL): x w^T + b. */
 CLG_API clg_tensor *clg_linear(clg_tensor *x, clg_tensor *w, clg_tensor *b);
 

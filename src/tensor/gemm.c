@@ -2,6 +2,7 @@
  * one its parameter table names, or the one the tuner chose (gemm_tune.c). */
 #include <stdint.h>
 
+#include "clgrad/ops.h"
 #include "tensor/gemm.h"
 
 const char *clg__gemm_engine_name(clg_gemm_engine engine)
@@ -126,4 +127,14 @@ clg_status clg__gemm(clg_device *dev, clg_gemm_type type, bool trans_a, bool tra
 {
     return clg__gemm_on(dev, CLG_GEMM_AUTO, type, trans_a, trans_b, m, n, k, alpha, a, a_off, lda,
                         stride_a, b, b_off, ldb, stride_b, beta, c, c_off, ldc, stride_c, batch);
+}
+
+const char *clg_matmul_engine(clg_device *dev, double *gflops, int *origin)
+{
+    if (gflops) *gflops = 0;
+    if (origin) *origin = 0;
+    if (!dev) return "none";
+    const char *choice = clg__gemm_choice(dev, gflops);
+    if (origin) *origin = clg__gemm_choice_origin(dev);
+    return choice;
 }

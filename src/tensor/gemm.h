@@ -112,8 +112,6 @@ int clg__gemm_choice_origin(clg_device *dev);
 
 /* ---- between gemm.c and its engines ------------------------------------------------ */
 
-/* ---- between gemm.c and its engines ------------------------------------------------ */
-
 /* One checked call: sizes are non-zero, every operand fits its buffer. */
 typedef struct clg_gemm_args {
     clg_gemm_type type;
