@@ -98,13 +98,14 @@ static const conv_case conv_cases[] = {
 static void test_conv(clg_device *dev)
 {
     size_t n = sizeof conv_cases / sizeof conv_cases[0];
+    if (optest_small()) n--;   /* CLG_TEST_SMALL: not the CNN's 5M-product layer */
     for (size_t i = 0; i < n; i++)
         for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
             check_conv(dev, &conv_cases[i], CLG_F32, (optest_layout)l, CLG_CONV_GEMM);
             /* the measured alternative (bench_conv) computes the same */
             check_conv(dev, &conv_cases[i], CLG_F32, (optest_layout)l, CLG_CONV_DIRECT);
         }
-    if (clg_device_get_info(dev)->fp64) {
+    if (optest_fp64(dev)) {
         check_conv(dev, &conv_cases[1], CLG_F64, OPTEST_CONTIGUOUS, CLG_CONV_GEMM);
         check_conv(dev, &conv_cases[9], CLG_F64, OPTEST_PERMUTED, CLG_CONV_GEMM);
         check_conv(dev, &conv_cases[7], CLG_F64, OPTEST_CONTIGUOUS, CLG_CONV_GEMM);
@@ -201,7 +202,7 @@ static void test_global_avg(clg_device *dev)
         optest_close("global_avg_pool2d", y, want, 6, 1e-6, 1e-5);
         CHECK(y && clg_tensor_ndim(y) == 4 && clg_tensor_dim(y, 2) == 1 && clg_tensor_dim(y, 3) == 1);
     }
-    if (clg_device_get_info(dev)->fp64)
+    if (optest_fp64(dev))
         optest_close("global_avg_pool2d f64",
                      clg_global_avg_pool2d(optest_tensor(dev, CLG_F64, CLG_SHAPE(2, 3, 5, 4), x, OPTEST_SLICED)), want,
                      6, 1e-12, 1e-12);
@@ -255,7 +256,7 @@ static void test_errors(clg_device *dev)
     expect_error(dev, "bad bias", clg_conv2d(x, w, clg_zeros(dev, CLG_F32, CLG_SHAPE(4)), NULL), "conv2d", "[4]");
     expect_error(dev, "negative padding", clg_conv2d(x, w, NULL, &(clg_conv2d_params){{1, 1}, {-1, 0}, {1, 1}, 1}),
                  "conv2d", "[2, 4, 5, 5]");
-    if (clg_device_get_info(dev)->fp64)
+    if (optest_fp64(dev))
         expect_error(dev, "dtype mismatch", clg_conv2d(x, clg_zeros(dev, CLG_F64, CLG_SHAPE(3, 4, 3, 3)), NULL, NULL),
                      "conv2d", "float64");
     expect_error(dev, "int32 input",

@@ -438,7 +438,7 @@ int main(void)
 {
     clg_device *dev = check_open_device();
     dtypes[ndtypes++] = CLG_F32;
-    if (clg_device_get_info(dev)->fp64) dtypes[ndtypes++] = CLG_F64;
+    if (optest_fp64(dev)) dtypes[ndtypes++] = CLG_F64;
     dtypes[ndtypes++] = CLG_I32;
     test_index_select(dev);
     test_gather(dev);

@@ -2,8 +2,8 @@
  * cross_entropy_smooth forward against plain-C double references: 2-D and 4-D batch
  * norm over several training steps (running statistics included) and in evaluation,
  * layer norm over one and two axes, dropout's statistics and its generator, losses at
- * sizes 1, 7, 33 and 1000 on contiguous, permuted and sliced inputs with every
- * reduction; NaN propagation; errors. */
+ * sizes 1, 7, 33 and 1000 (300 with CLG_TEST_SMALL) on contiguous, permuted and sliced
+ * inputs with every reduction; NaN propagation; errors. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,7 +181,7 @@ static void layer_norm_forward(clg_device *dev)
             ln_case(dev, dt, 2, (const int64_t[]){5, 33}, 1, l != 1, (optest_layout)l);
             ln_case(dev, dt, 3, (const int64_t[]){3, 4, 7}, 2, l != 2, (optest_layout)l);
         }
-        ln_case(dev, dt, 2, (const int64_t[]){3, 1000}, 1, true, OPTEST_CONTIGUOUS);   /* D past a work-group */
+        ln_case(dev, dt, 2, (const int64_t[]){3, optest_small() ? 300 : 1000}, 1, true, OPTEST_CONTIGUOUS);   /* D past a work-group */
         ln_case(dev, dt, 1, (const int64_t[]){7}, 1, true, OPTEST_SLICED);
         ln_case(dev, dt, 3, (const int64_t[]){2, 3, 5}, 3, false, OPTEST_PERMUTED);
     }
@@ -200,10 +200,11 @@ static float *read_f32(clg_tensor *t)
     return v;
 }
 
-/* 100k ones: the dropped fraction is p within 5 standard deviations, the rest 1/(1-p). */
+/* 100k ones (20k with CLG_TEST_SMALL): the dropped fraction is p within 5 standard
+ * deviations, the rest 1/(1-p). */
 static void dropout_statistics(clg_device *dev, double p)
 {
-    const int64_t n = 100000;
+    const int64_t n = optest_small() ? 20000 : 100000;
     clg_scope_begin(dev);
     clg_manual_seed(dev, 42);
     float *v = read_f32(clg_dropout(clg_ones(dev, CLG_F32, 1, &n), p, true));
@@ -381,7 +382,7 @@ static void elem_loss_case(clg_device *dev, int o, int64_t n, clg_dtype dt)
 
 static void elementwise_losses(clg_device *dev)
 {
-    const int64_t sizes[] = {1, 7, 33, 1000};
+    const int64_t sizes[] = {1, 7, 33, optest_small() ? 300 : 1000};
     for (int o = 0; o < (int)(sizeof elem_losses / sizeof *elem_losses); o++)
         for (int s = 0; s < 4; s++) elem_loss_case(dev, o, sizes[s], s % 2 ? optest_precise(dev) : CLG_F32);
     /* l1 with the target broadcast over rows, as torch.nn.functional.l1_loss */
@@ -456,9 +457,9 @@ static void class_loss_case(clg_device *dev, int64_t N, int64_t C, clg_dtype dt)
 
 static void class_losses(clg_device *dev)
 {
-    const int64_t sizes[] = {1, 7, 33, 1000};
+    const int64_t sizes[] = {1, 7, 33, optest_small() ? 300 : 1000};
     for (int s = 0; s < 4; s++) class_loss_case(dev, sizes[s], 5, s % 2 ? CLG_F32 : optest_precise(dev));
-    class_loss_case(dev, 3, 1000, CLG_F32);
+    class_loss_case(dev, 3, optest_small() ? 300 : 1000, CLG_F32);
 }
 
 /* ---- NaN ------------------------------------------------------------------------------------------ */

@@ -66,6 +66,11 @@ static void round_to(clg_dtype dt, double *x, int64_t n)
 
 static double tol(clg_dtype dt) { return dt == CLG_F64 ? 1e-12 : 2e-6; }
 
+/* Lengths past a work-group of 256: 1000 and 1300 (not a multiple of 256), or 300 and
+ * 520 with CLG_TEST_SMALL (still more than one group, and than two). */
+#define L1000 (optest_small() ? 300 : 1000)
+#define L1300 (optest_small() ? 520 : 1300)
+
 /* ---- softmax / log_softmax -------------------------------------------------------------------- */
 
 static void check_softmax(clg_device *dev, clg_dtype dt, int ndim, const int64_t *shape, int axis, double lo,
@@ -98,12 +103,12 @@ static void check_softmax(clg_device *dev, clg_dtype dt, int ndim, const int64_t
 static void test_softmax(clg_device *dev, clg_dtype dt)
 {
     /* row lengths 1, 7, 33, 1000, 1300 (not a multiple of 256) along the last axis */
-    const int64_t lens[] = {1, 7, 33, 1000, 1300};
+    const int64_t lens[] = {1, 7, 33, L1000, L1300};
     for (int i = 0; i < 5; i++) check_softmax(dev, dt, 2, (int64_t[]){3, lens[i]}, -1, -5, 5);
-    check_softmax(dev, dt, SH(1000), 0, -20, 20);
+    check_softmax(dev, dt, SH(L1000), 0, -20, 20);
     /* every axis of a 3-D tensor, and a long non-last axis */
     for (int ax = -3; ax < 3; ax++) check_softmax(dev, dt, SH(4, 7, 33), ax, -3, 3);
-    check_softmax(dev, dt, SH(1300, 3), 0, -5, 5);
+    check_softmax(dev, dt, SH(L1300, 3), 0, -5, 5);
     check_softmax(dev, dt, SH(5, 1, 4), 1, -5, 5);   /* rows of length 1: softmax 1, log 0 */
     check_softmax(dev, dt, 0, NULL, 0, -5, 5);           /* a 0-d tensor is one row of one */
 }
@@ -205,8 +210,8 @@ static void check_var(clg_device *dev, clg_dtype dt, int ndim, const int64_t *sh
 static void test_var(clg_device *dev, clg_dtype dt)
 {
     for (int c = 0; c < 2; c++) {
-        check_var(dev, dt, SH(3, 1000), CLG_AXES(-1), c, false, -2, 2);
-        check_var(dev, dt, SH(1300, 2), CLG_AXES(0), c, true, -2, 2);
+        check_var(dev, dt, SH(3, L1000), CLG_AXES(-1), c, false, -2, 2);
+        check_var(dev, dt, SH(L1300, 2), CLG_AXES(0), c, true, -2, 2);
         check_var(dev, dt, SH(4, 5, 6), CLG_AXES(0, 2), c, true, -2, 2);
         check_var(dev, dt, SH(4, 5, 6), CLG_AXES(1), c, false, -2, 2);
         check_var(dev, dt, SH(4, 7, 33), 0, NULL, c, false, -2, 2);
@@ -279,8 +284,8 @@ static void check_argmax(clg_device *dev, clg_dtype dt, int ndim, const int64_t 
 
 static void test_argmax(clg_device *dev, clg_dtype dt)
 {
-    check_argmax(dev, dt, SH(3, 1300), -1, NULL);
-    check_argmax(dev, dt, SH(1000, 3), 0, NULL);
+    check_argmax(dev, dt, SH(3, L1300), -1, NULL);
+    check_argmax(dev, dt, SH(L1000, 3), 0, NULL);
     for (int ax = 0; ax < 3; ax++) check_argmax(dev, dt, SH(4, 7, 33), ax, NULL);
     /* ties: the first; NaN: the max (the first NaN); a row of one */
     const double ties[12] = {5, 1, 5, 5, 0, 0, 0, 0, -1, 7, 7, -2};
@@ -363,9 +368,9 @@ static void test_cross_entropy(clg_device *dev, clg_dtype dt)
 {
     check_cross_entropy(dev, dt, 1, 1, -3, 3);
     check_cross_entropy(dev, dt, 7, 10, -3, 3);
-    check_cross_entropy(dev, dt, 33, 1000, -3, 3);
-    check_cross_entropy(dev, dt, 5, 1300, -3, 3);
-    check_cross_entropy(dev, dt, 1000, 7, -3, 3);
+    check_cross_entropy(dev, dt, 33, L1000, -3, 3);
+    check_cross_entropy(dev, dt, 5, L1300, -3, 3);
+    check_cross_entropy(dev, dt, L1000, 7, -3, 3);
     check_cross_entropy(dev, dt, 6, 10, -1e4, 1e4);   /* huge logits: finite and exact */
 
     clg_scope_begin(dev);

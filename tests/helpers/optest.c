@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "device_impl.h"
 #include "tensor_impl.h"
 
 const char *const optest_layout_names[OPTEST_LAYOUT_COUNT] = {"contiguous", "permuted", "sliced"};
@@ -34,6 +35,18 @@ bool optest_small(void)
 {
     const char *e = getenv("CLG_TEST_SMALL");
     return e && *e && strcmp(e, "0") != 0;
+}
+
+uint64_t optest_launches_1d(clg_device *dev, const clg_kernel *k, size_t n)
+{
+    if (n == 0) return 0;
+    const clg_device_params *p = clg__device_params(dev);
+    size_t wg = p->group_1d < k->wg_max ? p->group_1d : k->wg_max, fit = 1;
+    if (wg == 0) wg = 1;
+    for (size_t d = wg < n ? wg : n; d > 1 && fit == 1; d--)
+        if (n % d == 0) fit = d;
+    size_t min = p->group_1d_min < wg ? p->group_1d_min : wg, local = fit >= min ? fit : wg;
+    return (uint64_t)(n / local > 0) + (uint64_t)(n % local > 0);
 }
 
 void optest_fill(double *v, int64_t n, double lo, double hi, uint64_t seed)

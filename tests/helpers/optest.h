@@ -49,6 +49,14 @@ void optest_round(clg_dtype dt, double *v, int64_t n);
  * a test then covers every kernel on the fewest elements it can. */
 bool optest_small(void);
 
+/* How many launches clg__launch_1d makes for n work-items of kernel k on dev, from
+ * the device's parameter table (clg__device_params) and the kernel's group limit, by
+ * src/device/launch.c's rule: one launch where a group of at least group_1d_min (capped
+ * by the group size) divides n; else whole groups of group_1d, then the tail. For the
+ * tests that count launches: the count differs between devices. */
+struct clg_kernel;
+uint64_t optest_launches_1d(clg_device *dev, const struct clg_kernel *k, size_t n);
+
 /* Deterministic values in [lo, hi) for inputs and references (xorshift, seeded). */
 void optest_fill(double *v, int64_t n, double lo, double hi, uint64_t seed);
 
