@@ -18,6 +18,8 @@ static double r_max(double a, double b) { return isnan(a) || a > b ? a : b; }
 static double r_min(double a, double b) { return isnan(a) || a < b ? a : b; }
 static double r_eq(double a, double b) { return a == b; }
 static double r_gt(double a, double b) { return a > b; }
+static double r_ge(double a, double b) { return a >= b; }
+static double r_lt(double a, double b) { return a < b; }
 
 static const struct {
     const char *name;
@@ -28,6 +30,7 @@ static const struct {
     {"add", clg_add, r_add, -2, 2}, {"sub", clg_sub, r_sub, -2, 2},         {"mul", clg_mul, r_mul, -2, 2},
     {"div", clg_div, r_div, 0.5, 2}, {"pow", clg_pow, r_pow, 0.5, 2},       {"maximum", clg_maximum, r_max, -2, 2},
     {"minimum", clg_minimum, r_min, -2, 2}, {"eq", clg_eq, r_eq, -1, 1},    {"gt", clg_gt, r_gt, -2, 2},
+    {"ge", clg_ge, r_ge, -1, 1},            {"lt", clg_lt, r_lt, -1, 1},
 };
 
 /* a [rows, cols] op b [cols] (broadcast) and a op a2 [rows, cols] */
@@ -41,7 +44,7 @@ static void binary_sizes(clg_device *dev)
             double *want = malloc((size_t)(rows * cols) * sizeof *want), *wb = malloc((size_t)(rows * cols) * sizeof *wb);
             optest_fill(a, rows * cols, binaries[o].lo, binaries[o].hi, 11);
             optest_fill(b, rows * cols, binaries[o].lo, binaries[o].hi, 12);
-            if (binaries[o].ref == r_eq)
+            if (binaries[o].ref == r_eq || binaries[o].ref == r_ge || binaries[o].ref == r_lt)   /* ties too */
                 for (int64_t i = 0; i < rows * cols; i += 3) b[i] = a[i];
             for (int64_t i = 0; i < rows * cols; i++) {
                 want[i] = binaries[o].ref(a[i], b[i]);
