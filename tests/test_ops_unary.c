@@ -346,21 +346,6 @@ static void test_bad_params(clg_device *dev)
     clg_scope_end(dev);
 }
 
-/* How many launches clg__launch_1d makes for n work-items of k, from the device's table
- * (src/device/launch.c): one where a group of at least group_1d_min (capped by the
- * group size) divides n, else whole groups of group_1d (within the kernel's limit)
- * and then the tail. */
-static uint64_t exact_launches(clg_device *dev, const clg_kernel *k, size_t n)
-{
-    const clg_device_params *p = clg__device_params(dev);
-    size_t wg = p->group_1d < k->wg_max ? p->group_1d : k->wg_max, fit = 1;
-    if (wg == 0) wg = 1;
-    for (size_t d = wg < n ? wg : n; d > 1 && fit == 1; d--)
-        if (n % d == 0) fit = d;
-    size_t min = p->group_1d_min < wg ? p->group_1d_min : wg, local = fit >= min ? fit : wg;
-    return (uint64_t)(n / local > 0) + (uint64_t)(n % local > 0);
-}
-
 /* A backward through one activation is its single grad kernel (plus the copy into
  * the leaf's .grad), launched once over the 33 elements, or as whole groups and a
  * tail where the device's table splits 33 items so. */
@@ -381,7 +366,7 @@ static void test_one_kernel_backward(clg_device *dev, const unary_case *c)
     snprintf(name, sizeof name, "%s_flat", c->grad_kernel);
     clg_kernel *k = clg__kernel_get(dev, "unary", clg__dtype_options(CLG_F32), name);   /* built by the backward */
     CHECK_MSG(k != NULL, "%s: %s", name, clg_device_error(dev));
-    uint64_t want = k ? exact_launches(dev, k, 33) : 1;
+    uint64_t want = k ? optest_launches_1d(dev, k, 33) : 1;
     CHECK_MSG(dmine == want && dother == 0, "%s backward: %llu launches of %s (the table says %llu), %llu of other kernels",
               c->name, (unsigned long long)dmine, c->grad_kernel, (unsigned long long)want, (unsigned long long)dother);
     clg_scope_end(dev);

@@ -2,18 +2,23 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check.h"
 #include "device_impl.h"
+#include "optest.h"
 
 int main(void)
 {
     setenv("CLG_PROFILE", "1", 1);
     clg_device *dev = check_open_device();
     CHECK(clg_device_profiling(dev));
-    /* 4096 items: whole work-groups only, so each kernel is one launch (a length that
-     * is not a multiple of the group size adds a tail launch). */
+    /* Three self-tests of 4096 items: a fill and an axpy each, each kernel launched
+     * as the device's table splits 4096 items (once where whole groups cover them). */
     for (int i = 0; i < 3; i++) CHECK_OK(dev, clg_device_selftest(dev, 4096));
     CHECK_OK(dev, clg_device_finish(dev));
+    clg_kernel *kfill = clg__kernel_get(dev, "axpy", "-DT=float", "fill");
+    clg_kernel *kaxpy = clg__kernel_get(dev, "axpy", "-DT=float", "axpy");
+    CHECK_MSG(kfill && kaxpy, "%s", clg_device_error(dev));
+    uint64_t nfill = kfill ? optest_launches_1d(dev, kfill, 4096) : 1;
+    uint64_t naxpy = kaxpy ? optest_launches_1d(dev, kaxpy, 4096) : 1;
     clg_profiler *p = &dev->prof;
     int axpy = -1, fill = -1;
     for (int i = 0; i < p->nkernels; i++) {
@@ -22,10 +27,14 @@ int main(void)
     }
     CHECK(axpy >= 0 && fill >= 0);
     if (axpy >= 0 && fill >= 0) {
-        CHECK(p->kernels[axpy].count == 3 && p->kernels[fill].count == 3);
+        CHECK_MSG(p->kernels[axpy].count == 3 * naxpy && p->kernels[fill].count == 3 * nfill,
+                  "axpy launched %llu times, fill %llu; the table says %llu and %llu",
+                  (unsigned long long)p->kernels[axpy].count, (unsigned long long)p->kernels[fill].count,
+                  (unsigned long long)(3 * naxpy), (unsigned long long)(3 * nfill));
         CHECK(p->kernels[axpy].ns > 0 && p->kernels[axpy].min_ns <= p->kernels[axpy].max_ns);
     }
-    CHECK(p->nbuilds == 1 && p->nspans == 6);
+    CHECK_MSG(p->nbuilds == 1 && p->nspans == (size_t)(3 * (naxpy + nfill)), "%d builds, %zu spans", p->nbuilds,
+              p->nspans);
 
     char path[256], text[1 << 16];
     snprintf(path, sizeof path, "%s/clgrad-trace-%ld.json", P_tmpdir, (long)getpid());
