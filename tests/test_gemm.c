@@ -212,17 +212,23 @@ static void sweep(clg_device *dev, const engine *eng, clg_gemm_type type, bool f
     }
 }
 
+/* A buffer of 12 floats holding 0, 1, ..., 11. */
+static clg_buffer *counting_buffer(clg_device *dev)
+{
+    float host[12];
+    for (int i = 0; i < 12; i++) host[i] = (float)i;
+    clg_buffer *buf = clg__buffer_alloc(dev, sizeof host);
+    CHECK_MSG(buf != NULL, "%s", clg_device_error(dev));
+    if (buf) CHECK_OK(dev, clg__write(dev, buf, 0, host, sizeof host));
+    return buf;
+}
+
 /* k == 0 scales C; beta == 0 overwrites NaN; m, n or batch 0 do nothing; bad arguments
  * are refused before anything runs, with a message that says which. */
 static void edges(clg_device *dev, const engine *eng)
 {
-    float host[12], out[12];
-    for (int i = 0; i < 12; i++) host[i] = (float)i;
-    clg_buffer *a = clg__buffer_alloc(dev, 12 * 4), *b = clg__buffer_alloc(dev, 12 * 4),
-               *c = clg__buffer_alloc(dev, 12 * 4);
-    CHECK_OK(dev, clg__write(dev, a, 0, host, sizeof host));
-    CHECK_OK(dev, clg__write(dev, b, 0, host, sizeof host));
-    CHECK_OK(dev, clg__write(dev, c, 0, host, sizeof host));
+    float out[12];
+    clg_buffer *a = counting_buffer(dev), *b = counting_buffer(dev), *c = counting_buffer(dev);
     /* k == 0: C = beta * C on the 2 x 3 block with ldc 4 only. */
     clg_gemm_args g = {.type = CLG_GEMM_F32, .m = 2, .n = 3, .k = 0, .batch = 1, .alpha = 1.0, .beta = -2.0,
                        .lda = 1, .ldb = 1, .c = c, .c_off = 1, .ldc = 4};
@@ -249,13 +255,8 @@ static void edges(clg_device *dev, const engine *eng)
 /* The checks made before any engine runs. */
 static void argument_checks(clg_device *dev)
 {
-    float host[12], out[12];
-    for (int i = 0; i < 12; i++) host[i] = (float)i;
-    clg_buffer *a = clg__buffer_alloc(dev, 12 * 4), *b = clg__buffer_alloc(dev, 12 * 4),
-               *c = clg__buffer_alloc(dev, 12 * 4);
-    CHECK_OK(dev, clg__write(dev, a, 0, host, sizeof host));
-    CHECK_OK(dev, clg__write(dev, b, 0, host, sizeof host));
-    CHECK_OK(dev, clg__write(dev, c, 0, host, sizeof host));
+    float out[12];
+    clg_buffer *a = counting_buffer(dev), *b = counting_buffer(dev), *c = counting_buffer(dev);
     /* Empty products touch nothing and succeed even with NULL operands. */
     CHECK_OK(dev, clg__gemm(dev, CLG_GEMM_F32, false, false, 0, 3, 3, 1.0, NULL, 0, 3, 0, NULL, 0, 3, 0, 0.0, NULL,
                             0, 3, 0, 1));

@@ -45,8 +45,7 @@ typedef struct gemm_state {
     clg_gemm_engine engine;
     bool have_tiled;               /* `tiled` came from the tuner or the cache */
     clg_gemm_tiled_config tiled;
-    bool resolved[2];              /* tiled_for[type] was looked up */
-    bool resolved_ok[2];
+    bool resolved[2];              /* tiled_for[type] holds a configuration that fits */
     clg_gemm_tiled_config tiled_for[2];
     double gflops;                 /* the choice's measured float32 rate, 0 if not measured */
     char choice[96];
@@ -655,7 +654,7 @@ const clg_gemm_tiled_config *clg__gemm_tiled_for(clg_device *dev, clg_gemm_type 
     gemm_state *s = state(dev);
     if (!s) return NULL;
     int ti = type == CLG_GEMM_F64;
-    if (s->resolved[ti] && s->resolved_ok[ti]) return &s->tiled_for[ti];
+    if (s->resolved[ti]) return &s->tiled_for[ti];
     clg_kernel *k = NULL;
     clg_status st = CLG_OK;
     if (s->have_tiled) {
@@ -674,6 +673,6 @@ const clg_gemm_tiled_config *clg__gemm_tiled_for(clg_device *dev, clg_gemm_type 
                   clg__device_params(dev)->max_group, (unsigned long long)clg__device_params(dev)->local_mem);
         return NULL;
     }
-    s->resolved[ti] = s->resolved_ok[ti] = true;
+    s->resolved[ti] = true;
     return &s->tiled_for[ti];
 }
