@@ -122,6 +122,9 @@ clg_arg clg__arg_int8(const int64_t *v, int n);
  * given, global sizes are rounded up to its multiples: kernels check their bounds. */
 clg_status clg__launch(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs,
                        int dims, const size_t *global, const size_t *local);
+/* The largest divisor of n that is at most cap (1 for n == 0): a group size that
+ * covers n work-items exactly. */
+size_t clg__divisor_at_most(size_t n, size_t cap);
 /* 1-D launch of exactly n work-items (global ids 0 .. n-1) with the device's preferred
  * group size: whole groups, then the remainder as a second launch at an offset. The
  * kernel needs no bounds check; POCL only vectorizes work-group loops without one. */

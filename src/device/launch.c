@@ -99,10 +99,10 @@ static size_t group_size(const clg_device *dev, const clg_kernel *k)
     return local ? local : 1;
 }
 
-/* The largest divisor of n that is at most cap. */
-static size_t divisor_at_most(size_t n, size_t cap)
+size_t clg__divisor_at_most(size_t n, size_t cap)
 {
-    for (size_t d = cap < n ? cap : n; d > 1; d--)
+    if (n <= cap) return n ? n : 1;
+    for (size_t d = cap; d > 1; d--)
         if (n % d == 0) return d;
     return 1;
 }
@@ -117,7 +117,7 @@ static clg_status launch_exact(clg_device *dev, clg_kernel *k, const clg_arg *ar
     if (n0 == 0 || n1 == 0) return CLG_OK;
     clg_status st = set_args(dev, k, args, nargs);
     if (st) return st;
-    size_t wg = group_size(dev, k), fit = divisor_at_most(n0, wg);
+    size_t wg = group_size(dev, k), fit = clg__divisor_at_most(n0, wg);
     size_t min = dev->params.group_1d_min < wg ? dev->params.group_1d_min : wg;
     size_t local[2] = {fit >= min ? fit : wg, 1};
     size_t whole[2] = {n0 / local[0] * local[0], n1}, tail[2] = {n0 - whole[0], n1}, at[2] = {whole[0], 0};

@@ -61,15 +61,6 @@ static clg_status launch(clg_device *dev, clg_dtype dtype, const char *kernel, c
     return k ? clg__launch_1d(dev, k, args, nargs, (size_t)n) : dev->status;
 }
 
-/* The largest divisor of n that is at most cap (1 when n is prime and over cap). */
-static size_t divisor_at_most(size_t n, size_t cap)
-{
-    if (n <= cap) return n ? n : 1;
-    for (size_t d = cap; d > 1; d--)
-        if (n % d == 0) return d;
-    return 1;
-}
-
 clg_status clg__conv_launch_grid(clg_device *dev, clg_dtype dtype, const char *kernel, const clg_arg *args,
                                  int nargs, const int64_t n[3])
 {
@@ -84,7 +75,7 @@ clg_status clg__conv_launch_grid(clg_device *dev, clg_dtype dtype, const char *k
     for (int d = 0; d < 3; d++) {
         global[d] = (size_t)n[d];
         size_t c = cap < dim_max[d] ? cap : dim_max[d];
-        local[d] = divisor_at_most(global[d], c ? c : 1);
+        local[d] = clg__divisor_at_most(global[d], c ? c : 1);
         cap /= local[d];
     }
     return clg__launch(dev, k, args, nargs, 3, global, local);
