@@ -12,7 +12,7 @@
  * layer's input is the data, as in training). --clblast adds CLBlast's convgemm
  * (CLBlastSconvgemm, forward only, no bias; ~10-20 s to compile on a CPU). PyTorch runs
  * in a subprocess (bench/conv_torch.py) with 2 threads, OMP_WAIT_POLICY=PASSIVE and
- * OPENBLAS_CORETYPE unset; CLG_BENCH_PYTHON names the interpreter. CLG_PROFILE=1 adds
+ * OpenBLAS's best core for the CPU (bench/refblas.py); CLG_BENCH_PYTHON names the interpreter. CLG_PROFILE=1 adds
  * the per-kernel device times. --cnn-only times the training step alone (with
  * CLG_PROFILE=1: the per-kernel table of the step, for before/after comparisons);
  * --trace FILE writes every launch's device time (CLG_PROFILE=1) as a Chrome trace.
@@ -217,8 +217,7 @@ static bool torch_times(int repeats, stats out[5], char *version, size_t vlen)
     const char *py = getenv("CLG_BENCH_PYTHON");
     if (!py) py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
     char cmd[2300];
-    snprintf(cmd, sizeof cmd, "env -u OPENBLAS_CORETYPE OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=2 %s '%s' %d", py,
-             script, repeats);
+    snprintf(cmd, sizeof cmd, "%s '%s' %d", py, script, repeats);
     FILE *p = popen(cmd, "r");
     if (!p) return false;
     char line[512];
@@ -264,6 +263,10 @@ int main(int argc, char **argv)
     char version[128] = "?";
     bool have_torch = with_torch && torch_times(repeats, th, version, sizeof version);
     if (with_torch && !have_torch) fprintf(stderr, "bench_conv: the PyTorch run failed (CLG_BENCH_PYTHON?)\n");
+    if (have_torch && strstr(version, "reference")) { /* its Linear layers would run 50x slow: no ratios */
+        fprintf(stderr, "bench_conv: PyTorch runs %s: no comparison (install libopenblas0-pthread)\n", version);
+        have_torch = false;
+    }
     const clg_device_info *in = clg_device_get_info(dev);
     printf("float32, batch 128, ms (min / median / max of %d); PyTorch %s, 2 threads; ratio = clgrad / torch median\n",
            repeats, have_torch ? version : "not run");

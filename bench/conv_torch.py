@@ -8,6 +8,7 @@ import statistics
 import sys
 import time
 
+import refblas  # before PyTorch: it sets OpenBLAS's core
 import torch
 import torch.nn.functional as F
 
@@ -67,7 +68,7 @@ def cnn_step():
     return timed(step)
 
 
-print("torch", torch.__version__)
+print("torch", torch.__version__, "blas", refblas.describe())
 for name, (c, h, o, ig) in [("conv1", (1, 28, 16, False)), ("conv2", (16, 14, 32, True))]:
     f, b = layer(c, h, o, ig)
     print(name, "fwd", *("%.3f" % v for v in f))

@@ -1,24 +1,17 @@
 #!/usr/bin/env python3
 """NumPy's matmul (its BLAS, OpenBLAS on Debian with libopenblas0) on the shapes that
-bench_matmul passes, for the side-by-side table. bench_matmul runs this with
-OPENBLAS_CORETYPE unset and 2 BLAS threads.
+bench_matmul passes, for the side-by-side table. refblas sets OpenBLAS's core from the
+CPU's flags and 2 BLAS threads before NumPy loads it.
 
   matmul_numpy.py REPEATS "m n k ta tb" ...
-prints one line per shape: "m n k ta tb min median max" in GFLOP/s, then the BLAS name.
+prints one line per shape: "m n k ta tb min median max" in GFLOP/s, then "blas <what ran>"
+(refblas.describe(): OpenBLAS's version and core, or "reference BLAS").
 """
 import sys
 import time
 
+import refblas  # before NumPy: it sets OpenBLAS's core
 import numpy as np
-
-
-def blas_name():
-    try:
-        cfg = np.show_config(mode="dicts")  # numpy >= 1.25
-        return str(cfg["Build Dependencies"]["blas"]["name"])
-    except TypeError:
-        import ctypes.util
-        return ctypes.util.find_library("blas") or "blas"
 
 
 def run(m, n, k, ta, tb, repeats):
@@ -44,7 +37,7 @@ def main():
         m, n, k, ta, tb = (int(x) for x in spec.split())
         lo, med, hi = run(m, n, k, ta, tb, repeats)
         print(f"{m} {n} {k} {ta} {tb} {lo:.3f} {med:.3f} {hi:.3f}")
-    print("blas", blas_name())
+    print("blas", refblas.describe())
 
 
 if __name__ == "__main__":

@@ -5,9 +5,12 @@ both alike. Prints a Markdown table of ratios with min/median/max over the repea
 
     python3 bench/run.py [--build build] [--repeats 3] [--quick]
 
-Needs Debian's python3-torch and python3-numpy for the reference columns. PyTorch and
-NumPy run at their best: OPENBLAS_CORETYPE unset (the machines set Haswell, which holds
-OpenBLAS to AVX2), OMP_WAIT_POLICY=PASSIVE, 2 threads."""
+First it installs what the references need (scripts/install-deps.sh --test: PyTorch,
+NumPy, and libopenblas0-pthread, without which both run the reference BLAS). PyTorch and
+NumPy run at their best: OpenBLAS's core chosen from the CPU's flags (bench/refblas.py:
+SkylakeX with avx512f, Haswell with avx2 and fma), OMP_WAIT_POLICY=PASSIVE, 2 threads.
+The header names the BLAS and core each reference ran; against the reference BLAS no
+ratio is printed."""
 import argparse, os, shutil, statistics, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -15,10 +18,30 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON = os.environ.get("CLG_BENCH_PYTHON", "/usr/bin/python3")
 
 def ref_env():
+    """The references' environment; refblas.py sets OPENBLAS_CORETYPE in the process itself."""
     env = dict(os.environ)
-    env.pop("OPENBLAS_CORETYPE", None)
     env.update(OMP_WAIT_POLICY="PASSIVE", OMP_NUM_THREADS="2", OPENBLAS_NUM_THREADS="2")
     return env
+
+# What each reference ran on, from its own "blas ..." / "conv ..." lines; checked by row().
+REFS = {}
+
+def setup():
+    """Install what the references need, then print which BLAS and core they will run."""
+    root = os.path.join(HERE, "..")
+    if subprocess.run(["sh", os.path.join(root, "scripts", "install-deps.sh"), "--test"]).returncode != 0:
+        sys.exit("bench: the references' packages are missing (see above)")
+    probe = ("import refblas, numpy, torch\n"
+             "numpy.ones((64, 64), numpy.float32) @ numpy.ones((64, 64), numpy.float32)\n"
+             "print(refblas.core_from_flags() or 'its own detection', '|', refblas.describe(), '|',\n"
+             "      numpy.__version__, '|', torch.__version__)")
+    core, blas, np_ver, torch_ver = (f.strip() for f in run([PYTHON, "-c", probe], env=dict(ref_env(), PYTHONPATH=HERE)).split("|"))
+    REFS["numpy"] = REFS["torch"] = blas
+    print("References: NumPy %s and PyTorch %s on %s (OpenBLAS core from the CPU's flags: %s), 2 threads."
+          % (np_ver, torch_ver, blas, core))
+    if "reference" in blas:
+        print("**The references run the reference BLAS: no ratios are printed.**")
+    print()
 
 def run(cmd, env=None):
     out = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -36,8 +59,13 @@ def row(name, ours, theirs, unit, ref_name):
     """One table row; ratios are ours/theirs per interleaved repeat."""
     ratios = [a / b for a, b in zip(ours, theirs)]
     lo, med, hi = stats(ratios)
-    return "| %s | %s | %s (%s) | %.2f / %.2f / %.2f |" % (
-        name, fmt(statistics.median(ours), unit), fmt(statistics.median(theirs), unit), ref_name, lo, med, hi)
+    if "reference" in REFS.get(ref_name, ""):
+        text = "none: %s" % REFS[ref_name]
+    else:
+        text = "%.2f / %.2f / %.2f" % (lo, med, hi)
+    label = {"torch": "PyTorch", "plain C loop": "plain C loop, 1 thread"}.get(ref_name, ref_name)
+    return "| %s | %s | %s (%s) | %s |" % (
+        name, fmt(statistics.median(ours), unit), fmt(statistics.median(theirs), unit), label, text)
 
 def training(build, model, repeats, steps):
     ours, theirs, extra = [], [], None
@@ -49,23 +77,35 @@ def training(build, model, repeats, steps):
         out = run([PYTHON, os.path.join(HERE, "torch_train.py"), "--model", model, "--steps", str(steps),
                    "--repeats", "1"], env=ref_env())
         theirs.append(float(out.split()[1]))
+        for line in out.splitlines():   # what this run's PyTorch used, not what the probe saw
+            if line.startswith("blas ") and line[5:] != REFS["torch"]:
+                REFS["torch"] = "%s (probe: %s)" % (line[5:], REFS["torch"])
+            if line.startswith("conv ") and model == "cnn":
+                REFS["torch conv"] = line[5:]
     return ours, theirs, extra
 
 def startup(build, model, repeats):
-    cold, warm = [], []
+    """Seconds from process start to the first step done: cold (empty clgrad and POCL
+    caches), warm (the caches a first run left: on POCL its own kernel cache, since
+    clgrad stores no binaries there) and after `clgrad warmup` (clgrad's cache filled
+    ahead of time)."""
+    times = {"cold": [], "warm": [], "warmup": []}
     base = tempfile.mkdtemp(prefix="clgrad-bench-")
     exe = [os.path.join(build, "bench", "bench_train"), "--model", model, "--startup"]
-    for i in range(repeats + 1):
-        for kind, dest in (("cold", cold), ("warm", warm)):
+    json = os.path.join(HERE, "..", "examples", "models", "fashion_%s.json" % model)
+    for i in range(repeats):
+        for kind in ("cold", "warmup"):
             env = dict(os.environ)
-            tag = "%s%d" % (kind, i) if kind == "cold" else "warm"
+            tag = "%s%d" % (kind, i)
             env.update(CLG_CACHE_DIR=os.path.join(base, tag + "-clg"), POCL_CACHE_DIR=os.path.join(base, tag + "-pocl"))
-            t0 = time.perf_counter()
-            run(exe, env)
-            if i > 0 or kind == "cold":   # the first warm run fills the caches
-                dest.append(time.perf_counter() - t0)
+            if kind == "warmup":
+                run([os.path.join(build, "tools", "clgrad"), "warmup", json], env)
+            for what in ((kind, "warm") if kind == "cold" else (kind,)):
+                t0 = time.perf_counter()
+                run(exe, env)
+                times[what].append(time.perf_counter() - t0)
     shutil.rmtree(base, ignore_errors=True)
-    return cold[:repeats], warm
+    return times
 
 def elementwise(build, repeats):
     out = run([os.path.join(build, "bench", "bench_elementwise"), "--repeats", str(repeats)])
@@ -89,15 +129,16 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer steps (a smoke run)")
     a = ap.parse_args()
     steps = 20 if a.quick else 100
+    setup()
     print("| benchmark | clgrad | reference | ratio min / median / max |")
     print("| --- | ---: | ---: | ---: |")
     extras = {}
     for model in ("mlp", "cnn"):
         ours, theirs, extra = training(a.build, model, a.repeats, steps if model == "mlp" else steps // 2)
         extras[model] = extra
-        print(row("train %s, images/s (steps 6 on)" % model.upper(), ours, theirs, "", "PyTorch 1.13"), flush=True)
+        print(row("train %s, images/s (steps 6 on)" % model.upper(), ours, theirs, "", "torch"), flush=True)
     for name, (dev, host) in elementwise(a.build, a.repeats).items():
-        print(row("%s, GB/s (16M floats)" % name, dev, host, "", "plain C loop, 1 thread"), flush=True)
+        print(row("%s, GB/s (16M floats)" % name, dev, host, "", "plain C loop"), flush=True)
     for model in ("mlp", "cnn"):
         e = extras[model]
         print("| %s step: bytes host->device / device->host | %s / %s | %s / 4 (ideal) | %.2f |" % (
@@ -105,11 +146,13 @@ def main():
             float(e["h2d"]) / float(e["ideal_h2d"])))
         print("| %s peak device memory in use | %.1f MiB | | |" % (model.upper(), int(e["peak"]) / 2**20))
     for model in ("mlp", "cnn"):
-        cold, warm = startup(a.build, model, a.repeats)
-        lo, med, hi = stats(cold)
-        lo2, med2, hi2 = stats(warm)
-        print("| %s start-up to the first step done, s: cold / warm | %.2f / %.2f | min %.2f / %.2f, max %.2f / %.2f | |"
-              % (model.upper(), med, med2, lo, lo2, hi, hi2), flush=True)
+        t = startup(a.build, model, a.repeats)
+        cells = ["%.2f" % statistics.median(t[k]) for k in ("cold", "warm", "warmup")]
+        spread = ", ".join("%s %.2f-%.2f" % (k, min(t[k]), max(t[k])) for k in ("cold", "warm", "warmup"))
+        print("| %s start-up to the first step done, s: cold / warm / after `clgrad warmup` | %s | %s | |"
+              % (model.upper(), " / ".join(cells), spread), flush=True)
+    if "torch conv" in REFS:
+        print("\nPyTorch's convolutions ran on %s, its linear layers on %s." % (REFS["torch conv"], REFS["torch"]))
     print("\nmatmul against NumPy's OpenBLAS (bench_matmul):\n")
     print(matmul(a.build, a.repeats))
 

@@ -6,6 +6,7 @@ examples/fashion_cnn.c (reference recipe), on the same IDX files.
 
 Prints the test accuracy after each epoch."""
 import argparse, os, sys
+import refblas  # before PyTorch: it sets OpenBLAS's core
 import torch
 import torch.nn as nn
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -3,9 +3,12 @@
 
     python3 bench/torch_train.py --model mlp|cnn [--steps N] [--repeats R]
 
-Run it at its best on a 2-core machine: OPENBLAS_CORETYPE unset, OMP_WAIT_POLICY=PASSIVE
-(bench/run.sh does). Prints one "rate <images/s>" line per repeat."""
+At its best on a 2-core machine: refblas sets OpenBLAS's core from the CPU's flags, 2
+threads, OMP_WAIT_POLICY=PASSIVE. Prints one "rate <images/s>" line per repeat, then
+"blas <what ran>" and "conv <engine>" (PyTorch's convolutions run on oneDNN when it has
+it, not on the BLAS)."""
 import argparse, gzip, os, time
+import refblas  # before NumPy and PyTorch: it sets OpenBLAS's core
 import numpy as np
 import torch
 import torch.nn as nn
@@ -56,6 +59,14 @@ def main():
             images += xb.shape[0]
         loss.item()
         print("rate %.1f" % (images / (time.perf_counter() - t0)), flush=True)
+    print("blas", refblas.describe())
+    print("conv", conv_engine())
+
+def conv_engine():
+    if torch.backends.mkldnn.is_available():
+        return "oneDNN %s" % ".".join(str(v) for v in torch._C._onednn_version()) \
+            if hasattr(torch._C, "_onednn_version") else "oneDNN"
+    return "im2col + BLAS"
 
 if __name__ == "__main__":
     main()

@@ -3,13 +3,15 @@
 # As root it runs apt-get; otherwise it prints the one command to run and fails.
 # Idempotent: a second run finds nothing missing and does nothing.
 #   sh scripts/install-deps.sh          to build and train (the quick start)
-#   sh scripts/install-deps.sh --test   also what the tests compare against (NumPy, PyTorch)
-#                                       and run on (Mesa's rusticl, Oclgrind)
+#   sh scripts/install-deps.sh --test   also what the tests and benchmarks compare against
+#                                       (NumPy, PyTorch, and OpenBLAS under them: without it
+#                                       they run the 50x slower reference BLAS) and run on
+#                                       (Mesa's rusticl, Oclgrind)
 set -eu
 pkgs="build-essential cmake pkgconf ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
-      clinfo libclblast-dev zlib1g-dev libjansson-dev dataset-fashion-mnist gnuplot-nox"
+      clinfo libclblast-dev zlib1g-dev libdeflate-dev libjansson-dev dataset-fashion-mnist gnuplot-nox"
 if [ "${1:-}" = "--test" ]; then
-  pkgs="$pkgs python3-numpy python3-torch mesa-opencl-icd oclgrind"
+  pkgs="$pkgs python3-numpy python3-torch libopenblas0-pthread mesa-opencl-icd oclgrind"
 fi
 missing=""
 for p in $pkgs; do
