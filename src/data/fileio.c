@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <libdeflate.h>
 #include <zlib.h>
 
 #include "data_impl.h"
@@ -62,11 +63,40 @@ static int grow(unsigned char **out, size_t *cap, size_t need)
     return 0;
 }
 
+/* The fast path: libdeflate inflates in one call, 2-3x faster than zlib (Fashion-MNIST's
+ * training images: about 0.1 s instead of 0.25 s of every start-up), into a buffer sized
+ * by the gzip trailer's ISIZE (the inflated size mod 2^32). It succeeds only when the
+ * whole input is one valid member of exactly that size (CRC checked); anything else
+ * (a lying or wrapped ISIZE, damage, trailing bytes) goes to zlib, whose diagnostics
+ * the readers report. */
+static bool gunzip_fast(const unsigned char *in, size_t inlen, size_t max_out, unsigned char **out, size_t *outlen)
+{
+    if (inlen < 18) return false;   /* a gzip header and trailer */
+    const unsigned char *t = in + inlen - 4;
+    size_t size = (size_t)t[0] | (size_t)t[1] << 8 | (size_t)t[2] << 16 | (size_t)t[3] << 24;
+    if (size > max_out) return false;
+    unsigned char *buf = malloc(size + 1);
+    struct libdeflate_decompressor *d = buf ? libdeflate_alloc_decompressor() : NULL;
+    size_t used_in = 0, used_out = 0;
+    bool ok = d && libdeflate_gzip_decompress_ex(d, in, inlen, buf, size, &used_in, &used_out) == LIBDEFLATE_SUCCESS &&
+              used_in == inlen && used_out == size;
+    libdeflate_free_decompressor(d);
+    if (!ok) {
+        free(buf);
+        return false;
+    }
+    buf[size] = 0;
+    *out = buf;
+    *outlen = size;
+    return true;
+}
+
 clg_status clg__gunzip(const unsigned char *in, size_t inlen, const char *name, size_t max_out,
                        unsigned char **out, size_t *outlen, char *err, size_t errlen)
 {
     *out = NULL;
     *outlen = 0;
+    if (gunzip_fast(in, inlen, max_out, out, outlen)) return CLG_OK;
     z_stream zs;
     memset(&zs, 0, sizeof zs);
     if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)   /* 16: a gzip wrapper, not zlib */
