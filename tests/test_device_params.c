@@ -34,9 +34,21 @@ static void test_defaults(void)
     /* Which engine follows from how work-items run, never from the device's type. */
     const char *want = p->vector_float > 1 ? "packed" : "tune";
     CHECK_MSG(!strcmp(p->gemm, want), "gemm %s with vector width %d, want %s", p->gemm, p->vector_float, want);
+    /* clgrad stores binaries unless the driver caches compiled kernels itself (POCL). */
+    bool pocl = strstr(in->platform, "Portable Computing Language") != NULL;
+    const char *kc = getenv("POCL_KERNEL_CACHE");
+    bool want_store = !pocl || (kc && !strcmp(kc, "0"));
+    CHECK_MSG(p->binary_cache == want_store, "binary_cache %d on %s", p->binary_cache, in->platform);
     char buf[1024];
     clg__params_format(p, buf, sizeof buf);
-    CHECK_MSG(strstr(buf, "gemm = ") && strstr(buf, "group_1d = "), "format: %s", buf);
+    CHECK_MSG(strstr(buf, "gemm = ") && strstr(buf, "group_1d = ") && strstr(buf, "binary_cache = "), "format: %s",
+              buf);
+    /* Set after open, through the public call. */
+    CHECK_MSG(clg_device_set_param(dev, "binary_cache", want_store ? "off" : "on") == CLG_OK &&
+                  p->binary_cache == !want_store, "set binary_cache");
+    CHECK_MSG(clg_device_set_param(dev, "binary_cache", "maybe") == CLG_ERR_INVALID_ARGUMENT &&
+                  strstr(clg_device_error(dev), "binary_cache = \"maybe\"") &&
+                  strstr(clg_device_error(dev), "clg_device_set_param"), "bad value: %s", clg_device_error(dev));
     clg_device_close(dev);
 }
 

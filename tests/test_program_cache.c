@@ -4,7 +4,9 @@
  *   3. a corrupt entry is ignored, rebuilt and rewritten;
  *   4. a directory that cannot be created disables the cache with one warning, and
  *      kernels still build and run;
- *   5. programs are built lazily: opening a device compiles nothing.
+ *   5. programs are built lazily: opening a device compiles nothing;
+ *   6. with the device parameter binary_cache=off (POCL's default: it caches compiled
+ *      kernels itself) nothing is written, and entries already there are still loaded.
  * Each step runs in a fresh process (this binary re-executed) so no in-memory state
  * carries over. */
 #include <dirent.h>
@@ -44,6 +46,8 @@ static int child(const char *expect)
         CHECK(s.built_from_source == 0 && s.loaded_from_cache == 1 && s.cache_writes == 0);
     } else if (!strcmp(expect, "rebuilt")) {
         CHECK(s.built_from_source == 1 && s.cache_rejects == 1 && s.cache_writes == 1);
+    } else if (!strcmp(expect, "nostore")) {
+        CHECK(s.built_from_source == 1 && s.cache_writes == 0 && s.cache_enabled);
     } else if (!strcmp(expect, "off")) {
         CHECK(!s.cache_enabled && s.built_from_source == 1 && warnings == 1);
         CHECK(clg_device_cache_dir(dev) == NULL);
@@ -52,10 +56,14 @@ static int child(const char *expect)
     return check_failures ? 1 : 0;
 }
 
-static int run_child(const char *expect, const char *dir)
+/* binary_cache: the device parameter for the child ("on" or "off"). */
+static int run_child_with(const char *expect, const char *dir, const char *binary_cache)
 {
     pid_t pid = fork();
     if (pid == 0) {
+        char params[64];
+        snprintf(params, sizeof params, "binary_cache=%s", binary_cache);
+        setenv("CLG_PARAMS", params, 1);
         setenv("CLG_CACHE_DIR", dir, 1);
         execl("/proc/self/exe", "test_program_cache", "--child", expect, (char *)NULL);
         _exit(127);
@@ -64,6 +72,8 @@ static int run_child(const char *expect, const char *dir)
     waitpid(pid, &status, 0);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
+
+static int run_child(const char *expect, const char *dir) { return run_child_with(expect, dir, "on"); }
 
 /* The one cache entry in the directory, or "" */
 static int entries(char *path, size_t n)
@@ -86,10 +96,13 @@ int main(int argc, char **argv)
 
     snprintf(cache_dir, sizeof cache_dir, "%s/clgrad-cache-test-%ld", P_tmpdir, (long)getpid());
     char entry[1024];
+    CHECK(run_child_with("nostore", cache_dir, "off") == 0);
+    CHECK(entries(entry, sizeof entry) == 0);
     CHECK(run_child("built", cache_dir) == 0);
     CHECK(entries(entry, sizeof entry) == 1);
     CHECK(run_child("cached", cache_dir) == 0);
     CHECK(entries(entry, sizeof entry) == 1);
+    CHECK(run_child_with("cached", cache_dir, "off") == 0);   /* stored by another: loaded */
 
     /* Corrupt the entry: flip bytes in its middle, then truncate another copy. */
     FILE *f = fopen(entry, "r+b");

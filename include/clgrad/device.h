@@ -149,6 +149,11 @@ CLG_API const char *clg_device_cache_dir(clg_device *dev);
  * "key = value") and $CLG_PARAMS ("gemm=tiled,group_1d=64"); an unknown key or a bad
  * value makes clg_device_open fail, naming it. */
 CLG_API clg_status clg_device_params_print(const clg_device *dev, FILE *out);
+/* Set one of them after open (same keys and values; an error names a bad one). Set group
+ * sizes before the first op: kernels already launched keep theirs. binary_cache=on|off:
+ * whether built programs are stored in the disk cache (default off on POCL, whose own
+ * cache keeps compiled kernels and whose binaries cost a compile of every kernel). */
+CLG_API clg_status clg_device_set_param(clg_device *dev, const char *key, const char *value);
 
 /* Profiling (CLG_PROFILE=1 at open): kernel counts and device times from OpenCL
  * events, program build times apart. Print as a table, or write Chrome trace JSON

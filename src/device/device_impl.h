@@ -190,6 +190,11 @@ typedef struct clg_device_params {
     size_t max_group, max_item[3];
     uint64_t local_mem;
     bool local_is_global;    /* CL_DEVICE_LOCAL_MEM_TYPE is CL_GLOBAL (emulated) */
+    /* Store built programs in clgrad's disk cache (binary_cache.c). Off where the driver
+     * keeps a cache of compiled kernels itself and exporting a program's binary compiles
+     * every kernel in it (POCL: 14 of the MLP's 19 s cold start); cached binaries are
+     * still loaded, and `clgrad warmup` stores them whatever this says. */
+    bool binary_cache;
 } clg_device_params;
 
 const clg_device_params *clg__device_params(const clg_device *dev);

@@ -171,7 +171,7 @@ static cl_program build_program(clg_device *dev, const char *name, const char *o
             build_failure(dev, p, e, name, opts);
             clReleaseProgram(p);
             p = NULL;
-        } else if (meta) {
+        } else if (meta && dev->params.binary_cache) {
             to_cache(dev, p, meta);
         }
     }
