@@ -18,6 +18,7 @@ static const struct command {
     {"info", cmd_info, "the layers, settings and training state in a checkpoint"},
     {"plot", cmd_plot, "draw a metrics file's loss and accuracy curves as a PNG"},
     {"conformance", cmd_conformance, "check every op and optimizer against host references on every device"},
+    {"warmup", cmd_warmup, "compile what training model files needs and store it in the program cache"},
 };
 
 static void usage(FILE *out)

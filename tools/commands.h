@@ -11,5 +11,6 @@ int cmd_predict(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_conformance(int argc, char **argv);
+int cmd_warmup(int argc, char **argv);
 
 #endif

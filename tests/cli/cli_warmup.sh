@@ -1,0 +1,28 @@
+#!/bin/sh
+# cli_warmup: `clgrad warmup` stores what a model's training and evaluation build in
+# clgrad's program cache, whatever the device's binary_cache default (off on POCL);
+# a second warmup then compiles nothing; a later run loads its programs from the cache.
+# Usage: cli_warmup.sh CLGRAD
+. "$(dirname "$0")/common.sh"
+cd "$T"
+export CLG_CACHE_DIR="$T/cache"
+ok first warmup m.json
+has first "programs compiled and stored, 0 already cached"
+built=$(sed -n 's/^\([0-9][0-9]*\) programs compiled and stored.*/\1/p' first.out)
+[ "${built:-0}" -ge 3 ] || fail "first: want the programs of a training step compiled, got: $(cat first.out)"
+stored=$(find cache -name '*.bin' | wc -l)
+[ "$stored" -ge "$built" ] || fail "first: $built programs built but $stored entries in the cache"
+ok second warmup m.json
+has second "0 programs compiled and stored, $built already cached"
+# A training run afterwards finds them all (its own extra programs, if any, aside).
+ok train train m.json --data "$T/data" --epochs 1 --steps 2
+[ "$(find cache -name '*.bin' | wc -l)" -ge "$stored" ] || fail "train: cache entries went missing"
+# Without a cache there is nothing to warm: an error, not a silent success.
+rc=0
+CLG_CACHE_DIR=off "$CLGRAD" warmup m.json >off.out 2>off.err || rc=$?
+[ $rc -ne 0 ] || fail "off: warmup with CLG_CACHE_DIR=off succeeded"
+grep -qF "nothing stored" off.out || fail "off: no \"nothing stored\" in: $(cat off.out off.err)"
+rc=0
+"$CLGRAD" warmup >none.out 2>none.err || rc=$?
+[ $rc -ne 0 ] && grep -qF "MODEL" none.err || fail "none: want a usage error, got $rc: $(cat none.err)"
+echo "cli_warmup: ok ($built programs)"
