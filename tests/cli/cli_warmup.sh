@@ -13,7 +13,11 @@ built=$(sed -n 's/^\([0-9][0-9]*\) programs compiled and stored.*/\1/p' first.ou
 stored=$(find cache -name '*.bin' | wc -l)
 [ "$stored" -ge "$built" ] || fail "first: $built programs built but $stored entries in the cache"
 ok second warmup m.json
-has second "0 programs compiled and stored, $built already cached"
+# Nothing compiled; maybe fewer loaded than the first built: a device whose GEMM engine is
+# chosen by timing (gemm=tune) built the candidates only the first time.
+has second "0 programs compiled and stored, "
+cached=$(sed -n 's/^0 programs compiled and stored, \([0-9][0-9]*\) already cached.*/\1/p' second.out)
+[ "${cached:-0}" -ge 3 ] && [ "$cached" -le "$built" ] || fail "second: $(cat second.out)"
 # A training run afterwards finds them all (its own extra programs, if any, aside).
 ok train train m.json --data "$T/data" --epochs 1 --steps 2
 [ "$(find cache -name '*.bin' | wc -l)" -ge "$stored" ] || fail "train: cache entries went missing"
