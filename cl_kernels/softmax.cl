@@ -149,12 +149,12 @@ __kernel void ce_reduce(int n, __global const T *loss, __global T *y, int oy, co
 
 // dx[i, c] = g_i * scale * (softmax(x)[i, c] - (c == label_i)), one work-item per
 // element; g_i = g[og + i * sg] (sg = 0 for a mean or sum, whose gradient is one value).
+// Launched over exactly N * C items (clg__launch_1d): no bounds check, so POCL vectorizes.
 __kernel void ce_bwd(int N, int C, __global const T *x, int ox, int sn, int sc,
                      __global const int *lab, int ol, int sl, __global const T *stats,
                      __global const T *g, int og, int sg, const T scale, __global T *dx)
 {
     int gid = get_global_id(0);
-    if (gid >= N * C) return;
     int i = gid / C, c = gid - i * C;
     T p = exp((x[ox + i * sn + c * sc] - stats[2 * i]) - stats[2 * i + 1]);
     T hot = lab[ol + i * sl] == c ? (T)1 : (T)0;

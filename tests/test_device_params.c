@@ -49,6 +49,12 @@ static void test_defaults(void)
     CHECK_MSG(clg_device_set_param(dev, "binary_cache", "maybe") == CLG_ERR_INVALID_ARGUMENT &&
                   strstr(clg_device_error(dev), "binary_cache = \"maybe\"") &&
                   strstr(clg_device_error(dev), "clg_device_set_param"), "bad value: %s", clg_device_error(dev));
+    /* conv2d's input gradient per plane where work-items are SIMD threads. */
+    CHECK_MSG(p->col2im_planes == (p->vector_float > 1) && strstr(buf, p->col2im_planes ? "col2im = planes" : "col2im = gather"),
+              "col2im %d with vector width %d: %s", p->col2im_planes, p->vector_float, buf);
+    CHECK_MSG(clg_device_set_param(dev, "col2im", "gather") == CLG_OK && !p->col2im_planes, "set col2im");
+    CHECK_MSG(clg_device_set_param(dev, "col2im", "rows") == CLG_ERR_INVALID_ARGUMENT &&
+                  strstr(clg_device_error(dev), "col2im = \"rows\""), "bad col2im: %s", clg_device_error(dev));
     clg_device_close(dev);
 }
 

@@ -26,7 +26,9 @@ static clg_tensor *f_avg(clg_tensor **x, void *c)
 }
 static clg_tensor *f_global(clg_tensor **x, void *c) { (void)c; return clg_global_avg_pool2d(x[0]); }
 
-static void conv_checks(clg_device *dev)
+/* all: every geometry; else only those whose dx sums columns in col2im's two ways
+ * differently (stride, dilation, padding, groups), to keep Oclgrind's run short. */
+static void conv_checks(clg_device *dev, bool all)
 {
     clg_conv2d_params pad1 = {{1, 1}, {1, 1}, {1, 1}, 1};
     clg_conv2d_params strided = {{2, 1}, {1, 0}, {1, 2}, 1};    /* stride (2,1), pad (1,0), dilation (1,2) */
@@ -34,11 +36,12 @@ static void conv_checks(clg_device *dev)
     clg_conv2d_params groups2 = {{1, 1}, {1, 1}, {1, 1}, 2};
     clg_conv2d_params depthwise = {{2, 2}, {1, 1}, {1, 1}, 3};
     clg_conv2d_params plain = {{0, 0}, {0, 0}, {0, 0}, 0};
-    optest_gradcheck(dev, "conv2d pad 1", f_conv, &pad1, 3, IN({SH(2, 2, 5, 5)}, {SH(3, 2, 3, 3)}, {SH(3)}));
     optest_gradcheck(dev, "conv2d stride pad dilation", f_conv, &strided, 3,
                      IN({SH(1, 2, 6, 5)}, {SH(2, 2, 3, 2)}, {SH(2)}));
-    optest_gradcheck(dev, "conv2d dilation 2", f_conv_nobias, &dil2, 2, IN({SH(1, 2, 5, 6)}, {SH(2, 2, 3, 3)}));
     optest_gradcheck(dev, "conv2d groups 2", f_conv_nobias, &groups2, 2, IN({SH(1, 4, 4, 4)}, {SH(4, 2, 3, 3)}));
+    if (!all) return;
+    optest_gradcheck(dev, "conv2d pad 1", f_conv, &pad1, 3, IN({SH(2, 2, 5, 5)}, {SH(3, 2, 3, 3)}, {SH(3)}));
+    optest_gradcheck(dev, "conv2d dilation 2", f_conv_nobias, &dil2, 2, IN({SH(1, 2, 5, 6)}, {SH(2, 2, 3, 3)}));
     optest_gradcheck(dev, "conv2d depthwise", f_conv, &depthwise, 3, IN({SH(2, 3, 5, 4)}, {SH(3, 1, 3, 3)}, {SH(3)}));
     optest_gradcheck(dev, "conv2d 1x1", f_conv, &plain, 3, IN({SH(2, 3, 3, 4)}, {SH(2, 3, 1, 1)}, {SH(2)}));
     optest_gradcheck(dev, "conv2d weight only", f_conv, &pad1, 3,
@@ -73,10 +76,37 @@ static void max_tie_check(clg_device *dev, int k, int s, const double *want)
     clg_scope_end(dev);   /* x and its gradient go with the scope */
 }
 
+/* dx of a strided, dilated, padded, grouped convolution with the device table's
+ * col2im = planes and = gather: the same bits (the taps are added in the same order). */
+static void col2im_variants_agree(clg_device *dev)
+{
+    clg_conv2d_params geo = {{2, 1}, {2, 1}, {1, 2}, 2};
+    float dx[2][2 * 4 * 9 * 8];
+    for (int v = 0; v < 2; v++) {
+        CHECK_OK(dev, clg_device_set_param(dev, "col2im", v ? "gather" : "planes"));
+        clg_scope_begin(dev);
+        clg_manual_seed(dev, 7);   /* the same numbers for both */
+        clg_tensor *x = clg_rand(dev, CLG_F32, SH(2, 4, 9, 8), -1, 1);
+        clg_tensor *w = clg_rand(dev, CLG_F32, SH(6, 2, 3, 3), -1, 1);
+        CHECK_OK(dev, clg_tensor_set_requires_grad(x, true));
+        clg_tensor *y = clg_conv2d(x, w, NULL, &geo);
+        clg_tensor *gy = clg_rand(dev, CLG_F32, 4, y ? clg_tensor_shape(y) : (int64_t[]){1, 1, 1, 1}, -1, 1);
+        CHECK_OK(dev, clg_backward(y, gy));
+        CHECK_OK(dev, clg_tensor_to_host(clg_tensor_grad(x), dx[v], sizeof dx[v]));
+        clg_scope_end(dev);
+    }
+    CHECK_MSG(!memcmp(dx[0], dx[1], sizeof dx[0]), "conv2d dx: col2im planes and gather differ");
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
-    conv_checks(dev);
+    /* Both ways of summing the input gradient, whatever the device's default. */
+    CHECK_OK(dev, clg_device_set_param(dev, "col2im", "planes"));
+    conv_checks(dev, true);
+    CHECK_OK(dev, clg_device_set_param(dev, "col2im", "gather"));
+    conv_checks(dev, false);
+    col2im_variants_agree(dev);
     pool_checks(dev);
     const double tie2[16] = {1, 0, 1, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0};
     const double tie3[16] = {1, 1, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};

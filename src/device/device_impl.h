@@ -195,6 +195,11 @@ typedef struct clg_device_params {
      * every kernel in it (POCL: 14 of the MLP's 19 s cold start); cached binaries are
      * still loaded, and `clgrad warmup` stores them whatever this says. */
     bool binary_cache;
+    /* conv2d's input gradient from its columns (conv.cl): one work-item per (n, c) plane
+     * adding each tap's rows into it ("planes": streams the columns, ~5x faster on POCL,
+     * but a few thousand long-running items), or one per input pixel gathering its taps
+     * ("gather": the GPU shape). Both add the taps in the same order: the same bits. */
+    bool col2im_planes;
 } clg_device_params;
 
 const clg_device_params *clg__device_params(const clg_device *dev);

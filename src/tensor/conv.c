@@ -307,9 +307,10 @@ static clg_tensor *grad_input(clg_tensor *x, clg_tensor *w, clg_tensor *gy, cons
     operand C = {dcol ? dcol->buf : NULL, 0, P, (size_t)g->C * g->KH * g->KW * P, K * P, false};
     if (st == CLG_OK) st = grouped_gemm(x->dev, x->dtype, g, K, P, Og, A, B, 0.0, C);
     if (st == CLG_OK && !direct) {
-        clg_arg a[] = {CLG_ARG_I(x->numel), CLG_ARG_M(dcol->buf->mem), CLG_ARG_M(dx->buf->mem), geo_arg(g),
-                       win_arg(g, 0, 0)};
-        st = launch(x->dev, x->dtype, "col2im", a, 5, x->numel);
+        clg_arg a[] = {CLG_ARG_M(dcol->buf->mem), CLG_ARG_M(dx->buf->mem), geo_arg(g), win_arg(g, 0, 0)};
+        st = clg__device_params(x->dev)->col2im_planes
+                 ? launch(x->dev, x->dtype, "col2im_planes", a, 4, g->N * g->C)
+                 : clg__conv_launch_grid(x->dev, x->dtype, "col2im", a, 4, (const int64_t[]){g->W, g->H, g->N * g->C});
     }
     if (!direct) clg_tensor_free(dcol);
     if (wm != w) clg_tensor_free(wm);
