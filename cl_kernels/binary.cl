@@ -17,6 +17,8 @@ CLG_ELEMENTWISE2(div, x / z)
 CLG_ELEMENTWISE2(pow, pow(x, z))
 // The share of the gradient of maximum(x, z) that goes to x: 1, 1/2 on ties, else 0.
 CLG_ELEMENTWISE2(max_share, x > z ? (T)1 : (x == z ? (T)0.5 : (T)0))
+// d/dx of x^z = z x^(z-1), 0 where z == 0 (as pow_scalar_grad, scalar.cl).
+CLG_ELEMENTWISE2(pow_grad_base, z == (T)0 ? (T)0 : z * pow(x, z - (T)1))
 // d/dz of x^z = x^z log x, taken as 0 where x == 0 and z >= 0 (PyTorch's convention).
 CLG_ELEMENTWISE2(pow_grad_exponent, (x == 0 && z >= 0) ? (T)0 : pow(x, z) * log(x))
 // y = x + s0 * z: gradient accumulation and in-place updates.

@@ -45,6 +45,24 @@ static clg_tensor *f_cast(clg_tensor **x, void *c)
     return clg_mul_scalar(clg_cast(x[0], clg_tensor_dtype(x[0])), 2.0);
 }
 
+/* x^0 is 1 everywhere, so its gradient is 0, at x = 0 too (it was 0 * 0^-1 = NaN),
+ * for pow_scalar and for pow with a zero exponent tensor; PyTorch gives the same. */
+static void pow_zero_exponent(clg_device *dev)
+{
+    const float x[4] = {0, 0, 1.5f, -2};   /* float32: every device has it */
+    const double zeros[4] = {0, 0, 0, 0};
+    for (int which = 0; which < 2; which++) {
+        clg_scope_begin(dev);
+        clg_tensor *a = clg_tensor_from_host(dev, CLG_F32, SH(4), x);
+        CHECK_OK(dev, clg_tensor_set_requires_grad(a, true));
+        clg_tensor *y = which ? clg_pow(a, clg_zeros(dev, CLG_F32, SH(4))) : clg_pow_scalar(a, 0.0);
+        CHECK_OK(dev, clg_backward(clg_sum(y, 0, NULL, false), NULL));
+        optest_close(which ? "pow(x, 0) gradient at 0" : "pow_scalar(x, 0) gradient at 0", clg_tensor_grad(a),
+                     zeros, 4, 0, 0);
+        clg_scope_end(dev);
+    }
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
@@ -73,6 +91,7 @@ int main(void)
     /* ties: max and maximum share the gradient equally */
     const double ties[6] = {1, 3, 3, 2, 2, 0};
     optest_gradcheck(dev, "max ties", f_max1, NULL, 1, IN({SH(2, 3, 1), .values = ties}));
+    pow_zero_exponent(dev);
     clg_device_close(dev);
     return check_report("test_grad_core");
 }

@@ -53,7 +53,7 @@ static void binary_sizes(clg_device *dev)
             for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
                 clg_scope_begin(dev);
                 clg_tensor *ta = optest_tensor(dev, CLG_F32, CLG_SHAPE(rows, cols), a, (optest_layout)l);
-                clg_tensor *tb = optest_tensor(dev, CLG_F32, CLG_SHAPE(rows, cols), b, (optest_layout)(2 - l));
+                clg_tensor *tb = optest_tensor(dev, CLG_F32, CLG_SHAPE(rows, cols), b, (optest_layout)(OPTEST_LAYOUT_COUNT - 1 - l));
                 clg_tensor *tr = optest_tensor(dev, CLG_F32, CLG_SHAPE(cols), b, (optest_layout)l);
                 char what[128];
                 snprintf(what, sizeof what, "%s n=%lld %s", binaries[o].name, (long long)n, optest_layout_names[l]);

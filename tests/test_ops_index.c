@@ -165,7 +165,7 @@ static void check_gather(clg_device *dev, const char *name, int nd, const int64_
             char w[256];
             what(w, sizeof w, "gather", name, dtypes[di], l);
             clg_tensor *ta = optest_tensor(dev, dtypes[di], nd, shape, a, (optest_layout)l);
-            clg_tensor *ti = optest_tensor(dev, CLG_I32, nd, ishape, idx, (optest_layout)((l + 1) % 3));
+            clg_tensor *ti = optest_tensor(dev, CLG_I32, nd, ishape, idx, (optest_layout)((l + 1) % OPTEST_LAYOUT_COUNT));
             clg_tensor *y = clg_gather(ta, axis, ti);
             CHECK_MSG(y != NULL, "%s: %s", w, clg_device_error(dev));
             ref_gather(nd, shape, ax, a, ishape, idx, dtypes[di], want);
@@ -238,7 +238,7 @@ static void check_join(clg_device *dev, const char *name, bool stack, int n, int
             clg_tensor *ts[4];
             /* mixed layouts: part i in layout (l + i) % 3 */
             for (int i = 0; i < n; i++)
-                ts[i] = optest_tensor(dev, dtypes[di], nd, shapes[i], vals[i], (optest_layout)((l + i) % 3));
+                ts[i] = optest_tensor(dev, dtypes[di], nd, shapes[i], vals[i], (optest_layout)((l + i) % OPTEST_LAYOUT_COUNT));
             clg_tensor *y = stack ? clg_stack(n, ts, axis) : clg_concat(n, ts, axis);
             CHECK_MSG(y != NULL, "%s: %s", w, clg_device_error(dev));
             if (y) {

@@ -367,7 +367,7 @@ static void elem_loss_case(clg_device *dev, int o, int64_t n, clg_dtype dt)
     for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
         clg_scope_begin(dev);
         clg_tensor *ta = optest_tensor(dev, dt, SH(rows, n), a, (optest_layout)l);
-        clg_tensor *tb = optest_tensor(dev, dt, SH(rows, n), b, (optest_layout)(2 - l));
+        clg_tensor *tb = optest_tensor(dev, dt, SH(rows, n), b, (optest_layout)(OPTEST_LAYOUT_COUNT - 1 - l));
         char what[160];
         snprintf(what, sizeof what, "%s %s n=%lld %s", elem_losses[o].name, clg_dtype_name(dt), (long long)n,
                  optest_layout_names[l]);
@@ -431,7 +431,7 @@ static void class_loss_case(clg_device *dev, int64_t N, int64_t C, clg_dtype dt)
     for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
         clg_scope_begin(dev);
         clg_tensor *tx = optest_tensor(dev, dt, SH(N, C), x, (optest_layout)l);
-        clg_tensor *tlp = optest_tensor(dev, dt, SH(N, C), lp, (optest_layout)(2 - l));
+        clg_tensor *tlp = optest_tensor(dev, dt, SH(N, C), lp, (optest_layout)(OPTEST_LAYOUT_COUNT - 1 - l));
         clg_tensor *tl = optest_tensor(dev, CLG_I32, SH(N), lab, (optest_layout)l);
         char what[160];
         smooth_ref(lp, lab, N, C, 0, want);

@@ -158,6 +158,17 @@ static void errors(clg_device *dev)
     CHECK(clg_add(NULL, a) == NULL && clg_matmul(a, NULL) == NULL);
     float buf[6];
     CHECK(clg_tensor_to_host(a, buf, 5) == CLG_ERR_INVALID_ARGUMENT);
+    /* a NULL destination is named as such (it read "needs 24 bytes, got 24") */
+    CHECK_MSG(clg_tensor_to_host(a, NULL, sizeof buf) == CLG_ERR_INVALID_ARGUMENT &&
+                  strstr(clg_device_error(dev), "destination is NULL"), "%s", clg_device_error(dev));
+    /* a reduction axis given twice (1 and -1 of a 2-D tensor) is refused */
+    CHECK_MSG(clg_mean(a, CLG_AXES(1, -1), false) == NULL && clg_device_last_status(dev) == CLG_ERR_SHAPE &&
+                  strstr(clg_device_error(dev), "given twice"), "%s", clg_device_error(dev));
+    CHECK(clg_sum(a, CLG_AXES(0, 0), true) == NULL && clg_var(a, CLG_AXES(-2, 0), 1, false) == NULL);
+    /* an empty list has no device to carry the error: the thread's last error does */
+    CHECK_MSG(clg_concat(0, NULL, 0) == NULL && clg_last_status() == CLG_ERR_INVALID_ARGUMENT &&
+                  strstr(clg_last_error(), "clg_concat"), "%s", clg_last_error());
+    CHECK(clg_stack(0, (clg_tensor *const[]){a}, 0) == NULL && strstr(clg_last_error(), "clg_stack: no tensors"));
     CHECK(clg_backward(NULL, NULL) == CLG_ERR_INVALID_ARGUMENT);
     CHECK(clg_backward(a, NULL) == CLG_ERR_INVALID_ARGUMENT);   /* needs no gradient */
     CHECK(clg_tensor_set_requires_grad(clg_ones(dev, CLG_I32, CLG_SHAPE(2)), true) == CLG_ERR_DTYPE);
@@ -203,6 +214,8 @@ static void autograd_bookkeeping(clg_device *dev)
     clg_tensor *kept = clg_tensor_keep(clg_mul_scalar(w, 2.0));
     clg_scope_end(dev);
     CHECK(!clg_tensor_has_history(kept));
+    CHECK_MSG(!clg_tensor_requires_grad(kept), "a kept tensor made by ops is detached: it requires no gradient");
+    CHECK(clg_tensor_requires_grad(w));   /* a leaf keeps requires_grad through keep */
     double kv[3] = {-4, -4, -4};
     optest_close("kept tensor", kept, kv, 3, 0, 0);
     clg_tensor_free(kept);

@@ -39,6 +39,13 @@ typedef enum clg_status {
 /* "CLG_OK", "CLG_ERR_OPENCL", ...; never NULL. */
 CLG_API const char *clg_status_str(clg_status status);
 
+/* Failures of calls that have no device to record them on (clg_concat of an empty
+ * list, for one): the calling thread's last such status and message, CLG_OK and ""
+ * when there was none. Every other failure is recorded on its device
+ * (clg_device_last_status, clg_device_error). */
+CLG_API clg_status clg_last_status(void);
+CLG_API const char *clg_last_error(void);
+
 /* The name of an OpenCL error code: -5 -> "CL_OUT_OF_RESOURCES"; unknown codes
  * give "CL_UNKNOWN_ERROR". Never NULL. */
 CLG_API const char *clg_cl_error_name(int cl_error);

@@ -23,7 +23,9 @@
  *   - Tensors made outside any scope (parameters, say) live until clg_tensor_free or
  *     clg_device_close.
  *   - clg_tensor_keep(t) moves t to the enclosing scope (or out of scopes), so it
- *     survives the current scope's end. It is detached: its history stays behind.
+ *     survives the current scope's end. Its history stays behind: a tensor made by
+ *     ops on the tape comes out detached (a leaf that requires no gradient, as
+ *     clg_detach); a leaf keeps its requires_grad.
  *   - clg_tensor_free(t) frees t now. A tensor's gradient (clg_tensor_grad) belongs
  *     to the tensor, not to a scope, and goes with it.
  *   - Memory goes back to the device's pool, for the next step to reuse. Never use a

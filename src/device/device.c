@@ -20,10 +20,25 @@ double clg__now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Where failures without a device go (clg_last_error): one per thread, as errno. */
+static _Thread_local struct {
+    clg_status status;
+    char msg[1024];
+} no_device;
+
+clg_status clg_last_status(void) { return no_device.status; }
+const char *clg_last_error(void) { return no_device.msg; }
+
 clg_status clg__fail(clg_device *dev, clg_status status, const char *fmt, ...)
 {
-    if (!dev) return status;
     va_list ap;
+    if (!dev) {
+        va_start(ap, fmt);
+        vsnprintf(no_device.msg, sizeof no_device.msg, fmt, ap);
+        va_end(ap);
+        no_device.status = status;
+        return status;
+    }
     va_start(ap, fmt);
     vsnprintf(dev->error, sizeof dev->error, fmt, ap);
     va_end(ap);

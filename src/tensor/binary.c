@@ -48,11 +48,11 @@ static clg_status div_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     return CLG_OK;
 }
 
-/* y = a^b: dy/da = b a^(b-1), dy/db = a^b log a (0 where a = 0 and b >= 0) */
+/* y = a^b: dy/da = b a^(b-1) (0 where b = 0), dy/db = a^b log a (0 where a = 0 and b >= 0) */
 static clg_status pow_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
 {
     clg_tensor *a = n->inputs[0], *b = n->inputs[1];
-    if (clg__wants_grad(n, 0) && !(gin[0] = clg_mul(g, clg_mul(b, clg_pow(a, clg_add_scalar(b, -1.0))))))
+    if (clg__wants_grad(n, 0) && !(gin[0] = clg_mul(g, binary_op("pow_grad_base", a, b, false))))
         return g->dev->status;
     if (clg__wants_grad(n, 1) && !(gin[1] = clg_mul(g, binary_op("pow_grad_exponent", a, b, false))))
         return g->dev->status;

@@ -195,7 +195,8 @@ static clg_status grouped_gemm(clg_device *dev, clg_dtype dtype, const conv_geo 
 /* w as the [O, K] matrix GEMM reads: w itself when contiguous, else a copy. */
 static clg_tensor *weight_matrix(clg_tensor *w)
 {
-    if (clg_tensor_is_contiguous(w)) return w;
+    /* From element 0 of its buffer: conv2d_direct reads the weights without an offset. */
+    if (clg_tensor_is_contiguous(w) && w->offset == 0) return w;
     return clg__copy_as(w, w->dtype);
 }
 

@@ -134,7 +134,10 @@ clg_status clg_tensor_to_host(const clg_tensor *t, void *dst, size_t bytes)
 {
     if (!t) return CLG_ERR_INVALID_ARGUMENT;
     size_t need = (size_t)t->numel * clg_dtype_size(t->dtype);
-    if (bytes != need || (need && !dst))
+    if (need && !dst)
+        return clg__fail(t->dev, CLG_ERR_INVALID_ARGUMENT, "clg_tensor_to_host: %s: the destination is NULL",
+                         CLG_DESC(t));
+    if (bytes != need)
         return clg__fail(t->dev, CLG_ERR_INVALID_ARGUMENT, "clg_tensor_to_host: %s needs %zu bytes, got %zu",
                          CLG_DESC(t), need, bytes);
     if (clg_tensor_is_contiguous(t))

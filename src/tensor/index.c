@@ -155,7 +155,12 @@ clg_tensor *clg_gather(clg_tensor *a, int axis, clg_tensor *index)
  * to record on, and a NULL entry carries an earlier op's error, which stays. */
 static bool check_list(const char *op, int n, clg_tensor *const *ts)
 {
-    if (n <= 0 || !ts) return false;
+    /* No tensor, so no device to record the error on: the thread's (clg_last_error). */
+    if (n <= 0 || !ts) {
+        clg__fail(NULL, CLG_ERR_INVALID_ARGUMENT, "clg_%s: %s (n = %d): no device and no shape to make a result of",
+                  op, ts ? "no tensors" : "the list is NULL", n);
+        return false;
+    }
     for (int i = 0; i < n; i++)
         if (!ts[i]) return false;
     for (int i = 1; i < n; i++)

@@ -48,11 +48,13 @@ static clg_status launch_items(clg_device *dev, clg_dtype dtype, const char *ker
     return k ? clg__launch_1d(dev, k, args, nargs, (size_t)n) : dev->status;
 }
 
-/* t itself when contiguous, else a contiguous copy off the tape (free it with
- * release_copy). */
+/* t itself when contiguous from element 0 of its buffer, else a copy that is, off the
+ * tape (free it with release_copy). The kernels take x, g, the layer norm's weight and
+ * bias and the outputs as bare buffers, without an offset: a contiguous view that
+ * starts further in (clg_narrow along the first axis) must be copied too. */
 static clg_tensor *as_contiguous(clg_tensor *t)
 {
-    return !t || clg_tensor_is_contiguous(t) ? t : clg__copy_as(t, t->dtype);
+    return !t || (clg_tensor_is_contiguous(t) && t->offset == 0) ? t : clg__copy_as(t, t->dtype);
 }
 
 static void release_copy(clg_tensor *copy, const clg_tensor *orig)

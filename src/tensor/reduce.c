@@ -21,17 +21,7 @@ static bool plan_axes(const char *op, const clg_tensor *t, int naxes, const int 
                       reduce_plan *p)
 {
     memset(p, 0, sizeof *p);
-    if (naxes < 0 || naxes > CLG_MAX_DIMS || (naxes && !axes)) {
-        clg__op_fail(t->dev, CLG_ERR_INVALID_ARGUMENT, op, "%d axes", naxes);
-        return false;
-    }
-    for (int i = 0; i < naxes; i++) {
-        int a = clg__axis(op, t, axes[i], t->ndim);
-        if (a < 0) return false;
-        p->mask[a] = true;
-    }
-    if (naxes == 0)
-        for (int d = 0; d < t->ndim; d++) p->mask[d] = true;
+    if (!clg__axes_mask(op, t, naxes, axes, p->mask)) return false;
     p->R = 1;
     for (int d = 0; d < t->ndim; d++) {
         p->keep_shape[d] = p->mask[d] ? 1 : t->shape[d];

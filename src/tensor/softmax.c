@@ -192,18 +192,9 @@ typedef struct axes_plan {
 static bool plan_axes(const char *op, const clg_tensor *t, int naxes, const int *axes, bool keepdim, axes_plan *p)
 {
     memset(p, 0, sizeof *p);
-    if (naxes < 0 || naxes > CLG_MAX_DIMS || (naxes && !axes)) {
-        clg__op_fail(t->dev, CLG_ERR_INVALID_ARGUMENT, op, "%d axes for %s", naxes, CLG_DESC(t));
-        return false;
-    }
-    for (int i = 0; i < naxes; i++) {
-        int a = clg__axis(op, t, axes[i], t->ndim);
-        if (a < 0) return false;
-        p->mask[a] = true;
-    }
+    if (!clg__axes_mask(op, t, naxes, axes, p->mask)) return false;
     p->R = 1;
     for (int d = 0; d < t->ndim; d++) {
-        if (naxes == 0) p->mask[d] = true;
         p->keep_shape[d] = p->mask[d] ? 1 : t->shape[d];
         if (p->mask[d]) p->R *= t->shape[d];
         if (keepdim || !p->mask[d]) p->out_shape[p->out_ndim++] = p->keep_shape[d];

@@ -194,9 +194,14 @@ clg_tensor *clg_tensor_keep(clg_tensor *t)
     int level = t->scope > 0 ? t->scope - 1 : 0;
     unlink_scope(s, t);
     link_scope(s, t, level);
-    /* Its history stays behind: the inputs die with the scope. */
-    clg__node_free(t->node);
-    t->node = NULL;
+    /* Its history stays behind (the inputs die with the scope), so a tensor made by an
+     * op becomes what clg_detach makes: a leaf that requires no gradient. A leaf keeps
+     * its requires_grad (a parameter made in a scope stays trainable). */
+    if (t->node) {
+        clg__node_free(t->node);
+        t->node = NULL;
+        t->requires_grad = false;
+    }
     return t;
 }
 
@@ -319,6 +324,27 @@ int clg__axis(const char *op, const clg_tensor *t, int axis, int ndim)
     if (a >= 0 && a < ndim) return a;
     clg__op_fail(t->dev, CLG_ERR_SHAPE, op, "axis %d out of range for %s", axis, CLG_DESC(t));
     return -1;
+}
+
+bool clg__axes_mask(const char *op, const clg_tensor *t, int naxes, const int *axes, bool *mask)
+{
+    if (naxes < 0 || naxes > CLG_MAX_DIMS || (naxes && !axes)) {
+        clg__op_fail(t->dev, CLG_ERR_INVALID_ARGUMENT, op, "%d axes for %s", naxes, CLG_DESC(t));
+        return false;
+    }
+    memset(mask, 0, CLG_MAX_DIMS * sizeof *mask);
+    for (int i = 0; i < naxes; i++) {
+        int a = clg__axis(op, t, axes[i], t->ndim);
+        if (a < 0) return false;
+        if (mask[a]) {
+            clg__op_fail(t->dev, CLG_ERR_SHAPE, op, "axis %d is given twice (as %d) for %s", a, axes[i], CLG_DESC(t));
+            return false;
+        }
+        mask[a] = true;
+    }
+    if (naxes == 0)
+        for (int d = 0; d < t->ndim; d++) mask[d] = true;
+    return true;
 }
 
 bool clg__broadcast_shapes(int na, const int64_t *sa, int nb, const int64_t *sb, int *nout, int64_t *out)

@@ -77,6 +77,10 @@ bool clg__check_same_dtype(const char *op, const clg_tensor *a, const clg_tensor
 bool clg__check_same_device(const char *op, const clg_tensor *a, const clg_tensor *b);
 /* axis in [-ndim, ndim) to [0, ndim); -1 (with the error recorded) when out of range. */
 int clg__axis(const char *op, const clg_tensor *t, int axis, int ndim);
+/* The axes of a reduction as a mask over t's dimensions (none given: all of them);
+ * false, with the error recorded, for a bad count, an axis out of range or one given
+ * twice (-1 and ndim-1 are the same axis). */
+bool clg__axes_mask(const char *op, const clg_tensor *t, int naxes, const int *axes, bool *mask);
 /* NumPy broadcasting of two shapes; false when they do not broadcast. */
 bool clg__broadcast_shapes(int na, const int64_t *sa, int nb, const int64_t *sb, int *nout, int64_t *out);
 

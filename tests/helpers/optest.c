@@ -9,7 +9,7 @@
 #include "device_impl.h"
 #include "tensor_impl.h"
 
-const char *const optest_layout_names[OPTEST_LAYOUT_COUNT] = {"contiguous", "permuted", "sliced"};
+const char *const optest_layout_names[OPTEST_LAYOUT_COUNT] = {"contiguous", "permuted", "sliced", "offset"};
 
 bool optest_fp64(clg_device *dev)
 {
@@ -105,8 +105,23 @@ clg_tensor *optest_tensor(clg_device *dev, clg_dtype dtype, int ndim, const int6
         for (int64_t o = 0; o < outer; o++)
             for (int64_t j = 0; j < c; j++) store[o * (2 * c + 1) + 1 + 2 * j] = values[o * c + j];
         for (int64_t o = 0; o < outer; o++) store[o * (2 * c + 1)] = 12345.0;   /* must never be read */
+    } else if (layout == OPTEST_OFFSET) {
+        /* three sentinels, then the values: a flat buffer viewed from element 3 */
+        for (int k = 0; k < 3; k++) store[k] = 12345.0;   /* must never be read */
+        memcpy(store + 3, values, (size_t)n * sizeof *store);
     } else {
         memcpy(store, values, (size_t)n * sizeof *store);
+    }
+    if (layout == OPTEST_OFFSET) {
+        void *raw = to_dtype(dtype, store, n + 3);
+        clg_tensor *flat = clg_tensor_from_host(dev, dtype, 1, (const int64_t[]){n + 3}, raw);
+        free(raw);
+        free(store);
+        clg_tensor *part = flat ? clg_narrow(flat, 0, 3, n) : NULL;
+        clg_tensor *v = part ? clg_reshape(part, ndim, shape) : NULL;
+        clg_tensor_free(part);
+        clg_tensor_free(flat);   /* the view holds the buffer */
+        return v;
     }
     void *raw = to_dtype(dtype, store, numel_of(ndim, sshape));
     clg_tensor *base = clg_tensor_from_host(dev, dtype, ndim, sshape, raw);

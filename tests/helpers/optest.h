@@ -19,6 +19,7 @@ typedef enum optest_layout {
     OPTEST_CONTIGUOUS,  /* row-major */
     OPTEST_PERMUTED,    /* stored with the last two axes swapped, viewed back (strides not row-major) */
     OPTEST_SLICED,      /* every other element of a larger buffer, at an offset (step-2 slice) */
+    OPTEST_OFFSET,      /* row-major, but starting 3 elements into its buffer (a contiguous narrow) */
     OPTEST_LAYOUT_COUNT
 } optest_layout;
 
