@@ -679,6 +679,10 @@ static void errors(clg_device *dev)
                      "lr_decay"));
     CHECK(fails_with(dev, clg_adagrad_new(NP, ps, &(clg_adagrad_options){.weight_decay = -1}), "clg_adagrad_new",
                      "weight_decay"));
+    /* SGD without options (or lr 0) trains at the default rate; lr 0 changed nothing */
+    clg_optimizer *dflt = clg_sgd_new(NP, ps, NULL);
+    CHECK_MSG(dflt && clg_optimizer_lr(dflt) == 1e-3, "sgd default lr %g", dflt ? clg_optimizer_lr(dflt) : -1.0);
+    clg_optimizer_free(dflt);
     /* parameters: NULL, int32, not contiguous, twice, another device */
     CHECK(clg_sgd_new(0, ps, NULL) == NULL && clg_adam_new(1, NULL, NULL) == NULL);
     CHECK(fails_with(dev, clg_adam_new(2, (clg_tensor *[]){ps[0], NULL}, NULL), "clg_adam_new", "parameter 1"));

@@ -30,7 +30,8 @@ extern "C" {
 typedef struct clg_optimizer clg_optimizer;
 
 typedef struct clg_sgd_options {
-    double lr, momentum, dampening, weight_decay;
+    double lr;            /* 0: 1e-3 (PyTorch 2's default) */
+    double momentum, dampening, weight_decay;
     bool nesterov;
 } clg_sgd_options;
 

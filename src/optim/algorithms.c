@@ -38,6 +38,9 @@ clg_optimizer *clg_sgd_new(int n, clg_tensor *const *params, const clg_sgd_optio
     clg_device *dev = clg__optim_device(n, params);
     if (!dev) return NULL;
     clg_sgd_options o = options ? *options : (clg_sgd_options){0};
+    /* 0 (or no options) is the default rate, as for the other optimizers: PyTorch 2's
+     * 1e-3. It used to be taken literally, and training silently changed nothing. */
+    if (o.lr == 0) o.lr = 1e-3;
     if (!nonneg(dev, fn, "lr", o.lr) || !nonneg(dev, fn, "momentum", o.momentum) ||
         !nonneg(dev, fn, "weight_decay", o.weight_decay) || !in_range(dev, fn, "dampening", o.dampening, -INFINITY, INFINITY, false))
         return NULL;
