@@ -165,6 +165,13 @@ static void errors(clg_device *dev)
     CHECK_MSG(clg_mean(a, CLG_AXES(1, -1), false) == NULL && clg_device_last_status(dev) == CLG_ERR_SHAPE &&
                   strstr(clg_device_error(dev), "given twice"), "%s", clg_device_error(dev));
     CHECK(clg_sum(a, CLG_AXES(0, 0), true) == NULL && clg_var(a, CLG_AXES(-2, 0), 1, false) == NULL);
+    /* in-place writes into an expanded view would write each shared element twice */
+    clg_tensor *ex = clg_expand(clg_ones(dev, CLG_F32, CLG_SHAPE(1, 3)), CLG_SHAPE(4, 3));
+    CHECK_MSG(clg_fill_(ex, 2.0) == CLG_ERR_INVALID_ARGUMENT && strstr(clg_device_error(dev), "expanded view") &&
+                  strstr(clg_device_error(dev), "fill_"), "%s", clg_device_error(dev));
+    CHECK(clg_axpy_(ex, 1.0, ex) == CLG_ERR_INVALID_ARGUMENT && clg_scale_(ex, 2.0) == CLG_ERR_INVALID_ARGUMENT &&
+          clg_copy_(ex, a) == CLG_ERR_INVALID_ARGUMENT);
+    CHECK_OK(dev, (clg_device_clear_error(dev), clg_fill_(clg_expand(clg_ones(dev, CLG_F32, CLG_SHAPE(1, 3)), CLG_SHAPE(1, 3)), 2.0)));
     /* an empty list has no device to carry the error: the thread's last error does */
     CHECK_MSG(clg_concat(0, NULL, 0) == NULL && clg_last_status() == CLG_ERR_INVALID_ARGUMENT &&
                   strstr(clg_last_error(), "clg_concat"), "%s", clg_last_error());

@@ -129,7 +129,8 @@ CLG_API clg_tensor *clg_clone(clg_tensor *t);
 
 /* ---- in place: for updates outside autograd (no-grad regions, optimizers) ------------ */
 /* These refuse (NULL result / error status) a tensor that needs a gradient while grad
- * mode is on, as PyTorch refuses in-place ops on leaves that require grad. */
+ * mode is on, as PyTorch refuses in-place ops on leaves that require grad, and an
+ * expanded view (stride 0: one element in several places; clone it first). */
 CLG_API clg_status clg_copy_(clg_tensor *dst, const clg_tensor *src);      /* src broadcast to dst */
 CLG_API clg_status clg_fill_(clg_tensor *dst, double value);
 CLG_API clg_status clg_axpy_(clg_tensor *y, double alpha, const clg_tensor *x);  /* y += alpha * x */

@@ -71,6 +71,15 @@ clg_tensor *clg_cast(clg_tensor *t, clg_dtype dtype)
 
 static bool may_write(const char *op, const clg_tensor *t)
 {
+    /* An expanded view (stride 0) holds one element in several places: writing it would
+     * write that element more than once (a data race on a GPU), as PyTorch refuses. */
+    for (int d = 0; d < t->ndim; d++)
+        if (t->strides[d] == 0 && t->shape[d] > 1) {
+            clg__op_fail(t->dev, CLG_ERR_INVALID_ARGUMENT, op,
+                         "%s is an expanded view (stride 0 along axis %d): its elements share memory, so an "
+                         "in-place write would write one element several times; clone it first", CLG_DESC(t), d);
+            return false;
+        }
     if (!t->requires_grad || !clg_grad_enabled(t->dev)) return true;
     clg__op_fail(t->dev, CLG_ERR_INVALID_ARGUMENT, op,
                  "%s requires a gradient; update it inside clg_no_grad_begin/end", CLG_DESC(t));
