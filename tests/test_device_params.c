@@ -53,6 +53,10 @@ static void test_defaults(void)
     CHECK_MSG(p->col2im_planes == (p->vector_float > 1) && strstr(buf, p->col2im_planes ? "col2im = planes" : "col2im = gather"),
               "col2im %d with vector width %d: %s", p->col2im_planes, p->vector_float, buf);
     CHECK_MSG(clg_device_set_param(dev, "col2im", "gather") == CLG_OK && !p->col2im_planes, "set col2im");
+    CHECK_MSG(p->gemm_dot && strstr(buf, "gemm_dot = on"), "gemm_dot: %s", buf);
+    CHECK_MSG(clg_device_set_param(dev, "gemm_dot", "off") == CLG_OK && !p->gemm_dot, "set gemm_dot");
+    CHECK_MSG(clg_device_set_param(dev, "gemm_dot", "auto") == CLG_ERR_INVALID_ARGUMENT &&
+                  strstr(clg_device_error(dev), "gemm_dot = \"auto\""), "bad gemm_dot: %s", clg_device_error(dev));
     CHECK_MSG(clg_device_set_param(dev, "col2im", "rows") == CLG_ERR_INVALID_ARGUMENT &&
                   strstr(clg_device_error(dev), "col2im = \"rows\""), "bad col2im: %s", clg_device_error(dev));
     clg_device_close(dev);

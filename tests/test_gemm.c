@@ -27,6 +27,7 @@ typedef struct engine {
     clg_gemm_engine e;
     const clg_gemm_tiled_config *cfg;
     char name[96];
+    bool no_dot;   /* packed with the device parameter gemm_dot = off: A . B^T packed too */
 } engine;
 
 static unsigned rng_state = 12345;
@@ -424,6 +425,7 @@ int main(void)
     engine engines[32];
     int n = 0;
     engines[n++] = (engine){.e = CLG_GEMM_PACKED, .name = "packed"};
+    engines[n++] = (engine){.e = CLG_GEMM_PACKED, .name = "packed, gemm_dot off", .no_dot = true};
     for (int i = 0; i < clg__gemm_tiled_count() && n < 30; i++) {
         const clg_gemm_tiled_config *cfg = clg__gemm_tiled_config(i);
         char d[64];
@@ -456,9 +458,11 @@ int main(void)
             CHECK_OK(dev, clg__gemm_tiled_kernel(dev, engines[i].cfg, CLG_GEMM_F64, &k));
             f64 = k != NULL;
         }
+        CHECK_OK(dev, clg_device_set_param(dev, "gemm_dot", engines[i].no_dot ? "off" : "on"));
         sweep(dev, &engines[i], CLG_GEMM_F32, mine);
         if (f64) sweep(dev, &engines[i], CLG_GEMM_F64, mine);
         edges(dev, &engines[i]);
+        CHECK_OK(dev, clg_device_set_param(dev, "gemm_dot", "on"));
         small_mode = keep;
         printf("  %-32s %s%s %.1f s\n", engines[i].name, mine ? "all cases" : "a third", f64 ? ", f32 and f64" : ", f32",
                clg__now() - t0);

@@ -229,6 +229,45 @@ static void autograd_bookkeeping(clg_device *dev)
     clg_tensor_free(w);
 }
 
+/* A tensor the backward reads, written in place between the forward and the backward:
+ * the gradient would silently use the new values (4 instead of 2 here). clg_backward
+ * refuses, naming the op and the tensor, as PyTorch does. */
+static void inplace_after_forward(clg_device *dev)
+{
+    clg_tensor *w = clg_ones(dev, CLG_F32, CLG_SHAPE(3));
+    CHECK_OK(dev, clg_tensor_set_requires_grad(w, true));
+    clg_scope_begin(dev);
+    clg_tensor *loss = clg_sum(clg_mul(w, w), 0, NULL, false);
+    clg_no_grad_begin(dev);
+    CHECK_OK(dev, clg_scale_(w, 2.0));
+    clg_no_grad_end(dev);
+    CHECK_MSG(clg_backward(loss, NULL) == CLG_ERR_INVALID_ARGUMENT &&
+                  strstr(clg_device_error(dev), "modified by an in-place operation") &&
+                  strstr(clg_device_error(dev), "mul") && strstr(clg_device_error(dev), "[3]"),
+              "%s", clg_device_error(dev));
+    CHECK(clg_tensor_grad(w) == NULL);   /* nothing accumulated */
+    clg_device_clear_error(dev);
+    /* an optimizer step in between is such a write too */
+    clg_tensor *loss2 = clg_sum(clg_mul_scalar(clg_exp(w), 1.0), 0, NULL, false);
+    CHECK_OK(dev, clg_backward(loss2, NULL));
+    clg_optimizer *opt = clg_sgd_new(1, &w, &(clg_sgd_options){.lr = 0.1});
+    clg_tensor *loss3 = clg_sum(clg_exp(w), 0, NULL, false);   /* exp's backward reads its output */
+    CHECK_OK(dev, clg_optimizer_step(opt));
+    CHECK_MSG(clg_backward(loss3, NULL) == CLG_ERR_INVALID_ARGUMENT &&
+                  strstr(clg_device_error(dev), "exp"), "%s", clg_device_error(dev));
+    clg_device_clear_error(dev);
+    /* the usual order (forward, backward, step) is untouched, and so are writes to
+     * tensors no recorded op read */
+    clg_tensor *other = clg_zeros(dev, CLG_F32, CLG_SHAPE(3));
+    clg_tensor *loss4 = clg_sum(clg_mul(w, w), 0, NULL, false);
+    CHECK_OK(dev, clg_fill_(other, 1.0));
+    CHECK_OK(dev, clg_backward(loss4, NULL));
+    CHECK_OK(dev, clg_optimizer_step(opt));
+    clg_optimizer_free(opt);
+    clg_scope_end(dev);
+    clg_tensor_free(w);
+}
+
 /* A training-like step 1,000 times (50 with CLG_TEST_SMALL): live tensors and pool
  * memory stay flat, and no op reads from the device (only the explicit item() at the
  * end of a step does). */
@@ -320,6 +359,7 @@ int main(void)
     clg_scope_end(dev);
     CHECK_MSG(clg_tensor_live_count(dev) == 0, "%lld tensors left", (long long)clg_tensor_live_count(dev));
     autograd_bookkeeping(dev);
+    inplace_after_forward(dev);
     CHECK_MSG(clg_tensor_live_count(dev) == 0, "%lld tensors left", (long long)clg_tensor_live_count(dev));
     no_leaks(dev);
     CHECK(clg_tensor_live_count(dev) == 0 && clg_device_pool_stats(dev).in_use_bytes == 0);

@@ -94,7 +94,12 @@ static clg_status propagate(clg_tensor *t)
     clg_tensor *small[CLG_NODE_INLINE] = {0};
     clg_tensor **gin = node->ninputs <= CLG_NODE_INLINE ? small : calloc((size_t)node->ninputs, sizeof *gin);
     if (!gin) return clg__fail(t->dev, CLG_ERR_OUT_OF_MEMORY, "clg_backward: out of host memory");
-    clg_status st = node->backward(node, g, gin);
+    clg_status st = clg__node_check_versions(node);
+    if (st != CLG_OK) {
+        if (gin != small) free(gin);
+        return st;
+    }
+    st = node->backward(node, g, gin);
     if (st != CLG_OK && t->dev->error[0] == 0)
         clg__fail(t->dev, st, "clg_backward: the backward of %s failed", clg__op_name(node->op));
     for (int i = 0; st == CLG_OK && i < node->ninputs; i++)

@@ -1,6 +1,7 @@
 /* node.c: tape nodes. Each tensor made by an op on the tape owns one node, which
  * holds references to the op's inputs (and anything else its backward needs), so
  * that the graph stays alive exactly as long as the tensors at its ends. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,9 +29,11 @@ clg_node *clg__record(clg_tensor *out, int op, clg_backward_fn backward, int n, 
 {
     clg_node *node = calloc(1, sizeof *node);
     clg_tensor **ins = n <= CLG_NODE_INLINE ? NULL : calloc((size_t)n, sizeof *ins);
-    if (!node || (n > CLG_NODE_INLINE && !ins)) {
+    uint64_t *vers = n <= CLG_NODE_INLINE ? NULL : calloc((size_t)n, sizeof *vers);
+    if (!node || (n > CLG_NODE_INLINE && (!ins || !vers))) {
         free(node);
         free(ins);
+        free(vers);
         clg__fail(out->dev, CLG_ERR_OUT_OF_MEMORY, "clg_%s: out of host memory for the tape", clg__op_name(op));
         return NULL;
     }
@@ -39,10 +42,13 @@ clg_node *clg__record(clg_tensor *out, int op, clg_backward_fn backward, int n, 
     node->out = out;
     node->ninputs = n;
     node->inputs = ins ? ins : node->inline_inputs;
+    node->in_versions = vers ? vers : node->inline_versions;
     for (int i = 0; i < n; i++) {
         node->inputs[i] = inputs[i];
+        node->in_versions[i] = inputs[i] ? inputs[i]->buf->version : 0;
         clg__tensor_retain(inputs[i]);
     }
+    node->out_version = out->buf->version;
     out->node = node;
     out->requires_grad = true;
     return node;
@@ -53,6 +59,39 @@ void clg__node_save(clg_node *node, int slot, clg_tensor *t)
     clg__tensor_retain(t);
     clg__tensor_release(node->saved[slot]);
     node->saved[slot] = t;
+    node->saved_versions[slot] = t ? t->buf->version : 0;
+}
+
+void clg__tensor_written(clg_tensor *t)
+{
+    if (t && t->buf) t->buf->version++;
+}
+
+static clg_status changed(const clg_node *node, const char *what, const clg_tensor *t, uint64_t then)
+{
+    return clg__fail(t->dev, CLG_ERR_INVALID_ARGUMENT,
+                     "clg_backward: %s %s, which the backward of %s reads, was modified by an in-place operation "
+                     "after %s ran (its storage is at version %llu, %s recorded %llu); make the change after "
+                     "clg_backward, or on a clone", what, CLG_DESC(t), clg__op_name(node->op), clg__op_name(node->op),
+                     (unsigned long long)t->buf->version, clg__op_name(node->op), (unsigned long long)then);
+}
+
+clg_status clg__node_check_versions(const clg_node *node)
+{
+    char what[32];
+    for (int i = 0; i < node->ninputs; i++) {
+        const clg_tensor *t = node->inputs[i];
+        if (t && t->buf->version != node->in_versions[i]) {
+            snprintf(what, sizeof what, "input %d", i);
+            return changed(node, what, t, node->in_versions[i]);
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        const clg_tensor *t = node->saved[i];
+        if (t && t->buf->version != node->saved_versions[i]) return changed(node, "a saved tensor", t, node->saved_versions[i]);
+    }
+    if (node->out->buf->version != node->out_version) return changed(node, "the output", node->out, node->out_version);
+    return CLG_OK;
 }
 
 void clg__node_free(clg_node *node)
@@ -61,6 +100,7 @@ void clg__node_free(clg_node *node)
     for (int i = 0; i < node->ninputs; i++) clg__tensor_release(node->inputs[i]);
     for (int i = 0; i < 3; i++) clg__tensor_release(node->saved[i]);
     if (node->inputs != node->inline_inputs) free(node->inputs);
+    if (node->in_versions != node->inline_versions) free(node->in_versions);
     free(node);
 }
 

@@ -44,6 +44,10 @@ typedef struct clg_buffer {
     size_t size;      /* bytes usable (the pool's rounded size) */
     int refs;         /* views sharing this buffer; freed to the pool at 0 */
     clg_device *dev;
+    /* Bumped by every in-place write through the API (copy_, fill_, axpy_, scale_, the
+     * optimizers, batch_norm's running statistics); the tape records it when an op
+     * keeps a tensor for its backward, and clg_backward refuses a changed one. */
+    uint64_t version;
 } clg_buffer;
 
 typedef struct clg_pool {
@@ -200,6 +204,10 @@ typedef struct clg_device_params {
      * but a few thousand long-running items), or one per input pixel gathering its taps
      * ("gather": the GPU shape). Both add the taps in the same order: the same bits. */
     bool col2im_planes;
+    /* The packed engine's A . B^T (A not transposed) with m or n at most 256: dot
+     * products along k read in place, one launch (gemm.cl's gemm_dot), rather than
+     * packing both operands (gemm_kernel.c). */
+    bool gemm_dot;
 } clg_device_params;
 
 const clg_device_params *clg__device_params(const clg_device *dev);

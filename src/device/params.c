@@ -58,6 +58,7 @@ static void defaults(clg_device *dev)
     p->group_reduce = min_size(wide_items ? 16 : 256, p->max_group);
     p->binary_cache = !driver_caches_kernels(dev);
     p->col2im_planes = wide_items;
+    p->gemm_dot = true;
 }
 
 /* ---- overrides ------------------------------------------------------------------------ */
@@ -95,6 +96,13 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
                               origin, value);
         return CLG_OK;
     }
+    if (!strcmp(key, "gemm_dot")) {
+        if (!strcmp(value, "on") || !strcmp(value, "1")) p->gemm_dot = true;
+        else if (!strcmp(value, "off") || !strcmp(value, "0")) p->gemm_dot = false;
+        else return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "device parameters (%s): gemm_dot = \"%s\": want on or off",
+                              origin, value);
+        return CLG_OK;
+    }
     if (!strcmp(key, "col2im")) {
         if (!strcmp(value, "planes")) p->col2im_planes = true;
         else if (!strcmp(value, "gather")) p->col2im_planes = false;
@@ -123,7 +131,7 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
     }
     return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
                      "device parameters (%s): unknown key \"%s\" (known: gemm, group_1d, group_1d_min, group_reduce, "
-                     "local_mem, max_group, binary_cache, col2im)", origin, key);
+                     "local_mem, max_group, binary_cache, col2im, gemm_dot)", origin, key);
 }
 
 static char *trim(char *s)
@@ -181,11 +189,11 @@ void clg__params_format(const clg_device_params *p, char *buf, size_t len)
 {
     snprintf(buf, len,
              "gemm = %s\ngroup_1d = %zu\ngroup_1d_min = %zu\ngroup_reduce = %zu\nvector_float = %d\n"
-             "max_group = %zu\nmax_item = %zu %zu %zu\nlocal_mem = %llu%s\nbinary_cache = %s\ncol2im = %s\n",
+             "max_group = %zu\nmax_item = %zu %zu %zu\nlocal_mem = %llu%s\nbinary_cache = %s\ncol2im = %s\ngemm_dot = %s\n",
              p->gemm, p->group_1d, p->group_1d_min, p->group_reduce, p->vector_float, p->max_group, p->max_item[0],
              p->max_item[1], p->max_item[2], (unsigned long long)p->local_mem,
              p->local_is_global ? " (emulated in global memory)" : "", p->binary_cache ? "on" : "off",
-             p->col2im_planes ? "planes" : "gather");
+             p->col2im_planes ? "planes" : "gather", p->gemm_dot ? "on" : "off");
 }
 
 clg_status clg_device_set_param(clg_device *dev, const char *key, const char *value)

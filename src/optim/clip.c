@@ -73,6 +73,7 @@ static clg_status clip(clg_device *dev, clg_dtype dtype, int n, clg_tensor *cons
         if (!g) continue;
         clg_arg args[] = {CLG_ARG_I(g->numel), MEM(g), MEM(scale)};
         st = launch(dev, dtype, "scale_by", args, 5, (size_t)g->numel);
+        if (st == CLG_OK) clg__tensor_written(g);
     }
     return st;
 }

@@ -147,6 +147,7 @@ clg_status clg_optimizer_step(clg_optimizer *opt)
         pp->steps++;
         clg_status st = clg__optim_update(opt, pp, pp->p->grad);
         if (st != CLG_OK) return st;
+        clg__tensor_written(pp->p);   /* a tape that read the parameter is stale now */
     }
     return CLG_OK;
 }

@@ -97,7 +97,9 @@ clg_status clg_copy_(clg_tensor *dst, const clg_tensor *src)
         clg__op_fail(dst->dev, CLG_ERR_SHAPE, "copy_", "%s does not broadcast to %s", CLG_DESC(src), CLG_DESC(dst));
         return dst->dev->status;
     }
-    return copy_into(dst, src);
+    clg_status st = copy_into(dst, src);
+    if (st == CLG_OK) clg__tensor_written(dst);
+    return st;
 }
 
 clg_status clg_fill_(clg_tensor *dst, double value)
@@ -107,7 +109,9 @@ clg_status clg_fill_(clg_tensor *dst, double value)
     clg_iter it;
     clg__iter_init(&it, 1, &dst);
     clg_arg v = clg__arg_scalar(dst->dtype, value);
-    return clg__iter_launch(dst->dev, &it, "copy", clg__dtype_options(dst->dtype), "fill", &v, 1);
+    clg_status st = clg__iter_launch(dst->dev, &it, "copy", clg__dtype_options(dst->dtype), "fill", &v, 1);
+    if (st == CLG_OK) clg__tensor_written(dst);
+    return st;
 }
 
 clg_status clg_axpy_(clg_tensor *y, double alpha, const clg_tensor *x)
@@ -125,7 +129,9 @@ clg_status clg_axpy_(clg_tensor *y, double alpha, const clg_tensor *x)
     clg_iter it;
     clg__iter_init(&it, 3, (clg_tensor *const[]){y, y, (clg_tensor *)x});
     clg_arg s[2] = {clg__arg_scalar(y->dtype, alpha), clg__arg_scalar(y->dtype, 0)};
-    return clg__iter_launch(y->dev, &it, "binary", clg__dtype_options(y->dtype), "axpy", s, 2);
+    clg_status st = clg__iter_launch(y->dev, &it, "binary", clg__dtype_options(y->dtype), "axpy", s, 2);
+    if (st == CLG_OK) clg__tensor_written(y);
+    return st;
 }
 
 clg_status clg_scale_(clg_tensor *y, double alpha)
@@ -135,5 +141,7 @@ clg_status clg_scale_(clg_tensor *y, double alpha)
     clg_iter it;
     clg__iter_init(&it, 2, (clg_tensor *const[]){y, y});
     clg_arg s[2] = {clg__arg_scalar(y->dtype, alpha), clg__arg_scalar(y->dtype, 0)};
-    return clg__iter_launch(y->dev, &it, "scalar", clg__dtype_options(y->dtype), "mul_scalar", s, 2);
+    clg_status st = clg__iter_launch(y->dev, &it, "scalar", clg__dtype_options(y->dtype), "mul_scalar", s, 2);
+    if (st == CLG_OK) clg__tensor_written(y);
+    return st;
 }

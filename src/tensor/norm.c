@@ -236,6 +236,10 @@ clg_tensor *clg_batch_norm(clg_tensor *x, clg_tensor *running_mean, clg_tensor *
     if (st == CLG_OK && !training) st = bn_eval(xc, y, stats, running_mean, running_var, weight, bias, eps);
     else if (st == CLG_OK && x->numel)
         st = bn_train(xc, y, stats, running_mean, running_var, weight, bias, momentum, eps);
+    if (st == CLG_OK && training && running_mean) {   /* updated in place */
+        clg__tensor_written(running_mean);
+        clg__tensor_written(running_var);
+    }
     clg_node *node = NULL;
     if (st == CLG_OK)
         y = clg__taped(y, CLG_OP_batch_norm, batch_norm_bw, 3, (clg_tensor *const[]){x, weight, bias}, &node);

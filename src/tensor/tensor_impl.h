@@ -156,6 +156,9 @@ struct clg_node {
     clg_tensor *saved[3];         /* more references the backward needs (masks, ...) */
     double f[4];                  /* op parameters */
     int64_t i[2 * CLG_MAX_DIMS];
+    /* The storage versions of the inputs, saved tensors and output when recorded: the
+     * backward reads them, so an in-place write since then would make it wrong. */
+    uint64_t *in_versions, inline_versions[CLG_NODE_INLINE], saved_versions[3], out_version;
 };
 
 /* True when grad mode is on and one of the n inputs requires a gradient. */
@@ -166,6 +169,11 @@ bool clg__needs_grad(clg_device *dev, int n, clg_tensor *const *inputs);
 clg_node *clg__record(clg_tensor *out, int op, clg_backward_fn backward, int n, clg_tensor *const *inputs);
 /* Keep another tensor for the backward (retained until the node goes). */
 void clg__node_save(clg_node *node, int slot, clg_tensor *t);
+/* t's storage was written in place (its version counter moves on). */
+void clg__tensor_written(clg_tensor *t);
+/* CLG_OK, or the error (recorded) when a tensor the node's backward reads was written in
+ * place after the op ran (PyTorch's "modified by an inplace operation"). */
+clg_status clg__node_check_versions(const clg_node *node);
 void clg__node_free(clg_node *node);
 /* Finish an op: when inputs need a gradient, record y as made by op; returns y, or
  * NULL (y freed) when recording failed. y NULL passes through. node_out may be NULL. */
