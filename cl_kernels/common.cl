@@ -186,3 +186,14 @@ inline T clg_group_max(T v, __local T *s)
     barrier(CLK_LOCAL_MEM_FENCE);
     return r;
 }
+
+// A value out of range, found by a kernel (src/device/errflag.c): the first work-item
+// to find one records {code, value, bound} in the device's error word; the next read
+// to the host turns it into an error naming the op. Later finds keep the first.
+inline void clg_report(__global int *err, int code, int value, int bound)
+{
+    if (atomic_cmpxchg((volatile __global int *)err, 0, code) == 0) {
+        err[1] = value;
+        err[2] = bound;
+    }
+}

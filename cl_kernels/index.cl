@@ -4,7 +4,8 @@
 // Outputs are contiguous, so an output element's coordinates come from unravelling
 // its flat index; inputs, gradients and index tensors may have any strides. An index
 // outside [0, size) reads nothing: the forward writes CLG_BAD there (NaN, or 0 for
-// int32) and the backward gives that position no gradient.
+// int32), reports it in the device's error word (err, code: common.cl's clg_report),
+// so that the next read to the host fails, and the backward gives it no gradient.
 
 #ifdef CLG_I32
 #define CLG_BAD 0
@@ -22,7 +23,7 @@ inline int clg_at(int8 v, int d)
 // y[c] = a[c with c[axis] = idx[c[axis]]]; y has a's shape with k along axis.
 __kernel void index_select(int n, int nd, int8 yshape, int axis, __global T *y, int oy,
                            __global const T *a, int oa, int8 sa, int na,
-                           __global const int *idx, int oi, int si)
+                           __global const int *idx, int oi, int si, __global int *err, int code)
 {
     int i = get_global_id(0);
     if (i >= n) return;
@@ -30,6 +31,7 @@ __kernel void index_select(int n, int nd, int8 yshape, int axis, __global T *y, 
     int j = idx[oi + c.c[axis] * si];
     if (j < 0 || j >= na) {
         y[oy + i] = CLG_BAD;
+        clg_report(err, code, j, na);
         return;
     }
     c.c[axis] = j;
@@ -60,7 +62,7 @@ __kernel void index_select_bw(int n, int nd, int8 ashape, int axis, __global T *
 // torch.gather: y[c] = a[c with c[axis] = index[c]]; y has index's shape.
 __kernel void gather(int n, int nd, int8 yshape, int axis, __global T *y, int oy,
                      __global const T *a, int oa, int8 sa, int na,
-                     __global const int *idx, int oi, int8 si)
+                     __global const int *idx, int oi, int8 si, __global int *err, int code)
 {
     int i = get_global_id(0);
     if (i >= n) return;
@@ -68,6 +70,7 @@ __kernel void gather(int n, int nd, int8 yshape, int axis, __global T *y, int oy
     int j = idx[oi + clg_offset(c, nd, si)];
     if (j < 0 || j >= na) {
         y[oy + i] = CLG_BAD;
+        clg_report(err, code, j, na);
         return;
     }
     c.c[axis] = j;

@@ -45,16 +45,17 @@ CLG_ELEMENTWISE3(bce_grad_targets, -s1 * w * x)
 // Row i of the log-probabilities lp [N, C] (strides s0, s1 from offset olp), label y_i:
 //   loss_i = -(1 - eps) lp[i, y_i] - (eps / C) sum_c lp[i, c]
 // eps = 0 is nll_loss, and then the other classes are not read (a NaN elsewhere in the
-// row does not reach the loss, as in PyTorch). A label outside [0, C) cannot be
-// reported without reading labels back to the host: its row's loss (and gradient) is
-// NaN, so a bad label cannot go unnoticed, and nothing outside lp is read.
+// row does not reach the loss, as in PyTorch). A label outside [0, C) gives its row a
+// NaN loss (and gradient), reads nothing outside lp, and is reported in the device's
+// error word (clg_report), so that the loss's readout fails with it.
 __kernel void nll_fwd(int N, int C, __global const T *lp, int olp, int s0, int s1, __global const int *lab, int olab,
-                      int slab, const T eps, __global T *loss)
+                      int slab, const T eps, __global T *loss, __global int *err, int code)
 {
     int i = get_global_id(0);
     int y = lab[olab + i * slab];
     if (y < 0 || y >= C) {
         loss[i] = NAN;
+        clg_report(err, code, y, C);
         return;
     }
     __global const T *row = lp + olp + i * s0;

@@ -115,10 +115,11 @@ __kernel void var_bwd(int R, int nk, int8 kshape, int nr, int8 rshape,
 // Row i: loss = (max - x[label]) + log(sum exp(x - max)), which keeps full precision
 // for logits of any magnitude (no lse - x[label] cancellation). stats[2i] = max and
 // stats[2i + 1] = log(sum) are kept for the backward. A label outside [0, C) makes the
-// row's loss and stats NaN: the host cannot check labels without a device read.
+// row's loss and stats NaN and is reported in the device's error word (clg_report),
+// so that the loss's readout fails with it.
 __kernel void ce_fwd(int C, __global const T *x, int ox, int sn, int sc,
                      __global const int *lab, int ol, int sl,
-                     __global T *loss, int olo, __global T *stats, __local T *s)
+                     __global T *loss, int olo, __global T *stats, __local T *s, __global int *err, int code)
 {
     int row = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
     __global const T *xr = x + ox + row * sn;
@@ -131,6 +132,7 @@ __kernel void ce_fwd(int C, __global const T *x, int ox, int sn, int sc,
     if (l != 0) return;
     int label = lab[ol + row * sl];
     bool ok = label >= 0 && label < C;
+    if (!ok) clg_report(err, code, label, C);
     T nan = (T)NAN;
     loss[olo + row] = ok ? (m - xr[label * sc]) + lsum : nan;
     stats[2 * row] = ok ? m : nan;

@@ -78,6 +78,34 @@ static void ref_index_select(int nd, const int64_t *shape, int ax, const double 
 }
 
 /* idx NULL: k random indices (with repeats) into the axis. */
+/* Whether any of the n indices falls outside [0, bound). */
+static bool any_out(const double *idx, int64_t n, int64_t bound)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (idx[i] < 0 || idx[i] >= (double)bound) return true;
+    return false;
+}
+
+/* Out-of-range indices: made on the host, the op refuses them at once (y_host NULL);
+ * made on the device (a cast), the op runs, and the first read of its result fails,
+ * naming the op; the error is reported once, and the result holds NaN (0 for int32)
+ * there. Returns the device-made result for the caller to compare. */
+static clg_tensor *out_of_range(clg_device *dev, const char *w, const char *op, clg_tensor *y_host, clg_tensor *y_dev)
+{
+    char fn[64];
+    snprintf(fn, sizeof fn, "clg_%s", op);
+    CHECK_MSG(!y_host && strstr(clg_device_error(dev), fn) && strstr(clg_device_error(dev), "out of range"),
+              "%s: host-made indices: %s", w, clg_device_error(dev));
+    clg_device_clear_error(dev);
+    CHECK_MSG(y_dev != NULL, "%s: device-made indices: %s", w, clg_device_error(dev));
+    double *r = optest_read(y_dev);
+    CHECK_MSG(!r && strstr(clg_device_error(dev), fn) && strstr(clg_device_error(dev), "found on the device"),
+              "%s: the read after device-made indices: %s", w, clg_device_error(dev));
+    free(r);
+    clg_device_clear_error(dev);
+    return y_dev;
+}
+
 static void check_index_select(clg_device *dev, const char *name, int nd, const int64_t *shape, int axis, int64_t k,
                                const double *idx_given)
 {
@@ -94,8 +122,12 @@ static void check_index_select(clg_device *dev, const char *name, int nd, const 
             what(w, sizeof w, "index_select", name, dtypes[di], l);
             clg_tensor *ta = optest_tensor(dev, dtypes[di], nd, shape, a, (optest_layout)l);
             /* indices strided too, every other layout */
-            clg_tensor *ti = optest_tensor(dev, CLG_I32, CLG_SHAPE(k), idx, l == 1 ? OPTEST_SLICED : OPTEST_CONTIGUOUS);
+            optest_layout il = l == 1 ? OPTEST_SLICED : OPTEST_CONTIGUOUS;
+            clg_tensor *ti = optest_tensor(dev, CLG_I32, CLG_SHAPE(k), idx, il);
             clg_tensor *y = clg_index_select(ta, axis, ti);
+            if (any_out(idx, k, shape[ax]))
+                y = out_of_range(dev, w, "index_select", y,
+                                 clg_index_select(ta, axis, clg_cast(optest_tensor(dev, CLG_F32, CLG_SHAPE(k), idx, il), CLG_I32)));
             CHECK_MSG(y != NULL, "%s: %s", w, clg_device_error(dev));
             ref_index_select(nd, shape, ax, a, k, idx, dtypes[di], want);
             if (y) {
@@ -126,7 +158,8 @@ static void test_index_select(clg_device *dev)
     check_index_select(dev, "[7,33] k 0", CLG_SHAPE(7, 33), 0, 0, NULL);
     check_index_select(dev, "[0,5] axis 0 k 0", CLG_SHAPE(0, 5), 0, 0, NULL);
     check_index_select(dev, "[7,0] axis 0", CLG_SHAPE(7, 0), 0, 4, (const double[]){6, 0, 6, 1});
-    /* out of range, both ends: NaN (0 for int32) rows, and nothing read or written outside */
+    /* out of range, both ends: refused when made on the host; made on the device, NaN (0
+     * for int32) rows, an error at the next read, and nothing read or written outside */
     check_index_select(dev, "[7,33] out of range", CLG_SHAPE(7, 33), 0, 5,
                        (const double[]){-1, 7, 2, 1000000, -2147483647.0});
     check_index_select(dev, "[0,3] out of range", CLG_SHAPE(0, 3), 0, 2, (const double[]){0, -1});
@@ -165,8 +198,12 @@ static void check_gather(clg_device *dev, const char *name, int nd, const int64_
             char w[256];
             what(w, sizeof w, "gather", name, dtypes[di], l);
             clg_tensor *ta = optest_tensor(dev, dtypes[di], nd, shape, a, (optest_layout)l);
-            clg_tensor *ti = optest_tensor(dev, CLG_I32, nd, ishape, idx, (optest_layout)((l + 1) % OPTEST_LAYOUT_COUNT));
+            optest_layout il = (optest_layout)((l + 1) % OPTEST_LAYOUT_COUNT);
+            clg_tensor *ti = optest_tensor(dev, CLG_I32, nd, ishape, idx, il);
             clg_tensor *y = clg_gather(ta, axis, ti);
+            if (any_out(idx, ni, shape[ax]))
+                y = out_of_range(dev, w, "gather", y,
+                                 clg_gather(ta, axis, clg_cast(optest_tensor(dev, CLG_F32, nd, ishape, idx, il), CLG_I32)));
             CHECK_MSG(y != NULL, "%s: %s", w, clg_device_error(dev));
             ref_gather(nd, shape, ax, a, ishape, idx, dtypes[di], want);
             if (y) {
@@ -373,15 +410,25 @@ static void test_backward_edges(clg_device *dev)
     clg_scope_begin(dev);
     clg_tensor *a = clg_ones(dev, CLG_F32, CLG_SHAPE(4, 2));
     CHECK_OK(dev, clg_tensor_set_requires_grad(a, true));
-    /* index_select: rows 3 (twice) and 0 count, -1 and 4 give NaN rows and no gradient */
-    clg_tensor *idx = clg_tensor_from_host(dev, CLG_I32, CLG_SHAPE(5), (const int32_t[]){3, -1, 0, 4, 3});
-    clg_tensor *gi = clg_tensor_from_host(dev, CLG_I32, CLG_SHAPE(4, 2), (const int32_t[]){1, 0, 0, 2, 2, 1, 0, 5});
+    /* index_select: rows 3 (twice) and 0 count, -1 and 4 give NaN rows and no gradient.
+     * The indices are made on the device (a cast), which the host cannot check: the ops
+     * run, and the first read after them fails, naming the op (host-made ones are
+     * refused at once: check_index_select). */
+    clg_tensor *idx = clg_cast(clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(5), (const float[]){3, -1, 0, 4, 3}), CLG_I32);
+    clg_tensor *gi = clg_cast(clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(4, 2), (const float[]){1, 0, 0, 2, 2, 1, 0, 5}),
+                              CLG_I32);
+    double v;
     clg_device_transfers_reset(dev);
     clg_tensor *y = clg_index_select(a, 0, idx);
     CHECK_OK(dev, clg_backward(clg_sum(y, 0, NULL, false), NULL));
     /* no reads to the host inside the ops or their backward passes */
     CHECK_MSG(clg_device_transfers(dev).d2h_count == 0, "index_select read %llu times",
               (unsigned long long)clg_device_transfers(dev).d2h_count);
+    CHECK_MSG(clg_tensor_item(clg_sum(y, 0, NULL, false), &v) == CLG_ERR_INVALID_ARGUMENT &&
+                  strstr(clg_device_error(dev), "clg_index_select: index ") &&
+                  strstr(clg_device_error(dev), "out of range [0, 4)"), "%s",
+              clg_device_error(dev));
+    clg_device_clear_error(dev);
     optest_close("index_select out-of-range grad", clg_tensor_grad(a), (const double[]){1, 1, 0, 0, 0, 0, 2, 2}, 8, 0,
                  0);
     optest_close("index_select out-of-range rows", y, (const double[]){1, 1, NAN, NAN, 1, 1, NAN, NAN, 1, 1}, 10, 0,
@@ -392,6 +439,9 @@ static void test_backward_edges(clg_device *dev)
     y = clg_gather(a, 1, gi);
     CHECK_OK(dev, clg_backward(clg_sum(y, 0, NULL, false), NULL));
     CHECK(clg_device_transfers(dev).d2h_count == 0);
+    CHECK_MSG(clg_tensor_item(clg_sum(y, 0, NULL, false), &v) == CLG_ERR_INVALID_ARGUMENT &&
+                  strstr(clg_device_error(dev), "clg_gather: index"), "%s", clg_device_error(dev));
+    clg_device_clear_error(dev);
     optest_close("gather out-of-range grad", clg_tensor_grad(a), (const double[]){1, 1, 1, 0, 0, 1, 1, 0}, 8, 0, 0);
     optest_close("gather out-of-range values", y, (const double[]){1, 1, 1, NAN, NAN, 1, 1, NAN}, 8, 0, 0);
     /* concat, stack, split: no reads either */

@@ -499,7 +499,17 @@ static void nan_propagation(clg_device *dev)
     free(nl);
     CHECK(clg_tensor_item(clg_nll_loss(t, lb, CLG_REDUCE_SUM), &w) == CLG_OK && w == -(2 + 4 + 6 + 8));
     CHECK(clg_tensor_item(clg_cross_entropy_smooth(t, lb, CLG_REDUCE_SUM, 0.1), &w) == CLG_OK && isnan(w));
-    nl = optest_read(clg_nll_loss(t, lc, CLG_REDUCE_NONE));
+    /* a label out of range: refused at once when it came from the host; from the device
+     * (a cast), its row is NaN and the first read fails, naming the op */
+    CHECK_MSG(!clg_nll_loss(t, lc, CLG_REDUCE_NONE) && strstr(clg_device_error(dev), "clg_nll_loss: label 2") &&
+                  strstr(clg_device_error(dev), "out of range [0, 2)"), "%s", clg_device_error(dev));
+    clg_device_clear_error(dev);
+    clg_tensor *ld = clg_cast(clg_tensor_from_host(dev, CLG_F32, SH(4), (float[]){0, 2, 0, 0}), CLG_I32);
+    clg_tensor *nd = clg_nll_loss(t, ld, CLG_REDUCE_NONE);
+    CHECK_MSG(!optest_read(nd) && strstr(clg_device_error(dev), "clg_nll_loss: label 2 out of range [0, 2) (found on the device"),
+              "%s", clg_device_error(dev));
+    clg_device_clear_error(dev);
+    nl = optest_read(nd);
     CHECK(nl && isnan(nl[1]) && nl[0] == -1);
     free(nl);
     clg_scope_end(dev);

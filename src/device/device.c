@@ -144,6 +144,7 @@ void clg_device_close(clg_device *dev)
     for (int i = 0; i < CLG_SLOT_COUNT; i++)
         if (dev->slots[i].free) dev->slots[i].free(dev, dev->slots[i].data);
     clg__profile_free(dev);
+    clg__kernel_errors_free(dev);
     clg__programs_free(dev);
     clg__pool_free_all(dev);
     if (dev->queue) clReleaseCommandQueue(dev->queue);

@@ -48,6 +48,10 @@ typedef struct clg_buffer {
      * optimizers, batch_norm's running statistics); the tape records it when an op
      * keeps a tensor for its backward, and clg_backward refuses a changed one. */
     uint64_t version;
+    /* For int32 contents written from the host (clg_tensor_from_host): their least and
+     * greatest value, so that index ops check indices on the host, at once. Valid while
+     * `known` and version == range_version (any in-place write ends it). */
+    struct { bool known; int32_t lo, hi; uint64_t version; } range;
 } clg_buffer;
 
 typedef struct clg_pool {
@@ -223,6 +227,27 @@ void clg__params_format(const clg_device_params *p, char *buf, size_t len);
 
 /* State that a layer above keeps per device (tensors, GEMM choices), made lazily by
  * that layer and freed at close, in slot order, before the pool and programs go. */
+/* Errors that kernels find in values made on the device (an index out of range), which
+ * the host cannot check without reading them (errflag.c): a word of 4 ints on the
+ * device, {code, value, bound, 0}, set by the first work-item that finds one (atomic
+ * compare-and-swap), read beside the next host read (clg__read), which then fails
+ * with the op's name, the value and the bound, and clears it. No extra wait: the word
+ * is read on the same in-order queue just before the data. */
+#define CLG_KERNEL_ERROR_OPS 32
+typedef struct clg_kernel_errors {
+    clg_buffer *word;                        /* NULL until a kernel that reports runs */
+    const char *ops[CLG_KERNEL_ERROR_OPS];   /* code k names ops[k - 1] */
+    int nops;
+    cl_int host[4];                          /* where the read lands */
+    char what[CLG_KERNEL_ERROR_OPS][48];     /* what the value is: "index", "label" */
+} clg_kernel_errors;
+/* The word's buffer and the code under which a kernel reports for `op` (value: what
+ * the checked value is, "index" or "label"); NULL with the error recorded on failure. */
+clg_buffer *clg__kernel_error_word(clg_device *dev, const char *op, const char *value, int *code);
+/* After a blocking read: CLG_OK, or the error a kernel reported (the word cleared). */
+clg_status clg__kernel_error_check(clg_device *dev);
+void clg__kernel_errors_free(clg_device *dev);
+
 typedef enum clg_slot_id { CLG_SLOT_TENSOR, CLG_SLOT_GEMM, CLG_SLOT_COUNT } clg_slot_id;
 typedef struct clg_slot {
     void *data;
@@ -250,6 +275,7 @@ struct clg_device {
     char kernel_dir[1024];   /* CLG_KERNEL_DIR, "" for the embedded sources */
     clg_profiler prof;
     clg_slot slots[CLG_SLOT_COUNT];
+    clg_kernel_errors kerr;
 };
 
 #endif

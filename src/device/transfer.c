@@ -29,12 +29,18 @@ clg_status clg__read(clg_device *dev, const clg_buffer *src, size_t off, void *d
     if (bytes == 0) return CLG_OK;
     clg_status st = check_range(dev, src, off, bytes, "clg_read");
     if (st) return st;
+    /* The kernels' error word, read on the way (errflag.c): queued first, so it has
+     * landed when the blocking read returns. Not counted as a transfer. */
+    if (dev->kerr.word)
+        CLG_CL_TRY(dev, clEnqueueReadBuffer(dev->queue, dev->kerr.word->mem, CL_FALSE, 0, sizeof dev->kerr.host,
+                                            dev->kerr.host, 0, NULL, NULL),
+                   "clEnqueueReadBuffer", "kernel error word");
     CLG_CL_TRY(dev, clEnqueueReadBuffer(dev->queue, src->mem, CL_TRUE, off, bytes, dst, 0, NULL, NULL),
                "clEnqueueReadBuffer", "device to host");
     dev->transfers.d2h_bytes += bytes;
     dev->transfers.d2h_count++;
     clg__profile_collect(dev); /* the in-order queue has drained up to here */
-    return CLG_OK;
+    return clg__kernel_error_check(dev);
 }
 
 clg_status clg__copy(clg_device *dev, const clg_buffer *src, size_t src_off, clg_buffer *dst,

@@ -25,7 +25,39 @@ clg_tensor *clg_tensor_from_host(clg_device *dev, clg_dtype dtype, int ndim, con
         clg_tensor_free(t);
         return NULL;
     }
+    if (dtype == CLG_I32 && t->numel) {   /* indices: their range, for checks on the host */
+        const int32_t *v = data;
+        int32_t lo = v[0], hi = v[0];
+        for (int64_t i = 1; i < t->numel; i++) {
+            lo = v[i] < lo ? v[i] : lo;
+            hi = v[i] > hi ? v[i] : hi;
+        }
+        t->buf->range.known = true;
+        t->buf->range.lo = lo;
+        t->buf->range.hi = hi;
+        t->buf->range.version = t->buf->version;
+    }
     return t;
+}
+
+bool clg__index_in_range(const char *op, const char *what, const clg_tensor *idx, int64_t bound, const clg_tensor *of)
+{
+    const clg_buffer *b = idx->buf;
+    if (!idx->numel || !b->range.known || b->range.version != b->version) return true;   /* the device checks */
+    if (b->range.lo >= 0 && b->range.hi < bound) return true;
+    /* The range is the buffer's; a view may hold only part of it: look at its values. */
+    int32_t *v = malloc((size_t)idx->numel * sizeof *v);
+    if (!v) return true;
+    clg_status st = clg_tensor_to_host(idx, v, (size_t)idx->numel * sizeof *v);
+    int64_t bad = -1;
+    for (int64_t i = 0; st == CLG_OK && i < idx->numel && bad < 0; i++)
+        if (v[i] < 0 || v[i] >= bound) bad = i;
+    int32_t value = bad >= 0 ? v[bad] : 0;
+    free(v);
+    if (st != CLG_OK || bad < 0) return st == CLG_OK;
+    clg__op_fail(idx->dev, CLG_ERR_INVALID_ARGUMENT, op, "%s %d (element %lld of %s) out of range [0, %lld) for %s",
+                 what, (int)value, (long long)bad, CLG_DESC(idx), (long long)bound, CLG_DESC(of));
+    return false;
 }
 
 clg_tensor *clg_full(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape, double value)

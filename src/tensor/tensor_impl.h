@@ -167,6 +167,11 @@ bool clg__needs_grad(clg_device *dev, int n, clg_tensor *const *inputs);
  * Returns the node (for its parameters), or NULL with the error recorded when host
  * memory ran out (the caller frees out and fails). */
 clg_node *clg__record(clg_tensor *out, int op, clg_backward_fn backward, int n, clg_tensor *const *inputs);
+/* Index or label values of idx against [0, bound), checked on the host when they came
+ * from it (clg_tensor_from_host, unchanged since): false, with an error naming op, the
+ * value, its position and `of`, when one is out. Values made on the device pass here;
+ * the kernels report those (clg_report). */
+bool clg__index_in_range(const char *op, const char *what, const clg_tensor *idx, int64_t bound, const clg_tensor *of);
 /* Keep another tensor for the backward (retained until the node goes). */
 void clg__node_save(clg_node *node, int slot, clg_tensor *t);
 /* t's storage was written in place (its version counter moves on). */

@@ -87,7 +87,7 @@ clg_tensor *optest_tensor(clg_device *dev, clg_dtype dtype, int ndim, const int6
     /* the sliced layout needs 2n + rows, rows counted apart: n is 0 for [7, 0] */
     int64_t rows = 1;
     for (int d = 0; d + 1 < ndim; d++) rows *= shape[d];
-    double *store = calloc((size_t)(3 * n + rows + 2), sizeof *store);
+    double *store = calloc((size_t)(3 * n + rows + 5), sizeof *store);   /* + 3: the offset layout's sentinels */
     int64_t sshape[CLG_MAX_DIMS];
     for (int d = 0; d < ndim; d++) sshape[d] = shape[d];
     if (layout == OPTEST_PERMUTED) {
