@@ -17,8 +17,11 @@ echo "== the suite on Mesa rusticl (llvmpipe)"
 echo "== every kernel under Oclgrind"
 (cd build && ctest --output-on-failure -j2 -L oclgrind)
 if [ "${1:-}" = "--sanitize" ]; then
-  # The sanitizers check clgrad's host code, on POCL alone: Mesa's OpenCL libraries keep
-  # allocations for the life of the process from frames LeakSanitizer cannot name.
+  # The sanitizers check clgrad's host code, on POCL alone (time). tests/lsan.supp also
+  # covers Mesa's rusticl: to run them there, add RUSTICL_ENABLE=swrast CLG_DEVICE=llvmpipe,
+  # OCL_ICD_VENDORS=/etc/OpenCL/vendors/rusticl.icd and fast_unwind_on_malloc=0 to
+  # ASAN_OPTIONS and LSAN_OPTIONS (code that llvmpipe compiles calls realloc, and only the
+  # slow unwinder finds the library frames beneath it).
   export OCL_ICD_VENDORS=/etc/OpenCL/vendors/pocl.icd
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
   export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0

@@ -22,6 +22,18 @@ export PKG_CONFIG_PATH=$libdir/pkgconfig
 "$cc" -o "$work/pc-consumer" "$src/tests/consumer/main.c" $(pkg-config --cflags --libs clgrad)
 LD_LIBRARY_PATH=$libdir "$work/pc-consumer"
 readelf -d "$libdir/libclgrad.so.0" | grep -q 'SONAME.*libclgrad.so.0'
+# The installed command runs from its prefix without LD_LIBRARY_PATH (RUNPATH $ORIGIN/../lib).
+if [ -e "$stage/bin/clgrad" ]; then   # built unless CLGRAD_BUILD_TOOLS=OFF
+    readelf -d "$stage/bin/clgrad" | grep -q 'RUNPATH.*\$ORIGIN/\.\./' || { echo "clgrad has no RUNPATH \$ORIGIN/../lib"; exit 1; }
+    env -u LD_LIBRARY_PATH "$stage/bin/clgrad" --help >/dev/null || { echo "installed clgrad does not run"; exit 1; }
+fi
+# Against the build tree: its -uninstalled.pc names directories that exist.
+for d in $(PKG_CONFIG_PATH=$build pkg-config --cflags-only-I clgrad | sed 's/-I//g') \
+         $(PKG_CONFIG_PATH=$build pkg-config --libs-only-L clgrad | sed 's/-L//g'); do
+    test -d "$d" || { echo "the build tree's pkg-config names $d, which does not exist"; exit 1; }
+done
+"$cc" -o "$work/pc-build-consumer" "$src/tests/consumer/main.c" $(PKG_CONFIG_PATH=$build pkg-config --cflags --libs clgrad)
+LD_LIBRARY_PATH=$build/src "$work/pc-build-consumer"
 # Only clg_ names are exported.
 bad=$(nm -D --defined-only "$libdir/libclgrad.so.0" | awk '{print $3}' | grep -v '^clg_' | grep -v '^_' || true)
 test -z "$bad" || { echo "non-clg_ symbols exported: $bad"; exit 1; }
