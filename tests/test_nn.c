@@ -96,6 +96,13 @@ static void custom_and_errors(clg_device *dev)
     clg_module_free(m);
     CHECK(clg_module_new(dev, &(clg_module_i){.type = "x"}, NULL) == NULL);
     CHECK(clg_nn_linear(dev, 0, 3, true) == NULL && strstr(clg_device_error(dev), "clg_nn_linear"));
+    /* too large for the device: the allocation's own message reaches the caller (it was
+     * "clg_module_add_param(weight): no tensor") */
+    clg_device_clear_error(dev);
+    CHECK_MSG(clg_nn_linear(dev, 1 << 20, 1 << 20, true) == NULL && strstr(clg_device_error(dev), "weight") &&
+                  strstr(clg_device_error(dev), "bytes") && !strstr(clg_device_error(dev), "no tensor"),
+              "%s", clg_device_error(dev));
+    clg_device_clear_error(dev);
     CHECK(clg_sequential_new(dev, 2, (clg_module *[]){clg_nn_relu(dev), NULL}) == NULL);
     CHECK(clg_module_forward(NULL, NULL) == NULL);
     /* Embedding rows by index, any index shape */

@@ -85,6 +85,13 @@ static bool taken(const clg_module *m, const char *name)
 static clg_status add_entry(clg_module *m, clg_entries *e, const char *name, clg_tensor *t, const char *what)
 {
     if (!m) return CLG_ERR_INVALID_ARGUMENT;
+    if (!t && m->dev->status != CLG_OK && m->dev->error[0]) {
+        /* The tensor failed to be made (too large, say): pass on why, not just that. */
+        char why[CLG_ERROR_MAX];
+        memcpy(why, m->dev->error, sizeof why);
+        return clg__fail(m->dev, m->dev->status, "clg_module_add_%s(%s): the tensor could not be made: %.7000s", what,
+                         name, why);
+    }
     if (!t) return clg__fail(m->dev, CLG_ERR_INVALID_ARGUMENT, "clg_module_add_%s(%s): no tensor", what, name);
     if (!name_ok(m, name, what)) return m->dev->status;
     if (taken(m, name)) return clg__fail(m->dev, CLG_ERR_INVALID_ARGUMENT, "clg_module_add_%s: \"%s\" exists", what, name);
