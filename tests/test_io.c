@@ -490,6 +490,10 @@ static void test_bad_metadata(clg_device *dev)
         {"train.step", "abc", "\"train.step\" is \"abc\", not an integer"},
         {"train.step", "-1", "not an integer >= 0"},
         {"train.epoch", "1.5", "\"train.epoch\""},
+        /* counters near INT64_MAX resumed into signed overflow (and Adam into NaN) */
+        {"train.step", "9223372036854775806", "\"train.step\" = 9223372036854775806: a counter must lie in [0, 2^53]"},
+        {"optim.steps", "9007199254740993", "\"optim.steps\" = 9007199254740993: a counter"},
+        {"train.batch", "9223372036854775807", "\"train.batch\""},
         {"rng.seed", "-3", "\"rng.seed\" is \"-3\", not an unsigned"},
         {"rng.offset", "99999999999999999999999", "\"rng.offset\""},
         {"optim.lr", "nan", "\"optim.lr\""},

@@ -67,6 +67,11 @@ static int report(train_run *r, int epoch, double rate, double lr, double *test_
         (r->test && cli_evaluate(r->net, r->m, r->test, &tloss, test_acc, NULL) != CLG_OK))
         return cli_fail("train", "%s", clg_device_error(r->dev));
     int epochs = clg_model_get_train(r->m)->epochs;
+    /* A diverged run is a failure, not a result: stop before its checkpoint and metrics
+     * row are written (the last epoch's checkpoint stays as it was). */
+    if (!isfinite(loss))
+        return cli_fail("train", "the training loss became %s in epoch %d (by step %lld); stopped without saving "
+                        "(try a lower learning rate)", isnan(loss) ? "NaN" : "infinite", epoch, (long long)r->step);
     printf("epoch %d/%d: train loss %.4f acc %.2f%%", epoch, epochs, loss, 100 * acc);
     if (r->test) printf(" | test loss %.4f acc %.2f%%", tloss, 100 * *test_acc);
     printf(" | %.0f img/s | lr %.4g\n", rate, lr);

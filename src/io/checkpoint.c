@@ -173,12 +173,13 @@ static void plan_optimizer(const clg_optimizer *opt, const char *const *pnames, 
         }
         const clg_tensor *param = opt->params[i].p;
         bool fits = slot == CLG_OPTIM_MAX_STATE
-                        ? ft->dtype == CLG_ST_I64 && ft->ndim == 0 && read_i64(ft) >= 0
+                        ? ft->dtype == CLG_ST_I64 && ft->ndim == 0 && read_i64(ft) >= 0 &&
+                              read_i64(ft) <= CLG_COUNTER_MAX
                         : clg__st_matches(ft, param->dtype, param->ndim, param->shape) &&
                               ft->dtype == clg_st_dtype_of(param->dtype);
         if (!fits)
             problem(p, "mismatched: %s: file %s, expected %s", ft->name, clg__st_desc(ft, a, sizeof a),
-                    slot == CLG_OPTIM_MAX_STATE ? "[] I64 >= 0" : CLG_DESC(param));
+                    slot == CLG_OPTIM_MAX_STATE ? "[] I64 in [0, 2^53]" : CLG_DESC(param));
         else
             plan->src[i][slot] = ft;
     }

@@ -8,6 +8,10 @@
 #define CLG_META_VERSION "clgrad.checkpoint"
 #define CLG_META_NUM 32
 #define CLG_TRAIN_META_MAX 16
+/* The largest step, epoch and batch counter a checkpoint may hold: 2^53, exact in a
+ * double and 2^10 times short of overflowing the counters that keep counting on resume
+ * (a file with INT64_MAX resumed into signed overflow, and Adam trained to NaN). */
+#define CLG_COUNTER_MAX (INT64_C(1) << 53)
 
 /* Storage for the numbers of a train state as text. */
 typedef struct clg__meta_text {

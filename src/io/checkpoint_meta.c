@@ -116,6 +116,14 @@ clg_status clg__train_state_read(const clg_safetensors *st, clg_train_state *s, 
               get_text(st, "optim.name", s->optimizer, sizeof s->optimizer, e) &&
               get_i64(st, "optim.steps", &s->optimizer_steps, e) && get_f64(st, "optim.lr", &s->lr, e);
     if (!ok) return CLG_ERR_FORMAT;
+    const struct { const char *key; int64_t v; } counters[] = {
+        {"train.step", s->step}, {"train.epoch", s->epoch}, {"train.batch", s->batch},
+        {"optim.steps", s->optimizer_steps},
+    };
+    for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
+        if (counters[i].v < 0 || counters[i].v > CLG_COUNTER_MAX)
+            return clg__io_fail(e, CLG_ERR_FORMAT, "checkpoint metadata \"%s\" = %lld: a counter must lie in [0, 2^53]",
+                                counters[i].key, (long long)counters[i].v);
     if (s->lr_schedule[0]) {
         clg_lr_schedule sched;
         char why[256];

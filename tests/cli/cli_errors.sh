@@ -39,6 +39,15 @@ bad t7 "broken.json:1:" train broken.json --data "$T/data"
 bad t8 "no data: give --data" train m.json
 bad t9 "/nonexistent: no such file" train m.json --data /nonexistent
 bad t10 "$NODEV" train m.json --data "$T/data" --device $NODEV
+# a run whose loss diverges to NaN (no ReLU to stop the growth at lr 100) fails, unsaved
+cat >nan.json <<'JSON'
+{"input": [1, 28, 28],
+ "layers": ["flatten", {"type": "linear", "out": 32}, {"type": "linear", "out": 10}],
+ "optimizer": {"type": "sgd", "lr": 100, "momentum": 0.9},
+ "train": {"epochs": 3, "batch": 32}}
+JSON
+bad t11 "the training loss became NaN in epoch 1" train nan.json --data "$T/data" --steps 16 --out nan.ckpt
+[ ! -e nan.ckpt ] || fail "t11: a diverged run wrote its checkpoint"
 bad t11 "truncated.ckpt" train m.json --data "$T/data" --resume truncated.ckpt
 bad t12 "text.ckpt" train m.json --data "$T/data" --init text.ckpt
 bad t13 "--freeze: no layer \"nope\" (layers: 0, 1, 2, 3, head)" train m.json --data "$T/data" --freeze nope
