@@ -44,8 +44,37 @@ static int freeze(train_run *r, const char *list)
     return 0;
 }
 
+/* Exact resume needs the batch size, seed and learning rate the checkpoint was trained
+ * with: a change would quietly make "exact" a lie, so it is refused, naming it. */
+static int same_settings(train_run *r, const char *path)
+{
+    char err[1024], *desc = NULL;
+    clg_model *was = NULL;
+    if (clg_checkpoint_info(path, NULL, &desc, err, sizeof err) != CLG_OK) return cli_fail("train", "%s", err);
+    if (!desc) return 0;   /* a checkpoint without its model: nothing to compare */
+    clg_status st = clg_model_parse(desc, strlen(desc), path, &was, err, sizeof err);
+    free(desc);
+    if (st != CLG_OK) return cli_fail("train", "%s", err);
+    const clg_model_train *a = clg_model_get_train(was), *b = clg_model_get_train(r->m);
+    double lra = clg_model_get_optim(was)->lr, lrb = clg_model_get_optim(r->m)->lr;
+    int rc = 0;
+    if (a->batch != b->batch)
+        rc = cli_fail("train", "--resume %s: trained with batch %lld, this run has %lld; an exact resume needs the same "
+                      "(drop --batch, or start afresh with --init)", path, (long long)a->batch, (long long)b->batch);
+    else if (a->seed != b->seed)
+        rc = cli_fail("train", "--resume %s: trained with seed %llu, this run has %llu; an exact resume needs the same "
+                      "(drop --seed, or start afresh with --init)", path, (unsigned long long)a->seed,
+                      (unsigned long long)b->seed);
+    else if (lra != lrb)
+        rc = cli_fail("train", "--resume %s: trained with lr %g, this run has %g; an exact resume needs the same "
+                      "(drop --lr, or start afresh with --init)", path, lra, lrb);
+    clg_model_free(was);
+    return rc;
+}
+
 static int resume(train_run *r, const char *path)
 {
+    if (same_settings(r, path)) return 1;
     clg_train_state ts;
     if (clg_checkpoint_load(r->net, r->opt, path, &ts, NULL) != CLG_OK)
         return cli_fail("train", "%s", clg_device_error(r->dev));

@@ -48,6 +48,10 @@ cat >nan.json <<'JSON'
 JSON
 bad t11 "the training loss became NaN in epoch 1" train nan.json --data "$T/data" --steps 16 --out nan.ckpt
 [ ! -e nan.ckpt ] || fail "t11: a diverged run wrote its checkpoint"
+# an exact resume with another batch size, seed or learning rate is refused
+bad t12 "trained with batch" train m.json --data "$T/data" --steps 1 --resume good.ckpt --batch 7 --out r.ckpt
+bad t13 "trained with seed" train m.json --data "$T/data" --steps 1 --resume good.ckpt --seed 99 --out r.ckpt
+bad t14 "trained with lr 0.003, this run has 0.5" train m.json --data "$T/data" --steps 1 --resume good.ckpt --lr 0.5 --out r.ckpt
 bad t11 "truncated.ckpt" train m.json --data "$T/data" --resume truncated.ckpt
 bad t12 "text.ckpt" train m.json --data "$T/data" --init text.ckpt
 bad t13 "--freeze: no layer \"nope\" (layers: 0, 1, 2, 3, head)" train m.json --data "$T/data" --freeze nope
