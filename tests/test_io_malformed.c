@@ -3,6 +3,8 @@
  * the valid oddities (unsorted header, empty tensors, no metadata, null metadata) must
  * be accepted. Needs no device: the reader is host code. */
 #include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "check.h"
@@ -230,6 +232,29 @@ static void check_files(void)
     free(b);
     free(path);
     free(missing);
+    /* Not regular files: a device grew the buffer without end and a FIFO blocked the open
+     * for ever; both are refused at once (a blocked open would hang this test), by every
+     * reader of files: safetensors, model files, IDX, NumPy, CSV. */
+    char *fifo = io_path(dir, "fifo");
+    CHECK(mkfifo(fifo, 0600) == 0);
+    const char *specials[] = {"/dev/urandom", "/dev/zero", fifo};
+    for (int i = 0; i < 3; i++) {
+        const char *p = specials[i];
+        clg_host_array a = {0}, y = {0};
+        clg_model *m = NULL;
+        CHECK_MSG(clg_safetensors_open(p, &st, err, sizeof err) == CLG_ERR_IO && strstr(err, "not a regular file"),
+                  "%s: %s", p, err);
+        CHECK_MSG(clg_model_read(p, &m, err, sizeof err) == CLG_ERR_IO && strstr(err, "not a regular file"), "%s: %s",
+                  p, err);
+        CHECK_MSG(clg_idx_read(p, &a, err, sizeof err) == CLG_ERR_IO && strstr(err, "not a regular file"), "%s: %s", p,
+                  err);
+        CHECK_MSG(clg_npy_read(p, &a, err, sizeof err) == CLG_ERR_IO && strstr(err, "not a regular file"), "%s: %s", p,
+                  err);
+        CHECK_MSG(clg_csv_read(p, NULL, &a, &y, err, sizeof err) == CLG_ERR_IO && strstr(err, "not a regular file"),
+                  "%s: %s", p, err);
+    }
+    unlink(fifo);
+    free(fifo);
     io_rmdir(dir);
 }
 

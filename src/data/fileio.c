@@ -1,9 +1,14 @@
 /* fileio.c: reading whole files, inflating gzip, and the readers' error messages. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <libdeflate.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "data_impl.h"
@@ -25,21 +30,35 @@ clg_status clg__read_file(const char *path, unsigned char **data, size_t *len, c
     *data = NULL;
     *len = 0;
     if (!path) return clg__data_fail(err, errlen, CLG_ERR_INVALID_ARGUMENT, "(null)", "no file name given");
-    FILE *f = fopen(path, "rb");
-    if (!f) return clg__data_fail(err, errlen, CLG_ERR_IO, path, "cannot open: %s", strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    unsigned char *buf = malloc(cap + 1);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap) break;
-        unsigned char *nb = cap < (SIZE_MAX - 1) / 2 ? realloc(buf, 2 * cap + 1) : NULL;
-        if (!nb) { free(buf); buf = NULL; break; }
-        buf = nb;
-        cap *= 2;
+    /* Regular files only, read to the size they had when opened: /dev/urandom grew the
+     * buffer without end, and a FIFO blocked the open itself (hence O_NONBLOCK, which
+     * does nothing to a regular file). */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return clg__data_fail(err, errlen, CLG_ERR_IO, path, "cannot open: %s", strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        bool dir = S_ISDIR(sb.st_mode);
+        close(fd);
+        return clg__data_fail(err, errlen, CLG_ERR_IO, path, "%s", dir ? "is a directory" : "not a regular file");
     }
-    int failed = ferror(f);
-    fclose(f);
-    if (!buf) return clg__data_fail(err, errlen, CLG_ERR_OUT_OF_MEMORY, path, "out of memory reading the file");
+    size_t cap = (size_t)sb.st_size, n = 0;
+    unsigned char *buf = (uint64_t)sb.st_size < SIZE_MAX ? malloc(cap + 1) : NULL;
+    if (!buf) {
+        close(fd);
+        return clg__data_fail(err, errlen, CLG_ERR_OUT_OF_MEMORY, path, "out of memory for its %lld bytes",
+                              (long long)sb.st_size);
+    }
+    bool failed = false;
+    while (n < cap) {
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            failed = r < 0;
+            break;
+        }
+        n += (size_t)r;
+    }
+    close(fd);
     if (failed) {
         free(buf);
         return clg__data_fail(err, errlen, CLG_ERR_IO, path, "read error");

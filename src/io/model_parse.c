@@ -2,9 +2,13 @@
  * refused), then its sections in the order they depend on each other: the input
  * shape, the layers (each inferred from the one before), the class names (one per
  * output), then loss, optimizer, training and data settings. */
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "model_impl.h"
 
@@ -162,9 +166,15 @@ clg_status clg_model_read(const char *path, clg_model **out, char *err, size_t e
 {
     if (out) *out = NULL;
     if (!path || !out) return CLG_ERR_INVALID_ARGUMENT;
-    FILE *f = fopen(path, "rb");
+    /* A regular file: a FIFO would block the open (hence O_NONBLOCK), a device read on. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat sb;
+    bool regular = fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
+    FILE *f = regular ? fdopen(fd, "rb") : NULL;
     if (!f) {
-        if (err && errlen) snprintf(err, errlen, "%s: cannot open the model file", path);
+        if (fd >= 0) close(fd);
+        if (err && errlen)
+            snprintf(err, errlen, "%s: %s", path, fd >= 0 && !regular ? "not a regular file" : "cannot open the model file");
         return CLG_ERR_IO;
     }
     enum { CAP = 1 << 20 };

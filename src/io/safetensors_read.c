@@ -369,7 +369,7 @@ clg_status clg_safetensors_open(const char *path, clg_safetensors **out, char *e
     if (out) *out = NULL;
     parse_ctx c = {path ? path : "(null)", err, errlen, 0};
     if (!path || !out) return fail_status(&c, CLG_ERR_INVALID_ARGUMENT, "no path or no output handle");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);   /* a FIFO must not block the open */
     if (fd < 0) return fail_status(&c, CLG_ERR_IO, "cannot open: %s", strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0) {
