@@ -80,6 +80,15 @@ static void idx(void)
         CHECK_MSG(st == CLG_ERR_FORMAT && strstr(err, "tgz.gz") && (strstr(err, "gzip") || cut + 8 >= gzlen),
                   "gzip cut at %zu of %zu: %s", cut, gzlen, err);
     }
+    /* A gzip bomb: the header promises 30 bytes, the stream inflates to 32 MB more. It is
+     * refused one byte past the promise (it inflated to the end, up to 4 GiB, first). */
+    size_t big = (size_t)32 << 20;
+    unsigned char *bomb = calloc(n + big, 1);
+    memcpy(bomb, b, n);
+    write_gz(path("bomb.gz"), bomb, n + big);
+    free(bomb);
+    CHECK_MSG(clg_idx_read(path("bomb.gz"), &a, err, sizeof err) == CLG_ERR_FORMAT && strstr(err, "bomb.gz") &&
+                  strstr(err, "inflates past 47 bytes"), "%s", err);
     /* Corrupt deflate data and a corrupt CRC. */
     gz[12] ^= 0x55;
     write_bytes(path("bad.gz"), gz, gzlen);

@@ -17,8 +17,14 @@ clg_status clg__data_fail(char *err, size_t errlen, clg_status status, const cha
 
 /* The whole file in a malloc'd buffer (*len bytes; a NUL follows, not counted). */
 clg_status clg__read_file(const char *path, unsigned char **data, size_t *len, char *err, size_t errlen);
-/* Like clg__read_file, and inflated when it is gzip (1f 8b). */
-clg_status clg__read_file_gz(const char *path, unsigned char **data, size_t *len, char *err, size_t errlen);
+/* Like clg__read_file, and inflated when it is gzip (1f 8b). promised (may be NULL):
+ * the size the format's header promises, from the first CLG_GZ_HEAD inflated bytes (n
+ * of them; 0: cannot tell); inflating stops one byte past it, so a small compressed
+ * file that claims little cannot inflate to gigabytes first. */
+#define CLG_GZ_HEAD 64
+typedef size_t (*clg__gz_promise)(const unsigned char *head, size_t n);
+clg_status clg__read_file_gz(const char *path, clg__gz_promise promised, unsigned char **data, size_t *len, char *err,
+                             size_t errlen);
 /* Inflate one gzip member from memory, producing at most max_out bytes. */
 clg_status clg__gunzip(const unsigned char *in, size_t inlen, const char *name, size_t max_out,
                        unsigned char **out, size_t *outlen, char *err, size_t errlen);

@@ -174,13 +174,39 @@ clg_status clg__gunzip(const unsigned char *in, size_t inlen, const char *name, 
     return CLG_OK;
 }
 
-clg_status clg__read_file_gz(const char *path, unsigned char **data, size_t *len, char *err, size_t errlen)
+/* The first up to `want` inflated bytes of a gzip stream into head; how many (0 on
+ * damage: the full inflate reports it). */
+static size_t gunzip_head(const unsigned char *in, size_t inlen, unsigned char *head, size_t want)
+{
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) return 0;
+    zs.next_in = (unsigned char *)(uintptr_t)in;
+    zs.avail_in = (uInt)(inlen > (1u << 30) ? (1u << 30) : inlen);
+    zs.next_out = head;
+    zs.avail_out = (uInt)want;
+    int zr = Z_OK;
+    while (zs.avail_out && (zr == Z_OK) && zs.avail_in) zr = inflate(&zs, Z_NO_FLUSH);
+    size_t got = want - zs.avail_out;
+    inflateEnd(&zs);
+    return zr == Z_OK || zr == Z_STREAM_END || zr == Z_BUF_ERROR ? got : 0;
+}
+
+clg_status clg__read_file_gz(const char *path, clg__gz_promise promised, unsigned char **data, size_t *len, char *err,
+                             size_t errlen)
 {
     clg_status st = clg__read_file(path, data, len, err, errlen);
     if (st || *len < 2 || (*data)[0] != 0x1f || (*data)[1] != 0x8b) return st;
     unsigned char *raw = *data;
     size_t rawlen = *len;
-    st = clg__gunzip(raw, rawlen, path, CLG_GUNZIP_MAX, data, len, err, errlen);
+    size_t max_out = CLG_GUNZIP_MAX;
+    if (promised) {
+        unsigned char head[CLG_GZ_HEAD];
+        size_t n = gunzip_head(raw, rawlen, head, sizeof head), want = n ? promised(head, n) : 0;
+        /* One byte past the promise: more is then an error of its own ("inflates past"). */
+        if (want && want < CLG_GUNZIP_MAX) max_out = want + 1;
+    }
+    st = clg__gunzip(raw, rawlen, path, max_out, data, len, err, errlen);
     free(raw);
     return st;
 }

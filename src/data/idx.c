@@ -83,13 +83,28 @@ clg_status clg__idx_parse(const unsigned char *buf, size_t len, const char *name
     return CLG_OK;
 }
 
+/* The file size an IDX header promises (header and elements), 0 when the header is not
+ * one: then the parse says why, after inflating at most CLG_GUNZIP_MAX. */
+static size_t idx_promised(const unsigned char *h, size_t n)
+{
+    clg_elem_type type;
+    if (n < 4 || h[0] || h[1] || !idx_type(h[2], &type) || h[3] < 1 || h[3] > CLG_MAX_DIMS) return 0;
+    int ndim = h[3];
+    size_t pre = 4 + 4 * (size_t)ndim;
+    if (n < pre) return 0;
+    int64_t shape[CLG_MAX_DIMS];
+    for (int i = 0; i < ndim; i++) shape[i] = be32(h + 4 + 4 * i);
+    int64_t bytes = clg__checked_bytes(ndim, shape, clg_elem_size(type));
+    return bytes < 0 ? 0 : pre + (size_t)bytes;
+}
+
 clg_status clg_idx_read(const char *path, clg_host_array *out, char *err, size_t errlen)
 {
     if (!out) return clg__data_fail(err, errlen, CLG_ERR_INVALID_ARGUMENT, path, "no output array");
     memset(out, 0, sizeof *out);
     unsigned char *buf;
     size_t len;
-    clg_status st = clg__read_file_gz(path, &buf, &len, err, errlen);
+    clg_status st = clg__read_file_gz(path, idx_promised, &buf, &len, err, errlen);
     if (st) return st;
     st = clg__idx_parse(buf, len, path, out, err, errlen);
     free(buf);
