@@ -206,6 +206,29 @@ static void check_valid_oddities(void)
 }
 
 /* The same rules through a file: a missing file, a directory, a truncated copy. */
+/* A header of 300,000 empty tensors (18 MB, well under the 100 MB header limit) is
+ * refused by its tensor count before any JSON is parsed: 1.5 M of them cost 19 s and
+ * 2.25 GB. Time bounded by the test's own timeout. */
+static void check_many_tensors(void)
+{
+    const int n = CLG_SAFETENSORS_MAX_TENSORS + 40000;
+    size_t cap = (size_t)n * 64 + 16, hl = 0;
+    char *h = malloc(cap);
+    h[hl++] = '{';
+    for (int i = 0; i < n; i++)
+        hl += (size_t)snprintf(h + hl, cap - hl, "%s\"t%d\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}",
+                               i ? "," : "", i);
+    h[hl++] = '}';
+    size_t len;
+    unsigned char *b = io_st_bytes(LEN, h, hl, NULL, 0, &len);
+    char err[512] = "";
+    clg_safetensors *st = NULL;
+    CHECK_MSG(clg_safetensors_parse(b, len, "many.safetensors", &st, err, sizeof err) == CLG_ERR_FORMAT && !st &&
+                  strstr(err, "more than 262144 tensors"), "%s", err);
+    free(b);
+    free(h);
+}
+
 static void check_files(void)
 {
     char *dir = io_tmpdir("malformed");
@@ -266,5 +289,6 @@ int main(void)
     check_short_and_binary();
     check_valid_oddities();
     check_files();
+    check_many_tensors();
     return check_report("test_io_malformed");
 }

@@ -338,6 +338,16 @@ clg_status clg__st_parse(unsigned char *buf, size_t len, bool owned, const char 
             status = FAIL(&c, "the header does not start with '{'");
     }
     if (!status) {
+        /* Bound the parse before it starts: every tensor is a JSON object, opened by a '{'
+         * that no escape can hide, so counting the braces in the raw text (a linear scan)
+         * bounds the count of tensors (the header's own brace is one more). */
+        size_t entries = 0;
+        const unsigned char *p = buf + 8, *end = p + hlen;
+        while ((p = memchr(p, '{', (size_t)(end - p))) != NULL && ++entries <= CLG_SAFETENSORS_MAX_TENSORS + 1) p++;
+        if (entries > CLG_SAFETENSORS_MAX_TENSORS + 1)
+            status = FAIL(&c, "more than %d tensors in the header: over the limit", CLG_SAFETENSORS_MAX_TENSORS);
+    }
+    if (!status) {
         c.data_len = len - 8 - (size_t)hlen;
         json_error_t jerr;
         json_t *root = json_loadb((const char *)buf + 8, (size_t)hlen, JSON_REJECT_DUPLICATES, &jerr);
