@@ -170,6 +170,21 @@ int main(int argc, char **argv)
     /* the test proved something only if kills landed in saves, and saves completed */
     CHECK_MSG(interrupted > 0, "no kill landed during a save");
     CHECK_MSG(last > 0, "no save of the saver ever completed");
+    /* The next save removes what killed saves left (temporaries of a process that is
+     * gone), not a live writer's. */
+    pid_t gone = fork();
+    if (gone == 0) _exit(0);
+    waitpid(gone, NULL, 0);
+    char stale[4200], live[4200];
+    snprintf(stale, sizeof stale, "%s.tmp.%ld.deadbeef0", path, (long)gone);
+    snprintf(live, sizeof live, "%s.tmp.%ld.cafe0", path, (long)getppid());   /* a process that is alive */
+    io_write_file(stale, "x", 1);
+    io_write_file(live, "x", 1);
+    CHECK_OK(dev, save_generation(dev, &r, last + 1, path));
+    struct stat sb;
+    CHECK_MSG(stat(stale, &sb) != 0, "a dead writer's temporary %s was left", stale);
+    CHECK_MSG(stat(live, &sb) == 0, "a live writer's temporary %s was removed", live);
+    unlink(live);
     clg_optimizer_free(r.opt);
     clg_module_free(r.model);
     free(path);

@@ -106,7 +106,12 @@ int train_epochs(train_run *r)
     int epochs = clg_model_get_train(r->m)->epochs;
     int first = (int)clg_loader_get_position(r->train).epoch;
     double test_acc = NAN;
-    if (first >= epochs) printf("the checkpoint is at epoch %d of %d: nothing to train\n", first, epochs);
+    if (first >= epochs) {
+        printf("the checkpoint is at epoch %d of %d: nothing to train\n", first, epochs);
+        /* --out is still written (the same state), so that the line below is true */
+        int rc = r->out ? save(r) : 0;
+        if (rc) return rc;
+    }
     for (int e = first; e < epochs; e++) {
         int rc = one_epoch(r, e, &test_acc);
         if (rc) return rc;

@@ -68,7 +68,9 @@ typedef struct clg_metrics_row {
     double images_per_sec, lr;
 } clg_metrics_row;
 /* Append a row to a CSV file, writing the header first when the file is new or empty:
- * epoch,step,train_loss,train_acc,test_loss,test_acc,images_per_sec,lr */
+ * epoch,step,train_loss,train_acc,test_loss,test_acc,images_per_sec,lr
+ * Rows already there for the row's epoch or later are dropped first: a run resumed
+ * from a checkpoint older than its last row redoes those epochs, once each. */
 CLG_API clg_status clg_metrics_append(const char *path, const clg_metrics_row *row, char *err, size_t errlen);
 
 #ifdef __cplusplus

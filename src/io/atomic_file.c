@@ -3,8 +3,11 @@
  * (rename is atomic only within one file system), fsync it (else the rename can reach
  * the disk before the data), rename it over the target, fsync the directory (else the
  * rename itself can be lost on power failure). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -27,10 +30,43 @@ static char *temp_name(const char *path, unsigned attempt)
     return tmp;
 }
 
+/* Temporaries of earlier saves of `path` whose process is gone (killed before its
+ * rename) are removed: "<path>.tmp.<pid>.<...>" with no process <pid>. Another live
+ * writer's are left alone. Best effort: a failure here fails nothing. */
+static void remove_stale(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    size_t dlen = slash ? (size_t)(slash - path) : 0;
+    char *dir = malloc(dlen + 2), prefix[1100];
+    if (!dir) return;
+    if (slash) memcpy(dir, path, dlen ? dlen : 1), dir[dlen ? dlen : 1] = 0;
+    else strcpy(dir, ".");
+    int pl = snprintf(prefix, sizeof prefix, "%s.tmp.", base);
+    DIR *d = pl > 0 && (size_t)pl < sizeof prefix ? opendir(dir) : NULL;
+    for (struct dirent *ent; d && (ent = readdir(d)) != NULL;) {
+        if (strncmp(ent->d_name, prefix, (size_t)pl)) continue;
+        char *end;
+        long pid = strtol(ent->d_name + pl, &end, 10);
+        if (end == ent->d_name + pl || *end != '.' || pid <= 0 || pid == (long)getpid()) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;   /* alive, or not ours to judge */
+        size_t n = strlen(dir) + strlen(ent->d_name) + 2;
+        char *stale = malloc(n);
+        if (stale) {
+            snprintf(stale, n, "%s/%s", dir, ent->d_name);
+            unlink(stale);
+            free(stale);
+        }
+    }
+    if (d) closedir(d);
+    free(dir);
+}
+
 clg_status clg__atomic_open(clg__atomic_file *af, const char *path, const clg__io_err *e)
 {
     memset(af, 0, sizeof *af);
     af->path = path;
+    remove_stale(path);
     for (unsigned attempt = 0; attempt < 16; attempt++) {
         af->tmp = temp_name(path, attempt);
         if (!af->tmp) return clg__io_fail(e, CLG_ERR_OUT_OF_MEMORY, "out of host memory");

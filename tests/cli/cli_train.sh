@@ -15,6 +15,15 @@ has a "test accuracy:"
 ok b train m.json $D --epochs 1 --out b.ckpt
 ok c train m.json $D --resume b.ckpt --out c.ckpt
 has c "resumed from b.ckpt: epoch 2, batch 0, step 4"
+# resuming a finished run trains nothing, and still writes --out
+ok f1 train m.json $D --resume c.ckpt --out f1.ckpt
+has f1 "nothing to train"
+[ -s f1.ckpt ] || fail "f1: said checkpoint: f1.ckpt without writing it"
+# a row whose epoch's checkpoint never landed (killed in between) is redone once, not twice
+ok g1 train m.json $D --epochs 1 --out g.ckpt --metrics g.csv
+tail -n 1 g.csv | sed 's/^1,/2,/' >>g.csv   # epoch 2's row, written before a kill
+ok g2 train m.json $D --epochs 2 --resume g.ckpt --out g2.ckpt --metrics g.csv
+[ "$(cut -d, -f1 g.csv | tr '\n' ' ')" = "epoch 1 2 " ] || fail "g.csv: want one row per epoch: $(cat g.csv)"
 "$PY" "$HERE/st_compare.py" a.ckpt c.ckpt same || fail "the resumed run differs from the straight one"
 # control: another seed gives other weights, so the comparison can tell
 ok d train m.json $D --seed 6 --out d.ckpt
