@@ -63,6 +63,18 @@ static void defaults(clg_device *dev)
 
 /* ---- overrides ------------------------------------------------------------------------ */
 
+/* One of two words (yes: true, no: false; "on"/"off" also take 1/0). */
+static clg_status parse_choice(clg_device *dev, const char *key, const char *v, const char *origin, const char *yes,
+                               const char *no, bool *out)
+{
+    bool onoff = !strcmp(yes, "on");
+    if (!strcmp(v, yes) || (onoff && !strcmp(v, "1"))) *out = true;
+    else if (!strcmp(v, no) || (onoff && !strcmp(v, "0"))) *out = false;
+    else return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "device parameters (%s): %s = \"%s\": want %s or %s", origin,
+                          key, v, yes, no);
+    return CLG_OK;
+}
+
 static clg_status parse_size(clg_device *dev, const char *key, const char *v, const char *origin, size_t lo,
                              size_t hi, size_t *out)
 {
@@ -89,27 +101,9 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
         return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
                          "device parameters (%s): gemm = \"%s\": want tune, packed, tiled or clblast", origin, value);
     }
-    if (!strcmp(key, "binary_cache")) {
-        if (!strcmp(value, "on") || !strcmp(value, "1")) p->binary_cache = true;
-        else if (!strcmp(value, "off") || !strcmp(value, "0")) p->binary_cache = false;
-        else return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "device parameters (%s): binary_cache = \"%s\": want on or off",
-                              origin, value);
-        return CLG_OK;
-    }
-    if (!strcmp(key, "gemm_dot")) {
-        if (!strcmp(value, "on") || !strcmp(value, "1")) p->gemm_dot = true;
-        else if (!strcmp(value, "off") || !strcmp(value, "0")) p->gemm_dot = false;
-        else return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "device parameters (%s): gemm_dot = \"%s\": want on or off",
-                              origin, value);
-        return CLG_OK;
-    }
-    if (!strcmp(key, "col2im")) {
-        if (!strcmp(value, "planes")) p->col2im_planes = true;
-        else if (!strcmp(value, "gather")) p->col2im_planes = false;
-        else return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "device parameters (%s): col2im = \"%s\": want planes or gather",
-                              origin, value);
-        return CLG_OK;
-    }
+    if (!strcmp(key, "binary_cache")) return parse_choice(dev, key, value, origin, "on", "off", &p->binary_cache);
+    if (!strcmp(key, "gemm_dot")) return parse_choice(dev, key, value, origin, "on", "off", &p->gemm_dot);
+    if (!strcmp(key, "col2im")) return parse_choice(dev, key, value, origin, "planes", "gather", &p->col2im_planes);
     /* Group sizes are capped by the device: a larger value would only fail at launch. */
     size_t cap = min_size(p->max_group, p->max_item[0]);
     if (!strcmp(key, "group_1d")) return parse_size(dev, key, value, origin, 1, cap, &p->group_1d);
