@@ -23,6 +23,24 @@ static bool idx_type(unsigned char code, clg_elem_type *t)
     }
 }
 
+/* The header of n bytes of IDX data, decoded: what is wrong with it, or IDX_OK with its
+ * element type, axes, shape and length (pre bytes). Shared by the parse and by the
+ * gzip reader's bound on how far to inflate. */
+typedef enum idx_head { IDX_OK, IDX_SHORT, IDX_MAGIC, IDX_TYPE, IDX_AXES, IDX_SHORT_HEADER } idx_head;
+static idx_head idx_header(const unsigned char *b, size_t n, clg_elem_type *type, int *ndim, int64_t *shape,
+                           size_t *pre)
+{
+    if (n < 4) return IDX_SHORT;
+    if (b[0] || b[1]) return IDX_MAGIC;
+    if (!idx_type(b[2], type)) return IDX_TYPE;
+    *ndim = b[3];
+    if (*ndim < 1 || *ndim > CLG_MAX_DIMS) return IDX_AXES;
+    *pre = 4 + 4 * (size_t)*ndim;
+    if (n < *pre) return IDX_SHORT_HEADER;
+    for (int i = 0; i < *ndim; i++) shape[i] = be32(b + 4 + 4 * i);
+    return IDX_OK;
+}
+
 /* "[3, 28, 28]": the dims for messages (the parsers stand alone, for the fuzz targets). */
 static void dims_str(int ndim, const int64_t *shape, char *buf, size_t cap)
 {
@@ -49,23 +67,25 @@ clg_status clg__idx_parse(const unsigned char *buf, size_t len, const char *name
                           size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    if (len < 4) return clg__data_fail(err, errlen, CLG_ERR_FORMAT, name, "truncated: %zu bytes, no IDX header", len);
     clg_elem_type type;
-    if (buf[0] || buf[1])
+    int ndim = 0;
+    int64_t shape[CLG_MAX_DIMS];
+    size_t pre = 0;
+    switch (idx_header(buf, len, &type, &ndim, shape, &pre)) {
+    case IDX_OK: break;
+    case IDX_SHORT: return clg__data_fail(err, errlen, CLG_ERR_FORMAT, name, "truncated: %zu bytes, no IDX header", len);
+    case IDX_MAGIC:
         return clg__data_fail(err, errlen, CLG_ERR_FORMAT, name,
                               "not an IDX file (magic %02x %02x %02x %02x; IDX starts with two zero bytes)",
                               buf[0], buf[1], buf[2], buf[3]);
-    if (!idx_type(buf[2], &type))
+    case IDX_TYPE:
         return clg__data_fail(err, errlen, CLG_ERR_FORMAT, name,
                               "IDX element type 0x%02x is not supported (0x08 u8, 0x0C i32, 0x0D f32, 0x0E f64)", buf[2]);
-    int ndim = buf[3];
-    if (ndim < 1 || ndim > CLG_MAX_DIMS)
+    case IDX_AXES:
         return clg__data_fail(err, errlen, CLG_ERR_FORMAT, name, "IDX header with %d axes (1 to %d)", ndim, CLG_MAX_DIMS);
-    size_t pre = 4 + 4 * (size_t)ndim;
-    if (len < pre)
+    case IDX_SHORT_HEADER:
         return clg__data_fail(err, errlen, CLG_ERR_FORMAT, name, "truncated in the header: %zu of %zu bytes", len, pre);
-    int64_t shape[CLG_MAX_DIMS];
-    for (int i = 0; i < ndim; i++) shape[i] = be32(buf + 4 + 4 * i);
+    }
     size_t es = clg_elem_size(type);
     int64_t bytes = clg__checked_bytes(ndim, shape, es);
     char dims[160];
@@ -88,12 +108,10 @@ clg_status clg__idx_parse(const unsigned char *buf, size_t len, const char *name
 static size_t idx_promised(const unsigned char *h, size_t n)
 {
     clg_elem_type type;
-    if (n < 4 || h[0] || h[1] || !idx_type(h[2], &type) || h[3] < 1 || h[3] > CLG_MAX_DIMS) return 0;
-    int ndim = h[3];
-    size_t pre = 4 + 4 * (size_t)ndim;
-    if (n < pre) return 0;
+    int ndim;
     int64_t shape[CLG_MAX_DIMS];
-    for (int i = 0; i < ndim; i++) shape[i] = be32(h + 4 + 4 * i);
+    size_t pre;
+    if (idx_header(h, n, &type, &ndim, shape, &pre) != IDX_OK) return 0;
     int64_t bytes = clg__checked_bytes(ndim, shape, clg_elem_size(type));
     return bytes < 0 ? 0 : pre + (size_t)bytes;
 }

@@ -48,10 +48,11 @@ typedef struct clg_buffer {
      * optimizers, batch_norm's running statistics); the tape records it when an op
      * keeps a tensor for its backward, and clg_backward refuses a changed one. */
     uint64_t version;
-    /* For int32 contents written from the host (clg_tensor_from_host): their least and
-     * greatest value, so that index ops check indices on the host, at once. Valid while
-     * `known` and version == range_version (any in-place write ends it). */
-    struct { bool known; int32_t lo, hi; uint64_t version; } range;
+    /* For int32 contents written from the host (clg_tensor_from_host): the count of
+     * values written, their least and greatest and where each first stands, so that
+     * index ops check indices on the host, at once, with no read. Valid while `known`
+     * and range.version == version (an in-place write ends it). */
+    struct { bool known; int32_t lo, hi; int64_t lo_at, hi_at, count; uint64_t version; } range;
 } clg_buffer;
 
 typedef struct clg_pool {
@@ -225,8 +226,6 @@ void clg__params_format(const clg_device_params *p, char *buf, size_t len);
 
 /* ---- the device -------------------------------------------------------------------- */
 
-/* State that a layer above keeps per device (tensors, GEMM choices), made lazily by
- * that layer and freed at close, in slot order, before the pool and programs go. */
 /* Errors that kernels find in values made on the device (an index out of range), which
  * the host cannot check without reading them (errflag.c): a word of 4 ints on the
  * device, {code, value, bound, 0}, set by the first work-item that finds one (atomic
@@ -236,18 +235,22 @@ void clg__params_format(const clg_device_params *p, char *buf, size_t len);
 #define CLG_KERNEL_ERROR_OPS 32
 typedef struct clg_kernel_errors {
     clg_buffer *word;                        /* NULL until a kernel that reports runs */
-    const char *ops[CLG_KERNEL_ERROR_OPS];   /* code k names ops[k - 1] */
+    /* code k reports a `what[k - 1]` ("index", "label") of op ops[k - 1]; both are
+     * string literals of the callers */
+    const char *ops[CLG_KERNEL_ERROR_OPS], *what[CLG_KERNEL_ERROR_OPS];
     int nops;
     cl_int host[4];                          /* where the read lands */
-    char what[CLG_KERNEL_ERROR_OPS][48];     /* what the value is: "index", "label" */
 } clg_kernel_errors;
 /* The word's buffer and the code under which a kernel reports for `op` (value: what
- * the checked value is, "index" or "label"); NULL with the error recorded on failure. */
+ * the checked value is, a string literal: "index" or "label"); NULL with the error
+ * recorded on failure. */
 clg_buffer *clg__kernel_error_word(clg_device *dev, const char *op, const char *value, int *code);
 /* After a blocking read: CLG_OK, or the error a kernel reported (the word cleared). */
 clg_status clg__kernel_error_check(clg_device *dev);
 void clg__kernel_errors_free(clg_device *dev);
 
+/* State that a layer above keeps per device (tensors, GEMM choices), made lazily by
+ * that layer and freed at close, in slot order, before the pool and programs go. */
 typedef enum clg_slot_id { CLG_SLOT_TENSOR, CLG_SLOT_GEMM, CLG_SLOT_COUNT } clg_slot_id;
 typedef struct clg_slot {
     void *data;

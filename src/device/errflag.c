@@ -3,7 +3,6 @@
  * upload) can be out of range; the kernel writes NaN there, as before, and also sets
  * the device's error word, so that the next read to the host fails instead of handing
  * back a quietly wrong loss. */
-#include <stdio.h>
 #include <string.h>
 
 #include "device_impl.h"
@@ -28,8 +27,8 @@ clg_buffer *clg__kernel_error_word(clg_device *dev, const char *op, const char *
             clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "%s: more than %d ops report kernel errors", op, k);
             return NULL;
         }
-        e->ops[k] = op;   /* op names are string literals */
-        snprintf(e->what[k], sizeof e->what[k], "%s", value);
+        e->ops[k] = op;
+        e->what[k] = value;
         e->nops++;
     }
     if (!e->word) {

@@ -27,37 +27,40 @@ clg_tensor *clg_tensor_from_host(clg_device *dev, clg_dtype dtype, int ndim, con
     }
     if (dtype == CLG_I32 && t->numel) {   /* indices: their range, for checks on the host */
         const int32_t *v = data;
-        int32_t lo = v[0], hi = v[0];
+        int64_t lo_at = 0, hi_at = 0;
         for (int64_t i = 1; i < t->numel; i++) {
-            lo = v[i] < lo ? v[i] : lo;
-            hi = v[i] > hi ? v[i] : hi;
+            if (v[i] < v[lo_at]) lo_at = i;
+            if (v[i] > v[hi_at]) hi_at = i;
         }
-        t->buf->range.known = true;
-        t->buf->range.lo = lo;
-        t->buf->range.hi = hi;
-        t->buf->range.version = t->buf->version;
+        clg_buffer *b = t->buf;
+        b->range.known = true;
+        b->range.lo = v[lo_at];
+        b->range.hi = v[hi_at];
+        b->range.lo_at = lo_at;
+        b->range.hi_at = hi_at;
+        b->range.count = t->numel;
+        b->range.version = b->version;
     }
     return t;
 }
 
-bool clg__index_in_range(const char *op, const char *what, const clg_tensor *idx, int64_t bound, const clg_tensor *of)
+clg_buffer *clg__index_check(const char *op, const char *what, const clg_tensor *idx, int64_t bound,
+                             const clg_tensor *of, int *code)
 {
     const clg_buffer *b = idx->buf;
-    if (!idx->numel || !b->range.known || b->range.version != b->version) return true;   /* the device checks */
-    if (b->range.lo >= 0 && b->range.hi < bound) return true;
-    /* The range is the buffer's; a view may hold only part of it: look at its values. */
-    int32_t *v = malloc((size_t)idx->numel * sizeof *v);
-    if (!v) return true;
-    clg_status st = clg_tensor_to_host(idx, v, (size_t)idx->numel * sizeof *v);
-    int64_t bad = -1;
-    for (int64_t i = 0; st == CLG_OK && i < idx->numel && bad < 0; i++)
-        if (v[i] < 0 || v[i] >= bound) bad = i;
-    int32_t value = bad >= 0 ? v[bad] : 0;
-    free(v);
-    if (st != CLG_OK || bad < 0) return st == CLG_OK;
-    clg__op_fail(idx->dev, CLG_ERR_INVALID_ARGUMENT, op, "%s %d (element %lld of %s) out of range [0, %lld) for %s",
-                 what, (int)value, (long long)bad, CLG_DESC(idx), (long long)bound, CLG_DESC(of));
-    return false;
+    /* The host knows the values when idx holds exactly what clg_tensor_from_host wrote,
+     * unchanged since; a view of part of them may be in range while the rest is not, so
+     * it is left to the kernel, as values made on the device are (no read here). */
+    bool known = idx->numel && b->range.known && b->range.version == b->version && b->range.count == idx->numel &&
+                 idx->offset == 0 && clg_tensor_is_contiguous(idx);
+    if (known && (b->range.lo < 0 || b->range.hi >= bound)) {
+        bool low = b->range.lo < 0;
+        clg__op_fail(idx->dev, CLG_ERR_INVALID_ARGUMENT, op, "%s %d (element %lld of %s) out of range [0, %lld) for %s",
+                     what, (int)(low ? b->range.lo : b->range.hi), (long long)(low ? b->range.lo_at : b->range.hi_at),
+                     CLG_DESC(idx), (long long)bound, CLG_DESC(of));
+        return NULL;
+    }
+    return clg__kernel_error_word(idx->dev, op, what, code);
 }
 
 clg_tensor *clg_full(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape, double value)

@@ -94,9 +94,8 @@ clg_tensor *clg_index_select(clg_tensor *a, int axis, clg_tensor *indices)
         return NULL;
     }
     int code;
-    clg_buffer *err = clg__index_in_range(op, "index", indices, a->shape[ax], a)
-                          ? clg__kernel_error_word(a->dev, op, "index", &code) : NULL;
-    if (!err) {
+    clg_buffer *word = clg__index_check(op, "index", indices, a->shape[ax], a, &code);
+    if (!word) {
         clg_tensor_free(y);
         return NULL;
     }
@@ -105,7 +104,7 @@ clg_tensor *clg_index_select(clg_tensor *a, int axis, clg_tensor *indices)
                       CLG_ARG_M(a->buf->mem), CLG_ARG_I(a->offset), clg__arg_int8(a->strides, a->ndim),
                       CLG_ARG_I(a->shape[ax]),
                       CLG_ARG_M(indices->buf->mem), CLG_ARG_I(indices->offset), CLG_ARG_I(indices->strides[0]),
-                      CLG_ARG_M(err->mem), CLG_ARG_I(code)};
+                      CLG_ARG_M(word->mem), CLG_ARG_I(code)};
     if (launch(a->dev, a->dtype, "index_select", args, 15, y->numel) != CLG_OK) return fail_launch(op, y, a);
     clg_node *node = NULL;
     y = clg__taped(y, CLG_OP_index_select, index_select_bw, 2, (clg_tensor *const[]){a, indices}, &node);
@@ -143,16 +142,15 @@ clg_tensor *clg_gather(clg_tensor *a, int axis, clg_tensor *index)
             return clg__op_fail(a->dev, CLG_ERR_SHAPE, op, "index %s is larger than %s along axis %d (gather axis %d)",
                                 CLG_DESC(index), CLG_DESC(a), d, ax);
     int code;
-    clg_buffer *err = clg__index_in_range(op, "index", index, a->shape[ax], a)
-                          ? clg__kernel_error_word(a->dev, op, "index", &code) : NULL;
-    clg_tensor *y = err ? clg__tensor_new(a->dev, a->dtype, index->ndim, index->shape) : NULL;
+    clg_buffer *word = clg__index_check(op, "index", index, a->shape[ax], a, &code);
+    clg_tensor *y = word ? clg__tensor_new(a->dev, a->dtype, index->ndim, index->shape) : NULL;
     if (!y) return NULL;
     clg_arg args[] = {CLG_ARG_I(y->numel), CLG_ARG_I(y->ndim), clg__arg_int8(y->shape, y->ndim), CLG_ARG_I(ax),
                       CLG_ARG_M(y->buf->mem), CLG_ARG_I(y->offset),
                       CLG_ARG_M(a->buf->mem), CLG_ARG_I(a->offset), clg__arg_int8(a->strides, a->ndim),
                       CLG_ARG_I(a->shape[ax]),
                       CLG_ARG_M(index->buf->mem), CLG_ARG_I(index->offset), clg__arg_int8(index->strides, index->ndim),
-                      CLG_ARG_M(err->mem), CLG_ARG_I(code)};
+                      CLG_ARG_M(word->mem), CLG_ARG_I(code)};
     if (launch(a->dev, a->dtype, "gather", args, 15, y->numel) != CLG_OK) return fail_launch(op, y, a);
     clg_node *node = NULL;
     y = clg__taped(y, CLG_OP_gather, gather_bw, 2, (clg_tensor *const[]){a, index}, &node);

@@ -153,15 +153,15 @@ static clg_tensor *nll_rows(const char *op, clg_tensor *x, clg_tensor *lab, doub
 {
     clg_device *dev = x->dev;
     int64_t N = x->shape[0], C = x->shape[1];
-    if (!clg__index_in_range(op, "label", lab, C, x)) return NULL;
     int code = 0;
-    clg_buffer *err = clg__kernel_error_word(dev, op, "label", &code);
-    clg_tensor *loss = err ? clg__tensor_new(dev, x->dtype, 1, &N) : NULL;
+    clg_buffer *word = clg__index_check(op, "label", lab, C, x, &code);
+    if (!word) return NULL;
+    clg_tensor *loss = clg__tensor_new(dev, x->dtype, 1, &N);
     clg_kernel *k = loss ? clg__kernel_get(dev, PROGRAM, clg__dtype_options(x->dtype), "nll_fwd") : NULL;
     clg_arg a[] = {CLG_ARG_I(N), CLG_ARG_I(C), CLG_ARG_M(x->buf->mem), CLG_ARG_I(x->offset),
                    CLG_ARG_I(x->strides[0]), CLG_ARG_I(x->strides[1]), CLG_ARG_M(lab->buf->mem),
                    CLG_ARG_I(lab->offset), CLG_ARG_I(lab->strides[0]), clg__arg_scalar(x->dtype, eps),
-                   CLG_ARG_M(loss ? loss->buf->mem : x->buf->mem), CLG_ARG_M(err ? err->mem : x->buf->mem),
+                   CLG_ARG_M(loss ? loss->buf->mem : x->buf->mem), CLG_ARG_M(word->mem),
                    CLG_ARG_I(code)};
     if (!k || clg__launch_1d(dev, k, a, (int)(sizeof a / sizeof *a), (size_t)N) != CLG_OK) {
         char err[CLG_ERROR_MAX];

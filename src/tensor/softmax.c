@@ -328,17 +328,16 @@ static bool check_cross_entropy(const clg_tensor *x, const clg_tensor *lab, clg_
 static clg_status cross_entropy_rows(clg_tensor *x, clg_tensor *lab, clg_tensor *loss, clg_tensor *stats)
 {
     clg_device *dev = x->dev;
-    if (!clg__index_in_range("cross_entropy", "label", lab, x->shape[1], x)) return dev->status;
     int code;
-    clg_buffer *err = clg__kernel_error_word(dev, "cross_entropy", "label", &code);
-    clg_kernel *k = err ? clg__kernel_get(dev, PROGRAM, clg__dtype_options(x->dtype), "ce_fwd") : NULL;
+    clg_buffer *word = clg__index_check("cross_entropy", "label", lab, x->shape[1], x, &code);
+    clg_kernel *k = word ? clg__kernel_get(dev, PROGRAM, clg__dtype_options(x->dtype), "ce_fwd") : NULL;
     if (!k) return dev->status;
     size_t wg = rows_wg(dev, k, x->shape[1]), global = (size_t)x->shape[0] * wg;
     clg_arg a[] = {CLG_ARG_I(x->shape[1]), CLG_ARG_M(x->buf->mem), CLG_ARG_I(x->offset),
                    CLG_ARG_I(x->strides[0]), CLG_ARG_I(x->strides[1]), CLG_ARG_M(lab->buf->mem),
                    CLG_ARG_I(lab->offset), CLG_ARG_I(lab->strides[0]), CLG_ARG_M(loss->buf->mem),
                    CLG_ARG_I(loss->offset), CLG_ARG_M(stats->buf->mem), CLG_ARG_LOCAL(wg * clg_dtype_size(x->dtype)),
-                   CLG_ARG_M(err->mem), CLG_ARG_I(code)};
+                   CLG_ARG_M(word->mem), CLG_ARG_I(code)};
     return clg__launch(dev, k, a, (int)(sizeof a / sizeof *a), 1, &global, &wg);
 }
 

@@ -167,11 +167,13 @@ bool clg__needs_grad(clg_device *dev, int n, clg_tensor *const *inputs);
  * Returns the node (for its parameters), or NULL with the error recorded when host
  * memory ran out (the caller frees out and fails). */
 clg_node *clg__record(clg_tensor *out, int op, clg_backward_fn backward, int n, clg_tensor *const *inputs);
-/* Index or label values of idx against [0, bound), checked on the host when they came
- * from it (clg_tensor_from_host, unchanged since): false, with an error naming op, the
- * value, its position and `of`, when one is out. Values made on the device pass here;
- * the kernels report those (clg_report). */
-bool clg__index_in_range(const char *op, const char *what, const clg_tensor *idx, int64_t bound, const clg_tensor *of);
+/* Before a kernel reads idx's values as indices (what: "index", "label") into [0, bound)
+ * of `of`: when idx holds what clg_tensor_from_host wrote, unchanged, they are checked
+ * here, and one out of range fails at once (NULL, the error naming op, the value, its
+ * position and `of`). Otherwise the kernel checks them and reports into the device's
+ * error word (common.cl's clg_report), which this returns, with the op's *code. */
+clg_buffer *clg__index_check(const char *op, const char *what, const clg_tensor *idx, int64_t bound,
+                             const clg_tensor *of, int *code);
 /* Keep another tensor for the backward (retained until the node goes). */
 void clg__node_save(clg_node *node, int slot, clg_tensor *t);
 /* t's storage was written in place (its version counter moves on). */
