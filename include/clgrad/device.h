@@ -108,7 +108,11 @@ CLG_API clg_status clg_device_finish(clg_device *dev);
 typedef void (*clg_log_fn)(void *user, int level, const char *message);
 CLG_API void clg_device_set_log(clg_device *dev, clg_log_fn fn, void *user);
 
-/* Bytes and copies between host and device since open or the last reset. */
+/* Bytes and copies between host and device since open or the last reset, as the
+ * program asked for them. Not counted: once a kernel that checks indices has run
+ * (index_select, gather, cross_entropy, nll), each read to the host also reads the
+ * device's 16-byte error word, on the same wait (an index out of range found there
+ * fails that read). */
 typedef struct clg_transfer_stats {
     uint64_t h2d_bytes, h2d_count;
     uint64_t d2h_bytes, d2h_count;
