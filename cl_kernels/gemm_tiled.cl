@@ -22,8 +22,11 @@
 // the launch). beta == 0 writes C without reading it.
 //
 // Options: -DT=float|double -DTM -DTN -DTK -DWM=1|2|4|8|16 -DWN=1|2|4|8|16 -DVW=1|2|4|8
-// -DMAP=0|1 -DWIDE=0|1 -DLPAD (the local tiles' row padding). The local tiles are
-// arguments, sized by the host: TK x (TM + LPAD) and TK x (TN + LPAD) elements.
+// -DMAP=0|1 -DWIDE=0|1 -DLPAD (the local tiles' row padding). The local tiles,
+// TK x (TM + LPAD) and TK x (TN + LPAD) elements, are the kernel's own arrays, not
+// arguments: a __local T * argument is only promised T's alignment, and WIDE's 64-bit
+// accesses to it faulted on NVIDIA's driver (580, H100: a misaligned address that ended
+// the context); an array of ulong is 8-byte aligned by its type.
 
 #define RM (TM / WM)              // work-items along m
 #define RN (TN / WN)              // work-items along n
@@ -234,8 +237,14 @@ void gemm_tiled(const int M, const int N, const int K, const int ta, const int t
                 __global const T *A, const long a_off, const int lda, const long a_stride,
                 __global const T *B, const long b_off, const int ldb, const long b_stride,
                 __global T *C, const long c_off, const int ldc, const long c_stride,
-                const T alpha, const T beta, __local T *As, __local T *Bs)
+                const T alpha, const T beta)
 {
+#if WIDE
+    __local ulong As_[TK * LA / 2], Bs_[TK * LB / 2];   // LA, LB even with WIDE
+    __local T *As = (__local T *)As_, *Bs = (__local T *)Bs_;
+#else
+    __local T As[TK * LA], Bs[TK * LB];
+#endif
     const int tx = get_local_id(0), ty = get_local_id(1), tid = ty * RN + tx;
     const int j0 = get_group_id(0) * TN, i0 = get_group_id(1) * TM;
     const long b = get_group_id(2);

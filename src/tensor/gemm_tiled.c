@@ -76,7 +76,8 @@ static bool wide(const clg_gemm_tiled_config *c, clg_gemm_type t) { return c->wi
 /* Local rows padded by one element (staggering banks), or two to keep pairs aligned. */
 static size_t lpad(const clg_gemm_tiled_config *c, clg_gemm_type t) { return wide(c, t) ? 2 : 1; }
 
-/* Bytes of the two local tiles (gemm_tiled.cl's TK x LA and TK x LB). */
+/* Bytes of the two local tiles (gemm_tiled.cl's TK x LA and TK x LB arrays): checked
+ * against the device before compiling; the compiled kernel's own need is in k->local. */
 static size_t local_a(const clg_gemm_tiled_config *c, clg_gemm_type t)
 {
     return (size_t)c->tk * ((size_t)c->tm + lpad(c, t)) * esize(t);
@@ -156,7 +157,6 @@ clg_status clg__gemm_tiled(clg_device *dev, const clg_gemm_args *g, const clg_ge
         CLG_ARG_M(g->b->mem), CLG_ARG_L(g->b_off), CLG_ARG_I(g->ldb), CLG_ARG_L(g->stride_b),
         CLG_ARG_M(g->c->mem), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc), CLG_ARG_L(g->stride_c),
         scalar(g->type, g->alpha), scalar(g->type, g->beta),
-        CLG_ARG_LOCAL(local_a(c, g->type)), CLG_ARG_LOCAL(local_b(c, g->type)),
     };
     size_t tm = (size_t)c->tm, tn = (size_t)c->tn;
     size_t local[3] = {items_n(c), items_m(c), 1};
