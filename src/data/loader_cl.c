@@ -101,18 +101,22 @@ clg_status clg__slot_hand_out(clg_loader *l, clg__slot *s, clg_tensor **x, clg_t
     return CLG_OK;
 }
 
+/* The staging memory goes back to the workers once its copies to the device are done.
+ * The maps follow the copies on the in-order upload queue, yet waiting for the maps
+ * alone is not enough: NVIDIA's driver (580, on an H100) completes a map of pinned
+ * memory at once, while the copy out of it still runs, and the workers' next batch
+ * overwrote rows of the last (test_data_loader). So wait for the last copy too. */
 clg_status clg__slot_remap(clg_loader *l, clg__slot *s)
 {
     cl_int e = CL_SUCCESS;
-    for (int i = 0; i < 2; i++) {   /* one may be missing when a map failed */
-        if (!s->map_ev[i]) continue;
-        cl_int ei = clWaitForEvents(1, &s->map_ev[i]);
+    cl_event *evs[3] = {&s->up_ev, &s->map_ev[0], &s->map_ev[1]};
+    for (int i = 0; i < 3; i++) {   /* one may be missing when a copy or map failed */
+        if (!*evs[i]) continue;
+        cl_int ei = clWaitForEvents(1, evs[i]);
         if (e == CL_SUCCESS) e = ei;
-        clReleaseEvent(s->map_ev[i]);
-        s->map_ev[i] = NULL;
+        clReleaseEvent(*evs[i]);
+        *evs[i] = NULL;
     }
-    if (s->up_ev) clReleaseEvent(s->up_ev);
-    s->up_ev = NULL;
     if (e != CL_SUCCESS) return clg__cl_fail(l->dev, e, "clWaitForEvents", "loader staging map");
     return CLG_OK;
 }
