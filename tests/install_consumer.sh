@@ -16,24 +16,28 @@ test ! -e "$stage/include/device_impl.h"   # internals stay out of include/
 cmake -S "$src/tests/consumer" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$stage" \
       -DCMAKE_C_COMPILER="$cc" >/dev/null
 cmake --build "$work/cmake-build" >/dev/null
-LD_LIBRARY_PATH=$libdir "$work/cmake-build/consumer"
+# Prepended, not replaced: where OpenCL or CLBlast live off the system paths (a private
+# prefix on a GPU machine, scripts/gpu/env.sh), the caller's path finds them.
+outside=${LD_LIBRARY_PATH:-} pc_outside=${PKG_CONFIG_PATH:-}
+LD_LIBRARY_PATH=$libdir${outside:+:$outside} "$work/cmake-build/consumer"
 
-export PKG_CONFIG_PATH=$libdir/pkgconfig
+export PKG_CONFIG_PATH=$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 "$cc" -o "$work/pc-consumer" "$src/tests/consumer/main.c" $(pkg-config --cflags --libs clgrad)
-LD_LIBRARY_PATH=$libdir "$work/pc-consumer"
+LD_LIBRARY_PATH=$libdir${outside:+:$outside} "$work/pc-consumer"
 readelf -d "$libdir/libclgrad.so.0" | grep -q 'SONAME.*libclgrad.so.0'
-# The installed command runs from its prefix without LD_LIBRARY_PATH (RUNPATH $ORIGIN/../lib).
+# The installed command runs from its prefix with no LD_LIBRARY_PATH naming it (RUNPATH
+# $ORIGIN/../lib): only the caller's own path, for the libraries below clgrad.
 if [ -e "$stage/bin/clgrad" ]; then   # built unless CLGRAD_BUILD_TOOLS=OFF
     readelf -d "$stage/bin/clgrad" | grep -q 'RUNPATH.*\$ORIGIN/\.\./' || { echo "clgrad has no RUNPATH \$ORIGIN/../lib"; exit 1; }
-    env -u LD_LIBRARY_PATH "$stage/bin/clgrad" --help >/dev/null || { echo "installed clgrad does not run"; exit 1; }
+    env LD_LIBRARY_PATH="$outside" "$stage/bin/clgrad" --help >/dev/null || { echo "installed clgrad does not run"; exit 1; }
 fi
 # Against the build tree: its -uninstalled.pc names directories that exist.
-for d in $(PKG_CONFIG_PATH=$build pkg-config --cflags-only-I clgrad | sed 's/-I//g') \
-         $(PKG_CONFIG_PATH=$build pkg-config --libs-only-L clgrad | sed 's/-L//g'); do
+for d in $(PKG_CONFIG_PATH=$build${pc_outside:+:$pc_outside} pkg-config --cflags-only-I clgrad | sed 's/-I//g') \
+         $(PKG_CONFIG_PATH=$build${pc_outside:+:$pc_outside} pkg-config --libs-only-L clgrad | sed 's/-L//g'); do
     test -d "$d" || { echo "the build tree's pkg-config names $d, which does not exist"; exit 1; }
 done
-"$cc" -o "$work/pc-build-consumer" "$src/tests/consumer/main.c" $(PKG_CONFIG_PATH=$build pkg-config --cflags --libs clgrad)
-LD_LIBRARY_PATH=$build/src "$work/pc-build-consumer"
+"$cc" -o "$work/pc-build-consumer" "$src/tests/consumer/main.c" $(PKG_CONFIG_PATH=$build${pc_outside:+:$pc_outside} pkg-config --cflags --libs clgrad)
+LD_LIBRARY_PATH=$build/src${outside:+:$outside} "$work/pc-build-consumer"
 # Only clg_ names are exported.
 bad=$(nm -D --defined-only "$libdir/libclgrad.so.0" | awk '{print $3}' | grep -v '^clg_' | grep -v '^_' || true)
 test -z "$bad" || { echo "non-clg_ symbols exported: $bad"; exit 1; }

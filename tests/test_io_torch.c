@@ -3,8 +3,9 @@
  * tests/io/torch_check.py loads them into the same torch.nn models with
  * load_state_dict(strict=True) and must get the same outputs to 1e-5. Then PyTorch
  * exports its weights (int64 num_batches_tracked included), clgrad loads them strictly
- * and must get PyTorch's outputs to 1e-5. Python: $CLG_PYTHON, else Debian's
- * /usr/bin/python3 with python3-torch and python3-numpy; missing is a failure. */
+ * and must get PyTorch's outputs to 1e-5. Python: $CLG_TEST_PYTHON (as the other
+ * tests), else Debian's /usr/bin/python3 with python3-torch and python3-numpy; missing
+ * is a failure. */
 #include <math.h>
 #include <spawn.h>
 #include <string.h>
@@ -29,7 +30,7 @@ static clg_module *make(clg_device *dev, int i)
 
 static int python(const char *cmd, const char *dir)
 {
-    const char *py = getenv("CLG_PYTHON");
+    const char *py = getenv("CLG_TEST_PYTHON");
     if (!py || !*py) py = "/usr/bin/python3";
     char *script = io_path(CLGRAD_TEST_SOURCE_DIR, "io/torch_check.py");
     char *args[] = {(char *)py, script, (char *)cmd, (char *)dir, NULL};

@@ -58,14 +58,14 @@ int main(void)
     clg_device_profile_reset(dev);
     CHECK(p->nspans == 0 && p->nbuilds == 0);
 
-    /* The times must be real ones. An axpy over 4M floats moves 48 MB: at least 0.1 ms on
-     * any device today. rusticl 22.3 stamps events 0, 1, 2, ...: there the profiler
+    /* The times must be real ones. An axpy over 4M floats moves 48 MB: at least 4 us on
+     * any device today (12 TB/s; an H100's memory moved them in 23 us). rusticl 22.3 stamps events 0, 1, 2, ...: there the profiler
      * must see that its clock does not tick and time kernels on the host instead. */
     CHECK_OK(dev, clg_device_selftest(dev, 1u << 22));
     CHECK_OK(dev, clg_device_finish(dev));
     for (int i = 0; i < p->nkernels; i++)
         if (!strcmp(p->kernels[i].name, "axpy"))
-            CHECK_MSG(p->kernels[i].ns >= 100000, "axpy over 4M floats took %llu ns (%s)",
+            CHECK_MSG(p->kernels[i].ns >= 4000, "axpy over 4M floats took %llu ns (%s)",
                       (unsigned long long)p->kernels[i].ns, p->host_timed ? "host-timed" : "device clock");
     clg_device_close(dev);
 
