@@ -1,0 +1,73 @@
+#!/bin/bash
+# Run on the lent NVIDIA machine, from the project's root (issue 12), after
+# scripts/gpu/fetch.sh filled .gpu-kit/ here and it travelled:
+#   bash scripts/gpu/run.sh [STAGE...]      stages: setup build suite conformance gemm train
+#                                           trainers startup (default: all, in that order)
+# Each stage appends to <stage>.log under $OUT (the device tool's folder, which returns at
+# most 8 files) or ./gpu-out, and stops at its own time limit, so that a hung stage cannot
+# eat the others' time.
+set -u
+cd "$(dirname "$0")/../.."
+out=${OUT:-$PWD/gpu-out}
+mkdir -p "$out"
+. scripts/gpu/env.sh > "$out/setup.log" 2>&1 || { cat "$out/setup.log"; exit 1; }
+export CLG_DEVICE=${CLG_DEVICE:-nvidia}
+export CLG_CACHE_DIR=${CLG_CACHE_DIR:-$PWD/build-gpu/clg-cache}
+# The Python that has NumPy (and PyTorch) there is not /usr/bin/python3, the tests' default.
+export CLG_TEST_PYTHON=${CLG_TEST_PYTHON:-$(command -v python3)} CLG_BENCH_PYTHON=${CLG_BENCH_PYTHON:-$(command -v python3)}
+b=build-gpu
+jobs=$(nproc)
+
+stage_setup() {
+  # test_data_fashion reads the dataset from its default place (Debian's package) too.
+  [ -e /usr/share/datasets/fashion-mnist ] || { mkdir -p /usr/share/datasets &&
+    ln -s "$PWD/.gpu-kit/fashion-mnist" /usr/share/datasets/fashion-mnist; }
+  nvidia-smi; clinfo -l; clinfo | grep -E 'Platform Version|Device Name|Driver Version|Device Version|Max compute|Local memory size|Max work group|Preferred vector width.*float|Global memory size'
+  gcc --version | head -1; cmake --version | head -1
+}
+stage_build() {
+  cmake -S . -B $b -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLGRAD_WERROR=ON || { cat $b/CMakeFiles/CMakeError.log; return 1; }
+  cmake --build $b -j"$jobs" && $b/tools/clgrad devices --params
+}
+stage_suite() { (cd $b && ctest --output-on-failure -j8 -LE oclgrind --timeout 300); }
+stage_conformance() { $b/tools/clgrad conformance; }
+stage_gemm() {
+  $b/bench/bench_matmul --no-numpy --engine auto,tiled,clblast --repeats 5
+  $b/bench/bench_matmul --no-numpy --no-compile --engine auto,tiled,clblast --repeats 5 --shape "4096 4096 4096 0 0"
+  .gpu-kit/bin/sgemm_cublas --repeats 5
+}
+stage_train() {
+  for m in mlp cnn; do
+    echo "== $m: clgrad"; $b/bench/bench_train --model $m --repeats 3
+    echo "== $m: cuBLAS/cuDNN"; [ -x .gpu-kit/bin/train_cudnn ] && .gpu-kit/bin/train_cudnn --model $m --repeats 3
+    echo "== $m: PyTorch CUDA"; python3 bench/torch_train.py --model $m --repeats 3 --device cuda
+    echo "== $m: clgrad profile"; CLG_PROFILE=1 $b/bench/bench_train --model $m --repeats 1 | head -60
+  done
+}
+stage_trainers() {
+  $b/examples/fashion_mlp --epochs 5 --workers 4
+  $b/examples/fashion_cnn --workers 4
+}
+stage_startup() {   # cold: empty clgrad cache (the NVIDIA driver's own cache moved aside too)
+  for m in mlp cnn; do
+    for i in 1 2; do
+      rm -rf "$CLG_CACHE_DIR.cold"   # and the drivers' own caches, new each time
+      export CUDA_CACHE_PATH=/tmp/cuda-cache-cold-$m-$i POCL_CACHE_DIR=/tmp/pocl-cache-cold-$m-$i
+      s=$(date +%s.%N); CLG_CACHE_DIR=$CLG_CACHE_DIR.cold $b/bench/bench_train --model $m --startup >/dev/null
+      c=$(date +%s.%N); CLG_CACHE_DIR=$CLG_CACHE_DIR.cold $b/bench/bench_train --model $m --startup >/dev/null
+      w=$(date +%s.%N); awk -v m=$m -v s=$s -v c=$c -v w=$w 'BEGIN { printf "%s start-up: cold %.2f s, warm %.2f s\n", m, c - s, w - c }'
+    done
+  done
+}
+
+declare -A limit=([setup]=60 [build]=240 [suite]=300 [conformance]=180 [gemm]=240 [train]=300 [trainers]=420 [startup]=180)
+stages=${*:-setup build suite conformance gemm train trainers startup}
+for s in $stages; do
+  echo "=== $s"
+  start=$(date +%s)
+  export -f stage_$s; export b jobs
+  timeout "${limit[$s]}" bash -c "stage_$s" >> "$out/$s.log" 2>&1
+  rc=$?
+  echo "=== $s: rc $rc, $(( $(date +%s) - start )) s"
+  tail -n 25 "$out/$s.log"
+done
