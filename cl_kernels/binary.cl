@@ -11,6 +11,11 @@ CLG_ELEMENTWISE2(eq, (T)(x == z))
 CLG_ELEMENTWISE2(gt, (T)(x > z))
 CLG_ELEMENTWISE2(ge, (T)(x >= z))
 CLG_ELEMENTWISE2(lt, (T)(x < z))
+CLG_ELEMENTWISE2(ne, (T)(x != z))      // NaN != anything, as IEEE and PyTorch
+CLG_ELEMENTWISE2(le, (T)(x <= z))
+// Logic on truth values: nonzero (NaN included) is true, as torch.logical_and.
+CLG_ELEMENTWISE2(logical_and, (T)(x != (T)0 && z != (T)0))
+CLG_ELEMENTWISE2(logical_or, (T)(x != (T)0 || z != (T)0))
 
 #ifndef CLG_I32
 CLG_ELEMENTWISE2(div, x / z)

@@ -5,6 +5,9 @@
 // backward is a single kernel. NaN propagates as IEEE says: comparisons with NaN are
 // false, so every select below is written to fall through to x (or to g * NaN).
 
+// logical_not: 1 where x is 0, else 0 (NaN is true, so gives 0); int32 too.
+CLG_ELEMENTWISE1(logical_not, (T)(x == (T)0))
+
 #ifndef CLG_I32
 
 CLG_ELEMENTWISE1(neg, -x)
@@ -55,6 +58,28 @@ inline T clg_softplus(T x, T beta, T threshold)
     return ((t > (T)0 ? t : (T)0) + log1p(exp(-fabs(t)))) / beta;
 }
 CLG_ELEMENTWISE1(softplus, clg_softplus(x, s0, s1))
+// silu(x) = x sigmoid(x); elu(x; alpha = s0) = x above 0, alpha (e^x - 1) at or below.
+CLG_ELEMENTWISE1(silu, x * clg_sigmoid(x))
+CLG_ELEMENTWISE1(elu, x > (T)0 ? x : s0 * expm1(x))
+// gelu's tanh approximation (PyTorch's approximate='tanh'):
+// x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); the tanh saturates as clg_tanh does.
+#define CLG_SQRT_2_PI ((T)0.79788456080286535588)
+inline T clg_tanh_sat(T x) { return fabs(x) > CLG_TANH_SAT ? copysign((T)1, x) : tanh(x); }
+inline T clg_gelu_inner(T x) { return CLG_SQRT_2_PI * (x + (T)0.044715 * x * x * x); }
+CLG_ELEMENTWISE1(gelu_tanh, (T)0.5 * x * ((T)1 + clg_tanh_sat(clg_gelu_inner(x))))
+
+// Elementwise math (src/tensor/unary.c). round is rint: halves to even, as PyTorch.
+CLG_ELEMENTWISE1(sin, sin(x))
+CLG_ELEMENTWISE1(cos, cos(x))
+CLG_ELEMENTWISE1(tan, tan(x))
+CLG_ELEMENTWISE1(log1p, log1p(x))
+CLG_ELEMENTWISE1(expm1, expm1(x))
+CLG_ELEMENTWISE1(rsqrt, rsqrt(x))
+CLG_ELEMENTWISE1(erf, erf(x))
+CLG_ELEMENTWISE1(sign, x > (T)0 ? (T)1 : x < (T)0 ? (T)-1 : x)   // keeps 0, -0 and NaN
+CLG_ELEMENTWISE1(floor, floor(x))
+CLG_ELEMENTWISE1(ceil, ceil(x))
+CLG_ELEMENTWISE1(round, rint(x))
 
 // ---- backward: x is the saved input or output, z the incoming gradient ----------------
 CLG_ELEMENTWISE2(exp_grad, z * x)                        // x = exp(input)
@@ -73,5 +98,30 @@ CLG_ELEMENTWISE2(gelu_grad,
                  z * ((T)0.5 * ((T)1 + erf(x * CLG_SQRT1_2)) + x * exp((T)-0.5 * x * x) * CLG_INV_SQRT_2PI))
 // d/dx softplus = sigmoid(beta x) below the threshold, 1 above it.
 CLG_ELEMENTWISE2(softplus_grad, x * s0 > s1 ? z : z * clg_sigmoid(x * s0))
+// d/dx x s(x) = s(x) (1 + x (1 - s(x))), x = input
+inline T clg_silu_d(T x)
+{
+    T s = clg_sigmoid(x);
+    return s * ((T)1 + x * ((T)1 - s));
+}
+CLG_ELEMENTWISE2(silu_grad, z * clg_silu_d(x))
+CLG_ELEMENTWISE2(elu_grad, x > (T)0 ? z : z * s0 * exp(x))        // x = input
+// d/dx of the tanh form: (1 + t)/2 + x/2 (1 - t^2) sqrt(2/pi) (1 + 3 0.044715 x^2)
+inline T clg_gelu_tanh_d(T x)
+{
+    T t = clg_tanh_sat(clg_gelu_inner(x));
+    return (T)0.5 * ((T)1 + t) + (T)0.5 * x * ((T)1 - t * t) * CLG_SQRT_2_PI * ((T)1 + (T)0.134145 * x * x);
+}
+CLG_ELEMENTWISE2(gelu_tanh_grad, z * clg_gelu_tanh_d(x))
+CLG_ELEMENTWISE2(sin_grad, z * cos(x))                   // x = input
+CLG_ELEMENTWISE2(cos_grad, -z * sin(x))                  // x = input
+CLG_ELEMENTWISE2(tan_grad, z * ((T)1 + x * x))           // x = tan(input)
+CLG_ELEMENTWISE2(log1p_grad, z / ((T)1 + x))             // x = input
+CLG_ELEMENTWISE2(expm1_grad, z * (x + (T)1))             // x = expm1(input)
+CLG_ELEMENTWISE2(rsqrt_grad, z * (T)-0.5 * x * x * x)    // x = rsqrt(input)
+#define CLG_2_SQRTPI ((T)1.12837916709551257390)
+CLG_ELEMENTWISE2(erf_grad, z * CLG_2_SQRTPI * exp(-x * x)) // x = input
+// sign, floor, ceil and round are flat almost everywhere: a zero gradient (PyTorch's).
+CLG_ELEMENTWISE2(zero_grad, (T)0)
 
 #endif

@@ -21,6 +21,22 @@ static clg_tensor *f_tanh(clg_tensor **x, void *c) { (void)c; return clg_tanh(x[
 static clg_tensor *f_gelu(clg_tensor **x, void *c) { (void)c; return clg_gelu(x[0]); }
 static clg_tensor *f_softplus(clg_tensor **x, void *c) { (void)c; return clg_softplus(x[0], 1.0, 20.0); }
 static clg_tensor *f_softplus_b(clg_tensor **x, void *c) { (void)c; return clg_softplus(x[0], 2.0, 3.0); }
+static clg_tensor *f_gelu_tanh(clg_tensor **x, void *c) { (void)c; return clg_gelu_tanh(x[0]); }
+static clg_tensor *f_silu(clg_tensor **x, void *c) { (void)c; return clg_silu(x[0]); }
+static clg_tensor *f_elu(clg_tensor **x, void *c) { (void)c; return clg_elu(x[0], 0.7); }
+static clg_tensor *f_sin(clg_tensor **x, void *c) { (void)c; return clg_sin(x[0]); }
+static clg_tensor *f_cos(clg_tensor **x, void *c) { (void)c; return clg_cos(x[0]); }
+static clg_tensor *f_tan(clg_tensor **x, void *c) { (void)c; return clg_tan(x[0]); }
+static clg_tensor *f_log1p(clg_tensor **x, void *c) { (void)c; return clg_log1p(x[0]); }
+static clg_tensor *f_expm1(clg_tensor **x, void *c) { (void)c; return clg_expm1(x[0]); }
+static clg_tensor *f_rsqrt(clg_tensor **x, void *c) { (void)c; return clg_rsqrt(x[0]); }
+static clg_tensor *f_erf(clg_tensor **x, void *c) { (void)c; return clg_erf(x[0]); }
+/* Flat ops times a smooth one, so that the check sees their zero gradient next to a
+ * nonzero one: d/dx (x * floor(x)) = floor(x) away from the integers. */
+static clg_tensor *f_sign(clg_tensor **x, void *c) { (void)c; return clg_mul(x[0], clg_sign(x[0])); }
+static clg_tensor *f_floor(clg_tensor **x, void *c) { (void)c; return clg_mul(x[0], clg_floor(x[0])); }
+static clg_tensor *f_ceil(clg_tensor **x, void *c) { (void)c; return clg_mul(x[0], clg_ceil(x[0])); }
+static clg_tensor *f_round(clg_tensor **x, void *c) { (void)c; return clg_mul(x[0], clg_round(x[0])); }
 static clg_tensor *f_where(clg_tensor **x, void *c) { (void)c; return clg_where(x[0], x[1], x[2]); }
 /* The same input through where twice: both sides' gradients add up in one leaf. */
 static clg_tensor *f_where_same(clg_tensor **x, void *c)
@@ -97,6 +113,22 @@ int main(void)
     /* beta 2, threshold 3: both sides of the threshold (beta x = 3 at x = 1.5) */
     const double across[6] = {-2, -0.4, 0.5, 1.2, 1.8, 2.5};
     optest_gradcheck(dev, "softplus beta threshold", f_softplus_b, NULL, 1, IN({SH(2, 3), .values = across}));
+    optest_gradcheck(dev, "gelu_tanh", f_gelu_tanh, NULL, 1, IN({SH(2, 3), -3, 3}));
+    optest_gradcheck(dev, "silu", f_silu, NULL, 1, IN({SH(2, 3), -4, 4}));
+    optest_gradcheck(dev, "elu", f_elu, NULL, 1, IN({SH(2, 3), .values = signs}));
+    optest_gradcheck(dev, "sin", f_sin, NULL, 1, IN({SH(2, 3), -3, 3}));
+    optest_gradcheck(dev, "cos", f_cos, NULL, 1, IN({SH(2, 3), -3, 3}));
+    optest_gradcheck(dev, "tan", f_tan, NULL, 1, IN({SH(2, 3), -1.2, 1.2}));
+    optest_gradcheck(dev, "log1p", f_log1p, NULL, 1, IN({SH(2, 3), -0.7, 3}));
+    optest_gradcheck(dev, "expm1", f_expm1, NULL, 1, IN({SH(2, 3), -2, 2}));
+    optest_gradcheck(dev, "rsqrt", f_rsqrt, NULL, 1, IN({SH(2, 3), pos_lo, pos_hi}));
+    optest_gradcheck(dev, "erf", f_erf, NULL, 1, IN({SH(2, 3), -2, 2}));
+    /* off the steps: never within 0.1 of an integer or (round) a half */
+    const double off_steps[6] = {-1.3, 0.35, -0.2, 0.85, 1.7, -2.65};
+    optest_gradcheck(dev, "sign", f_sign, NULL, 1, IN({SH(2, 3), .values = signs}));
+    optest_gradcheck(dev, "floor", f_floor, NULL, 1, IN({SH(2, 3), .values = off_steps}));
+    optest_gradcheck(dev, "ceil", f_ceil, NULL, 1, IN({SH(2, 3), .values = off_steps}));
+    optest_gradcheck(dev, "round", f_round, NULL, 1, IN({SH(2, 3), .values = off_steps}));
     /* where: the mask constant, int32 and float, broadcast three ways */
     const double mask8[8] = {1, 0, 3, 0, 0, 1, -2, 0};
     optest_gradcheck(dev, "where int32 mask", f_where, NULL, 3,

@@ -55,6 +55,25 @@ static clg_tensor *f_eq(clg_tensor **x) { return clg_mul(x[0], clg_eq(x[0], x[1]
 static clg_tensor *f_gt(clg_tensor **x) { return clg_mul(x[0], clg_gt(x[0], x[1])); }
 static clg_tensor *f_ge(clg_tensor **x) { return clg_mul(x[0], clg_ge(x[0], x[1])); }
 static clg_tensor *f_lt(clg_tensor **x) { return clg_mul(x[0], clg_lt(x[0], x[1])); }
+static clg_tensor *f_le(clg_tensor **x) { return clg_mul(x[0], clg_le(x[0], x[1])); }
+static clg_tensor *f_ne(clg_tensor **x) { return clg_mul(x[0], clg_ne(x[0], x[1])); }
+static clg_tensor *f_and(clg_tensor **x) { return clg_mul(x[0], clg_logical_and(x[0], clg_gt(x[1], x[0]))); }
+static clg_tensor *f_or(clg_tensor **x) { return clg_mul(x[0], clg_logical_or(clg_gt(x[0], x[1]), x[1])); }
+static clg_tensor *f_not(clg_tensor **x) { return clg_mul(x[0], clg_logical_not(clg_gt(x[0], x[1]))); }
+static clg_tensor *f_gelu_tanh(clg_tensor **x) { return clg_gelu_tanh(x[0]); }
+static clg_tensor *f_silu(clg_tensor **x) { return clg_silu(x[0]); }
+static clg_tensor *f_elu(clg_tensor **x) { return clg_elu(x[0], 0.7); }
+static clg_tensor *f_sin(clg_tensor **x) { return clg_sin(x[0]); }
+static clg_tensor *f_cos(clg_tensor **x) { return clg_cos(x[0]); }
+static clg_tensor *f_tan(clg_tensor **x) { return clg_tan(x[0]); }
+static clg_tensor *f_log1p(clg_tensor **x) { return clg_log1p(x[0]); }
+static clg_tensor *f_expm1(clg_tensor **x) { return clg_expm1(x[0]); }
+static clg_tensor *f_rsqrt(clg_tensor **x) { return clg_rsqrt(x[0]); }
+static clg_tensor *f_erf(clg_tensor **x) { return clg_erf(x[0]); }
+static clg_tensor *f_steps(clg_tensor **x)
+{
+    return clg_add(clg_add(clg_floor(x[0]), clg_ceil(x[0])), clg_add(clg_round(x[0]), clg_sign(x[0])));
+}
 static clg_tensor *f_where(clg_tensor **x) { return clg_where(x[0], x[1], x[2]); }
 static clg_tensor *f_l1(clg_tensor **x) { return clg_l1_loss(x[0], x[1], CLG_REDUCE_NONE); }
 static clg_tensor *f_smooth_l1(clg_tensor **x) { return clg_smooth_l1_loss(x[0], x[1], CLG_REDUCE_NONE, 0.5); }
@@ -88,6 +107,22 @@ static const vcase cases[] = {
     {"gt", 2, f_gt, {-1, -1}, {1, 1}, {false, true}},
     {"ge", 2, f_ge, {-1, -1}, {1, 1}, {false, true}},
     {"lt", 2, f_lt, {-1, -1}, {1, 1}, {false, true}},
+    {"le", 2, f_le, {-1, -1}, {1, 1}, {false, true}},
+    {"ne", 2, f_ne, {-1, -1}, {1, 1}, {false, true}},
+    {"logical_and", 2, f_and, {-1, -1}, {1, 1}, {false, true}},
+    {"logical_or", 2, f_or, {-1, -1}, {1, 1}, {false, true}},
+    {"logical_not", 2, f_not, {-1, -1}, {1, 1}, {false, true}},
+    {"gelu_tanh", 1, f_gelu_tanh, {-3}, {3}, {false}},
+    {"silu", 1, f_silu, {-3}, {3}, {false}},
+    {"elu", 1, f_elu, {-2}, {2}, {false}},
+    {"sin", 1, f_sin, {-3}, {3}, {false}},
+    {"cos", 1, f_cos, {-3}, {3}, {false}},
+    {"tan", 1, f_tan, {-1.2}, {1.2}, {false}},
+    {"log1p", 1, f_log1p, {-0.5}, {3}, {false}},
+    {"expm1", 1, f_expm1, {-2}, {2}, {false}},
+    {"rsqrt", 1, f_rsqrt, {0.2}, {3}, {false}},
+    {"erf", 1, f_erf, {-2}, {2}, {false}},
+    {"floor, ceil, round, sign", 1, f_steps, {-3}, {3}, {false}},
     {"where", 3, f_where, {-1, -2, -2}, {1, 2, 2}, {true, false, false}},
     {"l1_loss", 2, f_l1, {-2, -2}, {2, 2}, {false, false}},
     {"smooth_l1_loss", 2, f_smooth_l1, {-1, -1}, {1, 1}, {false, false}},

@@ -29,16 +29,20 @@ static const char *EVERY_LAYER =
     "   \"stride\": [1, 2], \"groups\": 2, \"bias\": false},\n"                                     /* [4,4,2] */
     "  \"global_avg_pool2d\", \"flatten\",\n"                                                       /* [4] */
     "  {\"type\": \"linear\", \"out\": 6, \"name\": \"fc\"}, \"batch_norm1d\", \"gelu\", \"sigmoid\", \"tanh\",\n"
+    "  \"silu\", {\"type\": \"elu\", \"alpha\": 0.5}, \"gelu_tanh\",\n"
+    "  {\"type\": \"softplus\", \"beta\": 2, \"threshold\": 10},\n"
     "  {\"type\": \"dropout\", \"p\": 0.25}, {\"type\": \"linear\", \"out\": 5, \"bias\": false}, \"softmax\"\n"
     " ]}";
 
 static const int64_t EXPECT_SHAPES[][3] = {{8, 16, 16}, {8, 16, 16}, {8, 16, 16}, {8, 8, 8}, {8, 4, 4}, {8, 4, 4},
-                                           {8, 4, 4}, {4, 4, 2}, {4, 1, 1}, {4}, {6}, {6}, {6}, {6}, {6}, {6}, {5}, {5}};
+                                           {8, 4, 4}, {4, 4, 2}, {4, 1, 1}, {4}, {6}, {6}, {6}, {6}, {6}, {6}, {6}, {6}, {6},
+                                           {6}, {5}, {5}};
 static const int64_t EXPECT_PARAMS[] = {8 * 3 * 9 + 8, 16, 0, 0, 0, 0, 2 * 128, 4 * 4 * 3, 0, 0, 4 * 6 + 6, 12, 0, 0, 0,
-                                        0, 30, 0};
+                                        0, 0, 0, 0, 0, 30, 0};
 static const char *const EXPECT_TYPES[] = {"conv2d", "batch_norm2d", "relu", "max_pool2d", "avg_pool2d", "leaky_relu",
                                            "layer_norm", "conv2d", "global_avg_pool2d", "flatten", "linear",
-                                           "batch_norm1d", "gelu", "sigmoid", "tanh", "dropout", "linear", "softmax"};
+                                           "batch_norm1d", "gelu", "sigmoid", "tanh", "silu", "elu", "gelu_tanh",
+                                           "softplus", "dropout", "linear", "softmax"};
 
 /* Each layer's output on the device has the inferred shape, and its parameters the count. */
 static void check_built(clg_device *dev, const clg_model *m)
@@ -72,7 +76,7 @@ static void test_every_layer(clg_device *dev)
     clg_model *m = parse(EVERY_LAYER, err, sizeof err);
     CHECK_MSG(m, "%s", err);
     if (!m) return;
-    CHECK(clg_model_layer_count(m) == 18 && clg_model_outputs(m) == 5 && clg_model_input_numel(m) == 768);
+    CHECK(clg_model_layer_count(m) == 22 && clg_model_outputs(m) == 5 && clg_model_input_numel(m) == 768);
     for (int i = 0; i < clg_model_layer_count(m); i++) {
         clg_model_layer_info l;
         CHECK(clg_model_layer(m, i, &l));
@@ -83,7 +87,9 @@ static void test_every_layer(clg_device *dev)
     clg_model_layer_info l;
     CHECK(clg_model_layer(m, 7, &l) && strstr(l.settings, "kernel=[3, 1]") && strstr(l.settings, "groups=2") &&
           strstr(l.settings, "bias=false"));
-    CHECK(clg_model_layer(m, 4, &l) && strstr(l.settings, "stride=2") && !clg_model_layer(m, 18, &l));
+    CHECK(clg_model_layer(m, 4, &l) && strstr(l.settings, "stride=2") && !clg_model_layer(m, 22, &l));
+    CHECK(clg_model_layer(m, 16, &l) && strstr(l.settings, "alpha=0.5"));
+    CHECK(clg_model_layer(m, 18, &l) && strstr(l.settings, "beta=2") && strstr(l.settings, "threshold=10"));
     CHECK(!strcmp(clg_model_get_loss(m)->type, "cross_entropy") && !strcmp(clg_model_get_optim(m)->type, "sgd"));
     check_built(dev, m);
     clg_model_free(m);
@@ -239,7 +245,7 @@ static const bad_case BAD[] = {
     {"{\"input\": [3],\n \"layers\": []}", "[]", "layers: must be an array of 1 to 1024 layers", NULL},
     {L2 "{\"type\": \"conv\"}" END, "\"conv\"", "layers[0].type: unknown layer type \"conv\"",
      "allowed: linear, conv2d, max_pool2d, avg_pool2d, global_avg_pool2d, batch_norm1d, batch_norm2d, layer_norm, "
-     "dropout, flatten, relu, leaky_relu, sigmoid, tanh, gelu, softmax"},
+     "dropout, flatten, relu, leaky_relu, sigmoid, tanh, gelu, softmax, gelu_tanh, silu, elu, softplus"},
     {L2 "\"flatten\", {\"out\": 3}" END, "{\"out\"", "layers[1]: missing \"type\"", "one of: linear, conv2d"},
     {L2 "\"flatten\",\n  7" END, "7", "layers[1]: a layer is an object", NULL},
     {L2 "{\"type\": \"conv2d\", \"out\": 4, \"kernel\": 0}" END, "0}", "layers[0].kernel: must be an integer in "

@@ -20,6 +20,10 @@ static double r_eq(double a, double b) { return a == b; }
 static double r_gt(double a, double b) { return a > b; }
 static double r_ge(double a, double b) { return a >= b; }
 static double r_lt(double a, double b) { return a < b; }
+static double r_le(double a, double b) { return a <= b; }
+static double r_ne(double a, double b) { return a != b; }
+static double r_and(double a, double b) { return a != 0 && b != 0; }
+static double r_or(double a, double b) { return a != 0 || b != 0; }
 
 static const struct {
     const char *name;
@@ -30,7 +34,9 @@ static const struct {
     {"add", clg_add, r_add, -2, 2}, {"sub", clg_sub, r_sub, -2, 2},         {"mul", clg_mul, r_mul, -2, 2},
     {"div", clg_div, r_div, 0.5, 2}, {"pow", clg_pow, r_pow, 0.5, 2},       {"maximum", clg_maximum, r_max, -2, 2},
     {"minimum", clg_minimum, r_min, -2, 2}, {"eq", clg_eq, r_eq, -1, 1},    {"gt", clg_gt, r_gt, -2, 2},
-    {"ge", clg_ge, r_ge, -1, 1},            {"lt", clg_lt, r_lt, -1, 1},
+    {"ge", clg_ge, r_ge, -1, 1},            {"lt", clg_lt, r_lt, -1, 1},    {"le", clg_le, r_le, -1, 1},
+    {"ne", clg_ne, r_ne, -1, 1},            {"logical_and", clg_logical_and, r_and, -1, 1},
+    {"logical_or", clg_logical_or, r_or, -1, 1},
 };
 
 /* a [rows, cols] op b [cols] (broadcast) and a op a2 [rows, cols] */
@@ -44,8 +50,11 @@ static void binary_sizes(clg_device *dev)
             double *want = malloc((size_t)(rows * cols) * sizeof *want), *wb = malloc((size_t)(rows * cols) * sizeof *wb);
             optest_fill(a, rows * cols, binaries[o].lo, binaries[o].hi, 11);
             optest_fill(b, rows * cols, binaries[o].lo, binaries[o].hi, 12);
-            if (binaries[o].ref == r_eq || binaries[o].ref == r_ge || binaries[o].ref == r_lt)   /* ties too */
+            binary_ref r = binaries[o].ref;
+            if (r == r_eq || r == r_ge || r == r_lt || r == r_le || r == r_ne)   /* ties too */
                 for (int64_t i = 0; i < rows * cols; i += 3) b[i] = a[i];
+            if (r == r_and || r == r_or)   /* zeros among the truth values */
+                for (int64_t i = 0; i < rows * cols; i += 4) a[i] = 0, b[(i + 2) % (rows * cols)] = 0;
             for (int64_t i = 0; i < rows * cols; i++) {
                 want[i] = binaries[o].ref(a[i], b[i]);
                 wb[i] = binaries[o].ref(a[i], b[i % cols]);
@@ -191,6 +200,37 @@ static void deterministic(clg_device *dev)
     CHECK(memcmp(r[0], r[1], sizeof r[0]) == 0);
 }
 
+/* Comparisons and logic on NaN, signed zeros and int32: nonzero is true, NaN too. */
+static void logic(clg_device *dev)
+{
+    clg_scope_begin(dev);
+    const double a[6] = {NAN, 0.0, -0.0, 2, -1, 0.5}, b[6] = {NAN, -0.0, 1, 2, 0, NAN};
+    clg_tensor *ta = optest_tensor(dev, CLG_F32, CLG_SHAPE(6), a, OPTEST_CONTIGUOUS);
+    clg_tensor *tb = optest_tensor(dev, CLG_F32, CLG_SHAPE(6), b, OPTEST_CONTIGUOUS);
+    optest_close("ne NaN, signed zeros", clg_ne(ta, tb), (double[]){1, 0, 1, 0, 1, 1}, 6, 0, 0);
+    optest_close("le NaN, signed zeros", clg_le(ta, tb), (double[]){0, 1, 1, 1, 1, 0}, 6, 0, 0);
+    optest_close("logical_and NaN", clg_logical_and(ta, tb), (double[]){1, 0, 0, 1, 0, 1}, 6, 0, 0);
+    optest_close("logical_or NaN", clg_logical_or(ta, tb), (double[]){1, 0, 1, 1, 1, 1}, 6, 0, 0);
+    optest_close("logical_not NaN, -0", clg_logical_not(ta), (double[]){0, 1, 1, 0, 0, 0}, 6, 0, 0);
+    const double ia[5] = {0, 3, -2, 0, 7}, ib[5] = {0, 0, 5, 9, 7};
+    clg_tensor *xa = optest_tensor(dev, CLG_I32, CLG_SHAPE(5), ia, OPTEST_CONTIGUOUS);
+    clg_tensor *xb = optest_tensor(dev, CLG_I32, CLG_SHAPE(5), ib, OPTEST_CONTIGUOUS);
+    clg_tensor *n = clg_logical_not(xa);
+    CHECK_MSG(n && clg_tensor_dtype(n) == CLG_I32, "logical_not int32: %s", clg_device_error(dev));
+    optest_close("logical_not int32", n, (double[]){1, 0, 0, 1, 0}, 5, 0, 0);
+    optest_close("logical_and int32", clg_logical_and(xa, xb), (double[]){0, 0, 1, 0, 1}, 5, 0, 0);
+    optest_close("ne int32", clg_ne(xa, xb), (double[]){0, 1, 1, 1, 0}, 5, 0, 0);
+    optest_close("le int32", clg_le(xa, xb), (double[]){1, 0, 1, 1, 1}, 5, 0, 0);
+    /* strided: a transposed view */
+    const double m[6] = {0, 1, 2, 0, 0, 3};
+    clg_tensor *tm = clg_transpose(optest_tensor(dev, CLG_F32, CLG_SHAPE(2, 3), m, OPTEST_CONTIGUOUS), 0, 1);
+    optest_close("logical_not transposed", clg_logical_not(tm), (double[]){1, 1, 0, 1, 0, 0}, 6, 0, 0);
+    CHECK(clg_logical_not(NULL) == NULL && clg_ne(NULL, tb) == NULL);
+    CHECK(clg_le(ta, xa) == NULL);
+    CHECK_MSG(strstr(clg_device_error(dev), "clg_le"), "%s", clg_device_error(dev));
+    clg_scope_end(dev);
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
@@ -198,6 +238,7 @@ int main(void)
     scalars_and_ieee(dev);
     reductions(dev);
     deterministic(dev);
+    logic(dev);
     clg_device_close(dev);
     return check_report("test_ops_core");
 }

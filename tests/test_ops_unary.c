@@ -36,6 +36,20 @@ static clg_tensor *op_sigmoid(clg_tensor *a, const double *p) { (void)p; return 
 static clg_tensor *op_tanh(clg_tensor *a, const double *p) { (void)p; return clg_tanh(a); }
 static clg_tensor *op_gelu(clg_tensor *a, const double *p) { (void)p; return clg_gelu(a); }
 static clg_tensor *op_softplus(clg_tensor *a, const double *p) { return clg_softplus(a, p[0], p[1]); }
+static clg_tensor *op_gelu_tanh(clg_tensor *a, const double *p) { (void)p; return clg_gelu_tanh(a); }
+static clg_tensor *op_silu(clg_tensor *a, const double *p) { (void)p; return clg_silu(a); }
+static clg_tensor *op_elu(clg_tensor *a, const double *p) { return clg_elu(a, p[0]); }
+static clg_tensor *op_sin(clg_tensor *a, const double *p) { (void)p; return clg_sin(a); }
+static clg_tensor *op_cos(clg_tensor *a, const double *p) { (void)p; return clg_cos(a); }
+static clg_tensor *op_tan(clg_tensor *a, const double *p) { (void)p; return clg_tan(a); }
+static clg_tensor *op_log1p(clg_tensor *a, const double *p) { (void)p; return clg_log1p(a); }
+static clg_tensor *op_expm1(clg_tensor *a, const double *p) { (void)p; return clg_expm1(a); }
+static clg_tensor *op_rsqrt(clg_tensor *a, const double *p) { (void)p; return clg_rsqrt(a); }
+static clg_tensor *op_erf(clg_tensor *a, const double *p) { (void)p; return clg_erf(a); }
+static clg_tensor *op_sign(clg_tensor *a, const double *p) { (void)p; return clg_sign(a); }
+static clg_tensor *op_floor(clg_tensor *a, const double *p) { (void)p; return clg_floor(a); }
+static clg_tensor *op_ceil(clg_tensor *a, const double *p) { (void)p; return clg_ceil(a); }
+static clg_tensor *op_round(clg_tensor *a, const double *p) { (void)p; return clg_round(a); }
 
 static double ref_neg(double x, const double *p) { (void)p; return -x; }
 static double ref_exp(double x, const double *p) { (void)p; return exp(x); }
@@ -53,6 +67,25 @@ static double ref_softplus(double x, const double *p)
 {
     return x * p[0] > p[1] ? x : log1p(exp(x * p[0])) / p[0];
 }
+/* x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), torch's gelu(approximate='tanh') */
+static double ref_gelu_tanh(double x, const double *p)
+{
+    (void)p;
+    return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+static double ref_silu(double x, const double *p) { (void)p; return x / (1 + exp(-x)); }
+static double ref_elu(double x, const double *p) { return x > 0 ? x : p[0] * expm1(x); }
+static double ref_sin(double x, const double *p) { (void)p; return sin(x); }
+static double ref_cos(double x, const double *p) { (void)p; return cos(x); }
+static double ref_tan(double x, const double *p) { (void)p; return tan(x); }
+static double ref_log1p(double x, const double *p) { (void)p; return log1p(x); }
+static double ref_expm1(double x, const double *p) { (void)p; return expm1(x); }
+static double ref_rsqrt(double x, const double *p) { (void)p; return 1 / sqrt(x); }
+static double ref_erf(double x, const double *p) { (void)p; return erf(x); }
+static double ref_sign(double x, const double *p) { (void)p; return x > 0 ? 1 : x < 0 ? -1 : x; }
+static double ref_floor(double x, const double *p) { (void)p; return floor(x); }
+static double ref_ceil(double x, const double *p) { (void)p; return ceil(x); }
+static double ref_round(double x, const double *p) { (void)p; return nearbyint(x); } /* halves to even */
 
 static const unary_case cases[] = {
     {"neg", op_neg, ref_neg, {0, 0}, -3, 3, "neg"},
@@ -71,6 +104,21 @@ static const unary_case cases[] = {
     /* a threshold so high that the naive log(1 + exp(x)) overflows float32 below it */
     {"softplus", op_softplus, ref_softplus, {1, 200}, -120, 120, "softplus_grad"},
     {"softplus", op_softplus, ref_softplus, {-0.5, 20}, -10, 10, "softplus_grad"},
+    {"gelu_tanh", op_gelu_tanh, ref_gelu_tanh, {0, 0}, -6, 6, "gelu_tanh_grad"},
+    {"silu", op_silu, ref_silu, {0, 0}, -12, 12, "silu_grad"},
+    {"elu", op_elu, ref_elu, {1, 0}, -5, 5, "elu_grad"},
+    {"elu", op_elu, ref_elu, {0.3, 0}, -5, 5, "elu_grad"},
+    {"sin", op_sin, ref_sin, {0, 0}, -7, 7, "sin_grad"},
+    {"cos", op_cos, ref_cos, {0, 0}, -7, 7, "cos_grad"},
+    {"tan", op_tan, ref_tan, {0, 0}, -1.4, 1.4, "tan_grad"},
+    {"log1p", op_log1p, ref_log1p, {0, 0}, -0.99, 10, "log1p_grad"},
+    {"expm1", op_expm1, ref_expm1, {0, 0}, -5, 5, "expm1_grad"},
+    {"rsqrt", op_rsqrt, ref_rsqrt, {0, 0}, 0.01, 10, "rsqrt_grad"},
+    {"erf", op_erf, ref_erf, {0, 0}, -4, 4, "erf_grad"},
+    {"sign", op_sign, ref_sign, {0, 0}, -3, 3, "zero_grad"},
+    {"floor", op_floor, ref_floor, {0, 0}, -5, 5, "zero_grad"},
+    {"ceil", op_ceil, ref_ceil, {0, 0}, -5, 5, "zero_grad"},
+    {"round", op_round, ref_round, {0, 0}, -5, 5, "zero_grad"},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 

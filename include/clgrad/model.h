@@ -47,7 +47,8 @@
  *   layer_norm        eps (1e-5), dims (1: normalise over the last `dims` axes)
  *   dropout           p (0.5), in [0, 0.99]
  *   flatten                                                   [...] -> [numel]
- *   relu, sigmoid, tanh, gelu, softmax (over the last axis), leaky_relu with slope (0.01)
+ *   relu, sigmoid, tanh, gelu, gelu_tanh, silu, softmax (over the last axis),
+ *   leaky_relu with slope (0.01), elu with alpha (1), softplus with beta (1) and threshold (20)
  * Every layer may have a "name" (a letter or '_', then letters, digits, '_'; at most
  * 63 characters); unnamed layers are named by their index, "0", "1", ..., as PyTorch's
  * nn.Sequential, so state_dict names read "0.weight" or "head.weight".

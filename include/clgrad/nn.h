@@ -112,6 +112,10 @@ CLG_API clg_module *clg_nn_leaky_relu(clg_device *dev, double negative_slope);
 CLG_API clg_module *clg_nn_sigmoid(clg_device *dev);
 CLG_API clg_module *clg_nn_tanh(clg_device *dev);
 CLG_API clg_module *clg_nn_gelu(clg_device *dev);
+CLG_API clg_module *clg_nn_gelu_tanh(clg_device *dev);      /* torch.nn.GELU(approximate='tanh') */
+CLG_API clg_module *clg_nn_silu(clg_device *dev);
+CLG_API clg_module *clg_nn_elu(clg_device *dev, double alpha);
+CLG_API clg_module *clg_nn_softplus(clg_device *dev, double beta, double threshold);
 CLG_API clg_module *clg_nn_softmax(clg_device *dev, int axis);
 
 #ifdef __cplusplus

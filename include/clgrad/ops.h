@@ -39,6 +39,12 @@ CLG_API clg_tensor *clg_eq(clg_tensor *a, clg_tensor *b);
 CLG_API clg_tensor *clg_gt(clg_tensor *a, clg_tensor *b);
 CLG_API clg_tensor *clg_ge(clg_tensor *a, clg_tensor *b);
 CLG_API clg_tensor *clg_lt(clg_tensor *a, clg_tensor *b);
+CLG_API clg_tensor *clg_le(clg_tensor *a, clg_tensor *b);
+CLG_API clg_tensor *clg_ne(clg_tensor *a, clg_tensor *b);       /* NaN != NaN: 1 */
+/* Logic on truth values (nonzero, NaN included, is true): 1 or 0 in a's dtype. */
+CLG_API clg_tensor *clg_logical_and(clg_tensor *a, clg_tensor *b);
+CLG_API clg_tensor *clg_logical_or(clg_tensor *a, clg_tensor *b);
+CLG_API clg_tensor *clg_logical_not(clg_tensor *a);
 
 /* ---- elementwise, one operand -------------------------------------------------------- */
 CLG_API clg_tensor *clg_neg(clg_tensor *a);
@@ -47,6 +53,19 @@ CLG_API clg_tensor *clg_log(clg_tensor *a);
 CLG_API clg_tensor *clg_sqrt(clg_tensor *a);
 CLG_API clg_tensor *clg_abs(clg_tensor *a);                      /* gradient sign(a), 0 at 0 */
 CLG_API clg_tensor *clg_clamp(clg_tensor *a, double lo, double hi);  /* gradient 0 outside [lo, hi] */
+CLG_API clg_tensor *clg_sin(clg_tensor *a);
+CLG_API clg_tensor *clg_cos(clg_tensor *a);
+CLG_API clg_tensor *clg_tan(clg_tensor *a);
+CLG_API clg_tensor *clg_log1p(clg_tensor *a);                    /* log(1 + a), exact near 0 */
+CLG_API clg_tensor *clg_expm1(clg_tensor *a);                    /* exp(a) - 1, exact near 0 */
+CLG_API clg_tensor *clg_rsqrt(clg_tensor *a);                    /* 1 / sqrt(a) */
+CLG_API clg_tensor *clg_erf(clg_tensor *a);
+/* Flat almost everywhere: their gradient is 0, as PyTorch's. sign(0) = 0; round takes
+ * halves to even (round(0.5) = 0, round(1.5) = 2), as torch.round. */
+CLG_API clg_tensor *clg_sign(clg_tensor *a);
+CLG_API clg_tensor *clg_floor(clg_tensor *a);
+CLG_API clg_tensor *clg_ceil(clg_tensor *a);
+CLG_API clg_tensor *clg_round(clg_tensor *a);
 /* mask ? a : b, elementwise with broadcasting over all three; mask nonzero = true.
  * Differentiable in a and b. */
 CLG_API clg_tensor *clg_where(clg_tensor *mask, clg_tensor *a, clg_tensor *b);
@@ -57,6 +76,10 @@ CLG_API clg_tensor *clg_leaky_relu(clg_tensor *a, double negative_slope);
 CLG_API clg_tensor *clg_sigmoid(clg_tensor *a);
 CLG_API clg_tensor *clg_tanh(clg_tensor *a);
 CLG_API clg_tensor *clg_gelu(clg_tensor *a);                     /* exact: x * Phi(x), with erf */
+/* gelu's tanh approximation, torch's gelu(approximate='tanh') */
+CLG_API clg_tensor *clg_gelu_tanh(clg_tensor *a);
+CLG_API clg_tensor *clg_silu(clg_tensor *a);                     /* x * sigmoid(x) (swish) */
+CLG_API clg_tensor *clg_elu(clg_tensor *a, double alpha);        /* x > 0 ? x : alpha (e^x - 1) */
 CLG_API clg_tensor *clg_softplus(clg_tensor *a, double beta, double threshold); /* PyTorch's; linear above threshold */
 
 /* ---- reductions over axes (naxes 0 or axes NULL: all axes) --------------------------- */

@@ -28,6 +28,10 @@ static clg_module *make_layer(clg_device *dev, const model_layer *l, int ndim, c
     case LK_TANH: return clg_nn_tanh(dev);
     case LK_GELU: return clg_nn_gelu(dev);
     case LK_SOFTMAX: return clg_nn_softmax(dev, -1);
+    case LK_GELU_TANH: return clg_nn_gelu_tanh(dev);
+    case LK_SILU: return clg_nn_silu(dev);
+    case LK_ELU: return clg_nn_elu(dev, l->alpha);
+    case LK_SOFTPLUS: return clg_nn_softplus(dev, l->beta, l->threshold);
     default: return NULL;
     }
 }

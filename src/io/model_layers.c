@@ -48,6 +48,11 @@ static const struct layer_type {
     [LK_TANH] = {"tanh", {{0}}},
     [LK_GELU] = {"gelu", {{0}}},
     [LK_SOFTMAX] = {"softmax", {{0}}},
+    [LK_GELU_TANH] = {"gelu_tanh", {{0}}},
+    [LK_SILU] = {"silu", {{0}}},
+    [LK_ELU] = {"elu", {{"alpha", OPT_REAL, F(alpha), 1, -1000, 1000}}},
+    [LK_SOFTPLUS] = {"softplus", {{"beta", OPT_REAL, F(beta), 1, 1e-6, 1000},
+                                  {"threshold", OPT_REAL, F(threshold), 20, -1e6, 1e6}}},
 };
 
 const char *model_kind_name(model_kind k) { return k < LK_COUNT ? types[k].name : "?"; }
@@ -55,7 +60,7 @@ const char *model_kind_name(model_kind k) { return k < LK_COUNT ? types[k].name 
 const char *model_kind_list(void)
 {
     return "linear, conv2d, max_pool2d, avg_pool2d, global_avg_pool2d, batch_norm1d, batch_norm2d, layer_norm, "
-           "dropout, flatten, relu, leaky_relu, sigmoid, tanh, gelu, softmax";
+           "dropout, flatten, relu, leaky_relu, sigmoid, tanh, gelu, softmax, gelu_tanh, silu, elu, softplus";
 }
 
 static bool set_defaults_and_keys(model_ctx *c, json_t *o, model_layer *l, char *allowed, size_t cap)

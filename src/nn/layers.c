@@ -105,6 +105,53 @@ clg_module *clg_nn_sigmoid(clg_device *dev) { return op_layer(dev, &sigmoid_i, 0
 clg_module *clg_nn_tanh(clg_device *dev) { return op_layer(dev, &tanh_i, 0, 0); }
 clg_module *clg_nn_gelu(clg_device *dev) { return op_layer(dev, &gelu_i, 0, 0); }
 
+static clg_tensor *gelu_tanh_forward(clg_module *m, clg_tensor *x) { (void)m; return clg_gelu_tanh(x); }
+static clg_tensor *silu_forward(clg_module *m, clg_tensor *x) { (void)m; return clg_silu(x); }
+static clg_tensor *elu_forward(clg_module *m, clg_tensor *x) { return clg_elu(x, ((op_data *)m->data)->a); }
+static void alpha_describe(const clg_module *m, char *buf, size_t len)
+{
+    snprintf(buf, len, "alpha=%g", ((const op_data *)m->data)->a);
+}
+static void tanh_describe(const clg_module *m, char *buf, size_t len)
+{
+    (void)m;
+    snprintf(buf, len, "approximate='tanh'");
+}
+static const clg_module_i gelu_tanh_i = {"GELU", gelu_tanh_forward, tanh_describe, free};
+static const clg_module_i silu_i = {"SiLU", silu_forward, NULL, free};
+static const clg_module_i elu_i = {"ELU", elu_forward, alpha_describe, free};
+clg_module *clg_nn_gelu_tanh(clg_device *dev) { return op_layer(dev, &gelu_tanh_i, 0, 0); }
+clg_module *clg_nn_silu(clg_device *dev) { return op_layer(dev, &silu_i, 0, 0); }
+clg_module *clg_nn_elu(clg_device *dev, double alpha) { return op_layer(dev, &elu_i, alpha, 0); }
+
+/* Softplus keeps beta and the threshold: the second in op_data's axis field would lose
+ * its fraction, so it has a struct of its own. */
+typedef struct softplus_data { double beta, threshold; } softplus_data;
+static clg_tensor *softplus_forward(clg_module *m, clg_tensor *x)
+{
+    const softplus_data *d = m->data;
+    return clg_softplus(x, d->beta, d->threshold);
+}
+static void softplus_describe(const clg_module *m, char *buf, size_t len)
+{
+    const softplus_data *d = m->data;
+    snprintf(buf, len, "beta=%g, threshold=%g", d->beta, d->threshold);
+}
+static const clg_module_i softplus_i = {"Softplus", softplus_forward, softplus_describe, free};
+clg_module *clg_nn_softplus(clg_device *dev, double beta, double threshold)
+{
+    if (!dev) return NULL;
+    softplus_data *d = malloc(sizeof *d);
+    clg_module *m = d ? clg_module_new(dev, &softplus_i, d) : NULL;
+    if (!m) {
+        free(d);
+        if (!d) clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "Softplus: out of host memory");
+        return NULL;
+    }
+    *d = (softplus_data){beta, threshold};
+    return m;
+}
+
 /* ---- Embedding: rows of weight [num, dim] picked by int32 indices of any shape ------------------ */
 
 static clg_tensor *embedding_forward(clg_module *m, clg_tensor *idx)

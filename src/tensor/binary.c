@@ -96,6 +96,10 @@ clg_tensor *clg_eq(clg_tensor *a, clg_tensor *b) { return binary_op("eq", a, b, 
 clg_tensor *clg_gt(clg_tensor *a, clg_tensor *b) { return binary_op("gt", a, b, true); }
 clg_tensor *clg_ge(clg_tensor *a, clg_tensor *b) { return binary_op("ge", a, b, true); }
 clg_tensor *clg_lt(clg_tensor *a, clg_tensor *b) { return binary_op("lt", a, b, true); }
+clg_tensor *clg_ne(clg_tensor *a, clg_tensor *b) { return binary_op("ne", a, b, true); }
+clg_tensor *clg_le(clg_tensor *a, clg_tensor *b) { return binary_op("le", a, b, true); }
+clg_tensor *clg_logical_and(clg_tensor *a, clg_tensor *b) { return binary_op("logical_and", a, b, true); }
+clg_tensor *clg_logical_or(clg_tensor *a, clg_tensor *b) { return binary_op("logical_or", a, b, true); }
 
 /* ---- with a scalar --------------------------------------------------------------------------- */
 

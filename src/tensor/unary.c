@@ -51,6 +51,26 @@ GRAD_FROM_OUTPUT(sigmoid)
 GRAD_FROM_OUTPUT(tanh)
 GRAD_FROM_INPUT(gelu)
 GRAD_FROM_INPUT(softplus)
+GRAD_FROM_INPUT(silu)
+GRAD_FROM_INPUT(elu)
+GRAD_FROM_INPUT(gelu_tanh)
+GRAD_FROM_INPUT(sin)
+GRAD_FROM_INPUT(cos)
+GRAD_FROM_OUTPUT(tan)
+GRAD_FROM_INPUT(log1p)
+GRAD_FROM_OUTPUT(expm1)
+GRAD_FROM_OUTPUT(rsqrt)
+GRAD_FROM_INPUT(erf)
+
+/* sign, floor, ceil, round: flat almost everywhere, a zero gradient (as PyTorch). */
+static clg_status zero_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    return grad_kernel(n, g, gin, "zero_grad", g);
+}
+#define sign_bw zero_bw
+#define floor_bw zero_bw
+#define ceil_bw zero_bw
+#define round_bw zero_bw
 
 static clg_status neg_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
 {
@@ -87,6 +107,19 @@ UNARY_OP(relu)
 UNARY_OP(sigmoid)
 UNARY_OP(tanh)
 UNARY_OP(gelu)
+UNARY_OP(gelu_tanh)
+UNARY_OP(silu)
+UNARY_OP(sin)
+UNARY_OP(cos)
+UNARY_OP(tan)
+UNARY_OP(log1p)
+UNARY_OP(expm1)
+UNARY_OP(rsqrt)
+UNARY_OP(erf)
+UNARY_OP(sign)
+UNARY_OP(floor)
+UNARY_OP(ceil)
+UNARY_OP(round)
 
 /* A NaN parameter would silently turn every result into NaN (or a branch never
  * taken): refuse it instead. */
@@ -120,6 +153,19 @@ clg_tensor *clg_softplus(clg_tensor *a, double beta, double threshold)
         return clg__op_fail(a->dev, CLG_ERR_INVALID_ARGUMENT, "softplus", "beta is 0 (it divides): input %s",
                             CLG_DESC(a));
     return unary_taped("softplus", a, beta, threshold, CLG_OP_softplus, softplus_bw);
+}
+
+/* Not differentiable, and int32 too: off the tape. */
+clg_tensor *clg_logical_not(clg_tensor *a)
+{
+    return clg__elementwise("logical_not", "unary", "logical_not", 1, IN1(a), 0, 0, true);
+}
+
+clg_tensor *clg_elu(clg_tensor *a, double alpha)
+{
+    if (!a) return NULL;
+    if (!check_param("elu", a, "alpha", alpha)) return NULL;
+    return unary_taped("elu", a, alpha, 0, CLG_OP_elu, elu_bw);
 }
 
 /* ---- where ----------------------------------------------------------------------------------- */
