@@ -26,6 +26,7 @@ __kernel void NAME(int M, int R, int K, int C, int L, __global const T *x, int o
 }
 
 CLG_REDUCE(reduce_sum, (T)0, acc += v)
+CLG_REDUCE(reduce_prod, (T)1, acc *= v)
 // NaN wins, as in NumPy and PyTorch; R >= 1 (checked on the host).
 CLG_REDUCE(reduce_max, p[(size_t)r0 * K], acc = (v != v || v > acc) ? v : acc)
 CLG_REDUCE(reduce_min, p[(size_t)r0 * K], acc = (v != v || v < acc) ? v : acc)

@@ -170,28 +170,29 @@ CLG_ELEMENTWISE2(mse_sq, (x - z) * (x - z))
 CLG_ELEMENTWISE3(mse_grad, s0 * (x - z) * w)
 #endif
 
-// ---- argmax (any dtype) ------------------------------------------------------------------
-// The first index of the largest element; NaN counts as the largest, as in NumPy and
-// PyTorch. Work-items without elements carry the index R (beaten by any real one).
+// ---- argmax and argmin (any dtype) -------------------------------------------------------
+// The first index of the largest (smallest) element; NaN beats every number either way,
+// as in NumPy and PyTorch. Work-items without elements carry the index R (beaten by any real one).
 #ifdef CLG_I32
 #define CLG_ISNAN(v) false
 #else
 #define CLG_ISNAN(v) ((v) != (v))
 #endif
 
-inline bool clg_arg_better(T v, int i, T bv, int bi, int R)
+// Whether (v, i) beats the best so far (bv, bi): larger (argmax, hi) or smaller (argmin),
+// NaN beating everything, ties to the lower index.
+inline bool clg_arg_better(T v, int i, T bv, int bi, int R, bool hi)
 {
     if (i >= R) return false;
     if (bi >= R) return true;
     bool vn = CLG_ISNAN(v), bn = CLG_ISNAN(bv);
     if (vn != bn) return vn;
     if (vn || v == bv) return i < bi;
-    return v > bv;
+    return hi ? v > bv : v < bv;
 }
 
-__kernel void argmax_fwd(int R, int nk, int8 kshape, int nr, int8 rshape,
-                         __global const T *x, int ox, int8 kx, int8 rx,
-                         __global int *y, int oy, int8 ky, int8 ry, __local T *sv, __local int *si)
+inline void clg_arg_row(bool hi, int R, int nk, int8 kshape, int nr, int8 rshape, __global const T *x, int ox,
+                        int8 kx, int8 rx, __global int *y, int oy, int8 ky, __local T *sv, __local int *si)
 {
     int row = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
     int bx = clg_rowbase(row, nk, kshape, ox, kx);
@@ -199,14 +200,30 @@ __kernel void argmax_fwd(int R, int nk, int8 kshape, int nr, int8 rshape,
     int bi = R;
     for (int r = l; r < R; r += wg) {
         T v = x[bx + clg_roff(r, nr, rshape, rx)];
-        if (clg_arg_better(v, r, best, bi, R)) best = v, bi = r;
+        if (clg_arg_better(v, r, best, bi, R, hi)) best = v, bi = r;
     }
     sv[l] = best;
     si[l] = bi;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int h = wg / 2; h > 0; h >>= 1) {
-        if (l < h && clg_arg_better(sv[l + h], si[l + h], sv[l], si[l], R)) sv[l] = sv[l + h], si[l] = si[l + h];
+        if (l < h && clg_arg_better(sv[l + h], si[l + h], sv[l], si[l], R, hi)) sv[l] = sv[l + h], si[l] = si[l + h];
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (l == 0) y[clg_rowbase(row, nk, kshape, oy, ky)] = si[0];
+}
+
+__kernel void argmax_fwd(int R, int nk, int8 kshape, int nr, int8 rshape,
+                         __global const T *x, int ox, int8 kx, int8 rx,
+                         __global int *y, int oy, int8 ky, int8 ry, __local T *sv, __local int *si)
+{
+    (void)ry;
+    clg_arg_row(true, R, nk, kshape, nr, rshape, x, ox, kx, rx, y, oy, ky, sv, si);
+}
+
+__kernel void argmin_fwd(int R, int nk, int8 kshape, int nr, int8 rshape,
+                         __global const T *x, int ox, int8 kx, int8 rx,
+                         __global int *y, int oy, int8 ky, int8 ry, __local T *sv, __local int *si)
+{
+    (void)ry;
+    clg_arg_row(false, R, nk, kshape, nr, rshape, x, ox, kx, rx, y, oy, ky, sv, si);
 }

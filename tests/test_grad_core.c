@@ -1,4 +1,6 @@
 /* Gradient checks for the core ops: views, copies, arithmetic, reductions. */
+#include <math.h>
+
 #include "optest.h"
 
 #define IN(...) ((optest_input[]){__VA_ARGS__})
@@ -24,6 +26,13 @@ static clg_tensor *f_sum_all(clg_tensor **x, void *c) { (void)c; return clg_sum(
 static clg_tensor *f_mean1(clg_tensor **x, void *c) { (void)c; return clg_mean(x[0], CLG_AXES(-1), true); }
 static clg_tensor *f_max1(clg_tensor **x, void *c) { (void)c; return clg_max(x[0], CLG_AXES(1), false); }
 static clg_tensor *f_min0(clg_tensor **x, void *c) { (void)c; return clg_min(x[0], CLG_AXES(0), true); }
+static clg_tensor *f_prod1(clg_tensor **x, void *c) { (void)c; return clg_prod(x[0], CLG_AXES(1), false); }
+static clg_tensor *f_prod_all(clg_tensor **x, void *c) { (void)c; return clg_prod(x[0], 0, NULL, true); }
+static clg_tensor *f_lse(clg_tensor **x, void *c) { (void)c; return clg_logsumexp(x[0], CLG_AXES(0, 2), false); }
+static clg_tensor *f_std(clg_tensor **x, void *c) { (void)c; return clg_std(x[0], CLG_AXES(-1), 1, true); }
+static clg_tensor *f_norm1(clg_tensor **x, void *c) { (void)c; return clg_norm(x[0], 1, CLG_AXES(1), false); }
+static clg_tensor *f_norm2(clg_tensor **x, void *c) { (void)c; return clg_norm(x[0], 2, CLG_AXES(0), true); }
+static clg_tensor *f_norm_inf(clg_tensor **x, void *c) { (void)c; return clg_norm(x[0], INFINITY, 0, NULL, false); }
 static clg_tensor *f_views(clg_tensor **x, void *c)
 {
     (void)c;   /* [2, 3, 4] -> permute -> narrow -> reshape -> unsqueeze -> expand -> squeeze */
@@ -63,6 +72,23 @@ static void pow_zero_exponent(clg_device *dev)
     }
 }
 
+/* Gradients where finite differences cannot look: prod's with zeros in a slice (the
+ * product of the others, exactly), and the 2-norm's at the zero vector (0, not NaN). */
+static void exact_reduction_grads(clg_device *dev)
+{
+    const float x[8] = {2, 0, 3, 4, 0, 0, 5, 1.5f};   /* rows: one zero, two zeros */
+    clg_scope_begin(dev);
+    clg_tensor *a = clg_tensor_from_host(dev, CLG_F32, SH(2, 4), x);
+    CHECK_OK(dev, clg_tensor_set_requires_grad(a, true));
+    CHECK_OK(dev, clg_backward(clg_sum(clg_prod(a, CLG_AXES(1), false), 0, NULL, false), NULL));
+    optest_close("prod gradient with zeros", clg_tensor_grad(a), (double[]){0, 24, 0, 0, 0, 0, 0, 0}, 8, 0, 0);
+    clg_tensor *z = clg_zeros(dev, CLG_F32, SH(2, 3));
+    CHECK_OK(dev, clg_tensor_set_requires_grad(z, true));
+    CHECK_OK(dev, clg_backward(clg_sum(clg_norm(z, 2, CLG_AXES(1), false), 0, NULL, false), NULL));
+    optest_close("2-norm gradient at zero", clg_tensor_grad(z), (double[]){0, 0, 0, 0, 0, 0}, 6, 0, 0);
+    clg_scope_end(dev);
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
@@ -84,6 +110,15 @@ int main(void)
     optest_gradcheck(dev, "mean last", f_mean1, NULL, 1, IN({SH(3, 5)}));
     optest_gradcheck(dev, "max axis 1", f_max1, NULL, 1, IN({SH(3, 4, 2)}));
     optest_gradcheck(dev, "min axis 0", f_min0, NULL, 1, IN({SH(4, 3)}));
+    optest_gradcheck(dev, "prod axis 1", f_prod1, NULL, 1, IN({SH(3, 4), pos_lo, pos_hi}));
+    const double signed6[6] = {-1.3, 0.4, -0.8, 0.9, 1.7, -0.6};
+    optest_gradcheck(dev, "prod all, signs", f_prod_all, NULL, 1, IN({SH(2, 3), .values = signed6}));
+    optest_gradcheck(dev, "logsumexp axes 0,2", f_lse, NULL, 1, IN({SH(2, 3, 4), -3, 3}));
+    optest_gradcheck(dev, "std last keepdim", f_std, NULL, 1, IN({SH(3, 5)}));
+    optest_gradcheck(dev, "norm 1", f_norm1, NULL, 1, IN({SH(2, 3), .values = signed6}));
+    optest_gradcheck(dev, "norm 2", f_norm2, NULL, 1, IN({SH(3, 4)}));
+    optest_gradcheck(dev, "norm inf", f_norm_inf, NULL, 1, IN({SH(2, 3), .values = signed6}));
+    exact_reduction_grads(dev);
     optest_gradcheck(dev, "views", f_views, NULL, 1, IN({SH(2, 3, 4)}));
     optest_gradcheck(dev, "transpose contiguous", f_transpose, NULL, 1, IN({SH(3, 4)}));
     optest_gradcheck(dev, "flatten clone", f_flatten, NULL, 1, IN({SH(2, 3, 2)}));

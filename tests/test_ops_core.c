@@ -184,6 +184,100 @@ static void reductions(clg_device *dev)
     free(v);
 }
 
+/* prod, logsumexp, std, the norms and argmin against references over every set of
+ * axes of a [4, 6, 5] input, in every layout. Each result gathers its slice first. */
+enum { RA = 4, RB = 6, RC = 5, RN = RA * RB * RC };
+
+static int slices(int mask, double *const x, double slice[][RN], int *len)
+{
+    int64_t dims[3] = {RA, RB, RC};
+    int out = 1;
+    for (int d = 0; d < 3; d++)
+        if (!(mask & (1 << d))) out *= (int)dims[d];
+    for (int o = 0; o < out; o++) len[o] = 0;
+    for (int i = 0; i < RA; i++)
+        for (int j = 0; j < RB; j++)
+            for (int k = 0; k < RC; k++) {
+                int64_t o = 0, idx[3] = {i, j, k};
+                for (int d = 0; d < 3; d++)
+                    if (!(mask & (1 << d))) o = o * dims[d] + idx[d];
+                slice[o][len[o]++] = x[(i * RB + j) * RC + k];
+            }
+    return out;
+}
+
+static void more_reductions(clg_device *dev)
+{
+    static double x[RN], slice[RN][RN];
+    static int len[RN];
+    optest_fill(x, RN, -1.5, 1.5, 23);
+    optest_round(CLG_F32, x, RN);
+    for (int mask = 1; mask < 8; mask++) {
+        int axes[3], na = 0;
+        for (int d = 0; d < 3; d++)
+            if (mask & (1 << d)) axes[na++] = d;
+        int out = slices(mask, x, slice, len);
+        double wp[RN], wl[RN], wsd[RN], w1[RN], w2[RN], wi[RN];
+        for (int o = 0; o < out; o++) {
+            double p = 1, m = -INFINITY, se = 0, s = 0, ss = 0, a1 = 0, a2 = 0, ai = 0;
+            for (int r = 0; r < len[o]; r++) {
+                double v = slice[o][r];
+                p *= v, s += v, a1 += fabs(v), a2 += v * v;
+                if (v > m) m = v;
+                if (fabs(v) > ai) ai = fabs(v);
+            }
+            for (int r = 0; r < len[o]; r++) {
+                se += exp(slice[o][r] - m);
+                ss += (slice[o][r] - s / len[o]) * (slice[o][r] - s / len[o]);
+            }
+            wp[o] = p, wl[o] = m + log(se), wsd[o] = sqrt(ss / (len[o] - 1)), w1[o] = a1, w2[o] = sqrt(a2), wi[o] = ai;
+        }
+        for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
+            clg_scope_begin(dev);
+            clg_tensor *t = optest_tensor(dev, CLG_F32, CLG_SHAPE(RA, RB, RC), x, (optest_layout)l);
+            char what[96];
+            snprintf(what, sizeof what, "prod mask %d %s", mask, optest_layout_names[l]);
+            optest_close(what, clg_prod(t, na, axes, false), wp, out, 1e-7, 1e-5);
+            snprintf(what, sizeof what, "logsumexp mask %d %s", mask, optest_layout_names[l]);
+            clg_tensor *ls = clg_logsumexp(t, na, axes, true);
+            CHECK_MSG(ls && clg_tensor_ndim(ls) == 3, "%s: keepdim", what);
+            optest_close(what, ls, wl, out, 1e-6, 1e-5);
+            snprintf(what, sizeof what, "std mask %d %s", mask, optest_layout_names[l]);
+            optest_close(what, clg_std(t, na, axes, 1, false), wsd, out, 1e-6, 1e-5);
+            snprintf(what, sizeof what, "norm 1, 2, inf mask %d %s", mask, optest_layout_names[l]);
+            optest_close(what, clg_norm(t, 1, na, axes, false), w1, out, 1e-6, 1e-5);
+            optest_close(what, clg_norm(t, 2, na, axes, false), w2, out, 1e-6, 1e-5);
+            optest_close(what, clg_norm(t, INFINITY, na, axes, false), wi, out, 0, 1e-7);
+            clg_scope_end(dev);
+        }
+    }
+    clg_scope_begin(dev);
+    /* argmin: the first smallest, NaN first of all; int32 too */
+    const double am[2 * 5] = {3, 1, 1, 2, 5, 4, NAN, -2, NAN, -2};
+    clg_tensor *ta = optest_tensor(dev, CLG_F32, CLG_SHAPE(2, 5), am, OPTEST_CONTIGUOUS);
+    optest_close("argmin rows, ties, NaN", clg_argmin(ta, 1, false), (double[]){1, 1}, 2, 0, 0);
+    optest_close("argmin columns", clg_argmin(ta, 0, false), (double[]){0, 1, 1, 1, 1}, 5, 0, 0);
+    const double ai[6] = {4, -1, 7, -1, 0, 3};
+    clg_tensor *ti = optest_tensor(dev, CLG_I32, CLG_SHAPE(6), ai, OPTEST_CONTIGUOUS);
+    optest_close("argmin int32", clg_argmin(ti, 0, true), (double[]){1}, 1, 0, 0);
+    /* logsumexp of -inf rows is -inf, of a +inf row +inf, never NaN */
+    const double inf[6] = {-INFINITY, -INFINITY, -INFINITY, 1, INFINITY, 2};
+    clg_tensor *tinf = optest_tensor(dev, CLG_F32, CLG_SHAPE(2, 3), inf, OPTEST_CONTIGUOUS);
+    optest_close("logsumexp infinities", clg_logsumexp(tinf, CLG_AXES(1), false), (double[]){-INFINITY, INFINITY}, 2,
+                 0, 0);
+    /* prod with zeros, and an empty product */
+    const double z[6] = {2, 0, 3, 0, 0, 5};
+    clg_tensor *tz = optest_tensor(dev, CLG_F32, CLG_SHAPE(2, 3), z, OPTEST_CONTIGUOUS);
+    optest_close("prod with zeros", clg_prod(tz, CLG_AXES(1), false), (double[]){0, 0}, 2, 0, 0);
+    optest_close("empty prod", clg_prod(clg_zeros(dev, CLG_F32, CLG_SHAPE(3, 0)), CLG_AXES(1), false),
+                 (double[]){1, 1, 1}, 3, 0, 0);
+    CHECK(clg_norm(tz, 3, 0, NULL, false) == NULL);
+    CHECK_MSG(strstr(clg_device_error(dev), "clg_norm") && strstr(clg_device_error(dev), "p = 3"), "%s",
+              clg_device_error(dev));
+    CHECK(clg_prod(clg_ones(dev, CLG_I32, CLG_SHAPE(3)), 0, NULL, false) == NULL);
+    clg_scope_end(dev);
+}
+
 /* The same computation twice: the same bits. */
 static void deterministic(clg_device *dev)
 {
@@ -237,6 +331,7 @@ int main(void)
     binary_sizes(dev);
     scalars_and_ieee(dev);
     reductions(dev);
+    more_reductions(dev);
     deterministic(dev);
     logic(dev);
     clg_device_close(dev);

@@ -352,7 +352,7 @@ static void where_ref(const cf_prob *p, double *const *in, double *const *out)
 
 /* ---- reductions: ia[0] kind, ia[1] naxes (0: all), ia[2..3] axes, ia[4] keepdim, ia[5] correction */
 
-enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_VAR, R_ARGMAX };
+enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_VAR, R_PROD, R_NORM2, R_LSE, R_ARGMIN, R_ARGMAX };
 
 typedef struct reduce_entry {
     int kind, naxes, axes[2];
@@ -370,6 +370,10 @@ static const reduce_entry R_MIN_ALL = {R_MIN, 0, {0, 0}, false, 0};
 static const reduce_entry R_MIN_12 = {R_MIN, 2, {1, 2}, false, 0};
 static const reduce_entry R_VAR_1 = {R_VAR, 1, {1, 0}, false, 1};
 static const reduce_entry R_VAR_ALL = {R_VAR, 0, {0, 0}, false, 0};
+static const reduce_entry R_PROD_0 = {R_PROD, 1, {0, 0}, false, 0};
+static const reduce_entry R_NORM2_12 = {R_NORM2, 2, {1, 2}, true, 0};
+static const reduce_entry R_LSE_1 = {R_LSE, 1, {1, 0}, false, 0};
+static const reduce_entry R_ARGMIN_1 = {R_ARGMIN, 1, {1, 0}, false, 0};
 static const reduce_entry R_ARGMAX_1 = {R_ARGMAX, 1, {1, 0}, false, 0};
 static const reduce_entry R_ARGMAX_L = {R_ARGMAX, 1, {-1, 0}, true, 0};
 
@@ -384,7 +388,8 @@ static bool reduced(const reduce_entry *e, int nd, int d)
 static void reduce_setup(cf_prob *p)
 {
     const reduce_entry *e = p->arg;
-    cf_arr *a = cf_in(p, e->kind == R_ARGMAX ? CF_CONST : CF_GRAD, -2, 2, 3, S(2, 6), S(3, 37), S(5, 29));
+    bool arg = e->kind == R_ARGMAX || e->kind == R_ARGMIN;
+    cf_arr *a = cf_in(p, arg ? CF_CONST : CF_GRAD, -2, 2, 3, S(2, 6), S(3, 37), S(5, 29));
     cf_arr *o = &p->out[p->nout++];
     o->n = 1;
     for (int d = 0; d < 3; d++) {
@@ -392,7 +397,7 @@ static void reduce_setup(cf_prob *p)
         else if (e->keepdim) o->shape[o->nd++] = 1;
     }
     for (int d = 0; d < o->nd; d++) o->n *= o->shape[d];
-    p->no_backward = e->kind == R_ARGMAX;
+    p->no_backward = arg;
     if (e->kind == R_VAR || p->big) p->tol = 4;   /* long sums in float32 */
 }
 
@@ -406,6 +411,10 @@ static void reduce_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
     case R_MAX: out[0] = clg_max(in[0], e->naxes, ax, e->keepdim); break;
     case R_MIN: out[0] = clg_min(in[0], e->naxes, ax, e->keepdim); break;
     case R_VAR: out[0] = clg_var(in[0], e->naxes, ax, e->correction, e->keepdim); break;
+    case R_PROD: out[0] = clg_prod(in[0], e->naxes, ax, e->keepdim); break;
+    case R_NORM2: out[0] = clg_norm(in[0], 2, e->naxes, ax, e->keepdim); break;
+    case R_LSE: out[0] = clg_logsumexp(in[0], e->naxes, ax, e->keepdim); break;
+    case R_ARGMIN: out[0] = clg_argmin(in[0], e->axes[0], e->keepdim); break;
     default: out[0] = clg_argmax(in[0], e->axes[0], e->keepdim); break;
     }
 }
@@ -418,7 +427,7 @@ static void reduce_ref(const cf_prob *p, double *const *in, double *const *out)
     double *acc = out[0];
     double *mean = calloc((size_t)m, sizeof *mean);
     int64_t *arg = calloc((size_t)m, sizeof *arg), *seen = calloc((size_t)m, sizeof *seen);
-    for (int pass = 0; pass < (e->kind == R_VAR ? 2 : 1); pass++) {
+    for (int pass = 0; pass < (e->kind == R_VAR || e->kind == R_LSE ? 2 : 1); pass++) {
         for (int64_t j = 0; j < m; j++) acc[j] = 0, seen[j] = 0;
         for (int64_t i = 0; i < a->n; i++) {
             int64_t c[CLG_MAX_DIMS], j = 0;
@@ -432,16 +441,24 @@ static void reduce_ref(const cf_prob *p, double *const *in, double *const *out)
             case R_MAX: if (first || x > acc[j]) acc[j] = x; break;
             case R_MIN: if (first || x < acc[j]) acc[j] = x; break;
             case R_VAR: if (pass == 0) acc[j] += x; else acc[j] += (x - mean[j]) * (x - mean[j]); break;
+            case R_PROD: acc[j] = first ? x : acc[j] * x; break;
+            case R_NORM2: acc[j] += x * x; break;
+            case R_LSE: if (pass == 0) { if (first || x > acc[j]) acc[j] = x; } else acc[j] += exp(x - mean[j]); break;
+            case R_ARGMIN: if (first || x < mean[j]) mean[j] = x, arg[j] = seen[j] - 1; break;
             default: if (first || x > mean[j]) mean[j] = x, arg[j] = seen[j] - 1; break;
             }
         }
         if (e->kind == R_VAR && pass == 0)
             for (int64_t j = 0; j < m; j++) mean[j] = acc[j] / (double)cnt;
+        if (e->kind == R_LSE && pass == 0)   /* mean holds the maximum */
+            for (int64_t j = 0; j < m; j++) mean[j] = acc[j];
     }
     for (int64_t j = 0; j < m; j++) {
         if (e->kind == R_MEAN) acc[j] /= (double)cnt;
         if (e->kind == R_VAR) acc[j] /= (double)(cnt - e->correction);
-        if (e->kind == R_ARGMAX) acc[j] = (double)arg[j];
+        if (e->kind == R_ARGMAX || e->kind == R_ARGMIN) acc[j] = (double)arg[j];
+        if (e->kind == R_NORM2) acc[j] = sqrt(acc[j]);
+        if (e->kind == R_LSE) acc[j] = mean[j] + log(acc[j]);
     }
     free(mean);
     free(arg);
@@ -702,6 +719,10 @@ const cf_case cf_ops_cases[] = {
     REDUCE("min (axes 1, 2)", R_MIN_12),
     REDUCE("var (axis 1, unbiased)", R_VAR_1),
     REDUCE("var (all, population)", R_VAR_ALL),
+    REDUCE("prod (axis 0)", R_PROD_0),
+    REDUCE("norm (p 2, axes 1, 2, keepdim)", R_NORM2_12),
+    REDUCE("logsumexp (axis 1)", R_LSE_1),
+    REDUCE("argmin (axis 1)", R_ARGMIN_1),
     REDUCE("argmax (axis 1)", R_ARGMAX_1),
     REDUCE("argmax (axis -1, keepdim)", R_ARGMAX_L),
     {"matmul (2-D)", matmul_setup, matmul_run, matmul_ref, NULL, &MM_E[MM_2D]},

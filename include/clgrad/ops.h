@@ -91,6 +91,16 @@ CLG_API clg_tensor *clg_min(clg_tensor *a, int naxes, const int *axes, bool keep
 CLG_API clg_tensor *clg_var(clg_tensor *a, int naxes, const int *axes, int correction, bool keepdim);
 /* Index of the largest element along one axis (first on ties), int32. Not differentiable. */
 CLG_API clg_tensor *clg_argmax(clg_tensor *a, int axis, bool keepdim);
+CLG_API clg_tensor *clg_argmin(clg_tensor *a, int axis, bool keepdim); /* the smallest; NaN wins, as argmax */
+/* The product; its gradient is the product of the others, zeros included (an empty product is 1). */
+CLG_API clg_tensor *clg_prod(clg_tensor *a, int naxes, const int *axes, bool keepdim);
+/* sqrt(var), torch.std with the same correction. */
+CLG_API clg_tensor *clg_std(clg_tensor *a, int naxes, const int *axes, int correction, bool keepdim);
+/* log(sum(exp(a))) without overflow; all -inf gives -inf. Gradient softmax(a). */
+CLG_API clg_tensor *clg_logsumexp(clg_tensor *a, int naxes, const int *axes, bool keepdim);
+/* The vector p-norm over the axes, p = 1, 2 or INFINITY (torch.linalg.vector_norm);
+ * the 2-norm's gradient at the zero vector is 0, as PyTorch's. */
+CLG_API clg_tensor *clg_norm(clg_tensor *a, double p, int naxes, const int *axes, bool keepdim);
 
 /* ---- matrix products ------------------------------------------------------------------ */
 /* As torch.matmul: [m,k]x[k,n] -> [m,n]; 1-D operands are vectors; more dims are

@@ -1,10 +1,12 @@
-/* reduce.c: sum, mean, max and min over any set of axes, and the sum back to a
- * broadcast input's shape that the autograd engine needs.
+/* reduce.c: sum, mean, prod, max and min over any set of axes, the norms and
+ * logsumexp made of them, and the sum back to a broadcast input's shape that the
+ * autograd engine needs.
  *
  * Every reduction is run on x viewed as [M, R, K]: M kept elements before the
  * reduced axes, R reduced, K kept after. When x is contiguous and its reduced axes
  * are adjacent (the usual case: a batch axis, a feature axis), that view is free;
  * otherwise x is first copied with the reduced axes moved last. */
+#include <math.h>
 #include <string.h>
 
 #include "tensor_impl.h"
@@ -83,13 +85,14 @@ static clg_tensor *reduce(const char *op, const char *kernel, clg_tensor *t, con
 {
     clg_device *dev = t->dev;
     if (!clg__check_float(op, t) || !clg__check_numel(op, dev, t->numel)) return NULL;
-    if (p->R == 0 && strcmp(kernel, "reduce_sum") != 0)
+    bool is_prod = !strcmp(kernel, "reduce_prod");
+    if (p->R == 0 && strcmp(kernel, "reduce_sum") != 0 && !is_prod)
         return clg__op_fail(dev, CLG_ERR_SHAPE, op, "reducing zero elements of %s", CLG_DESC(t));
     clg_tensor *y = clg__tensor_new(dev, t->dtype, p->out_ndim, p->out_shape);
     if (!y) return NULL;
     if (y->numel == 0) return y;
-    if (p->R == 0) {   /* an empty sum is 0, an empty mean NaN */
-        if (clg_fill_(y, mean ? 0.0 / 0.0 : 0.0) != CLG_OK) clg_tensor_free(y), y = NULL;
+    if (p->R == 0) {   /* an empty sum is 0, an empty mean NaN, an empty product 1 */
+        if (clg_fill_(y, is_prod ? 1.0 : mean ? 0.0 / 0.0 : 0.0) != CLG_OK) clg_tensor_free(y), y = NULL;
         return y;
     }
     int64_t M, K;
@@ -154,6 +157,27 @@ static clg_status extremum_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     return (gin[0] = clg_mul(share, spread(n, g))) ? CLG_OK : g->dev->status;
 }
 
+/* prod: d/dx_i = the product of the others. Without zeros in the slice that is y / x_i;
+ * with one zero, the product of the nonzero others at the zero and 0 elsewhere; with
+ * two or more, 0 everywhere. Division is exact enough (PyTorch does the same). */
+static clg_status prod_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    clg_tensor *x = n->inputs[0];
+    int axes[CLG_MAX_DIMS], na = 0;
+    for (int d = 0; d < x->ndim; d++)
+        if (n->i[d] == 1 && x->shape[d] != 1) axes[na++] = d;
+    clg_tensor *zero = clg_zeros(x->dev, x->dtype, 0, NULL), *one = clg_ones(x->dev, x->dtype, 0, NULL);
+    clg_tensor *is0 = clg_eq(x, zero);
+    clg_tensor *zeros = na ? clg_sum(is0, na, axes, true) : is0;           /* zeros per slice */
+    clg_tensor *nz = clg_where(is0, one, x);                                /* zeros read as 1 */
+    clg_tensor *pnz = na ? clg_prod(nz, na, axes, true) : nz;             /* product of the rest */
+    clg_tensor *y = spread(n, n->out);
+    clg_tensor *none = clg_div(y, nz);                                      /* no zero: y / x */
+    clg_tensor *single = clg_mul(is0, pnz);                                 /* one zero: at it */
+    clg_tensor *d = clg_where(clg_eq(zeros, zero), none, clg_mul(clg_eq(zeros, one), single));
+    return (gin[0] = clg_mul(d, spread(n, g))) ? CLG_OK : g->dev->status;
+}
+
 /* ---- the ops ------------------------------------------------------------------------------------- */
 
 static clg_tensor *reduce_op(const char *op, const char *kernel, int id, clg_backward_fn bw, clg_tensor *t,
@@ -181,6 +205,11 @@ clg_tensor *clg_mean(clg_tensor *a, int naxes, const int *axes, bool keepdim)
     return reduce_op("mean", "reduce_sum", CLG_OP_mean, mean_bw, a, naxes, axes, keepdim, true);
 }
 
+clg_tensor *clg_prod(clg_tensor *a, int naxes, const int *axes, bool keepdim)
+{
+    return reduce_op("prod", "reduce_prod", CLG_OP_prod, prod_bw, a, naxes, axes, keepdim, false);
+}
+
 clg_tensor *clg_max(clg_tensor *a, int naxes, const int *axes, bool keepdim)
 {
     return reduce_op("max", "reduce_max", CLG_OP_max, extremum_bw, a, naxes, axes, keepdim, false);
@@ -189,6 +218,65 @@ clg_tensor *clg_max(clg_tensor *a, int naxes, const int *axes, bool keepdim)
 clg_tensor *clg_min(clg_tensor *a, int naxes, const int *axes, bool keepdim)
 {
     return reduce_op("min", "reduce_min", CLG_OP_min, extremum_bw, a, naxes, axes, keepdim, false);
+}
+
+/* ---- made of the above ---------------------------------------------------------------------- */
+
+/* The 2-norm's own backward: g x / y, and 0 where y is 0 (PyTorch's subgradient; through
+ * sqrt it would be 0 * inf = NaN). */
+static clg_status norm2_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    clg_tensor *x = n->inputs[0], *y = spread(n, n->out);
+    clg_tensor *zero = clg_zeros(x->dev, x->dtype, 0, NULL);
+    clg_tensor *d = clg_where(clg_eq(y, zero), zero, clg_div(x, y));
+    return (gin[0] = clg_mul(d, spread(n, g))) ? CLG_OK : g->dev->status;
+}
+
+clg_tensor *clg_norm(clg_tensor *a, double p, int naxes, const int *axes, bool keepdim)
+{
+    if (!a || !clg__check_float("norm", a)) return NULL;
+    if (p == 1) return clg_sum(clg_abs(a), naxes, axes, keepdim);
+    if (p == INFINITY) return clg_max(clg_abs(a), naxes, axes, keepdim);
+    if (p != 2) return clg__op_fail(a->dev, CLG_ERR_INVALID_ARGUMENT, "norm", "p = %g: want 1, 2 or inf (input %s)", p,
+                                    CLG_DESC(a));
+    reduce_plan rp;
+    if (!plan_axes("norm", a, naxes, axes, keepdim, &rp)) return NULL;
+    clg_no_grad_begin(a->dev);
+    clg_tensor *y = clg_sqrt(clg_sum(clg_mul(a, a), naxes, axes, keepdim));
+    clg_no_grad_end(a->dev);
+    clg_node *node = NULL;
+    y = clg__taped(y, CLG_OP_norm, norm2_bw, 1, &a, &node);
+    if (node)
+        for (int d = 0; d < a->ndim; d++) node->i[d] = rp.keep_shape[d];
+    return y;
+}
+
+/* log(sum(exp(a))) = m + log(sum(exp(a - m))) with m the maximum (a constant: its
+ * gradient cancels), taken as 0 where it is infinite, so that all -inf gives -inf
+ * and any +inf gives +inf rather than NaN. The gradient is softmax(a), through the
+ * ops it is made of. */
+clg_tensor *clg_logsumexp(clg_tensor *a, int naxes, const int *axes, bool keepdim)
+{
+    if (!a) return NULL;
+    reduce_plan rp;
+    if (!clg__check_float("logsumexp", a) || !plan_axes("logsumexp", a, naxes, axes, true, &rp)) return NULL;
+    clg_device *dev = a->dev;
+    clg_no_grad_begin(dev);
+    clg_tensor *m = clg_max(a, naxes, axes, true);
+    clg_tensor *inf = clg_full(dev, a->dtype, 0, NULL, INFINITY);
+    clg_tensor *mf = m ? clg_where(clg_eq(clg_abs(m), inf), clg_zeros(dev, a->dtype, 0, NULL), m) : NULL;
+    clg_no_grad_end(dev);
+    clg_tensor *s = clg_log(clg_sum(clg_exp(clg_sub(a, mf)), naxes, axes, true));
+    clg_tensor *y = clg_add(s, mf);
+    if (keepdim || !y) return y;
+    plan_axes("logsumexp", a, naxes, axes, false, &rp);
+    return clg_reshape(y, rp.out_ndim, rp.out_shape);
+}
+
+/* The standard deviation, sqrt(var); its gradient through sqrt is inf where var is 0. */
+clg_tensor *clg_std(clg_tensor *a, int naxes, const int *axes, int correction, bool keepdim)
+{
+    return clg_sqrt(clg_var(a, naxes, axes, correction, keepdim));
 }
 
 clg_tensor *clg__sum_to_shape(clg_tensor *g, int ndim, const int64_t *shape)

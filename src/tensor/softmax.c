@@ -14,6 +14,7 @@
  * reading the labels back to the host, which ops never do. Such a row's loss is NaN
  * (so a MEAN or SUM is NaN too) and so is its gradient: the bad label cannot go
  * unnoticed, and nothing reads outside the logits. */
+#include <stdio.h>
 #include <string.h>
 
 #include "tensor_impl.h"
@@ -261,25 +262,29 @@ clg_tensor *clg_var(clg_tensor *a, int naxes, const int *axes, int correction, b
 
 /* ---- argmax ---------------------------------------------------------------------------------------- */
 
-clg_tensor *clg_argmax(clg_tensor *a, int axis, bool keepdim)
+/* op: "argmax" or "argmin", whose kernel is <op>_fwd. */
+static clg_tensor *arg_extremum(const char *op, clg_tensor *a, int axis, bool keepdim)
 {
     if (!a) return NULL;
-    if (!clg__check_numel("argmax", a->dev, a->numel)) return NULL;
-    int ax = clg__axis("argmax", a, axis, a->ndim ? a->ndim : 1);
+    if (!clg__check_numel(op, a->dev, a->numel)) return NULL;
+    int ax = clg__axis(op, a, axis, a->ndim ? a->ndim : 1);
     if (ax < 0) return NULL;
     axes_plan ap;
-    if (!plan_axes("argmax", a, a->ndim ? 1 : 0, &ax, keepdim, &ap)) return NULL;
-    if (ap.R == 0)
-        return clg__op_fail(a->dev, CLG_ERR_SHAPE, "argmax", "axis %d of %s is empty", axis, CLG_DESC(a));
+    if (!plan_axes(op, a, a->ndim ? 1 : 0, &ax, keepdim, &ap)) return NULL;
+    if (ap.R == 0) return clg__op_fail(a->dev, CLG_ERR_SHAPE, op, "axis %d of %s is empty", axis, CLG_DESC(a));
     clg_tensor *y = clg__tensor_new(a->dev, CLG_I32, ap.out_ndim, ap.out_shape);
     if (!y) return NULL;
     rows_operand ops[2] = {operand(a), {y->buf->mem, y->offset, ap.keep_shape, ap.keep_strides}};
     rows_plan p;
     rows_init(&p, a->ndim, a->shape, ap.mask, 2, ops);
-    if (rows_launch(a->dev, a->dtype, "argmax_fwd", &p, ops, NULL, 0, true) != CLG_OK)
-        return launch_fail("argmax", a, y);
+    char kernel[16];
+    snprintf(kernel, sizeof kernel, "%s_fwd", op);
+    if (rows_launch(a->dev, a->dtype, kernel, &p, ops, NULL, 0, true) != CLG_OK) return launch_fail(op, a, y);
     return y;   /* an index: not on the tape */
 }
+
+clg_tensor *clg_argmax(clg_tensor *a, int axis, bool keepdim) { return arg_extremum("argmax", a, axis, keepdim); }
+clg_tensor *clg_argmin(clg_tensor *a, int axis, bool keepdim) { return arg_extremum("argmin", a, axis, keepdim); }
 
 /* ---- cross_entropy ---------------------------------------------------------------------------------- */
 
