@@ -99,3 +99,50 @@ __kernel void gather_bw(int n, int nd, int8 ashape, int axis, __global T *ga, in
     }
     ga[oga + i] = acc;
 }
+
+// torch.index_add: y[c] = a[c] + the sum of src[c with c[axis] = m] over the m (ascending)
+// with idx[m] == c[axis]. y and a have a's shape, src has k along axis. The items at
+// c[axis] == 0 report indices out of [0, na) (every item reads all k anyway).
+__kernel void index_add(int n, int nd, int8 ashape, int axis, __global T *y, int oy,
+                        __global const T *a, int oa, int8 sa, __global const T *src, int os, int8 ss, int k,
+                        __global const int *idx, int oi, int si, __global int *err, int code)
+{
+    int i = get_global_id(0);
+    if (i >= n) return;
+    clg_coords c = clg_unravel(i, nd, ashape);
+    int j = c.c[axis], na = clg_at(ashape, axis);
+    T acc = a[oa + clg_offset(c, nd, sa)];
+    for (int m = 0; m < k; m++) {
+        int v = idx[oi + m * si];
+        if (j == 0 && (v < 0 || v >= na)) clg_report(err, code, v, na);
+        if (v != j) continue;
+        c.c[axis] = m;
+        acc += src[os + clg_offset(c, nd, ss)];
+    }
+    y[oy + i] = acc;
+}
+
+// torch.scatter_add: y[c] = a[c] + the sum of src[p] over the index positions p that
+// agree with c off the axis and have index[p] == c[axis], p[axis] ascending. src has
+// index's shape (the host checks); index may be smaller than a off the axis.
+__kernel void scatter_add(int n, int nd, int8 ashape, int axis, __global T *y, int oy,
+                          __global const T *a, int oa, int8 sa, __global const T *src, int os, int8 ss,
+                          int8 ishape, __global const int *idx, int oi, int8 si, __global int *err, int code)
+{
+    int i = get_global_id(0);
+    if (i >= n) return;
+    clg_coords c = clg_unravel(i, nd, ashape);
+    int j = c.c[axis], na = clg_at(ashape, axis);
+    T acc = a[oa + clg_offset(c, nd, sa)];
+    bool inside = true;
+    for (int d = 0; d < nd; d++)
+        if (d != axis && c.c[d] >= clg_at(ishape, d)) inside = false;
+    int k = inside ? clg_at(ishape, axis) : 0;
+    for (int m = 0; m < k; m++) {
+        c.c[axis] = m;
+        int v = idx[oi + clg_offset(c, nd, si)];
+        if (j == 0 && (v < 0 || v >= na)) clg_report(err, code, v, na);
+        if (v == j) acc += src[os + clg_offset(c, nd, ss)];
+    }
+    y[oy + i] = acc;
+}

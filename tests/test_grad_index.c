@@ -16,6 +16,9 @@ static clg_tensor *f_stack_twice(clg_tensor **x, void *c)
 {
     return clg_stack(2, (clg_tensor *[]){x[0], x[0]}, *(int *)c);
 }
+static clg_tensor *f_index_add(clg_tensor **x, void *c) { return clg_index_add(x[0], *(int *)c, x[1], x[2]); }
+static clg_tensor *f_scatter_add(clg_tensor **x, void *c) { return clg_scatter_add(x[0], *(int *)c, x[1], x[2]); }
+static clg_tensor *f_masked_fill(clg_tensor **x, void *c) { (void)c; return clg_masked_fill(x[0], x[1], 2.5); }
 /* An embedding lookup feeding a product: the gradient flows back through the lookup. */
 static clg_tensor *f_embed(clg_tensor **x, void *c)
 {
@@ -45,6 +48,15 @@ int main(void)
     const double ids_a[3] = {1, 3, 1}, ids_b[3] = {1, 0, 2};
     optest_gradcheck(dev, "embedding product", f_embed, NULL, 3,
                      IN({SH(4, 2)}, IDX(ids_a, SH(3)), IDX(ids_b, SH(3))));
+    /* index_add, scatter_add: repeated positions; masked_fill: masked-out elements get 0 */
+    optest_gradcheck(dev, "index_add axis 0 repeated", f_index_add, &ax0, 3,
+                     IN({SH(5, 3)}, IDX(rows, SH(6)), {SH(6, 3)}));
+    const double sc[6] = {2, 0, 2, 1, 1, 1};
+    optest_gradcheck(dev, "scatter_add axis 1 repeated", f_scatter_add, &ax1, 3,
+                     IN({SH(2, 4)}, IDX(sc, SH(2, 3)), {SH(2, 3)}));
+    const double mk[3] = {1, 0, 1};
+    optest_gradcheck(dev, "masked_fill", f_masked_fill, NULL, 2,
+                     IN({SH(2, 3)}, {SH(3), .constant = true, .values = mk, .dtype = CLG_I32}));
     /* gather: torch semantics, repeats along the axis, an index smaller than the input */
     const double g1[15] = {0, 3, 3, 1, 0, 2, 2, 2, 2, 1, 3, 0, 1, 2, 3};
     optest_gradcheck(dev, "gather axis 1 repeated", f_gather, &ax1, 2, IN({SH(3, 4)}, IDX(g1, SH(3, 5))));

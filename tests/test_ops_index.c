@@ -498,6 +498,74 @@ static void test_deterministic(clg_device *dev)
     clg_scope_end(dev);
 }
 
+/* ---- index_add, scatter_add, masked_fill ------------------------------------------------------ */
+
+/* a [4, 5, 3] plus src added along axis 1 at idx (repeats add up). */
+static void test_add_at(clg_device *dev)
+{
+    enum { A = 4, B = 5, C = 3, K = 6 };
+    static double a[A * B * C], src[A * K * C], want[A * B * C], sidx[A * K * C], want_s[A * B * C];
+    const double idx[K] = {4, 0, 4, 2, 4, 1};
+    fill_ints(a, A * B * C, 1);
+    fill_ints(src, A * K * C, 2);
+    fill_indices(sidx, A * K * C, B, 3);
+    memcpy(want, a, sizeof want);
+    memcpy(want_s, a, sizeof want_s);
+    for (int i = 0; i < A; i++)
+        for (int m = 0; m < K; m++)
+            for (int c = 0; c < C; c++) {
+                want[(i * B + (int)idx[m]) * C + c] += src[(i * K + m) * C + c];
+                want_s[(i * B + (int)sidx[(i * K + m) * C + c]) * C + c] += src[(i * K + m) * C + c];
+            }
+    for (int di = 0; di < ndtypes; di++)
+        for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
+            clg_scope_begin(dev);
+            char w[256];
+            clg_tensor *ta = optest_tensor(dev, dtypes[di], CLG_SHAPE(A, B, C), a, (optest_layout)l);
+            clg_tensor *ts = optest_tensor(dev, dtypes[di], CLG_SHAPE(A, K, C), src, (optest_layout)(OPTEST_LAYOUT_COUNT - 1 - l));
+            clg_tensor *ti = optest_tensor(dev, CLG_I32, CLG_SHAPE(K), idx, l == 1 ? OPTEST_SLICED : OPTEST_CONTIGUOUS);
+            what(w, sizeof w, "index_add", "axis 1, repeats", dtypes[di], l);
+            optest_close(w, clg_index_add(ta, 1, ti, ts), want, A * B * C, 0, 0);
+            clg_tensor *tsi = optest_tensor(dev, CLG_I32, CLG_SHAPE(A, K, C), sidx, (optest_layout)l);
+            what(w, sizeof w, "scatter_add", "axis 1, repeats", dtypes[di], l);
+            optest_close(w, clg_scatter_add(ta, 1, tsi, ts), want_s, A * B * C, 0, 0);
+            clg_scope_end(dev);
+        }
+    clg_scope_begin(dev);
+    clg_tensor *ta = optest_tensor(dev, CLG_F32, CLG_SHAPE(A, B, C), a, OPTEST_CONTIGUOUS);
+    clg_tensor *ts = optest_tensor(dev, CLG_F32, CLG_SHAPE(A, K, C), src, OPTEST_CONTIGUOUS);
+    /* out of range: refused at once for host-made indices, found by the kernel otherwise */
+    const double bad[K] = {4, 0, 5, 2, 4, 1};
+    clg_tensor *y = out_of_range(dev, "index_add index 5 of 5", "index_add", true,
+                                 clg_index_add(ta, 1, optest_tensor(dev, CLG_I32, CLG_SHAPE(K), bad, OPTEST_CONTIGUOUS), ts),
+                                 clg_index_add(ta, 1, clg_cast(optest_tensor(dev, CLG_F32, CLG_SHAPE(K), bad,
+                                                                             OPTEST_CONTIGUOUS), CLG_I32), ts));
+    CHECK(y != NULL);
+    sidx[7] = -1;
+    y = out_of_range(dev, "scatter_add index -1", "scatter_add", true,
+                     clg_scatter_add(ta, 1, optest_tensor(dev, CLG_I32, CLG_SHAPE(A, K, C), sidx, OPTEST_CONTIGUOUS), ts),
+                     clg_scatter_add(ta, 1, clg_cast(optest_tensor(dev, CLG_F32, CLG_SHAPE(A, K, C), sidx,
+                                                                   OPTEST_CONTIGUOUS), CLG_I32), ts));
+    CHECK(y != NULL);
+    /* shapes that do not fit */
+    clg_tensor *ti = optest_tensor(dev, CLG_I32, CLG_SHAPE(K), idx, OPTEST_CONTIGUOUS);
+    CHECK(clg_index_add(ta, 0, ti, ts) == NULL);
+    CHECK_MSG(strstr(clg_device_error(dev), "clg_index_add") && strstr(clg_device_error(dev), "src"), "%s",
+              clg_device_error(dev));
+    CHECK(clg_scatter_add(ta, 1, clg_zeros(dev, CLG_I32, CLG_SHAPE(A, 2, C)), ts) == NULL);
+    CHECK_MSG(strstr(clg_device_error(dev), "clg_scatter_add"), "%s", clg_device_error(dev));
+    /* masked_fill: a [2, 3] with a broadcast row mask, int32 and float masks */
+    const double m[3] = {1, 0, 2}, v[6] = {1, 2, 3, 4, 5, 6};
+    clg_tensor *tv = optest_tensor(dev, CLG_F32, CLG_SHAPE(2, 3), v, OPTEST_CONTIGUOUS);
+    optest_close("masked_fill int32 mask", clg_masked_fill(tv, optest_tensor(dev, CLG_I32, CLG_SHAPE(3), m,
+                                                                           OPTEST_CONTIGUOUS), -1e9),
+                 (double[]){-1e9, 2, -1e9, -1e9, 5, -1e9}, 6, 0, 0);
+    optest_close("masked_fill float mask -inf", clg_masked_fill(tv, optest_tensor(dev, CLG_F32, CLG_SHAPE(3), m,
+                                                                                OPTEST_CONTIGUOUS), -INFINITY),
+                 (double[]){-INFINITY, 2, -INFINITY, -INFINITY, 5, -INFINITY}, 6, 0, 0);
+    clg_scope_end(dev);
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
@@ -506,6 +574,7 @@ int main(void)
     dtypes[ndtypes++] = CLG_I32;
     test_index_select(dev);
     test_gather(dev);
+    test_add_at(dev);
     test_concat_stack(dev);
     test_split(dev);
     test_errors(dev);

@@ -591,6 +591,50 @@ static void gather_ref(const cf_prob *p, double *const *in, double *const *out)
     }
 }
 
+/* index_add(a [A, B], axis 1, indices [K], src [A, K]) with repeats */
+static void index_add_setup(cf_prob *p)
+{
+    int A = S(3, 29), B = S(4, 33), K = S(6, 47);
+    cf_in(p, CF_GRAD, -1, 1, 2, A, B);
+    cf_in(p, CF_INDEX, 0, B, 1, K);
+    cf_in(p, CF_GRAD, -1, 1, 2, A, K);
+    cf_out(p, 2, A, B);
+}
+static void index_add_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
+{
+    UNUSED(p);
+    out[0] = clg_index_add(in[0], 1, in[1], in[2]);
+}
+static void index_add_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    int64_t A = p->in[0].shape[0], B = p->in[0].shape[1], K = p->in[1].n;
+    memcpy(out[0], in[0], (size_t)(A * B) * sizeof(double));
+    for (int64_t r = 0; r < A; r++)
+        for (int64_t k = 0; k < K; k++) out[0][r * B + (int64_t)in[1][k]] += in[2][r * K + k];
+}
+
+/* scatter_add(a [A, B], axis 1, index [A, K], src [A, K]) */
+static void scatter_add_setup(cf_prob *p)
+{
+    int A = S(3, 29), B = S(4, 33), K = S(6, 47);
+    cf_in(p, CF_GRAD, -1, 1, 2, A, B);
+    cf_in(p, CF_INDEX, 0, B, 2, A, K);
+    cf_in(p, CF_GRAD, -1, 1, 2, A, K);
+    cf_out(p, 2, A, B);
+}
+static void scatter_add_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
+{
+    UNUSED(p);
+    out[0] = clg_scatter_add(in[0], 1, in[1], in[2]);
+}
+static void scatter_add_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    int64_t A = p->in[0].shape[0], B = p->in[0].shape[1], K = p->in[1].shape[1];
+    memcpy(out[0], in[0], (size_t)(A * B) * sizeof(double));
+    for (int64_t r = 0; r < A; r++)
+        for (int64_t k = 0; k < K; k++) out[0][r * B + (int64_t)in[1][r * K + k]] += in[2][r * K + k];
+}
+
 /* concat / stack of three inputs [A, Bi, C] / [A, C] along axis 1; split into three. */
 enum { J_CONCAT, J_STACK, J_SPLIT };
 static const int J_E[] = {J_CONCAT, J_STACK, J_SPLIT};
@@ -736,6 +780,8 @@ const cf_case cf_ops_cases[] = {
     {"index_select (axis 1)", index_select_setup, index_select_run, index_select_ref, NULL, ""},
     {"gather (axis 1)", gather_setup, gather_run, gather_ref, NULL, NULL},
     {"gather (axis 0)", gather_setup, gather_run, gather_ref, NULL, ""},
+    {"index_add (axis 1, repeats)", index_add_setup, index_add_run, index_add_ref, NULL, NULL},
+    {"scatter_add (axis 1, repeats)", scatter_add_setup, scatter_add_run, scatter_add_ref, NULL, NULL},
     {"concat (axis 1)", join_setup, join_run, join_ref, NULL, &J_E[J_CONCAT]},
     {"stack (axis 1)", join_setup, join_run, join_ref, NULL, &J_E[J_STACK]},
     {"split (axis 1, three parts)", join_setup, join_run, join_ref, NULL, &J_E[J_SPLIT]},

@@ -134,6 +134,14 @@ CLG_API clg_tensor *clg_mse(clg_tensor *a, clg_tensor *b, clg_reduction reductio
 CLG_API clg_tensor *clg_index_select(clg_tensor *a, int axis, clg_tensor *indices);
 /* As torch.gather: out[i][j] = a[i][index[i][j]] along axis; index has a's ndim. */
 CLG_API clg_tensor *clg_gather(clg_tensor *a, int axis, clg_tensor *index);
+/* As torch.index_add (out of place): a with src's slices added at indices along axis;
+ * src is a's shape but indices->shape[0] along axis; repeated indices add up. */
+CLG_API clg_tensor *clg_index_add(clg_tensor *a, int axis, clg_tensor *indices, clg_tensor *src);
+/* As torch.scatter_add (out of place): out[..index[p]..] += src[p] along axis; src has
+ * index's shape (torch allows a larger src: take a narrow of it). */
+CLG_API clg_tensor *clg_scatter_add(clg_tensor *a, int axis, clg_tensor *index, clg_tensor *src);
+/* a with value where mask (broadcast to a) is nonzero; the gradient reaches a elsewhere. */
+CLG_API clg_tensor *clg_masked_fill(clg_tensor *a, clg_tensor *mask, double value);
 CLG_API clg_tensor *clg_concat(int n, clg_tensor *const *ts, int axis);
 CLG_API clg_tensor *clg_stack(int n, clg_tensor *const *ts, int axis);
 /* Split a along axis into n parts of the given sizes (summing to the axis size);

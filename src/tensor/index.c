@@ -1,4 +1,5 @@
-/* index.c: picking elements by int32 indices (index_select, gather) and joining or
+/* index.c: picking elements by int32 indices (index_select, gather), adding at them
+ * (index_add, scatter_add), masked_fill, and joining or
  * cutting tensors along an axis (concat, stack, split). Kernels: cl_kernels/index.cl
  * (index_select, gather and their backward passes) and copy.cl (concat, stack).
  *
@@ -156,6 +157,108 @@ clg_tensor *clg_gather(clg_tensor *a, int axis, clg_tensor *index)
     y = clg__taped(y, CLG_OP_gather, gather_bw, 2, (clg_tensor *const[]){a, index}, &node);
     if (node) node->i[0] = ax;
     return y;
+}
+
+/* ---- index_add and scatter_add: a plus src added at the indexed positions ------------------ */
+
+/* The gradient of a is g; of src, g picked back at the same positions. */
+static clg_status index_add_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    int ax = (int)n->i[0];
+    if (clg__wants_grad(n, 0)) gin[0] = g;
+    if (clg__wants_grad(n, 2) && !(gin[2] = clg_index_select(g, ax, n->inputs[1]))) return g->dev->status;
+    return CLG_OK;
+}
+
+static clg_status scatter_add_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    int ax = (int)n->i[0];
+    if (clg__wants_grad(n, 0)) gin[0] = g;
+    if (clg__wants_grad(n, 2) && !(gin[2] = clg_gather(g, ax, n->inputs[1]))) return g->dev->status;
+    return CLG_OK;
+}
+
+/* What both share: same device and dtype for a and src, int32 indices, the launch and
+ * the tape. args[0..5] are filled here (n, nd, shape, axis, y, oy). */
+static clg_tensor *add_at(const char *op, int opid, clg_backward_fn bw, clg_tensor *a, int ax, clg_tensor *index,
+                          clg_tensor *src, clg_arg *args, int nargs)
+{
+    clg_tensor *y = clg__tensor_new(a->dev, a->dtype, a->ndim, a->shape);
+    if (!y) return NULL;
+    args[0] = CLG_ARG_I(y->numel);
+    args[1] = CLG_ARG_I(a->ndim);
+    args[2] = clg__arg_int8(a->shape, a->ndim);
+    args[3] = CLG_ARG_I(ax);
+    args[4] = CLG_ARG_M(y->buf->mem);
+    args[5] = CLG_ARG_I(y->offset);
+    if (launch(a->dev, a->dtype, op, args, nargs, y->numel) != CLG_OK) return fail_launch(op, y, a);
+    clg_node *node = NULL;
+    y = clg__taped(y, opid, bw, 3, (clg_tensor *const[]){a, index, src}, &node);
+    if (node) node->i[0] = ax;
+    return y;
+}
+
+clg_tensor *clg_index_add(clg_tensor *a, int axis, clg_tensor *indices, clg_tensor *src)
+{
+    static const char op[] = "index_add";
+    if (!a || !indices || !src) return NULL;
+    int ax = clg__axis(op, a, axis, a->ndim);
+    if (ax < 0 || !check_index(op, a, indices, 1) || !clg__check_same_device(op, a, src) ||
+        !clg__check_same_dtype(op, a, src))
+        return NULL;
+    bool fits = src->ndim == a->ndim && src->shape[ax] == indices->shape[0];
+    for (int d = 0; fits && d < a->ndim; d++) fits = d == ax || src->shape[d] == a->shape[d];
+    if (!fits)
+        return clg__op_fail(a->dev, CLG_ERR_SHAPE, op, "src %s must be a %s with %lld along axis %d (the indices %s)",
+                            CLG_DESC(src), CLG_DESC(a), (long long)indices->shape[0], ax, CLG_DESC(indices));
+    int code;
+    clg_buffer *word = clg__index_check(op, "index", indices, a->shape[ax], a, &code);
+    if (!word) return NULL;
+    clg_arg args[] = {{0}, {0}, {0}, {0}, {0}, {0},
+                      CLG_ARG_M(a->buf->mem), CLG_ARG_I(a->offset), clg__arg_int8(a->strides, a->ndim),
+                      CLG_ARG_M(src->buf->mem), CLG_ARG_I(src->offset), clg__arg_int8(src->strides, src->ndim),
+                      CLG_ARG_I(indices->shape[0]),
+                      CLG_ARG_M(indices->buf->mem), CLG_ARG_I(indices->offset), CLG_ARG_I(indices->strides[0]),
+                      CLG_ARG_M(word->mem), CLG_ARG_I(code)};
+    return add_at(op, CLG_OP_index_add, index_add_bw, a, ax, indices, src, args, 18);
+}
+
+clg_tensor *clg_scatter_add(clg_tensor *a, int axis, clg_tensor *index, clg_tensor *src)
+{
+    static const char op[] = "scatter_add";
+    if (!a || !index || !src) return NULL;
+    int ax = clg__axis(op, a, axis, a->ndim);
+    if (ax < 0 || !check_index(op, a, index, a->ndim) || !clg__check_same_device(op, a, src) ||
+        !clg__check_same_dtype(op, a, src))
+        return NULL;
+    bool fits = src->ndim == index->ndim;
+    for (int d = 0; fits && d < a->ndim; d++) fits = src->shape[d] == index->shape[d];
+    if (!fits)
+        return clg__op_fail(a->dev, CLG_ERR_SHAPE, op, "src %s must have the index's shape %s", CLG_DESC(src),
+                            CLG_DESC(index));
+    for (int d = 0; d < a->ndim; d++)
+        if (d != ax && index->shape[d] > a->shape[d])
+            return clg__op_fail(a->dev, CLG_ERR_SHAPE, op, "index %s is larger than %s along axis %d (axis %d)",
+                                CLG_DESC(index), CLG_DESC(a), d, ax);
+    int code;
+    clg_buffer *word = clg__index_check(op, "index", index, a->shape[ax], a, &code);
+    if (!word) return NULL;
+    clg_arg args[] = {{0}, {0}, {0}, {0}, {0}, {0},
+                      CLG_ARG_M(a->buf->mem), CLG_ARG_I(a->offset), clg__arg_int8(a->strides, a->ndim),
+                      CLG_ARG_M(src->buf->mem), CLG_ARG_I(src->offset), clg__arg_int8(src->strides, src->ndim),
+                      clg__arg_int8(index->shape, index->ndim),
+                      CLG_ARG_M(index->buf->mem), CLG_ARG_I(index->offset), clg__arg_int8(index->strides, index->ndim),
+                      CLG_ARG_M(word->mem), CLG_ARG_I(code)};
+    return add_at(op, CLG_OP_scatter_add, scatter_add_bw, a, ax, index, src, args, 18);
+}
+
+/* a with value where mask is true (nonzero), mask broadcast to a: where(mask, value, a),
+ * so the gradient reaches a where the mask is false. */
+clg_tensor *clg_masked_fill(clg_tensor *a, clg_tensor *mask, double value)
+{
+    if (!a || !mask) return NULL;
+    clg_tensor *v = clg_full(a->dev, a->dtype, 0, NULL, value);   /* the scope frees it */
+    return v ? clg_where(mask, v, a) : NULL;
 }
 
 /* ---- concat and stack ------------------------------------------------------------------------------ */
