@@ -33,6 +33,12 @@ static clg_tensor *f_std(clg_tensor **x, void *c) { (void)c; return clg_std(x[0]
 static clg_tensor *f_norm1(clg_tensor **x, void *c) { (void)c; return clg_norm(x[0], 1, CLG_AXES(1), false); }
 static clg_tensor *f_norm2(clg_tensor **x, void *c) { (void)c; return clg_norm(x[0], 2, CLG_AXES(0), true); }
 static clg_tensor *f_norm_inf(clg_tensor **x, void *c) { (void)c; return clg_norm(x[0], INFINITY, 0, NULL, false); }
+static clg_tensor *f_flip(clg_tensor **x, void *c) { (void)c; return clg_flip(x[0], CLG_AXES(0, -1)); }
+static clg_tensor *f_repeat(clg_tensor **x, void *c) { (void)c; return clg_repeat(x[0], CLG_SHAPE(2, 1, 3)); }
+static clg_tensor *f_pad(clg_tensor **x, void *c)
+{
+    return clg_pad(x[0], 4, (const int64_t[]){2, 1, 0, 1}, *(clg_pad_mode *)c, 0.5);
+}
 static clg_tensor *f_views(clg_tensor **x, void *c)
 {
     (void)c;   /* [2, 3, 4] -> permute -> narrow -> reshape -> unsqueeze -> expand -> squeeze */
@@ -119,6 +125,12 @@ int main(void)
     optest_gradcheck(dev, "norm 2", f_norm2, NULL, 1, IN({SH(3, 4)}));
     optest_gradcheck(dev, "norm inf", f_norm_inf, NULL, 1, IN({SH(2, 3), .values = signed6}));
     exact_reduction_grads(dev);
+    optest_gradcheck(dev, "flip axes 0, -1", f_flip, NULL, 1, IN({SH(2, 3, 4)}));
+    optest_gradcheck(dev, "repeat {2, 1, 3}", f_repeat, NULL, 1, IN({SH(2, 3)}));
+    clg_pad_mode modes[3] = {CLG_PAD_CONSTANT, CLG_PAD_REFLECT, CLG_PAD_REPLICATE};
+    optest_gradcheck(dev, "pad constant", f_pad, &modes[0], 1, IN({SH(2, 3, 4)}));
+    optest_gradcheck(dev, "pad reflect", f_pad, &modes[1], 1, IN({SH(2, 3, 4)}));
+    optest_gradcheck(dev, "pad replicate", f_pad, &modes[2], 1, IN({SH(2, 3, 4)}));
     optest_gradcheck(dev, "views", f_views, NULL, 1, IN({SH(2, 3, 4)}));
     optest_gradcheck(dev, "transpose contiguous", f_transpose, NULL, 1, IN({SH(3, 4)}));
     optest_gradcheck(dev, "flatten clone", f_flatten, NULL, 1, IN({SH(2, 3, 2)}));

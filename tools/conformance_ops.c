@@ -591,6 +591,26 @@ static void gather_ref(const cf_prob *p, double *const *in, double *const *out)
     }
 }
 
+/* flip(a [A, B, C], axes 0 and 2) */
+static void flip_setup(cf_prob *p)
+{
+    int A = S(2, 7), B = S(3, 9), C = S(4, 33);
+    cf_in(p, CF_GRAD, -1, 1, 3, A, B, C);
+    cf_out(p, 3, A, B, C);
+}
+static void flip_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
+{
+    UNUSED(p);
+    out[0] = clg_flip(in[0], CLG_AXES(0, 2));
+}
+static void flip_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    int64_t A = p->in[0].shape[0], B = p->in[0].shape[1], C = p->in[0].shape[2];
+    for (int64_t i = 0; i < A; i++)
+        for (int64_t j = 0; j < B; j++)
+            for (int64_t k = 0; k < C; k++) out[0][(i * B + j) * C + k] = in[0][((A - 1 - i) * B + j) * C + C - 1 - k];
+}
+
 /* index_add(a [A, B], axis 1, indices [K], src [A, K]) with repeats */
 static void index_add_setup(cf_prob *p)
 {
@@ -780,6 +800,7 @@ const cf_case cf_ops_cases[] = {
     {"index_select (axis 1)", index_select_setup, index_select_run, index_select_ref, NULL, ""},
     {"gather (axis 1)", gather_setup, gather_run, gather_ref, NULL, NULL},
     {"gather (axis 0)", gather_setup, gather_run, gather_ref, NULL, ""},
+    {"flip (axes 0, 2)", flip_setup, flip_run, flip_ref, NULL, NULL},
     {"index_add (axis 1, repeats)", index_add_setup, index_add_run, index_add_ref, NULL, NULL},
     {"scatter_add (axis 1, repeats)", scatter_add_setup, scatter_add_run, scatter_add_ref, NULL, NULL},
     {"concat (axis 1)", join_setup, join_run, join_ref, NULL, &J_E[J_CONCAT]},

@@ -140,6 +140,18 @@ CLG_API clg_tensor *clg_index_add(clg_tensor *a, int axis, clg_tensor *indices, 
 /* As torch.scatter_add (out of place): out[..index[p]..] += src[p] along axis; src has
  * index's shape (torch allows a larger src: take a narrow of it). */
 CLG_API clg_tensor *clg_scatter_add(clg_tensor *a, int axis, clg_tensor *index, clg_tensor *src);
+/* ---- reshaping copies ----------------------------------------------------------------- */
+/* a reversed along the axes (torch.flip); naxes 0: along all of them. */
+CLG_API clg_tensor *clg_flip(clg_tensor *a, int naxes, const int *axes);
+/* a tiled reps[d] times along each axis (torch.Tensor.repeat); nreps >= ndim, extra
+ * leading repeats add axes. */
+CLG_API clg_tensor *clg_repeat(clg_tensor *a, int nreps, const int64_t *reps);
+typedef enum clg_pad_mode { CLG_PAD_CONSTANT, CLG_PAD_REFLECT, CLG_PAD_REPLICATE } clg_pad_mode;
+/* torch.nn.functional.pad: pads = {last axis before, after, next-to-last before, after,
+ * ...}; constant fills with value; reflect mirrors without the edge (pads < size);
+ * replicate repeats the edge. */
+CLG_API clg_tensor *clg_pad(clg_tensor *a, int npads, const int64_t *pads, clg_pad_mode mode, double value);
+
 /* a with value where mask (broadcast to a) is nonzero; the gradient reaches a elsewhere. */
 CLG_API clg_tensor *clg_masked_fill(clg_tensor *a, clg_tensor *mask, double value);
 CLG_API clg_tensor *clg_concat(int n, clg_tensor *const *ts, int axis);

@@ -1,0 +1,157 @@
+/* flip, repeat and pad (src/tensor/reshape_ops.c) against plain-C references, in every
+ * layout and dtype, with their shapes and their refusals. Gradients: test_grad_core. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optest.h"
+
+enum { A = 3, B = 4, C = 5, N = A * B * C };
+
+static clg_dtype dtypes[3];
+static int ndtypes;
+
+/* Element (i, j, k) of a [A, B, C] row-major array. */
+static double at(const double *x, int i, int j, int k) { return x[(i * B + j) * C + k]; }
+
+static void test_flip(clg_device *dev)
+{
+    double x[N], want[N];
+    optest_fill(x, N, -50, 50, 7);
+    for (int i = 0; i < N; i++) x[i] = floor(x[i]);   /* exact in every dtype */
+    for (int mask = 0; mask < 8; mask++) {
+        int axes[3], na = 0;
+        for (int d = 0; d < 3; d++)
+            if (mask & (1 << d)) axes[na++] = d - (d == 2 ? 3 : 0);   /* axis 2 given as -1 */
+        int m = mask ? mask : 7;   /* no axes: all of them, as the reductions take it */
+        for (int i = 0; i < A; i++)
+            for (int j = 0; j < B; j++)
+                for (int k = 0; k < C; k++)
+                    want[(i * B + j) * C + k] = at(x, m & 1 ? A - 1 - i : i, m & 2 ? B - 1 - j : j,
+                                                  m & 4 ? C - 1 - k : k);
+        for (int di = 0; di < ndtypes; di++)
+            for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
+                clg_scope_begin(dev);
+                char w[96];
+                snprintf(w, sizeof w, "flip mask %d %s %s", mask, clg_dtype_name(dtypes[di]), optest_layout_names[l]);
+                optest_close(w, clg_flip(optest_tensor(dev, dtypes[di], CLG_SHAPE(A, B, C), x, (optest_layout)l), na,
+                                         na ? axes : NULL),
+                             want, N, 0, 0);
+                clg_scope_end(dev);
+            }
+    }
+    clg_scope_begin(dev);
+    clg_tensor *t = optest_tensor(dev, CLG_F32, CLG_SHAPE(A, B, C), x, OPTEST_CONTIGUOUS);
+    CHECK(clg_flip(t, CLG_AXES(3)) == NULL);
+    CHECK_MSG(strstr(clg_device_error(dev), "clg_flip"), "%s", clg_device_error(dev));
+    CHECK(clg_flip(t, CLG_AXES(1, 1)) == NULL);
+    CHECK(clg_flip(NULL, CLG_AXES(0)) == NULL);
+    clg_scope_end(dev);
+}
+
+static void test_repeat(clg_device *dev)
+{
+    double x[B * C];
+    optest_fill(x, B * C, -9, 9, 3);
+    for (int i = 0; i < B * C; i++) x[i] = floor(x[i]);
+    /* [B, C] repeated {2, 3, 1}: [2, 3B, C], out[r][i][k] = x[i % B][k] */
+    enum { R0 = 2, R1 = 3 };
+    static double want[R0 * R1 * B * C];
+    for (int r = 0; r < R0; r++)
+        for (int i = 0; i < R1 * B; i++)
+            for (int k = 0; k < C; k++) want[(r * R1 * B + i) * C + k] = x[(i % B) * C + k];
+    for (int di = 0; di < ndtypes; di++)
+        for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
+            clg_scope_begin(dev);
+            char w[96];
+            snprintf(w, sizeof w, "repeat {2, 3, 1} %s %s", clg_dtype_name(dtypes[di]), optest_layout_names[l]);
+            clg_tensor *y = clg_repeat(optest_tensor(dev, dtypes[di], CLG_SHAPE(B, C), x, (optest_layout)l),
+                                       CLG_SHAPE(R0, R1, 1));
+            CHECK_MSG(y && clg_tensor_ndim(y) == 3 && clg_tensor_dim(y, 0) == R0 && clg_tensor_dim(y, 1) == R1 * B &&
+                          clg_tensor_dim(y, 2) == C,
+                      "%s: shape (%s)", w, clg_device_error(dev));
+            optest_close(w, y, want, R0 * R1 * B * C, 0, 0);
+            clg_scope_end(dev);
+        }
+    clg_scope_begin(dev);
+    clg_tensor *t = optest_tensor(dev, CLG_F32, CLG_SHAPE(B, C), x, OPTEST_CONTIGUOUS);
+    /* along the last axis: out[i][k] = x[i][k % C]; zero repeats: an empty tensor */
+    double w2[B * 2 * C];
+    for (int i = 0; i < B; i++)
+        for (int k = 0; k < 2 * C; k++) w2[i * 2 * C + k] = x[i * C + k % C];
+    optest_close("repeat {1, 2}", clg_repeat(t, CLG_SHAPE(1, 2)), w2, B * 2 * C, 0, 0);
+    clg_tensor *e = clg_repeat(t, CLG_SHAPE(0, 1));
+    CHECK_MSG(e && clg_tensor_numel(e) == 0 && clg_tensor_dim(e, 1) == C, "repeat 0: %s", clg_device_error(dev));
+    CHECK(clg_repeat(t, CLG_SHAPE(2)) == NULL);   /* fewer repeats than axes */
+    CHECK_MSG(strstr(clg_device_error(dev), "clg_repeat"), "%s", clg_device_error(dev));
+    CHECK(clg_repeat(t, CLG_SHAPE(1, -1)) == NULL);
+    clg_scope_end(dev);
+}
+
+/* The source index of output position j along an axis of n padded by lo (-1: the fill). */
+static int src_of(int j, int n, int lo, clg_pad_mode mode)
+{
+    int i = j - lo;
+    if (mode == CLG_PAD_CONSTANT) return i < 0 || i >= n ? -1 : i;
+    if (mode == CLG_PAD_REPLICATE) return i < 0 ? 0 : i >= n ? n - 1 : i;
+    return i < 0 ? -i : i >= n ? 2 * (n - 1) - i : i;
+}
+
+static void test_pad(clg_device *dev)
+{
+    double x[N];
+    optest_fill(x, N, -9, 9, 5);
+    for (int i = 0; i < N; i++) x[i] = floor(x[i]);
+    /* last axis (C = 5) padded 2, 3; middle (B = 4) padded 1, 0 */
+    const int64_t pads[4] = {2, 3, 1, 0};
+    enum { OB = B + 1, OC = C + 5 };
+    static double want[A * OB * OC];
+    const char *names[3] = {"constant", "reflect", "replicate"};
+    for (int mode = 0; mode < 3; mode++) {
+        for (int i = 0; i < A; i++)
+            for (int j = 0; j < OB; j++)
+                for (int k = 0; k < OC; k++) {
+                    int sj = src_of(j, B, 1, (clg_pad_mode)mode), sk = src_of(k, C, 2, (clg_pad_mode)mode);
+                    want[(i * OB + j) * OC + k] = sj < 0 || sk < 0 ? 1.5 : at(x, i, sj, sk);
+                }
+        for (int di = 0; di < ndtypes; di++)
+            for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
+                if (dtypes[di] == CLG_I32 && mode == CLG_PAD_CONSTANT) continue;   /* 1.5 is no int */
+                clg_scope_begin(dev);
+                char w[96];
+                snprintf(w, sizeof w, "pad %s %s %s", names[mode], clg_dtype_name(dtypes[di]), optest_layout_names[l]);
+                clg_tensor *y = clg_pad(optest_tensor(dev, dtypes[di], CLG_SHAPE(A, B, C), x, (optest_layout)l), 4, pads,
+                                        (clg_pad_mode)mode, 1.5);
+                CHECK_MSG(y && clg_tensor_dim(y, 0) == A && clg_tensor_dim(y, 1) == OB && clg_tensor_dim(y, 2) == OC,
+                          "%s: shape (%s)", w, clg_device_error(dev));
+                optest_close(w, y, want, A * OB * OC, 0, 0);
+                clg_scope_end(dev);
+            }
+    }
+    clg_scope_begin(dev);
+    clg_tensor *t = optest_tensor(dev, CLG_F32, CLG_SHAPE(A, B, C), x, OPTEST_CONTIGUOUS);
+    CHECK(clg_pad(t, 2, (const int64_t[]){5, 0}, CLG_PAD_REFLECT, 0) == NULL);   /* pad >= size */
+    CHECK_MSG(strstr(clg_device_error(dev), "clg_pad") && strstr(clg_device_error(dev), "reflect"), "%s",
+              clg_device_error(dev));
+    CHECK(clg_pad(t, 3, (const int64_t[]){1, 1, 1}, CLG_PAD_CONSTANT, 0) == NULL);   /* not pairs */
+    CHECK(clg_pad(t, 8, (const int64_t[]){1, 1, 1, 1, 1, 1, 1, 1}, CLG_PAD_CONSTANT, 0) == NULL);
+    CHECK(clg_pad(t, 2, (const int64_t[]){-1, 0}, CLG_PAD_CONSTANT, 0) == NULL);
+    CHECK(clg_pad(t, 2, (const int64_t[]){1, 0}, (clg_pad_mode)7, 0) == NULL);
+    clg_tensor *same = clg_pad(t, 0, NULL, CLG_PAD_CONSTANT, 0);
+    CHECK(same && same != t);
+    optest_close("pad nothing", same, x, N, 0, 0);
+    clg_scope_end(dev);
+}
+
+int main(void)
+{
+    clg_device *dev = check_open_device();
+    dtypes[ndtypes++] = CLG_F32;
+    if (optest_fp64(dev)) dtypes[ndtypes++] = CLG_F64;
+    dtypes[ndtypes++] = CLG_I32;
+    test_flip(dev);
+    test_repeat(dev);
+    test_pad(dev);
+    clg_device_close(dev);
+    return check_report("test_ops_reshape");
+}
