@@ -39,6 +39,18 @@ static clg_tensor *f_pad(clg_tensor **x, void *c)
 {
     return clg_pad(x[0], 4, (const int64_t[]){2, 1, 0, 1}, *(clg_pad_mode *)c, 0.5);
 }
+static clg_tensor *f_cumsum(clg_tensor **x, void *c) { (void)c; return clg_cumsum(x[0], 1); }
+static clg_tensor *f_sort(clg_tensor **x, void *c)
+{
+    clg_tensor *v, *i;
+    return clg_sort(x[0], *(int *)c, false, &v, &i) == CLG_OK ? v : NULL;
+}
+static clg_tensor *f_topk(clg_tensor **x, void *c)
+{
+    (void)c;
+    clg_tensor *v, *i;
+    return clg_topk(x[0], 2, 1, true, &v, &i) == CLG_OK ? v : NULL;
+}
 static clg_tensor *f_views(clg_tensor **x, void *c)
 {
     (void)c;   /* [2, 3, 4] -> permute -> narrow -> reshape -> unsqueeze -> expand -> squeeze */
@@ -126,6 +138,13 @@ int main(void)
     optest_gradcheck(dev, "norm inf", f_norm_inf, NULL, 1, IN({SH(2, 3), .values = signed6}));
     exact_reduction_grads(dev);
     optest_gradcheck(dev, "flip axes 0, -1", f_flip, NULL, 1, IN({SH(2, 3, 4)}));
+    optest_gradcheck(dev, "cumsum axis 1", f_cumsum, NULL, 1, IN({SH(2, 4, 3)}));
+    /* distinct values (no ties for finite differences to cross) */
+    const double distinct[12] = {0.3, -1.2, 2.5, 0.9, -0.4, 1.7, -2.2, 0.05, 1.1, -0.8, 2.9, -1.6};
+    int last = -1, first = 0;
+    optest_gradcheck(dev, "sort last axis", f_sort, &last, 1, IN({SH(3, 4), .values = distinct}));
+    optest_gradcheck(dev, "sort axis 0", f_sort, &first, 1, IN({SH(3, 4), .values = distinct}));
+    optest_gradcheck(dev, "topk 2 axis 1", f_topk, NULL, 1, IN({SH(3, 4), .values = distinct}));
     optest_gradcheck(dev, "repeat {2, 1, 3}", f_repeat, NULL, 1, IN({SH(2, 3)}));
     clg_pad_mode modes[3] = {CLG_PAD_CONSTANT, CLG_PAD_REFLECT, CLG_PAD_REPLICATE};
     optest_gradcheck(dev, "pad constant", f_pad, &modes[0], 1, IN({SH(2, 3, 4)}));

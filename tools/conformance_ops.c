@@ -611,6 +611,55 @@ static void flip_ref(const cf_prob *p, double *const *in, double *const *out)
             for (int64_t k = 0; k < C; k++) out[0][(i * B + j) * C + k] = in[0][((A - 1 - i) * B + j) * C + C - 1 - k];
 }
 
+/* cumsum(a [A, B], axis ia[0]) */
+static void cumsum_setup(cf_prob *p)
+{
+    p->ia[0] = p->arg ? 0 : 1;
+    cf_in(p, CF_GRAD, -1, 1, 2, S(3, 17), S(4, 65));
+    cf_out_like(p, 0);
+}
+static void cumsum_run(cf_prob *p, clg_tensor **in, clg_tensor **out) { out[0] = clg_cumsum(in[0], p->ia[0]); }
+static void cumsum_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    int64_t R = p->in[0].shape[0], Cn = p->in[0].shape[1];
+    for (int64_t i = 0; i < R * Cn; i++) {
+        int64_t r = i / Cn, c = i % Cn;
+        bool first = p->ia[0] == 1 ? c == 0 : r == 0;
+        out[0][i] = in[0][i] + (first ? 0 : out[0][p->ia[0] == 1 ? i - 1 : i - Cn]);
+    }
+}
+
+/* sort / topk 3 (descending) of a [A, B] along axis 1: the values; distinct inputs */
+static void sort_setup(cf_prob *p)
+{
+    int A = S(3, 9), B = S(5, 37);
+    p->ia[0] = p->arg ? 3 : B;
+    cf_in(p, CF_GRAD, -1, 1, 2, A, B);
+    cf_out(p, 2, A, p->ia[0]);
+}
+static void sort_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
+{
+    clg_tensor *idx;
+    if (p->arg) clg_topk(in[0], p->ia[0], 1, true, &out[0], &idx);
+    else clg_sort(in[0], 1, true, &out[0], &idx);
+}
+static int desc_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+static void sort_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    int64_t A = p->in[0].shape[0], B = p->in[0].shape[1], K = p->ia[0];
+    double *row = malloc((size_t)B * sizeof *row);
+    for (int64_t r = 0; r < A; r++) {
+        memcpy(row, in[0] + r * B, (size_t)B * sizeof *row);
+        qsort(row, (size_t)B, sizeof *row, desc_cmp);
+        memcpy(out[0] + r * K, row, (size_t)K * sizeof *row);
+    }
+    free(row);
+}
+
 /* index_add(a [A, B], axis 1, indices [K], src [A, K]) with repeats */
 static void index_add_setup(cf_prob *p)
 {
@@ -801,6 +850,10 @@ const cf_case cf_ops_cases[] = {
     {"gather (axis 1)", gather_setup, gather_run, gather_ref, NULL, NULL},
     {"gather (axis 0)", gather_setup, gather_run, gather_ref, NULL, ""},
     {"flip (axes 0, 2)", flip_setup, flip_run, flip_ref, NULL, NULL},
+    {"cumsum (axis 1)", cumsum_setup, cumsum_run, cumsum_ref, NULL, NULL},
+    {"cumsum (axis 0)", cumsum_setup, cumsum_run, cumsum_ref, NULL, ""},
+    {"sort (axis 1, descending)", sort_setup, sort_run, sort_ref, NULL, NULL},
+    {"topk (3, axis 1)", sort_setup, sort_run, sort_ref, NULL, ""},
     {"index_add (axis 1, repeats)", index_add_setup, index_add_run, index_add_ref, NULL, NULL},
     {"scatter_add (axis 1, repeats)", scatter_add_setup, scatter_add_run, scatter_add_ref, NULL, NULL},
     {"concat (axis 1)", join_setup, join_run, join_ref, NULL, &J_E[J_CONCAT]},

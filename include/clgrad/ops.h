@@ -98,6 +98,16 @@ CLG_API clg_tensor *clg_prod(clg_tensor *a, int naxes, const int *axes, bool kee
 CLG_API clg_tensor *clg_std(clg_tensor *a, int naxes, const int *axes, int correction, bool keepdim);
 /* log(sum(exp(a))) without overflow; all -inf gives -inf. Gradient softmax(a). */
 CLG_API clg_tensor *clg_logsumexp(clg_tensor *a, int naxes, const int *axes, bool keepdim);
+/* Cumulative sum along an axis (torch.cumsum); float and int32. */
+CLG_API clg_tensor *clg_cumsum(clg_tensor *a, int axis);
+/* Sorted values along an axis and the int32 positions they came from (torch.sort,
+ * stable): ascending with NaN last, or descending with NaN first. The gradient flows
+ * through the values back to their positions. Each row costs O(R^2) work spread over
+ * R work-items: meant for rows up to a few thousand. */
+CLG_API clg_status clg_sort(clg_tensor *a, int axis, bool descending, clg_tensor **values, clg_tensor **indices);
+/* The k largest (or smallest) along an axis, in order, and their positions (torch.topk). */
+CLG_API clg_status clg_topk(clg_tensor *a, int64_t k, int axis, bool largest, clg_tensor **values,
+                            clg_tensor **indices);
 /* The vector p-norm over the axes, p = 1, 2 or INFINITY (torch.linalg.vector_norm);
  * the 2-norm's gradient at the zero vector is 0, as PyTorch's. */
 CLG_API clg_tensor *clg_norm(clg_tensor *a, double p, int naxes, const int *axes, bool keepdim);

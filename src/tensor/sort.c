@@ -1,0 +1,161 @@
+/* sort.c: cumsum, sort and topk along an axis (cl_kernels/sort.cl).
+ *
+ * Both work on a contiguous copy with the axis moved where the kernels want it (cumsum:
+ * [M, R, K], the axis in the middle, a free view when the input is contiguous; sort:
+ * the axis last). cumsum's backward is the reverse cumsum of the gradient; sort's (and
+ * topk's) sends each gradient back to the position its value came from, a scatter_add
+ * into zeros (the indices are a permutation: nothing adds up). */
+#include <string.h>
+
+#include "tensor_impl.h"
+
+static clg_status launch(clg_device *dev, clg_dtype dtype, const char *name, const clg_arg *args, int nargs,
+                         int64_t n)
+{
+    if (n == 0) return CLG_OK;
+    clg_kernel *k = clg__kernel_get(dev, "sort", clg__dtype_options(dtype), name);
+    return k ? clg__launch_1d(dev, k, args, nargs, (size_t)n) : dev->status;
+}
+
+/* ---- cumsum --------------------------------------------------------------------------------------- */
+
+/* y = the cumulative sum of t along ax (reverse: from the end), off the tape. */
+static clg_tensor *cumsum_raw(clg_tensor *t, int ax, bool reverse)
+{
+    clg_tensor *src = clg_tensor_is_contiguous(t) ? t : clg__copy_as(t, t->dtype);
+    clg_tensor *y = src ? clg__tensor_new(t->dev, t->dtype, t->ndim, t->shape) : NULL;
+    if (!y) {
+        if (src != t) clg_tensor_free(src);
+        return NULL;
+    }
+    int64_t M = 1, K = 1;
+    for (int d = 0; d < ax; d++) M *= t->shape[d];
+    for (int d = ax + 1; d < t->ndim; d++) K *= t->shape[d];
+    int64_t R = t->ndim ? t->shape[ax] : 1;
+    clg_arg a[] = {CLG_ARG_I(M * K), CLG_ARG_I(R), CLG_ARG_I(K), CLG_ARG_M(src->buf->mem), CLG_ARG_I(src->offset),
+                   CLG_ARG_M(y->buf->mem), CLG_ARG_I(y->offset), CLG_ARG_I(reverse)};
+    clg_status st = R ? launch(t->dev, t->dtype, "cumsum", a, 8, M * K) : CLG_OK;
+    if (src != t) clg_tensor_free(src);
+    if (st != CLG_OK) {
+        clg_tensor_free(y);
+        return clg__op_fail(t->dev, t->dev->status, "cumsum", "%s: %.7000s", CLG_DESC(t), t->dev->error);
+    }
+    return y;
+}
+
+static clg_status cumsum_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    return (gin[0] = cumsum_raw(g, (int)n->i[0], true)) ? CLG_OK : g->dev->status;
+}
+
+clg_tensor *clg_cumsum(clg_tensor *a, int axis)
+{
+    if (!a) return NULL;
+    int ax = clg__axis("cumsum", a, axis, a->ndim ? a->ndim : 1);
+    if (ax < 0 || !clg__check_numel("cumsum", a->dev, a->numel)) return NULL;
+    clg_node *node = NULL;
+    clg_tensor *y = clg__taped(cumsum_raw(a, ax, false), CLG_OP_cumsum, cumsum_bw, 1, &a, &node);
+    if (node) node->i[0] = ax;
+    return y;
+}
+
+/* ---- sort and topk ---------------------------------------------------------------------------------- */
+
+static clg_status sort_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    clg_tensor *a = n->inputs[0], *idx = n->saved[0];
+    clg_tensor *z = clg_zeros(g->dev, g->dtype, a->ndim, a->shape);
+    return (gin[0] = clg_scatter_add(z, (int)n->i[0], idx, g)) ? CLG_OK : g->dev->status;
+}
+
+/* Values and int32 indices of a sorted along ax, both contiguous, off the tape. */
+static clg_status sort_raw(clg_tensor *a, int ax, bool descending, clg_tensor **vals, clg_tensor **idx)
+{
+    clg_device *dev = a->dev;
+    int last = a->ndim - 1;
+    clg_no_grad_begin(dev);
+    clg_tensor *moved = ax == last ? a : clg_transpose(a, ax, last);
+    clg_tensor *src = moved ? clg__copy_as(moved, a->dtype) : NULL;   /* contiguous, axis last */
+    clg_no_grad_end(dev);
+    if (moved != a) clg_tensor_free(moved);
+    clg_tensor *v = src ? clg__tensor_new(dev, a->dtype, src->ndim, src->shape) : NULL;
+    clg_tensor *ix = v ? clg__tensor_new(dev, CLG_I32, src->ndim, src->shape) : NULL;
+    clg_status st = ix ? CLG_OK : dev->status;
+    int64_t R = a->shape[ax];
+    if (!st) {
+        clg_arg args[] = {CLG_ARG_I(src->numel), CLG_ARG_I(R), CLG_ARG_M(src->buf->mem), CLG_ARG_I(src->offset),
+                          CLG_ARG_M(v->buf->mem), CLG_ARG_M(ix->buf->mem), CLG_ARG_I(descending)};
+        st = launch(dev, a->dtype, "sort_rank", args, 7, src->numel);
+    }
+    clg_tensor_free(src);
+    if (!st && ax != last) {   /* the axis back in place, contiguous */
+        clg_no_grad_begin(dev);
+        clg_tensor *tv = clg_transpose(v, ax, last), *ti = clg_transpose(ix, ax, last);
+        clg_tensor *cv = tv ? clg__copy_as(tv, a->dtype) : NULL, *ci = ti ? clg__copy_as(ti, CLG_I32) : NULL;
+        clg_no_grad_end(dev);
+        clg_tensor_free(tv), clg_tensor_free(ti), clg_tensor_free(v), clg_tensor_free(ix);
+        v = cv, ix = ci;
+        if (!v || !ix) st = dev->status;
+    }
+    if (st) {
+        clg_tensor_free(v), clg_tensor_free(ix);
+        return st;
+    }
+    *vals = v, *idx = ix;
+    return CLG_OK;
+}
+
+/* Sorted (or the first k of sorted) values on the tape, their indices off it. */
+static clg_status sorted(const char *op, clg_tensor *a, int axis, int64_t k, bool descending, clg_tensor **values,
+                         clg_tensor **indices)
+{
+    if (values) *values = NULL;
+    if (indices) *indices = NULL;
+    if (!a) return CLG_ERR_INVALID_ARGUMENT;
+    if (!values || !indices)
+        return clg__fail(a->dev, CLG_ERR_INVALID_ARGUMENT, "clg_%s: values or indices is NULL", op);
+    if (a->ndim == 0) return clg__fail(a->dev, CLG_ERR_SHAPE, "clg_%s: a 0-axis tensor has no axis to sort", op);
+    int ax = clg__axis(op, a, axis, a->ndim);
+    if (ax < 0 || !clg__check_numel(op, a->dev, a->numel)) return a->dev->status;
+    if (!strcmp(op, "sort")) k = a->shape[ax];
+    if (k < 0 || k > a->shape[ax])
+        return clg__fail(a->dev, CLG_ERR_SHAPE, "clg_%s: k = %lld of %lld along axis %d of %s", op, (long long)k,
+                         (long long)a->shape[ax], ax, CLG_DESC(a));
+    clg_tensor *v, *ix;
+    clg_status st = sort_raw(a, ax, descending, &v, &ix);
+    if (st) return st;
+    if (k < a->shape[ax]) {   /* topk: the first k, as contiguous tensors of their own */
+        clg_no_grad_begin(a->dev);
+        clg_tensor *nv = clg_narrow(v, ax, 0, k), *ni = clg_narrow(ix, ax, 0, k);
+        clg_tensor *cv = nv ? clg__copy_as(nv, a->dtype) : NULL, *ci = ni ? clg__copy_as(ni, CLG_I32) : NULL;
+        clg_no_grad_end(a->dev);
+        clg_tensor_free(nv), clg_tensor_free(ni), clg_tensor_free(v), clg_tensor_free(ix);
+        v = cv, ix = ci;
+        if (!v || !ix) {
+            clg_tensor_free(v), clg_tensor_free(ix);
+            return a->dev->status;
+        }
+    }
+    clg_node *node = NULL;
+    v = clg__taped(v, !strcmp(op, "sort") ? CLG_OP_sort : CLG_OP_topk, sort_bw, 1, &a, &node);
+    if (node) {
+        node->i[0] = ax;
+        clg__node_save(node, 0, ix);
+    }
+    if (!v) {
+        clg_tensor_free(ix);
+        return a->dev->status;
+    }
+    *values = v, *indices = ix;
+    return CLG_OK;
+}
+
+clg_status clg_sort(clg_tensor *a, int axis, bool descending, clg_tensor **values, clg_tensor **indices)
+{
+    return sorted("sort", a, axis, 0, descending, values, indices);
+}
+
+clg_status clg_topk(clg_tensor *a, int64_t k, int axis, bool largest, clg_tensor **values, clg_tensor **indices)
+{
+    return sorted("topk", a, axis, k, largest, values, indices);
+}
