@@ -12,6 +12,29 @@
 static clg_tensor *f_conv(clg_tensor **x, void *c) { return clg_conv2d(x[0], x[1], x[2], c); }
 static clg_tensor *f_conv_nobias(clg_tensor **x, void *c) { return clg_conv2d(x[0], x[1], NULL, c); }
 
+static clg_tensor *f_conv1d(clg_tensor **x, void *c) { return clg_conv1d(x[0], x[1], x[2], c); }
+static clg_tensor *f_convt(clg_tensor **x, void *c) { return clg_conv_transpose2d(x[0], x[1], x[2], c); }
+static clg_tensor *f_convt_nobias(clg_tensor **x, void *c) { return clg_conv_transpose2d(x[0], x[1], NULL, c); }
+static clg_tensor *f_nearest(clg_tensor **x, void *c) { (void)c; return clg_upsample_nearest2d(x[0], 5, 7); }
+static clg_tensor *f_bilinear(clg_tensor **x, void *c) { (void)c; return clg_upsample_bilinear2d(x[0], 5, 7); }
+static clg_tensor *f_group_norm(clg_tensor **x, void *c) { (void)c; return clg_group_norm(x[0], 2, x[1], x[2], 1e-5); }
+
+/* conv1d, conv_transpose2d (stride, padding, output padding, dilation, groups), the
+ * upsamplings and group_norm. */
+static void more_layer_checks(clg_device *dev)
+{
+    clg_conv1d_params c1 = {2, 1, 1, 2};
+    optest_gradcheck(dev, "conv1d stride pad groups", f_conv1d, &c1, 3, IN({SH(2, 4, 7)}, {SH(4, 2, 3)}, {SH(4)}));
+    clg_conv_transpose2d_params t1 = {{2, 1}, {1, 0}, {1, 0}, {1, 2}, 1};
+    optest_gradcheck(dev, "conv_transpose2d stride pad outpad dilation", f_convt, &t1, 3,
+                     IN({SH(2, 2, 3, 3)}, {SH(2, 3, 3, 2)}, {SH(3)}));
+    clg_conv_transpose2d_params t2 = {{2, 2}, {0, 0}, {0, 0}, {1, 1}, 2};
+    optest_gradcheck(dev, "conv_transpose2d groups 2", f_convt_nobias, &t2, 2, IN({SH(1, 4, 2, 3)}, {SH(4, 1, 2, 2)}));
+    optest_gradcheck(dev, "upsample_nearest2d", f_nearest, NULL, 1, IN({SH(1, 2, 3, 4)}));
+    optest_gradcheck(dev, "upsample_bilinear2d", f_bilinear, NULL, 1, IN({SH(1, 2, 3, 4)}));
+    optest_gradcheck(dev, "group_norm", f_group_norm, NULL, 3, IN({SH(2, 4, 3)}, {SH(4)}, {SH(4)}));
+}
+
 typedef struct pool_args { int kh, kw, sh, sw, ph, pw; bool include_pad; } pool_args;
 
 static clg_tensor *f_max(clg_tensor **x, void *c)
@@ -108,6 +131,7 @@ int main(void)
     conv_checks(dev, false);
     col2im_variants_agree(dev);
     pool_checks(dev);
+    more_layer_checks(dev);
     const double tie2[16] = {1, 0, 1, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0};
     const double tie3[16] = {1, 1, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     max_tie_check(dev, 2, 2, tie2);

@@ -173,6 +173,42 @@ static void conv_ref(const cf_prob *p, double *const *in, double *const *out)
                 }
 }
 
+/* ---- conv_transpose2d: stride (2, 1), padding (1, 0), output padding (1, 0), groups 2, bias --------- */
+
+static void convt_setup(cf_prob *p)
+{
+    int N = 2, C = 4, H = S(3, 9), W = S(4, 11), Co = 6, kh = 3, kw = 2;
+    cf_in(p, CF_GRAD, -1, 1, 4, N, C, H, W);
+    cf_in(p, CF_GRAD, -1, 1, 4, C, Co / 2, kh, kw);
+    cf_in(p, CF_GRAD, -1, 1, 1, Co);
+    cf_out(p, 4, N, Co, (H - 1) * 2 - 2 + (kh - 1) + 1 + 1, (W - 1) + (kw - 1) + 1);
+}
+static void convt_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
+{
+    UNUSED(p);
+    clg_conv_transpose2d_params cp = {{2, 1}, {1, 0}, {1, 0}, {1, 1}, 2};
+    out[0] = clg_conv_transpose2d(in[0], in[1], in[2], &cp);
+}
+static void convt_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    const int64_t *xs = p->in[0].shape, *ws = p->in[1].shape, *ys = p->out[0].shape;
+    int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], Og = ws[1], kh = ws[2], kw = ws[3];
+    int64_t Co = ys[1], OH = ys[2], OW = ys[3], Cg = C / 2;
+    for (int64_t i = 0; i < p->out[0].n; i++) out[0][i] = in[2][i / (OH * OW) % Co];
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t y = 0; y < H; y++)
+                for (int64_t x = 0; x < W; x++)
+                    for (int64_t o = 0; o < Og; o++)
+                        for (int64_t i = 0; i < kh; i++)
+                            for (int64_t j = 0; j < kw; j++) {
+                                int64_t oy = y * 2 - 1 + i, ox = x + j, co = (c / Cg) * Og + o;
+                                if (oy < 0 || oy >= OH || ox >= OW) continue;
+                                out[0][((n * Co + co) * OH + oy) * OW + ox] +=
+                                    in[0][((n * C + c) * H + y) * W + x] * in[1][((c * Og + o) * kh + i) * kw + j];
+                            }
+}
+
 /* ---- pooling: ia = {kh, kw, sh, sw, ph, pw, count_include_pad}; arg kind ------------------------- */
 
 enum { P_MAX, P_AVG, P_GLOBAL };
@@ -523,6 +559,7 @@ const cf_case cf_nn_cases[] = {
     LOSS("bce_with_logits (mean)", L_BCE_MEAN),
     {"conv2d (3x3, padding 1, bias)", conv_setup, conv_run, conv_ref, NULL, NULL},
     {"conv2d (stride, padding, dilation, groups 2)", conv_setup, conv_run, conv_ref, NULL, ""},
+    {"conv_transpose2d (stride, padding, output padding, groups 2)", convt_setup, convt_run, convt_ref, NULL, NULL},
     POOL("max_pool2d (3x2, stride 2x1, padding 1x0)", P_MAX_PAD),
     POOL("max_pool2d (2x2, stride 2)", P_MAX_22),
     POOL("avg_pool2d (3x3, stride 2, padding 1, with pad)", P_AVG_INC),

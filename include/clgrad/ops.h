@@ -181,6 +181,23 @@ typedef struct clg_conv2d_params {
  * Out [N, O, (H + 2p - d(kh-1) - 1)/s + 1, ...], as torch.nn.functional.conv2d. */
 CLG_API clg_tensor *clg_conv2d(clg_tensor *x, clg_tensor *w, clg_tensor *b, const clg_conv2d_params *p);
 /* Windows of kh x kw every (sh, sw), padded by (ph, pw) (padding never wins a max). */
+/* x [N, C, L], w [O, C/groups, k], b [O] or NULL: torch.nn.functional.conv1d. */
+typedef struct clg_conv1d_params {
+    int stride, padding, dilation, groups;   /* 0: stride 1, no padding, dilation 1, 1 group */
+} clg_conv1d_params;
+CLG_API clg_tensor *clg_conv1d(clg_tensor *x, clg_tensor *w, clg_tensor *b, const clg_conv1d_params *p);
+/* x [N, C, H, W], w [C, Cout/groups, kh, kw] (torch's layout), b [Cout] or NULL:
+ * torch.nn.functional.conv_transpose2d, out (H - 1) s - 2 p + d (kh - 1) + output_padding + 1. */
+typedef struct clg_conv_transpose2d_params {
+    int stride[2], padding[2], output_padding[2], dilation[2];   /* 0: 1, 0, 0, 1 */
+    int groups;                                                  /* 0 means 1 */
+} clg_conv_transpose2d_params;
+CLG_API clg_tensor *clg_conv_transpose2d(clg_tensor *x, clg_tensor *w, clg_tensor *b,
+                                         const clg_conv_transpose2d_params *p);
+/* x [N, C, H, W] resized to [N, C, oh, ow]: nearest (torch's 'nearest') and bilinear
+ * (align_corners false). Gradients sum back into the sampled pixels. */
+CLG_API clg_tensor *clg_upsample_nearest2d(clg_tensor *x, int64_t oh, int64_t ow);
+CLG_API clg_tensor *clg_upsample_bilinear2d(clg_tensor *x, int64_t oh, int64_t ow);
 CLG_API clg_tensor *clg_max_pool2d(clg_tensor *x, int kh, int kw, int sh, int sw, int ph, int pw);
 /* count_include_pad as PyTorch's (true there by default). */
 CLG_API clg_tensor *clg_avg_pool2d(clg_tensor *x, int kh, int kw, int sh, int sw, int ph, int pw,
@@ -198,6 +215,9 @@ CLG_API clg_tensor *clg_batch_norm(clg_tensor *x, clg_tensor *running_mean, clg_
                                    double eps);
 /* Normalise over the last `naxes` axes; weight/bias of those axes' shape, or NULL. */
 CLG_API clg_tensor *clg_layer_norm(clg_tensor *x, int naxes, clg_tensor *weight, clg_tensor *bias, double eps);
+/* x [N, C, ...] normalised over each of `groups` channel groups (and the positions),
+ * then weight [C] and bias [C] (either NULL); groups = C is instance norm. */
+CLG_API clg_tensor *clg_group_norm(clg_tensor *x, int64_t groups, clg_tensor *weight, clg_tensor *bias, double eps);
 /* Inverted dropout: zero each element with probability p and scale the rest by
  * 1/(1-p), with the device's random generator; the identity when !training or p == 0. */
 CLG_API clg_tensor *clg_dropout(clg_tensor *x, double p, bool training);

@@ -26,13 +26,6 @@
 
 #define PROGRAM "conv"
 
-/* Everything about one convolution's shapes. */
-typedef struct conv_geo {
-    int64_t N, C, H, W;      /* input */
-    int64_t O, KH, KW, G;    /* weight [O, C/G, KH, KW], groups */
-    int64_t OH, OW;          /* output */
-    int64_t sh, sw, ph, pw, dh, dw;
-} conv_geo;
 
 static int64_t rows_per_group(const conv_geo *g) { return g->C / g->G * g->KH * g->KW; }   /* K */
 static int64_t pixels(const conv_geo *g) { return g->OH * g->OW; }                        /* P */
@@ -244,7 +237,7 @@ static clg_status forward_direct(clg_tensor *x, clg_tensor *w, clg_tensor *b, co
     return st;
 }
 
-static clg_tensor *conv_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, const conv_geo *g, clg_conv_algo algo)
+clg_tensor *clg__conv_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, const conv_geo *g, clg_conv_algo algo)
 {
     clg_tensor *y = clg__tensor_new(x->dev, x->dtype, 4, (const int64_t[]){g->N, g->O, g->OH, g->OW});
     if (!y || y->numel == 0) return y;
@@ -276,7 +269,7 @@ static conv_geo geo_load(const clg_node *n)
 }
 
 /* dW = sum over n of dy[n] . col[n]^T, per group: [N, O, K] products, summed over N. */
-static clg_tensor *grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g)
+clg_tensor *clg__conv_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g)
 {
     size_t K = (size_t)rows_per_group(g), P = (size_t)pixels(g), Og = (size_t)(g->O / g->G);
     clg_tensor *part = clg__tensor_new(x->dev, x->dtype, 3, (const int64_t[]){g->N, g->O, (int64_t)K});
@@ -294,11 +287,13 @@ static clg_tensor *grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, con
     return r;
 }
 
-/* dx = col2im(W^T . dy[n]); for a pointwise convolution the columns are dx itself. */
-static clg_tensor *grad_input(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g)
+/* dx = col2im(W^T . dy[n]) ([N, C, H, W] of g); for a pointwise convolution the
+ * columns are dx itself. */
+clg_tensor *clg__conv_grad_input(clg_tensor *w, clg_tensor *gy, const conv_geo *g)
 {
+    clg_tensor *x = w;   /* the device and dtype */
     size_t K = (size_t)rows_per_group(g), P = (size_t)pixels(g), Og = (size_t)(g->O / g->G);
-    clg_tensor *dx = clg__tensor_new(x->dev, x->dtype, 4, x->shape);
+    clg_tensor *dx = clg__tensor_new(x->dev, x->dtype, 4, (const int64_t[]){g->N, g->C, g->H, g->W});
     clg_tensor *wm = weight_matrix(w);
     bool direct = is_pointwise(g);
     clg_tensor *dcol = direct ? dx : clg__tensor_new(x->dev, x->dtype, 3, (const int64_t[]){g->N, g->C * g->KH * g->KW, (int64_t)P});
@@ -340,8 +335,8 @@ static clg_status conv2d_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     clg_tensor *gy = clg_contiguous(g);
     if (!gy) return g->dev->status;
     if (n->ninputs > 2 && clg__wants_grad(n, 2) && !(gin[2] = grad_bias(gy, &geo))) return g->dev->status;
-    if (clg__wants_grad(n, 1) && !(gin[1] = grad_weight(x, w, gy, &geo))) return g->dev->status;
-    if (clg__wants_grad(n, 0) && !(gin[0] = grad_input(x, w, gy, &geo))) return g->dev->status;
+    if (clg__wants_grad(n, 1) && !(gin[1] = clg__conv_grad_weight(x, w, gy, &geo))) return g->dev->status;
+    if (clg__wants_grad(n, 0) && !(gin[0] = clg__conv_grad_input(w, gy, &geo))) return g->dev->status;
     return CLG_OK;
 }
 
@@ -354,7 +349,7 @@ clg_tensor *clg__conv2d_with(clg_tensor *x, clg_tensor *w, clg_tensor *b, const 
     conv_geo g;
     if (!check_tensors(x, w, b) || !fill_params(x, w, p, &g) || !check_geometry(x, w, &g)) return NULL;
     clg_node *node = NULL;
-    clg_tensor *y = clg__taped(conv_forward(x, w, b, &g, algo), CLG_OP_conv2d, conv2d_bw, b ? 3 : 2,
+    clg_tensor *y = clg__taped(clg__conv_forward(x, w, b, &g, algo), CLG_OP_conv2d, conv2d_bw, b ? 3 : 2,
                                (clg_tensor *const[]){x, w, b}, &node);
     if (node) geo_save(node, &g);
     return y;

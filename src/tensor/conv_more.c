@@ -1,0 +1,191 @@
+/* conv_more.c: the layers built on conv2d and the other ops: conv1d (a conv2d of height
+ * 1), conv_transpose2d (conv2d's input gradient as a forward, conv.h), the nearest and
+ * bilinear upsampling (index_select and weights), and group_norm (layer_norm over the
+ * groups, then a per-channel affine). Only conv_transpose2d has a backward of its own;
+ * the others' gradients come from the ops they are made of. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conv.h"
+
+/* ---- conv1d ---------------------------------------------------------------------------------------- */
+
+clg_tensor *clg_conv1d(clg_tensor *x, clg_tensor *w, clg_tensor *b, const clg_conv1d_params *p)
+{
+    if (!x || !w) return NULL;
+    if (x->ndim != 3 || w->ndim != 3)
+        return clg__op_fail(x->dev, CLG_ERR_SHAPE, "conv1d", "want x [N, C, L], weight [O, C/groups, k]: x %s, weight %s",
+                            CLG_DESC(x), CLG_DESC(w));
+    clg_conv1d_params d = p ? *p : (clg_conv1d_params){0};
+    clg_conv2d_params p2 = {{1, d.stride}, {0, d.padding}, {1, d.dilation}, d.groups};
+    return clg_squeeze(clg_conv2d(clg_unsqueeze(x, 2), clg_unsqueeze(w, 2), b, &p2), 2);
+}
+
+/* ---- conv_transpose2d ------------------------------------------------------------------------------------ */
+
+/* The geometry of the conv2d whose input gradient this is: input [N, Cout, outH, outW],
+ * weight w as [O = Cin, Cout/G, kh, kw], output x's [N, Cin, H, W]. */
+static conv_geo transpose_geo(const clg_tensor *x, const clg_tensor *w, const int64_t *v, int64_t oh, int64_t ow)
+{
+    return (conv_geo){x->shape[0], w->shape[1] * v[6], oh, ow, w->shape[0], w->shape[2], w->shape[3], v[6],
+                      x->shape[2], x->shape[3], v[0], v[1], v[2], v[3], v[4], v[5]};
+}
+
+static clg_status conv_transpose2d_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    clg_tensor *x = n->inputs[0], *w = n->inputs[1];
+    conv_geo geo = transpose_geo(x, w, n->i, n->i[7], n->i[8]);
+    clg_tensor *gy = clg_contiguous(g);
+    if (!gy) return g->dev->status;
+    if (clg__wants_grad(n, 0) && !(gin[0] = clg__conv_forward(gy, w, NULL, &geo, CLG_CONV_GEMM)))
+        return g->dev->status;
+    if (clg__wants_grad(n, 1)) {
+        clg_tensor *xc = clg_contiguous(x);
+        if (!xc || !(gin[1] = clg__conv_grad_weight(gy, w, xc, &geo))) return g->dev->status;
+    }
+    return CLG_OK;
+}
+
+static int or_one(int v) { return v ? v : 1; }
+
+clg_tensor *clg_conv_transpose2d(clg_tensor *x, clg_tensor *w, clg_tensor *b, const clg_conv_transpose2d_params *p)
+{
+    static const char op[] = "conv_transpose2d";
+    if (!x || !w) return NULL;
+    if (!clg__check_same_device(op, x, w) || !clg__check_float(op, x) || !clg__check_same_dtype(op, x, w)) return NULL;
+    clg_conv_transpose2d_params d = p ? *p : (clg_conv_transpose2d_params){0};
+    int64_t G = or_one(d.groups), v[7] = {or_one(d.stride[0]), or_one(d.stride[1]), d.padding[0], d.padding[1],
+                                          or_one(d.dilation[0]), or_one(d.dilation[1]), G};
+    if (x->ndim != 4 || w->ndim != 4 || w->shape[0] != x->shape[1] || x->shape[1] % G || G < 1)
+        return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "want x [N, C, H, W], weight [C, Cout/groups, kh, kw], C "
+                            "divisible by groups %lld: x %s, weight %s", (long long)G, CLG_DESC(x), CLG_DESC(w));
+    int64_t out[2];
+    for (int a = 0; a < 2; a++) {
+        int64_t s = v[a], pd = v[2 + a], dl = v[4 + a], op_ = d.output_padding[a];
+        out[a] = (x->shape[2 + a] - 1) * s - 2 * pd + dl * (w->shape[2 + a] - 1) + op_ + 1;
+        if (s < 1 || pd < 0 || dl < 1 || op_ < 0 || (op_ >= s && op_ >= dl) || out[a] < 1)
+            return clg__op_fail(x->dev, CLG_ERR_INVALID_ARGUMENT, op, "x %s, weight %s: stride %lld, padding %lld, "
+                                "output_padding %lld, dilation %lld along axis %d give an output of %lld",
+                                CLG_DESC(x), CLG_DESC(w), (long long)s, (long long)pd, (long long)op_, (long long)dl,
+                                2 + a, (long long)out[a]);
+    }
+    conv_geo geo = transpose_geo(x, w, v, out[0], out[1]);
+    if (!clg__check_numel(op, x->dev, geo.N * geo.C * geo.H * geo.W) ||
+        !clg__check_numel(op, x->dev, geo.N * geo.C * geo.KH * geo.KW * geo.OH * geo.OW))
+        return NULL;
+    clg_tensor *xc = clg_tensor_is_contiguous(x) ? x : clg__copy_as(x, x->dtype);
+    clg_tensor *y = xc ? clg__conv_grad_input(w, xc, &geo) : NULL;
+    if (xc != x) clg_tensor_free(xc);
+    if (!y) return clg__op_fail(x->dev, x->dev->status, op, "x %s, weight %s: %.7000s", CLG_DESC(x), CLG_DESC(w),
+                                x->dev->error);
+    clg_node *node = NULL;
+    y = clg__taped(y, CLG_OP_conv_transpose2d, conv_transpose2d_bw, 2, (clg_tensor *const[]){x, w}, &node);
+    if (node) {
+        memcpy(node->i, v, sizeof v);
+        node->i[7] = out[0];
+        node->i[8] = out[1];
+    }
+    if (!b || !y) return y;
+    if (b->ndim != 1 || b->shape[0] != geo.C)
+        return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "bias %s: want [%lld]", CLG_DESC(b), (long long)geo.C);
+    return clg_add(y, clg_reshape(b, CLG_SHAPE(1, geo.C, 1, 1)));
+}
+
+/* ---- upsampling ------------------------------------------------------------------------------------- */
+
+static clg_tensor *host_index(clg_device *dev, const int32_t *v, int64_t n)
+{
+    return clg_tensor_from_host(dev, CLG_I32, 1, &n, v);
+}
+
+static bool check_upsample(const char *op, clg_tensor *x, int64_t oh, int64_t ow)
+{
+    if (x->ndim == 4 && oh > 0 && ow > 0 && oh <= INT32_MAX && ow <= INT32_MAX &&
+        (x->shape[2] > 0 || !oh) && (x->shape[3] > 0 || !ow))
+        return true;
+    clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "want x [N, C, H, W] (H, W > 0) and an output size above 0: x %s, %lld x %lld",
+                 CLG_DESC(x), (long long)oh, (long long)ow);
+    return false;
+}
+
+/* Nearest, as torch's 'nearest': output j reads input floor(j * in / out). */
+clg_tensor *clg_upsample_nearest2d(clg_tensor *x, int64_t oh, int64_t ow)
+{
+    if (!x || !check_upsample("upsample_nearest2d", x, oh, ow)) return NULL;
+    clg_tensor *y = x;
+    for (int a = 0; a < 2 && y; a++) {
+        int64_t in = x->shape[2 + a], out = a ? ow : oh;
+        int32_t *idx = malloc((size_t)out * sizeof *idx);
+        if (!idx) return clg__op_fail(x->dev, CLG_ERR_OUT_OF_MEMORY, "upsample_nearest2d", "out of host memory");
+        for (int64_t j = 0; j < out; j++) idx[j] = (int32_t)(j * in / out);
+        clg_tensor *t = host_index(x->dev, idx, out);
+        free(idx);
+        y = t ? clg_index_select(y, 2 + a, t) : NULL;
+    }
+    return y;
+}
+
+/* Bilinear with align_corners false (torch's default): output j samples input
+ * (j + 0.5) * in / out - 0.5, clamped at 0, between its two neighbours. */
+clg_tensor *clg_upsample_bilinear2d(clg_tensor *x, int64_t oh, int64_t ow)
+{
+    static const char op[] = "upsample_bilinear2d";
+    if (!x || !check_upsample(op, x, oh, ow) || !clg__check_float(op, x)) return NULL;
+    clg_tensor *y = x;
+    for (int a = 0; a < 2 && y; a++) {
+        int64_t in = x->shape[2 + a], out = a ? ow : oh;
+        int32_t *i0 = malloc((size_t)out * sizeof *i0), *i1 = malloc((size_t)out * sizeof *i1);
+        double *lam = malloc((size_t)out * sizeof *lam);
+        if (!i0 || !i1 || !lam) {
+            free(i0), free(i1), free(lam);
+            return clg__op_fail(x->dev, CLG_ERR_OUT_OF_MEMORY, op, "out of host memory");
+        }
+        for (int64_t j = 0; j < out; j++) {
+            double src = ((double)j + 0.5) * (double)in / (double)out - 0.5;
+            if (src < 0) src = 0;
+            int64_t lo = (int64_t)src;
+            if (lo > in - 1) lo = in - 1;
+            i0[j] = (int32_t)lo;
+            i1[j] = (int32_t)(lo + 1 < in ? lo + 1 : in - 1);
+            lam[j] = src - (double)lo;
+        }
+        int64_t wshape[4] = {1, 1, 1, 1};
+        wshape[2 + a] = out;
+        clg_tensor *t0 = host_index(x->dev, i0, out), *t1 = host_index(x->dev, i1, out);
+        if (x->dtype == CLG_F32) {   /* the weights in x's dtype, written in place */
+            float *lf = (float *)lam;
+            for (int64_t j = 0; j < out; j++) lf[j] = (float)lam[j];
+        }
+        clg_tensor *lw = clg_tensor_from_host(x->dev, x->dtype, 4, wshape, lam);
+        free(i0), free(i1), free(lam);
+        clg_tensor *lo = t0 ? clg_index_select(y, 2 + a, t0) : NULL, *hi = t1 ? clg_index_select(y, 2 + a, t1) : NULL;
+        y = lw ? clg_add(lo, clg_mul(clg_sub(hi, lo), lw)) : NULL;   /* lo + (hi - lo) * lambda */
+    }
+    return y;
+}
+
+/* ---- group_norm -------------------------------------------------------------------------------------- */
+
+clg_tensor *clg_group_norm(clg_tensor *x, int64_t groups, clg_tensor *weight, clg_tensor *bias, double eps)
+{
+    static const char op[] = "group_norm";
+    if (!x) return NULL;
+    if (x->ndim < 2 || groups < 1 || x->shape[1] % groups)
+        return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "want x [N, C, ...] with C divisible by groups %lld: x %s",
+                            (long long)groups, CLG_DESC(x));
+    int64_t C = x->shape[1];
+    if ((weight && (weight->ndim != 1 || weight->shape[0] != C)) || (bias && (bias->ndim != 1 || bias->shape[0] != C)))
+        return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "weight %s, bias %s: want [%lld] for x %s",
+                            weight ? CLG_DESC(weight) : "none", bias ? CLG_DESC(bias) : "none", (long long)C,
+                            CLG_DESC(x));
+    /* Each (sample, group) normalised over its channels and positions: layer_norm of the
+     * last axis of x viewed as [N, G, C/G * ...]. */
+    clg_tensor *n = clg_layer_norm(clg_reshape(x, CLG_SHAPE(x->shape[0], groups, -1)), 1, NULL, NULL, eps);
+    clg_tensor *y = n ? clg_reshape(n, x->ndim, x->shape) : NULL;
+    int64_t cshape[CLG_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++) cshape[d] = d == 1 ? C : 1;
+    if (y && weight) y = clg_mul(y, clg_reshape(weight, x->ndim, cshape));
+    if (y && bias) y = clg_add(y, clg_reshape(bias, x->ndim, cshape));
+    return y;
+}
