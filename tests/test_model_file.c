@@ -95,6 +95,63 @@ static void test_every_layer(clg_device *dev)
     clg_model_free(m);
 }
 
+/* The layers of the other input shapes: [C, H, W] through a transposed convolution,
+ * group norm and upsampling; [C, L] through conv1d. Each built layer's output has the
+ * inferred shape and its parameters the count, and the parameters PyTorch's names. */
+static void check_layers_on(clg_device *dev, const char *text, int n, const int64_t (*shapes)[3],
+                            const int64_t *params)
+{
+    char err[512];
+    clg_model *m = parse(text, err, sizeof err);
+    CHECK_MSG(m, "%s", err);
+    if (!m) return;
+    CHECK(clg_model_layer_count(m) == n);
+    clg_module *net = clg_model_build(m, dev);
+    CHECK_MSG(net != NULL, "%s", clg_device_error(dev));
+    clg_scope_begin(dev);
+    int64_t in[4] = {2};
+    int nd = 1;
+    for (int a = 0; a < 3 && shapes[0][a]; a++) in[nd++] = shapes[0][a];
+    clg_tensor *x = clg_randn(dev, CLG_F32, nd, in, 0, 1);
+    for (int i = 0; net && i < n && x; i++) {
+        clg_model_layer_info info;
+        CHECK(clg_model_layer(m, i, &info) && info.params == params[i]);
+        for (int a = 0; a < info.ndim; a++) CHECK_MSG(info.shape[a] == shapes[i + 1][a], "layer %d axis %d", i, a);
+        x = clg_module_forward(clg_module_child_at(net, i), x);
+        CHECK_MSG(x && clg_tensor_ndim(x) == info.ndim + 1, "layer %d: %s", i, clg_device_error(dev));
+        for (int a = 0; x && a < info.ndim; a++) CHECK_MSG(clg_tensor_dim(x, a + 1) == info.shape[a], "layer %d", i);
+        CHECK_MSG(clg_module_numel(clg_module_child_at(net, i), false) == info.params, "layer %d params", i);
+    }
+    clg_scope_end(dev);
+    if (net) CHECK(clg_module_find(net, "0.weight") && clg_module_find(net, "0.bias"));
+    clg_module_free(net);
+    clg_model_free(m);
+}
+
+static void test_more_layers(clg_device *dev)
+{
+    const char *image = "{\"input\": [2, 6, 6], \"layers\": [\n"
+                        " {\"type\": \"conv_transpose2d\", \"out\": 4, \"kernel\": 3, \"stride\": 2, \"padding\": 1,\n"
+                        "  \"output_padding\": 1},\n"
+                        " {\"type\": \"group_norm\", \"groups\": 2}, \"silu\",\n"
+                        " {\"type\": \"upsample\", \"scale\": 0.5}, {\"type\": \"upsample\", \"scale\": 2, \"bilinear\": true},\n"
+                        " \"flatten\", {\"type\": \"linear\", \"out\": 3}]}";
+    const int64_t ishape[][3] = {{2, 6, 6}, {4, 12, 12}, {4, 12, 12}, {4, 12, 12}, {4, 6, 6}, {4, 12, 12}, {576}, {3}};
+    const int64_t iparams[] = {2 * 4 * 9 + 4, 8, 0, 0, 0, 0, 576 * 3 + 3};
+    check_layers_on(dev, image, 7, ishape, iparams);
+    const char *seq = "{\"input\": [3, 10], \"layers\": [\n"
+                      " {\"type\": \"conv1d\", \"out\": 4, \"kernel\": 3, \"padding\": 1, \"stride\": 2},\n"
+                      " {\"type\": \"group_norm\", \"groups\": 4, \"eps\": 1e-3}, \"flatten\", {\"type\": \"linear\", \"out\": 2}]}";
+    const int64_t sshape[][3] = {{3, 10}, {4, 5}, {4, 5}, {20}, {2}};
+    const int64_t sparams[] = {4 * 3 * 3 + 4, 8, 0, 20 * 2 + 2};
+    check_layers_on(dev, seq, 4, sshape, sparams);
+    char err[512];
+    clg_model *bad = parse("{\"input\": [6, 4, 4], \"layers\": [{\"type\": \"group_norm\", \"groups\": 4}]}", err,
+                           sizeof err);
+    CHECK_MSG(!bad && strstr(err, "groups 4"), "%s", err);
+    clg_model_free(bad);
+}
+
 /* Canonical text: explicit, stable, and it parses back to itself. */
 static void test_canonical(void)
 {
@@ -245,7 +302,8 @@ static const bad_case BAD[] = {
     {"{\"input\": [3],\n \"layers\": []}", "[]", "layers: must be an array of 1 to 1024 layers", NULL},
     {L2 "{\"type\": \"conv\"}" END, "\"conv\"", "layers[0].type: unknown layer type \"conv\"",
      "allowed: linear, conv2d, max_pool2d, avg_pool2d, global_avg_pool2d, batch_norm1d, batch_norm2d, layer_norm, "
-     "dropout, flatten, relu, leaky_relu, sigmoid, tanh, gelu, softmax, gelu_tanh, silu, elu, softplus"},
+     "dropout, flatten, relu, leaky_relu, sigmoid, tanh, gelu, softmax, gelu_tanh, silu, elu, softplus, conv1d, "
+     "conv_transpose2d, upsample, group_norm"},
     {L2 "\"flatten\", {\"out\": 3}" END, "{\"out\"", "layers[1]: missing \"type\"", "one of: linear, conv2d"},
     {L2 "\"flatten\",\n  7" END, "7", "layers[1]: a layer is an object", NULL},
     {L2 "{\"type\": \"conv2d\", \"out\": 4, \"kernel\": 0}" END, "0}", "layers[0].kernel: must be an integer in "
@@ -330,6 +388,7 @@ int main(void)
 {
     clg_device *dev = check_open_device();
     test_every_layer(dev);
+    test_more_layers(dev);
     test_canonical();
     test_losses(dev);
     test_optimizers(dev);

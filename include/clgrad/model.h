@@ -39,6 +39,12 @@
  *   conv2d            out (required), kernel (required), stride (1), padding (0),
  *                     dilation (1), groups (1), bias (true)  on [C, H, W]; kernel, stride,
  *                     padding and dilation: an integer or [h, w]
+ *   conv1d            out, kernel (required), stride (1), padding (0), dilation (1),
+ *                     groups (1), bias (true)                 on [C, L]
+ *   conv_transpose2d  out, kernel (required), stride (1), padding (0), output_padding (0),
+ *                     dilation (1), groups (1), bias (true)   on [C, H, W]; pairs as conv2d
+ *   upsample          scale (required), bilinear (false: nearest)   on [C, H, W]
+ *   group_norm        groups (required), eps (1e-5)           on [C, ...], weight and bias [C]
  *   max_pool2d,       kernel (required), stride (= kernel), padding (0, at most kernel/2)
  *   avg_pool2d                                                on [C, H, W]
  *   global_avg_pool2d                                         [C, H, W] -> [C, 1, 1]

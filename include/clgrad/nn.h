@@ -97,6 +97,15 @@ CLG_API clg_status clg_sequential_append(clg_module *seq, const char *name, clg_
 CLG_API clg_module *clg_nn_linear(clg_device *dev, int64_t in_features, int64_t out_features, bool bias);
 CLG_API clg_module *clg_nn_conv2d(clg_device *dev, int64_t in_channels, int64_t out_channels, int kernel_h,
                                   int kernel_w, const clg_conv2d_params *p, bool bias);
+CLG_API clg_module *clg_nn_conv1d(clg_device *dev, int64_t in_channels, int64_t out_channels, int kernel,
+                                  const clg_conv1d_params *p, bool bias);
+/* weight [in, out/groups, kh, kw], as torch.nn.ConvTranspose2d */
+CLG_API clg_module *clg_nn_conv_transpose2d(clg_device *dev, int64_t in_channels, int64_t out_channels, int kernel_h,
+                                            int kernel_w, const clg_conv_transpose2d_params *p, bool bias);
+/* [N, C, H, W] -> [N, C, floor(H scale), floor(W scale)], nearest or bilinear */
+CLG_API clg_module *clg_nn_upsample(clg_device *dev, double scale, bool bilinear);
+/* weight and bias [channels]; groups = channels is InstanceNorm with affine parameters */
+CLG_API clg_module *clg_nn_group_norm(clg_device *dev, int64_t groups, int64_t channels, double eps);
 CLG_API clg_module *clg_nn_max_pool2d(clg_device *dev, int kernel, int stride, int padding);
 CLG_API clg_module *clg_nn_avg_pool2d(clg_device *dev, int kernel, int stride, int padding);
 CLG_API clg_module *clg_nn_global_avg_pool2d(clg_device *dev);

@@ -28,6 +28,19 @@ static clg_module *make_layer(clg_device *dev, const model_layer *l, int ndim, c
     case LK_TANH: return clg_nn_tanh(dev);
     case LK_GELU: return clg_nn_gelu(dev);
     case LK_SOFTMAX: return clg_nn_softmax(dev, -1);
+    case LK_CONV1D:
+        return clg_nn_conv1d(dev, in[0], l->out, (int)l->kernel[0],
+                             &(clg_conv1d_params){(int)l->stride[0], (int)l->padding[0], (int)l->dilation[0],
+                                                  (int)l->groups},
+                             l->bias);
+    case LK_CONV_T2D: {
+        clg_conv_transpose2d_params t = {{(int)l->stride[0], (int)l->stride[1]}, {(int)l->padding[0], (int)l->padding[1]},
+                                         {(int)l->output_padding[0], (int)l->output_padding[1]},
+                                         {(int)l->dilation[0], (int)l->dilation[1]}, (int)l->groups};
+        return clg_nn_conv_transpose2d(dev, in[0], l->out, (int)l->kernel[0], (int)l->kernel[1], &t, l->bias);
+    }
+    case LK_UPSAMPLE: return clg_nn_upsample(dev, l->scale, l->bilinear);
+    case LK_GROUP_NORM: return clg_nn_group_norm(dev, l->groups, in[0], l->eps);
     case LK_GELU_TANH: return clg_nn_gelu_tanh(dev);
     case LK_SILU: return clg_nn_silu(dev);
     case LK_ELU: return clg_nn_elu(dev, l->alpha);

@@ -27,16 +27,16 @@
 typedef enum model_kind {
     LK_LINEAR, LK_CONV2D, LK_MAX_POOL, LK_AVG_POOL, LK_GLOBAL_POOL, LK_BN1, LK_BN2, LK_LAYER_NORM, LK_DROPOUT,
     LK_FLATTEN, LK_RELU, LK_LEAKY_RELU, LK_SIGMOID, LK_TANH, LK_GELU, LK_SOFTMAX, LK_GELU_TANH, LK_SILU, LK_ELU,
-    LK_SOFTPLUS, LK_COUNT
+    LK_SOFTPLUS, LK_CONV1D, LK_CONV_T2D, LK_UPSAMPLE, LK_GROUP_NORM, LK_COUNT
 } model_kind;
 
 typedef struct model_layer {
     model_kind kind;
     char name[MODEL_NAME_MAX];
     int64_t out;
-    int64_t kernel[2], stride[2], padding[2], dilation[2], groups, dims;
-    bool bias;
-    double eps, momentum, p, slope, alpha, beta, threshold;
+    int64_t kernel[2], stride[2], padding[2], dilation[2], output_padding[2], groups, dims;
+    bool bias, bilinear;
+    double eps, momentum, p, slope, alpha, beta, threshold, scale;
     int ndim;                         /* output sample shape (shape inference) */
     int64_t shape[CLG_MAX_DIMS];
     int64_t params;

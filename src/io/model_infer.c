@@ -5,6 +5,8 @@
  * checked as they grow, so that no file can overflow them. */
 #include <stdio.h>
 
+#include <math.h>
+
 #include "model_impl.h"
 
 static int64_t numel(int ndim, const int64_t *s)
@@ -74,6 +76,50 @@ static bool conv_or_pool(model_ctx *c, model_layer *l, const int64_t *in)
     return true;
 }
 
+static bool groups_divide(model_ctx *c, const model_layer *l, int64_t in)
+{
+    if (in % l->groups == 0 && l->out % l->groups == 0) return true;
+    return model_fail(c, false, "groups %lld must divide the input's %lld channels and out %lld", (long long)l->groups,
+                      (long long)in, (long long)l->out);
+}
+
+/* conv1d on [C, L] */
+static bool conv1d(model_ctx *c, model_layer *l, const int64_t *in)
+{
+    int64_t span = l->dilation[0] * (l->kernel[0] - 1) + 1;
+    if (!groups_divide(c, l, in[0])) return false;
+    if (in[1] + 2 * l->padding[0] < span)
+        return model_fail(c, false, "a window of %lld does not fit the input's %lld (+ 2 x %lld padding)",
+                          (long long)span, (long long)in[1], (long long)l->padding[0]);
+    l->shape[0] = l->out;
+    l->shape[1] = (in[1] + 2 * l->padding[0] - span) / l->stride[0] + 1;
+    int64_t f[3] = {l->out, in[0] / l->groups, l->kernel[0]};
+    if (!product(&l->params, 3, f)) return model_fail(c, false, "too many parameters");
+    l->params += l->bias ? l->out : 0;
+    return true;
+}
+
+/* conv_transpose2d on [C, H, W]: (in - 1) s - 2 p + d (k - 1) + output_padding + 1 */
+static bool conv_transpose(model_ctx *c, model_layer *l, const int64_t *in)
+{
+    if (!groups_divide(c, l, in[0])) return false;
+    l->shape[0] = l->out;
+    for (int a = 0; a < 2; a++) {
+        int64_t op = l->output_padding[a], s = l->stride[a], d = l->dilation[a];
+        if (op >= s && op >= d)
+            return model_fail(c, false, "output_padding %lld must be below the stride %lld or the dilation %lld",
+                              (long long)op, (long long)s, (long long)d);
+        l->shape[1 + a] = (in[1 + a] - 1) * s - 2 * l->padding[a] + d * (l->kernel[a] - 1) + op + 1;
+        if (l->shape[1 + a] < 1)
+            return model_fail(c, false, "the padding %lld leaves no output along %s", (long long)l->padding[a],
+                              a ? "the width" : "the height");
+    }
+    int64_t f[4] = {in[0], l->out / l->groups, l->kernel[0], l->kernel[1]};
+    if (!product(&l->params, 4, f)) return model_fail(c, false, "too many parameters");
+    l->params += l->bias ? l->out : 0;
+    return true;
+}
+
 static bool need_axes(model_ctx *c, const model_layer *l, int ndim, const int64_t *in, int lo, int hi,
                       const char *what)
 {
@@ -107,6 +153,25 @@ static bool infer(model_ctx *c, model_layer *l, int ndim, const int64_t *in)
     case LK_LAYER_NORM:
         if (l->dims > ndim) return need_axes(c, l, ndim, in, (int)l->dims, CLG_MAX_DIMS, "at least `dims` axes");
         l->params = 2 * numel((int)l->dims, in + ndim - l->dims);
+        return true;
+    case LK_CONV1D:
+        return need_axes(c, l, ndim, in, 2, 2, "[C, L] inputs") && conv1d(c, l, in);
+    case LK_CONV_T2D:
+        return need_axes(c, l, ndim, in, 3, 3, "[C, H, W] inputs") && conv_transpose(c, l, in);
+    case LK_UPSAMPLE:
+        if (!need_axes(c, l, ndim, in, 3, 3, "[C, H, W] inputs")) return false;
+        l->shape[1] = (int64_t)floor((double)in[1] * l->scale);
+        l->shape[2] = (int64_t)floor((double)in[2] * l->scale);
+        if (l->shape[1] < 1 || l->shape[2] < 1)
+            return model_fail(c, false, "scale %g leaves no output of %lld x %lld", l->scale, (long long)in[1],
+                              (long long)in[2]);
+        return true;
+    case LK_GROUP_NORM:
+        if (!need_axes(c, l, ndim, in, 1, CLG_MAX_DIMS - 1, "[C, ...] inputs")) return false;
+        if (in[0] % l->groups)
+            return model_fail(c, false, "groups %lld must divide the input's %lld channels", (long long)l->groups,
+                              (long long)in[0]);
+        l->params = 2 * in[0];
         return true;
     case LK_FLATTEN:
         l->ndim = 1;

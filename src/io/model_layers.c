@@ -27,7 +27,7 @@ typedef struct opt_spec {
 
 static const struct layer_type {
     const char *name;
-    opt_spec opts[8];   /* ended by an entry without a key */
+    opt_spec opts[10];   /* ended by an entry without a key */
 } types[LK_COUNT] = {
     [LK_LINEAR] = {"linear", {OUT, BIAS}},
     [LK_CONV2D] = {"conv2d", {OUT, {"kernel", OPT_PAIR, F(kernel), NAN, 1, 1024},
@@ -48,6 +48,19 @@ static const struct layer_type {
     [LK_TANH] = {"tanh", {{0}}},
     [LK_GELU] = {"gelu", {{0}}},
     [LK_SOFTMAX] = {"softmax", {{0}}},
+    [LK_CONV1D] = {"conv1d", {OUT, {"kernel", OPT_INT, F(kernel), NAN, 1, 1024},
+                              {"stride", OPT_INT, F(stride), 1, 1, 1024}, {"padding", OPT_INT, F(padding), 0, 0, 1024},
+                              {"dilation", OPT_INT, F(dilation), 1, 1, 1024},
+                              {"groups", OPT_INT, F(groups), 1, 1, MODEL_MAX_DIM}, BIAS}},
+    [LK_CONV_T2D] = {"conv_transpose2d",
+                     {OUT, {"kernel", OPT_PAIR, F(kernel), NAN, 1, 1024}, {"stride", OPT_PAIR, F(stride), 1, 1, 1024},
+                      {"padding", OPT_PAIR, F(padding), 0, 0, 1024},
+                      {"output_padding", OPT_PAIR, F(output_padding), 0, 0, 1024},
+                      {"dilation", OPT_PAIR, F(dilation), 1, 1, 1024},
+                      {"groups", OPT_INT, F(groups), 1, 1, MODEL_MAX_DIM}, BIAS}},
+    [LK_UPSAMPLE] = {"upsample", {{"scale", OPT_REAL, F(scale), NAN, 1e-3, 1024},
+                                  {"bilinear", OPT_BOOL, F(bilinear), 0, 0, 1}}},
+    [LK_GROUP_NORM] = {"group_norm", {{"groups", OPT_INT, F(groups), NAN, 1, MODEL_MAX_DIM}, EPS}},
     [LK_GELU_TANH] = {"gelu_tanh", {{0}}},
     [LK_SILU] = {"silu", {{0}}},
     [LK_ELU] = {"elu", {{"alpha", OPT_REAL, F(alpha), 1, -1000, 1000}}},
@@ -60,7 +73,8 @@ const char *model_kind_name(model_kind k) { return k < LK_COUNT ? types[k].name 
 const char *model_kind_list(void)
 {
     return "linear, conv2d, max_pool2d, avg_pool2d, global_avg_pool2d, batch_norm1d, batch_norm2d, layer_norm, "
-           "dropout, flatten, relu, leaky_relu, sigmoid, tanh, gelu, softmax, gelu_tanh, silu, elu, softplus";
+           "dropout, flatten, relu, leaky_relu, sigmoid, tanh, gelu, softmax, gelu_tanh, silu, elu, softplus, conv1d, "
+           "conv_transpose2d, upsample, group_norm";
 }
 
 static bool set_defaults_and_keys(model_ctx *c, json_t *o, model_layer *l, char *allowed, size_t cap)
