@@ -14,7 +14,9 @@
  * requires a gradient; its result then requires one too. Backward runs on the
  * device with device kernels: it copies nothing to the host. Gradients accumulate:
  * two backward passes add up, until clg_tensor_zero_grad. The gradient of an input
- * that was broadcast is summed back to the input's shape.
+ * that was broadcast is summed back to the input's shape. Non-leaves keep theirs on
+ * request (clg_tensor_retain_grad); hooks see and may replace any tensor's gradient
+ * (clg_tensor_register_hook); clg_grad returns gradients instead of accumulating them.
  */
 #ifndef CLGRAD_AUTOGRAD_H
 #define CLGRAD_AUTOGRAD_H
@@ -42,6 +44,23 @@ CLG_API bool clg_tensor_has_history(const clg_tensor *t);
  * require a gradient. The tape stays, so it may run again (gradients add up). */
 CLG_API clg_status clg_backward(clg_tensor *root, clg_tensor *grad);
 
+/* Keep the gradient of a non-leaf (a tensor made by an op) in clg_tensor_grad after
+ * each backward pass, as leaves keep theirs (torch's retain_grad). Accumulates alike. */
+CLG_API clg_status clg_tensor_retain_grad(clg_tensor *t);
+/* A function run on t's gradient in every backward pass, before t's gradient is used
+ * (accumulated into a leaf, or passed on). It may replace *grad by a tensor of the same
+ * shape and dtype that it makes (it runs in no-grad mode, in the pass's own scope);
+ * a status other than CLG_OK stops the pass with it. Hooks run in the order registered. */
+typedef clg_status (*clg_grad_hook)(clg_tensor *t, clg_tensor **grad, void *user);
+CLG_API clg_status clg_tensor_register_hook(clg_tensor *t, clg_grad_hook fn, void *user);
+/* The gradients of outputs (n of them, seeded by grad_outputs, NULL entries or a NULL
+ * array meaning ones for one-element outputs) with respect to inputs (m of them, any
+ * tensors on the outputs' tape), as torch.autograd.grad: returned in grads (new
+ * tensors in the current scope), not accumulated into anyone's .grad; hooks run as in
+ * clg_backward. An input the outputs do not depend on is an error. No graph is
+ * recorded for the gradients (no second derivatives). */
+CLG_API clg_status clg_grad(int n, clg_tensor *const *outputs, clg_tensor *const *grad_outputs, int m,
+                            clg_tensor *const *inputs, clg_tensor **grads);
 /* A view of t's values without history and without requires_grad. */
 CLG_API clg_tensor *clg_detach(clg_tensor *t);
 

@@ -1,6 +1,7 @@
 /* create.c: making tensors (from host memory, constants, ranges, random numbers)
  * and reading them back. Reading is the only thing here that waits for the device. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +42,35 @@ clg_tensor *clg_tensor_from_host(clg_device *dev, clg_dtype dtype, int ndim, con
         b->range.count = t->numel;
         b->range.version = b->version;
     }
+    return t;
+}
+
+/* int64 indices (NumPy's and PyTorch's default) as the int32 tensor every index op
+ * takes, each value checked to fit. */
+clg_tensor *clg_indices_from_int64(clg_device *dev, int ndim, const int64_t *shape, const int64_t *data)
+{
+    if (!dev) return NULL;
+    if (ndim < 0 || ndim > CLG_MAX_DIMS || (ndim && !shape))
+        return clg__op_fail(dev, CLG_ERR_SHAPE, "indices_from_int64", "%d axes (at most %d)", ndim, CLG_MAX_DIMS);
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] < 0 || (shape[d] && n > INT32_MAX / shape[d]))
+            return clg__op_fail(dev, CLG_ERR_SHAPE, "indices_from_int64", "bad shape at axis %d", d);
+        n *= shape[d];
+    }
+    if (n && !data) return clg__op_fail(dev, CLG_ERR_INVALID_ARGUMENT, "indices_from_int64", "data is NULL");
+    int32_t *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    if (!v) return clg__op_fail(dev, CLG_ERR_OUT_OF_MEMORY, "indices_from_int64", "out of host memory");
+    for (int64_t i = 0; i < n; i++) {
+        if (data[i] < INT32_MIN || data[i] > INT32_MAX) {
+            free(v);
+            return clg__op_fail(dev, CLG_ERR_INVALID_ARGUMENT, "indices_from_int64",
+                                "index %lld (element %lld) does not fit int32", (long long)data[i], (long long)i);
+        }
+        v[i] = (int32_t)data[i];
+    }
+    clg_tensor *t = clg_tensor_from_host(dev, CLG_I32, ndim, shape, v);
+    free(v);
     return t;
 }
 

@@ -169,6 +169,7 @@ void clg__tensor_release(clg_tensor *t)
     unlink_scope(s, t);
     clg_node *node = t->node;
     clg_tensor *grad = t->grad;
+    for (clg_hook *h = t->hooks, *next; h; h = next) next = h->next, free(h);
     clg__buffer_release(t->buf);
     s->live--;
     free(t);

@@ -28,10 +28,19 @@ struct clg_tensor {
     /* scope membership: a doubly linked list per scope level */
     int scope;                     /* level, or -1 when in no scope (grads) */
     clg_tensor *prev, *next;
+    bool retain_grad;              /* a non-leaf keeps its gradient in grad too */
+    struct clg_hook *hooks;        /* run on its gradient in every backward pass; owned */
     /* backward pass scratch */
     clg_tensor *bgrad;             /* gradient flowing into this tensor during clg_backward */
     uint64_t visit;
 };
+
+/* A gradient hook (clg_tensor_register_hook), in a list. */
+typedef struct clg_hook {
+    clg_grad_hook fn;
+    void *user;
+    struct clg_hook *next;
+} clg_hook;
 
 #define CLG_MAX_SCOPES 64
 

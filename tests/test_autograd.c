@@ -1,0 +1,149 @@
+/* The autograd API beyond clg_backward: retain_grad on non-leaves, gradient hooks
+ * (seeing, replacing, failing), clg_grad (torch.autograd.grad: returned, not
+ * accumulated; several outputs and inputs; unused inputs refused), and int32 index
+ * tensors from int64 host data. Exact values on tiny graphs: y = sum(w * x), etc. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optest.h"
+
+static clg_tensor *leaf(clg_device *dev, const double *v, int64_t n)
+{
+    clg_tensor *t = optest_tensor(dev, CLG_F32, 1, &n, v, OPTEST_CONTIGUOUS);
+    CHECK_OK(dev, clg_tensor_set_requires_grad(t, true));
+    return t;
+}
+
+static void test_retain_grad(clg_device *dev)
+{
+    clg_scope_begin(dev);
+    const double xv[3] = {1, 2, 3};
+    clg_tensor *x = leaf(dev, xv, 3);
+    clg_tensor *h = clg_mul_scalar(x, 2.0);   /* h = 2x, a non-leaf */
+    CHECK_OK(dev, clg_tensor_retain_grad(h));
+    clg_tensor *y = clg_sum(clg_mul(h, h), 0, NULL, false);   /* y = sum h^2: dy/dh = 2h = 4x */
+    CHECK_OK(dev, clg_backward(y, NULL));
+    optest_close("retain_grad: dy/dh", clg_tensor_grad(h), (double[]){4, 8, 12}, 3, 0, 1e-6);
+    optest_close("retain_grad: dy/dx", clg_tensor_grad(x), (double[]){8, 16, 24}, 3, 0, 1e-6);
+    CHECK_OK(dev, clg_backward(y, NULL));   /* accumulates, as a leaf's does */
+    optest_close("retain_grad accumulates", clg_tensor_grad(h), (double[]){8, 16, 24}, 3, 0, 1e-6);
+    /* without retain_grad a non-leaf keeps nothing */
+    clg_tensor *k = clg_exp(x);
+    CHECK_OK(dev, clg_backward(clg_sum(k, 0, NULL, false), NULL));
+    CHECK(clg_tensor_grad(k) == NULL);
+    CHECK(clg_tensor_retain_grad(clg_ones(dev, CLG_F32, CLG_SHAPE(2))) != CLG_OK);
+    CHECK_MSG(strstr(clg_device_error(dev), "clg_tensor_retain_grad"), "%s", clg_device_error(dev));
+    clg_scope_end(dev);
+}
+
+typedef struct hook_log { int calls; double seen0; double scale; bool fail; } hook_log;
+
+/* Records the first element of the gradient, and scales it when asked. */
+static clg_status hook(clg_tensor *t, clg_tensor **grad, void *user)
+{
+    (void)t;
+    hook_log *log = user;
+    log->calls++;
+    float v;
+    clg_tensor *first = clg_narrow(clg_flatten(*grad, 0, -1), 0, 0, 1);
+    if (clg_tensor_to_host(first, &v, sizeof v) != CLG_OK) return CLG_ERR_OPENCL;
+    log->seen0 = v;
+    if (log->fail) return CLG_ERR_INVALID_ARGUMENT;
+    if (log->scale != 1) *grad = clg_mul_scalar(*grad, log->scale);
+    return CLG_OK;
+}
+
+/* Returns a gradient of the wrong shape. */
+static clg_status bad_hook(clg_tensor *t, clg_tensor **grad, void *user)
+{
+    (void)user;
+    *grad = clg_zeros(clg_tensor_device(t), CLG_F32, CLG_SHAPE(7));
+    return CLG_OK;
+}
+
+static void test_hooks(clg_device *dev)
+{
+    clg_scope_begin(dev);
+    const double xv[3] = {1, 2, 3};
+    clg_tensor *x = leaf(dev, xv, 3);
+    clg_tensor *h = clg_mul_scalar(x, 3.0);
+    hook_log on_h = {0, 0, 10, false}, on_x = {0, 0, 1, false};
+    CHECK_OK(dev, clg_tensor_register_hook(h, hook, &on_h));   /* dy/dh = 1, then x10 */
+    CHECK_OK(dev, clg_tensor_register_hook(x, hook, &on_x));   /* sees 3 * 10 */
+    CHECK_OK(dev, clg_backward(clg_sum(h, 0, NULL, false), NULL));
+    CHECK_MSG(on_h.calls == 1 && on_h.seen0 == 1 && on_x.calls == 1 && on_x.seen0 == 30, "hooks: %d %g, %d %g",
+              on_h.calls, on_h.seen0, on_x.calls, on_x.seen0);
+    optest_close("hook replaced the gradient", clg_tensor_grad(x), (double[]){30, 30, 30}, 3, 0, 0);
+    /* a failing hook stops the pass with its status; a misshapen replacement is refused */
+    on_h.fail = true;
+    clg_tensor_zero_grad(x);
+    CHECK(clg_backward(clg_sum(h, 0, NULL, false), NULL) == CLG_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(clg_device_error(dev), "hook"), "%s", clg_device_error(dev));
+    clg_tensor *z = clg_exp(x);
+    CHECK_OK(dev, clg_tensor_register_hook(z, bad_hook, NULL));
+    CHECK(clg_backward(clg_sum(z, 0, NULL, false), NULL) == CLG_ERR_SHAPE);
+    CHECK_MSG(strstr(clg_device_error(dev), "hook") && strstr(clg_device_error(dev), "shape"), "%s",
+              clg_device_error(dev));
+    CHECK(clg_tensor_register_hook(x, NULL, NULL) != CLG_OK);
+    clg_scope_end(dev);
+}
+
+static void test_grad(clg_device *dev)
+{
+    clg_scope_begin(dev);
+    const double av[2] = {1, 2}, bv[2] = {3, 5};
+    clg_tensor *a = leaf(dev, av, 2), *b = leaf(dev, bv, 2);
+    clg_tensor *p = clg_sum(clg_mul(a, b), 0, NULL, false);            /* p = a.b */
+    clg_tensor *q = clg_sum(clg_mul(a, a), 0, NULL, false);            /* q = |a|^2 */
+    clg_tensor *g[2];
+    CHECK_OK(dev, clg_grad(1, &p, NULL, 2, (clg_tensor *const[]){a, b}, g));
+    optest_close("clg_grad dp/da", g[0], bv, 2, 0, 0);
+    optest_close("clg_grad dp/db", g[1], av, 2, 0, 0);
+    CHECK(clg_tensor_grad(a) == NULL && clg_tensor_grad(b) == NULL);   /* nothing accumulated */
+    /* two outputs, seeded 1 and 2: d(p + 2q)/da = b + 4a */
+    clg_tensor *two = clg_full(dev, CLG_F32, 0, NULL, 2.0);
+    CHECK_OK(dev, clg_grad(2, (clg_tensor *const[]){p, q}, (clg_tensor *const[]){NULL, two}, 1, &a, g));
+    optest_close("clg_grad of two outputs", g[0], (double[]){7, 13}, 2, 0, 0);
+    /* with respect to an intermediate: dp/d(a*b) = ones */
+    clg_tensor *ab = clg_mul(a, b), *s = clg_sum(ab, 0, NULL, false);
+    CHECK_OK(dev, clg_grad(1, &s, NULL, 1, &ab, g));
+    optest_close("clg_grad at a non-leaf", g[0], (double[]){1, 1}, 2, 0, 0);
+    /* an input the output does not use */
+    clg_tensor *c = leaf(dev, av, 2);
+    CHECK(clg_grad(1, &p, NULL, 1, &c, g) == CLG_ERR_INVALID_ARGUMENT && g[0] == NULL);
+    CHECK_MSG(strstr(clg_device_error(dev), "clg_grad") && strstr(clg_device_error(dev), "not used"), "%s",
+              clg_device_error(dev));
+    CHECK(clg_grad(1, &ab, NULL, 1, &a, g) == CLG_ERR_SHAPE);   /* two elements need a seed */
+    CHECK(clg_grad(0, &p, NULL, 1, &a, g) == CLG_ERR_INVALID_ARGUMENT);
+    clg_scope_end(dev);
+}
+
+static void test_int64_indices(clg_device *dev)
+{
+    clg_scope_begin(dev);
+    const int64_t v[4] = {3, 0, 2, 3};
+    clg_tensor *i = clg_indices_from_int64(dev, CLG_SHAPE(4), v);
+    CHECK_MSG(i && clg_tensor_dtype(i) == CLG_I32, "%s", clg_device_error(dev));
+    const double rows[8] = {0, 1, 10, 11, 20, 21, 30, 31};
+    clg_tensor *t = optest_tensor(dev, CLG_F32, CLG_SHAPE(4, 2), rows, OPTEST_CONTIGUOUS);
+    optest_close("index_select with int64 indices", clg_index_select(t, 0, i), (double[]){30, 31, 0, 1, 20, 21, 30, 31},
+                 8, 0, 0);
+    const int64_t big[2] = {1, (int64_t)1 << 40};
+    CHECK(clg_indices_from_int64(dev, CLG_SHAPE(2), big) == NULL);
+    CHECK_MSG(strstr(clg_device_error(dev), "clg_indices_from_int64") && strstr(clg_device_error(dev), "1099511627776"),
+              "%s", clg_device_error(dev));
+    clg_scope_end(dev);
+}
+
+int main(void)
+{
+    clg_device *dev = check_open_device();
+    test_retain_grad(dev);
+    test_hooks(dev);
+    test_grad(dev);
+    test_int64_indices(dev);
+    CHECK_MSG(clg_tensor_live_count(dev) == 0, "%lld tensors leaked", (long long)clg_tensor_live_count(dev));
+    clg_device_close(dev);
+    return check_report("test_autograd");
+}
