@@ -29,10 +29,10 @@ static clg_module *make_model(clg_device *dev, bool cnn)
 {
     clg_conv2d_params pad2 = {.padding = {2, 2}};
     if (!cnn)
-        return clg_sequential_new(dev, 6, (clg_module *[]){clg_nn_flatten(dev), clg_nn_linear(dev, 784, 512, true),
+        return clg_nn_sequential(dev, 6, (clg_module *[]){clg_nn_flatten(dev), clg_nn_linear(dev, 784, 512, true),
                                                            clg_nn_relu(dev), clg_nn_linear(dev, 512, 256, true),
                                                            clg_nn_relu(dev), clg_nn_linear(dev, 256, 10, true)});
-    return clg_sequential_new(dev, 10, (clg_module *[]){
+    return clg_nn_sequential(dev, 10, (clg_module *[]){
         clg_nn_conv2d(dev, 1, 16, 5, 5, &pad2, true), clg_nn_relu(dev), clg_nn_max_pool2d(dev, 2, 2, 0),
         clg_nn_conv2d(dev, 16, 32, 5, 5, &pad2, true), clg_nn_relu(dev), clg_nn_max_pool2d(dev, 2, 2, 0),
         clg_nn_flatten(dev), clg_nn_linear(dev, 1568, 128, true), clg_nn_relu(dev), clg_nn_linear(dev, 128, 10, true)});

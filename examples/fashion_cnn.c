@@ -22,13 +22,13 @@ static clg_module *make_model(clg_device *dev, bool best)
 {
     clg_conv2d_params pad2 = {.padding = {2, 2}};
     if (!best)
-        return clg_sequential_new(dev, 10, (clg_module *[]){
+        return clg_nn_sequential(dev, 10, (clg_module *[]){
             clg_nn_conv2d(dev, 1, 16, 5, 5, &pad2, true), clg_nn_relu(dev), clg_nn_max_pool2d(dev, 2, 2, 0),  /* 16x14x14 */
             clg_nn_conv2d(dev, 16, 32, 5, 5, &pad2, true), clg_nn_relu(dev), clg_nn_max_pool2d(dev, 2, 2, 0), /* 32x7x7 */
             clg_nn_flatten(dev),
             clg_nn_linear(dev, 1568, 128, true), clg_nn_relu(dev),
             clg_nn_linear(dev, 128, 10, true)});
-    return clg_sequential_new(dev, 15, (clg_module *[]){
+    return clg_nn_sequential(dev, 15, (clg_module *[]){
         clg_nn_conv2d(dev, 1, 16, 5, 5, &pad2, false), clg_nn_batch_norm2d(dev, 16, 0, 0), clg_nn_relu(dev),
         clg_nn_max_pool2d(dev, 2, 2, 0),
         clg_nn_conv2d(dev, 16, 32, 5, 5, &pad2, false), clg_nn_batch_norm2d(dev, 32, 0, 0), clg_nn_relu(dev),

@@ -14,7 +14,7 @@
 
 static clg_module *make_model(clg_device *dev)
 {
-    return clg_sequential_new(dev, 6, (clg_module *[]){
+    return clg_nn_sequential(dev, 6, (clg_module *[]){
         clg_nn_flatten(dev),                                   /* [B, 1, 28, 28] -> [B, 784] */
         clg_nn_linear(dev, 784, 512, true), clg_nn_relu(dev),
         clg_nn_linear(dev, 512, 256, true), clg_nn_relu(dev),

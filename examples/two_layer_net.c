@@ -95,7 +95,7 @@ static int run_autograd(clg_device *dev, const problem *p, double *losses)
  * transpose of w1 and w2, so the same starting point is copied in transposed. */
 static int run_module(clg_device *dev, const problem *p, double *losses)
 {
-    clg_module *model = clg_sequential_new(dev, 3, (clg_module *[]){
+    clg_module *model = clg_nn_sequential(dev, 3, (clg_module *[]){
         clg_nn_linear(dev, D_IN, H, false), clg_nn_relu(dev), clg_nn_linear(dev, H, D_OUT, false)});
     if (!model) return 1;
     clg_no_grad_begin(dev);   /* parameters are written only outside the tape */

@@ -34,7 +34,7 @@ static void test_dtypes(clg_device *dev)
     int n = 0;
     for (int i = 0; i < 6; i++)
         if (all[i].tensor != td || f64) ts_list[n++] = all[i];
-    clg_st_meta meta[] = {{"note", "quotes \" and \\ and unicode \xc3\xa9"}, {"k", ""}};
+    clg_safetensors_pair meta[] = {{"note", "quotes \" and \\ and unicode \xc3\xa9"}, {"k", ""}};
     char *path = io_path(dir, "dtypes.safetensors");
     CHECK_OK(dev, clg_safetensors_write(dev, path, n, ts_list, 2, meta));
 
@@ -45,12 +45,12 @@ static void test_dtypes(clg_device *dev)
     if (st) {
         CHECK(clg_safetensors_count(st) == n);
         for (int i = 0; i < n; i++) CHECK(!strcmp(clg_safetensors_at(st, i)->name, ts_list[i].name));
-        const clg_st_tensor *a = clg_safetensors_find(st, "f32"), *at = clg_safetensors_find(st, "f32.t");
-        CHECK(a->dtype == CLG_ST_F32 && a->ndim == 2 && a->shape[0] == 2 && a->shape[1] == 3);
+        const clg_safetensors_entry *a = clg_safetensors_find(st, "f32"), *at = clg_safetensors_find(st, "f32.t");
+        CHECK(a->dtype == CLG_ELEM_F32 && a->ndim == 2 && a->shape[0] == 2 && a->shape[1] == 3);
         CHECK(!memcmp(a->data, f, sizeof f));
         float ft[6] = {f[0], f[3], f[1], f[4], f[2], f[5]};
         CHECK(at->shape[0] == 3 && at->shape[1] == 2 && !memcmp(at->data, ft, sizeof ft));
-        const clg_st_tensor *b = clg_safetensors_find(st, "f64");
+        const clg_safetensors_entry *b = clg_safetensors_find(st, "f64");
         if (!f64) {   /* the same float64 entry, made on the host */
             const char *h = "{\"f64\":{\"dtype\":\"F64\",\"shape\":[4],\"data_offsets\":[0,32]}}";
             size_t len;
@@ -59,18 +59,18 @@ static void test_dtypes(clg_device *dev)
                       err);
             b = host64 ? clg_safetensors_find(host64, "f64") : NULL;
         }
-        CHECK(b && b->dtype == CLG_ST_F64 && b->bytes == 32 && !memcmp(b->data, d, sizeof d));
-        const clg_st_tensor *c = clg_safetensors_find(st, "i32");
-        CHECK(c->dtype == CLG_ST_I32 && c->ndim == 3 && c->shape[1] == 1 && !memcmp(c->data, i32, sizeof i32));
-        const clg_st_tensor *s = clg_safetensors_find(st, "scalar");
+        CHECK(b && b->dtype == CLG_ELEM_F64 && b->bytes == 32 && !memcmp(b->data, d, sizeof d));
+        const clg_safetensors_entry *c = clg_safetensors_find(st, "i32");
+        CHECK(c->dtype == CLG_ELEM_I32 && c->ndim == 3 && c->shape[1] == 1 && !memcmp(c->data, i32, sizeof i32));
+        const clg_safetensors_entry *s = clg_safetensors_find(st, "scalar");
         CHECK(s->ndim == 0 && s->numel == 1 && *(const float *)s->data == 0.5f);
-        const clg_st_tensor *z = clg_safetensors_find(st, "empty");
+        const clg_safetensors_entry *z = clg_safetensors_find(st, "empty");
         CHECK(z->numel == 0 && z->shape[0] == 0 && z->shape[1] == 5);
         CHECK(!strcmp(clg_safetensors_meta(st, "note"), meta[0].value));
         CHECK(!strcmp(clg_safetensors_meta(st, "k"), ""));
         /* back to the device, bit for bit */
         clg_scope_begin(dev);
-        const clg_st_tensor *each[] = {a, b, c};
+        const clg_safetensors_entry *each[] = {a, b, c};
         const void *want[] = {f, d, i32};
         clg_dtype dts[] = {CLG_F32, CLG_F64, CLG_I32};
         for (int i = 0; i < 3; i++) {
@@ -121,14 +121,14 @@ static void test_torch_types(clg_device *dev)
     CHECK_MSG(strstr(clg_device_error(dev), "\"big\" (I64): element 0 does not fit int32"), "%s", clg_device_error(dev));
     t = clg_safetensors_tensor(clg_safetensors_find(st, "u8"), dev, CLG_I32);
     CHECK(t && clg_tensor_to_host(t, got, 8) == CLG_OK && got[0] == 255 && got[1] == 3);
-    CHECK(!clg_st_dtype_converts(CLG_ST_F16, CLG_F32) && !clg_st_dtype_converts(CLG_ST_F32, CLG_F64));
-    CHECK(clg_st_dtype_converts(CLG_ST_BOOL, CLG_I32) && clg_st_dtype_converts(CLG_ST_U64, CLG_I32));
+    CHECK(!clg_safetensors_converts(CLG_ELEM_F16, CLG_F32) && !clg_safetensors_converts(CLG_ELEM_F32, CLG_F64));
+    CHECK(clg_safetensors_converts(CLG_ELEM_BOOL, CLG_I32) && clg_safetensors_converts(CLG_ELEM_U64, CLG_I32));
     CHECK(clg_safetensors_tensor(clg_safetensors_find(st, "f16"), dev, CLG_F32) == NULL);
     clg_scope_end(dev);
     clg_safetensors_close(st);
     free(b);
-    CHECK(!strcmp(clg_st_dtype_name(CLG_ST_BF16), "BF16") && clg_st_dtype_size(CLG_ST_BF16) == 2);
-    CHECK(!strcmp(clg_st_dtype_name((clg_st_dtype)99), "?") && clg_st_dtype_size((clg_st_dtype)99) == 0);
+    CHECK(!strcmp(clg_safetensors_dtype_name(CLG_ELEM_BF16), "BF16") && clg_elem_size(CLG_ELEM_BF16) == 2);
+    CHECK(!strcmp(clg_safetensors_dtype_name((clg_elem_type)99), "?") && clg_elem_size((clg_elem_type)99) == 0);
 }
 
 /* ---- the writer's refusals ------------------------------------------------------------------------ */
@@ -154,10 +154,10 @@ static void test_write_errors(clg_device *dev)
     CHECK(clg_safetensors_write(dev, path, 1, reserved, 0, NULL) == CLG_ERR_INVALID_ARGUMENT);
     clg_named_tensor none[] = {{"a", NULL, false}};
     CHECK(clg_safetensors_write(dev, path, 1, none, 0, NULL) == CLG_ERR_INVALID_ARGUMENT);
-    clg_st_meta dup[] = {{"k", "1"}, {"k", "2"}};
+    clg_safetensors_pair dup[] = {{"k", "1"}, {"k", "2"}};
     CHECK(clg_safetensors_write(dev, path, 1, two, 2, dup) == CLG_ERR_INVALID_ARGUMENT);
     CHECK_MSG(strstr(clg_device_error(dev), "metadata key \"k\" given twice"), "%s", clg_device_error(dev));
-    clg_st_meta bad_utf8[] = {{"k", "\xff"}};
+    clg_safetensors_pair bad_utf8[] = {{"k", "\xff"}};
     CHECK(clg_safetensors_write(dev, path, 1, two, 1, bad_utf8) == CLG_ERR_INVALID_ARGUMENT);
     CHECK_MSG(count_files(sub) == 0, "a refused write left a file behind");
     /* a directory that does not exist: an I/O error naming the path */
@@ -230,7 +230,7 @@ static void test_model_round_trip(clg_device *dev, const char *what, model_fn ma
     CHECK_MSG(clg_module_forward(a, x) != NULL, "%s forward: %s", what, clg_device_error(dev));   /* moves BN stats */
     clg_scope_end(dev);
     char *path = io_path(dir, "model.safetensors");
-    clg_st_meta meta[] = {{"model", "{\"layers\": []}"}};
+    clg_safetensors_pair meta[] = {{"model", "{\"layers\": []}"}};
     CHECK_OK(dev, clg_module_save(a, path, 1, meta));
 
     /* the file holds the state_dict: same names, same order, and "format": "pt" */
@@ -323,7 +323,7 @@ static void test_strict_and_partial(clg_device *dev)
     free(before);
 
     /* the other way round: tensors the model lacks are unexpected */
-    clg_module *small = clg_sequential_new(dev, 1, (clg_module *[]){clg_nn_linear(dev, 12, 16, true)});
+    clg_module *small = clg_nn_sequential(dev, 1, (clg_module *[]){clg_nn_linear(dev, 12, 16, true)});
     CHECK(clg_module_load(small, path, true, &rep) == CLG_ERR_FORMAT);
     CHECK_MSG(rep.nunexpected == 5 && strstr(clg_device_error(dev), "unexpected: 9.bias: file [10] F32"), "%s",
               clg_device_error(dev));
@@ -386,11 +386,11 @@ static void test_checkpoint(clg_device *dev)
     char err[512];
     clg_safetensors *st;
     CHECK(clg_safetensors_open(path, &st, err, sizeof err) == CLG_OK);
-    const clg_st_tensor *ea = clg_safetensors_find(st, "optim.state.0.weight.exp_avg");
-    const clg_st_tensor *step = clg_safetensors_find(st, "optim.state.9.bias.step");
-    CHECK(ea && ea->dtype == CLG_ST_F32 && ea->shape[0] == 16 && ea->shape[1] == 12);
+    const clg_safetensors_entry *ea = clg_safetensors_find(st, "optim.state.0.weight.exp_avg");
+    const clg_safetensors_entry *step = clg_safetensors_find(st, "optim.state.9.bias.step");
+    CHECK(ea && ea->dtype == CLG_ELEM_F32 && ea->shape[0] == 16 && ea->shape[1] == 12);
     CHECK(clg_safetensors_find(st, "optim.state.9.bias.exp_avg_sq") != NULL);
-    CHECK(step && step->dtype == CLG_ST_I64 && step->ndim == 0 && *(const int64_t *)step->data == 3);
+    CHECK(step && step->dtype == CLG_ELEM_I64 && step->ndim == 0 && *(const int64_t *)step->data == 3);
     CHECK(clg_safetensors_find(st, "optim.state.2.bias.step") == NULL);   /* frozen: not optimized */
     CHECK(!strcmp(clg_safetensors_meta(st, "train.lr_schedule"), "cosine:100,warmup:5"));
     CHECK(!strcmp(clg_safetensors_meta(st, "optim.name"), "adam"));
@@ -482,7 +482,7 @@ static void test_checkpoint(clg_device *dev)
 static void test_bad_metadata(clg_device *dev)
 {
     clg_manual_seed(dev, 7);
-    clg_module *m = clg_sequential_new(dev, 1, (clg_module *[]){clg_nn_linear(dev, 2, 2, true)});
+    clg_module *m = clg_nn_sequential(dev, 1, (clg_module *[]){clg_nn_linear(dev, 2, 2, true)});
     clg_named_tensor s[2];
     clg_module_state(m, s, 2);
     char *path = io_path(dir, "tampered.ckpt");
@@ -508,11 +508,11 @@ static void test_bad_metadata(clg_device *dev)
     const char *good[] = {"1", "0", "0", "0", "0", "0.1", "", "1", "0", "", "0", "0"};
     size_t nk = sizeof keys / sizeof keys[0];
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        clg_st_meta meta[16];
+        clg_safetensors_pair meta[16];
         int n = 0;
         for (size_t k = 0; k < nk; k++) {
             const char *v = strcmp(keys[k], cases[c].key) ? good[k] : cases[c].value;
-            if (v) meta[n++] = (clg_st_meta){keys[k], v};
+            if (v) meta[n++] = (clg_safetensors_pair){keys[k], v};
         }
         CHECK_OK(dev, clg_safetensors_write(dev, path, 2, s, n, meta));
         CHECK(clg_checkpoint_load(m, NULL, path, NULL, NULL) == CLG_ERR_FORMAT);

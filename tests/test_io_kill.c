@@ -27,7 +27,7 @@ typedef struct run {
 
 static run setup(clg_device *dev)
 {
-    run r = {clg_sequential_new(dev, 1, (clg_module *[]){clg_nn_linear(dev, IN, OUT, true)}), NULL};
+    run r = {clg_nn_sequential(dev, 1, (clg_module *[]){clg_nn_linear(dev, IN, OUT, true)}), NULL};
     clg_tensor *p[2];
     int n = clg_module_parameters(r.model, p, 2, true);
     r.opt = clg_adam_new(n, p, &(clg_adam_options){.lr = 0.1});
@@ -82,10 +82,10 @@ static bool check_whole(const char *path, int64_t *gen)
     if (clg_safetensors_open(path, &st, err, sizeof err) != CLG_OK) return false;
     bool ok = clg_safetensors_count(st) == 2 + 2 * 3;   /* weight, bias; exp_avg, exp_avg_sq, step of each */
     for (int i = 0; ok && i < clg_safetensors_count(st); i++) {
-        const clg_st_tensor *t = clg_safetensors_at(st, i);
+        const clg_safetensors_entry *t = clg_safetensors_at(st, i);
         for (int64_t k = 0; ok && k < t->numel; k++) {
             double v;
-            if (t->dtype == CLG_ST_I64) {
+            if (t->dtype == CLG_ELEM_I64) {
                 int64_t x;
                 memcpy(&x, (const unsigned char *)t->data + 8 * k, 8);
                 v = (double)x;

@@ -178,13 +178,13 @@ static void check_valid_oddities(void)
         CHECK(!strcmp(clg_safetensors_at(st, 1)->name, "empty"));
         CHECK(!strcmp(clg_safetensors_at(st, 2)->name, "late"));
         CHECK(clg_safetensors_at(st, 3) == NULL && clg_safetensors_at(st, -1) == NULL);
-        const clg_st_tensor *e = clg_safetensors_find(st, "early"), *l = clg_safetensors_find(st, "late");
-        CHECK(e && e->ndim == 0 && e->numel == 1 && e->dtype == CLG_ST_F64 && e->bytes == 8);
+        const clg_safetensors_entry *e = clg_safetensors_find(st, "early"), *l = clg_safetensors_find(st, "late");
+        CHECK(e && e->ndim == 0 && e->numel == 1 && e->dtype == CLG_ELEM_F64 && e->bytes == 8);
         double got;
         if (e) memcpy(&got, e->data, 8);
         CHECK(e && got == 2.5);
         CHECK(l && l->ndim == 1 && l->shape[0] == 2 && !memcmp(l->data, ints, 8));
-        const clg_st_tensor *z = clg_safetensors_find(st, "empty");
+        const clg_safetensors_entry *z = clg_safetensors_find(st, "empty");
         CHECK(z && z->numel == 0 && z->bytes == 0 && z->ndim == 2 && z->shape[1] == 3);
         CHECK(clg_safetensors_find(st, "missing") == NULL && clg_safetensors_find(st, "__metadata__") == NULL);
         CHECK(clg_safetensors_meta_count(st) == 2);

@@ -26,7 +26,7 @@ typedef struct run {
 static run setup(clg_device *dev, const char *kind, uint64_t seed)
 {
     clg_manual_seed(dev, seed);
-    run r = {clg_sequential_new(dev, 6, (clg_module *[]){
+    run r = {clg_nn_sequential(dev, 6, (clg_module *[]){
                  clg_nn_linear(dev, 6, 16, true), clg_nn_relu(dev), clg_nn_dropout(dev, 0.2),
                  clg_nn_linear(dev, 16, 16, true), clg_nn_tanh(dev), clg_nn_linear(dev, 16, 3, true)}),
              NULL};
@@ -112,7 +112,7 @@ static bool file_matches(const char *path, const unsigned char *want, size_t len
     size_t at = 0;
     bool same = true;
     for (int i = 0; i < clg_safetensors_count(st); i++) {
-        const clg_st_tensor *t = clg_safetensors_at(st, i);
+        const clg_safetensors_entry *t = clg_safetensors_at(st, i);
         same = same && at + t->bytes <= len && !memcmp(want + at, t->data, t->bytes);
         at += t->bytes;
     }

@@ -9,7 +9,7 @@
 static void linear_and_names(clg_device *dev)
 {
     clg_manual_seed(dev, 1);
-    clg_module *m = clg_sequential_new(dev, 3, (clg_module *[]){clg_nn_linear(dev, 5, 4, true), clg_nn_relu(dev),
+    clg_module *m = clg_nn_sequential(dev, 3, (clg_module *[]){clg_nn_linear(dev, 5, 4, true), clg_nn_relu(dev),
                                                                 clg_nn_linear(dev, 4, 3, false)});
     CHECK(m != NULL);
     clg_named_tensor st[8];
@@ -103,7 +103,7 @@ static void custom_and_errors(clg_device *dev)
                   strstr(clg_device_error(dev), "bytes") && !strstr(clg_device_error(dev), "no tensor"),
               "%s", clg_device_error(dev));
     clg_device_clear_error(dev);
-    CHECK(clg_sequential_new(dev, 2, (clg_module *[]){clg_nn_relu(dev), NULL}) == NULL);
+    CHECK(clg_nn_sequential(dev, 2, (clg_module *[]){clg_nn_relu(dev), NULL}) == NULL);
     CHECK(clg_module_forward(NULL, NULL) == NULL);
     /* Embedding rows by index, any index shape */
     clg_module *e = clg_nn_embedding(dev, 6, 3);
@@ -124,7 +124,7 @@ static void custom_and_errors(clg_device *dev)
 /* A small CNN: its state_dict names and shapes are PyTorch's. */
 static void cnn_names(clg_device *dev)
 {
-    clg_module *m = clg_sequential_new(dev, 8, (clg_module *[]){
+    clg_module *m = clg_nn_sequential(dev, 8, (clg_module *[]){
         clg_nn_conv2d(dev, 1, 4, 3, 3, &(clg_conv2d_params){.padding = {1, 1}}, true), clg_nn_batch_norm2d(dev, 4, 0, 0),
         clg_nn_relu(dev), clg_nn_max_pool2d(dev, 2, 0, 0), clg_nn_dropout(dev, 0.5), clg_nn_flatten(dev),
         clg_nn_linear(dev, 4 * 4 * 4, 10, true), clg_nn_layer_norm(dev, CLG_SHAPE(10), 0)});
@@ -171,7 +171,7 @@ static void cnn_names(clg_device *dev)
 /* Freezing with an optimizer: frozen weights stay bit for bit, the rest move. */
 static void freeze_with_optimizer(clg_device *dev)
 {
-    clg_module *m = clg_sequential_new(dev, 3, (clg_module *[]){clg_nn_linear(dev, 6, 5, true), clg_nn_tanh(dev),
+    clg_module *m = clg_nn_sequential(dev, 3, (clg_module *[]){clg_nn_linear(dev, 6, 5, true), clg_nn_tanh(dev),
                                                                 clg_nn_linear(dev, 5, 3, true)});
     clg_module_set_trainable(clg_module_child(m, "0"), false);
     clg_tensor *params[4];

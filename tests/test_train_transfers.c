@@ -10,7 +10,7 @@ enum { B = 32, D = 20, H = 16, C = 5 };
 static void train(clg_device *dev, bool adam)
 {
     clg_manual_seed(dev, 3);
-    clg_module *m = clg_sequential_new(dev, 4, (clg_module *[]){clg_nn_linear(dev, D, H, true), clg_nn_relu(dev),
+    clg_module *m = clg_nn_sequential(dev, 4, (clg_module *[]){clg_nn_linear(dev, D, H, true), clg_nn_relu(dev),
                                                                 clg_nn_dropout(dev, 0.1), clg_nn_linear(dev, H, C, true)});
     clg_tensor *params[4];
     int n = clg_module_parameters(m, params, 4, true);

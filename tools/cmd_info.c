@@ -64,7 +64,7 @@ static void print_tensors(const clg_safetensors *st)
 {
     size_t bytes = 0, optim = 0;
     for (int i = 0; i < clg_safetensors_count(st); i++) {
-        const clg_st_tensor *t = clg_safetensors_at(st, i);
+        const clg_safetensors_entry *t = clg_safetensors_at(st, i);
         bytes += t->bytes;
         optim += !strncmp(t->name, "optim.", 6);
     }

@@ -85,7 +85,7 @@ static int one_epoch(train_run *r, int epoch, double *test_acc)
 {
     int epochs = clg_model_get_train(r->m)->epochs;
     double lr = clg_model_lr_at(r->m, epoch);
-    clg_optimizer_set_lr(r->opt, lr);
+    if (clg_optimizer_set_lr(r->opt, lr) != CLG_OK) return cli_fail("train", "%s", clg_device_error(r->dev));
     int64_t nb = clg_loader_num_batches(r->train), start = clg_loader_get_position(r->train).batch;
     int64_t total = (r->max_steps && r->max_steps < nb ? r->max_steps : nb) - start;
     char title[48];

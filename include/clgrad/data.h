@@ -50,17 +50,24 @@ extern "C" {
 
 /* ---- host arrays: what the readers return -------------------------------------------- */
 
+/* What a file or a host array holds, one enum for every format (clg_dtype is what a
+ * device tensor holds: float32, float64, int32). The readers of NumPy, IDX and CSV
+ * files return the first five; safetensors files may hold any. */
 typedef enum clg_elem_type {
     CLG_ELEM_U8 = 0, /* uint8:   NumPy '|u1', IDX 0x08 */
     CLG_ELEM_I32,    /* int32:   '<i4' */
     CLG_ELEM_I64,    /* int64:   '<i8' */
     CLG_ELEM_F32,    /* float32: '<f4' */
     CLG_ELEM_F64,    /* float64: '<f8' */
+    CLG_ELEM_BOOL, CLG_ELEM_I8, CLG_ELEM_I16, CLG_ELEM_U16, CLG_ELEM_U32, CLG_ELEM_U64,
+    CLG_ELEM_F16, CLG_ELEM_BF16, CLG_ELEM_F8_E5M2, CLG_ELEM_F8_E4M3,
     CLG_ELEM_COUNT
 } clg_elem_type;
 
-CLG_API size_t clg_elem_size(clg_elem_type type);
+CLG_API size_t clg_elem_size(clg_elem_type type);        /* bytes; 0 when out of range */
 CLG_API const char *clg_elem_name(clg_elem_type type);   /* "uint8", ... */
+/* The element type of a device dtype (CLG_F32 -> CLG_ELEM_F32, ...). */
+CLG_API clg_elem_type clg_elem_of_dtype(clg_dtype dtype);
 
 /* A row-major array in host memory. The readers allocate `data` (malloc); free it
  * with clg_host_array_free, which also zeroes the struct. */

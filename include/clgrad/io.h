@@ -54,6 +54,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "data.h"
 #include "nn.h"
 #include "optim.h"
 
@@ -69,29 +70,21 @@ extern "C" {
 
 /* ---- the safetensors container ------------------------------------------------------------ */
 
-/* The element types of the format, by their names in the header. */
-typedef enum clg_st_dtype {
-    CLG_ST_BOOL, CLG_ST_U8, CLG_ST_I8, CLG_ST_F8_E5M2, CLG_ST_F8_E4M3, CLG_ST_I16, CLG_ST_U16,
-    CLG_ST_F16, CLG_ST_BF16, CLG_ST_I32, CLG_ST_U32, CLG_ST_F32, CLG_ST_F64, CLG_ST_I64, CLG_ST_U64,
-    CLG_ST_DTYPE_COUNT
-} clg_st_dtype;
-
-CLG_API const char *clg_st_dtype_name(clg_st_dtype dtype);   /* "F32"; "?" when out of range */
-CLG_API size_t clg_st_dtype_size(clg_st_dtype dtype);        /* bytes; 0 when out of range */
-/* The safetensors type of a clgrad dtype (CLG_F32 -> CLG_ST_F32, ...). */
-CLG_API clg_st_dtype clg_st_dtype_of(clg_dtype dtype);
+/* The format's element types are clg_elem_type (data.h), which holds them all; their
+ * names in a header: "F32", "I64", ...; "?" when out of range. */
+CLG_API const char *clg_safetensors_dtype_name(clg_elem_type type);
 
 /* One stored tensor. `data` points into the file's bytes (little-endian, row-major,
  * possibly unaligned: copy with memcpy) and stays valid until clg_safetensors_close. */
-typedef struct clg_st_tensor {
+typedef struct clg_safetensors_entry {
     const char *name;
-    clg_st_dtype dtype;
+    clg_elem_type dtype;
     int ndim;
     int64_t shape[CLG_MAX_DIMS];
     int64_t numel;
     const void *data;
     size_t bytes;
-} clg_st_tensor;
+} clg_safetensors_entry;
 
 typedef struct clg_safetensors clg_safetensors;
 
@@ -105,8 +98,8 @@ CLG_API void clg_safetensors_close(clg_safetensors *st);   /* NULL is fine */
 
 /* Tensors in the order of their data (which is the order they were written in). */
 CLG_API int clg_safetensors_count(const clg_safetensors *st);
-CLG_API const clg_st_tensor *clg_safetensors_at(const clg_safetensors *st, int i);   /* NULL out of range */
-CLG_API const clg_st_tensor *clg_safetensors_find(const clg_safetensors *st, const char *name);
+CLG_API const clg_safetensors_entry *clg_safetensors_at(const clg_safetensors *st, int i);   /* NULL out of range */
+CLG_API const clg_safetensors_entry *clg_safetensors_find(const clg_safetensors *st, const char *name);
 /* __metadata__: the value of key, or NULL; and all pairs by index (in header order). */
 CLG_API const char *clg_safetensors_meta(const clg_safetensors *st, const char *key);
 CLG_API int clg_safetensors_meta_count(const clg_safetensors *st);
@@ -115,27 +108,27 @@ CLG_API bool clg_safetensors_meta_at(const clg_safetensors *st, int i, const cha
 /* Whether a stored tensor can become a tensor of dtype `to`: the same type, or an
  * integer type into CLG_I32 (checked value by value on conversion: PyTorch stores
  * counters and indices as int64). Floats are never converted silently. */
-CLG_API bool clg_st_dtype_converts(clg_st_dtype from, clg_dtype to);
+CLG_API bool clg_safetensors_converts(clg_elem_type from, clg_dtype to);
 /* A stored tensor as a new tensor of dtype `to` in the current scope (NULL, with the
  * message on dev, when it does not convert or an integer does not fit). */
-CLG_API clg_tensor *clg_safetensors_tensor(const clg_st_tensor *t, clg_device *dev, clg_dtype to);
+CLG_API clg_tensor *clg_safetensors_tensor(const clg_safetensors_entry *t, clg_device *dev, clg_dtype to);
 
 /* A metadata pair for the writers. */
-typedef struct clg_st_meta {
+typedef struct clg_safetensors_pair {
     const char *key, *value;
-} clg_st_meta;
+} clg_safetensors_pair;
 
 /* Write n named tensors (read back from the device; any layout) and nmeta metadata
  * pairs to path, atomically. Names must be unique, keys too. Errors on dev. */
 CLG_API clg_status clg_safetensors_write(clg_device *dev, const char *path, int n, const clg_named_tensor *tensors,
-                                         int nmeta, const clg_st_meta *meta);
+                                         int nmeta, const clg_safetensors_pair *meta);
 
 /* ---- model weights -------------------------------------------------------------------------- */
 
 /* Every parameter and buffer of m (clg_module_state: PyTorch names and layouts) and the
  * metadata pairs (plus "format": "pt", as PyTorch's safetensors writer puts, unless
  * given) to path, atomically. */
-CLG_API clg_status clg_module_save(const clg_module *m, const char *path, int nmeta, const clg_st_meta *meta);
+CLG_API clg_status clg_module_save(const clg_module *m, const char *path, int nmeta, const clg_safetensors_pair *meta);
 
 /* What a load did. Each list holds one line per name, "0.weight: file [3, 4] F32,
  * model [4, 4] float32"; free with clg_load_report_free. */
@@ -202,6 +195,31 @@ CLG_API clg_status clg_checkpoint_load(clg_module *m, clg_optimizer *opt, const 
  * state and model_desc may be NULL. Errors into err. */
 CLG_API clg_status clg_checkpoint_info(const char *path, clg_train_state *state, char **model_desc, char *err,
                                        size_t errlen);
+
+/* ---- deprecated names (until 0.2) ------------------------------------------------------- */
+typedef clg_elem_type clg_st_dtype;
+typedef clg_safetensors_entry clg_st_tensor;
+typedef clg_safetensors_pair clg_st_meta;
+#define clg_st_dtype_name clg_safetensors_dtype_name
+#define clg_st_dtype_size clg_elem_size
+#define clg_st_dtype_of clg_elem_of_dtype
+#define clg_st_dtype_converts clg_safetensors_converts
+#define CLG_ST_BOOL CLG_ELEM_BOOL
+#define CLG_ST_U8 CLG_ELEM_U8
+#define CLG_ST_I8 CLG_ELEM_I8
+#define CLG_ST_F8_E5M2 CLG_ELEM_F8_E5M2
+#define CLG_ST_F8_E4M3 CLG_ELEM_F8_E4M3
+#define CLG_ST_I16 CLG_ELEM_I16
+#define CLG_ST_U16 CLG_ELEM_U16
+#define CLG_ST_F16 CLG_ELEM_F16
+#define CLG_ST_BF16 CLG_ELEM_BF16
+#define CLG_ST_I32 CLG_ELEM_I32
+#define CLG_ST_U32 CLG_ELEM_U32
+#define CLG_ST_F32 CLG_ELEM_F32
+#define CLG_ST_F64 CLG_ELEM_F64
+#define CLG_ST_I64 CLG_ELEM_I64
+#define CLG_ST_U64 CLG_ELEM_U64
+#define CLG_ST_DTYPE_COUNT CLG_ELEM_COUNT
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,6 @@
 /* clgrad/nn.h: modules: layers with parameters, composed into models.
  *
- *   clg_module *model = clg_sequential_new(dev, 3, (clg_module *[]){
+ *   clg_module *model = clg_nn_sequential(dev, 3, (clg_module *[]){
  *       clg_nn_linear(dev, 784, 512, true), clg_nn_relu(dev), clg_nn_linear(dev, 512, 10, true)});
  *   clg_module_summary(model, CLG_SHAPE(1, 784), stdout);
  *   clg_tensor *logits = clg_module_forward(model, x);          // [N, 784] -> [N, 10]
@@ -90,7 +90,7 @@ CLG_API clg_status clg_module_summary(clg_module *m, int ndim, const int64_t *in
 /* ---- containers and layers ------------------------------------------------------------------ */
 /* Takes ownership of the n layers (NULL entries make it fail and free the rest); the
  * children are named "0", "1", ... as PyTorch's nn.Sequential. */
-CLG_API clg_module *clg_sequential_new(clg_device *dev, int n, clg_module *const *layers);
+CLG_API clg_module *clg_nn_sequential(clg_device *dev, int n, clg_module *const *layers);
 /* Append a layer named `name` (NULL: its index). */
 CLG_API clg_status clg_sequential_append(clg_module *seq, const char *name, clg_module *layer);
 
@@ -126,6 +126,9 @@ CLG_API clg_module *clg_nn_silu(clg_device *dev);
 CLG_API clg_module *clg_nn_elu(clg_device *dev, double alpha);
 CLG_API clg_module *clg_nn_softplus(clg_device *dev, double beta, double threshold);
 CLG_API clg_module *clg_nn_softmax(clg_device *dev, int axis);
+
+/* Deprecated name (until 0.2): every layer and container is clg_nn_<name>. */
+#define clg_sequential_new clg_nn_sequential
 
 #ifdef __cplusplus
 }

@@ -69,10 +69,10 @@ CLG_API clg_status clg_optimizer_step(clg_optimizer *opt);
 /* Zero the parameters' gradients (keeping their memory). */
 CLG_API void clg_optimizer_zero_grad(clg_optimizer *opt);
 CLG_API double clg_optimizer_lr(const clg_optimizer *opt);
-CLG_API void clg_optimizer_set_lr(clg_optimizer *opt, double lr);
+CLG_API clg_status clg_optimizer_set_lr(clg_optimizer *opt, double lr);
 /* Steps taken (the t of Adam's bias correction); settable for resuming. */
 CLG_API int64_t clg_optimizer_steps(const clg_optimizer *opt);
-CLG_API void clg_optimizer_set_steps(clg_optimizer *opt, int64_t steps);
+CLG_API clg_status clg_optimizer_set_steps(clg_optimizer *opt, int64_t steps);
 /* "sgd", "adam", "adamw", "rmsprop", "adagrad" */
 CLG_API const char *clg_optimizer_name(const clg_optimizer *opt);
 

@@ -65,7 +65,7 @@ CLG_API const char *clg_dtype_name(clg_dtype dtype);   /* "float32", ... */
 typedef struct clg_tensor clg_tensor;
 
 /* ---- creation (shape: ndim sizes, ndim 0 is a scalar) ---------------------------- */
-CLG_API clg_tensor *clg_tensor_empty(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape);
+CLG_API clg_tensor *clg_empty(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape);
 /* Copies numel * dtype size bytes from host memory (row-major). */
 /* int64 index data (NumPy's, PyTorch's) as the int32 tensor index ops take; fails
  * naming the first value outside int32. */
@@ -147,6 +147,9 @@ CLG_API clg_tensor *clg_tensor_keep(clg_tensor *t);
 CLG_API void clg_tensor_free(clg_tensor *t);
 /* Tensors alive on the device (for leak checks). */
 CLG_API int64_t clg_tensor_live_count(const clg_device *dev);
+
+/* Deprecated name (until 0.2): factories are named as PyTorch's (clg_zeros, clg_empty). */
+#define clg_tensor_empty clg_empty
 
 #ifdef __cplusplus
 }

@@ -111,6 +111,9 @@ static clg_status check_labels(const clg_host_array *x, const clg_host_array *y,
 {
     if (x->ndim < 1 || x->ndim > CLG_MAX_DIMS || !x->data)
         return clg__data_fail(err, errlen, CLG_ERR_INVALID_ARGUMENT, "dataset", "samples need a leading axis");
+    if ((unsigned)x->type > CLG_ELEM_F64)   /* clg__host_array_get reads uint8 .. float64 */
+        return clg__data_fail(err, errlen, CLG_ERR_DTYPE, "dataset", "samples of %s: want uint8, int32, int64, "
+                              "float32 or float64", clg_elem_name(x->type));
     if (clg__checked_bytes(x->ndim, x->shape, clg_elem_size(x->type)) != (int64_t)x->bytes ||
         (y->ndim == 1 && clg__checked_bytes(1, y->shape, clg_elem_size(y->type)) != (int64_t)y->bytes))
         return clg__data_fail(err, errlen, CLG_ERR_INVALID_ARGUMENT, "dataset",

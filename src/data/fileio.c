@@ -11,18 +11,23 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "last_error.h"
+
 #include "data_impl.h"
 
+/* "<name>: <problem>" into the caller's buffer, if any, and the thread's last error
+ * (clg_last_error), where every failure without a device is recorded. */
 clg_status clg__data_fail(char *err, size_t errlen, clg_status status, const char *name, const char *fmt, ...)
 {
-    if (!err || errlen == 0) return status;
-    int n = snprintf(err, errlen, "%s: ", name ? name : "(memory)");
-    if (n < 0 || (size_t)n >= errlen) return status;
+    char msg[1024];
+    int n = snprintf(msg, sizeof msg, "%s: ", name ? name : "(memory)");
+    if (n < 0 || (size_t)n >= sizeof msg) n = 0;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+    vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
     va_end(ap);
-    return status;
+    if (err && errlen) snprintf(err, errlen, "%s", msg);
+    return clg__last_error_set(status, "%s", msg);
 }
 
 clg_status clg__read_file(const char *path, unsigned char **data, size_t *len, char *err, size_t errlen)

@@ -4,8 +4,15 @@
 
 #include "data_impl.h"
 
-static const size_t elem_sizes[CLG_ELEM_COUNT] = {1, 4, 8, 4, 8};
-static const char *const elem_names[CLG_ELEM_COUNT] = {"uint8", "int32", "int64", "float32", "float64"};
+static const size_t elem_sizes[CLG_ELEM_COUNT] = {1, 4, 8, 4, 8, 1, 1, 2, 2, 4, 8, 2, 2, 1, 1};
+static const char *const elem_names[CLG_ELEM_COUNT] = {
+    "uint8", "int32", "int64", "float32", "float64", "bool", "int8", "int16", "uint16", "uint32", "uint64",
+    "float16", "bfloat16", "float8_e5m2", "float8_e4m3"};
+
+clg_elem_type clg_elem_of_dtype(clg_dtype d)
+{
+    return d == CLG_F64 ? CLG_ELEM_F64 : d == CLG_I32 ? CLG_ELEM_I32 : CLG_ELEM_F32;
+}
 
 size_t clg_elem_size(clg_elem_type type)
 {

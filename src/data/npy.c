@@ -195,8 +195,8 @@ clg_status clg__npy_parse(const unsigned char *buf, size_t len, const char *name
 
 static const char *descr_of(clg_elem_type t)
 {
-    static const char *const d[CLG_ELEM_COUNT] = {"|u1", "<i4", "<i8", "<f4", "<f8"};
-    return (unsigned)t < CLG_ELEM_COUNT ? d[t] : NULL;
+    static const char *const d[] = {"|u1", "<i4", "<i8", "<f4", "<f8"};   /* up to CLG_ELEM_F64 */
+    return (unsigned)t <= CLG_ELEM_F64 ? d[t] : NULL;
 }
 
 clg_status clg__npy_format(const clg_host_array *a, const char *name, unsigned char **out, size_t *outlen,
@@ -205,6 +205,9 @@ clg_status clg__npy_format(const clg_host_array *a, const char *name, unsigned c
     *out = NULL;
     *outlen = 0;
     const char *descr = descr_of(a->type);
+    if (!descr && (unsigned)a->type < CLG_ELEM_COUNT)
+        return clg__data_fail(err, errlen, CLG_ERR_DTYPE, name, "%s arrays are not written as .npy here (uint8, "
+                              "int32, int64, float32, float64 are)", clg_elem_name(a->type));
     int64_t bytes = a->ndim >= 0 && a->ndim <= CLG_MAX_DIMS ? clg__checked_bytes(a->ndim, a->shape, clg_elem_size(a->type)) : -1;
     if (!descr || bytes < 0 || (size_t)bytes != a->bytes || (bytes && !a->data))
         return clg__data_fail(err, errlen, CLG_ERR_INVALID_ARGUMENT, name,

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "device_impl.h"
+#include "last_error.h"
 
 clg_status clg__device_enumerate(clg_device_info *infos, cl_platform_id *plats, cl_device_id *ids,
                                  int cap, int *count, char *err, size_t errlen);
@@ -20,23 +21,13 @@ double clg__now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Where failures without a device go (clg_last_error): one per thread, as errno. */
-static _Thread_local struct {
-    clg_status status;
-    char msg[1024];
-} no_device;
-
-clg_status clg_last_status(void) { return no_device.status; }
-const char *clg_last_error(void) { return no_device.msg; }
-
 clg_status clg__fail(clg_device *dev, clg_status status, const char *fmt, ...)
 {
     va_list ap;
-    if (!dev) {
+    if (!dev) {   /* the thread's last error (last_error.c) */
         va_start(ap, fmt);
-        vsnprintf(no_device.msg, sizeof no_device.msg, fmt, ap);
+        clg__last_error_vset(status, fmt, ap);
         va_end(ap);
-        no_device.status = status;
         return status;
     }
     va_start(ap, fmt);

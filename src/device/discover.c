@@ -8,17 +8,22 @@
 #include <strings.h>
 
 #include "device_impl.h"
+#include "last_error.h"
 
 #define MAX_PLATFORMS 16
 #define MAX_DEVICES_PER_PLATFORM 64
 
-static void errf(char *err, size_t errlen, const char *fmt, ...)
+/* No device exists yet: the message goes to the caller's buffer (if any) and the
+ * thread's last error (clg_last_error), as every failure without a device. */
+static clg_status errf(clg_status status, char *err, size_t errlen, const char *fmt, ...)
 {
-    if (!err || !errlen) return;
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    if (err && errlen) snprintf(err, errlen, "%s", msg);
+    return clg__last_error_set(status, "%s", msg);
 }
 
 static void get_str(cl_device_id d, cl_device_info what, char *out)
@@ -98,12 +103,11 @@ clg_status clg__device_enumerate(clg_device_info *infos, cl_platform_id *plats, 
     cl_uint np = 0;
     cl_int e = clGetPlatformIDs(MAX_PLATFORMS, ps, &np);
     if (e == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || (e == CL_SUCCESS && np == 0)) {
-        errf(err, errlen, "no OpenCL platform found (is an ICD such as pocl-opencl-icd installed?)");
-        return CLG_ERR_NO_DEVICE;
+        return errf(CLG_ERR_NO_DEVICE, err, errlen,
+                    "no OpenCL platform found (is an ICD such as pocl-opencl-icd installed?)");
     }
     if (e != CL_SUCCESS) {
-        errf(err, errlen, "clGetPlatformIDs: %s (%d)", clg_cl_error_name(e), e);
-        return CLG_ERR_OPENCL;
+        return errf(CLG_ERR_OPENCL, err, errlen, "clGetPlatformIDs: %s (%d)", clg_cl_error_name(e), e);
     }
     int n = 0;
     for (cl_uint pi = 0; pi < np && pi < MAX_PLATFORMS; pi++) {
@@ -126,8 +130,7 @@ clg_status clg__device_enumerate(clg_device_info *infos, cl_platform_id *plats, 
     }
     *count = n;
     if (n == 0) {
-        errf(err, errlen, "OpenCL platforms found, but no devices on them");
-        return CLG_ERR_NO_DEVICE;
+        return errf(CLG_ERR_NO_DEVICE, err, errlen, "OpenCL platforms found, but no devices on them");
     }
     return CLG_OK;
 }
@@ -135,8 +138,7 @@ clg_status clg__device_enumerate(clg_device_info *infos, cl_platform_id *plats, 
 clg_status clg_device_list(clg_device_info *infos, int cap, int *count, char *err, size_t errlen)
 {
     if (!count || cap < 0 || (cap > 0 && !infos)) {
-        errf(err, errlen, "clg_device_list: invalid arguments");
-        return CLG_ERR_INVALID_ARGUMENT;
+        return errf(CLG_ERR_INVALID_ARGUMENT, err, errlen, "clg_device_list: invalid arguments");
     }
     return clg__device_enumerate(infos, NULL, NULL, cap, count, err, errlen);
 }
@@ -215,8 +217,7 @@ clg_status clg_device_find(const char *spec, const clg_device_info *infos, int n
                            char *err, size_t errlen)
 {
     if (!index || (n > 0 && !infos) || n < 0) {
-        errf(err, errlen, "clg_device_find: invalid arguments");
-        return CLG_ERR_INVALID_ARGUMENT;
+        return errf(CLG_ERR_INVALID_ARGUMENT, err, errlen, "clg_device_find: invalid arguments");
     }
     *index = -1;
     char s[CLG_NAME_MAX];
@@ -251,7 +252,7 @@ clg_status clg_device_find(const char *spec, const clg_device_info *infos, int n
         i = find_name(infos, n, b);
     }
     if (i < 0) {
-        errf(err, errlen, "no OpenCL device matches \"%s\"; devices are:", spec ? spec : "");
+        errf(CLG_ERR_NO_DEVICE, err, errlen, "no OpenCL device matches \"%s\"; devices are:", spec ? spec : "");
         if (err && errlen) list_devices(infos, n, err, errlen);
         return CLG_ERR_NO_DEVICE;
     }

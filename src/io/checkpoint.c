@@ -85,7 +85,7 @@ clg_status clg_checkpoint_save(const clg_module *m, clg_optimizer *opt, const cl
                 uint64_t u = (uint64_t)pp->steps;
                 unsigned char *le = (unsigned char *)&steps[i];   /* the format is little-endian */
                 for (int b = 0; b < 8; b++) le[b] = (unsigned char)(u >> (8 * b));
-                items[k] = (clg__st_item){.name = inames[k], .dtype = CLG_ST_I64, .ndim = 0, .host = &steps[i]};
+                items[k] = (clg__st_item){.name = inames[k], .dtype = CLG_ELEM_I64, .ndim = 0, .host = &steps[i]};
             } else {
                 items[k] = clg__st_item_tensor(inames[k], pp->state[s]);
             }
@@ -96,7 +96,7 @@ clg_status clg_checkpoint_save(const clg_module *m, clg_optimizer *opt, const cl
         uint64_t seed, offset;
         clg_rng_get_state(m->dev, &seed, &offset);
         clg__meta_text text;
-        clg_st_meta meta[CLG_TRAIN_META_MAX];
+        clg_safetensors_pair meta[CLG_TRAIN_META_MAX];
         int nmeta = clg__train_meta(state, opt ? opt->name : "", opt ? opt->steps : 0, opt ? opt->lr : 0, seed,
                                     offset, model_desc, &text, meta);
         st = clg__st_write(path, k, items, nmeta, meta, &e);
@@ -114,7 +114,7 @@ clg_status clg_checkpoint_save(const clg_module *m, clg_optimizer *opt, const cl
 
 /* Where each optimizer state comes from: a file tensor, or nothing (fresh). */
 typedef struct optim_plan {
-    const clg_st_tensor *(*src)[CLG_OPTIM_MAX_STATE + 1];   /* [param][slot], the last slot the step */
+    const clg_safetensors_entry *(*src)[CLG_OPTIM_MAX_STATE + 1];   /* [param][slot], the last slot the step */
 } optim_plan;
 
 /* Problems, one per line, counted; the message lists them all. */
@@ -137,7 +137,7 @@ static void problem(problems *p, const char *fmt, ...)
     if (w > 0) p->at = p->at + (size_t)w < sizeof p->text ? p->at + (size_t)w : sizeof p->text - 1;
 }
 
-static int64_t read_i64(const clg_st_tensor *t)
+static int64_t read_i64(const clg_safetensors_entry *t)
 {
     const unsigned char *b = t->data;
     uint64_t u = 0;
@@ -153,7 +153,7 @@ static void plan_optimizer(const clg_optimizer *opt, const char *const *pnames, 
     const size_t plen = strlen(CLG_OPTIM_STATE_PREFIX);
     char a[200];
     for (int t = 0; t < clg_safetensors_count(st); t++) {
-        const clg_st_tensor *ft = clg_safetensors_at(st, t);
+        const clg_safetensors_entry *ft = clg_safetensors_at(st, t);
         if (strncmp(ft->name, CLG_OPTIM_PREFIX, strlen(CLG_OPTIM_PREFIX))) continue;   /* a model tensor */
         const char *rest = ft->name + plen, *dot = strrchr(ft->name, '.');
         if (strncmp(ft->name, CLG_OPTIM_STATE_PREFIX, plen) || !dot || dot < rest) {
@@ -173,10 +173,10 @@ static void plan_optimizer(const clg_optimizer *opt, const char *const *pnames, 
         }
         const clg_tensor *param = opt->params[i].p;
         bool fits = slot == CLG_OPTIM_MAX_STATE
-                        ? ft->dtype == CLG_ST_I64 && ft->ndim == 0 && read_i64(ft) >= 0 &&
+                        ? ft->dtype == CLG_ELEM_I64 && ft->ndim == 0 && read_i64(ft) >= 0 &&
                               read_i64(ft) <= CLG_COUNTER_MAX
                         : clg__st_matches(ft, param->dtype, param->ndim, param->shape) &&
-                              ft->dtype == clg_st_dtype_of(param->dtype);
+                              ft->dtype == clg_elem_of_dtype(param->dtype);
         if (!fits)
             problem(p, "mismatched: %s: file %s, expected %s", ft->name, clg__st_desc(ft, a, sizeof a),
                     slot == CLG_OPTIM_MAX_STATE ? "[] I64 in [0, 2^53]" : CLG_DESC(param));
@@ -214,9 +214,12 @@ static clg_status apply_optimizer(clg_optimizer *opt, const optim_plan *plan, co
         }
     }
     if (st) return st;
-    clg_optimizer_set_steps(opt, s->optimizer_steps);
+    /* both were checked before anything changed (check_all); a failure here is a bug */
+    if ((st = clg_optimizer_set_steps(opt, s->optimizer_steps)) != CLG_OK)
+        return clg__io_fail(e, st, "optimizer steps: %s", clg_device_error(opt->dev));
     for (int i = 0; i < opt->n; i++) opt->params[i].steps = read_i64(plan->src[i][CLG_OPTIM_MAX_STATE]);
-    clg_optimizer_set_lr(opt, s->lr);
+    if ((st = clg_optimizer_set_lr(opt, s->lr)) != CLG_OK)
+        return clg__io_fail(e, st, "learning rate: %s", clg_device_error(opt->dev));
     return CLG_OK;
 }
 

@@ -24,7 +24,7 @@ typedef struct clg__meta_text {
  * returns how many. */
 int clg__train_meta(const clg_train_state *s, const char *optimizer, int64_t optimizer_steps, double lr,
                     uint64_t rng_seed, uint64_t rng_offset, const char *model_desc, clg__meta_text *t,
-                    clg_st_meta *out);
+                    clg_safetensors_pair *out);
 /* Parse and check a checkpoint's train state. */
 clg_status clg__train_state_read(const clg_safetensors *st, clg_train_state *s, const clg__io_err *e);
 

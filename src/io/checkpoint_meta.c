@@ -14,24 +14,24 @@ static char *fmt_f64(char *buf, double v) { snprintf(buf, CLG_META_NUM, "%.17g",
 
 int clg__train_meta(const clg_train_state *s, const char *optimizer, int64_t optimizer_steps, double lr,
                     uint64_t rng_seed, uint64_t rng_offset, const char *model_desc, clg__meta_text *t,
-                    clg_st_meta *out)
+                    clg_safetensors_pair *out)
 {
     int n = 0;
     snprintf(t->version, sizeof t->version, "%d", CLG_CHECKPOINT_VERSION);
-    out[n++] = (clg_st_meta){CLG_META_VERSION, t->version};
-    out[n++] = (clg_st_meta){"format", "pt"};
-    out[n++] = (clg_st_meta){"train.step", fmt_i64(t->step, s->step)};
-    out[n++] = (clg_st_meta){"train.epoch", fmt_i64(t->epoch, s->epoch)};
-    out[n++] = (clg_st_meta){"train.batch", fmt_i64(t->batch, s->batch)};
-    out[n++] = (clg_st_meta){"train.loader_seed", fmt_u64(t->loader_seed, s->loader_seed)};
-    out[n++] = (clg_st_meta){"train.base_lr", fmt_f64(t->base_lr, s->base_lr)};
-    out[n++] = (clg_st_meta){"train.lr_schedule", s->lr_schedule};
-    out[n++] = (clg_st_meta){"rng.seed", fmt_u64(t->rng_seed, rng_seed)};
-    out[n++] = (clg_st_meta){"rng.offset", fmt_u64(t->rng_offset, rng_offset)};
-    out[n++] = (clg_st_meta){"optim.name", optimizer};
-    out[n++] = (clg_st_meta){"optim.steps", fmt_i64(t->optimizer_steps, optimizer_steps)};
-    out[n++] = (clg_st_meta){"optim.lr", fmt_f64(t->lr, lr)};
-    if (model_desc) out[n++] = (clg_st_meta){"model", model_desc};
+    out[n++] = (clg_safetensors_pair){CLG_META_VERSION, t->version};
+    out[n++] = (clg_safetensors_pair){"format", "pt"};
+    out[n++] = (clg_safetensors_pair){"train.step", fmt_i64(t->step, s->step)};
+    out[n++] = (clg_safetensors_pair){"train.epoch", fmt_i64(t->epoch, s->epoch)};
+    out[n++] = (clg_safetensors_pair){"train.batch", fmt_i64(t->batch, s->batch)};
+    out[n++] = (clg_safetensors_pair){"train.loader_seed", fmt_u64(t->loader_seed, s->loader_seed)};
+    out[n++] = (clg_safetensors_pair){"train.base_lr", fmt_f64(t->base_lr, s->base_lr)};
+    out[n++] = (clg_safetensors_pair){"train.lr_schedule", s->lr_schedule};
+    out[n++] = (clg_safetensors_pair){"rng.seed", fmt_u64(t->rng_seed, rng_seed)};
+    out[n++] = (clg_safetensors_pair){"rng.offset", fmt_u64(t->rng_offset, rng_offset)};
+    out[n++] = (clg_safetensors_pair){"optim.name", optimizer};
+    out[n++] = (clg_safetensors_pair){"optim.steps", fmt_i64(t->optimizer_steps, optimizer_steps)};
+    out[n++] = (clg_safetensors_pair){"optim.lr", fmt_f64(t->lr, lr)};
+    if (model_desc) out[n++] = (clg_safetensors_pair){"model", model_desc};
     return n;
 }
 

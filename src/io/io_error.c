@@ -1,8 +1,9 @@
 /* io_error.c: messages of src/io/, on the device when there is one, else in the
- * caller's buffer: "<file>: <problem>". */
+ * caller's buffer (if given) and the thread's last error: "<file>: <problem>". */
 #include <stdio.h>
 
 #include "io_impl.h"
+#include "last_error.h"
 
 clg_status clg__io_fail(const clg__io_err *e, clg_status status, const char *fmt, ...)
 {
@@ -15,5 +16,5 @@ clg_status clg__io_fail(const clg__io_err *e, clg_status status, const char *fmt
     va_end(ap);
     if (e->dev) return clg__fail(e->dev, status, "%s", msg);
     if (e->buf && e->len) snprintf(e->buf, e->len, "%s", msg);
-    return status;
+    return clg__last_error_set(status, "%s", msg);   /* and the thread's last error */
 }

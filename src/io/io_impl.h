@@ -59,20 +59,20 @@ clg__st_item clg__st_item_tensor(const char *name, const clg_tensor *t);
 
 /* Write the items and metadata to path atomically. The header is built and checked
  * (unique names and keys) before the file is created. */
-clg_status clg__st_write(const char *path, int n, const clg__st_item *items, int nmeta, const clg_st_meta *meta,
+clg_status clg__st_write(const char *path, int n, const clg__st_item *items, int nmeta, const clg_safetensors_pair *meta,
                          const clg__io_err *e);
 
 /* Whether a stored tensor fits `to` with `ndim`/`shape`: the shape equal and the
  * dtype convertible. */
-bool clg__st_matches(const clg_st_tensor *t, clg_dtype to, int ndim, const int64_t *shape);
+bool clg__st_matches(const clg_safetensors_entry *t, clg_dtype to, int ndim, const int64_t *shape);
 /* "[3, 4] F32" into buf. */
-const char *clg__st_desc(const clg_st_tensor *t, char *buf, size_t len);
+const char *clg__st_desc(const clg_safetensors_entry *t, char *buf, size_t len);
 /* Check that every value of t fits dtype `to` (integers into int32); false with a
  * message via e naming the tensor. */
-bool clg__st_values_fit(const clg_st_tensor *t, clg_dtype to, const clg__io_err *e);
+bool clg__st_values_fit(const clg_safetensors_entry *t, clg_dtype to, const clg__io_err *e);
 /* Copy t's values into dst (an existing tensor of the same shape), converting;
  * no-grad, in a scope of its own. */
-clg_status clg__st_copy_into(const clg_st_tensor *t, clg_tensor *dst, const clg__io_err *e);
+clg_status clg__st_copy_into(const clg_safetensors_entry *t, clg_tensor *dst, const clg__io_err *e);
 
 /* ---- module matching (module_io.c), shared with checkpoints ----------------------------------------- */
 

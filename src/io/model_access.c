@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "last_error.h"
 #include "model_impl.h"
 
 const char *clg_model_comment(const clg_model *m) { return m && m->comment ? m->comment : ""; }
@@ -66,8 +67,8 @@ clg_status clg_model_set_lr(clg_model *m, double lr, char *err, size_t errlen)
 {
     if (!m) return CLG_ERR_INVALID_ARGUMENT;
     if (!(lr >= 1e-12 && lr <= 100)) {
-        if (err && errlen) snprintf(err, errlen, "the learning rate must be in [1e-12, 100], got %g", lr);
-        return CLG_ERR_INVALID_ARGUMENT;
+        return clg__report(err, errlen, CLG_ERR_INVALID_ARGUMENT, "the learning rate must be in [1e-12, 100], got %g",
+                           lr);
     }
     m->optim.lr = lr;
     return CLG_OK;
@@ -77,8 +78,8 @@ clg_status clg_model_set_data(clg_model *m, const char *dataset, const char *tes
 {
     if (!m) return CLG_ERR_INVALID_ARGUMENT;
     if ((dataset && strlen(dataset) >= sizeof m->data.dataset) || (test && strlen(test) >= sizeof m->data.test)) {
-        if (err && errlen) snprintf(err, errlen, "a data path must be shorter than %zu bytes", sizeof m->data.test);
-        return CLG_ERR_INVALID_ARGUMENT;
+        return clg__report(err, errlen, CLG_ERR_INVALID_ARGUMENT, "a data path must be shorter than %zu bytes",
+                           sizeof m->data.test);
     }
     if (dataset) snprintf(m->data.dataset, sizeof m->data.dataset, "%s", dataset);
     if (test) snprintf(m->data.test, sizeof m->data.test, "%s", test);

@@ -52,7 +52,7 @@ static clg_module *make_layer(clg_device *dev, const model_layer *l, int ndim, c
 clg_module *clg_model_build(const clg_model *m, clg_device *dev)
 {
     if (!m || !dev) return NULL;
-    clg_module *net = clg_sequential_new(dev, 0, NULL);
+    clg_module *net = clg_nn_sequential(dev, 0, NULL);
     int ndim = m->in_ndim;
     const int64_t *shape = m->input;
     for (int i = 0; net && i < m->nlayers; i++) {

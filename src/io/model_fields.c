@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "last_error.h"
 #include "model_impl.h"
 
 void model_push_key(model_ctx *c, const char *key)
@@ -41,21 +42,24 @@ void model_one_line(char *s)
 
 bool model_fail(model_ctx *c, bool at_key, const char *fmt, ...)
 {
-    if (!c->err || !c->errlen) return false;
     size_t off = model_locate(c->text, c->len, &c->path, at_key);
     int line = 1, col = 1;
     for (size_t i = 0; i < off && i < c->len; i++) {
         if (c->text[i] == '\n') line++, col = 1;
         else col++;
     }
-    char path[256], msg[512];
+    char path[256], msg[512], own[1024];
     path_text(&c->path, path, sizeof path);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    snprintf(c->err, c->errlen, "%s:%d:%d: %s%s%s", c->file, line, col, path, *path ? ": " : "", msg);
-    model_one_line(c->err);
+    /* the caller's buffer if given, and the thread's last error either way */
+    char *err = c->err && c->errlen ? c->err : own;
+    size_t len = c->err && c->errlen ? c->errlen : sizeof own;
+    snprintf(err, len, "%s:%d:%d: %s%s%s", c->file, line, col, path, *path ? ": " : "", msg);
+    model_one_line(err);
+    clg__last_error_set(CLG_ERR_FORMAT, "%s", err);
     return false;
 }
 

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "last_error.h"
 #include "model_impl.h"
 
 static bool parse_input(model_ctx *c, json_t *root, clg_model *m)
@@ -143,7 +144,7 @@ clg_status clg_model_parse(const char *text, size_t len, const char *file, clg_m
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
-        if (err && errlen) snprintf(err, errlen, "%s:%d:%d: %s", c.file, je.line, je.column, je.text);
+        clg__report(err, errlen, CLG_ERR_FORMAT, "%s:%d:%d: %s", c.file, je.line, je.column, je.text);
         if (err && errlen) model_one_line(err);
         return CLG_ERR_FORMAT;
     }
@@ -153,7 +154,7 @@ clg_status clg_model_parse(const char *text, size_t len, const char *file, clg_m
     ok = ok && parse_document(&c, root, m);
     json_decref(root);
     if (!ok) {
-        if (!m && err && errlen) snprintf(err, errlen, "%s: out of host memory", c.file);
+        if (!m) clg__report(err, errlen, CLG_ERR_OUT_OF_MEMORY, "%s: out of host memory", c.file);
         clg_model_free(m);
         return m ? CLG_ERR_FORMAT : CLG_ERR_OUT_OF_MEMORY;
     }
@@ -173,9 +174,8 @@ clg_status clg_model_read(const char *path, clg_model **out, char *err, size_t e
     FILE *f = regular ? fdopen(fd, "rb") : NULL;
     if (!f) {
         if (fd >= 0) close(fd);
-        if (err && errlen)
-            snprintf(err, errlen, "%s: %s", path, fd >= 0 && !regular ? "not a regular file" : "cannot open the model file");
-        return CLG_ERR_IO;
+        return clg__report(err, errlen, CLG_ERR_IO, "%s: %s", path,
+                           fd >= 0 && !regular ? "not a regular file" : "cannot open the model file");
     }
     enum { CAP = 1 << 20 };
     char *buf = malloc(CAP + 1);
@@ -184,8 +184,7 @@ clg_status clg_model_read(const char *path, clg_model **out, char *err, size_t e
                     : n > CAP ? "larger than 1 MiB: not a model file" : NULL;
     fclose(f);
     if (bad) {
-        if (err && errlen) snprintf(err, errlen, "%s: %s", path, bad);
-        clg_status st = buf ? CLG_ERR_IO : CLG_ERR_OUT_OF_MEMORY;
+        clg_status st = clg__report(err, errlen, buf ? CLG_ERR_IO : CLG_ERR_OUT_OF_MEMORY, "%s: %s", path, bad);
         free(buf);
         return st;
     }

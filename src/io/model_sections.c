@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "last_error.h"
 #include "model_impl.h"
 
 #define SCHEDULES "constant, step:SIZE:GAMMA, multistep:GAMMA:M1,M2,..., exp:GAMMA, cosine:T_MAX[:ETA_MIN], " \
@@ -144,6 +145,6 @@ bool model_check_train(char *err, size_t errlen, const clg_model_train *t)
                       : t->workers < 1 || t->workers > 64   ? "workers must be in [1, 64]"
                       : t->seed > INT64_MAX                ? "seed must be in [0, 2^63)"
                                                            : NULL;
-    if (bad && err && errlen) snprintf(err, errlen, "%s", bad);
+    if (bad) clg__report(err, errlen, CLG_ERR_INVALID_ARGUMENT, "%s", bad);
     return !bad;
 }

@@ -73,12 +73,12 @@ static clg_status oom(const clg__io_err *e) { return clg__io_fail(e, CLG_ERR_OUT
 /* Compare the model's state with the file's tensors, line by line into r; *ok gets,
  * per model entry, the file tensor to load (NULL when it is not to be loaded). */
 static clg_status compare(const clg_named_tensor *state, int n, const clg_module *m, const clg_safetensors *st,
-                          clg_load_report *r, const clg_st_tensor **ok, const clg__io_err *e)
+                          clg_load_report *r, const clg_safetensors_entry **ok, const clg__io_err *e)
 {
     char a[200], b[200];
     for (int i = 0; i < n; i++) {
         const clg_tensor *mt = state[i].tensor;
-        const clg_st_tensor *ft = clg_safetensors_find(st, state[i].name);
+        const clg_safetensors_entry *ft = clg_safetensors_find(st, state[i].name);
         ok[i] = NULL;
         snprintf(b, sizeof b, "%s", CLG_DESC(mt));
         if (!ft) {
@@ -101,7 +101,7 @@ static clg_status compare(const clg_named_tensor *state, int n, const clg_module
         ok[i] = ft;
     }
     for (int i = 0; i < clg_safetensors_count(st); i++) {
-        const clg_st_tensor *ft = clg_safetensors_at(st, i);
+        const clg_safetensors_entry *ft = clg_safetensors_at(st, i);
         if (!strncmp(ft->name, CLG_OPTIM_PREFIX, strlen(CLG_OPTIM_PREFIX)) || clg_module_find(m, ft->name)) continue;
         if (!add_line(&r->unexpected, &r->nunexpected, "%s: file %s", ft->name, clg__st_desc(ft, a, sizeof a)))
             return oom(e);
@@ -117,7 +117,7 @@ clg_status clg__module_match(clg_module *m, const clg_safetensors *st, bool stri
     clg_load_report_free(r);   /* callers pass it zeroed; a second match starts afresh */
     int n = clg_module_state(m, NULL, 0);
     clg_named_tensor *state = malloc((size_t)(n ? n : 1) * sizeof *state);
-    const clg_st_tensor **ok = malloc((size_t)(n ? n : 1) * sizeof *ok);
+    const clg_safetensors_entry **ok = malloc((size_t)(n ? n : 1) * sizeof *ok);
     clg_status status = state && ok ? CLG_OK : oom(e);
     if (!status) {
         clg_module_state(m, state, n);
@@ -143,7 +143,7 @@ clg_status clg__module_match(clg_module *m, const clg_safetensors *st, bool stri
 
 /* ---- the public calls ------------------------------------------------------------------------------ */
 
-clg_status clg_module_save(const clg_module *m, const char *path, int nmeta, const clg_st_meta *meta)
+clg_status clg_module_save(const clg_module *m, const char *path, int nmeta, const clg_safetensors_pair *meta)
 {
     if (!m) return CLG_ERR_INVALID_ARGUMENT;
     clg__io_err e = {m->dev, NULL, 0, path ? path : "(null)"};
@@ -151,7 +151,7 @@ clg_status clg_module_save(const clg_module *m, const char *path, int nmeta, con
     int n = clg_module_state(m, NULL, 0);
     clg_named_tensor *state = malloc((size_t)(n ? n : 1) * sizeof *state);
     clg__st_item *items = malloc((size_t)(n ? n : 1) * sizeof *items);
-    clg_st_meta *all = malloc((size_t)(nmeta + 1) * sizeof *all);
+    clg_safetensors_pair *all = malloc((size_t)(nmeta + 1) * sizeof *all);
     clg_status st = state && items && all ? CLG_OK : oom(&e);
     if (!st) {
         clg_module_state(m, state, n);
@@ -163,7 +163,7 @@ clg_status clg_module_save(const clg_module *m, const char *path, int nmeta, con
             if (meta[i].key && !strcmp(meta[i].key, "format")) has_format = true;
         }
         int total = nmeta;
-        if (!has_format) all[total++] = (clg_st_meta){"format", "pt"};
+        if (!has_format) all[total++] = (clg_safetensors_pair){"format", "pt"};
         st = clg__st_write(path, n, items, total, all, &e);
     }
     free(state);

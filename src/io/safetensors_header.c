@@ -6,11 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "last_error.h"
 #include "st_format.h"
 
 size_t clg__st_item_bytes(const clg__st_item *it)
 {
-    size_t n = clg_st_dtype_size(it->dtype);
+    size_t n = clg_elem_size(it->dtype);
     for (int d = 0; d < it->ndim; d++) {
         if (it->shape[d] < 0) return SIZE_MAX;
         size_t s = (size_t)it->shape[d];
@@ -20,18 +21,7 @@ size_t clg__st_item_bytes(const clg__st_item *it)
     return n;
 }
 
-static clg_status fail(char *err, size_t errlen, clg_status st, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static clg_status fail(char *err, size_t errlen, clg_status st, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
+#define fail clg__report   /* the caller's buffer and the thread's last error */
 
 static json_t *tensor_entry(const clg__st_item *it, uint64_t begin, uint64_t end)
 {
@@ -42,11 +32,11 @@ static json_t *tensor_entry(const clg__st_item *it, uint64_t begin, uint64_t end
             return NULL;
         }
     if (!shape) return NULL;
-    return json_pack("{s:s, s:o, s:[I, I]}", "dtype", clg_st_dtype_name(it->dtype), "shape", shape, "data_offsets",
+    return json_pack("{s:s, s:o, s:[I, I]}", "dtype", clg_safetensors_dtype_name(it->dtype), "shape", shape, "data_offsets",
                      (json_int_t)begin, (json_int_t)end);
 }
 
-static clg_status add_metadata(json_t *root, int nmeta, const clg_st_meta *meta, char *err, size_t errlen)
+static clg_status add_metadata(json_t *root, int nmeta, const clg_safetensors_pair *meta, char *err, size_t errlen)
 {
     json_t *m = json_object();
     if (json_object_set_new(root, "__metadata__", m)) return fail(err, errlen, CLG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -70,7 +60,7 @@ static clg_status add_tensors(json_t *root, int n, const clg__st_item *items, ch
         if (!it->name || !strcmp(it->name, "__metadata__"))
             return fail(err, errlen, CLG_ERR_INVALID_ARGUMENT, "tensor %d has no name, or the reserved \"__metadata__\"",
                         i);
-        if ((unsigned)it->dtype >= CLG_ST_DTYPE_COUNT || it->ndim < 0 || it->ndim > CLG_MAX_DIMS ||
+        if ((unsigned)it->dtype >= CLG_ELEM_COUNT || it->ndim < 0 || it->ndim > CLG_MAX_DIMS ||
             bytes == SIZE_MAX || bytes > INT64_MAX - at)
             return fail(err, errlen, CLG_ERR_INVALID_ARGUMENT, "tensor \"%s\" has a bad dtype or shape", it->name);
         if (!it->tensor && !it->host && bytes > 0)
@@ -85,7 +75,7 @@ static clg_status add_tensors(json_t *root, int n, const clg__st_item *items, ch
     return CLG_OK;
 }
 
-clg_status clg__st_header(int n, const clg__st_item *items, int nmeta, const clg_st_meta *meta, char **out,
+clg_status clg__st_header(int n, const clg__st_item *items, int nmeta, const clg_safetensors_pair *meta, char **out,
                           size_t *outlen, char *err, size_t errlen)
 {
     *out = NULL;

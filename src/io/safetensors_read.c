@@ -11,14 +11,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "last_error.h"
 #include "st_format.h"
 
 struct clg_safetensors {
     unsigned char *owned;        /* the file's bytes when the handle read them */
     char *name;
     int n;
-    clg_st_tensor *tensors;      /* sorted by data offset */
-    const clg_st_tensor **by_name;   /* sorted by name, for lookups */
+    clg_safetensors_entry *tensors;      /* sorted by data offset */
+    const clg_safetensors_entry **by_name;   /* sorted by name, for lookups */
     int nmeta;
     char **meta_keys, **meta_values;
 };
@@ -26,22 +27,16 @@ struct clg_safetensors {
 static const struct {
     const char *name;
     size_t size;
-} dtypes[CLG_ST_DTYPE_COUNT] = {
-    [CLG_ST_BOOL] = {"BOOL", 1},       [CLG_ST_U8] = {"U8", 1},     [CLG_ST_I8] = {"I8", 1},
-    [CLG_ST_F8_E5M2] = {"F8_E5M2", 1}, [CLG_ST_F8_E4M3] = {"F8_E4M3", 1},
-    [CLG_ST_I16] = {"I16", 2},         [CLG_ST_U16] = {"U16", 2},   [CLG_ST_F16] = {"F16", 2},
-    [CLG_ST_BF16] = {"BF16", 2},       [CLG_ST_I32] = {"I32", 4},   [CLG_ST_U32] = {"U32", 4},
-    [CLG_ST_F32] = {"F32", 4},         [CLG_ST_F64] = {"F64", 8},   [CLG_ST_I64] = {"I64", 8},
-    [CLG_ST_U64] = {"U64", 8},
+} dtypes[CLG_ELEM_COUNT] = {
+    [CLG_ELEM_BOOL] = {"BOOL", 1},       [CLG_ELEM_U8] = {"U8", 1},     [CLG_ELEM_I8] = {"I8", 1},
+    [CLG_ELEM_F8_E5M2] = {"F8_E5M2", 1}, [CLG_ELEM_F8_E4M3] = {"F8_E4M3", 1},
+    [CLG_ELEM_I16] = {"I16", 2},         [CLG_ELEM_U16] = {"U16", 2},   [CLG_ELEM_F16] = {"F16", 2},
+    [CLG_ELEM_BF16] = {"BF16", 2},       [CLG_ELEM_I32] = {"I32", 4},   [CLG_ELEM_U32] = {"U32", 4},
+    [CLG_ELEM_F32] = {"F32", 4},         [CLG_ELEM_F64] = {"F64", 8},   [CLG_ELEM_I64] = {"I64", 8},
+    [CLG_ELEM_U64] = {"U64", 8},
 };
 
-const char *clg_st_dtype_name(clg_st_dtype d) { return (unsigned)d < CLG_ST_DTYPE_COUNT ? dtypes[d].name : "?"; }
-size_t clg_st_dtype_size(clg_st_dtype d) { return (unsigned)d < CLG_ST_DTYPE_COUNT ? dtypes[d].size : 0; }
-
-clg_st_dtype clg_st_dtype_of(clg_dtype d)
-{
-    return d == CLG_F64 ? CLG_ST_F64 : d == CLG_I32 ? CLG_ST_I32 : CLG_ST_F32;
-}
+const char *clg_safetensors_dtype_name(clg_elem_type d) { return (unsigned)d < CLG_ELEM_COUNT ? dtypes[d].name : "?"; }
 
 void clg_safetensors_close(clg_safetensors *st)
 {
@@ -69,19 +64,17 @@ typedef struct parse_ctx {
     size_t data_len;        /* bytes after the header */
 } parse_ctx;
 
-/* "<file>: <problem>" into the caller's buffer. */
+/* "<file>: <problem>" into the caller's buffer and the thread's last error. */
 static clg_status fail_status(const parse_ctx *c, clg_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static clg_status fail_status(const parse_ctx *c, clg_status status, const char *fmt, ...)
 {
-    if (!c->err || !c->errlen) return status;
-    int n = snprintf(c->err, c->errlen, "%s: ", c->name);
-    if (n < 0 || (size_t)n >= c->errlen) return status;
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return status;
+    return clg__report(c->err, c->errlen, status, "%s: %s", c->name, msg);
 }
 #define FAIL(c, ...) fail_status((c), CLG_ERR_FORMAT, __VA_ARGS__)
 
@@ -107,19 +100,19 @@ static bool natural(const json_t *v, uint64_t *out)
     return true;
 }
 
-static clg_status parse_dtype(const parse_ctx *c, const char *tname, const json_t *v, clg_st_dtype *out)
+static clg_status parse_dtype(const parse_ctx *c, const char *tname, const json_t *v, clg_elem_type *out)
 {
     if (!json_is_string(v)) return FAIL(c, "tensor \"%s\": dtype is %s, not a string", tname, kind(v));
-    for (int d = 0; d < CLG_ST_DTYPE_COUNT; d++)
+    for (int d = 0; d < CLG_ELEM_COUNT; d++)
         if (!strcmp(json_string_value(v), dtypes[d].name)) {
-            *out = (clg_st_dtype)d;
+            *out = (clg_elem_type)d;
             return CLG_OK;
         }
     return FAIL(c, "tensor \"%s\": unknown dtype \"%.40s\" (known: BOOL, U8, I8, F8_E5M2, F8_E4M3, I16, U16, "
                 "F16, BF16, I32, U32, F32, F64, I64, U64)", tname, json_string_value(v));
 }
 
-static clg_status parse_shape(const parse_ctx *c, const char *tname, const json_t *v, clg_st_tensor *t)
+static clg_status parse_shape(const parse_ctx *c, const char *tname, const json_t *v, clg_safetensors_entry *t)
 {
     if (!json_is_array(v)) return FAIL(c, "tensor \"%s\": shape is %s, not an array", tname, kind(v));
     size_t rank = json_array_size(v);
@@ -142,7 +135,7 @@ static clg_status parse_shape(const parse_ctx *c, const char *tname, const json_
     return CLG_OK;
 }
 
-static clg_status parse_tensor(const parse_ctx *c, const char *tname, const json_t *v, clg_st_tensor *t,
+static clg_status parse_tensor(const parse_ctx *c, const char *tname, const json_t *v, clg_safetensors_entry *t,
                                uint64_t range[2])
 {
     if (!json_is_object(v)) return FAIL(c, "tensor \"%s\" is %s, not an object", tname, kind(v));
@@ -224,12 +217,12 @@ static int by_range(const void *a, const void *b)
 
 static int by_name(const void *a, const void *b)
 {
-    return strcmp((*(const clg_st_tensor *const *)a)->name, (*(const clg_st_tensor *const *)b)->name);
+    return strcmp((*(const clg_safetensors_entry *const *)a)->name, (*(const clg_safetensors_entry *const *)b)->name);
 }
 
 /* Sorted by offset, the ranges must tile [0, data_len) exactly: the reference's rule,
  * which leaves no byte of the file unaccounted for. */
-static clg_status check_layout(const parse_ctx *c, ranged *r, int n, const clg_st_tensor *tensors)
+static clg_status check_layout(const parse_ctx *c, ranged *r, int n, const clg_safetensors_entry *tensors)
 {
     qsort(r, (size_t)n, sizeof *r, by_range);
     uint64_t at = 0;
@@ -273,7 +266,7 @@ static clg_status parse_header(const parse_ctx *c, const json_t *root, const uns
     json_object_foreach((json_t *)root, key, val) {
         if (status) break;
         if (!strcmp(key, "__metadata__")) continue;
-        clg_st_tensor *t = &st->tensors[st->n];
+        clg_safetensors_entry *t = &st->tensors[st->n];
         uint64_t range[2];
         status = parse_tensor(c, key, val, t, range);
         if (status) break;
@@ -288,7 +281,7 @@ static clg_status parse_header(const parse_ctx *c, const json_t *root, const uns
     if (!status) status = check_layout(c, r, st->n, st->tensors);
     if (!status) {
         /* Hand tensors out in the order of their data: the order they were written. */
-        clg_st_tensor *sorted = malloc((size_t)(st->n ? st->n : 1) * sizeof *sorted);
+        clg_safetensors_entry *sorted = malloc((size_t)(st->n ? st->n : 1) * sizeof *sorted);
         if (!sorted) {
             status = FAIL(c, "out of host memory");
         } else {
@@ -421,17 +414,17 @@ const char *clg__st_name(const clg_safetensors *st) { return st ? st->name : "(n
 int clg_safetensors_count(const clg_safetensors *st) { return st ? st->n : 0; }
 int clg_safetensors_meta_count(const clg_safetensors *st) { return st ? st->nmeta : 0; }
 
-const clg_st_tensor *clg_safetensors_at(const clg_safetensors *st, int i)
+const clg_safetensors_entry *clg_safetensors_at(const clg_safetensors *st, int i)
 {
     return st && i >= 0 && i < st->n ? &st->tensors[i] : NULL;
 }
 
-const clg_st_tensor *clg_safetensors_find(const clg_safetensors *st, const char *name)
+const clg_safetensors_entry *clg_safetensors_find(const clg_safetensors *st, const char *name)
 {
     if (!st || !name) return NULL;
-    clg_st_tensor key = {.name = name};
-    const clg_st_tensor *kp = &key;
-    const clg_st_tensor **hit = bsearch(&kp, st->by_name, (size_t)st->n, sizeof *st->by_name, by_name);
+    clg_safetensors_entry key = {.name = name};
+    const clg_safetensors_entry *kp = &key;
+    const clg_safetensors_entry **hit = bsearch(&kp, st->by_name, (size_t)st->n, sizeof *st->by_name, by_name);
     return hit ? *hit : NULL;
 }
 

@@ -7,60 +7,60 @@
 
 #include "io_impl.h"
 
-static bool is_int(clg_st_dtype d)
+static bool is_int(clg_elem_type d)
 {
     switch (d) {
-    case CLG_ST_BOOL: case CLG_ST_U8: case CLG_ST_I8: case CLG_ST_I16: case CLG_ST_U16:
-    case CLG_ST_I32: case CLG_ST_U32: case CLG_ST_I64: case CLG_ST_U64:
+    case CLG_ELEM_BOOL: case CLG_ELEM_U8: case CLG_ELEM_I8: case CLG_ELEM_I16: case CLG_ELEM_U16:
+    case CLG_ELEM_I32: case CLG_ELEM_U32: case CLG_ELEM_I64: case CLG_ELEM_U64:
         return true;
     default:
         return false;
     }
 }
 
-bool clg_st_dtype_converts(clg_st_dtype from, clg_dtype to)
+bool clg_safetensors_converts(clg_elem_type from, clg_dtype to)
 {
     if (to == CLG_I32) return is_int(from);
-    return (unsigned)to < CLG_DTYPE_COUNT && from == clg_st_dtype_of(to);
+    return (unsigned)to < CLG_DTYPE_COUNT && from == clg_elem_of_dtype(to);
 }
 
 /* Element i of an integer tensor; false for a uint64 past int64's range. */
-static bool int_at(const clg_st_tensor *t, int64_t i, int64_t *v)
+static bool int_at(const clg_safetensors_entry *t, int64_t i, int64_t *v)
 {
-    size_t size = clg_st_dtype_size(t->dtype);
+    size_t size = clg_elem_size(t->dtype);
     const unsigned char *p = (const unsigned char *)t->data + (size_t)i * size;
     uint64_t u = 0;
     for (size_t b = size; b-- > 0;) u = u << 8 | p[b];   /* little-endian, any host */
     switch (t->dtype) {
-    case CLG_ST_I8: *v = (int8_t)u; return true;
-    case CLG_ST_I16: *v = (int16_t)u; return true;
-    case CLG_ST_I32: *v = (int32_t)u; return true;
-    case CLG_ST_I64: *v = (int64_t)u; return true;
-    case CLG_ST_U64: *v = (int64_t)u; return u <= (uint64_t)INT64_MAX;
+    case CLG_ELEM_I8: *v = (int8_t)u; return true;
+    case CLG_ELEM_I16: *v = (int16_t)u; return true;
+    case CLG_ELEM_I32: *v = (int32_t)u; return true;
+    case CLG_ELEM_I64: *v = (int64_t)u; return true;
+    case CLG_ELEM_U64: *v = (int64_t)u; return u <= (uint64_t)INT64_MAX;
     default: *v = (int64_t)u; return true;   /* BOOL, U8, U16, U32 */
     }
 }
 
-bool clg__st_matches(const clg_st_tensor *t, clg_dtype to, int ndim, const int64_t *shape)
+bool clg__st_matches(const clg_safetensors_entry *t, clg_dtype to, int ndim, const int64_t *shape)
 {
-    if (!clg_st_dtype_converts(t->dtype, to) || t->ndim != ndim) return false;
+    if (!clg_safetensors_converts(t->dtype, to) || t->ndim != ndim) return false;
     for (int d = 0; d < ndim; d++)
         if (t->shape[d] != shape[d]) return false;
     return true;
 }
 
-const char *clg__st_desc(const clg_st_tensor *t, char *buf, size_t len)
+const char *clg__st_desc(const clg_safetensors_entry *t, char *buf, size_t len)
 {
     char shape[160];
-    snprintf(buf, len, "%s %s", clg_shape_str(t->ndim, t->shape, shape, sizeof shape), clg_st_dtype_name(t->dtype));
+    snprintf(buf, len, "%s %s", clg_shape_str(t->ndim, t->shape, shape, sizeof shape), clg_safetensors_dtype_name(t->dtype));
     return buf;
 }
 
-bool clg__st_values_fit(const clg_st_tensor *t, clg_dtype to, const clg__io_err *e)
+bool clg__st_values_fit(const clg_safetensors_entry *t, clg_dtype to, const clg__io_err *e)
 {
-    if (!clg_st_dtype_converts(t->dtype, to)) {
+    if (!clg_safetensors_converts(t->dtype, to)) {
         clg__io_fail(e, CLG_ERR_DTYPE, "tensor \"%s\" of dtype %s cannot load into %s", t->name,
-                     clg_st_dtype_name(t->dtype), clg_dtype_name(to));
+                     clg_safetensors_dtype_name(t->dtype), clg_dtype_name(to));
         return false;
     }
     if (to != CLG_I32) return true;
@@ -68,7 +68,7 @@ bool clg__st_values_fit(const clg_st_tensor *t, clg_dtype to, const clg__io_err 
         int64_t v;
         if (!int_at(t, i, &v) || v < INT32_MIN || v > INT32_MAX) {
             clg__io_fail(e, CLG_ERR_FORMAT, "tensor \"%s\" (%s): element %lld does not fit int32", t->name,
-                         clg_st_dtype_name(t->dtype), (long long)i);
+                         clg_safetensors_dtype_name(t->dtype), (long long)i);
             return false;
         }
     }
@@ -77,13 +77,13 @@ bool clg__st_values_fit(const clg_st_tensor *t, clg_dtype to, const clg__io_err 
 
 /* t's values as host memory of dtype `to`: the file's bytes themselves when no
  * conversion is needed, else a malloc'd copy (*owned set). NULL when out of memory. */
-static const void *host_values(const clg_st_tensor *t, clg_dtype to, void **owned)
+static const void *host_values(const clg_safetensors_entry *t, clg_dtype to, void **owned)
 {
     *owned = NULL;
     uint16_t probe = 1;
     unsigned char first;
     memcpy(&first, &probe, 1);
-    if (t->dtype == clg_st_dtype_of(to) && first == 1) return t->data;
+    if (t->dtype == clg_elem_of_dtype(to) && first == 1) return t->data;
     size_t size = clg_dtype_size(to);
     unsigned char *out = malloc(t->numel ? (size_t)t->numel * size : 1);
     if (!out) return NULL;
@@ -103,7 +103,7 @@ static const void *host_values(const clg_st_tensor *t, clg_dtype to, void **owne
     return out;
 }
 
-clg_status clg__st_copy_into(const clg_st_tensor *t, clg_tensor *dst, const clg__io_err *e)
+clg_status clg__st_copy_into(const clg_safetensors_entry *t, clg_tensor *dst, const clg__io_err *e)
 {
     if (t->numel == 0) return CLG_OK;
     void *owned;
@@ -122,7 +122,7 @@ clg_status clg__st_copy_into(const clg_st_tensor *t, clg_tensor *dst, const clg_
     return CLG_OK;
 }
 
-clg_tensor *clg_safetensors_tensor(const clg_st_tensor *t, clg_device *dev, clg_dtype to)
+clg_tensor *clg_safetensors_tensor(const clg_safetensors_entry *t, clg_device *dev, clg_dtype to)
 {
     if (!dev) return NULL;
     clg__io_err e = {dev, NULL, 0, "clg_safetensors_tensor"};

@@ -10,7 +10,7 @@ clg__st_item clg__st_item_tensor(const char *name, const clg_tensor *t)
 {
     clg__st_item it = {.name = name, .tensor = t};
     if (t) {
-        it.dtype = clg_st_dtype_of(t->dtype);
+        it.dtype = clg_elem_of_dtype(t->dtype);
         it.ndim = t->ndim;
         memcpy(it.shape, t->shape, sizeof it.shape);
     }
@@ -44,7 +44,7 @@ static clg_status write_data(clg__atomic_file *af, int n, const clg__st_item *it
     size_t cap = 0;
     clg_status st = CLG_OK;
     for (int i = 0; !st && i < n && !af->failed; i++) {
-        size_t bytes = clg__st_item_bytes(&items[i]), size = clg_st_dtype_size(items[i].dtype);
+        size_t bytes = clg__st_item_bytes(&items[i]), size = clg_elem_size(items[i].dtype);
         if (bytes == 0) continue;
         if (!items[i].tensor && host_is_little_endian()) {
             clg__atomic_write(af, items[i].host, bytes);
@@ -76,7 +76,7 @@ static clg_status write_data(clg__atomic_file *af, int n, const clg__st_item *it
     return st;
 }
 
-clg_status clg__st_write(const char *path, int n, const clg__st_item *items, int nmeta, const clg_st_meta *meta,
+clg_status clg__st_write(const char *path, int n, const clg__st_item *items, int nmeta, const clg_safetensors_pair *meta,
                          const clg__io_err *e)
 {
     if (!path || n < 0 || (n > 0 && !items) || nmeta < 0 || (nmeta > 0 && !meta))
@@ -102,7 +102,7 @@ clg_status clg__st_write(const char *path, int n, const clg__st_item *items, int
 }
 
 clg_status clg_safetensors_write(clg_device *dev, const char *path, int n, const clg_named_tensor *tensors,
-                                 int nmeta, const clg_st_meta *meta)
+                                 int nmeta, const clg_safetensors_pair *meta)
 {
     if (!dev) return CLG_ERR_INVALID_ARGUMENT;
     clg__io_err e = {dev, NULL, 0, path ? path : "(null)"};

@@ -11,7 +11,7 @@
  * (little-endian already). dtype and shape describe it either way. */
 typedef struct clg__st_item {
     const char *name;
-    clg_st_dtype dtype;
+    clg_elem_type dtype;
     int ndim;
     int64_t shape[CLG_MAX_DIMS];
     const clg_tensor *tensor;
@@ -26,7 +26,7 @@ size_t clg__st_item_bytes(const clg__st_item *it);
  * that the data starts aligned: malloc'd, *outlen bytes (a NUL follows). Checks names
  * and keys (present, unique, UTF-8, not "__metadata__"). Errors, without a file name,
  * into err. */
-clg_status clg__st_header(int n, const clg__st_item *items, int nmeta, const clg_st_meta *meta, char **out,
+clg_status clg__st_header(int n, const clg__st_item *items, int nmeta, const clg_safetensors_pair *meta, char **out,
                           size_t *outlen, char *err, size_t errlen);
 
 /* Parse and validate buf, taking ownership of it when owned (freed by close, and on

@@ -11,14 +11,14 @@ static clg_tensor *sequential_forward(clg_module *m, clg_tensor *x)
 
 static const clg_module_i sequential_i = {.type = "Sequential", .forward = sequential_forward};
 
-clg_module *clg_sequential_new(clg_device *dev, int n, clg_module *const *layers)
+clg_module *clg_nn_sequential(clg_device *dev, int n, clg_module *const *layers)
 {
     clg_module *seq = clg_module_new(dev, &sequential_i, NULL);
     bool ok = seq != NULL && n >= 0 && (n == 0 || layers);
-    if (seq && !ok) clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg_sequential_new: %d layers", n);
+    if (seq && !ok) clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg_nn_sequential: %d layers", n);
     for (int i = 0; ok && i < n; i++) {
         if (!layers[i]) {
-            clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg_sequential_new: layer %d is NULL", i);
+            clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg_nn_sequential: layer %d is NULL", i);
             ok = false;
         } else {
             ok = clg_sequential_append(seq, NULL, layers[i]) == CLG_OK;

@@ -162,31 +162,33 @@ void clg_optimizer_zero_grad(clg_optimizer *opt)
 
 double clg_optimizer_lr(const clg_optimizer *opt) { return opt ? opt->lr : NAN; }
 
-void clg_optimizer_set_lr(clg_optimizer *opt, double lr)
+clg_status clg_optimizer_set_lr(clg_optimizer *opt, double lr)
 {
-    if (!opt) return;
+    if (!opt) return CLG_ERR_INVALID_ARGUMENT;
     if (!(lr >= 0) || isinf(lr)) {   /* NaN fails the first test */
         clg__fail(opt->dev, CLG_ERR_INVALID_ARGUMENT, "clg_optimizer_set_lr (%s): lr %g is not a finite value >= 0; "
                   "keeping %g", opt->name, lr, opt->lr);
-        return;
+        return CLG_ERR_INVALID_ARGUMENT;
     }
     opt->lr = lr;
+    return CLG_OK;
 }
 
 int64_t clg_optimizer_steps(const clg_optimizer *opt) { return opt ? opt->steps : 0; }
 
 /* Resuming: every parameter continues from `steps` (the checkpoint's count), so that
  * bias corrections and SGD's first-step rule carry on where they stopped. */
-void clg_optimizer_set_steps(clg_optimizer *opt, int64_t steps)
+clg_status clg_optimizer_set_steps(clg_optimizer *opt, int64_t steps)
 {
-    if (!opt) return;
+    if (!opt) return CLG_ERR_INVALID_ARGUMENT;
     if (steps < 0) {
         clg__fail(opt->dev, CLG_ERR_INVALID_ARGUMENT, "clg_optimizer_set_steps (%s): %lld steps is negative",
                   opt->name, (long long)steps);
-        return;
+        return CLG_ERR_INVALID_ARGUMENT;
     }
     opt->steps = steps;
     for (int i = 0; i < opt->n; i++) opt->params[i].steps = steps;
+    return CLG_OK;
 }
 
 const char *clg_optimizer_name(const clg_optimizer *opt) { return opt ? opt->name : ""; }

@@ -7,7 +7,7 @@
 
 #include "tensor_impl.h"
 
-clg_tensor *clg_tensor_empty(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape)
+clg_tensor *clg_empty(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape)
 {
     if (!dev) return NULL;
     return clg__tensor_new(dev, dtype, ndim, shape);
@@ -95,7 +95,7 @@ clg_buffer *clg__index_check(const char *op, const char *what, const clg_tensor 
 
 clg_tensor *clg_full(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape, double value)
 {
-    clg_tensor *t = clg_tensor_empty(dev, dtype, ndim, shape);
+    clg_tensor *t = clg_empty(dev, dtype, ndim, shape);
     if (t && clg_fill_(t, value) != CLG_OK) {
         clg_tensor_free(t);
         return NULL;

@@ -12,11 +12,11 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 static void check_consistent(const clg_safetensors *st, const unsigned char *data, size_t size)
 {
     for (int i = 0; i < clg_safetensors_count(st); i++) {
-        const clg_st_tensor *t = clg_safetensors_at(st, i);
+        const clg_safetensors_entry *t = clg_safetensors_at(st, i);
         const unsigned char *p = t->data;
         uint64_t numel = 1;
         for (int d = 0; d < t->ndim; d++) numel *= (uint64_t)t->shape[d];
-        if (numel != (uint64_t)t->numel || t->bytes != numel * clg_st_dtype_size(t->dtype)) abort();
+        if (numel != (uint64_t)t->numel || t->bytes != numel * clg_elem_size(t->dtype)) abort();
         if (p < data + 8 || p > data + size || t->bytes > (size_t)(data + size - p)) abort();
         if (clg_safetensors_find(st, t->name) != t) abort();
         if (i > 0 && (const unsigned char *)clg_safetensors_at(st, i - 1)->data > p) abort();   /* data order */
@@ -32,11 +32,11 @@ static void check_round_trip(const clg_safetensors *st)
 {
     int n = clg_safetensors_count(st), nm = clg_safetensors_meta_count(st);
     clg__st_item *items = calloc((size_t)n + 1, sizeof *items);
-    clg_st_meta *meta = calloc((size_t)nm + 1, sizeof *meta);
+    clg_safetensors_pair *meta = calloc((size_t)nm + 1, sizeof *meta);
     if (!items || !meta) abort();
     size_t total = 0;
     for (int i = 0; i < n; i++) {
-        const clg_st_tensor *t = clg_safetensors_at(st, i);
+        const clg_safetensors_entry *t = clg_safetensors_at(st, i);
         items[i] = (clg__st_item){.name = t->name, .dtype = t->dtype, .ndim = t->ndim, .host = t->data};
         memcpy(items[i].shape, t->shape, sizeof t->shape);
         total += t->bytes;
@@ -51,7 +51,7 @@ static void check_round_trip(const clg_safetensors *st)
     memcpy(file + 8, header, hlen);
     size_t at = 8 + hlen;
     for (int i = 0; i < n; i++) {
-        const clg_st_tensor *t = clg_safetensors_at(st, i);
+        const clg_safetensors_entry *t = clg_safetensors_at(st, i);
         if (t->bytes) memcpy(file + at, t->data, t->bytes);
         at += t->bytes;
     }
@@ -59,7 +59,7 @@ static void check_round_trip(const clg_safetensors *st)
     if (clg_safetensors_parse(file, at, "again", &again, err, sizeof err) != CLG_OK) abort();
     if (clg_safetensors_count(again) != n || clg_safetensors_meta_count(again) != nm) abort();
     for (int i = 0; i < n; i++) {
-        const clg_st_tensor *a = clg_safetensors_at(st, i), *b = clg_safetensors_at(again, i);
+        const clg_safetensors_entry *a = clg_safetensors_at(st, i), *b = clg_safetensors_at(again, i);
         if (strcmp(a->name, b->name) || a->dtype != b->dtype || a->ndim != b->ndim || a->bytes != b->bytes ||
             memcmp(a->shape, b->shape, sizeof a->shape) || (a->bytes && memcmp(a->data, b->data, a->bytes)))
             abort();

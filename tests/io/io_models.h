@@ -8,7 +8,7 @@
 /* MLP 12 -> 16 -> 16 -> 16 -> 3 with every activation layer. */
 static inline clg_module *io_mlp(clg_device *dev, int64_t out)
 {
-    return clg_sequential_new(dev, 11, (clg_module *[]){
+    return clg_nn_sequential(dev, 11, (clg_module *[]){
         clg_nn_linear(dev, 12, 16, true), clg_nn_relu(dev), clg_nn_linear(dev, 16, 16, true), clg_nn_gelu(dev),
         clg_nn_tanh(dev), clg_nn_linear(dev, 16, 16, false), clg_nn_leaky_relu(dev, 0.1), clg_nn_sigmoid(dev),
         clg_nn_dropout(dev, 0.25), clg_nn_linear(dev, 16, out, true), clg_nn_softmax(dev, 1)});
@@ -20,7 +20,7 @@ static inline clg_module *io_cnn(clg_device *dev, int64_t classes)
 {
     const clg_conv2d_params pad1 = {.padding = {1, 1}};
     const clg_conv2d_params s2 = {.stride = {2, 2}, .padding = {1, 1}};
-    return clg_sequential_new(dev, 12, (clg_module *[]){
+    return clg_nn_sequential(dev, 12, (clg_module *[]){
         clg_nn_conv2d(dev, 3, 4, 3, 3, &pad1, true), clg_nn_batch_norm2d(dev, 4, 1e-5, 0.1), clg_nn_relu(dev),
         clg_nn_max_pool2d(dev, 2, 2, 0), clg_nn_conv2d(dev, 4, 6, 3, 3, &s2, false),
         clg_nn_avg_pool2d(dev, 2, 1, 0), clg_nn_global_avg_pool2d(dev), clg_nn_flatten(dev),
@@ -31,7 +31,7 @@ static inline clg_module *io_cnn(clg_device *dev, int64_t classes)
 /* Token ids [N, T] -> Embedding(20, 8) -> LayerNorm(8) -> Linear(8, 4). */
 static inline clg_module *io_embed(clg_device *dev)
 {
-    return clg_sequential_new(dev, 3, (clg_module *[]){
+    return clg_nn_sequential(dev, 3, (clg_module *[]){
         clg_nn_embedding(dev, 20, 8), clg_nn_layer_norm(dev, 1, (const int64_t[]){8}, 1e-5),
         clg_nn_linear(dev, 8, 4, true)});
 }
