@@ -173,13 +173,5 @@ clg_module *clg_nn_group_norm(clg_device *dev, int64_t groups, int64_t channels,
         return NULL;
     }
     *d = (gn_data){groups, channels, eps ? eps : 1e-5};
-    clg_tensor *w = clg_ones(dev, CLG_F32, 1, &channels), *b = clg_zeros(dev, CLG_F32, 1, &channels);
-    clg_status st = w ? clg_module_add_param(m, "weight", w) : m->dev->status;
-    if (st != CLG_OK) clg_tensor_free(w);
-    if (st == CLG_OK && (st = b ? clg_module_add_param(m, "bias", b) : m->dev->status) != CLG_OK) clg_tensor_free(b);
-    if (st != CLG_OK) {
-        clg_module_free(m);
-        return NULL;
-    }
-    return m;
+    return clg__nn_affine_params(m, 1, &channels);
 }

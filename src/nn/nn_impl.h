@@ -34,5 +34,8 @@ struct clg_module {
 /* Uniform(-bound, bound) parameters as PyTorch initialises Linear and Conv2d:
  * bound = 1 / sqrt(fan_in). Made outside any scope. */
 clg_tensor *clg__nn_uniform_param(clg_device *dev, int ndim, const int64_t *shape, double bound);
+/* Adds weight (ones) and bias (zeros) of shape to m, as the normalisation layers have
+ * them; returns m, or NULL with m freed. */
+clg_module *clg__nn_affine_params(clg_module *m, int ndim, const int64_t *shape);
 
 #endif

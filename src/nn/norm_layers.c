@@ -111,7 +111,12 @@ clg_module *clg_nn_layer_norm(clg_device *dev, int ndim, const int64_t *shape, d
     d->ndim = ndim;
     memcpy(d->shape, shape, (size_t)ndim * sizeof *shape);
     d->eps = eps ? eps : 1e-5;
-    clg_tensor *w = clg_ones(dev, CLG_F32, ndim, shape), *b = clg_zeros(dev, CLG_F32, ndim, shape);
+    return clg__nn_affine_params(m, ndim, shape);
+}
+
+clg_module *clg__nn_affine_params(clg_module *m, int ndim, const int64_t *shape)
+{
+    clg_tensor *w = clg_ones(m->dev, CLG_F32, ndim, shape), *b = clg_zeros(m->dev, CLG_F32, ndim, shape);
     clg_status st = w ? clg_module_add_param(m, "weight", w) : m->dev->status;
     if (st != CLG_OK) clg_tensor_free(w);
     if (st == CLG_OK && (st = b ? clg_module_add_param(m, "bias", b) : m->dev->status) != CLG_OK) clg_tensor_free(b);
