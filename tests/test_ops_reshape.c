@@ -40,6 +40,21 @@ static void test_flip(clg_device *dev)
                 clg_scope_end(dev);
             }
     }
+    /* long rows (the copy's row kernel) read backwards, in every layout */
+    enum { R = 3, L = 150 };
+    static double lx[R * L], lw[R * L];
+    optest_fill(lx, R * L, -50, 50, 8);
+    for (int i = 0; i < R * L; i++) lx[i] = floor(lx[i]);
+    for (int i = 0; i < R; i++)
+        for (int k = 0; k < L; k++) lw[i * L + k] = lx[(R - 1 - i) * L + L - 1 - k];
+    for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
+        clg_scope_begin(dev);
+        char w[64];
+        snprintf(w, sizeof w, "flip long rows %s", optest_layout_names[l]);
+        optest_close(w, clg_flip(optest_tensor(dev, CLG_F32, CLG_SHAPE(R, L), lx, (optest_layout)l), CLG_AXES(0, 1)),
+                     lw, R * L, 0, 0);
+        clg_scope_end(dev);
+    }
     clg_scope_begin(dev);
     clg_tensor *t = optest_tensor(dev, CLG_F32, CLG_SHAPE(A, B, C), x, OPTEST_CONTIGUOUS);
     CHECK(clg_flip(t, CLG_AXES(3)) == NULL);

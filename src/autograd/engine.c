@@ -223,8 +223,9 @@ clg_status clg_grad(int n, clg_tensor *const *outputs, clg_tensor *const *grad_o
         if (!inputs[i] || inputs[i]->dev != dev)
             return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg_grad: input %d is NULL or on another device", i);
     clg_status st = CLG_OK;
-    for (int i = 0; st == CLG_OK && i < m; i++)   /* made here: in the caller's scope */
-        if (!(grads[i] = clg__tensor_new(dev, inputs[i]->dtype, inputs[i]->ndim, inputs[i]->shape))) st = dev->status;
+    /* Made here, in the caller's scope; zeros stay for an input reached by no gradient. */
+    for (int i = 0; st == CLG_OK && i < m; i++)
+        if (!(grads[i] = clg_zeros(dev, inputs[i]->dtype, inputs[i]->ndim, inputs[i]->shape))) st = dev->status;
     capture cap = {m, inputs, grads};
     if (st == CLG_OK) st = run_pass(dev, n, outputs, grad_outputs, &cap);
     if (st != CLG_OK)
