@@ -119,6 +119,26 @@ static void test_grad(clg_device *dev)
     clg_scope_end(dev);
 }
 
+/* zero_grad is lazy: the next backward writes the gradient (no fill, no add), and a
+ * read before any backward sees zeros. */
+static void test_lazy_zero_grad(clg_device *dev)
+{
+    clg_scope_begin(dev);
+    const double xv[3] = {1, 2, 3};
+    clg_tensor *x = leaf(dev, xv, 3);
+    CHECK_OK(dev, clg_backward(clg_sum(clg_mul_scalar(x, 5.0), 0, NULL, false), NULL));
+    clg_tensor_zero_grad(x);
+    CHECK_OK(dev, clg_backward(clg_sum(clg_mul_scalar(x, 2.0), 0, NULL, false), NULL));
+    optest_close("the pass after zero_grad writes, not adds", clg_tensor_grad(x), (double[]){2, 2, 2}, 3, 0, 0);
+    clg_tensor_zero_grad(x);
+    optest_close("zero_grad then a read: zeros", clg_tensor_grad(x), (double[]){0, 0, 0}, 3, 0, 0);
+    CHECK_OK(dev, clg_backward(clg_sum(clg_mul_scalar(x, 3.0), 0, NULL, false), NULL));
+    optest_close("after the read, passes add again", clg_tensor_grad(x), (double[]){3, 3, 3}, 3, 0, 0);
+    CHECK_OK(dev, clg_backward(clg_sum(clg_mul_scalar(x, 3.0), 0, NULL, false), NULL));
+    optest_close("two passes add", clg_tensor_grad(x), (double[]){6, 6, 6}, 3, 0, 0);
+    clg_scope_end(dev);
+}
+
 static void test_int64_indices(clg_device *dev)
 {
     clg_scope_begin(dev);
@@ -142,6 +162,7 @@ int main(void)
     test_retain_grad(dev);
     test_hooks(dev);
     test_grad(dev);
+    test_lazy_zero_grad(dev);
     test_int64_indices(dev);
     CHECK_MSG(clg_tensor_live_count(dev) == 0, "%lld tensors leaked", (long long)clg_tensor_live_count(dev));
     clg_device_close(dev);

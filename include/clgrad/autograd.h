@@ -32,7 +32,8 @@ CLG_API clg_status clg_tensor_set_requires_grad(clg_tensor *t, bool requires_gra
 CLG_API bool clg_tensor_requires_grad(const clg_tensor *t);
 /* The accumulated gradient of a leaf (same shape), NULL before any backward. Owned by t. */
 CLG_API clg_tensor *clg_tensor_grad(const clg_tensor *t);
-/* Fill the gradient with zeros (keeping its memory). */
+/* Zero the gradient, keeping its memory. Lazily: the next backward pass writes the
+ * gradient instead of adding to it (no fill, no add), and a read before that sees zeros. */
 CLG_API void clg_tensor_zero_grad(clg_tensor *t);
 /* Drop the gradient. */
 CLG_API void clg_tensor_clear_grad(clg_tensor *t);

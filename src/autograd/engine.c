@@ -62,7 +62,8 @@ oom:
     return NULL;
 }
 
-/* t.grad += g (g has t's shape). The gradient belongs to t, not to any scope. */
+/* t.grad += g (g has t's shape). The gradient belongs to t, not to any scope. After a
+ * zero_grad (grad_zero) the sum is g itself: one write instead of a fill and an add. */
 static clg_status accumulate_leaf(clg_tensor *t, clg_tensor *g)
 {
     if (!t->grad) {
@@ -71,6 +72,10 @@ static clg_status accumulate_leaf(clg_tensor *t, clg_tensor *g)
         clg__tensor_unscope(grad);   /* keeps its one reference, now t's */
         t->grad = grad;
         return clg_copy_(grad, g);
+    }
+    if (t->grad_zero) {
+        t->grad_zero = false;
+        return clg_copy_(t->grad, g);
     }
     return clg_axpy_(t->grad, 1.0, g);
 }
@@ -250,15 +255,28 @@ clg_status clg_tensor_set_requires_grad(clg_tensor *t, bool requires_grad)
 }
 
 bool clg_tensor_requires_grad(const clg_tensor *t) { return t && t->requires_grad; }
-clg_tensor *clg_tensor_grad(const clg_tensor *t) { return t ? t->grad : NULL; }
+clg_tensor *clg__grad(clg_tensor *t)
+{
+    if (!t || !t->grad) return NULL;
+    if (t->grad_zero) {
+        clg_no_grad_begin(t->dev);
+        clg_status st = clg_fill_(t->grad, 0.0);
+        clg_no_grad_end(t->dev);
+        if (st != CLG_OK) return NULL;   /* recorded on the device */
+        t->grad_zero = false;
+    }
+    return t->grad;
+}
+
+/* Logically const: the zeros a zero_grad left pending are written on first sight. */
+clg_tensor *clg_tensor_grad(const clg_tensor *t) { return clg__grad((clg_tensor *)t); }
 bool clg_tensor_has_history(const clg_tensor *t) { return t && t->node; }
 
+/* Lazy: the values become zeros when next read (clg__grad), or are overwritten by the
+ * next backward pass's first contribution, which saves a fill and an add per step. */
 void clg_tensor_zero_grad(clg_tensor *t)
 {
-    if (!t || !t->grad) return;
-    clg_no_grad_begin(t->dev);
-    clg_fill_(t->grad, 0.0);
-    clg_no_grad_end(t->dev);
+    if (t && t->grad) t->grad_zero = true;
 }
 
 void clg_tensor_clear_grad(clg_tensor *t)
@@ -266,6 +284,7 @@ void clg_tensor_clear_grad(clg_tensor *t)
     if (!t) return;
     clg__tensor_release(t->grad);
     t->grad = NULL;
+    t->grad_zero = false;
 }
 
 clg_status clg_tensor_retain_grad(clg_tensor *t)

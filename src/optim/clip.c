@@ -16,11 +16,11 @@ static clg_status check_params(clg_device *dev, int n, clg_tensor *const *params
         return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "%s: max_norm %g must be >= 0", FN, max_norm);
     bool found = false;
     for (int i = 0; i < n; i++) {
-        const clg_tensor *p = params[i];
+        clg_tensor *p = params[i];
         if (!p || p->dev != dev)
             return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "%s: parameter %d is %s", FN, i,
                              p ? "on another device than the first" : "NULL");
-        const clg_tensor *g = p->grad;
+        const clg_tensor *g = clg__grad(p);
         if (!g) continue;
         if (!clg_tensor_is_contiguous(g) || g->offset + g->numel > INT32_MAX)
             return clg__fail(dev, CLG_ERR_UNSUPPORTED, "%s: the gradient %s of parameter %d is not contiguous "
@@ -40,7 +40,7 @@ static clg_tensor *sum_of_squares(clg_device *dev, clg_dtype dtype, int n, clg_t
 {
     clg_tensor *acc = clg_zeros(dev, dtype, 0, NULL);
     for (int i = 0; acc && i < n; i++) {
-        clg_tensor *g = params[i]->grad;
+        clg_tensor *g = clg__grad(params[i]);
         if (!g) continue;
         clg_tensor *sq = clg_mul(g, g);
         clg_tensor *s = clg_sum(sq, 0, NULL, false);
@@ -69,7 +69,7 @@ static clg_status clip(clg_device *dev, clg_dtype dtype, int n, clg_tensor *cons
     clg_arg coef[] = {MEM(sumsq), MEM(norm), MEM(scale), clg__arg_scalar(dtype, max_norm)};
     clg_status st = launch(dev, dtype, "clip_coef", coef, 7, 1);
     for (int i = 0; st == CLG_OK && i < n; i++) {
-        clg_tensor *g = params[i]->grad;
+        clg_tensor *g = clg__grad(params[i]);
         if (!g) continue;
         clg_arg args[] = {CLG_ARG_I(g->numel), MEM(g), MEM(scale)};
         st = launch(dev, dtype, "scale_by", args, 5, (size_t)g->numel);

@@ -121,7 +121,8 @@ static bool takes_step(const clg_tensor *p) { return p->requires_grad && p->grad
  * so, this guards the invariant rather than corrupt memory. */
 static clg_status check_grad(const clg_optimizer *opt, int i)
 {
-    const clg_tensor *p = opt->params[i].p, *g = p->grad;
+    const clg_tensor *p = opt->params[i].p, *g = clg__grad(opt->params[i].p);
+    if (!g) return opt->dev->status;
     if (g->dtype == p->dtype && g->numel == p->numel && clg_tensor_is_contiguous(g) &&
         g->offset + g->numel <= INT32_MAX)
         return CLG_OK;
@@ -145,7 +146,7 @@ clg_status clg_optimizer_step(clg_optimizer *opt)
         clg_optim_param *pp = &opt->params[i];
         if (!takes_step(pp->p)) continue;
         pp->steps++;
-        clg_status st = clg__optim_update(opt, pp, pp->p->grad);
+        clg_status st = clg__optim_update(opt, pp, clg__grad(pp->p));
         if (st != CLG_OK) return st;
         clg__tensor_written(pp->p);   /* a tape that read the parameter is stale now */
     }

@@ -29,11 +29,17 @@ struct clg_tensor {
     int scope;                     /* level, or -1 when in no scope (grads) */
     clg_tensor *prev, *next;
     bool retain_grad;              /* a non-leaf keeps its gradient in grad too */
+    bool grad_zero;                /* grad's values count as zeros (zero_grad is lazy: the next
+                                      accumulation writes instead of adding; clg__grad fills) */
     struct clg_hook *hooks;        /* run on its gradient in every backward pass; owned */
     /* backward pass scratch */
     clg_tensor *bgrad;             /* gradient flowing into this tensor during clg_backward */
     uint64_t visit;
 };
+
+/* t's gradient as its values are (NULL when it has none): zeros written now if a
+ * zero_grad left them pending. Every reader of ->grad outside the engine goes here. */
+clg_tensor *clg__grad(clg_tensor *t);
 
 /* A gradient hook (clg_tensor_register_hook), in a list. */
 typedef struct clg_hook {
