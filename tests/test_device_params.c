@@ -59,6 +59,13 @@ static void test_defaults(void)
                   strstr(clg_device_error(dev), "gemm_dot = \"auto\""), "bad gemm_dot: %s", clg_device_error(dev));
     CHECK_MSG(clg_device_set_param(dev, "col2im", "rows") == CLG_ERR_INVALID_ARGUMENT &&
                   strstr(clg_device_error(dev), "col2im = \"rows\""), "bad col2im: %s", clg_device_error(dev));
+    /* conv2d keeps its columns for the weight gradient unless told to rebuild them. */
+    CHECK_MSG(p->conv_keep_columns && strstr(buf, "conv_columns = keep"), "conv_columns: %s", buf);
+    CHECK_MSG(clg_device_set_param(dev, "conv_columns", "rebuild") == CLG_OK && !p->conv_keep_columns,
+              "set conv_columns");
+    CHECK_MSG(clg_device_set_param(dev, "conv_columns", "drop") == CLG_ERR_INVALID_ARGUMENT &&
+                  strstr(clg_device_error(dev), "conv_columns = \"drop\""), "bad conv_columns: %s",
+              clg_device_error(dev));
     clg_device_close(dev);
 }
 

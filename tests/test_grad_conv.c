@@ -121,14 +121,41 @@ static void col2im_variants_agree(clg_device *dev)
     CHECK_MSG(!memcmp(dx[0], dx[1], sizeof dx[0]), "conv2d dx: col2im planes and gather differ");
 }
 
+/* The weight gradient from the forward's kept columns and from rebuilt ones: the same
+ * bits (the same columns, the same products). */
+static void kept_columns_agree(clg_device *dev)
+{
+    clg_conv2d_params geo = {{2, 1}, {1, 1}, {1, 1}, 2};
+    float dw[2][6 * 2 * 3 * 3];
+    for (int v = 0; v < 2; v++) {
+        CHECK_OK(dev, clg_device_set_param(dev, "conv_columns", v ? "rebuild" : "keep"));
+        clg_scope_begin(dev);
+        clg_manual_seed(dev, 9);
+        clg_tensor *x = clg_rand(dev, CLG_F32, SH(3, 4, 9, 8), -1, 1);
+        clg_tensor *w = clg_rand(dev, CLG_F32, SH(6, 2, 3, 3), -1, 1);
+        CHECK_OK(dev, clg_tensor_set_requires_grad(w, true));
+        clg_tensor *y = clg_conv2d(x, w, NULL, &geo);
+        clg_tensor *gy = clg_rand(dev, CLG_F32, 4, y ? clg_tensor_shape(y) : (int64_t[]){1, 1, 1, 1}, -1, 1);
+        CHECK_OK(dev, clg_backward(y, gy));
+        CHECK_OK(dev, clg_tensor_to_host(clg_tensor_grad(w), dw[v], sizeof dw[v]));
+        clg_scope_end(dev);
+    }
+    CHECK_MSG(!memcmp(dw[0], dw[1], sizeof dw[0]), "conv2d dW: kept and rebuilt columns differ");
+    CHECK_OK(dev, clg_device_set_param(dev, "conv_columns", "keep"));
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
+    kept_columns_agree(dev);
     /* Both ways of summing the input gradient, whatever the device's default. */
     CHECK_OK(dev, clg_device_set_param(dev, "col2im", "planes"));
     conv_checks(dev, true);
     CHECK_OK(dev, clg_device_set_param(dev, "col2im", "gather"));
     conv_checks(dev, false);
+    CHECK_OK(dev, clg_device_set_param(dev, "conv_columns", "rebuild"));   /* dW from rebuilt columns */
+    conv_checks(dev, false);
+    CHECK_OK(dev, clg_device_set_param(dev, "conv_columns", "keep"));
     col2im_variants_agree(dev);
     pool_checks(dev);
     more_layer_checks(dev);

@@ -213,6 +213,10 @@ typedef struct clg_device_params {
      * products along k read in place, one launch (gemm.cl's gemm_dot), rather than
      * packing both operands (gemm_kernel.c). */
     bool gemm_dot;
+    /* conv2d's forward keeps its column matrix for the weight gradient ("keep": one
+     * im2col pass less per layer and step, the columns held until the tape goes, tens
+     * of MB per layer at batch 128), or the backward rebuilds it ("rebuild"). */
+    bool conv_keep_columns;
 } clg_device_params;
 
 const clg_device_params *clg__device_params(const clg_device *dev);

@@ -59,6 +59,7 @@ static void defaults(clg_device *dev)
     p->binary_cache = !driver_caches_kernels(dev);
     p->col2im_planes = wide_items;
     p->gemm_dot = true;
+    p->conv_keep_columns = true;
 }
 
 /* ---- overrides ------------------------------------------------------------------------ */
@@ -104,6 +105,8 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
     if (!strcmp(key, "binary_cache")) return parse_choice(dev, key, value, origin, "on", "off", &p->binary_cache);
     if (!strcmp(key, "gemm_dot")) return parse_choice(dev, key, value, origin, "on", "off", &p->gemm_dot);
     if (!strcmp(key, "col2im")) return parse_choice(dev, key, value, origin, "planes", "gather", &p->col2im_planes);
+    if (!strcmp(key, "conv_columns"))
+        return parse_choice(dev, key, value, origin, "keep", "rebuild", &p->conv_keep_columns);
     /* Group sizes are capped by the device: a larger value would only fail at launch. */
     size_t cap = min_size(p->max_group, p->max_item[0]);
     if (!strcmp(key, "group_1d")) return parse_size(dev, key, value, origin, 1, cap, &p->group_1d);
@@ -125,7 +128,7 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
     }
     return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
                      "device parameters (%s): unknown key \"%s\" (known: gemm, group_1d, group_1d_min, group_reduce, "
-                     "local_mem, max_group, binary_cache, col2im, gemm_dot)", origin, key);
+                     "local_mem, max_group, binary_cache, col2im, gemm_dot, conv_columns)", origin, key);
 }
 
 static char *trim(char *s)
@@ -183,11 +186,12 @@ void clg__params_format(const clg_device_params *p, char *buf, size_t len)
 {
     snprintf(buf, len,
              "gemm = %s\ngroup_1d = %zu\ngroup_1d_min = %zu\ngroup_reduce = %zu\nvector_float = %d\n"
-             "max_group = %zu\nmax_item = %zu %zu %zu\nlocal_mem = %llu%s\nbinary_cache = %s\ncol2im = %s\ngemm_dot = %s\n",
+             "max_group = %zu\nmax_item = %zu %zu %zu\nlocal_mem = %llu%s\nbinary_cache = %s\ncol2im = %s\ngemm_dot = %s\nconv_columns = %s\n",
              p->gemm, p->group_1d, p->group_1d_min, p->group_reduce, p->vector_float, p->max_group, p->max_item[0],
              p->max_item[1], p->max_item[2], (unsigned long long)p->local_mem,
              p->local_is_global ? " (emulated in global memory)" : "", p->binary_cache ? "on" : "off",
-             p->col2im_planes ? "planes" : "gather", p->gemm_dot ? "on" : "off");
+             p->col2im_planes ? "planes" : "gather", p->gemm_dot ? "on" : "off",
+             p->conv_keep_columns ? "keep" : "rebuild");
 }
 
 clg_status clg_device_set_param(clg_device *dev, const char *key, const char *value)

@@ -12,9 +12,11 @@
  *   dW = sum over n of dy[n] . col[n]^T  (batched GEMM into [N, O, K], summed over N);
  *   dcol = W^T . dy[n]                    (batched GEMM), then col2im gathers it into dx;
  *   db = sum of dy over n, h, w.
- * The columns are not kept from the forward: at batch 128 they are tens of MB per
- * layer, so the backward rebuilds them (one memory pass) and every column buffer is
- * freed as soon as its GEMMs are enqueued, for the pool to hand to the next layer.
+ * The forward's columns are kept on the tape for dW where the device table says
+ * conv_columns = keep (one im2col pass less per layer and step: 19% of the reference
+ * CNN's step on POCL went to im2col); with rebuild, the backward makes them again and
+ * every column buffer is freed as soon as its GEMMs are enqueued (at batch 128 they are
+ * tens of MB per layer). dx's columns are always the backward's own.
  *
  * Why im2col + GEMM and not a direct kernel or CLBlast's convgemm: bench/RESULTS.md
  * ("Convolution") has the measurements; in short, on POCL the direct kernel is slower
@@ -205,7 +207,9 @@ static clg_status fill_bias(clg_tensor *y, clg_tensor *b)
     return clg__conv_launch_grid(y->dev, y->dtype, "fill_bias", a, 7, (const int64_t[]){P, NO, 1});
 }
 
-static clg_status forward_gemm(clg_tensor *x, clg_tensor *w, clg_tensor *b, const conv_geo *g, clg_tensor *y)
+/* keep: the column tensor is handed out in *kept (NULL when x is its own columns). */
+static clg_status forward_gemm(clg_tensor *x, clg_tensor *w, clg_tensor *b, const conv_geo *g, clg_tensor *y,
+                               clg_tensor **kept)
 {
     clg_device *dev = x->dev;
     size_t K = (size_t)rows_per_group(g), P = (size_t)pixels(g), Og = (size_t)(g->O / g->G);
@@ -220,7 +224,8 @@ static clg_status forward_gemm(clg_tensor *x, clg_tensor *w, clg_tensor *b, cons
     operand B = {c.buf, c.off, P, (size_t)g->C * g->KH * g->KW * P, K * P, false};
     operand C = {y->buf, 0, P, (size_t)g->O * P, Og * P, false};
     clg_status st = grouped_gemm(dev, x->dtype, g, Og, P, K, A, B, b ? 1.0 : 0.0, C);
-    clg_tensor_free(c.t);   /* enqueued: the pool may hand the buffer on */
+    if (kept && st == CLG_OK) *kept = c.t;   /* for the weight gradient */
+    else clg_tensor_free(c.t);               /* enqueued: the pool may hand the buffer on */
     if (wm != w) clg_tensor_free(wm);
     return st;
 }
@@ -237,13 +242,15 @@ static clg_status forward_direct(clg_tensor *x, clg_tensor *w, clg_tensor *b, co
     return st;
 }
 
-clg_tensor *clg__conv_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, const conv_geo *g, clg_conv_algo algo)
+clg_tensor *clg__conv_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, const conv_geo *g, clg_conv_algo algo,
+                              clg_tensor **cols)
 {
+    if (cols) *cols = NULL;
     clg_tensor *y = clg__tensor_new(x->dev, x->dtype, 4, (const int64_t[]){g->N, g->O, g->OH, g->OW});
     if (!y || y->numel == 0) return y;
     /* The direct kernel reads the bias from its offset with unit stride. */
     bool direct = algo == CLG_CONV_DIRECT && (!b || clg_tensor_is_contiguous(b));
-    clg_status st = direct ? forward_direct(x, w, b, g, y) : forward_gemm(x, w, b, g, y);
+    clg_status st = direct ? forward_direct(x, w, b, g, y) : forward_gemm(x, w, b, g, y, cols);
     if (st == CLG_OK) return y;
     clg_tensor_free(y);
     return clg__op_fail(x->dev, x->dev->status, "conv2d", "x %s, weight %s: %.7000s", CLG_DESC(x), CLG_DESC(w),
@@ -269,12 +276,12 @@ static conv_geo geo_load(const clg_node *n)
 }
 
 /* dW = sum over n of dy[n] . col[n]^T, per group: [N, O, K] products, summed over N. */
-clg_tensor *clg__conv_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g)
+clg_tensor *clg__conv_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g, clg_tensor *kept)
 {
     size_t K = (size_t)rows_per_group(g), P = (size_t)pixels(g), Og = (size_t)(g->O / g->G);
     clg_tensor *part = clg__tensor_new(x->dev, x->dtype, 3, (const int64_t[]){g->N, g->O, (int64_t)K});
-    cols c;
-    if (!part || !im2col(x, g, &c)) return clg_tensor_free(part), NULL;
+    cols c = {NULL, kept ? kept->buf : NULL, kept ? (size_t)kept->offset : 0};   /* the forward's, if kept */
+    if (!part || (!kept && !im2col(x, g, &c))) return clg_tensor_free(part), NULL;
     operand A = {gy->buf, (size_t)gy->offset, P, (size_t)g->O * P, Og * P, false};
     operand B = {c.buf, c.off, P, (size_t)g->C * g->KH * g->KW * P, K * P, true};
     operand C = {part->buf, 0, K, (size_t)g->O * K, Og * K, false};
@@ -335,7 +342,8 @@ static clg_status conv2d_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     clg_tensor *gy = clg_contiguous(g);
     if (!gy) return g->dev->status;
     if (n->ninputs > 2 && clg__wants_grad(n, 2) && !(gin[2] = grad_bias(gy, &geo))) return g->dev->status;
-    if (clg__wants_grad(n, 1) && !(gin[1] = clg__conv_grad_weight(x, w, gy, &geo))) return g->dev->status;
+    if (clg__wants_grad(n, 1) && !(gin[1] = clg__conv_grad_weight(x, w, gy, &geo, n->saved[0])))
+        return g->dev->status;
     if (clg__wants_grad(n, 0) && !(gin[0] = clg__conv_grad_input(w, gy, &geo))) return g->dev->status;
     return CLG_OK;
 }
@@ -348,10 +356,18 @@ clg_tensor *clg__conv2d_with(clg_tensor *x, clg_tensor *w, clg_tensor *b, const 
     if (!x || !w) return NULL;
     conv_geo g;
     if (!check_tensors(x, w, b) || !fill_params(x, w, p, &g) || !check_geometry(x, w, &g)) return NULL;
+    /* The columns are kept for the weight gradient when the device table says so and
+     * the weight will get one (a frozen or no-grad convolution keeps nothing). */
+    bool keep = clg__device_params(x->dev)->conv_keep_columns && clg_grad_enabled(x->dev) && w->requires_grad;
+    clg_tensor *cols = NULL;
     clg_node *node = NULL;
-    clg_tensor *y = clg__taped(clg__conv_forward(x, w, b, &g, algo), CLG_OP_conv2d, conv2d_bw, b ? 3 : 2,
-                               (clg_tensor *const[]){x, w, b}, &node);
-    if (node) geo_save(node, &g);
+    clg_tensor *y = clg__taped(clg__conv_forward(x, w, b, &g, algo, keep ? &cols : NULL), CLG_OP_conv2d, conv2d_bw,
+                               b ? 3 : 2, (clg_tensor *const[]){x, w, b}, &node);
+    if (node) {
+        geo_save(node, &g);
+        if (cols) clg__node_save(node, 0, cols);   /* the node's reference; the scope's goes now */
+    }
+    clg_tensor_free(cols);
     return y;
 }
 

@@ -21,9 +21,10 @@ typedef struct conv_geo {
 /* The pieces of conv2d, off the tape, for conv_transpose2d (its forward is conv2d's
  * input gradient, its backward conv2d's forward and weight gradient): y [N, O, OH, OW]
  * from x; dx [N, C, H, W] from dy; dW from x and dy. dy and x contiguous. */
-clg_tensor *clg__conv_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, const conv_geo *g, clg_conv_algo algo);
+clg_tensor *clg__conv_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, const conv_geo *g, clg_conv_algo algo,
+                              clg_tensor **cols);   /* cols: the column matrix kept, or NULL */
 clg_tensor *clg__conv_grad_input(clg_tensor *w, clg_tensor *gy, const conv_geo *g);
-clg_tensor *clg__conv_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g);
+clg_tensor *clg__conv_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g, clg_tensor *kept);
 
 /* clg_conv2d with the forward computed by `algo`; the same checks, tape and backward. */
 clg_tensor *clg__conv2d_with(clg_tensor *x, clg_tensor *w, clg_tensor *b, const clg_conv2d_params *p,

@@ -38,11 +38,11 @@ static clg_status conv_transpose2d_bw(clg_node *n, clg_tensor *g, clg_tensor **g
     conv_geo geo = transpose_geo(x, w, n->i, n->i[7], n->i[8]);
     clg_tensor *gy = clg_contiguous(g);
     if (!gy) return g->dev->status;
-    if (clg__wants_grad(n, 0) && !(gin[0] = clg__conv_forward(gy, w, NULL, &geo, CLG_CONV_GEMM)))
+    if (clg__wants_grad(n, 0) && !(gin[0] = clg__conv_forward(gy, w, NULL, &geo, CLG_CONV_GEMM, NULL)))
         return g->dev->status;
     if (clg__wants_grad(n, 1)) {
         clg_tensor *xc = clg_contiguous(x);
-        if (!xc || !(gin[1] = clg__conv_grad_weight(gy, w, xc, &geo))) return g->dev->status;
+        if (!xc || !(gin[1] = clg__conv_grad_weight(gy, w, xc, &geo, NULL))) return g->dev->status;
     }
     return CLG_OK;
 }
