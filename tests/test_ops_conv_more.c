@@ -156,6 +156,22 @@ static void test_upsample(clg_device *dev)
             optest_close(what, clg_upsample_bilinear2d(t, OH, OW), bil, N * C * OH * OW, tol_of(dtypes[di]), 1e-5);
             clg_scope_end(dev);
         }
+    /* a whole scale (3 x 2): views, no index upload; the same values as the reference */
+    static double near2[N * C * 3 * H * 2 * W];
+    for (int nc = 0; nc < N * C; nc++)
+        for (int i = 0; i < 3 * H; i++)
+            for (int j = 0; j < 2 * W; j++) near2[(nc * 3 * H + i) * 2 * W + j] = x[(nc * H + i / 3) * W + j / 2];
+    for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
+        clg_scope_begin(dev);
+        clg_tensor *t = optest_tensor(dev, CLG_F32, CLG_SHAPE(N, C, H, W), x, (optest_layout)l);
+        clg_device_transfers_reset(dev);
+        clg_tensor *y = clg_upsample_nearest2d(t, 3 * H, 2 * W);
+        CHECK_MSG(clg_device_transfers(dev).h2d_bytes == 0, "upsample by a whole scale uploaded an index");
+        char what[64];
+        snprintf(what, sizeof what, "upsample_nearest2d x3 x2 %s", optest_layout_names[l]);
+        optest_close(what, y, near2, N * C * 3 * H * 2 * W, 0, 1e-7);
+        clg_scope_end(dev);
+    }
     clg_scope_begin(dev);
     CHECK(clg_upsample_nearest2d(clg_zeros(dev, CLG_F32, CLG_SHAPE(2, 3)), 4, 4) == NULL);
     CHECK_MSG(strstr(clg_device_error(dev), "clg_upsample_nearest2d"), "%s", clg_device_error(dev));

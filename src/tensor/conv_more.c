@@ -109,10 +109,18 @@ static bool check_upsample(const char *op, clg_tensor *x, int64_t oh, int64_t ow
     return false;
 }
 
-/* Nearest, as torch's 'nearest': output j reads input floor(j * in / out). */
+/* Nearest, as torch's 'nearest': output j reads input floor(j * in / out). Whole
+ * scales (the usual 2x) are views: [N, C, H, 1, W, 1] expanded and copied, no index
+ * tensor to upload; other sizes pick rows and columns by host-made indices. */
 clg_tensor *clg_upsample_nearest2d(clg_tensor *x, int64_t oh, int64_t ow)
 {
     if (!x || !check_upsample("upsample_nearest2d", x, oh, ow)) return NULL;
+    int64_t N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
+    if (H && W && oh % H == 0 && ow % W == 0) {
+        clg_tensor *v = clg_reshape(x, CLG_SHAPE(N, C, H, 1, W, 1));
+        clg_tensor *e = clg_expand(v, CLG_SHAPE(N, C, H, oh / H, W, ow / W));
+        return clg_reshape(e, CLG_SHAPE(N, C, oh, ow));
+    }
     clg_tensor *y = x;
     for (int a = 0; a < 2 && y; a++) {
         int64_t in = x->shape[2 + a], out = a ? ow : oh;
