@@ -56,6 +56,11 @@ static int usage(void)
     return 0;
 }
 
+/* The case tables, in report order. */
+static const struct { const cf_case *cases; const int *count; } tables[] = {
+    {cf_ops_cases, &cf_ops_count}, {cf_nn_cases, &cf_nn_count}, {cf_rnn_cases, &cf_rnn_count}};
+#define NTABLES ((int)(sizeof tables / sizeof *tables))
+
 /* Every differentiable op, from the library's list. */
 static const char *const differentiable[] = {
 #define X(name) #name,
@@ -66,9 +71,9 @@ static const char *const differentiable[] = {
 static bool known_op(const char *op)
 {
     char name[64];
-    for (int t = 0; t < 2; t++) {
-        const cf_case *cs = t ? cf_nn_cases : cf_ops_cases;
-        for (int i = 0; i < (t ? cf_nn_count : cf_ops_count); i++) {
+    for (int t = 0; t < NTABLES; t++) {
+        const cf_case *cs = tables[t].cases;
+        for (int i = 0; i < *tables[t].count; i++) {
             cf_op_name(&cs[i], name, sizeof name);
             if (!strcmp(name, op)) return true;
         }
@@ -237,9 +242,9 @@ static int run_device(const options *o, int index, const clg_device_info *info)
     }
     worst w = {0};
     double tol_f = 0, tol_b = 0;
-    for (int t = 0; t < 2; t++) {
-        const cf_case *cs = t ? cf_nn_cases : cf_ops_cases;
-        for (int i = 0; i < (t ? cf_nn_count : cf_ops_count); i++) {
+    for (int t = 0; t < NTABLES; t++) {
+        const cf_case *cs = tables[t].cases;
+        for (int i = 0; i < *tables[t].count; i++) {
             const cf_case *c = &cs[i];
             if (!selected(o, c)) continue;
             cf_result r;

@@ -17,7 +17,7 @@
 
 #include <clgrad.h>
 
-#define CF_MAX_IN 6
+#define CF_MAX_IN 8
 #define CF_MAX_OUT 4
 
 typedef enum cf_kind {
@@ -87,6 +87,8 @@ extern const cf_case cf_ops_cases[];      /* conformance_ops.c: views, elementwi
 extern const int cf_ops_count;
 extern const cf_case cf_nn_cases[];       /* conformance_nn.c: softmax, losses, conv, pooling, norms, optimizers */
 extern const int cf_nn_count;
+extern const cf_case cf_rnn_cases[];      /* conformance_rnn.c: RNN, LSTM, GRU */
+extern const int cf_rnn_count;
 
 /* ---- the checker (conformance_check.c) ----------------------------------------------------------- */
 typedef struct cf_result {

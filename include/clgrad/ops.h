@@ -234,6 +234,22 @@ CLG_API clg_tensor *clg_cross_entropy_smooth(clg_tensor *logits, clg_tensor *lab
 /* Stable max(x,0) - x t + log(1 + exp(-|x|)) for logits x and float targets t of x's shape. */
 CLG_API clg_tensor *clg_bce_with_logits(clg_tensor *logits, clg_tensor *targets, clg_reduction reduction);
 
+/* ---- recurrent layers: one layer, one direction, over a whole sequence ------------------------ */
+/* x [T, B, input] (time first); w_ih [G hidden, input], w_hh [G hidden, hidden], b_ih and
+ * b_hh [G hidden] or NULL; h0 (and c0) [B, hidden] or NULL for zeros. G and the gate order
+ * are PyTorch's: RNN 1, LSTM 4 (i, f, g, o), GRU 3 (r, z, n), with its equations (the GRU's
+ * n = tanh(W_in x + b_in + r (W_hn h + b_hn))). Returns every step's hidden state
+ * [T, B, hidden]; *hn (and *cn) get the last step's state [B, hidden] when not NULL.
+ * All of them come from one tape node: the input projection of every step is one
+ * GEMM, then each step one GEMM and one fused kernel, forward and backward. A step of
+ * a cell (LSTMCell, GRUCell) is a sequence of length 1. */
+CLG_API clg_tensor *clg_rnn(clg_tensor *x, clg_tensor *w_ih, clg_tensor *w_hh, clg_tensor *b_ih, clg_tensor *b_hh,
+                            clg_tensor *h0, bool relu, clg_tensor **hn);   /* tanh, or relu */
+CLG_API clg_tensor *clg_lstm(clg_tensor *x, clg_tensor *w_ih, clg_tensor *w_hh, clg_tensor *b_ih, clg_tensor *b_hh,
+                             clg_tensor *h0, clg_tensor *c0, clg_tensor **hn, clg_tensor **cn);
+CLG_API clg_tensor *clg_gru(clg_tensor *x, clg_tensor *w_ih, clg_tensor *w_hh, clg_tensor *b_ih, clg_tensor *b_hh,
+                            clg_tensor *h0, clg_tensor **hn);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,377 @@
+/* rnn.c: recurrent layers over a whole sequence: clg_rnn, clg_lstm, clg_gru.
+ *
+ * A layer is two parts. The input projection of every step, x W_ih^T + b_ih, is one
+ * GEMM (clg_linear, on the tape as such). The recurrence is one tape node for the whole
+ * sequence: per step one GEMM (h_{t-1} W_hh^T) and one fused kernel (cl_kernels/rnn.cl)
+ * that adds the hidden bias, applies the gates and writes the new state; its backward
+ * runs the steps in reverse, again one kernel and one GEMM per step, then the weight
+ * gradient of all steps as one GEMM and the bias gradient as one sum. A loop of small
+ * ops would put a dozen nodes and launches on the tape per step instead.
+ *
+ * The node's output packs everything the caller can see into one tensor, so that one
+ * node serves them all: O [T + 1 (+ 1), B, H] holds h0 in row 0, h_t in row t (1..T)
+ * and, for the LSTM, c_T in row T + 1. The output and the final state are views of it.
+ * Rows 0 .. T - 1 are then the previous states of steps 0 .. T - 1, contiguous: the
+ * weight gradient's GEMM reads them in place. */
+#include <string.h>
+
+#include "gemm.h"
+#include "tensor_impl.h"
+
+#define PROGRAM "rnn"
+
+typedef enum rnn_kind { K_RNN, K_LSTM, K_GRU } rnn_kind;
+
+static const char *const OP_NAME[] = {"rnn", "lstm", "gru"};
+static const int GATES[] = {1, 4, 3};
+static const int OP_ID[] = {CLG_OP_rnn, CLG_OP_lstm, CLG_OP_gru};
+
+/* The sizes of one call. */
+typedef struct rnn_dims {
+    rnn_kind kind;
+    bool relu;
+    int64_t T, B, H, G;   /* steps, batch, hidden size, gates */
+} rnn_dims;
+
+static clg_gemm_type gemm_type(clg_dtype d) { return d == CLG_F64 ? CLG_GEMM_F64 : CLG_GEMM_F32; }
+
+static clg_tensor *as_contiguous(clg_tensor *t)
+{
+    return !t || (clg_tensor_is_contiguous(t) && t->offset == 0) ? t : clg__copy_as(t, t->dtype);
+}
+
+static void release_copy(clg_tensor *copy, const clg_tensor *orig)
+{
+    if (copy != orig) clg_tensor_free(copy);
+}
+
+static clg_status launch(clg_device *dev, clg_dtype dtype, const char *kernel, const clg_arg *a, int n,
+                         const rnn_dims *d)
+{
+    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options(dtype), kernel);
+    return k ? clg__launch_1d(dev, k, a, n, (size_t)(d->B * d->H)) : dev->status;
+}
+
+/* C = A . B^T or A . B over whole contiguous tensors' buffers with element offsets. */
+static clg_status gemm(clg_device *dev, clg_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                       const clg_tensor *a, int64_t ao, int64_t lda, const clg_tensor *b, int64_t ldb, double beta,
+                       clg_tensor *c, int64_t co)
+{
+    return clg__gemm(dev, gemm_type(dt), ta, tb, (size_t)m, (size_t)n, (size_t)k, 1.0, a->buf, (size_t)ao,
+                     (size_t)lda, 0, b->buf, 0, (size_t)ldb, 0, beta, c->buf, (size_t)co, (size_t)n, 0, 1);
+}
+
+/* An optional operand as (flag, buffer): `alt` stands in for an absent one. */
+#define OPT(t, alt) CLG_ARG_I((t) != NULL), CLG_ARG_M(((t) ? (t) : (alt))->buf->mem)
+
+/* ---- the LSTM's cell states: C [T, B, H] holds the initial one (c0 or zeros) in row 0 and
+ * the one after step t in row t + 1, except the last, which is O's last row (c_T) ---------- */
+
+typedef struct cell_at { const clg_tensor *t; int64_t off; } cell_at;
+
+/* The cell state after step t (t = -1: the initial one). */
+static cell_at lstm_cell(const rnn_dims *d, const clg_tensor *C, const clg_tensor *O, int64_t t)
+{
+    int64_t bh = d->B * d->H;
+    return t < d->T - 1 ? (cell_at){C, (t + 1) * bh} : (cell_at){O, (d->T + 1) * bh};
+}
+
+/* ---- forward --------------------------------------------------------------------------------- */
+
+/* saved: act (LSTM, GRU), C (LSTM) or HN (GRU: hw_n + b_hn per step). */
+typedef struct rnn_fwd_state {
+    clg_tensor *hw, *act, *extra;
+} rnn_fwd_state;
+
+static clg_status step_forward(const rnn_dims *d, int64_t t, clg_tensor *xw, clg_tensor *whh, clg_tensor *bhh,
+                               clg_tensor *O, rnn_fwd_state *s)
+{
+    clg_device *dev = O->dev;
+    clg_dtype dt = O->dtype;
+    int64_t bh = d->B * d->H, gbh = d->G * bh;
+    clg_status st = gemm(dev, dt, false, true, d->B, d->G * d->H, d->H, O, t * bh, d->H, whh, d->H, 0.0, s->hw, 0);
+    if (st != CLG_OK) return st;
+    int H = (int)d->H;
+    if (d->kind == K_RNN) {
+        clg_arg a[] = {CLG_ARG_I(H), CLG_ARG_I(d->relu), CLG_ARG_M(xw->buf->mem), CLG_ARG_I(t * gbh),
+                       CLG_ARG_M(s->hw->buf->mem), OPT(bhh, xw), CLG_ARG_M(O->buf->mem), CLG_ARG_I((t + 1) * bh)};
+        return launch(dev, dt, "rnn_fwd", a, (int)(sizeof a / sizeof *a), d);
+    }
+    if (d->kind == K_LSTM) {
+        cell_at cp = lstm_cell(d, s->extra, O, t - 1), cn = lstm_cell(d, s->extra, O, t);
+        clg_arg a[] = {CLG_ARG_I(H), CLG_ARG_M(xw->buf->mem), CLG_ARG_I(t * gbh), CLG_ARG_M(s->hw->buf->mem),
+                       OPT(bhh, xw), CLG_ARG_M(cp.t->buf->mem), CLG_ARG_I(cp.off), CLG_ARG_M(s->act->buf->mem), CLG_ARG_I(t * gbh), CLG_ARG_M(cn.t->buf->mem),
+                       CLG_ARG_I(cn.off), CLG_ARG_M(O->buf->mem), CLG_ARG_I((t + 1) * bh)};
+        return launch(dev, dt, "lstm_fwd", a, (int)(sizeof a / sizeof *a), d);
+    }
+    clg_arg a[] = {CLG_ARG_I(H), CLG_ARG_M(xw->buf->mem), CLG_ARG_I(t * gbh), CLG_ARG_M(s->hw->buf->mem),
+                   OPT(bhh, xw), CLG_ARG_M(O->buf->mem), CLG_ARG_I(t * bh), CLG_ARG_M(s->act->buf->mem),
+                   CLG_ARG_I(t * gbh), CLG_ARG_M(s->extra->buf->mem), CLG_ARG_I(t * bh), CLG_ARG_M(O->buf->mem),
+                   CLG_ARG_I((t + 1) * bh)};
+    return launch(dev, dt, "gru_fwd", a, (int)(sizeof a / sizeof *a), d);
+}
+
+/* Row 0 of t [., B, H]: the initial state s0 [B, H] (any layout), or zeros. */
+static clg_status first_state(clg_tensor *t, clg_tensor *s0)
+{
+    clg_tensor *row = clg_narrow(t, 0, 0, 1);
+    clg_status st = !row ? t->dev->status : s0 ? clg_copy_(row, s0) : clg_fill_(row, 0.0);
+    clg_tensor_free(row);
+    return st;
+}
+
+static clg_status run_forward(const rnn_dims *d, clg_tensor *xw, clg_tensor *whh, clg_tensor *bhh, clg_tensor *h0,
+                              clg_tensor *c0, clg_tensor *O, rnn_fwd_state *s)
+{
+    clg_device *dev = O->dev;
+    clg_dtype dt = O->dtype;
+    s->hw = clg__tensor_new(dev, dt, 2, (const int64_t[]){d->B, d->G * d->H});
+    if (d->kind != K_RNN) s->act = clg__tensor_new(dev, dt, 3, (const int64_t[]){d->T, d->B, d->G * d->H});
+    if (d->kind != K_RNN) s->extra = clg__tensor_new(dev, dt, 3, (const int64_t[]){d->T, d->B, d->H});
+    bool made = s->hw && (d->kind == K_RNN || (s->act && s->extra));
+    clg_status st = made ? first_state(O, h0) : dev->status;
+    if (st == CLG_OK && d->kind == K_LSTM) st = first_state(s->extra, c0);
+    for (int64_t t = 0; st == CLG_OK && t < d->T; t++) st = step_forward(d, t, xw, whh, bhh, O, s);
+    return st;
+}
+
+/* ---- backward -------------------------------------------------------------------------------- */
+
+/* inputs: xw, w_hh, b_hh, h0, c0; saved: act, C or HN, the contiguous w_hh. i[0..4]: kind,
+ * relu, T, B, H. */
+static rnn_dims node_dims(const clg_node *node)
+{
+    rnn_dims d = {(rnn_kind)node->i[0], node->i[1] != 0, node->i[2], node->i[3], node->i[4], 0};
+    d.G = GATES[d.kind];
+    return d;
+}
+
+typedef struct rnn_bwd_state {
+    clg_tensor *g;         /* the output's gradient, contiguous [K, B, H] */
+    clg_tensor *dh, *dc;   /* [B, H]: the running gradients of h_t and (LSTM) c_t */
+    clg_tensor *dg, *dhw;  /* [T, B, G H]: of xw; GRU: of hw + b_hh apart */
+} rnn_bwd_state;
+
+static clg_status step_backward(const rnn_dims *d, int64_t t, const clg_node *node, rnn_bwd_state *s)
+{
+    clg_tensor *O = node->out, *act = node->saved[0], *extra = node->saved[1];
+    clg_device *dev = O->dev;
+    clg_dtype dt = O->dtype;
+    int64_t bh = d->B * d->H, gbh = d->G * bh;
+    int H = (int)d->H;
+    if (d->kind == K_RNN) {
+        clg_arg a[] = {CLG_ARG_I(H), CLG_ARG_I(d->relu), CLG_ARG_M(s->g->buf->mem), CLG_ARG_I((t + 1) * bh),
+                       CLG_ARG_M(s->dh->buf->mem), CLG_ARG_M(O->buf->mem), CLG_ARG_I((t + 1) * bh),
+                       CLG_ARG_M(s->dg->buf->mem), CLG_ARG_I(t * gbh)};
+        return launch(dev, dt, "rnn_bwd", a, (int)(sizeof a / sizeof *a), d);
+    }
+    if (d->kind == K_LSTM) {
+        cell_at cp = lstm_cell(d, extra, O, t - 1), c = lstm_cell(d, extra, O, t);
+        clg_arg a[] = {CLG_ARG_I(H), CLG_ARG_M(s->g->buf->mem), CLG_ARG_I((t + 1) * bh), CLG_ARG_M(s->dh->buf->mem),
+                       CLG_ARG_M(act->buf->mem), CLG_ARG_I(t * gbh), CLG_ARG_M(c.t->buf->mem), CLG_ARG_I(c.off),
+                       CLG_ARG_M(cp.t->buf->mem), CLG_ARG_I(cp.off),
+                       CLG_ARG_M(s->dc->buf->mem), CLG_ARG_M(s->dg->buf->mem), CLG_ARG_I(t * gbh)};
+        return launch(dev, dt, "lstm_bwd", a, (int)(sizeof a / sizeof *a), d);
+    }
+    clg_arg a[] = {CLG_ARG_I(H), CLG_ARG_M(s->g->buf->mem), CLG_ARG_I((t + 1) * bh), CLG_ARG_M(s->dh->buf->mem),
+                   CLG_ARG_M(act->buf->mem), CLG_ARG_I(t * gbh), CLG_ARG_M(extra->buf->mem), CLG_ARG_I(t * bh),
+                   CLG_ARG_M(O->buf->mem), CLG_ARG_I(t * bh), CLG_ARG_M(s->dg->buf->mem), CLG_ARG_I(t * gbh),
+                   CLG_ARG_M(s->dhw->buf->mem), CLG_ARG_I(t * gbh)};
+    return launch(dev, dt, "gru_bwd", a, (int)(sizeof a / sizeof *a), d);
+}
+
+/* The steps in reverse: after step t, dh holds the gradient of h_{t-1} (and dc of c_{t-1}). */
+static clg_status run_backward(const rnn_dims *d, const clg_node *node, rnn_bwd_state *s)
+{
+    clg_tensor *whh = node->saved[2];
+    clg_device *dev = whh->dev;
+    clg_dtype dt = whh->dtype;
+    bool want_h0 = clg__wants_grad(node, 3);
+    int64_t gh = d->G * d->H;
+    clg_status st = clg_fill_(s->dh, 0.0);
+    if (st == CLG_OK && s->dc) {   /* c_T's gradient: O's last row */
+        clg_tensor *last = clg_narrow(s->g, 0, d->T + 1, 1);
+        st = last ? clg_copy_(s->dc, clg_reshape(last, CLG_SHAPE(d->B, d->H))) : dev->status;
+    }
+    for (int64_t t = d->T - 1; st == CLG_OK && t >= 0; t--) {
+        st = step_backward(d, t, node, s);
+        if (st != CLG_OK || (t == 0 && !want_h0)) break;   /* h0's gradient is the last GEMM's */
+        if (d->kind == K_GRU)   /* dh (its direct part z dh) += dhw_t . W_hh */
+            st = gemm(dev, dt, false, false, d->B, d->H, gh, s->dhw, t * d->B * gh, gh, whh, d->H, 1.0, s->dh, 0);
+        else
+            st = gemm(dev, dt, false, false, d->B, d->H, gh, s->dg, t * d->B * gh, gh, whh, d->H, 0.0, s->dh, 0);
+    }
+    return st;
+}
+
+static clg_status recurrence_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
+{
+    rnn_dims d = node_dims(node);
+    clg_device *dev = node->out->dev;
+    clg_dtype dt = node->out->dtype;
+    const int64_t seq[3] = {d.T, d.B, d.G * d.H}, bhs[2] = {d.B, d.H};
+    rnn_bwd_state s = {as_contiguous(g), clg__tensor_new(dev, dt, 2, bhs), NULL, clg__tensor_new(dev, dt, 3, seq), NULL};
+    if (d.kind == K_LSTM) s.dc = clg__tensor_new(dev, dt, 2, bhs);
+    if (d.kind == K_GRU) s.dhw = clg__tensor_new(dev, dt, 3, seq);
+    bool made = s.g && s.dh && s.dg && (d.kind != K_LSTM || s.dc) && (d.kind != K_GRU || s.dhw);
+    clg_status st = made ? run_backward(&d, node, &s) : dev->status;
+    clg_tensor *dpre = d.kind == K_GRU ? s.dhw : s.dg;   /* the gradient of hw + b_hh */
+    int64_t rows = d.T * d.B, gh = d.G * d.H;
+    if (st == CLG_OK && clg__wants_grad(node, 1)) {   /* dW_hh = dpre^T . [h_0 .. h_{T-1}] */
+        gin[1] = clg__tensor_new(dev, dt, 2, (const int64_t[]){gh, d.H});
+        st = gin[1] ? gemm(dev, dt, true, false, gh, d.H, rows, dpre, 0, gh, node->out, d.H, 0.0, gin[1], 0)
+                    : dev->status;
+    }
+    if (st == CLG_OK && clg__wants_grad(node, 2)) {
+        clg_tensor *flat = clg_reshape(dpre, CLG_SHAPE(rows, gh));
+        gin[2] = flat ? clg_sum(flat, 1, (const int[]){0}, false) : NULL;
+        clg_tensor_free(flat);
+        if (!gin[2]) st = dev->status;
+    }
+    if (st == CLG_OK) {
+        if (clg__wants_grad(node, 0)) gin[0] = s.dg, s.dg = NULL;
+        if (clg__wants_grad(node, 3)) gin[3] = s.dh, s.dh = NULL;
+        if (clg__wants_grad(node, 4)) gin[4] = s.dc, s.dc = NULL;
+    }
+    release_copy(s.g, g);
+    clg_tensor_free(s.dh);
+    clg_tensor_free(s.dc);
+    clg_tensor_free(s.dg);
+    clg_tensor_free(s.dhw);
+    return st;
+}
+
+/* ---- the op ---------------------------------------------------------------------------------- */
+
+static bool check_shape(const char *op, const clg_tensor *t, const char *name, int nd, const int64_t *want,
+                        const clg_tensor *x)
+{
+    if (!t) return true;
+    if (!clg__check_same_dtype(op, x, t) || !clg__check_same_device(op, x, t)) return false;
+    bool ok = t->ndim == nd;
+    for (int k = 0; ok && k < nd; k++) ok = t->shape[k] == want[k];
+    if (!ok) {
+        char buf[96];
+        int n = snprintf(buf, sizeof buf, "[");
+        for (int k = 0; k < nd; k++) n += snprintf(buf + n, sizeof buf - (size_t)n, k ? ", %lld" : "%lld", (long long)want[k]);
+        snprintf(buf + n, sizeof buf - (size_t)n, "]");
+        clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "%s %s, want %s (x %s)", name, CLG_DESC(t), buf, CLG_DESC(x));
+    }
+    return ok;
+}
+
+static bool check_args(rnn_kind kind, clg_tensor *x, clg_tensor *wih, clg_tensor *whh, clg_tensor *bih,
+                       clg_tensor *bhh, clg_tensor *h0, clg_tensor *c0, rnn_dims *d)
+{
+    const char *op = OP_NAME[kind];
+    if (!clg__check_float(op, x)) return false;
+    if (x->ndim != 3 || !wih || !whh || wih->ndim != 2 || whh->ndim != 2 || whh->shape[0] % GATES[kind] ||
+        whh->shape[0] == 0 || x->shape[0] == 0 || x->shape[1] == 0)
+        return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "x %s (want [T, B, input] with T, B > 0), weight_ih %s, "
+                            "weight_hh %s (want [%d hidden, hidden])", CLG_DESC(x), wih ? CLG_DESC(wih) : "none",
+                            whh ? CLG_DESC(whh) : "none", GATES[kind]), false;
+    *d = (rnn_dims){kind, false, x->shape[0], x->shape[1], whh->shape[0] / GATES[kind], GATES[kind]};
+    int64_t gh = d->G * d->H, in = x->shape[2];
+    return check_shape(op, wih, "weight_ih", 2, (const int64_t[]){gh, in}, x) &&
+           check_shape(op, whh, "weight_hh", 2, (const int64_t[]){gh, d->H}, x) &&
+           check_shape(op, bih, "bias_ih", 1, (const int64_t[]){gh}, x) &&
+           check_shape(op, bhh, "bias_hh", 1, (const int64_t[]){gh}, x) &&
+           check_shape(op, h0, "h0", 2, (const int64_t[]){d->B, d->H}, x) &&
+           check_shape(op, c0, "c0", 2, (const int64_t[]){d->B, d->H}, x) &&
+           clg__check_numel(op, x->dev, d->T * d->B * gh) && clg__check_numel(op, x->dev, (d->T + 2) * d->B * d->H);
+}
+
+/* The recurrence over xw [T, B, G H] (contiguous): the packed output O, on the tape. */
+static clg_tensor *recurrence(const rnn_dims *d, clg_tensor *xw, clg_tensor *whh, clg_tensor *bhh, clg_tensor *h0,
+                              clg_tensor *c0)
+{
+    clg_device *dev = xw->dev;
+    clg_tensor *whc = as_contiguous(whh), *bhc = as_contiguous(bhh);
+    int64_t rows = d->T + 1 + (d->kind == K_LSTM);
+    clg_tensor *O = clg__tensor_new(dev, xw->dtype, 3, (const int64_t[]){rows, d->B, d->H});
+    rnn_fwd_state s = {0};
+    bool made = whc && O && (bhc || !bhh);
+    clg_no_grad_begin(dev);   /* the initial states' copies are the op's own work */
+    clg_status st = made ? run_forward(d, xw, whc, bhc, h0, c0, O, &s) : dev->status;
+    clg_no_grad_end(dev);
+    clg_node *node = NULL;
+    if (st == CLG_OK)
+        O = clg__taped(O, OP_ID[d->kind], recurrence_bw, 5, (clg_tensor *const[]){xw, whh, bhh, h0, c0}, &node);
+    if (node) {
+        clg__node_save(node, 0, s.act);
+        clg__node_save(node, 1, s.extra);
+        clg__node_save(node, 2, whc);
+        int64_t ints[5] = {d->kind, d->relu, d->T, d->B, d->H};
+        memcpy(node->i, ints, sizeof ints);
+    }
+    clg_tensor_free(s.hw);
+    clg_tensor_free(s.act);
+    clg_tensor_free(s.extra);
+    release_copy(whc, whh);
+    release_copy(bhc, bhh);
+    if (st != CLG_OK) {
+        clg_tensor_free(O);
+        char err[CLG_ERROR_MAX];
+        memcpy(err, dev->error, sizeof err);
+        return clg__op_fail(dev, dev->status, OP_NAME[d->kind], "xw %s: %.7000s", CLG_DESC(xw), err);
+    }
+    return O;
+}
+
+/* Row `row` of O as [B, H] (a view on the tape). */
+static clg_tensor *state_row(clg_tensor *O, int64_t row, const rnn_dims *d)
+{
+    clg_tensor *r = clg_narrow(O, 0, row, 1);
+    clg_tensor *v = r ? clg_reshape(r, CLG_SHAPE(d->B, d->H)) : NULL;
+    clg_tensor_free(r);
+    return v;
+}
+
+static clg_tensor *layer(rnn_kind kind, bool relu, clg_tensor *x, clg_tensor *wih, clg_tensor *whh,
+                         clg_tensor *bih, clg_tensor *bhh, clg_tensor *h0, clg_tensor *c0, clg_tensor **hn,
+                         clg_tensor **cn)
+{
+    if (hn) *hn = NULL;
+    if (cn) *cn = NULL;
+    if (!x) return NULL;
+    rnn_dims d;
+    if (!check_args(kind, x, wih, whh, bih, bhh, h0, c0, &d)) return NULL;
+    d.relu = relu;
+    clg_tensor *xw = clg_linear(x, wih, bih);
+    clg_tensor *xwc = as_contiguous(xw);   /* clg_linear's result is; cheap insurance */
+    clg_tensor *O = xwc ? recurrence(&d, xwc, whh, bhh, h0, c0) : NULL;
+    release_copy(xwc, xw);
+    clg_tensor_free(xw);
+    if (!O) return NULL;
+    clg_tensor *out = clg_narrow(O, 0, 1, d.T);
+    clg_tensor *h = hn && out ? state_row(O, d.T, &d) : NULL;
+    clg_tensor *c = cn && out && kind == K_LSTM ? state_row(O, d.T + 1, &d) : NULL;
+    clg_tensor_free(O);   /* the views hold it */
+    if (!out || (hn && !h) || (cn && kind == K_LSTM && !c)) {
+        clg_tensor_free(out);
+        clg_tensor_free(h);
+        clg_tensor_free(c);
+        return NULL;
+    }
+    if (hn) *hn = h;
+    if (cn) *cn = c;
+    return out;
+}
+
+clg_tensor *clg_rnn(clg_tensor *x, clg_tensor *w_ih, clg_tensor *w_hh, clg_tensor *b_ih, clg_tensor *b_hh,
+                    clg_tensor *h0, bool relu, clg_tensor **hn)
+{
+    return layer(K_RNN, relu, x, w_ih, w_hh, b_ih, b_hh, h0, NULL, hn, NULL);
+}
+
+clg_tensor *clg_lstm(clg_tensor *x, clg_tensor *w_ih, clg_tensor *w_hh, clg_tensor *b_ih, clg_tensor *b_hh,
+                     clg_tensor *h0, clg_tensor *c0, clg_tensor **hn, clg_tensor **cn)
+{
+    return layer(K_LSTM, false, x, w_ih, w_hh, b_ih, b_hh, h0, c0, hn, cn);
+}
+
+clg_tensor *clg_gru(clg_tensor *x, clg_tensor *w_ih, clg_tensor *w_hh, clg_tensor *b_ih, clg_tensor *b_hh,
+                    clg_tensor *h0, clg_tensor **hn)
+{
+    return layer(K_GRU, false, x, w_ih, w_hh, b_ih, b_hh, h0, NULL, hn, NULL);
+}
