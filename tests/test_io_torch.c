@@ -21,11 +21,19 @@ extern char **environ;
 #error "CLGRAD_TEST_SOURCE_DIR: the tests/ directory, set by tests/CMakeLists.txt"
 #endif
 
-static const char *const names[] = {"mlp", "cnn", "embed"};
+static const char *const names[] = {"mlp", "cnn", "embed", "lstm", "gru", "rnn"};
+#define NMODELS 6
 
 static clg_module *make(clg_device *dev, int i)
 {
-    return i == 0 ? io_mlp(dev, 10) : i == 1 ? io_cnn(dev, 5) : io_embed(dev);
+    switch (i) {
+    case 0: return io_mlp(dev, 10);
+    case 1: return io_cnn(dev, 5);
+    case 2: return io_embed(dev);
+    case 3: return io_lstm(dev);
+    case 4: return io_gru(dev);
+    default: return io_rnn(dev);
+    }
 }
 
 static int python(const char *cmd, const char *dir)
@@ -52,13 +60,15 @@ static void save_output(clg_device *dev, clg_module *m, clg_tensor *x, const cha
 /* clgrad -> PyTorch */
 static void clgrad_to_torch(clg_device *dev, const char *dir)
 {
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < NMODELS; i++) {
         clg_manual_seed(dev, 40 + (uint64_t)i);
         clg_module *m = make(dev, i);
         clg_tensor *x;
-        if (i == 2) {
+        if (i == 2 || i == 3) {
             int32_t ids[8] = {1, 19, 0, 7, 7, 3, 12, 5};
             x = clg_tensor_from_host(dev, CLG_I32, CLG_SHAPE(2, 4), ids);
+        } else if (i > 3) {   /* [T, N, 3], time first */
+            x = clg_randn(dev, CLG_F32, CLG_SHAPE(6, 2, 3), 0, 1);
         } else {
             x = i == 1 ? clg_randn(dev, CLG_F32, CLG_SHAPE(6, 3, 8, 8), 0, 1) : clg_randn(dev, CLG_F32, CLG_SHAPE(6, 12), 0, 1);
             clg_scope_begin(dev);   /* a training pass moves the batch-norm statistics */
@@ -90,7 +100,7 @@ static void clgrad_to_torch(clg_device *dev, const char *dir)
 static void torch_to_clgrad(clg_device *dev, const char *dir)
 {
     CHECK_MSG(python("export", dir) == 0, "PyTorch could not export its weights");
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < NMODELS; i++) {
         clg_manual_seed(dev, 50);
         clg_module *m = make(dev, i);
         char file[64];

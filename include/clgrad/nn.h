@@ -127,6 +127,55 @@ CLG_API clg_module *clg_nn_elu(clg_device *dev, double alpha);
 CLG_API clg_module *clg_nn_softplus(clg_device *dev, double beta, double threshold);
 CLG_API clg_module *clg_nn_softmax(clg_device *dev, int axis);
 
+/* ---- recurrent layers ---------------------------------------------------------------------- */
+/* RNN, LSTM and GRU as torch.nn's: stacked layers over a whole sequence, parameters
+ * weight_ih_l<k> [G hidden, in], weight_hh_l<k> [G hidden, hidden], bias_ih_l<k>,
+ * bias_hh_l<k> (G: RNN 1, LSTM 4 with gates i, f, g, o, GRU 3 with r, z, n), initialised
+ * U(-1/sqrt(hidden), 1/sqrt(hidden)). Input [T, B, in] ([B, T, in] batch_first), output
+ * the last layer's hidden states [T, B, hidden] ([B, T, hidden]).
+ *
+ *   clg_rnn_options o = clg_rnn_defaults();
+ *   o.num_layers = 2; o.batch_first = true;
+ *   clg_module *lstm = clg_nn_lstm(dev, 64, 256, &o);
+ *   clg_tensor *hn, *cn;                                      // [2, B, 256] each
+ *   clg_tensor *y = clg_rnn_forward(lstm, x, NULL, NULL, &hn, &cn);   // zero initial state
+ *   y = clg_rnn_forward(lstm, x2, clg_detach(hn), clg_detach(cn), NULL, NULL);   // carry it on
+ *
+ * clg_module_forward(m, x) starts from zeros and returns y, unless the module is
+ * stateful: then each forward starts from the state the previous one ended in,
+ * detached (truncated backpropagation through time in a Sequential: windows of a long
+ * stream, state carried, gradients not). A change of batch size or clg_rnn_reset_state
+ * starts from zeros again. */
+typedef enum clg_rnn_mode { CLG_RNN_TANH, CLG_RNN_RELU, CLG_LSTM, CLG_GRU } clg_rnn_mode;
+typedef struct clg_rnn_options {
+    int num_layers;     /* 1 */
+    bool bias;          /* true */
+    bool batch_first;   /* false: [T, B, in] */
+    double dropout;     /* between layers, in training; 0 */
+} clg_rnn_options;
+CLG_API clg_rnn_options clg_rnn_defaults(void);
+/* opt NULL: the defaults. mode CLG_RNN_TANH or CLG_RNN_RELU for a plain RNN. */
+CLG_API clg_module *clg_nn_rnn(clg_device *dev, clg_rnn_mode mode, int64_t input_size, int64_t hidden_size,
+                               const clg_rnn_options *opt);
+CLG_API clg_module *clg_nn_lstm(clg_device *dev, int64_t input_size, int64_t hidden_size, const clg_rnn_options *opt);
+CLG_API clg_module *clg_nn_gru(clg_device *dev, int64_t input_size, int64_t hidden_size, const clg_rnn_options *opt);
+/* h0 (and c0, LSTM only) [layers, B, hidden] or NULL for zeros; *hn (*cn) get the final
+ * state [layers, B, hidden] when not NULL. */
+CLG_API clg_tensor *clg_rnn_forward(clg_module *m, clg_tensor *x, clg_tensor *h0, clg_tensor *c0, clg_tensor **hn,
+                                    clg_tensor **cn);
+CLG_API clg_status clg_rnn_set_stateful(clg_module *m, bool stateful);
+CLG_API void clg_rnn_reset_state(clg_module *m);
+/* True for the modules above and the cells below. */
+CLG_API bool clg_module_is_recurrent(const clg_module *m);
+
+/* RNNCell, LSTMCell, GRUCell: one step, x [B, in], for loops of your own; parameters
+ * weight_ih, weight_hh, bias_ih, bias_hh as torch.nn's cells. clg_cell_forward returns
+ * the new h [B, hidden] from h and c (NULL: zeros); an LSTM cell's new c goes to
+ * *c_out. Each step is one tape node and two launches besides its input projection. */
+CLG_API clg_module *clg_nn_rnn_cell(clg_device *dev, clg_rnn_mode mode, int64_t input_size, int64_t hidden_size,
+                                    bool bias);
+CLG_API clg_tensor *clg_cell_forward(clg_module *m, clg_tensor *x, clg_tensor *h, clg_tensor *c, clg_tensor **c_out);
+
 /* Deprecated name (until 0.2): every layer and container is clg_nn_<name>. */
 #define clg_sequential_new clg_nn_sequential
 

@@ -36,4 +36,31 @@ static inline clg_module *io_embed(clg_device *dev)
         clg_nn_linear(dev, 8, 4, true)});
 }
 
+/* Token ids [N, T] -> Embedding(20, 8) -> LSTM(8, 6, 2 layers, batch first) -> Linear(6, 4). */
+static inline clg_module *io_lstm(clg_device *dev)
+{
+    clg_rnn_options o = clg_rnn_defaults();
+    o.num_layers = 2;
+    o.batch_first = true;
+    return clg_nn_sequential(dev, 3, (clg_module *[]){
+        clg_nn_embedding(dev, 20, 8), clg_nn_lstm(dev, 8, 6, &o), clg_nn_linear(dev, 6, 4, true)});
+}
+
+/* [T, N, 3] -> GRU(3, 5, 2 layers) -> Linear(5, 2). */
+static inline clg_module *io_gru(clg_device *dev)
+{
+    clg_rnn_options o = clg_rnn_defaults();
+    o.num_layers = 2;
+    return clg_nn_sequential(dev, 2, (clg_module *[]){clg_nn_gru(dev, 3, 5, &o), clg_nn_linear(dev, 5, 2, true)});
+}
+
+/* [T, N, 3] -> RNN(3, 4, relu, no biases) -> Linear(4, 2). */
+static inline clg_module *io_rnn(clg_device *dev)
+{
+    clg_rnn_options o = clg_rnn_defaults();
+    o.bias = false;
+    return clg_nn_sequential(dev, 2, (clg_module *[]){clg_nn_rnn(dev, CLG_RNN_RELU, 3, 4, &o),
+                                                     clg_nn_linear(dev, 4, 2, true)});
+}
+
 #endif

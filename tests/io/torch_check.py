@@ -39,7 +39,26 @@ def embed():
     return nn.Sequential(nn.Embedding(20, 8), nn.LayerNorm(8), nn.Linear(8, 4))
 
 
-MODELS = {"mlp": mlp, "cnn": cnn, "embed": embed}
+def output_only(cls):
+    """torch.nn's recurrent layers return (output, state); in a Sequential the next layer
+    wants the output. A subclass keeps the parameter names (1.weight_ih_l0, ...)."""
+    return type(cls.__name__, (cls,), {"forward": lambda self, x: cls.forward(self, x)[0]})
+
+
+def lstm():
+    return nn.Sequential(nn.Embedding(20, 8), output_only(nn.LSTM)(8, 6, num_layers=2, batch_first=True),
+                         nn.Linear(6, 4))
+
+
+def gru():
+    return nn.Sequential(output_only(nn.GRU)(3, 5, num_layers=2), nn.Linear(5, 2))
+
+
+def rnn():
+    return nn.Sequential(output_only(nn.RNN)(3, 4, nonlinearity="relu", bias=False), nn.Linear(4, 2))
+
+
+MODELS = {"mlp": mlp, "cnn": cnn, "embed": embed, "lstm": lstm, "gru": gru, "rnn": rnn}
 
 
 def as_input(x):
@@ -69,10 +88,13 @@ def export(d):
     torch.manual_seed(0)
     for name, make in MODELS.items():
         model = make()
-        if name == "embed":
+        if name in ("embed", "lstm"):
             x = torch.randint(0, 20, (3, 5), dtype=torch.int32)
+        elif name in ("gru", "rnn"):
+            x = torch.randn(7, 3, 3)
         else:
             x = torch.randn((4, 3, 8, 8) if name == "cnn" else (4, 12))
+        if name in ("mlp", "cnn"):
             model.train()
             with torch.no_grad():   # moves the batch-norm statistics and counters
                 model(x * 2 + 1)
