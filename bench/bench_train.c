@@ -133,7 +133,6 @@ int main(int argc, char **argv)
     }
     if (startup) printf("first step done\n");
     if (clg_device_profiling(dev)) clg_device_profile_print(dev, stdout); /* CLG_PROFILE=1: builds too */
-    if (clg_device_profiling(dev)) clg_device_profile_print(dev, stdout); /* CLG_PROFILE=1: builds too */
     clg_optimizer_free(opt);
     clg_module_free(model);
     clg_loader_free(loader);

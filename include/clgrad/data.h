@@ -121,6 +121,28 @@ typedef struct clg_csv_options {
 CLG_API clg_status clg_csv_read(const char *path, const clg_csv_options *opts, clg_host_array *features,
                                 clg_host_array *labels, char *err, size_t errlen);
 
+/* ---- text: bytes for character-level language models ------------------------------------ */
+/* A corpus read whole: a file, or every plain file of a directory (regular files, not
+ * links, not strfile's ".dat" indexes, not hidden) joined in name order. The vocabulary
+ * is the 256 byte values. */
+typedef struct clg_text {
+    uint8_t *bytes;
+    size_t len;
+    int files;
+} clg_text;
+CLG_API clg_status clg_text_read(const char *path, clg_text *out, char *err, size_t errlen);
+CLG_API void clg_text_free(clg_text *t);   /* zeroes it */
+/* Windows for truncated backpropagation through time. The len bytes are cut into
+ * `streams` equal contiguous streams (the remainder dropped); window w of stream s holds
+ * inputs x[s][t] = byte w * window + t of the stream and targets y[s][t], the byte after
+ * it, for t < window (the last window shorter when `tail`, else dropped). A model that
+ * carries its state from window w to w + 1 reads each stream as one sequence. */
+CLG_API int64_t clg_text_windows(size_t len, int streams, int window, bool tail);
+/* Window w (counted with tail) as int32 tensors x, y [streams, T] in the current scope,
+ * one upload for both. */
+CLG_API clg_status clg_text_window(clg_device *dev, const uint8_t *bytes, size_t len, int streams, int window,
+                                   int64_t w, clg_tensor **x, clg_tensor **y);
+
 /* ---- datasets ------------------------------------------------------------------------------ */
 
 /* The dataset interface. A dataset is `length` samples, each a float32 array of the

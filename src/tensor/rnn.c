@@ -49,7 +49,7 @@ static clg_status launch(clg_device *dev, clg_dtype dtype, const char *kernel, c
                          const rnn_dims *d)
 {
     clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options(dtype), kernel);
-    return k ? clg__launch_1d(dev, k, a, n, (size_t)(d->B * d->H)) : dev->status;
+    return k ? clg__launch_rows(dev, k, a, n, (size_t)d->H, (size_t)d->B) : dev->status;
 }
 
 /* C = A . B^T or A . B over whole contiguous tensors' buffers with element offsets. */
