@@ -35,14 +35,15 @@ inline int clg_offset(clg_coords c, int nd, int8 strides)
     return o;
 }
 
-// Row kernels (NAME_rows) take the arguments of NAME_strided for an iteration of two
-// axes (iter.c merges most layouts down to that: a broadcast bias, a transposed or
-// sliced matrix), run over a 2-D range: work-item (c, r) is element c of row r. With
-// no division per element and the offsets linear in c, POCL vectorizes the work-group
-// loop (on stride 1, which LLVM versions for). clg__launch_rows launches exactly
-// (inner, rows) work-items.
-#define CLG_ROW_AT(o, s) ((o) + r * (s).s0 + c * (s).s1)
-#define CLG_ROW_IDS int c = get_global_id(0), r = get_global_id(1)
+// Row kernels (NAME_rows) take the arguments of NAME_strided for an iteration of three
+// axes [planes, rows, inner] (iter.c merges most layouts down to two or three: a
+// broadcast bias, a transposed or sliced matrix, a permutation of a batch's axes that
+// keeps the last; two are passed as one plane), run over a 3-D range: work-item
+// (c, r, q) is element c of row r of plane q. With no division per element and the
+// offsets linear in c, POCL vectorizes the work-group loop (on stride 1, which LLVM
+// versions for). clg__launch_rows3 launches exactly (inner, rows, planes) work-items.
+#define CLG_ROW_AT(o, s) ((o) + q * (s).s0 + r * (s).s1 + c * (s).s2)
+#define CLG_ROW_IDS int c = get_global_id(0), r = get_global_id(1), q = get_global_id(2)
 
 // Kernels for 1, 2 and 3 inputs: NAME_flat for contiguous operands, NAME_strided for any
 // others, NAME_rows for others with long rows. EXPR reads inputs x (and z, w) and

@@ -107,31 +107,37 @@ size_t clg__divisor_at_most(size_t n, size_t cap)
     return 1;
 }
 
-/* Exactly n0 x n1 work-items. One launch when a group of at least the table's
+/* Exactly n0 x n1 x n2 work-items. One launch when a group of at least the table's
  * group_1d_min divides n0; otherwise whole groups along dimension 0, then the tail at an
  * offset. Kernels then need no bounds check, and POCL vectorizes a work-group's loop
  * only without one. */
 static clg_status launch_exact(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t n0,
-                               size_t n1, int dims)
+                               size_t n1, size_t n2, int dims)
 {
-    if (n0 == 0 || n1 == 0) return CLG_OK;
+    if (n0 == 0 || n1 == 0 || n2 == 0) return CLG_OK;
     clg_status st = set_args(dev, k, args, nargs);
     if (st) return st;
     size_t wg = group_size(dev, k), fit = clg__divisor_at_most(n0, wg);
     size_t min = dev->params.group_1d_min < wg ? dev->params.group_1d_min : wg;
-    size_t local[2] = {fit >= min ? fit : wg, 1};
-    size_t whole[2] = {n0 / local[0] * local[0], n1}, tail[2] = {n0 - whole[0], n1}, at[2] = {whole[0], 0};
+    size_t local[3] = {fit >= min ? fit : wg, 1, 1};
+    size_t whole[3] = {n0 / local[0] * local[0], n1, n2}, tail[3] = {n0 - whole[0], n1, n2}, at[3] = {whole[0], 0, 0};
     if (whole[0] && (st = enqueue(dev, k, dims, NULL, whole, local))) return st;
     return tail[0] ? enqueue(dev, k, dims, at, tail, NULL) : CLG_OK;
 }
 
 clg_status clg__launch_1d(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t n)
 {
-    return launch_exact(dev, k, args, nargs, n, 1, 1);
+    return launch_exact(dev, k, args, nargs, n, 1, 1, 1);
 }
 
 clg_status clg__launch_rows(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t inner,
                             size_t rows)
 {
-    return launch_exact(dev, k, args, nargs, inner, rows, 2);
+    return launch_exact(dev, k, args, nargs, inner, rows, 1, 2);
+}
+
+clg_status clg__launch_rows3(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t inner,
+                             size_t rows, size_t planes)
+{
+    return launch_exact(dev, k, args, nargs, inner, rows, planes, 3);
 }

@@ -61,10 +61,20 @@ clg_status clg__iter_launch(clg_device *dev, const clg_iter *it, const char *pro
     if (it->numel > INT32_MAX)
         return clg__fail(dev, CLG_ERR_UNSUPPORTED, "%s: %lld elements; kernels index up to 2^31 - 1", kernel,
                          (long long)it->numel);
-    /* Two axes with rows long enough to fill a work-group run as rows: no index
-     * division per element. */
+    /* Two or three axes with rows long enough to fill a work-group run as rows: no
+     * index division per element. Two are passed as one plane of rows (a leading axis of
+     * size 1, stride 0). */
     int64_t inner = it->shape[it->ndim - 1];
-    bool rows = !it->flat && it->ndim == 2 && inner >= CLG_ITER_ROW_MIN;
+    bool rows = !it->flat && (it->ndim == 2 || it->ndim == 3) && inner >= CLG_ITER_ROW_MIN;
+    clg_iter padded;
+    if (rows && it->ndim == 2) {
+        padded = *it;
+        padded.ndim = 3;
+        padded.shape[0] = 1, padded.shape[1] = it->shape[0], padded.shape[2] = it->shape[1];
+        for (int i = 0; i < it->n; i++)
+            padded.strides[i][0] = 0, padded.strides[i][1] = it->strides[i][0], padded.strides[i][2] = it->strides[i][1];
+        it = &padded;
+    }
     char name[96];
     snprintf(name, sizeof name, "%s_%s", kernel, it->flat ? "flat" : rows ? "rows" : "strided");
     clg_kernel *k = clg__kernel_get(dev, program, options, name);
@@ -82,7 +92,8 @@ clg_status clg__iter_launch(clg_device *dev, const clg_iter *it, const char *pro
         if (!it->flat) args[na++] = clg__arg_int8(it->strides[i], it->ndim);
     }
     for (int i = 0; i < nextra && i < 8; i++) args[na++] = extra[i];
-    if (rows) return clg__launch_rows(dev, k, args, na, (size_t)inner, (size_t)(it->numel / inner));
+    if (rows)
+        return clg__launch_rows3(dev, k, args, na, (size_t)inner, (size_t)it->shape[1], (size_t)it->shape[0]);
     return clg__launch_1d(dev, k, args, na, (size_t)it->numel);
 }
 

@@ -1,12 +1,14 @@
 /* rnn.c: recurrent layers over a whole sequence: clg_rnn, clg_lstm, clg_gru.
  *
- * A layer is two parts. The input projection of every step, x W_ih^T + b_ih, is one
- * GEMM (clg_linear, on the tape as such). The recurrence is one tape node for the whole
- * sequence: per step one GEMM (h_{t-1} W_hh^T) and one fused kernel (cl_kernels/rnn.cl)
- * that adds the hidden bias, applies the gates and writes the new state; its backward
- * runs the steps in reverse, again one kernel and one GEMM per step, then the weight
- * gradient of all steps as one GEMM and the bias gradient as one sum. A loop of small
- * ops would put a dozen nodes and launches on the tape per step instead.
+ * A layer is two parts. The input projection of every step, x W_ih^T, is one GEMM
+ * (clg_linear without bias, on the tape as such). The recurrence is one tape node for
+ * the whole sequence: per step one GEMM (h_{t-1} W_hh^T) and one fused kernel
+ * (cl_kernels/rnn.cl) that adds both biases, applies the gates and writes the new
+ * state; its backward runs the steps in reverse, again one kernel and one GEMM per
+ * step, then the weight gradient of all steps as one GEMM and the biases' gradients as
+ * column sums (GEMMs with a vector of ones: the plain reduction over 4096 rows of 1024
+ * took 14-18 ms a call on POCL, the GEMM 2-3). A loop of small ops would put a dozen
+ * nodes and launches on the tape per step instead.
  *
  * The node's output packs everything the caller can see into one tensor, so that one
  * node serves them all: O [T + 1 (+ 1), B, H] holds h0 in row 0, h_t in row t (1..T)
@@ -63,6 +65,8 @@ static clg_status gemm(clg_device *dev, clg_dtype dt, bool ta, bool tb, int64_t 
 
 /* An optional operand as (flag, buffer): `alt` stands in for an absent one. */
 #define OPT(t, alt) CLG_ARG_I((t) != NULL), CLG_ARG_M(((t) ? (t) : (alt))->buf->mem)
+/* Both biases (RNN_BIASES in rnn.cl). */
+#define BIASES(s, alt) OPT((s)->bih, alt), OPT((s)->bhh, alt)
 
 /* ---- the LSTM's cell states: C [T, B, H] holds the initial one (c0 or zeros) in row 0 and
  * the one after step t in row t + 1, except the last, which is O's last row (c_T) ---------- */
@@ -78,13 +82,15 @@ static cell_at lstm_cell(const rnn_dims *d, const clg_tensor *C, const clg_tenso
 
 /* ---- forward --------------------------------------------------------------------------------- */
 
-/* saved: act (LSTM, GRU), C (LSTM) or HN (GRU: hw_n + b_hn per step). */
+/* hw: this step's hidden product; saved: act (LSTM, GRU), C (LSTM) or HN (GRU: hw_n + b_hn
+ * per step). bih, bhh: the contiguous biases or NULL. */
 typedef struct rnn_fwd_state {
     clg_tensor *hw, *act, *extra;
+    clg_tensor *bih, *bhh;
 } rnn_fwd_state;
 
-static clg_status step_forward(const rnn_dims *d, int64_t t, clg_tensor *xw, clg_tensor *whh, clg_tensor *bhh,
-                               clg_tensor *O, rnn_fwd_state *s)
+static clg_status step_forward(const rnn_dims *d, int64_t t, clg_tensor *xw, clg_tensor *whh, clg_tensor *O,
+                               rnn_fwd_state *s)
 {
     clg_device *dev = O->dev;
     clg_dtype dt = O->dtype;
@@ -94,18 +100,18 @@ static clg_status step_forward(const rnn_dims *d, int64_t t, clg_tensor *xw, clg
     int H = (int)d->H;
     if (d->kind == K_RNN) {
         clg_arg a[] = {CLG_ARG_I(H), CLG_ARG_I(d->relu), CLG_ARG_M(xw->buf->mem), CLG_ARG_I(t * gbh),
-                       CLG_ARG_M(s->hw->buf->mem), OPT(bhh, xw), CLG_ARG_M(O->buf->mem), CLG_ARG_I((t + 1) * bh)};
+                       CLG_ARG_M(s->hw->buf->mem), BIASES(s, xw), CLG_ARG_M(O->buf->mem), CLG_ARG_I((t + 1) * bh)};
         return launch(dev, dt, "rnn_fwd", a, (int)(sizeof a / sizeof *a), d);
     }
     if (d->kind == K_LSTM) {
         cell_at cp = lstm_cell(d, s->extra, O, t - 1), cn = lstm_cell(d, s->extra, O, t);
         clg_arg a[] = {CLG_ARG_I(H), CLG_ARG_M(xw->buf->mem), CLG_ARG_I(t * gbh), CLG_ARG_M(s->hw->buf->mem),
-                       OPT(bhh, xw), CLG_ARG_M(cp.t->buf->mem), CLG_ARG_I(cp.off), CLG_ARG_M(s->act->buf->mem), CLG_ARG_I(t * gbh), CLG_ARG_M(cn.t->buf->mem),
+                       BIASES(s, xw), CLG_ARG_M(cp.t->buf->mem), CLG_ARG_I(cp.off), CLG_ARG_M(s->act->buf->mem), CLG_ARG_I(t * gbh), CLG_ARG_M(cn.t->buf->mem),
                        CLG_ARG_I(cn.off), CLG_ARG_M(O->buf->mem), CLG_ARG_I((t + 1) * bh)};
         return launch(dev, dt, "lstm_fwd", a, (int)(sizeof a / sizeof *a), d);
     }
     clg_arg a[] = {CLG_ARG_I(H), CLG_ARG_M(xw->buf->mem), CLG_ARG_I(t * gbh), CLG_ARG_M(s->hw->buf->mem),
-                   OPT(bhh, xw), CLG_ARG_M(O->buf->mem), CLG_ARG_I(t * bh), CLG_ARG_M(s->act->buf->mem),
+                   BIASES(s, xw), CLG_ARG_M(O->buf->mem), CLG_ARG_I(t * bh), CLG_ARG_M(s->act->buf->mem),
                    CLG_ARG_I(t * gbh), CLG_ARG_M(s->extra->buf->mem), CLG_ARG_I(t * bh), CLG_ARG_M(O->buf->mem),
                    CLG_ARG_I((t + 1) * bh)};
     return launch(dev, dt, "gru_fwd", a, (int)(sizeof a / sizeof *a), d);
@@ -120,8 +126,8 @@ static clg_status first_state(clg_tensor *t, clg_tensor *s0)
     return st;
 }
 
-static clg_status run_forward(const rnn_dims *d, clg_tensor *xw, clg_tensor *whh, clg_tensor *bhh, clg_tensor *h0,
-                              clg_tensor *c0, clg_tensor *O, rnn_fwd_state *s)
+static clg_status run_forward(const rnn_dims *d, clg_tensor *xw, clg_tensor *whh, clg_tensor *h0, clg_tensor *c0,
+                              clg_tensor *O, rnn_fwd_state *s)
 {
     clg_device *dev = O->dev;
     clg_dtype dt = O->dtype;
@@ -131,14 +137,15 @@ static clg_status run_forward(const rnn_dims *d, clg_tensor *xw, clg_tensor *whh
     bool made = s->hw && (d->kind == K_RNN || (s->act && s->extra));
     clg_status st = made ? first_state(O, h0) : dev->status;
     if (st == CLG_OK && d->kind == K_LSTM) st = first_state(s->extra, c0);
-    for (int64_t t = 0; st == CLG_OK && t < d->T; t++) st = step_forward(d, t, xw, whh, bhh, O, s);
+    for (int64_t t = 0; st == CLG_OK && t < d->T; t++) st = step_forward(d, t, xw, whh, O, s);
     return st;
 }
 
 /* ---- backward -------------------------------------------------------------------------------- */
 
-/* inputs: xw, w_hh, b_hh, h0, c0; saved: act, C or HN, the contiguous w_hh. i[0..4]: kind,
- * relu, T, B, H. */
+/* inputs: xw, w_hh, b_ih, b_hh, h0, c0; saved: act, C or HN, the contiguous w_hh. i[0..4]:
+ * kind, relu, T, B, H. */
+enum { IN_XW, IN_WHH, IN_BIH, IN_BHH, IN_H0, IN_C0, NIN };
 static rnn_dims node_dims(const clg_node *node)
 {
     rnn_dims d = {(rnn_kind)node->i[0], node->i[1] != 0, node->i[2], node->i[3], node->i[4], 0};
@@ -186,7 +193,7 @@ static clg_status run_backward(const rnn_dims *d, const clg_node *node, rnn_bwd_
     clg_tensor *whh = node->saved[2];
     clg_device *dev = whh->dev;
     clg_dtype dt = whh->dtype;
-    bool want_h0 = clg__wants_grad(node, 3);
+    bool want_h0 = clg__wants_grad(node, IN_H0);
     int64_t gh = d->G * d->H;
     clg_status st = clg_fill_(s->dh, 0.0);
     if (st == CLG_OK && s->dc) {   /* c_T's gradient: O's last row */
@@ -204,6 +211,38 @@ static clg_status run_backward(const rnn_dims *d, const clg_node *node, rnn_bwd_
     return st;
 }
 
+/* The sum of the rows of src [rows, n]: ones [rows] . src, a GEMM. */
+static clg_tensor *column_sum(clg_tensor *src, int64_t rows, int64_t n)
+{
+    clg_device *dev = src->dev;
+    clg_tensor *ones = clg_ones(dev, src->dtype, 1, (const int64_t[]){rows});
+    clg_tensor *sum = clg__tensor_new(dev, src->dtype, 1, (const int64_t[]){n});
+    clg_status st = ones && sum ? gemm(dev, src->dtype, false, false, 1, n, rows, ones, 0, rows, src, n, 0.0, sum, 0)
+                                : dev->status;
+    clg_tensor_free(ones);
+    if (st != CLG_OK) clg_tensor_free(sum), sum = NULL;
+    return sum;
+}
+
+/* The biases' gradients: both the column sum of the gates' gradient for the RNN and the
+ * LSTM (the biases add alike), of dxw and of dhw apart for the GRU. */
+static clg_status bias_grads(const rnn_dims *d, clg_node *node, rnn_bwd_state *s, clg_tensor **gin)
+{
+    bool wi = clg__wants_grad(node, IN_BIH), wh = clg__wants_grad(node, IN_BHH);
+    int64_t rows = d->T * d->B, gh = d->G * d->H;
+    if (d->kind == K_GRU) {
+        if (wi && !(gin[IN_BIH] = column_sum(s->dg, rows, gh))) return s->dg->dev->status;
+        if (wh && !(gin[IN_BHH] = column_sum(s->dhw, rows, gh))) return s->dg->dev->status;
+        return CLG_OK;
+    }
+    if (!wi && !wh) return CLG_OK;
+    clg_tensor *db = column_sum(s->dg, rows, gh);
+    if (!db) return s->dg->dev->status;
+    if (wi) gin[IN_BIH] = db;
+    if (wh) gin[IN_BHH] = wi ? clg__copy_as(db, db->dtype) : db;
+    return !wh || gin[IN_BHH] ? CLG_OK : db->dev->status;
+}
+
 static clg_status recurrence_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
 {
     rnn_dims d = node_dims(node);
@@ -215,23 +254,18 @@ static clg_status recurrence_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
     if (d.kind == K_GRU) s.dhw = clg__tensor_new(dev, dt, 3, seq);
     bool made = s.g && s.dh && s.dg && (d.kind != K_LSTM || s.dc) && (d.kind != K_GRU || s.dhw);
     clg_status st = made ? run_backward(&d, node, &s) : dev->status;
-    clg_tensor *dpre = d.kind == K_GRU ? s.dhw : s.dg;   /* the gradient of hw + b_hh */
+    clg_tensor *dpre = d.kind == K_GRU ? s.dhw : s.dg;   /* the gradient of hw */
     int64_t rows = d.T * d.B, gh = d.G * d.H;
-    if (st == CLG_OK && clg__wants_grad(node, 1)) {   /* dW_hh = dpre^T . [h_0 .. h_{T-1}] */
-        gin[1] = clg__tensor_new(dev, dt, 2, (const int64_t[]){gh, d.H});
-        st = gin[1] ? gemm(dev, dt, true, false, gh, d.H, rows, dpre, 0, gh, node->out, d.H, 0.0, gin[1], 0)
-                    : dev->status;
+    if (st == CLG_OK && clg__wants_grad(node, IN_WHH)) {   /* dW_hh = dpre^T . [h_0 .. h_{T-1}] */
+        gin[IN_WHH] = clg__tensor_new(dev, dt, 2, (const int64_t[]){gh, d.H});
+        st = gin[IN_WHH] ? gemm(dev, dt, true, false, gh, d.H, rows, dpre, 0, gh, node->out, d.H, 0.0, gin[IN_WHH], 0)
+                         : dev->status;
     }
-    if (st == CLG_OK && clg__wants_grad(node, 2)) {
-        clg_tensor *flat = clg_reshape(dpre, CLG_SHAPE(rows, gh));
-        gin[2] = flat ? clg_sum(flat, 1, (const int[]){0}, false) : NULL;
-        clg_tensor_free(flat);
-        if (!gin[2]) st = dev->status;
-    }
+    if (st == CLG_OK) st = bias_grads(&d, node, &s, gin);
     if (st == CLG_OK) {
-        if (clg__wants_grad(node, 0)) gin[0] = s.dg, s.dg = NULL;
-        if (clg__wants_grad(node, 3)) gin[3] = s.dh, s.dh = NULL;
-        if (clg__wants_grad(node, 4)) gin[4] = s.dc, s.dc = NULL;
+        if (clg__wants_grad(node, IN_XW)) gin[IN_XW] = s.dg, s.dg = NULL;
+        if (clg__wants_grad(node, IN_H0)) gin[IN_H0] = s.dh, s.dh = NULL;
+        if (clg__wants_grad(node, IN_C0)) gin[IN_C0] = s.dc, s.dc = NULL;
     }
     release_copy(s.g, g);
     clg_tensor_free(s.dh);
@@ -282,21 +316,21 @@ static bool check_args(rnn_kind kind, clg_tensor *x, clg_tensor *wih, clg_tensor
 }
 
 /* The recurrence over xw [T, B, G H] (contiguous): the packed output O, on the tape. */
-static clg_tensor *recurrence(const rnn_dims *d, clg_tensor *xw, clg_tensor *whh, clg_tensor *bhh, clg_tensor *h0,
-                              clg_tensor *c0)
+static clg_tensor *recurrence(const rnn_dims *d, clg_tensor *xw, clg_tensor *whh, clg_tensor *bih, clg_tensor *bhh,
+                              clg_tensor *h0, clg_tensor *c0)
 {
     clg_device *dev = xw->dev;
-    clg_tensor *whc = as_contiguous(whh), *bhc = as_contiguous(bhh);
+    clg_tensor *whc = as_contiguous(whh);
     int64_t rows = d->T + 1 + (d->kind == K_LSTM);
     clg_tensor *O = clg__tensor_new(dev, xw->dtype, 3, (const int64_t[]){rows, d->B, d->H});
-    rnn_fwd_state s = {0};
-    bool made = whc && O && (bhc || !bhh);
+    rnn_fwd_state s = {.bih = as_contiguous(bih), .bhh = as_contiguous(bhh)};
+    bool made = whc && O && (s.bih || !bih) && (s.bhh || !bhh);
     clg_no_grad_begin(dev);   /* the initial states' copies are the op's own work */
-    clg_status st = made ? run_forward(d, xw, whc, bhc, h0, c0, O, &s) : dev->status;
+    clg_status st = made ? run_forward(d, xw, whc, h0, c0, O, &s) : dev->status;
     clg_no_grad_end(dev);
     clg_node *node = NULL;
     if (st == CLG_OK)
-        O = clg__taped(O, OP_ID[d->kind], recurrence_bw, 5, (clg_tensor *const[]){xw, whh, bhh, h0, c0}, &node);
+        O = clg__taped(O, OP_ID[d->kind], recurrence_bw, NIN, (clg_tensor *const[]){xw, whh, bih, bhh, h0, c0}, &node);
     if (node) {
         clg__node_save(node, 0, s.act);
         clg__node_save(node, 1, s.extra);
@@ -308,7 +342,8 @@ static clg_tensor *recurrence(const rnn_dims *d, clg_tensor *xw, clg_tensor *whh
     clg_tensor_free(s.act);
     clg_tensor_free(s.extra);
     release_copy(whc, whh);
-    release_copy(bhc, bhh);
+    release_copy(s.bih, bih);
+    release_copy(s.bhh, bhh);
     if (st != CLG_OK) {
         clg_tensor_free(O);
         char err[CLG_ERROR_MAX];
@@ -337,9 +372,9 @@ static clg_tensor *layer(rnn_kind kind, bool relu, clg_tensor *x, clg_tensor *wi
     rnn_dims d;
     if (!check_args(kind, x, wih, whh, bih, bhh, h0, c0, &d)) return NULL;
     d.relu = relu;
-    clg_tensor *xw = clg_linear(x, wih, bih);
+    clg_tensor *xw = clg_linear(x, wih, NULL);   /* the biases go in with the recurrence */
     clg_tensor *xwc = as_contiguous(xw);   /* clg_linear's result is; cheap insurance */
-    clg_tensor *O = xwc ? recurrence(&d, xwc, whh, bhh, h0, c0) : NULL;
+    clg_tensor *O = xwc ? recurrence(&d, xwc, whh, bih, bhh, h0, c0) : NULL;
     release_copy(xwc, xw);
     clg_tensor_free(xw);
     if (!O) return NULL;
