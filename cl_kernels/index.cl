@@ -59,6 +59,23 @@ __kernel void index_select_bw(int n, int nd, int8 ashape, int axis, __global T *
     ga[oga + i] = acc;
 }
 
+// The same along axis 0 with g contiguous [k, D] (an embedding's backward): one work-item
+// per row j of ga scans the index list once and adds the rows of g that picked j, in
+// index order, as above (the same bits): O(rows * k + numel(g)) instead of
+// O(numel(a) * k). Launched over exactly `rows` items.
+__kernel void index_select_bw_rows(int rows, int D, __global T *ga, int oga, __global const T *g, int og, int k,
+                                   __global const int *idx, int oi, int si)
+{
+    int j = get_global_id(0);
+    __global T *out = ga + oga + (size_t)j * D;
+    for (int d = 0; d < D; d++) out[d] = (T)0;
+    for (int m = 0; m < k; m++) {
+        if (idx[oi + m * si] != j) continue;
+        __global const T *src = g + og + (size_t)m * D;
+        for (int d = 0; d < D; d++) out[d] += src[d];
+    }
+}
+
 // torch.gather: y[c] = a[c with c[axis] = index[c]]; y has index's shape.
 __kernel void gather(int n, int nd, int8 yshape, int axis, __global T *y, int oy,
                      __global const T *a, int oa, int8 sa, int na,

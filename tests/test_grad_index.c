@@ -1,5 +1,7 @@
 /* Gradient checks for indexing and joining: index_select (repeated indices),
  * gather, concat, stack, and split (whose parts are narrow views). */
+#include <string.h>
+
 #include "optest.h"
 
 #define IN(...) ((optest_input[]){__VA_ARGS__})
@@ -33,9 +35,32 @@ static clg_tensor *f_split(clg_tensor **x, void *c)
     return clg_concat(4, (clg_tensor *[]){p[2], p[0], p[1], p[2]}, *(int *)c);
 }
 
+/* index_select's backward along axis 0 scans the indices per row when the gradient is
+ * contiguous, per element otherwise: both add the same terms in the same order. */
+static void embedding_backward_paths_agree(clg_device *dev)
+{
+    int32_t ids[40];
+    for (int i = 0; i < 40; i++) ids[i] = (i * 7 + i / 3) % 9;   /* repeats, row 8 picked rarely */
+    float grads[2][9 * 16];
+    for (int v = 0; v < 2; v++) {
+        clg_scope_begin(dev);
+        clg_manual_seed(dev, 5);
+        clg_tensor *w = clg_rand(dev, CLG_F32, SH(9, 16), -1, 1), *g = clg_rand(dev, CLG_F32, SH(16, 40), -1, 1);
+        CHECK_OK(dev, clg_tensor_set_requires_grad(w, true));
+        clg_tensor *y = clg_index_select(w, 0, clg_tensor_from_host(dev, CLG_I32, SH(40), ids));
+        /* the same gradient values, contiguous or a transposed view */
+        clg_tensor *gy = v ? clg_transpose(g, 0, 1) : clg_contiguous(clg_transpose(g, 0, 1));
+        CHECK_OK(dev, clg_backward(y, gy));
+        CHECK_OK(dev, clg_tensor_to_host(clg_tensor_grad(w), grads[v], sizeof grads[v]));
+        clg_scope_end(dev);
+    }
+    CHECK_MSG(!memcmp(grads[0], grads[1], sizeof grads[0]), "index_select backward: row and element paths differ");
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
+    embedding_backward_paths_agree(dev);
     int ax0 = 0, ax1 = 1, axm1 = -1;
     /* index_select: repeated rows add their gradients; unpicked rows get 0 */
     const double rows[6] = {4, 0, 4, 2, 4, 0};

@@ -69,6 +69,18 @@ static clg_status index_select_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     int ax = (int)n->i[0];
     clg_tensor *ga = clg__tensor_new(g->dev, a->dtype, a->ndim, a->shape);
     if (!ga) return g->dev->status;
+    if (ax == 0 && clg_tensor_is_contiguous(g) && a->shape[0] > 0) {   /* rows: the embedding's case */
+        int64_t D = ga->numel / a->shape[0];
+        clg_arg rows[] = {CLG_ARG_I(a->shape[0]), CLG_ARG_I(D), CLG_ARG_M(ga->buf->mem), CLG_ARG_I(ga->offset),
+                          CLG_ARG_M(g->buf->mem), CLG_ARG_I(g->offset), CLG_ARG_I(idx->shape[0]),
+                          CLG_ARG_M(idx->buf->mem), CLG_ARG_I(idx->offset), CLG_ARG_I(idx->strides[0])};
+        if (launch(g->dev, ga->dtype, "index_select_bw_rows", rows, 10, a->shape[0]) != CLG_OK) {
+            clg_tensor_free(ga);
+            return g->dev->status;
+        }
+        gin[0] = ga;
+        return CLG_OK;
+    }
     clg_arg args[] = {CLG_ARG_I(ga->numel), CLG_ARG_I(a->ndim), clg__arg_int8(a->shape, a->ndim), CLG_ARG_I(ax),
                       CLG_ARG_M(ga->buf->mem), CLG_ARG_I(ga->offset),
                       CLG_ARG_M(g->buf->mem), CLG_ARG_I(g->offset), clg__arg_int8(g->strides, g->ndim),
