@@ -84,6 +84,20 @@ def training(build, model, repeats, steps):
                 REFS["torch conv"] = line[5:]
     return ours, theirs, extra
 
+def char_lm(build, cell, repeats, steps):
+    """The character model char_lstm (an LSTM or GRU of 256, 2 layers), batch 32,
+    sequence 128: clgrad's bench_char and PyTorch's bench/torch_char_lm.py, the same
+    model, step and text, interleaved."""
+    ours, theirs = [], []
+    for _ in range(repeats):
+        out = run([os.path.join(build, "bench", "bench_char"), "--cell", cell, "--steps", str(steps)])
+        ours.append(float(out.split()[4]))
+        out = run([PYTHON, os.path.join(HERE, "torch_char_lm.py"), "--throughput", "--cell", cell,
+                   "--steps", str(steps)], env=ref_env())
+        line = next(l for l in out.splitlines() if l.startswith("throughput"))
+        theirs.append(float(line.split()[4]))
+    return ours, theirs
+
 def startup(build, model, repeats):
     """Seconds from process start to the first step done: cold (empty clgrad and POCL
     caches), warm (the caches a first run left: on POCL its own kernel cache, since
@@ -137,6 +151,9 @@ def main():
         ours, theirs, extra = training(a.build, model, a.repeats, steps if model == "mlp" else steps // 2)
         extras[model] = extra
         print(row("train %s, images/s (steps 6 on)" % model.upper(), ours, theirs, "", "torch"), flush=True)
+    for cell in ("lstm", "gru"):
+        ours, theirs = char_lm(a.build, cell, a.repeats, 5 if a.quick else 20)
+        print(row("train char_%s (2 x 256, batch 32 x 128), chars/s" % cell, ours, theirs, "", "torch"), flush=True)
     for name, (dev, host) in elementwise(a.build, a.repeats).items():
         print(row("%s, GB/s (16M floats)" % name, dev, host, "", "plain C loop"), flush=True)
     for model in ("mlp", "cnn"):

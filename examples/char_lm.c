@@ -1,7 +1,8 @@
 /* char_lm: a character-level language model on real English text.
  *
- *   ./build/examples/char_lm [--minutes 5] [--data /usr/share/games/fortunes] [--cell lstm|gru]
- *                            [--eval-every 60] [--sample-every 120] [--save char_lstm.safetensors]
+ *   ./build/examples/char_lm [--minutes 5] [--steps N] [--data /usr/share/games/fortunes]
+ *                            [--cell lstm|gru] [--eval-every 60] [--sample-every 120]
+ *                            [--save char_lstm.safetensors]
  *
  * The model is char_lstm (examples/models/char_lstm.json): bytes -> Embedding(256, 64) ->
  * a 2-layer LSTM of 256 -> Linear(256, 256) -> the next byte's logits. The text is the
@@ -29,6 +30,7 @@ typedef struct options {
     const char *data, *cell, *save;
     double minutes, eval_every, sample_every;
     int seed;
+    int64_t max_steps;   /* 0: the time budget alone */
 } options;
 
 static double now(void)
@@ -40,14 +42,14 @@ static double now(void)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: char_lm [--minutes M] [--data FILE|DIR] [--cell lstm|gru] [--eval-every S]\n"
+    fprintf(stderr, "usage: char_lm [--minutes M] [--steps N] [--data FILE|DIR] [--cell lstm|gru] [--eval-every S]\n"
                     "               [--sample-every S] [--save FILE.safetensors] [--seed N]\n");
     return 2;
 }
 
 static int parse(int argc, char **argv, options *o)
 {
-    *o = (options){"/usr/share/games/fortunes", "lstm", NULL, 5, 60, 120, 1};
+    *o = (options){"/usr/share/games/fortunes", "lstm", NULL, 5, 60, 120, 1, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) return usage();
@@ -58,6 +60,7 @@ static int parse(int argc, char **argv, options *o)
         else if (!strcmp(a, "--eval-every")) o->eval_every = atof(v);
         else if (!strcmp(a, "--sample-every")) o->sample_every = atof(v);
         else if (!strcmp(a, "--seed")) o->seed = atoi(v);
+        else if (!strcmp(a, "--steps")) o->max_steps = atoll(v);
         else return usage();
         i++;
     }
@@ -130,19 +133,20 @@ static void print_sample(clg_module *model, uint64_t seed)
     printf("---- sample ----\n%.*s\n----------------\n", (int)sizeof text, (const char *)text);
 }
 
-/* Train for the budget, evaluating and sampling on the way; returns the exit status. */
-static int run(trainer *t, const options *o, const uint8_t *held, size_t held_len)
+/* Train for the budget, evaluating and sampling on the way; *held_bits gets the last
+ * held-out loss. Returns the exit status. */
+static int run(trainer *t, const options *o, const uint8_t *held, size_t held_len, double *held_bits)
 {
     const double ln2 = log(2.0), budget = o->minutes * 60;
     double trained = 0, next_eval = o->eval_every, next_sample = o->sample_every;
     clg_text_model_stateful(t->model, true);
-    while (trained < budget) {
+    for (bool last = false; !last;) {
         double t0 = now();
         clg_status st = train_step(t);
         if (st == CLG_OK && (t->steps % 10 == 0 || trained + now() - t0 >= budget)) st = clg_device_finish(t->dev);
         if (st != CLG_OK) return fprintf(stderr, "char_lm: %s\n", clg_device_error(t->dev)), 1;
         trained += now() - t0;
-        bool last = trained >= budget;
+        last = trained >= budget || t->steps == o->max_steps;
         if (trained >= next_eval || last) {
             double train_loss, acc, held_nats;
             clg_meter_read(t->meter, &train_loss, &acc);
@@ -156,6 +160,7 @@ static int run(trainer *t, const options *o, const uint8_t *held, size_t held_le
                    trained / 60, (long long)t->steps, train_loss / ln2, held_nats / ln2,
                    (double)t->steps * STREAMS * WINDOW / trained);
             fflush(stdout);
+            *held_bits = held_nats / ln2;
             next_eval += o->eval_every;
         }
         if (trained >= next_sample || last) {
@@ -177,6 +182,9 @@ int main(int argc, char **argv)
     size_t split = text.len - text.len / 20;
     printf("%s: %zu bytes in %d files; training on %zu, held out %zu; unigram entropy %.3f bits/byte\n", o.data,
            text.len, text.files, split, text.len - split, unigram_bits(text.bytes, split));
+    if (clg_text_windows(split, STREAMS, WINDOW, false) == 0 || clg_text_windows(text.len - split, STREAMS, WINDOW, true) == 0)
+        return fprintf(stderr, "char_lm: %s: too short for %d streams of windows of %d bytes\n", o.data, STREAMS,
+                       WINDOW), clg_text_free(&text), 1;
     clg_device *dev;
     if (clg_device_open(NULL, &dev) != CLG_OK) return fprintf(stderr, "char_lm: %s\n", clg_device_error(dev)), 1;
     printf("device: %s\n", clg_device_get_info(dev)->name);
@@ -185,8 +193,12 @@ int main(int argc, char **argv)
     t.windows = clg_text_windows(split, STREAMS, WINDOW, false);
     t.nparams = t.model ? clg_module_parameters(t.model, t.params, 32, true) : 0;
     t.opt = t.model ? clg_adam_new(t.nparams, t.params, &(clg_adam_options){.lr = 2e-3}) : NULL;
-    int rc = t.opt && t.meter ? run(&t, &o, text.bytes + split, text.len - split)
+    double held_bits = NAN, unigram = unigram_bits(text.bytes, split);
+    int rc = t.opt && t.meter ? run(&t, &o, text.bytes + split, text.len - split, &held_bits)
                               : (fprintf(stderr, "char_lm: %s\n", clg_device_error(dev)), 1);
+    if (rc == 0)   /* what a model learned beyond letter frequencies */
+        printf("held-out %.3f bits/byte: %s the unigram entropy %.3f\n", held_bits,
+               held_bits < unigram ? "below" : "not below", unigram);
     if (rc == 0 && o.save && clg_module_save(t.model, o.save, 0, NULL) != CLG_OK)
         rc = (fprintf(stderr, "char_lm: %s\n", clg_device_error(dev)), 1);
     else if (rc == 0 && o.save)
