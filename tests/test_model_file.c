@@ -152,6 +152,62 @@ static void test_more_layers(clg_device *dev)
     clg_model_free(bad);
 }
 
+/* A model of tokens: an embedding, recurrent layers and a linear on the last axis.
+ * Shapes and parameter counts from inference match the built layers on int32 tokens,
+ * and the parameters carry PyTorch's names (nn.Sequential(Embedding, LSTM, ...)). */
+static const char *TOKENS =
+    "{\"input\": [5],\n"
+    " \"layers\": [{\"type\": \"embedding\", \"num\": 256, \"dim\": 8},\n"
+    "  {\"type\": \"lstm\", \"hidden\": 16, \"layers\": 2, \"dropout\": 0.1},\n"
+    "  {\"type\": \"gru\", \"hidden\": 12, \"bias\": false},\n"
+    "  {\"type\": \"rnn\", \"hidden\": 6, \"relu\": true, \"name\": \"simple\"},\n"
+    "  {\"type\": \"linear\", \"out\": 256}],\n"
+    " \"optimizer\": {\"type\": \"adam\", \"lr\": 0.002, \"clip_grad_norm\": 5},\n"
+    " \"data\": {\"text\": \"corpus.txt\", \"holdout\": 0.05}}";
+
+static void test_tokens(clg_device *dev)
+{
+    char err[512];
+    clg_model *m = parse(TOKENS, err, sizeof err);
+    CHECK_MSG(m, "%s", err);
+    if (!m) return;
+    const int64_t params[] = {256 * 8, 4 * 16 * (8 + 16 + 2) + 4 * 16 * (16 + 16 + 2), 3 * 12 * (16 + 12),
+                              6 * (12 + 6 + 2), 6 * 256 + 256};
+    const int64_t last[] = {8, 16, 12, 6, 256};
+    CHECK(clg_model_takes_tokens(m) && clg_model_outputs(m) == 256 && clg_model_check_text(m, err, sizeof err) == CLG_OK);
+    CHECK(clg_model_get_optim(m)->clip_grad_norm == 5 && clg_model_get_data(m)->holdout == 0.05);
+    for (int i = 0; i < 5; i++) {
+        clg_model_layer_info l;
+        CHECK(clg_model_layer(m, i, &l) && l.ndim == 2 && l.shape[0] == 5 && l.shape[1] == last[i]);
+        CHECK_MSG(l.params == params[i], "layer %d: %lld parameters, want %lld", i, (long long)l.params,
+                  (long long)params[i]);
+    }
+    clg_model_layer_info l;
+    CHECK(clg_model_layer(m, 1, &l) && !strcmp(l.settings, "hidden=16, layers=2, bias=true, dropout=0.1"));
+    CHECK(clg_model_layer(m, 3, &l) && strstr(l.settings, "relu=true"));
+    clg_module *net = clg_model_build(m, dev);
+    CHECK_MSG(net, "%s", clg_device_error(dev));
+    if (net) {
+        CHECK(clg_module_find(net, "0.weight") && clg_module_find(net, "1.weight_ih_l0") &&
+              clg_module_find(net, "1.bias_hh_l1") && clg_module_find(net, "2.weight_hh_l0") &&
+              !clg_module_find(net, "2.bias_ih_l0") && clg_module_find(net, "simple.bias_ih_l0") &&
+              clg_module_find(net, "4.weight"));
+        CHECK(clg_module_numel(net, false) == clg_model_param_count(m));
+        clg_module_train(net, false);
+        clg_scope_begin(dev);
+        clg_tensor *x = clg_tensor_from_host(dev, CLG_I32, CLG_SHAPE(2, 5), (int32_t[]){1, 2, 3, 255, 0, 9, 8, 7, 6, 5});
+        clg_tensor *y = clg_module_forward(net, x);   /* batch-first: [B, T, 256] */
+        CHECK_MSG(y && clg_tensor_ndim(y) == 3 && clg_tensor_dim(y, 0) == 2 && clg_tensor_dim(y, 1) == 5 &&
+                  clg_tensor_dim(y, 2) == 256, "%s", clg_device_error(dev));
+        double loss = NAN;   /* per token: [B, T, C] against [B, T] */
+        CHECK_OK(dev, clg_tensor_item(clg_model_loss(m, y, x), &loss));
+        CHECK_MSG(loss > 4 && loss < 7, "loss %g", loss);
+        clg_scope_end(dev);
+    }
+    clg_module_free(net);
+    clg_model_free(m);
+}
+
 /* Canonical text: explicit, stable, and it parses back to itself. */
 static void test_canonical(void)
 {
@@ -163,6 +219,18 @@ static void test_canonical(void)
     CHECK_MSG(a && b && !strcmp(a, b), "%s", err);
     CHECK(a && strstr(a, "\"dilation\"") && strstr(a, "\"momentum\": 0.2") && strstr(a, "\"bias\": false"));
     CHECK(a && strstr(a, "\"name\": \"conv\"") && strstr(a, "\"lr\": 0.01,") && strstr(a, "\"schedule\": \"constant\""));
+    free(a);
+    free(b);
+    clg_model_free(m);
+    clg_model_free(m2);
+    m = parse(TOKENS, err, sizeof err);
+    a = m ? clg_model_json(m) : NULL;
+    m2 = a ? parse(a, err, sizeof err) : NULL;
+    b = m2 ? clg_model_json(m2) : NULL;
+    CHECK_MSG(a && b && !strcmp(a, b), "%s", err);
+    CHECK(a && strstr(a, "\"type\": \"embedding\",\n      \"num\": 256,\n      \"dim\": 8") &&
+          strstr(a, "\"hidden\": 6,\n      \"layers\": 1,\n      \"bias\": true,\n      \"dropout\": 0.0,\n      \"relu\": true"));
+    CHECK(a && strstr(a, "\"clip_grad_norm\": 5") && strstr(a, "\"text\": \"corpus.txt\"") && strstr(a, "\"holdout\": 0.05"));
     free(a);
     free(b);
     clg_model_free(m);
@@ -277,9 +345,25 @@ static void test_examples(void)
               clg_model_get_train(m)->batch == 128 && clg_model_outputs(m) == 10 && strstr(clg_model_comment(m), "%"));
         clg_model_free(m);
     }
-    char err[512];
-    clg_model *m;
+    char err[512], path[1024];
+    clg_model *m = NULL;
+    snprintf(path, sizeof path, "%s/../examples/models/char_lstm.json", CLGRAD_TEST_SOURCE_DIR);
+    CHECK_MSG(clg_model_read(path, &m, err, sizeof err) == CLG_OK, "%s", err);
+    CHECK_MSG(m && clg_model_param_count(m) == 938240, "char_lstm: %lld", (long long)(m ? clg_model_param_count(m) : 0));
+    CHECK(m && clg_model_takes_tokens(m) && clg_model_check_text(m, err, sizeof err) == CLG_OK &&
+          clg_model_get_optim(m)->clip_grad_norm == 5 && clg_model_get_train(m)->batch == 32 &&
+          clg_model_get_data(m)->holdout == 0.05 && strstr(clg_model_comment(m), "LSTM"));
+    clg_model_free(m);
     CHECK(clg_model_read("/nonexistent/m.json", &m, err, sizeof err) == CLG_ERR_IO && strstr(err, "/nonexistent/m.json"));
+    /* text for a model that does not take tokens, and a model of tokens that cannot read bytes */
+    m = mini("", err, sizeof err);
+    CHECK(m && clg_model_set_text(m, "x.txt", err, sizeof err) != CLG_OK && strstr(err, "does not take tokens"));
+    clg_model_free(m);
+    m = parse("{\"input\": [4], \"layers\": [{\"type\": \"embedding\", \"num\": 100, \"dim\": 3},\n"
+              " {\"type\": \"linear\", \"out\": 256}]}", err, sizeof err);
+    CHECK(m && clg_model_check_text(m, err, sizeof err) != CLG_OK && strstr(err, "layers[0] (embedding): num 100"));
+    CHECK(m && clg_model_set_data(m, "fashion-mnist", NULL, err, sizeof err) == CLG_OK);
+    clg_model_free(m);
 }
 
 /* An error case: the file, the text at which the message must point (its first
@@ -289,6 +373,8 @@ typedef struct bad_case {
 } bad_case;
 
 #define L2 "{\"input\": [1, 8, 8],\n \"layers\": [\n  "
+#define TK "{\"input\": [6],\n \"layers\": [\n  "
+#define EMB "{\"type\": \"embedding\", \"num\": 256, \"dim\": 4}"
 #define END "\n ]}"
 static const bad_case BAD[] = {
     {"{\"input\": [1, 2,]}", "]}", "", NULL},                                     /* jansson: syntax */
@@ -357,6 +443,35 @@ static const bad_case BAD[] = {
     {L2 "\"flatten\"],\n \"data\": {\"normalize\": {\"mean\": [0.5, 1], \"std\": [1, 2]}}\n}", "[1, 2]",
      "data.normalize.std: mean and std need the same length, 1 or the input's 1 channels", NULL},
     {L2 "\"flatten\"],\n \"data\": {\"hflip\": 1}\n}", "1}", "data.hflip: must be true or false", NULL},
+    {L2 "\"flatten\"],\n \"optimizer\": {\"type\": \"adam\", \"clip_grad_norm\": -1}\n}", "-1",
+     "optimizer.clip_grad_norm: must be a number in [0, 1e+06], got -1", NULL},
+    {L2 "\"flatten\",\n  {\"type\": \"embedding\", \"num\": 256, \"dim\": 4}" END, "{\"type\": \"embedding\"",
+     "layers[1]: embedding must be the first layer", NULL},
+    {TK "{\"type\": \"embedding\", \"dim\": 4}" END, "{\"type\"", "layers[0]: missing \"num\" (embedding needs it)",
+     NULL},
+    {TK "{\"type\": \"embedding\", \"num\": 0, \"dim\": 4}" END, "0,", "layers[0].num: must be an integer in [1, ",
+     NULL},
+    {L2 "{\"type\": \"lstm\", \"hidden\": 4}" END, "{\"type\"",
+     "layers[0]: lstm takes [T, features] inputs (a sequence), got an input of shape [1, 8, 8]", NULL},
+    {TK EMB ",\n  {\"type\": \"gru\"}" END, "{\"type\": \"gru\"}", "layers[1]: missing \"hidden\" (gru needs it)",
+     NULL},
+    {TK EMB ",\n  {\"type\": \"lstm\", \"hidden\": 8, \"dropout\": 0.2}" END, "{\"type\": \"lstm\"",
+     "layers[1]: dropout 0.2 acts between stacked layers: it needs layers >= 2", NULL},
+    {TK EMB ",\n  {\"type\": \"rnn\", \"hidden\": 8, \"layers\": 65}" END, "65",
+     "layers[1].layers: must be an integer in [1, 64], got 65", NULL},
+    {TK EMB ",\n  {\"type\": \"lstm\", \"hidden\": 8, \"relu\": true}" END, "\"relu\"",
+     "layers[1].relu: unknown key \"relu\"", "allowed: type, name, hidden, layers, bias, dropout"},
+    {TK EMB ", \"flatten\", {\"type\": \"linear\", \"out\": 256}" END, "{\"type\": \"linear\"",
+     "layers[2]: the last layer of a model of tokens must give scores per token", NULL},
+    {TK EMB "],\n \"data\": {\"dataset\": \"fashion-mnist\"}\n}", "\"fashion-mnist\"",
+     "data.dataset: a model of tokens (its first layer is an embedding) learns from \"text\"", NULL},
+    {TK EMB "],\n \"data\": {\"text\": \"a.txt\", \"dataset\": \"b.csv\"}\n}", "\"a.txt\"",
+     "data.text: give \"dataset\" or \"text\", not both", NULL},
+    {TK EMB "],\n \"data\": {\"text\": \"a.txt\"}\n}", "\"a.txt\"",
+     "data.text: layers[0] (embedding): 4 scores per position; the next byte takes 256", NULL},
+    {L2 "\"flatten\"],\n \"data\": {\"text\": \"a.txt\"}\n}", "\"a.txt\"",
+     "data.text: the model does not take tokens", NULL},
+    {TK EMB "],\n \"data\": {\"holdout\": 0.95}\n}", "0.95", "data.holdout: must be a number in [0, 0.9]", NULL},
 };
 
 static void where(const char *text, const char *at, int *line, int *col)
@@ -389,6 +504,7 @@ int main(void)
     clg_device *dev = check_open_device();
     test_every_layer(dev);
     test_more_layers(dev);
+    test_tokens(dev);
     test_canonical();
     test_losses(dev);
     test_optimizers(dev);

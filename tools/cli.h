@@ -1,5 +1,5 @@
 /* cli.h: what the clgrad subcommands share: one-line errors, strict number options,
- * the device, datasets named on the command line, evaluation and gnuplot. */
+ * the device, datasets and text named on the command line, evaluation and gnuplot. */
 #ifndef CLGRAD_TOOLS_CLI_H
 #define CLGRAD_TOOLS_CLI_H
 
@@ -36,6 +36,20 @@ clg_status cli_dataset(const char *spec, bool train, const clg_model *m, clg_dat
  * split of the dataset; a CSV dataset has no split: NULL (csv_itself: the file). */
 clg_status cli_test_dataset(const clg_model *m, bool csv_itself, clg_dataset **out, char *err, size_t errlen);
 bool cli_is_csv(const char *spec);
+
+/* ln 2: a loss in nats per byte over this is bits per byte. */
+#define CLI_LN2 0.69314718055994530942
+
+/* "text:PATH" names text for a model of tokens: PATH; anything else: NULL. */
+const char *cli_text_path(const char *spec);
+/* Read text (a file or a directory's plain files, clg_text_read) into *t; 0 or the
+ * exit status after reporting. */
+int cli_read_text(const char *cmd, const char *path, clg_text *t);
+/* Where the held-out tail of len bytes starts: len - (size_t)(len * holdout). */
+size_t cli_text_split(size_t len, double holdout);
+
+/* The model file's layers, output shapes, parameters and settings (clgrad info). */
+void cli_print_layers(const clg_model *m);
 
 /* A loader batch [B, sample...] as the model's input [B, input...]. */
 clg_tensor *cli_as_input(const clg_model *m, clg_tensor *x);

@@ -1,4 +1,5 @@
-/* cli_common.c: errors, numbers and devices for the clgrad subcommands. */
+/* cli_common.c: errors, numbers, devices, checkpoints and the layer table for the clgrad
+ * subcommands. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -79,6 +80,30 @@ clg_device *cli_open_device(const char *cmd, const char *spec, bool announce)
     const clg_device_info *in = clg_device_get_info(dev);
     if (announce) printf("device: %s (%s, driver %s)\n", in->name, in->platform, in->driver);
     return dev;
+}
+
+static void print_shape(int ndim, const int64_t *s, char *buf, size_t len)
+{
+    size_t n = (size_t)snprintf(buf, len, "[");
+    for (int i = 0; i < ndim && n < len; i++) n += (size_t)snprintf(buf + n, len - n, "%s%lld", i ? ", " : "", (long long)s[i]);
+    if (n < len) snprintf(buf + n, len - n, "]");
+}
+
+void cli_print_layers(const clg_model *m)
+{
+    int64_t in[CLG_MAX_DIMS];
+    char shape[96];
+    print_shape(clg_model_input(m, in), in, shape, sizeof shape);
+    printf("model: input %s%s, %d layers, %lld parameters\n", shape, clg_model_takes_tokens(m) ? " tokens" : "",
+           clg_model_layer_count(m),
+           (long long)clg_model_param_count(m));
+    printf("  %-12s %-18s %-16s %12s  %s\n", "layer", "type", "output", "parameters", "settings");
+    for (int i = 0; i < clg_model_layer_count(m); i++) {
+        clg_model_layer_info l;
+        clg_model_layer(m, i, &l);
+        print_shape(l.ndim, l.shape, shape, sizeof shape);
+        printf("  %-12s %-18s %-16s %12lld  %s\n", l.name, l.type, shape, (long long)l.params, l.settings);
+    }
 }
 
 int cli_checkpoint_model(const char *cmd, const char *path, clg_model **desc, clg_train_state *ts)

@@ -1,5 +1,5 @@
-/* cli_data.c: datasets named on the command line, batches shaped for the model, and
- * the evaluation pass that train and eval share. */
+/* cli_data.c: datasets and text named on the command line, batches shaped for the
+ * model, and the evaluation pass that train and eval share. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +86,20 @@ clg_status cli_test_dataset(const clg_model *m, bool csv_itself, clg_dataset **o
     if (cli_is_csv(d->dataset) && !csv_itself) return CLG_OK;
     return cli_dataset(d->dataset, false, m, out, err, errlen);
 }
+
+const char *cli_text_path(const char *spec)
+{
+    return spec && !strncmp(spec, "text:", 5) ? spec + 5 : NULL;
+}
+
+int cli_read_text(const char *cmd, const char *path, clg_text *t)
+{
+    char err[1024];
+    if (clg_text_read(path, t, err, sizeof err) != CLG_OK) return cli_fail(cmd, "%s", err);
+    return 0;
+}
+
+size_t cli_text_split(size_t len, double holdout) { return len - (size_t)((double)len * holdout); }
 
 clg_tensor *cli_as_input(const clg_model *m, clg_tensor *x)
 {

@@ -18,11 +18,14 @@ static int parse(int argc, char **argv, eval_opts *o)
     opterr = 0;
     for (int c; (c = getopt_long(argc, argv, ":h", longs, NULL)) != -1;) {
         if (c == 'h') {
-            printf("usage: clgrad eval CKPT [--data fashion-mnist|DIR|FILE.csv] [--confusion-png FILE.png]\n"
-                   "         [--batch N] [--workers N] [--device SPEC]\n"
+            printf("usage: clgrad eval CKPT [--data fashion-mnist|DIR|FILE.csv|text:FILE|text:DIR]\n"
+                   "         [--confusion-png FILE.png] [--batch N] [--workers N] [--device SPEC]\n"
                    "Evaluates a checkpoint of clgrad train on the test split of --data (default: the\n"
                    "data recorded in the checkpoint; a CSV file is used whole): loss, accuracy, accuracy\n"
-                   "per class and the confusion matrix (rows: true class, columns: predicted).\n");
+                   "per class and the confusion matrix (rows: true class, columns: predicted).\n"
+                   "A character model reads text as one sequence from a zero state and gives the mean\n"
+                   "loss of predicting each byte from those before it, in nats and bits per byte: of\n"
+                   "text:PATH whole, or by default of the held-out tail of the text it was trained on.\n");
             return 0;
         }
         const char **slot = c == 'D' ? &o->data : c == 'd' ? &o->device : c == 'p' ? &o->png
@@ -94,6 +97,45 @@ static int evaluate(const eval_opts *o, clg_device *dev, clg_model *m, clg_modul
     return rc;
 }
 
+/* Text: the file given whole, else the held-out tail of the training text (all of it
+ * when the model file holds none out). */
+static int text_range(const eval_opts *o, const clg_model *m, const clg_text *t, size_t *from)
+{
+    const clg_model_data *d = clg_model_get_data(m);
+    *from = o->data ? 0 : cli_text_split(t->len, d->holdout);
+    if (t->len - *from >= 2) return 0;
+    return cli_fail("eval", "%s: %zu bytes held out of %zu: no byte to predict (give --data text:FILE)", d->text,
+                    t->len - *from, t->len);
+}
+
+/* A character model on text, one sequence from a zero state: nats and bits per byte. */
+static int evaluate_text(const eval_opts *o, clg_device *dev, const clg_model *m, clg_module *net)
+{
+    char err[512];
+    const char *path = o->data ? cli_text_path(o->data) : clg_model_get_data(m)->text;
+    if (clg_model_check_text(m, err, sizeof err) != CLG_OK) return cli_fail("eval", "%s: %s", o->ckpt, err);
+    if (!path || !*path)
+        return cli_usage_error("eval", o->data ? "the model takes tokens (its first layer is an embedding): give "
+                               "--data text:FILE|DIR" : "the checkpoint names no text: give --data text:FILE|DIR");
+    if (o->png || o->batch || o->workers) return cli_usage_error("eval", "--confusion-png, --batch and --workers are "
+                                                                 "for samples, not text");
+    clg_text t;
+    size_t from = 0;
+    int rc = cli_read_text("eval", path, &t) ? 1 : text_range(o, m, &t, &from);
+    int64_t in[CLG_MAX_DIMS], n = 0;
+    double nats = 0;
+    clg_model_input(m, in);
+    if (!rc && clg_text_loss(net, t.bytes + from, t.len - from, 1, (int)in[0], &nats, &n) != CLG_OK)
+        rc = cli_fail("eval", "%s", clg_device_error(dev));
+    if (!rc) {
+        printf("text: %s, bytes %zu to %zu of %zu%s\n", path, from, t.len, t.len,
+               o->data ? "" : from ? " (held out in training)" : " (the training text: none was held out)");
+        printf("bytes %lld | loss %.4f | %.4f bits per byte\n", (long long)n, nats, nats / CLI_LN2);
+    }
+    clg_text_free(&t);
+    return rc;
+}
+
 int cmd_eval(int argc, char **argv)
 {
     eval_opts o = {0};
@@ -106,7 +148,8 @@ int cmd_eval(int argc, char **argv)
     clg_model_free(m);
     m = NULL;
     if (!rc) rc = cli_load_checkpoint("eval", o.ckpt, dev, &m, &net);
-    if (!rc) rc = evaluate(&o, dev, m, net);
+    bool text = !rc && (cli_text_path(o.data) || clg_model_takes_tokens(m));
+    if (!rc) rc = text ? evaluate_text(&o, dev, m, net) : evaluate(&o, dev, m, net);
     clg_module_free(net);
     clg_model_free(m);
     clg_device_close(dev);

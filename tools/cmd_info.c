@@ -8,38 +8,19 @@
 #include "cli.h"
 #include "commands.h"
 
-static void print_shape(int ndim, const int64_t *s, char *buf, size_t len)
-{
-    size_t n = (size_t)snprintf(buf, len, "[");
-    for (int i = 0; i < ndim && n < len; i++) n += (size_t)snprintf(buf + n, len - n, "%s%lld", i ? ", " : "", (long long)s[i]);
-    if (n < len) snprintf(buf + n, len - n, "]");
-}
-
-static void print_layers(const clg_model *m)
-{
-    int64_t in[CLG_MAX_DIMS];
-    char shape[96];
-    print_shape(clg_model_input(m, in), in, shape, sizeof shape);
-    printf("model: input %s, %d layers, %lld parameters\n", shape, clg_model_layer_count(m),
-           (long long)clg_model_param_count(m));
-    printf("  %-12s %-18s %-16s %12s  %s\n", "layer", "type", "output", "parameters", "settings");
-    for (int i = 0; i < clg_model_layer_count(m); i++) {
-        clg_model_layer_info l;
-        clg_model_layer(m, i, &l);
-        print_shape(l.ndim, l.shape, shape, sizeof shape);
-        printf("  %-12s %-18s %-16s %12lld  %s\n", l.name, l.type, shape, (long long)l.params, l.settings);
-    }
-}
-
 static void print_settings(const clg_model *m)
 {
     const clg_model_optim *o = clg_model_get_optim(m);
     const clg_model_train *t = clg_model_get_train(m);
     const clg_model_data *d = clg_model_get_data(m);
-    printf("loss: %s | optimizer: %s, lr %g, schedule %s\n", clg_model_get_loss(m)->type, o->type, o->lr, o->schedule);
+    printf("loss: %s | optimizer: %s, lr %g, schedule %s", clg_model_get_loss(m)->type, o->type, o->lr, o->schedule);
+    if (o->clip_grad_norm > 0) printf(", gradient norm clipped to %g", o->clip_grad_norm);
+    printf("\n");
     printf("train: batch %lld, epochs %d, seed %llu, workers %d\n", (long long)t->batch, t->epochs,
            (unsigned long long)t->seed, t->workers);
-    printf("data: %s%s%s | scale %g", d->dataset[0] ? d->dataset : "(none)", d->test[0] ? ", test " : "", d->test, d->scale);
+    if (d->text[0]) printf("data: text %s, the last %g held out", d->text, d->holdout);
+    else printf("data: %s%s%s | scale %g", d->dataset[0] ? d->dataset : "(none)", d->test[0] ? ", test " : "", d->test,
+                d->scale);
     for (int i = 0; i < d->norm_channels; i++) printf("%s%g/%g", i ? ", " : " | normalize mean/std ", d->mean[i], d->std[i]);
     printf("%s%s\n", d->crop_padding ? " | random crops" : "", d->hflip ? " | flips" : "");
     if (clg_model_class_name(m, 0)) {
@@ -92,7 +73,7 @@ int cmd_info(int argc, char **argv)
     int rc = clg_safetensors_meta(st, "model") ? cli_checkpoint_model("info", path, &m, &ts) : 0;
     if (!rc) {
         printf("%s\n", path);
-        if (m) print_layers(m), print_settings(m), print_state(&ts);
+        if (m) cli_print_layers(m), print_settings(m), print_state(&ts);
         else printf("weights only: no model description (not a checkpoint of clgrad train)\n");
         print_tensors(st);
     }

@@ -146,8 +146,10 @@ int cmd_predict(int argc, char **argv)
     clg_model *m = NULL;
     clg_module *net = NULL;
     clg_device *dev = NULL;
-    if (!(rc = cli_checkpoint_model("predict", o.ckpt, &m, NULL)) && !(dev = cli_open_device("predict", o.device, false)))
-        rc = 1;
+    if (!(rc = cli_checkpoint_model("predict", o.ckpt, &m, NULL)) && clg_model_takes_tokens(m))
+        rc = cli_fail("predict", "%s: the model takes tokens, not samples: clgrad sample generates text with it, "
+                      "clgrad eval --data text:FILE measures it", o.ckpt);
+    if (!rc && !(dev = cli_open_device("predict", o.device, false))) rc = 1;
     clg_model_free(m);
     m = NULL;
     if (!rc) rc = cli_load_checkpoint("predict", o.ckpt, dev, &m, &net);

@@ -11,14 +11,19 @@
 
 static void usage(void)
 {
-    printf("usage: clgrad train MODEL.json [--data fashion-mnist|DIR|FILE.csv] [--test-data DIR|FILE.csv]\n"
-           "         [--epochs N] [--batch N] [--lr X] [--seed N] [--workers N] [--steps N] [--device SPEC]\n"
-           "         [--out CKPT] [--resume CKPT] [--init CKPT] [--freeze LAYERS] [--metrics FILE.csv]\n"
+    printf("usage: clgrad train MODEL.json [--data fashion-mnist|DIR|FILE.csv|text:FILE|text:DIR]\n"
+           "         [--test-data DIR|FILE.csv] [--epochs N] [--batch N] [--lr X] [--seed N] [--workers N]\n"
+           "         [--steps N] [--device SPEC] [--out CKPT] [--resume CKPT] [--init CKPT] [--freeze LAYERS]\n"
+           "         [--metrics FILE.csv]\n"
            "Trains the network a model file describes (see include/clgrad/model.h, examples/models/),\n"
            "evaluating on the test split after every epoch. Options override the file's settings.\n"
-           "  --data       fashion-mnist, a directory of IDX files (train-*/t10k-*), or a CSV file\n"
+           "  --data       fashion-mnist, a directory of IDX files (train-*/t10k-*), or a CSV file;\n"
+           "               text:PATH for a model of tokens (char_lstm.json): the bytes of a file or of a\n"
+           "               directory's files, read as --batch streams in windows of the model's input\n"
+           "               length, the recurrent state carried between windows; the model file's\n"
+           "               data.holdout (a fraction at the end) is measured after every epoch\n"
            "  --test-data  the evaluation data (default: the t10k files; none for a CSV)\n"
-           "  --steps N    at most N batches per epoch (short runs)\n"
+           "  --steps N    at most N batches (text: windows) per epoch (short runs)\n"
            "  --out CKPT   save a training checkpoint there after every epoch\n"
            "  --resume CKPT  continue exactly where CKPT stopped (same model and options)\n"
            "  --init CKPT  start from the weights of CKPT whose names and shapes match\n"
@@ -49,6 +54,19 @@ static int parse(int argc, char **argv, train_opts *o)
     return -1;
 }
 
+/* Data of the kind the model takes: samples, or text for a model of tokens. */
+static int data_given(const clg_model *m)
+{
+    const clg_model_data *d = clg_model_get_data(m);
+    if (clg_model_takes_tokens(m) && !d->text[0])
+        return cli_usage_error("train", "the model takes tokens (its first layer is an embedding): give --data "
+                               "text:FILE|DIR (or data.text in the file)");
+    if (!d->dataset[0] && !d->text[0])
+        return cli_usage_error("train", "no data: give --data fashion-mnist|DIR|FILE.csv|text:FILE (or data.dataset "
+                               "in the file)");
+    return 0;
+}
+
 /* The file's training settings with the command line's on top. */
 static int overrides(const train_opts *o, clg_model *m)
 {
@@ -67,12 +85,14 @@ static int overrides(const train_opts *o, clg_model *m)
     INT_OPT(o->workers, workers, 1, 64, "--workers")
 #undef INT_OPT
     if (o->lr && !cli_real(o->lr, 1e-12, 100, &lr)) return cli_usage_error("train", "--lr must be a number in (0, 100]");
+    const char *text = cli_text_path(o->data);
     if (clg_model_set_train(m, &t, err, sizeof err) || (o->lr && clg_model_set_lr(m, lr, err, sizeof err)) ||
-        clg_model_set_data(m, o->data, o->test, err, sizeof err))
+        (!text && clg_model_set_data(m, o->data, o->test, err, sizeof err)))
         return cli_usage_error("train", err);
-    if (!clg_model_get_data(m)->dataset[0])
-        return cli_usage_error("train", "no data: give --data fashion-mnist|DIR|FILE.csv (or data.dataset in the file)");
-    return 0;
+    if (text && clg_model_set_text(m, text, err, sizeof err)) return cli_fail("train", "%s: %s", o->model, err);
+    if (o->test && clg_model_get_data(m)->text[0])
+        return cli_usage_error("train", "--test-data does not go with text (data.holdout keeps its end out)");
+    return data_given(m);
 }
 
 int cmd_train(int argc, char **argv)
@@ -91,7 +111,7 @@ int cmd_train(int argc, char **argv)
     }
     train_run r = {.m = m, .max_steps = steps, .out = o.out, .metrics = o.metrics};
     rc = train_setup(&o, &r, m);
-    if (!rc) rc = train_epochs(&r);
+    if (!rc) rc = r.text_mode ? train_text_epochs(&r) : train_epochs(&r);
     train_teardown(&r);
     return rc;
 }

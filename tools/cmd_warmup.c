@@ -42,12 +42,64 @@ static clg_status zeros_dataset(const clg_model *m, int64_t batch, clg_dataset *
     return clg_dataset_from_arrays(&x, &y, (int)clg_model_outputs(m), out, err, errlen);
 }
 
+/* The model file's clipping of every trainable gradient, as clgrad train does it. */
+static clg_status clip(const clg_model *m, clg_module *net)
+{
+    double max_norm = clg_model_get_optim(m)->clip_grad_norm;
+    int n = max_norm > 0 ? clg_module_parameters(net, NULL, 0, true) : 0;
+    clg_tensor **p = n ? malloc((size_t)n * sizeof *p) : NULL;
+    if (n && !p) return CLG_ERR_OUT_OF_MEMORY;
+    clg_status st = n ? clg_clip_grad_norm(clg_module_parameters(net, p, n, true), p, max_norm, NULL) : CLG_OK;
+    free(p);
+    return st;
+}
+
+/* A model of tokens: one training step on a window of zero bytes [batch, T] (forward,
+ * loss, backward, clipping, step), then an evaluation of [1, T] bytes, as clgrad train
+ * and eval run them on text. */
+static clg_status warm_tokens(clg_device *dev, const clg_model *m, clg_module *net, clg_optimizer *opt)
+{
+    int64_t in[CLG_MAX_DIMS], n = 0;
+    clg_model_input(m, in);
+    int streams = (int)clg_model_get_train(m)->batch, window = (int)in[0];
+    size_t len = (size_t)streams * (size_t)(window + 1);
+    uint8_t *zeros = calloc(len, 1);
+    if (!zeros) return CLG_ERR_OUT_OF_MEMORY;
+    double nats;
+    clg_scope_begin(dev);
+    clg_tensor *x, *y, *loss = NULL;
+    clg_module_train(net, true);
+    clg_optimizer_zero_grad(opt);
+    if (clg_text_window(dev, zeros, len, streams, window, 0, &x, &y) == CLG_OK &&
+        (loss = clg_model_loss(m, clg_module_forward(net, x), y)) && !clg_backward(loss, NULL) && !clip(m, net))
+        clg_optimizer_step(opt);
+    clg_status st = clg_device_last_status(dev);
+    clg_scope_end(dev);
+    if (st == CLG_OK) st = clg_text_loss(net, zeros, (size_t)window + 1, 1, window, &nats, &n);
+    free(zeros);
+    return st;
+}
+
+static int warm_text(clg_device *dev, clg_model *m, const char *path)
+{
+    clg_module *net = clg_model_build(m, dev);
+    clg_optimizer *opt = net ? clg_model_build_optimizer(m, net) : NULL;
+    clg_status st = opt ? warm_tokens(dev, m, net, opt) : clg_device_last_status(dev);
+    if (st == CLG_OK) st = clg_device_finish(dev);
+    int rc = st == CLG_OK ? 0 : cli_fail("warmup", "%s: %s", path, clg_device_error(dev));
+    clg_optimizer_free(opt);
+    clg_module_free(net);
+    clg_model_free(m);
+    return rc;
+}
+
 /* One training step and one evaluation of model m on dev; 0 or the exit status. */
 static int warm_model(clg_device *dev, const char *path)
 {
     char err[1024];
     clg_model *m = NULL;
     if (clg_model_read(path, &m, err, sizeof err) != CLG_OK) return cli_fail("warmup", "%s", err);
+    if (clg_model_takes_tokens(m)) return warm_text(dev, m, path);
     clg_loader_config tc = clg_model_loader_config(m, true), ec = clg_model_loader_config(m, false);
     clg_dataset *ds = NULL;
     clg_loader *train = NULL, *test = NULL;

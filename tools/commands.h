@@ -8,6 +8,7 @@ int cmd_selftest(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
+int cmd_sample(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_conformance(int argc, char **argv);

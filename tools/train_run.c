@@ -20,7 +20,8 @@ static clg_status train_step(train_run *r, clg_tensor *x, clg_tensor *y)
     clg_optimizer_zero_grad(r->opt);
     clg_tensor *out = clg_module_forward(r->net, cli_as_input(r->m, x));
     clg_tensor *loss = clg_model_loss(r->m, out, y);
-    if (!loss || clg_backward(loss, NULL) || clg_optimizer_step(r->opt) || clg_meter_add(r->meter, loss, out, y))
+    if (!loss || clg_backward(loss, NULL) || train_clip(r) || clg_optimizer_step(r->opt) ||
+        clg_meter_add(r->meter, loss, out, y))
         return clg_device_last_status(r->dev);
     r->step++;
     return CLG_OK;
@@ -46,17 +47,28 @@ static clg_status train_epoch(train_run *r, clg_progress *bar)
     return skip_rest(r->train);
 }
 
-static int save(train_run *r)
+clg_status train_clip(train_run *r)
 {
-    clg_loader_position pos = clg_loader_get_position(r->train);
-    clg_train_state ts = {.step = r->step, .epoch = (int64_t)pos.epoch, .batch = pos.batch,
-                          .loader_seed = pos.seed, .base_lr = clg_model_get_optim(r->m)->lr};
+    double max_norm = clg_model_get_optim(r->m)->clip_grad_norm;
+    return max_norm > 0 ? clg_clip_grad_norm(r->nparams, r->params, max_norm, NULL) : CLG_OK;
+}
+
+int train_save(train_run *r, int64_t epoch, int64_t batch, uint64_t loader_seed)
+{
+    clg_train_state ts = {.step = r->step, .epoch = epoch, .batch = batch, .loader_seed = loader_seed,
+                          .base_lr = clg_model_get_optim(r->m)->lr};
     snprintf(ts.lr_schedule, sizeof ts.lr_schedule, "%s", clg_model_get_optim(r->m)->schedule);
     char *json = clg_model_json(r->m);
     clg_status st = json ? clg_checkpoint_save(r->net, r->opt, &ts, json, r->out) : CLG_ERR_OUT_OF_MEMORY;
     free(json);
     if (st != CLG_OK) return cli_fail("train", "%s", json ? clg_device_error(r->dev) : "out of host memory");
     return 0;
+}
+
+static int save(train_run *r)
+{
+    clg_loader_position pos = clg_loader_get_position(r->train);
+    return train_save(r, (int64_t)pos.epoch, pos.batch, pos.seed);
 }
 
 static int report(train_run *r, int epoch, double rate, double lr, double *test_acc)

@@ -10,20 +10,33 @@ typedef struct train_opts {
     const char *epochs, *batch, *lr, *seed, *workers, *steps;
 } train_opts;
 
+/* Text for a model of tokens: no loader, but windows of the bytes (train_text.c). */
+typedef struct train_text {
+    clg_text corpus;
+    size_t split;               /* bytes [0, split) train, [split, len) are held out */
+    int streams, window;        /* the batch, and the model's sequence length T */
+    int64_t windows;            /* per epoch */
+    int64_t epoch, next;        /* where the run starts: a resumed checkpoint's epoch and window */
+} train_text;
+
 typedef struct train_run {
     clg_device *dev;
     clg_model *m;
     clg_module *net;
     clg_optimizer *opt;
+    clg_tensor **params;        /* what the optimizer trains, for gradient clipping */
+    int nparams;
     clg_dataset *train_set, *test_set;
-    clg_loader *train, *test;
+    clg_loader *train, *test;   /* NULL for text */
+    bool text_mode;
+    train_text text;
     clg_meter *meter;
     int64_t step;               /* optimizer steps so far, over all epochs */
     int64_t max_steps;          /* per epoch; 0: whole epochs */
     const char *out, *metrics;  /* checkpoint and metrics file, or NULL */
 } train_run;
 
-/* Device, network (--init, --freeze), optimizer, --resume, data and loaders
+/* Device, network (--init, --freeze), optimizer, --resume, data and loaders or text
  * (train_setup.c); the run owns m from here on. Returns the exit status. */
 int train_setup(const train_opts *o, train_run *r, clg_model *m);
 void train_teardown(train_run *r);
@@ -31,5 +44,15 @@ void train_teardown(train_run *r);
 /* Every epoch from the loader's position to the model's last: train, evaluate,
  * report, append metrics, save the checkpoint. Returns the exit status. */
 int train_epochs(train_run *r);
+
+/* The model file's gradient clipping (optimizer.clip_grad_norm), between backward and step. */
+clg_status train_clip(train_run *r);
+/* A training checkpoint whose next step is window/batch `batch` of epoch `epoch` (0-based). */
+int train_save(train_run *r, int64_t epoch, int64_t batch, uint64_t loader_seed);
+
+/* Text (train_text.c): the corpus and its split, stateful recurrent layers; then every
+ * epoch: the windows in order, the held-out loss, metrics and checkpoints. */
+int train_text_data(train_run *r);
+int train_text_epochs(train_run *r);
 
 #endif

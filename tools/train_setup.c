@@ -1,7 +1,8 @@
 /* train_setup.c: everything `clgrad train` needs before its first step, in the order
  * that makes runs reproducible: seed, build (initial weights from the seeded
  * generator), pretrained weights, freezing, the optimizer over what stays trainable,
- * then the checkpoint to resume (which restores the generator and optimizer). */
+ * the data (loaders, or the text of a model of tokens: train_text.c), then the
+ * checkpoint to resume (which restores the generator and optimizer). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +80,8 @@ static int resume(train_run *r, const char *path)
     if (clg_checkpoint_load(r->net, r->opt, path, &ts, NULL) != CLG_OK)
         return cli_fail("train", "%s", clg_device_error(r->dev));
     r->step = ts.step;
-    if (clg_loader_set_position(r->train, (clg_loader_position){(uint64_t)ts.epoch, ts.batch, ts.loader_seed}))
+    r->text.epoch = ts.epoch, r->text.next = ts.batch;   /* text: no loader, windows in order */
+    if (r->train && clg_loader_set_position(r->train, (clg_loader_position){(uint64_t)ts.epoch, ts.batch, ts.loader_seed}))
         return cli_fail("train", "%s", clg_device_error(r->dev));
     printf("resumed from %s: epoch %lld, batch %lld, step %lld\n", path, (long long)ts.epoch + 1,
            (long long)ts.batch, (long long)ts.step);
@@ -104,6 +106,26 @@ static int data(train_run *r)
     return 0;
 }
 
+/* The trainable parameters (after --freeze), which the optimizer steps and clipping scales. */
+static int trainable(train_run *r)
+{
+    int n = clg_module_parameters(r->net, NULL, 0, true);
+    if (!(r->params = malloc(((size_t)n + 1) * sizeof *r->params))) return cli_fail("train", "out of host memory");
+    r->nparams = clg_module_parameters(r->net, r->params, n, true);
+    return 0;
+}
+
+/* The layers and their output shapes: from a forward pass of zeros, or for a model of
+ * tokens (which zeros of float cannot feed) from the model file's shape inference. */
+static int summary(train_run *r)
+{
+    if (clg_model_takes_tokens(r->m)) return cli_print_layers(r->m), 0;
+    int64_t shape[CLG_MAX_DIMS + 1] = {1};
+    int n = clg_model_input(r->m, shape + 1);
+    if (clg_module_summary(r->net, n + 1, shape, stdout) != CLG_OK) return cli_fail("train", "%s", clg_device_error(r->dev));
+    return 0;
+}
+
 int train_setup(const train_opts *o, train_run *r, clg_model *m)
 {
     r->m = m;
@@ -112,14 +134,12 @@ int train_setup(const train_opts *o, train_run *r, clg_model *m)
     if (!(r->net = clg_model_build(m, r->dev))) return cli_fail("train", "%s", clg_device_error(r->dev));
     int rc = o->init ? init_from(r, o->init) : 0;
     if (!rc && o->freeze) rc = freeze(r, o->freeze);
-    if (rc) return rc;
+    if (rc || (rc = trainable(r))) return rc;
     if (!(r->opt = clg_model_build_optimizer(m, r->net)) || !(r->meter = clg_meter_new(r->dev)))
         return cli_fail("train", "%s", clg_device_error(r->dev));
-    if ((rc = data(r)) || (o->resume && (rc = resume(r, o->resume)))) return rc;
-    int64_t shape[CLG_MAX_DIMS + 1] = {1};
-    int n = clg_model_input(m, shape + 1);
-    if (clg_module_summary(r->net, n + 1, shape, stdout) != CLG_OK) return cli_fail("train", "%s", clg_device_error(r->dev));
-    return 0;
+    r->text_mode = clg_model_get_data(m)->text[0] != '\0';
+    if ((rc = r->text_mode ? train_text_data(r) : data(r)) || (o->resume && (rc = resume(r, o->resume)))) return rc;
+    return summary(r);
 }
 
 void train_teardown(train_run *r)
@@ -129,6 +149,8 @@ void train_teardown(train_run *r)
     clg_loader_free(r->test);
     clg_dataset_free(r->train_set);
     clg_dataset_free(r->test_set);
+    clg_text_free(&r->text.corpus);
+    free(r->params);
     clg_meter_free(r->meter);
     clg_optimizer_free(r->opt);
     clg_module_free(r->net);

@@ -44,6 +44,11 @@
  *   conv_transpose2d  out, kernel (required), stride (1), padding (0), output_padding (0),
  *                     dilation (1), groups (1), bias (true)   on [C, H, W]; pairs as conv2d
  *   upsample          scale (required), bilinear (false: nearest)   on [C, H, W]
+ *   embedding         num, dim (required): integer tokens in [0, num) -> [..., dim]; the
+ *                     first layer only, and it makes the model one of tokens (below)
+ *   rnn, lstm, gru    hidden (required), layers (1), bias (true), dropout (0: between
+ *                     stacked layers while training; needs layers >= 2), and for rnn
+ *                     relu (false: tanh)                      [T, features] -> [T, hidden]
  *   group_norm        groups (required), eps (1e-5)           on [C, ...], weight and bias [C]
  *   max_pool2d,       kernel (required), stride (= kernel), padding (0, at most kernel/2)
  *   avg_pool2d                                                on [C, H, W]
@@ -59,6 +64,26 @@
  * 63 characters); unnamed layers are named by their index, "0", "1", ..., as PyTorch's
  * nn.Sequential, so state_dict names read "0.weight" or "head.weight".
  *
+ * SEQUENCES AND TOKENS. Recurrent layers run over the first axis of a [T, features]
+ * sample; built batch-first (torch.nn.LSTM(..., batch_first=True)), they take [B, T, F]
+ * and give the last layer's hidden states [B, T, hidden], and a linear after them acts
+ * on the last axis; parameters are named as PyTorch's ("1.weight_ih_l0", "1.bias_hh_l1").
+ * A model whose first layer is an embedding takes integer tokens (int32) instead of
+ * floats: "input" is then the shape of the tokens, [T] for a sequence of T, and the
+ * last layer gives scores per token ([T, C]; the loss and accuracy are per token). A
+ * character model, trained on bytes ("data": {"text": ...}):
+ *
+ *   {"input": [128],
+ *    "layers": [{"type": "embedding", "num": 256, "dim": 64},
+ *               {"type": "lstm", "hidden": 256, "layers": 2}, {"type": "linear", "out": 256}],
+ *    "optimizer": {"type": "adam", "lr": 0.002, "clip_grad_norm": 5},
+ *    "train": {"batch": 32}, "data": {"text": "/usr/share/games/fortunes", "holdout": 0.05}}
+ *
+ * Its state_dict names (0.weight, 1.weight_ih_l0, ..., 1.bias_hh_l1, 2.weight, 2.bias) and
+ * shapes are those of nn.Sequential(nn.Embedding(256, 64), nn.LSTM(64, 256, 2,
+ * batch_first=True), nn.Linear(256, 256)) (whose forward PyTorch cannot run as such: its
+ * LSTM returns a tuple; a module applying the three in turn loads the same dict).
+ *
  *   loss       cross_entropy (label_smoothing 0), mse, l1, smooth_l1 (beta 1): the last
  *              three compare the outputs with one-hot targets of the integer labels
  *   optimizer  sgd (lr 0.01, momentum 0, dampening 0, weight_decay 0, nesterov false),
@@ -67,7 +92,8 @@
  *              centered false), adagrad (lr 1e-2, lr_decay 0, weight_decay 0,
  *              initial_accumulator_value 0, eps 1e-10); each may have "schedule", a
  *              clg_lr_schedule_parse text ("constant", "step:2:0.5", "cosine:5", ...)
- *              evaluated per epoch (t = 0 for the first epoch)
+ *              evaluated per epoch (t = 0 for the first epoch), and "clip_grad_norm" (0:
+ *              none): scale the gradients to that global L2 norm at most before each step
  *   train      batch (64), epochs (1), seed (1), workers (1)
  *   data       dataset: "fashion-mnist" (Debian's dataset-fashion-mnist), a directory of
  *              IDX files named as Fashion-MNIST's (train-images-idx3-ubyte[.gz], ...,
@@ -76,6 +102,13 @@
  *              scale (1), normalize {mean, std} (1 value, or one per channel of a
  *              [C, H, W] input), crop_padding (0) and hflip (false): random crops and
  *              flips while training only. Inputs go through scale, then normalize.
+ *              Or text: a file, or a directory whose plain files are read joined
+ *              (clg_text_read), for a model of tokens whose input is [T], whose embedding
+ *              has num >= 256 and whose last layer gives 256 scores: the bytes, the first
+ *              (1 - holdout) of them read as `batch` parallel streams in windows of T
+ *              with the recurrent state carried from window to window; holdout (0, at
+ *              most 0.9): the fraction at the end kept out of training and measured
+ *              after every epoch (loss per byte)
  *
  * ERRORS name the file, line and column, the key, and the values allowed:
  *   "cnn.json:9:41: layers[3].kernel: must be an integer in [1, 1024] or a pair [h, w]
@@ -118,8 +151,14 @@ CLG_API const char *clg_model_comment(const clg_model *m);          /* "" when n
 /* The input sample shape; returns its number of axes. shape: CLG_MAX_DIMS entries. */
 CLG_API int clg_model_input(const clg_model *m, int64_t *shape);
 CLG_API int64_t clg_model_input_numel(const clg_model *m);
-/* Outputs per sample (the last layer's output numel): the number of classes. */
+/* Scores per sample (per token for a model of tokens): the last axis of the last
+ * layer's output, the number of classes. */
 CLG_API int64_t clg_model_outputs(const clg_model *m);
+/* True when the first layer is an embedding: the input is int32 tokens. */
+CLG_API bool clg_model_takes_tokens(const clg_model *m);
+/* CLG_OK when m can learn from text (tokens [T], an embedding of num >= 256, 256
+ * scores per position); else the reason, naming the layer or key, in err. */
+CLG_API clg_status clg_model_check_text(const clg_model *m, char *err, size_t errlen);
 /* The name of class i, or NULL when the file names none. */
 CLG_API const char *clg_model_class_name(const clg_model *m, int i);
 
@@ -145,6 +184,7 @@ typedef struct clg_model_optim {
     double lr, momentum, dampening, weight_decay, beta1, beta2, eps, alpha, lr_decay, initial_accumulator_value;
     bool nesterov, centered;
     char schedule[256];        /* clg_lr_schedule_parse text */
+    double clip_grad_norm;     /* 0: no clipping */
 } clg_model_optim;
 
 typedef struct clg_model_train {
@@ -164,6 +204,8 @@ typedef struct clg_model_data {
     double mean[CLG_MODEL_MAX_CHANNELS], std[CLG_MODEL_MAX_CHANNELS];
     int crop_padding;
     bool hflip;
+    char text[1024];           /* a text file or directory ("" none): bytes for a model of tokens */
+    double holdout;            /* the fraction of the text at its end kept for evaluation */
 } clg_model_data;
 
 CLG_API const clg_model_lossfn *clg_model_get_loss(const clg_model *m);
@@ -175,9 +217,12 @@ CLG_API const clg_model_data *clg_model_get_data(const clg_model *m);
  * text shows them. A failure changes nothing. */
 CLG_API clg_status clg_model_set_train(clg_model *m, const clg_model_train *t, char *err, size_t errlen);
 CLG_API clg_status clg_model_set_lr(clg_model *m, double lr, char *err, size_t errlen);
-/* dataset / test: NULL keeps the current value. */
+/* dataset / test: NULL keeps the current value; a dataset replaces the text. */
 CLG_API clg_status clg_model_set_data(clg_model *m, const char *dataset, const char *test, char *err,
                                       size_t errlen);
+/* Text for a model of tokens (clg_model_check_text), replacing the dataset; the
+ * holdout stays. */
+CLG_API clg_status clg_model_set_text(clg_model *m, const char *path, char *err, size_t errlen);
 
 /* ---- building ---------------------------------------------------------------------------- */
 /* The network: a Sequential of the layers, named as above, initialised from the
@@ -189,7 +234,8 @@ CLG_API clg_optimizer *clg_model_build_optimizer(const clg_model *m, clg_module 
 /* The learning rate of epoch t (0-based) under the schedule. */
 CLG_API double clg_model_lr_at(const clg_model *m, int64_t epoch);
 /* The mean loss of outputs [B, C] against int32 labels [B] (one-hot for mse, l1 and
- * smooth_l1). Differentiable; NULL on error. */
+ * smooth_l1); outputs [B, ..., C] per token against labels [B, ...]: the mean over
+ * tokens. Differentiable; NULL on error. */
 CLG_API clg_tensor *clg_model_loss(const clg_model *m, clg_tensor *outputs, clg_tensor *labels);
 /* A loader config with the file's batch, seed, workers and transforms; train adds
  * shuffling and the augmentations. The mean/std pointers point into m. */

@@ -47,6 +47,8 @@ CLG_API clg_progress *clg_progress_new(FILE *out, int64_t total_steps, const cha
 CLG_API void clg_progress_step(clg_progress *p, clg_meter *m, int64_t samples);
 /* The last update; the measured rate stays readable. Frees nothing. */
 CLG_API void clg_progress_end(clg_progress *p, clg_meter *m);
+/* What a sample is called in the rate: "img" (the default: "img/s"), "bytes", ... */
+CLG_API void clg_progress_set_unit(clg_progress *p, const char *unit);
 /* Samples per second and seconds since the start. */
 CLG_API double clg_progress_rate(const clg_progress *p);
 CLG_API double clg_progress_elapsed(const clg_progress *p);

@@ -21,7 +21,20 @@ int64_t clg_model_input_numel(const clg_model *m)
     return n;
 }
 
-int64_t clg_model_outputs(const clg_model *m) { return m ? m->layers[m->nlayers - 1].shape[0] : 0; }
+int64_t clg_model_outputs(const clg_model *m)
+{
+    const model_layer *last = m ? &m->layers[m->nlayers - 1] : NULL;
+    return last ? last->shape[last->ndim - 1] : 0;
+}
+
+bool clg_model_takes_tokens(const clg_model *m) { return m && model_takes_tokens(m); }
+
+clg_status clg_model_check_text(const clg_model *m, char *err, size_t errlen)
+{
+    char why[256];
+    const char *bad = m ? model_text_misfit(m, why, sizeof why) : "no model";
+    return bad ? clg__report(err, errlen, CLG_ERR_INVALID_ARGUMENT, "%s", bad) : CLG_OK;
+}
 
 const char *clg_model_class_name(const clg_model *m, int i)
 {
@@ -82,6 +95,20 @@ clg_status clg_model_set_data(clg_model *m, const char *dataset, const char *tes
                            sizeof m->data.test);
     }
     if (dataset) snprintf(m->data.dataset, sizeof m->data.dataset, "%s", dataset);
+    if (dataset) m->data.text[0] = '\0';   /* one source: samples or text */
     if (test) snprintf(m->data.test, sizeof m->data.test, "%s", test);
+    return CLG_OK;
+}
+
+clg_status clg_model_set_text(clg_model *m, const char *path, char *err, size_t errlen)
+{
+    if (!m || !path) return CLG_ERR_INVALID_ARGUMENT;
+    if (strlen(path) >= sizeof m->data.text)
+        return clg__report(err, errlen, CLG_ERR_INVALID_ARGUMENT, "a data path must be shorter than %zu bytes",
+                           sizeof m->data.text);
+    clg_status st = clg_model_check_text(m, err, errlen);
+    if (st != CLG_OK) return st;
+    snprintf(m->data.text, sizeof m->data.text, "%s", path);
+    m->data.dataset[0] = '\0';
     return CLG_OK;
 }

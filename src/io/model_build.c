@@ -45,6 +45,14 @@ static clg_module *make_layer(clg_device *dev, const model_layer *l, int ndim, c
     case LK_SILU: return clg_nn_silu(dev);
     case LK_ELU: return clg_nn_elu(dev, l->alpha);
     case LK_SOFTPLUS: return clg_nn_softplus(dev, l->beta, l->threshold);
+    case LK_EMBEDDING: return clg_nn_embedding(dev, l->num, l->out);
+    case LK_RNN: case LK_LSTM: case LK_GRU: {
+        /* batch-first: a model's batch axis comes first, whatever its layers */
+        clg_rnn_options o = {(int)l->layers, l->bias, true, l->p};
+        clg_rnn_mode mode = l->kind == LK_LSTM ? CLG_LSTM : l->kind == LK_GRU ? CLG_GRU
+                          : l->relu ? CLG_RNN_RELU : CLG_RNN_TANH;
+        return clg_nn_rnn(dev, mode, in[ndim - 1], l->out, &o);
+    }
     default: return NULL;
     }
 }
@@ -109,6 +117,10 @@ static clg_tensor *one_hot(clg_tensor *labels, int64_t classes)
 clg_tensor *clg_model_loss(const clg_model *m, clg_tensor *out, clg_tensor *labels)
 {
     if (!m || !out || !labels) return NULL;
+    if (clg_tensor_ndim(out) > 2) {   /* scores per token: every token is a sample */
+        out = clg_reshape(out, CLG_SHAPE(-1, clg_tensor_dim(out, -1)));
+        labels = clg_reshape(labels, CLG_SHAPE(-1));
+    }
     const clg_model_lossfn *l = &m->loss;
     if (!strcmp(l->type, "cross_entropy"))
         return l->label_smoothing > 0 ? clg_cross_entropy_smooth(out, labels, CLG_REDUCE_MEAN, l->label_smoothing)

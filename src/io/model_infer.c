@@ -120,6 +120,36 @@ static bool conv_transpose(model_ctx *c, model_layer *l, const int64_t *in)
     return true;
 }
 
+/* embedding: integer tokens of any shape -> [..., dim]; the batch axis and dim must fit. */
+static bool embedding(model_ctx *c, model_layer *l, int ndim, const int64_t *in)
+{
+    char s[160];
+    if (ndim + 2 > CLG_MAX_DIMS)
+        return model_fail(c, false, "embedding adds an axis to its input %s: at most %d axes of tokens",
+                          shape_text(ndim, in, s, sizeof s), CLG_MAX_DIMS - 2);
+    l->ndim = ndim + 1;
+    l->shape[ndim] = l->out;
+    int64_t f[2] = {l->num, l->out};
+    return product(&l->params, 2, f) || model_fail(c, false, "too many parameters");
+}
+
+/* rnn, lstm, gru on [T, features] -> [T, hidden]: per layer G gates of weight_ih
+ * [G hidden, in] (in: the features, then hidden), weight_hh [G hidden, hidden] and two
+ * biases [G hidden]. */
+static bool recurrent(model_ctx *c, model_layer *l, const int64_t *in)
+{
+    int64_t g = l->kind == LK_LSTM ? 4 : l->kind == LK_GRU ? 3 : 1, h = l->out, total = 0;
+    if (l->p > 0 && l->layers < 2)
+        return model_fail(c, false, "dropout %g acts between stacked layers: it needs layers >= 2 (or dropout 0)", l->p);
+    for (int64_t k = 0; k < l->layers; k++) {
+        int64_t w = 0, f[3] = {g, h, (k ? h : in[1]) + h + (l->bias ? 2 : 0)};
+        if (!product(&w, 3, f) || (total += w) > MODEL_MAX_NUMEL) return model_fail(c, false, "too many parameters");
+    }
+    l->params = total;
+    l->shape[1] = h;
+    return true;
+}
+
 static bool need_axes(model_ctx *c, const model_layer *l, int ndim, const int64_t *in, int lo, int hi,
                       const char *what)
 {
@@ -173,6 +203,10 @@ static bool infer(model_ctx *c, model_layer *l, int ndim, const int64_t *in)
                               (long long)in[0]);
         l->params = 2 * in[0];
         return true;
+    case LK_EMBEDDING:
+        return embedding(c, l, ndim, in);
+    case LK_RNN: case LK_LSTM: case LK_GRU:
+        return need_axes(c, l, ndim, in, 2, 2, "[T, features] inputs (a sequence)") && recurrent(c, l, in);
     case LK_FLATTEN:
         l->ndim = 1;
         l->shape[0] = numel(ndim, in);

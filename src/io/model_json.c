@@ -22,7 +22,7 @@ static json_t *reals(int n, const double *v)
     return a;
 }
 
-static json_t *optim_json(const clg_model_optim *o)
+static json_t *optim_fields(const clg_model_optim *o)
 {
     const char *t = o->type;
     if (!strcmp(t, "sgd"))
@@ -38,6 +38,14 @@ static json_t *optim_json(const clg_model_optim *o)
     return json_pack("{ss sf sf sf sf sf ss}", "type", t, "lr", o->lr, "lr_decay", o->lr_decay, "weight_decay",
                      o->weight_decay, "initial_accumulator_value", o->initial_accumulator_value, "eps", o->eps,
                      "schedule", o->schedule);
+}
+
+/* Every optimizer's fields, then clipping (the same for all). */
+static json_t *optim_json(const clg_model_optim *o)
+{
+    json_t *j = optim_fields(o);
+    if (j) json_object_set_new(j, "clip_grad_norm", json_real(o->clip_grad_norm));
+    return j;
 }
 
 static json_t *loss_json(const clg_model_lossfn *l)
@@ -57,6 +65,8 @@ static json_t *data_json(const clg_model_data *d)
                                                       reals(d->norm_channels, d->std)));
     if (o) json_object_set_new(o, "crop_padding", json_integer(d->crop_padding));
     if (o) json_object_set_new(o, "hflip", json_boolean(d->hflip));
+    if (o) json_object_set_new(o, "text", json_string(d->text));
+    if (o) json_object_set_new(o, "holdout", json_real(d->holdout));
     return o;
 }
 

@@ -24,6 +24,9 @@ typedef struct opt_spec {
 /* Square windows only, as clg_nn_max_pool2d takes them; stride 0 means the kernel size. */
 #define POOL {"kernel", OPT_INT, F(kernel), NAN, 1, 1024}, {"stride", OPT_INT, F(stride), 0, 0, 1024}, \
              {"padding", OPT_INT, F(padding), 0, 0, 512}
+/* Recurrent layers: dropout acts between stacked layers while training, as torch.nn.LSTM's. */
+#define RECURRENT {"hidden", OPT_INT, F(out), NAN, 1, MODEL_MAX_DIM}, {"layers", OPT_INT, F(layers), 1, 1, 64}, BIAS, \
+                  {"dropout", OPT_REAL, F(p), 0, 0, 0.99}
 
 static const struct layer_type {
     const char *name;
@@ -66,6 +69,11 @@ static const struct layer_type {
     [LK_ELU] = {"elu", {{"alpha", OPT_REAL, F(alpha), 1, -1000, 1000}}},
     [LK_SOFTPLUS] = {"softplus", {{"beta", OPT_REAL, F(beta), 1, 1e-6, 1000},
                                   {"threshold", OPT_REAL, F(threshold), 20, -1e6, 1e6}}},
+    [LK_EMBEDDING] = {"embedding", {{"num", OPT_INT, F(num), NAN, 1, MODEL_MAX_DIM},
+                                    {"dim", OPT_INT, F(out), NAN, 1, MODEL_MAX_DIM}}},
+    [LK_RNN] = {"rnn", {RECURRENT, {"relu", OPT_BOOL, F(relu), 0, 0, 1}}},
+    [LK_LSTM] = {"lstm", {RECURRENT}},
+    [LK_GRU] = {"gru", {RECURRENT}},
 };
 
 const char *model_kind_name(model_kind k) { return k < LK_COUNT ? types[k].name : "?"; }
@@ -74,7 +82,7 @@ const char *model_kind_list(void)
 {
     return "linear, conv2d, max_pool2d, avg_pool2d, global_avg_pool2d, batch_norm1d, batch_norm2d, layer_norm, "
            "dropout, flatten, relu, leaky_relu, sigmoid, tanh, gelu, softmax, gelu_tanh, silu, elu, softplus, conv1d, "
-           "conv_transpose2d, upsample, group_norm";
+           "conv_transpose2d, upsample, group_norm, embedding, rnn, lstm, gru";
 }
 
 static bool set_defaults_and_keys(model_ctx *c, json_t *o, model_layer *l, char *allowed, size_t cap)

@@ -43,6 +43,13 @@ static bool unique_name(model_ctx *c, const clg_model *m, int i)
     return true;
 }
 
+/* Integer tokens are the input's alone: the layers in between give floats. */
+static bool embedding_first(model_ctx *c, const model_layer *l, int i)
+{
+    if (l->kind != LK_EMBEDDING || i == 0) return true;
+    return model_fail(c, false, "embedding must be the first layer (it looks up the input's integer tokens)");
+}
+
 static bool parse_layers(model_ctx *c, json_t *root, clg_model *m)
 {
     json_t *ls = json_object_get(root, "layers");
@@ -62,8 +69,8 @@ static bool parse_layers(model_ctx *c, json_t *root, clg_model *m)
         model_layer *l = &m->layers[i];
         model_push_index(c, (int)i);
         snprintf(l->name, sizeof l->name, "%zu", i);
-        ok = model_parse_layer(c, json_array_get(ls, i), l) && model_infer_layer(c, l, ndim, shape) &&
-             unique_name(c, m, (int)i);
+        ok = model_parse_layer(c, json_array_get(ls, i), l) && embedding_first(c, l, (int)i) &&
+             model_infer_layer(c, l, ndim, shape) && unique_name(c, m, (int)i);
         model_pop(c);
         m->nlayers = (int)i + 1;
         ndim = l->ndim;
@@ -73,14 +80,22 @@ static bool parse_layers(model_ctx *c, json_t *root, clg_model *m)
     return ok;
 }
 
+/* Scores per sample [C]; a model of tokens gives them per token: [..., C] over the
+ * input's token axes (a language model's next-token scores). */
 static bool check_outputs(model_ctx *c, const clg_model *m)
 {
     const model_layer *last = &m->layers[m->nlayers - 1];
-    if (last->ndim == 1) return true;
+    bool tokens = model_takes_tokens(m), ok = last->ndim == (tokens ? m->in_ndim + 1 : 1);
+    for (int i = 0; ok && tokens && i < m->in_ndim; i++) ok = last->shape[i] == m->input[i];
+    if (ok) return true;
     model_push_key(c, "layers");
     model_push_index(c, m->nlayers - 1);
-    model_fail(c, false, "the last layer must give one score per class ([C]); this one gives %d axes "
-               "(end with flatten and linear)", last->ndim);
+    if (tokens)
+        model_fail(c, false, "the last layer of a model of tokens must give scores per token (the input's axes and "
+                   "one more, [T, C] for a sequence); this one gives %d axes", last->ndim);
+    else
+        model_fail(c, false, "the last layer must give one score per class ([C]); this one gives %d axes "
+                   "(end with flatten and linear)", last->ndim);
     model_pop(c), model_pop(c);
     return false;
 }
@@ -90,7 +105,7 @@ static bool parse_classes(model_ctx *c, json_t *root, clg_model *m)
     json_t *cl = json_object_get(root, "classes");
     if (!cl) return true;
     model_push_key(c, "classes");
-    int64_t want = m->layers[m->nlayers - 1].shape[0];
+    int64_t want = clg_model_outputs(m);
     bool ok = json_is_array(cl) && (int64_t)json_array_size(cl) == want;
     for (size_t i = 0; ok && i < json_array_size(cl); i++) {
         json_t *s = json_array_get(cl, i);

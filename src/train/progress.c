@@ -13,7 +13,7 @@ struct clg_progress {
     FILE *out;
     bool tty;
     int64_t total, step, samples, every;
-    char title[64];
+    char title[64], unit[16];   /* unit: what a sample is, in the rate ("img/s") */
     double t0, last_draw;
 };
 
@@ -36,8 +36,14 @@ clg_progress *clg_progress_new(FILE *out, int64_t total, const char *title, int6
     p->total = total > 0 ? total : 0;
     p->every = every > 0 ? every : (p->total >= 10 ? p->total / 10 : 1);
     snprintf(p->title, sizeof p->title, "%s", title ? title : "");
+    snprintf(p->unit, sizeof p->unit, "img");
     p->t0 = now();
     return p;
+}
+
+void clg_progress_set_unit(clg_progress *p, const char *unit)
+{
+    if (p && unit) snprintf(p->unit, sizeof p->unit, "%s", unit);
 }
 
 void clg_progress_free(clg_progress *p) { free(p); }
@@ -72,12 +78,12 @@ static void draw(clg_progress *p, clg_meter *m, bool final)
         char bar[WIDTH + 1];
         for (int i = 0; i < WIDTH; i++) bar[i] = i < fill ? '=' : i == fill ? '>' : '.';
         bar[WIDTH] = 0;
-        fprintf(p->out, "\r%s [%s] %lld/%lld  loss %.4f  acc %6.2f%%  %7.0f img/s  %s<%s\033[K", p->title, bar,
-                (long long)p->step, (long long)p->total, loss, 100 * acc, rate, el, rem);
+        fprintf(p->out, "\r%s [%s] %lld/%lld  loss %.4f  acc %6.2f%%  %7.0f %s/s  %s<%s\033[K", p->title, bar,
+                (long long)p->step, (long long)p->total, loss, 100 * acc, rate, p->unit, el, rem);
         if (final) fputc('\n', p->out);
     } else {
-        fprintf(p->out, "%s step %lld/%lld  loss %.4f  acc %.2f%%  %.0f img/s  %.1fs\n", p->title,
-                (long long)p->step, (long long)p->total, loss, 100 * acc, rate, t);
+        fprintf(p->out, "%s step %lld/%lld  loss %.4f  acc %.2f%%  %.0f %s/s  %.1fs\n", p->title,
+                (long long)p->step, (long long)p->total, loss, 100 * acc, rate, p->unit, t);
     }
     fflush(p->out);
     p->last_draw = now();

@@ -51,5 +51,8 @@ model() {
 JSON
 }
 
-"$PY" "$HERE/make_data.py" "$T" || fail "cannot make the test data (python3-numpy, dataset-fashion-mnist)"
-model
+# The Fashion-MNIST cut and its model, unless the test brings its own data (CLI_DATA=none).
+if [ "${CLI_DATA:-fashion-mnist}" != none ]; then
+    "$PY" "$HERE/make_data.py" "$T" || fail "cannot make the test data (python3-numpy, dataset-fashion-mnist)"
+    model
+fi

@@ -1,0 +1,109 @@
+#!/bin/sh
+# cli_text: clgrad train, eval, sample, info and warmup on text: a tiny character model
+# (embedding, LSTM, linear) learns a few KB of generated sentences; its loss falls, the
+# held-out and whole-file losses are below ln 256 (knowing nothing), a resumed run ends
+# bit for bit where a straight one does, sampling gives exactly --length bytes and the
+# same bytes for the same seed; and every misuse fails with one line. Usage: cli_text.sh CLGRAD
+CLI_DATA=none
+. "$(dirname "$0")/common.sh"
+cd "$T"
+
+# ~7 KB: a few sentences in a shuffled order (a fixed one), so that bytes follow bytes
+# predictably within words and less so between sentences.
+awk 'BEGIN { split("the cat sat on the mat.|a dog ran in the park.|the sun is hot today.|we like to read books.", s, "|");
+             x = 7; for (i = 0; i < 300; i++) { x = (x * 1103515245 + 12345) % 2147483648; print s[1 + int(x / 65536) % 4] } }' >corpus.txt
+cat >tiny.json <<'JSON'
+{"comment": "a tiny character model",
+ "input": [16],
+ "layers": [{"type": "embedding", "num": 256, "dim": 8}, {"type": "lstm", "hidden": 32},
+            {"type": "linear", "out": 256}],
+ "optimizer": {"type": "adam", "lr": 0.01, "clip_grad_norm": 5},
+ "train": {"batch": 4, "epochs": 2, "seed": 3},
+ "data": {"text": "corpus.txt", "holdout": 0.1}}
+JSON
+printf '{"input": [4], "layers": [{"type": "linear", "out": 3}], "train": {"batch": 2}}' >samples.json
+printf 'label,a,b,c,d\n0,1,2,3,4\n1,4,3,2,1\n2,0,0,1,1\n' >small.csv
+
+# bits NAME: the loss after "KEY " on the line matching PATTERN is finite and below ln 256.
+below_ln256() {
+    "$PY" -c "import math, sys; v = float(sys.argv[1]); sys.exit(0 if math.isfinite(v) and v < math.log(256) else 1)" "$2" ||
+        fail "$1: loss $2 is not below ln 256 = 5.545"
+}
+
+# two epochs straight through, with metrics; the running loss falls within the first epoch
+ok a train tiny.json --out a.ckpt --metrics a.csv
+has a "data: text corpus.txt: "
+has a "input [16] tokens, 3 layers"
+has a "epoch 2/2: train loss"
+has a "held-out loss"
+first=$(sed -n 's/^epoch 1\/2 step [0-9]*\/[0-9]*  loss \([0-9.]*\) .*/\1/p' a.out | head -n 1)
+last=$(sed -n 's/^epoch 1\/2: train loss \([0-9.]*\) .*/\1/p' a.out)
+"$PY" -c "import sys; sys.exit(0 if float(sys.argv[2]) < float(sys.argv[1]) - 0.3 else 1)" "$first" "$last" ||
+    fail "a: the loss did not fall in the first epoch ($first, then $last)"
+held=$(sed -n 's/^epoch 2\/2: .* held-out loss \([0-9.]*\) .*/\1/p' a.out)
+below_ln256 a "$held"
+[ "$(wc -l <a.csv)" -eq 3 ] || fail "a.csv: want a header and 2 rows"
+
+# one epoch, then resumed in a new process: the same weights as the straight run
+ok b train tiny.json --epochs 1 --out b.ckpt
+ok c train tiny.json --resume b.ckpt --out c.ckpt
+has c "resumed from b.ckpt: epoch 2, batch 0"
+"$PY" "$HERE/st_compare.py" a.ckpt c.ckpt same || fail "the resumed text run differs from the straight one"
+
+# eval: the held-out tail by default, a whole file with --data text:
+ok e1 eval a.ckpt
+has e1 "(held out in training)"
+below_ln256 e1 "$(sed -n 's/^bytes [0-9]* | loss \([0-9.]*\) | .* bits per byte$/\1/p' e1.out)"
+[ "$(sed -n 's/^bytes \([0-9]*\) | .*/\1/p' e1.out)" -eq $(( $(wc -c <corpus.txt) / 10 - 1 )) ] ||
+    fail "e1: want every held-out byte but the first predicted: $(cat e1.out)"
+head -c 2000 corpus.txt >part.txt
+ok e2 eval a.ckpt --data text:part.txt
+has e2 "bytes 1999 | loss "
+below_ln256 e2 "$(sed -n 's/^bytes [0-9]* | loss \([0-9.]*\) | .*/\1/p' e2.out)"
+
+# sample: exactly --length bytes, the same for the same seed, others for another
+ok s1 sample a.ckpt --length 50 --seed 1
+ok s2 sample a.ckpt --length 50 --seed 1
+ok s3 sample a.ckpt --length 50 --seed 2 --prime "the " --temperature 0.5
+[ "$(wc -c <s1.out)" -eq 50 ] || fail "s1: want 50 bytes, got $(wc -c <s1.out)"
+cmp -s s1.out s2.out || fail "sample: the same seed gave other text"
+! cmp -s s1.out s3.out || fail "sample: another seed and prime gave the same text"
+ok s4 sample a.ckpt --length 20 --temperature 0
+[ "$(wc -c <s4.out)" -eq 20 ] || fail "s4: want 20 bytes"
+
+# info: the layers and the text settings
+ok i info a.ckpt
+has i "1            lstm               [16, 32]"
+has i "gradient norm clipped to 5"
+has i "data: text corpus.txt, the last 0.1 held out"
+
+# bad NAME PATTERN ARGS...: clgrad fails cleanly, with one stderr line containing PATTERN.
+bad() {
+    name=$1 pattern=$2
+    shift 2
+    rc=0
+    "$CLGRAD" "$@" >"$name.out" 2>"$name.err" || rc=$?
+    [ $rc -ne 0 ] || fail "$name: clgrad $* succeeded"
+    [ $rc -lt 126 ] || fail "$name: clgrad $* crashed (exit $rc): $(cat "$name.err")"
+    [ "$(wc -l <"$name.err")" -eq 1 ] || fail "$name: want one line on stderr, got: $(cat "$name.err")"
+    grep -qF -- "$pattern" "$name.err" || fail "$name: no \"$pattern\" in: $(cat "$name.err")"
+}
+printf 'too short' >short.txt
+ok img train samples.json --data small.csv --steps 1 --out img.ckpt
+bad t1 "/nonexistent: no such file or directory" train tiny.json --data text:/nonexistent
+bad t2 "samples.json: the model does not take tokens" train samples.json --data text:corpus.txt
+bad t3 "the model takes tokens (its first layer is an embedding): give --data text:" train tiny.json --data small.csv
+bad t4 "short.txt: 9 bytes to train on make no window" train tiny.json --data text:short.txt
+bad t5 "--test-data does not go with text" train tiny.json --test-data small.csv
+bad e3 "/nonexistent: no such file or directory" eval a.ckpt --data text:/nonexistent
+bad e4 "img.ckpt: the model does not take tokens" eval img.ckpt --data text:corpus.txt
+bad e5 "the model takes tokens (its first layer is an embedding): give --data text:" eval a.ckpt --data small.csv
+bad s5 "--prime needs at least one byte" sample a.ckpt --prime ""
+bad s6 "--temperature must be a number in [0, 100]" sample a.ckpt --temperature -1
+bad s7 "img.ckpt: not a model of text to sample from: the model does not take tokens" sample img.ckpt
+bad s8 "missing.ckpt" sample missing.ckpt
+bad s9 "give one CKPT" sample
+bad p1 "a.ckpt: the model takes tokens, not samples" predict a.ckpt small.csv
+ok h sample --help
+has h "usage: clgrad sample"
+echo "cli_text: passed"
