@@ -9,7 +9,8 @@
 #                                       (Mesa's rusticl, Oclgrind)
 set -eu
 pkgs="build-essential cmake pkgconf ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
-      clinfo libclblast-dev zlib1g-dev libdeflate-dev libjansson-dev dataset-fashion-mnist gnuplot-nox"
+      clinfo libclblast-dev zlib1g-dev libdeflate-dev libjansson-dev dataset-fashion-mnist gnuplot-nox
+      fortunes"
 if [ "${1:-}" = "--test" ]; then
   pkgs="$pkgs python3-numpy python3-torch libopenblas0-pthread mesa-opencl-icd oclgrind"
 fi
