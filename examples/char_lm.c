@@ -1,8 +1,8 @@
 /* char_lm: a character-level language model on real English text.
  *
  *   ./build/examples/char_lm [--minutes 5] [--steps N] [--data /usr/share/games/fortunes]
- *                            [--cell lstm|gru] [--eval-every 60] [--sample-every 120]
- *                            [--save char_lstm.safetensors]
+ *                            [--cell lstm|gru] [--hidden 256] [--window 128] [--eval-every 60]
+ *                            [--sample-every 120] [--save char_lstm.safetensors]
  *
  * The model is char_lstm (examples/models/char_lstm.json): bytes -> Embedding(256, 64) ->
  * a 2-layer LSTM of 256 -> Linear(256, 256) -> the next byte's logits. The text is the
@@ -24,12 +24,12 @@
 
 #include <clgrad.h>
 
-enum { STREAMS = 32, WINDOW = 128 };
+enum { STREAMS = 32 };
 
 typedef struct options {
     const char *data, *cell, *save;
     double minutes, eval_every, sample_every;
-    int seed;
+    int seed, hidden, window;
     int64_t max_steps;   /* 0: the time budget alone */
 } options;
 
@@ -42,14 +42,14 @@ static double now(void)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: char_lm [--minutes M] [--steps N] [--data FILE|DIR] [--cell lstm|gru] [--eval-every S]\n"
-                    "               [--sample-every S] [--save FILE.safetensors] [--seed N]\n");
+    fprintf(stderr, "usage: char_lm [--minutes M] [--steps N] [--data FILE|DIR] [--cell lstm|gru] [--hidden H]\n"
+                    "               [--window T] [--eval-every S] [--sample-every S] [--save FILE] [--seed N]\n");
     return 2;
 }
 
 static int parse(int argc, char **argv, options *o)
 {
-    *o = (options){"/usr/share/games/fortunes", "lstm", NULL, 5, 60, 120, 1, 0};
+    *o = (options){"/usr/share/games/fortunes", "lstm", NULL, 5, 60, 120, 1, 256, 128, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) return usage();
@@ -61,20 +61,23 @@ static int parse(int argc, char **argv, options *o)
         else if (!strcmp(a, "--sample-every")) o->sample_every = atof(v);
         else if (!strcmp(a, "--seed")) o->seed = atoi(v);
         else if (!strcmp(a, "--steps")) o->max_steps = atoll(v);
+        else if (!strcmp(a, "--hidden")) o->hidden = atoi(v);
+        else if (!strcmp(a, "--window")) o->window = atoi(v);
         else return usage();
         i++;
     }
-    return o->minutes > 0 ? 0 : usage();
+    return o->minutes > 0 && o->hidden > 0 && o->window > 0 ? 0 : usage();
 }
 
-static clg_module *make_model(clg_device *dev, const char *cell)
+/* char_lstm (hidden 256), or narrower for a quick run. */
+static clg_module *make_model(clg_device *dev, const char *cell, int hidden)
 {
     clg_rnn_options o = clg_rnn_defaults();
     o.num_layers = 2;
     o.batch_first = true;
-    clg_module *rnn = !strcmp(cell, "gru") ? clg_nn_gru(dev, 64, 256, &o) : clg_nn_lstm(dev, 64, 256, &o);
+    clg_module *rnn = !strcmp(cell, "gru") ? clg_nn_gru(dev, 64, hidden, &o) : clg_nn_lstm(dev, 64, hidden, &o);
     return clg_nn_sequential(dev, 3, (clg_module *[]){clg_nn_embedding(dev, 256, 64), rnn,
-                                                       clg_nn_linear(dev, 256, 256, true)});
+                                                       clg_nn_linear(dev, hidden, 256, true)});
 }
 
 /* The unigram entropy of the bytes, bits: what a model that ignores context can reach. */
@@ -97,6 +100,7 @@ typedef struct trainer {
     const uint8_t *train;
     size_t train_len;
     int64_t windows, w, steps;
+    int window;
 } trainer;
 
 /* One window: forward, loss, backward, clip, step; the loss goes to the meter. */
@@ -104,7 +108,7 @@ static clg_status train_step(trainer *t)
 {
     clg_scope_begin(t->dev);
     clg_tensor *x, *y;
-    clg_status st = clg_text_window(t->dev, t->train, t->train_len, STREAMS, WINDOW, t->w, &x, &y);
+    clg_status st = clg_text_window(t->dev, t->train, t->train_len, STREAMS, t->window, t->w, &x, &y);
     if (st == CLG_OK) {
         clg_optimizer_zero_grad(t->opt);
         clg_tensor *logits = clg_reshape(clg_module_forward(t->model, x), CLG_SHAPE(-1, 256));
@@ -153,12 +157,12 @@ static int run(trainer *t, const options *o, const uint8_t *held, size_t held_le
             clg_meter_reset(t->meter);
             /* the held-out text as 32 streams of its own, from zeros; training's streams then
              * go on from a zero state too (once per evaluation: a small bump in the loss) */
-            if (clg_text_loss(t->model, held, held_len, STREAMS, WINDOW, &held_nats, NULL) != CLG_OK)
+            if (clg_text_loss(t->model, held, held_len, STREAMS, t->window, &held_nats, NULL) != CLG_OK)
                 return fprintf(stderr, "char_lm: %s\n", clg_device_error(t->dev)), 1;
             clg_text_model_stateful(t->model, true);
             printf("%6.1f min  step %6lld  train %.3f bits/byte  held-out %.3f bits/byte  %.0f chars/s\n",
                    trained / 60, (long long)t->steps, train_loss / ln2, held_nats / ln2,
-                   (double)t->steps * STREAMS * WINDOW / trained);
+                   (double)t->steps * STREAMS * t->window / trained);
             fflush(stdout);
             *held_bits = held_nats / ln2;
             next_eval += o->eval_every;
@@ -182,15 +186,17 @@ int main(int argc, char **argv)
     size_t split = text.len - text.len / 20;
     printf("%s: %zu bytes in %d files; training on %zu, held out %zu; unigram entropy %.3f bits/byte\n", o.data,
            text.len, text.files, split, text.len - split, unigram_bits(text.bytes, split));
-    if (clg_text_windows(split, STREAMS, WINDOW, false) == 0 || clg_text_windows(text.len - split, STREAMS, WINDOW, true) == 0)
+    if (clg_text_windows(split, STREAMS, o.window, false) == 0 ||
+        clg_text_windows(text.len - split, STREAMS, o.window, true) == 0)
         return fprintf(stderr, "char_lm: %s: too short for %d streams of windows of %d bytes\n", o.data, STREAMS,
-                       WINDOW), clg_text_free(&text), 1;
+                       o.window), clg_text_free(&text), 1;
     clg_device *dev;
     if (clg_device_open(NULL, &dev) != CLG_OK) return fprintf(stderr, "char_lm: %s\n", clg_device_error(dev)), 1;
     printf("device: %s\n", clg_device_get_info(dev)->name);
     clg_manual_seed(dev, (uint64_t)o.seed);
-    trainer t = {dev, make_model(dev, o.cell), NULL, {0}, 0, clg_meter_new(dev), text.bytes, split, 0, 0, 0};
-    t.windows = clg_text_windows(split, STREAMS, WINDOW, false);
+    trainer t = {dev, make_model(dev, o.cell, o.hidden), NULL, {0}, 0, clg_meter_new(dev), text.bytes, split, 0, 0, 0,
+                 o.window};
+    t.windows = clg_text_windows(split, STREAMS, o.window, false);
     t.nparams = t.model ? clg_module_parameters(t.model, t.params, 32, true) : 0;
     t.opt = t.model ? clg_adam_new(t.nparams, t.params, &(clg_adam_options){.lr = 2e-3}) : NULL;
     double held_bits = NAN, unigram = unigram_bits(text.bytes, split);
