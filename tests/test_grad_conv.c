@@ -2,6 +2,7 @@
  * pointwise), max_pool2d (inputs without ties), avg_pool2d (padding counted or not)
  * and global_avg_pool2d; and the max pool's routing of ties to the first maximum, as
  * PyTorch. Inputs are tiny: the check runs the function twice per input element. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "optest.h"
@@ -101,26 +102,38 @@ static void max_tie_check(clg_device *dev, int k, int s, const double *want)
     clg_scope_end(dev);   /* x and its gradient go with the scope */
 }
 
-/* dx of a strided, dilated, padded, grouped convolution with the device table's
- * col2im = planes and = gather: the same bits (the taps are added in the same order). */
+/* A conv2d backward under both values of a device parameter: the gradient of x (dx) or
+ * of w gives the same bits. The parameter is left at its first value. */
+static void variants_agree(clg_device *dev, const char *param, const char *const values[2], int64_t n,
+                           const clg_conv2d_params *geo, bool dx, const char *what)
+{
+    size_t len = (size_t)(dx ? n * 4 * 9 * 8 : 6 * 2 * 3 * 3);
+    float *got[2] = {calloc(len, sizeof(float)), calloc(len, sizeof(float))};
+    for (int v = 0; v < 2; v++) {
+        CHECK_OK(dev, clg_device_set_param(dev, param, values[v]));
+        clg_scope_begin(dev);
+        clg_manual_seed(dev, 7);   /* the same numbers for both */
+        clg_tensor *x = clg_rand(dev, CLG_F32, SH(n, 4, 9, 8), -1, 1);
+        clg_tensor *w = clg_rand(dev, CLG_F32, SH(6, 2, 3, 3), -1, 1);
+        CHECK_OK(dev, clg_tensor_set_requires_grad(dx ? x : w, true));
+        clg_tensor *y = clg_conv2d(x, w, NULL, geo);
+        clg_tensor *gy = clg_rand(dev, CLG_F32, 4, y ? clg_tensor_shape(y) : (int64_t[]){1, 1, 1, 1}, -1, 1);
+        CHECK_OK(dev, clg_backward(y, gy));
+        CHECK_OK(dev, clg_tensor_to_host(clg_tensor_grad(dx ? x : w), got[v], len * sizeof(float)));
+        clg_scope_end(dev);
+    }
+    CHECK_MSG(!memcmp(got[0], got[1], len * sizeof(float)), "%s: %s %s and %s differ", what, param, values[0],
+              values[1]);
+    CHECK_OK(dev, clg_device_set_param(dev, param, values[0]));
+    free(got[0]);
+    free(got[1]);
+}
+
+/* col2im = planes and = gather: the same bits (the taps are added in the same order). */
 static void col2im_variants_agree(clg_device *dev)
 {
     clg_conv2d_params geo = {{2, 1}, {2, 1}, {1, 2}, 2};
-    float dx[2][2 * 4 * 9 * 8];
-    for (int v = 0; v < 2; v++) {
-        CHECK_OK(dev, clg_device_set_param(dev, "col2im", v ? "gather" : "planes"));
-        clg_scope_begin(dev);
-        clg_manual_seed(dev, 7);   /* the same numbers for both */
-        clg_tensor *x = clg_rand(dev, CLG_F32, SH(2, 4, 9, 8), -1, 1);
-        clg_tensor *w = clg_rand(dev, CLG_F32, SH(6, 2, 3, 3), -1, 1);
-        CHECK_OK(dev, clg_tensor_set_requires_grad(x, true));
-        clg_tensor *y = clg_conv2d(x, w, NULL, &geo);
-        clg_tensor *gy = clg_rand(dev, CLG_F32, 4, y ? clg_tensor_shape(y) : (int64_t[]){1, 1, 1, 1}, -1, 1);
-        CHECK_OK(dev, clg_backward(y, gy));
-        CHECK_OK(dev, clg_tensor_to_host(clg_tensor_grad(x), dx[v], sizeof dx[v]));
-        clg_scope_end(dev);
-    }
-    CHECK_MSG(!memcmp(dx[0], dx[1], sizeof dx[0]), "conv2d dx: col2im planes and gather differ");
+    variants_agree(dev, "col2im", (const char *const[]){"planes", "gather"}, 2, &geo, true, "conv2d dx");
 }
 
 /* The weight gradient from the forward's kept columns and from rebuilt ones: the same
@@ -128,22 +141,7 @@ static void col2im_variants_agree(clg_device *dev)
 static void kept_columns_agree(clg_device *dev)
 {
     clg_conv2d_params geo = {{2, 1}, {1, 1}, {1, 1}, 2};
-    float dw[2][6 * 2 * 3 * 3];
-    for (int v = 0; v < 2; v++) {
-        CHECK_OK(dev, clg_device_set_param(dev, "conv_columns", v ? "rebuild" : "keep"));
-        clg_scope_begin(dev);
-        clg_manual_seed(dev, 9);
-        clg_tensor *x = clg_rand(dev, CLG_F32, SH(3, 4, 9, 8), -1, 1);
-        clg_tensor *w = clg_rand(dev, CLG_F32, SH(6, 2, 3, 3), -1, 1);
-        CHECK_OK(dev, clg_tensor_set_requires_grad(w, true));
-        clg_tensor *y = clg_conv2d(x, w, NULL, &geo);
-        clg_tensor *gy = clg_rand(dev, CLG_F32, 4, y ? clg_tensor_shape(y) : (int64_t[]){1, 1, 1, 1}, -1, 1);
-        CHECK_OK(dev, clg_backward(y, gy));
-        CHECK_OK(dev, clg_tensor_to_host(clg_tensor_grad(w), dw[v], sizeof dw[v]));
-        clg_scope_end(dev);
-    }
-    CHECK_MSG(!memcmp(dw[0], dw[1], sizeof dw[0]), "conv2d dW: kept and rebuilt columns differ");
-    CHECK_OK(dev, clg_device_set_param(dev, "conv_columns", "keep"));
+    variants_agree(dev, "conv_columns", (const char *const[]){"keep", "rebuild"}, 3, &geo, false, "conv2d dW");
 }
 
 int main(void)

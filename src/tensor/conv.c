@@ -47,7 +47,6 @@ static clg_arg win_arg(const conv_geo *g, int64_t s6, int64_t s7)
 
 static clg_arg strides_arg(const clg_tensor *x) { return clg__arg_int8(x->strides, 4); }
 
-static clg_gemm_type gemm_type(clg_dtype d) { return d == CLG_F64 ? CLG_GEMM_F64 : CLG_GEMM_F32; }
 
 static clg_status launch(clg_device *dev, clg_dtype dtype, const char *kernel, const clg_arg *args, int nargs,
                          int64_t n)
@@ -180,7 +179,7 @@ static clg_status grouped_gemm(clg_device *dev, clg_dtype dtype, const conv_geo 
     clg_status st = CLG_OK;
     for (int64_t gi = 0; st == CLG_OK && gi < g->G; gi++) {
         size_t s = (size_t)gi;
-        st = clg__gemm(dev, gemm_type(dtype), a.trans, b.trans, m, n, k, 1.0, a.buf, a.off + s * a.group_step, a.ld,
+        st = clg__gemm(dev, clg__gemm_type_of(dtype), a.trans, b.trans, m, n, k, 1.0, a.buf, a.off + s * a.group_step, a.ld,
                        a.stride, b.buf, b.off + s * b.group_step, b.ld, b.stride, beta, c.buf,
                        c.off + s * c.group_step, c.ld, c.stride, (size_t)g->N);
     }

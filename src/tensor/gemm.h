@@ -25,9 +25,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "clgrad/tensor.h"
 #include "device_impl.h"
 
 typedef enum clg_gemm_type { CLG_GEMM_F32, CLG_GEMM_F64 } clg_gemm_type;
+
+/* The GEMM type of a float dtype. */
+static inline clg_gemm_type clg__gemm_type_of(clg_dtype d) { return d == CLG_F64 ? CLG_GEMM_F64 : CLG_GEMM_F32; }
 
 /* C[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b] for b < batch, row-major.
  * op(X) = X or X^T (trans_a/trans_b). A is m x k after op (so stored k x m when trans_a), B is k x n after op,

@@ -84,7 +84,7 @@ static clg_status gemm_into(clg_tensor *c, clg_tensor *a, clg_tensor *b, int nb,
         size_t m = (size_t)a->shape[a->ndim - 2], k = (size_t)a->shape[a->ndim - 1];
         size_t n = (size_t)b->shape[b->ndim - 1], batch = 1;
         for (int d = 0; d < nb; d++) batch *= (size_t)bshape[d];
-        st = clg__gemm(dev, c->dtype == CLG_F64 ? CLG_GEMM_F64 : CLG_GEMM_F32, oa.trans, ob.trans, m, n, k, 1.0,
+        st = clg__gemm(dev, clg__gemm_type_of(c->dtype), oa.trans, ob.trans, m, n, k, 1.0,
                        oa.t->buf, (size_t)oa.t->offset, oa.ld, oa.stride, ob.t->buf, (size_t)ob.t->offset, ob.ld,
                        ob.stride, beta, c->buf, (size_t)c->offset, n ? n : 1, m * n, batch);
     }

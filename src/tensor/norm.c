@@ -48,20 +48,6 @@ static clg_status launch_items(clg_device *dev, clg_dtype dtype, const char *ker
     return k ? clg__launch_1d(dev, k, args, nargs, (size_t)n) : dev->status;
 }
 
-/* t itself when contiguous from element 0 of its buffer, else a copy that is, off the
- * tape (free it with release_copy). The kernels take x, g, the layer norm's weight and
- * bias and the outputs as bare buffers, without an offset: a contiguous view that
- * starts further in (clg_narrow along the first axis) must be copied too. */
-static clg_tensor *as_contiguous(clg_tensor *t)
-{
-    return !t || (clg_tensor_is_contiguous(t) && t->offset == 0) ? t : clg__copy_as(t, t->dtype);
-}
-
-static void release_copy(clg_tensor *copy, const clg_tensor *orig)
-{
-    if (copy != orig) clg_tensor_free(copy);
-}
-
 /* A failed launch: the device's message, prefixed with the op and its input. */
 static clg_tensor *launch_fail(const char *op, const clg_tensor *in)
 {
@@ -193,7 +179,7 @@ static clg_status batch_norm_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
     clg_tensor *x = node->saved[1], *stats = node->saved[0], *w = node->inputs[1];
     clg_device *dev = x->dev;
     bn_dims d = bn_dims_of(x);
-    clg_tensor *gc = as_contiguous(g);
+    clg_tensor *gc = clg__contiguous_at0(g);
     clg_tensor *dx = clg__wants_grad(node, 0) ? clg__tensor_new(dev, x->dtype, x->ndim, x->shape) : NULL;
     clg_tensor *dw = clg__wants_grad(node, 1) ? clg__tensor_new(dev, x->dtype, 1, &d.C) : NULL;
     clg_tensor *db = clg__wants_grad(node, 2) ? clg__tensor_new(dev, x->dtype, 1, &d.C) : NULL;
@@ -215,7 +201,7 @@ static clg_status batch_norm_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
         n += out_args(a + n, db, x);
         st = launch_groups(dev, x->dtype, "bn_bwd", a, n, d.C, d.N * d.S);
     }
-    release_copy(gc, g);
+    clg__release_copy(gc, g);
     gin[0] = dx;
     gin[1] = dw;
     gin[2] = db;
@@ -229,7 +215,7 @@ clg_tensor *clg_batch_norm(clg_tensor *x, clg_tensor *running_mean, clg_tensor *
     if (!bn_check(x, running_mean, running_var, weight, bias, training)) return NULL;
     clg_device *dev = x->dev;
     bn_dims d = bn_dims_of(x);
-    clg_tensor *xc = as_contiguous(x);
+    clg_tensor *xc = clg__contiguous_at0(x);
     clg_tensor *y = clg__tensor_new(dev, x->dtype, x->ndim, x->shape);
     clg_tensor *stats = clg__tensor_new(dev, x->dtype, 2, (const int64_t[]){2, d.C});
     clg_status st = xc && y && stats ? CLG_OK : dev->status;
@@ -249,7 +235,7 @@ clg_tensor *clg_batch_norm(clg_tensor *x, clg_tensor *running_mean, clg_tensor *
         node->f[0] = training;
     }
     clg_tensor_free(stats);   /* the node, if any, holds what it needs */
-    release_copy(xc, x);
+    clg__release_copy(xc, x);
     if (st != CLG_OK) {
         clg_tensor_free(y);
         return launch_fail("batch_norm", x);
@@ -278,7 +264,7 @@ static clg_status layer_norm_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
     clg_tensor *x = node->saved[1], *stats = node->saved[0], *w = node->saved[2];
     clg_device *dev = x->dev;
     int64_t D = node->i[0], rows = node->i[1];
-    clg_tensor *gc = as_contiguous(g);
+    clg_tensor *gc = clg__contiguous_at0(g);
     clg_status st = gc ? CLG_OK : dev->status;
     if (st == CLG_OK && clg__wants_grad(node, 0)) {
         clg_tensor *dx = clg__tensor_new(dev, x->dtype, x->ndim, x->shape);
@@ -302,7 +288,7 @@ static clg_status layer_norm_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
         gin[1] = dw;
         gin[2] = db;
     }
-    release_copy(gc, g);
+    clg__release_copy(gc, g);
     return st;
 }
 
@@ -329,7 +315,7 @@ clg_tensor *clg_layer_norm(clg_tensor *x, int naxes, clg_tensor *weight, clg_ten
     clg_device *dev = x->dev;
     int64_t D = 1, rows = 1;
     for (int k = 0; k < x->ndim; k++) *(k < x->ndim - naxes ? &rows : &D) *= x->shape[k];
-    clg_tensor *xc = as_contiguous(x), *wc = as_contiguous(weight), *bc = as_contiguous(bias);
+    clg_tensor *xc = clg__contiguous_at0(x), *wc = clg__contiguous_at0(weight), *bc = clg__contiguous_at0(bias);
     clg_tensor *y = clg__tensor_new(dev, x->dtype, x->ndim, x->shape);
     clg_tensor *stats = clg__tensor_new(dev, x->dtype, 2, (const int64_t[]){rows, 2});
     bool made = xc && y && stats && (wc || !weight) && (bc || !bias);
@@ -345,9 +331,9 @@ clg_tensor *clg_layer_norm(clg_tensor *x, int naxes, clg_tensor *weight, clg_ten
         node->i[1] = rows;
     }
     clg_tensor_free(stats);
-    release_copy(xc, x);
-    release_copy(wc, weight);
-    release_copy(bc, bias);
+    clg__release_copy(xc, x);
+    clg__release_copy(wc, weight);
+    clg__release_copy(bc, bias);
     if (st != CLG_OK) {
         clg_tensor_free(y);
         return launch_fail(op, x);

@@ -35,17 +35,7 @@ typedef struct rnn_dims {
     int64_t T, B, H, G;   /* steps, batch, hidden size, gates */
 } rnn_dims;
 
-static clg_gemm_type gemm_type(clg_dtype d) { return d == CLG_F64 ? CLG_GEMM_F64 : CLG_GEMM_F32; }
 
-static clg_tensor *as_contiguous(clg_tensor *t)
-{
-    return !t || (clg_tensor_is_contiguous(t) && t->offset == 0) ? t : clg__copy_as(t, t->dtype);
-}
-
-static void release_copy(clg_tensor *copy, const clg_tensor *orig)
-{
-    if (copy != orig) clg_tensor_free(copy);
-}
 
 static clg_status launch(clg_device *dev, clg_dtype dtype, const char *kernel, const clg_arg *a, int n,
                          const rnn_dims *d)
@@ -59,7 +49,7 @@ static clg_status gemm(clg_device *dev, clg_dtype dt, bool ta, bool tb, int64_t 
                        const clg_tensor *a, int64_t ao, int64_t lda, const clg_tensor *b, int64_t ldb, double beta,
                        clg_tensor *c, int64_t co)
 {
-    return clg__gemm(dev, gemm_type(dt), ta, tb, (size_t)m, (size_t)n, (size_t)k, 1.0, a->buf, (size_t)ao,
+    return clg__gemm(dev, clg__gemm_type_of(dt), ta, tb, (size_t)m, (size_t)n, (size_t)k, 1.0, a->buf, (size_t)ao,
                      (size_t)lda, 0, b->buf, 0, (size_t)ldb, 0, beta, c->buf, (size_t)co, (size_t)n, 0, 1);
 }
 
@@ -256,7 +246,7 @@ static clg_status recurrence_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
     clg_device *dev = node->out->dev;
     clg_dtype dt = node->out->dtype;
     const int64_t seq[3] = {d.T, d.B, d.G * d.H}, bhs[2] = {d.B, d.H};
-    rnn_bwd_state s = {as_contiguous(g), clg__tensor_new(dev, dt, 2, bhs), NULL, clg__tensor_new(dev, dt, 3, seq), NULL};
+    rnn_bwd_state s = {clg__contiguous_at0(g), clg__tensor_new(dev, dt, 2, bhs), NULL, clg__tensor_new(dev, dt, 3, seq), NULL};
     if (d.kind == K_LSTM) s.dc = clg__tensor_new(dev, dt, 2, bhs);
     if (d.kind == K_GRU) s.dhw = clg__tensor_new(dev, dt, 3, seq);
     bool made = s.g && s.dh && s.dg && (d.kind != K_LSTM || s.dc) && (d.kind != K_GRU || s.dhw);
@@ -274,7 +264,7 @@ static clg_status recurrence_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
         if (clg__wants_grad(node, IN_H0)) gin[IN_H0] = s.dh, s.dh = NULL;
         if (clg__wants_grad(node, IN_C0)) gin[IN_C0] = s.dc, s.dc = NULL;
     }
-    release_copy(s.g, g);
+    clg__release_copy(s.g, g);
     clg_tensor_free(s.dh);
     clg_tensor_free(s.dc);
     clg_tensor_free(s.dg);
@@ -327,10 +317,10 @@ static clg_tensor *recurrence(const rnn_dims *d, clg_tensor *xw, clg_tensor *whh
                               clg_tensor *h0, clg_tensor *c0)
 {
     clg_device *dev = xw->dev;
-    clg_tensor *whc = as_contiguous(whh);
+    clg_tensor *whc = clg__contiguous_at0(whh);
     int64_t rows = d->T + 1 + (d->kind == K_LSTM);
     clg_tensor *O = clg__tensor_new(dev, xw->dtype, 3, (const int64_t[]){rows, d->B, d->H});
-    rnn_fwd_state s = {.bih = as_contiguous(bih), .bhh = as_contiguous(bhh)};
+    rnn_fwd_state s = {.bih = clg__contiguous_at0(bih), .bhh = clg__contiguous_at0(bhh)};
     bool made = whc && O && (s.bih || !bih) && (s.bhh || !bhh);
     clg_no_grad_begin(dev);   /* the initial states' copies are the op's own work */
     clg_status st = made ? run_forward(d, xw, whc, h0, c0, O, &s) : dev->status;
@@ -348,9 +338,9 @@ static clg_tensor *recurrence(const rnn_dims *d, clg_tensor *xw, clg_tensor *whh
     clg_tensor_free(s.hw);
     clg_tensor_free(s.act);
     clg_tensor_free(s.extra);
-    release_copy(whc, whh);
-    release_copy(s.bih, bih);
-    release_copy(s.bhh, bhh);
+    clg__release_copy(whc, whh);
+    clg__release_copy(s.bih, bih);
+    clg__release_copy(s.bhh, bhh);
     if (st != CLG_OK) {
         clg_tensor_free(O);
         char err[CLG_ERROR_MAX];
@@ -379,10 +369,8 @@ static clg_tensor *layer(rnn_kind kind, bool relu, clg_tensor *x, clg_tensor *wi
     rnn_dims d;
     if (!check_args(kind, x, wih, whh, bih, bhh, h0, c0, &d)) return NULL;
     d.relu = relu;
-    clg_tensor *xw = clg_linear(x, wih, NULL);   /* the biases go in with the recurrence */
-    clg_tensor *xwc = as_contiguous(xw);   /* clg_linear's result is; cheap insurance */
-    clg_tensor *O = xwc ? recurrence(&d, xwc, whh, bih, bhh, h0, c0) : NULL;
-    release_copy(xwc, xw);
+    clg_tensor *xw = clg_linear(x, wih, NULL);   /* new, contiguous; the biases go in with the recurrence */
+    clg_tensor *O = xw ? recurrence(&d, xw, whh, bih, bhh, h0, c0) : NULL;
     clg_tensor_free(xw);
     if (!O) return NULL;
     clg_tensor *out = clg_narrow(O, 0, 1, d.T);

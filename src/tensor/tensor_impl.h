@@ -142,6 +142,17 @@ bool clg__check_numel(const char *op, clg_device *dev, int64_t numel);
 
 /* A contiguous copy of t with dtype `dtype`, off the tape (copy.c). */
 clg_tensor *clg__copy_as(clg_tensor *t, clg_dtype dtype);
+/* t itself when contiguous from element 0 of its buffer (NULL stays NULL), else such a
+ * copy, off the tape: for kernels that take bare buffers without offsets. Free it with
+ * clg__release_copy, which frees only a copy. */
+static inline clg_tensor *clg__contiguous_at0(clg_tensor *t)
+{
+    return !t || (clg_tensor_is_contiguous(t) && t->offset == 0) ? t : clg__copy_as(t, t->dtype);
+}
+static inline void clg__release_copy(clg_tensor *copy, const clg_tensor *orig)
+{
+    if (copy != orig) clg_tensor_free(copy);
+}
 
 /* ---- the tape -------------------------------------------------------------------------------- */
 
