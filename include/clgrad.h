@@ -49,6 +49,7 @@
 #include "clgrad/tensor.h"
 #include "clgrad/ops.h"
 #include "clgrad/autograd.h"
+#include "clgrad/graph.h"
 #include "clgrad/data.h"
 #include "clgrad/nn.h"
 #include "clgrad/optim.h"

@@ -53,11 +53,16 @@ typedef struct clg_buffer {
      * index ops check indices on the host, at once, with no read. Valid while `known`
      * and range.version == version (an in-place write ends it). */
     struct { bool known; int32_t lo, hi; int64_t lo_at, hi_at, count; uint64_t version; } range;
+    size_t all_at;    /* where it stands in the pool's list of every buffer (pool.all) */
 } clg_buffer;
 
 typedef struct clg_pool {
     clg_buffer **free;   /* released buffers kept for reuse */
     size_t nfree, capfree;
+    /* Every buffer not destroyed, in use or cached: a capture finds the buffers that
+     * were made before it from the cl_mem its launches name (clg__buffer_of). */
+    clg_buffer **all;
+    size_t nall, capall;
     clg_pool_stats stats;
     uint64_t cache_limit; /* cached bytes kept at most */
 } clg_pool;
@@ -67,6 +72,8 @@ clg_buffer *clg__buffer_alloc(clg_device *dev, size_t bytes);
 void clg__buffer_retain(clg_buffer *buf);
 void clg__buffer_release(clg_buffer *buf);   /* NULL is fine */
 size_t clg__pool_round(const clg_device *dev, size_t bytes);
+/* The live buffer whose cl_mem is mem, or NULL (a linear search: captures only). */
+clg_buffer *clg__buffer_of(clg_device *dev, cl_mem mem);
 void clg__pool_free_all(clg_device *dev);
 
 /* ---- transfers (transfer.c); counted in dev->transfers ------------------------------ */
@@ -127,6 +134,9 @@ typedef struct clg_arg {
 clg_arg clg__arg_int8(const int64_t *v, int n);
 #define CLG_ARG_LOCAL(bytes) ((clg_arg){.kind = CLG_ARG_LOCAL, .v.local = (bytes)})
 
+/* Set argument i, or all nargs arguments, of kernel object kern (named name, for errors). */
+clg_status clg__set_arg_on(clg_device *dev, cl_kernel kern, const char *name, int i, const clg_arg *a);
+clg_status clg__set_args_on(clg_device *dev, cl_kernel kern, const char *name, const clg_arg *args, int nargs);
 /* Set the arguments and enqueue. A zero global size launches nothing. With `local`
  * given, global sizes are rounded up to its multiples: kernels check their bounds. */
 clg_status clg__launch(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs,
@@ -286,6 +296,10 @@ struct clg_device {
     clg_profiler prof;
     clg_slot slots[CLG_SLOT_COUNT];
     clg_kernel_errors kerr;
+    struct clg_capture *cap; /* the capture open on this device (capture.c), else NULL */
 };
+
+#include "capture.h"
+static inline bool clg__capturing(const clg_device *dev) { return dev->cap != NULL; }
 
 #endif

@@ -11,28 +11,38 @@ clg_arg clg__arg_int8(const int64_t *v, int n)
     return a;
 }
 
-static clg_status set_args(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs)
+clg_status clg__set_arg_on(clg_device *dev, cl_kernel kern, const char *name, int i, const clg_arg *a)
+{
+    cl_int e;
+    switch (a->kind) {
+    case CLG_ARG_MEM: e = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_mem), &a->v.mem); break;
+    case CLG_ARG_I32: e = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_int), &a->v.i32); break;
+    case CLG_ARG_I64: e = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_long), &a->v.i64); break;
+    case CLG_ARG_F32: e = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_float), &a->v.f32); break;
+    case CLG_ARG_F64: e = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_double), &a->v.f64); break;
+    case CLG_ARG_LOCAL: e = clSetKernelArg(kern, (cl_uint)i, a->v.local, NULL); break;
+    case CLG_ARG_INT8: e = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_int8), &a->v.i8); break;
+    default: e = CL_INVALID_ARG_VALUE;
+    }
+    if (e == CL_SUCCESS) return CLG_OK;
+    char what[96];
+    snprintf(what, sizeof what, "%s, argument %d", name, i);
+    return clg__cl_fail(dev, e, "clSetKernelArg", what);
+}
+
+clg_status clg__set_args_on(clg_device *dev, cl_kernel kern, const char *name, const clg_arg *args, int nargs)
 {
     for (int i = 0; i < nargs; i++) {
-        const clg_arg *a = &args[i];
-        cl_int e;
-        switch (a->kind) {
-        case CLG_ARG_MEM: e = clSetKernelArg(k->k, (cl_uint)i, sizeof(cl_mem), &a->v.mem); break;
-        case CLG_ARG_I32: e = clSetKernelArg(k->k, (cl_uint)i, sizeof(cl_int), &a->v.i32); break;
-        case CLG_ARG_I64: e = clSetKernelArg(k->k, (cl_uint)i, sizeof(cl_long), &a->v.i64); break;
-        case CLG_ARG_F32: e = clSetKernelArg(k->k, (cl_uint)i, sizeof(cl_float), &a->v.f32); break;
-        case CLG_ARG_F64: e = clSetKernelArg(k->k, (cl_uint)i, sizeof(cl_double), &a->v.f64); break;
-        case CLG_ARG_LOCAL: e = clSetKernelArg(k->k, (cl_uint)i, a->v.local, NULL); break;
-        case CLG_ARG_INT8: e = clSetKernelArg(k->k, (cl_uint)i, sizeof(cl_int8), &a->v.i8); break;
-        default: e = CL_INVALID_ARG_VALUE;
-        }
-        if (e != CL_SUCCESS) {
-            char what[96];
-            snprintf(what, sizeof what, "%s, argument %d", k->name, i);
-            return clg__cl_fail(dev, e, "clSetKernelArg", what);
-        }
+        clg_status st = clg__set_arg_on(dev, kern, name, i, &args[i]);
+        if (st != CLG_OK) return st;
     }
     return CLG_OK;
+}
+
+static clg_status set_args(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs)
+{
+    if (dev->cap) clg__cap_args(dev, k, args, nargs);
+    return clg__set_args_on(dev, k->k, k->name, args, nargs);
 }
 
 /* Enqueue over [offset, offset + global) in each dimension. */
@@ -44,6 +54,7 @@ static clg_status enqueue(clg_device *dev, clg_kernel *k, int dims, const size_t
     cl_int e = clEnqueueNDRangeKernel(dev->queue, k->k, (cl_uint)dims, offset, global, local, 0, NULL,
                                       dev->prof.enabled ? &ev : NULL);
     if (e != CL_SUCCESS) return clg__cl_fail(dev, e, "clEnqueueNDRangeKernel", k->name);
+    if (dev->cap) clg__cap_enqueue(dev, dims, offset, global, local);
     if (ev) {
         if (k->prof_slot < 0) k->prof_slot = clg__profile_slot(dev, k->name);
         clg__profile_launch(dev, k->prof_slot, ev);

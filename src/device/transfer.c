@@ -16,6 +16,7 @@ clg_status clg__write(clg_device *dev, clg_buffer *dst, size_t off, const void *
     if (bytes == 0) return CLG_OK;
     clg_status st = check_range(dev, dst, off, bytes, "clg_write");
     if (st) return st;
+    if (dev->cap) clg__cap_write(dev, dst, off, src, bytes);
     /* Blocking: the caller's memory may be gone when the call returns. */
     CLG_CL_TRY(dev, clEnqueueWriteBuffer(dev->queue, dst->mem, CL_TRUE, off, bytes, src, 0, NULL, NULL),
                "clEnqueueWriteBuffer", "host to device");
@@ -29,6 +30,7 @@ clg_status clg__read(clg_device *dev, const clg_buffer *src, size_t off, void *d
     if (bytes == 0) return CLG_OK;
     clg_status st = check_range(dev, src, off, bytes, "clg_read");
     if (st) return st;
+    if (dev->cap) clg__cap_read(dev, bytes);
     /* The kernels' error word, read on the way (errflag.c): queued first, so it has
      * landed when the blocking read returns. Not counted as a transfer. */
     if (dev->kerr.word)
@@ -50,6 +52,7 @@ clg_status clg__copy(clg_device *dev, const clg_buffer *src, size_t src_off, clg
     clg_status st = check_range(dev, src, src_off, bytes, "clg_copy");
     if (!st) st = check_range(dev, dst, dst_off, bytes, "clg_copy");
     if (st) return st;
+    if (dev->cap) clg__cap_copy(dev, src, src_off, dst, dst_off, bytes);
     CLG_CL_TRY(dev, clEnqueueCopyBuffer(dev->queue, src->mem, dst->mem, src_off, dst_off, bytes, 0, NULL, NULL),
                "clEnqueueCopyBuffer", "device to device");
     return CLG_OK;

@@ -3,6 +3,7 @@
  * kernel launch per parameter per step (cl_kernels/optim.cl). Scalars that depend on
  * the step count are computed here in double, from counts the host keeps. */
 #include <math.h>
+#include <string.h>
 
 #include "optim_impl.h"
 
@@ -140,31 +141,35 @@ clg_optimizer *clg_adagrad_new(int n, clg_tensor *const *params, const clg_adagr
 
 /* A tensor as the (buffer, element offset) pair of the kernels' arguments. */
 #define MEM(t) CLG_ARG_M((t)->buf->mem), CLG_ARG_I((t)->offset)
-
-static clg_status launch(clg_optimizer *opt, const clg_tensor *p, const char *kernel, const clg_arg *args, int nargs)
-{
-    clg_kernel *k = clg__kernel_get(opt->dev, "optim", clg__dtype_options(p->dtype), kernel);
-    if (!k) return opt->dev->status;
-    return clg__launch_1d(opt->dev, k, args, nargs, (size_t)p->numel);
-}
+#define OPTIM_MAX_ARGS 24
+/* Copy the literal array a into args (room for OPTIM_MAX_ARGS) and return its length. */
+#define RETURN_ARGS(a)                                                                         \
+    do {                                                                                       \
+        _Static_assert(sizeof(a) / sizeof *(a) <= OPTIM_MAX_ARGS, "raise OPTIM_MAX_ARGS");     \
+        memcpy(args, a, sizeof(a));                                                            \
+        return (int)(sizeof(a) / sizeof *(a));                                                 \
+    } while (0)
 
 /* A state slot's tensor, or the parameter for a slot this configuration leaves unused
  * (bound to the kernel, never touched). */
 static clg_tensor *slot(const clg_optim_param *pp, int s) { return pp->state[s] ? pp->state[s] : pp->p; }
 
-static clg_status sgd_update(clg_optimizer *opt, clg_optim_param *pp, clg_tensor *g)
+/* The arguments of pp's update with gradient g into args; returns how many, and the
+ * kernel's name in *kernel. The scalars come from the host's counts and rate: a graph
+ * replay recomputes them here (refresh_update). */
+static int sgd_args(const clg_optimizer *opt, const clg_optim_param *pp, clg_tensor *g, clg_arg *args)
 {
     const clg_sgd_options *o = &opt->o.sgd;
     clg_tensor *p = pp->p;
     clg_dtype d = p->dtype;
     /* PyTorch's buffer starts as the first gradient itself (no dampening) */
-    clg_arg args[] = {CLG_ARG_I(p->numel), MEM(p), MEM(g), MEM(slot(pp, 0)),
-                      clg__arg_scalar(d, opt->lr), clg__arg_scalar(d, o->momentum), clg__arg_scalar(d, o->dampening),
-                      clg__arg_scalar(d, o->weight_decay), CLG_ARG_I(o->nesterov), CLG_ARG_I(pp->steps == 1)};
-    return launch(opt, p, "sgd", args, (int)(sizeof args / sizeof *args));
+    clg_arg a[] = {CLG_ARG_I(p->numel), MEM(p), MEM(g), MEM(slot(pp, 0)),
+                   clg__arg_scalar(d, opt->lr), clg__arg_scalar(d, o->momentum), clg__arg_scalar(d, o->dampening),
+                   clg__arg_scalar(d, o->weight_decay), CLG_ARG_I(o->nesterov), CLG_ARG_I(pp->steps == 1)};
+    RETURN_ARGS(a);
 }
 
-static clg_status adam_update(clg_optimizer *opt, clg_optim_param *pp, clg_tensor *g)
+static int adam_args(const clg_optimizer *opt, const clg_optim_param *pp, clg_tensor *g, clg_arg *args)
 {
     const clg_adam_options *o = &opt->o.adam;
     clg_tensor *p = pp->p;
@@ -172,44 +177,80 @@ static clg_status adam_update(clg_optimizer *opt, clg_optim_param *pp, clg_tenso
     double t = (double)pp->steps;
     double bc1 = 1 - pow(o->beta1, t), bc2 = 1 - pow(o->beta2, t);
     bool decoupled = opt->kind == CLG_OPTIM_ADAMW;
-    clg_arg args[] = {CLG_ARG_I(p->numel), MEM(p), MEM(g), MEM(pp->state[0]), MEM(pp->state[1]),
-                      clg__arg_scalar(d, o->beta1), clg__arg_scalar(d, o->beta2),
-                      clg__arg_scalar(d, opt->lr / bc1), clg__arg_scalar(d, sqrt(bc2)), clg__arg_scalar(d, o->eps),
-                      clg__arg_scalar(d, decoupled ? 0 : o->weight_decay),
-                      clg__arg_scalar(d, decoupled ? 1 - opt->lr * o->weight_decay : 1)};
-    return launch(opt, p, "adam", args, (int)(sizeof args / sizeof *args));
+    clg_arg a[] = {CLG_ARG_I(p->numel), MEM(p), MEM(g), MEM(pp->state[0]), MEM(pp->state[1]),
+                   clg__arg_scalar(d, o->beta1), clg__arg_scalar(d, o->beta2),
+                   clg__arg_scalar(d, opt->lr / bc1), clg__arg_scalar(d, sqrt(bc2)), clg__arg_scalar(d, o->eps),
+                   clg__arg_scalar(d, decoupled ? 0 : o->weight_decay),
+                   clg__arg_scalar(d, decoupled ? 1 - opt->lr * o->weight_decay : 1)};
+    RETURN_ARGS(a);
 }
 
-static clg_status rmsprop_update(clg_optimizer *opt, clg_optim_param *pp, clg_tensor *g)
+static int rmsprop_args(const clg_optimizer *opt, const clg_optim_param *pp, clg_tensor *g, clg_arg *args)
 {
     const clg_rmsprop_options *o = &opt->o.rmsprop;
     clg_tensor *p = pp->p;
     clg_dtype d = p->dtype;
-    clg_arg args[] = {CLG_ARG_I(p->numel), MEM(p), MEM(g), MEM(pp->state[0]), MEM(slot(pp, 1)), MEM(slot(pp, 2)),
-                      clg__arg_scalar(d, opt->lr), clg__arg_scalar(d, o->alpha), clg__arg_scalar(d, o->eps),
-                      clg__arg_scalar(d, o->weight_decay), clg__arg_scalar(d, o->momentum), CLG_ARG_I(o->centered)};
-    return launch(opt, p, "rmsprop", args, (int)(sizeof args / sizeof *args));
+    clg_arg a[] = {CLG_ARG_I(p->numel), MEM(p), MEM(g), MEM(pp->state[0]), MEM(slot(pp, 1)), MEM(slot(pp, 2)),
+                   clg__arg_scalar(d, opt->lr), clg__arg_scalar(d, o->alpha), clg__arg_scalar(d, o->eps),
+                   clg__arg_scalar(d, o->weight_decay), clg__arg_scalar(d, o->momentum), CLG_ARG_I(o->centered)};
+    RETURN_ARGS(a);
 }
 
-static clg_status adagrad_update(clg_optimizer *opt, clg_optim_param *pp, clg_tensor *g)
+static int adagrad_args(const clg_optimizer *opt, const clg_optim_param *pp, clg_tensor *g, clg_arg *args)
 {
     const clg_adagrad_options *o = &opt->o.adagrad;
     clg_tensor *p = pp->p;
     clg_dtype d = p->dtype;
     double clr = opt->lr / (1 + (double)(pp->steps - 1) * o->lr_decay);
-    clg_arg args[] = {CLG_ARG_I(p->numel), MEM(p), MEM(g), MEM(pp->state[0]), clg__arg_scalar(d, clr),
-                      clg__arg_scalar(d, o->eps), clg__arg_scalar(d, o->weight_decay)};
-    return launch(opt, p, "adagrad", args, (int)(sizeof args / sizeof *args));
+    clg_arg a[] = {CLG_ARG_I(p->numel), MEM(p), MEM(g), MEM(pp->state[0]), clg__arg_scalar(d, clr),
+                   clg__arg_scalar(d, o->eps), clg__arg_scalar(d, o->weight_decay)};
+    RETURN_ARGS(a);
+}
+
+static int update_args(const clg_optimizer *opt, const clg_optim_param *pp, clg_tensor *g, clg_arg *args,
+                       const char **kernel)
+{
+    switch (opt->kind) {
+    case CLG_OPTIM_SGD: *kernel = "sgd"; return sgd_args(opt, pp, g, args);
+    case CLG_OPTIM_ADAM:
+    case CLG_OPTIM_ADAMW: *kernel = "adam"; return adam_args(opt, pp, g, args);
+    case CLG_OPTIM_RMSPROP: *kernel = "rmsprop"; return rmsprop_args(opt, pp, g, args);
+    case CLG_OPTIM_ADAGRAD: *kernel = "adagrad"; return adagrad_args(opt, pp, g, args);
+    }
+    return -1;
+}
+
+/* A graph replay of the update of parameter `index`: the step count as the eager
+ * clg_optimizer_step advances it, and the scalars from it and the current rate. */
+typedef struct update_ref { clg_optimizer *opt; int index; } update_ref;
+
+static void refresh_update(void *data, int64_t *regs, clg_arg *args, int nargs)
+{
+    (void)regs;
+    const update_ref *r = data;
+    clg_optim_param *pp = &r->opt->params[r->index];
+    pp->steps++;
+    clg_arg a[OPTIM_MAX_ARGS];
+    const char *kernel;
+    int n = update_args(r->opt, pp, pp->p->grad ? pp->p->grad : pp->p, a, &kernel);
+    for (int i = 0; i < n && i < nargs; i++)
+        if (args[i].kind != CLG_ARG_MEM) args[i] = a[i];
 }
 
 clg_status clg__optim_update(clg_optimizer *opt, clg_optim_param *pp, clg_tensor *grad)
 {
-    switch (opt->kind) {
-    case CLG_OPTIM_SGD: return sgd_update(opt, pp, grad);
-    case CLG_OPTIM_ADAM:
-    case CLG_OPTIM_ADAMW: return adam_update(opt, pp, grad);
-    case CLG_OPTIM_RMSPROP: return rmsprop_update(opt, pp, grad);
-    case CLG_OPTIM_ADAGRAD: return adagrad_update(opt, pp, grad);
+    clg_arg args[OPTIM_MAX_ARGS];
+    const char *kernel;
+    int n = update_args(opt, pp, grad, args, &kernel);
+    if (n < 0)
+        return clg__fail(opt->dev, CLG_ERR_INVALID_ARGUMENT, "clg_optimizer_step: unknown optimizer kind %d",
+                         (int)opt->kind);
+    clg_kernel *k = clg__kernel_get(opt->dev, "optim", clg__dtype_options(pp->p->dtype), kernel);
+    if (!k) return opt->dev->status;
+    clg_status st = clg__launch_1d(opt->dev, k, args, n, (size_t)pp->p->numel);
+    if (st == CLG_OK && clg__capturing(opt->dev)) {
+        update_ref r = {opt, (int)(pp - opt->params)};
+        clg__cap_refresh(opt->dev, refresh_update, &r, sizeof r);
     }
-    return clg__fail(opt->dev, CLG_ERR_INVALID_ARGUMENT, "clg_optimizer_step: unknown optimizer kind %d", (int)opt->kind);
+    return st;
 }

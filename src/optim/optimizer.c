@@ -130,6 +130,14 @@ static clg_status check_grad(const clg_optimizer *opt, int i)
                      opt->name, CLG_DESC(g), i, CLG_DESC(p));
 }
 
+/* A graph replay's share of the host work of clg_optimizer_step (the updates refresh
+ * their own counts, algorithms.c). */
+static void count_step(void *data, int64_t *regs)
+{
+    (void)regs;
+    (*(clg_optimizer **)data)->steps++;
+}
+
 clg_status clg_optimizer_step(clg_optimizer *opt)
 {
     if (!opt) return CLG_ERR_INVALID_ARGUMENT;
@@ -142,6 +150,7 @@ clg_status clg_optimizer_step(clg_optimizer *opt)
         if (st != CLG_OK) return st;
     }
     opt->steps++;
+    if (clg__capturing(opt->dev)) clg__cap_host(opt->dev, count_step, &opt, sizeof opt);
     for (int i = 0; i < opt->n; i++) {
         clg_optim_param *pp = &opt->params[i];
         if (!takes_step(pp->p)) continue;

@@ -156,6 +156,22 @@ void clg_rng_set_state(clg_device *dev, uint64_t seed, uint64_t offset)
     s->rng_offset = offset;
 }
 
+/* Graph replay: draw at the generator's position then, and advance it (the position
+ * is arguments 3-6). */
+typedef struct random_ref { clg_tensor_state *s; uint64_t blocks; } random_ref;
+
+static void refresh_random(void *data, int64_t *regs, clg_arg *args, int nargs)
+{
+    (void)regs;
+    (void)nargs;
+    const random_ref *r = data;
+    args[3] = CLG_ARG_I((uint32_t)r->s->seed);
+    args[4] = CLG_ARG_I((uint32_t)(r->s->seed >> 32));
+    args[5] = CLG_ARG_I((uint32_t)r->s->rng_offset);
+    args[6] = CLG_ARG_I((uint32_t)(r->s->rng_offset >> 32));
+    r->s->rng_offset += r->blocks;
+}
+
 static clg_tensor *random_tensor(clg_device *dev, const char *op, const char *kernel, clg_dtype dtype, int ndim,
                                  const int64_t *shape, double p0, double p1)
 {
@@ -180,6 +196,7 @@ static clg_tensor *random_tensor(clg_device *dev, const char *op, const char *ke
         return NULL;
     }
     s->rng_offset += blocks;
+    if (clg__capturing(dev)) clg__cap_refresh(dev, refresh_random, &(random_ref){s, blocks}, sizeof(random_ref));
     return t;
 }
 

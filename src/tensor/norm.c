@@ -387,11 +387,46 @@ static clg_tensor *dropout_apply(clg_tensor *src, double p, uint64_t seed, uint6
     return y;
 }
 
-/* f[0]: p (0 for the identity); i[0], i[1]: the generator's seed and offset. */
+/* Graph replay (clgrad/graph.h): the forward draws at the generator's position then,
+ * as the eager op would, and leaves it in two registers for its backward. The seed and
+ * offset are the last six arguments' first four (dropout_apply). */
+typedef struct dropout_ref { clg_tensor_state *s; uint64_t blocks; int reg; } dropout_ref;
+
+static void set_position(clg_arg *a, uint64_t seed, uint64_t offset)
+{
+    a[0] = CLG_ARG_I((uint32_t)seed);
+    a[1] = CLG_ARG_I((uint32_t)(seed >> 32));
+    a[2] = CLG_ARG_I((uint32_t)offset);
+    a[3] = CLG_ARG_I((uint32_t)(offset >> 32));
+}
+
+static void refresh_dropout(void *data, int64_t *regs, clg_arg *args, int nargs)
+{
+    const dropout_ref *r = data;
+    regs[r->reg] = (int64_t)r->s->seed;
+    regs[r->reg + 1] = (int64_t)r->s->rng_offset;
+    set_position(args + nargs - 6, r->s->seed, r->s->rng_offset);
+    r->s->rng_offset += r->blocks;
+}
+
+static void refresh_dropout_bw(void *data, int64_t *regs, clg_arg *args, int nargs)
+{
+    int reg = *(const int *)data;
+    set_position(args + nargs - 6, (uint64_t)regs[reg], (uint64_t)regs[reg + 1]);
+}
+
+/* f[0]: p (0 for the identity); i[0], i[1]: the generator's seed and offset; i[2]: the
+ * capture's registers holding them at replay (-1 outside a capture). */
 static clg_status dropout_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
 {
     if (node->f[0] == 0) gin[0] = g;
     else gin[0] = dropout_apply(g, node->f[0], (uint64_t)node->i[0], (uint64_t)node->i[1]);
+    if (gin[0] && node->f[0] != 0 && clg__capturing(g->dev)) {
+        int reg = (int)node->i[2];
+        if (reg >= 0) clg__cap_refresh(g->dev, refresh_dropout_bw, &reg, sizeof reg);
+        else clg__fail(g->dev, CLG_ERR_INVALID_ARGUMENT, "dropout: a backward captured without its forward");
+        if (reg < 0) return CLG_ERR_INVALID_ARGUMENT;
+    }
     return gin[0] ? CLG_OK : g->dev->status;
 }
 
@@ -412,12 +447,16 @@ clg_tensor *clg_dropout(clg_tensor *x, double p, bool training)
     uint64_t seed = s->seed, offset = s->rng_offset;
     clg_tensor *y = dropout_apply(x, p, seed, offset);
     if (!y) return NULL;
-    s->rng_offset += ((uint64_t)x->numel + 3) / 4;   /* four numbers per Philox block */
+    uint64_t blocks = ((uint64_t)x->numel + 3) / 4;   /* four numbers per Philox block */
+    s->rng_offset += blocks;
+    int reg = clg__cap_register(x->dev, 2);
+    if (reg >= 0) clg__cap_refresh(x->dev, refresh_dropout, &(dropout_ref){s, blocks, reg}, sizeof(dropout_ref));
     y = clg__taped(y, CLG_OP_dropout, dropout_bw, 1, &x, &node);
     if (node) {
         node->f[0] = p;
         node->i[0] = (int64_t)seed;
         node->i[1] = (int64_t)offset;
+        node->i[2] = reg;
     }
     return y;
 }

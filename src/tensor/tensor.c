@@ -151,6 +151,13 @@ clg_tensor *clg__tensor_view(clg_tensor *base, int ndim, const int64_t *shape, c
     return t;
 }
 
+clg_tensor *clg__tensor_on(clg_device *dev, clg_buffer *buf, clg_dtype dtype, int ndim, const int64_t *shape,
+                           const int64_t *strides, int64_t offset)
+{
+    clg_tensor base = {.dev = dev, .buf = buf, .dtype = dtype};
+    return clg__tensor_view(&base, ndim, shape, strides, offset);
+}
+
 void clg__tensor_unscope(clg_tensor *t)
 {
     clg_tensor_state *s = t->dev->slots[CLG_SLOT_TENSOR].data;

@@ -67,6 +67,9 @@ clg_tensor *clg__tensor_new(clg_device *dev, clg_dtype dtype, int ndim, const in
 /* A new tensor over base's buffer, in the current scope. */
 clg_tensor *clg__tensor_view(clg_tensor *base, int ndim, const int64_t *shape, const int64_t *strides,
                              int64_t offset);
+/* A tensor (in the current scope) on buf, which it holds. */
+clg_tensor *clg__tensor_on(clg_device *dev, clg_buffer *buf, clg_dtype dtype, int ndim, const int64_t *shape,
+                           const int64_t *strides, int64_t offset);
 /* Take t out of every scope (its owner keeps the one reference). */
 void clg__tensor_unscope(clg_tensor *t);
 void clg__tensor_retain(clg_tensor *t);

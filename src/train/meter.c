@@ -36,6 +36,15 @@ void clg_meter_free(clg_meter *m)
     free(m);
 }
 
+/* A graph replay counts the batch as the eager call did. */
+typedef struct meter_ref { clg_meter *m; int64_t batch; } meter_ref;
+static void count_batch(void *data, int64_t *regs)
+{
+    (void)regs;
+    meter_ref *r = data;
+    r->m->samples += r->batch;
+}
+
 clg_status clg_meter_add(clg_meter *m, clg_tensor *loss, clg_tensor *logits, clg_tensor *labels)
 {
     if (!m || !loss || (logits && !labels)) return CLG_ERR_INVALID_ARGUMENT;
@@ -51,6 +60,7 @@ clg_status clg_meter_add(clg_meter *m, clg_tensor *loss, clg_tensor *logits, clg
     clg_tensor_free(l);
     clg_tensor_free(c);
     if (st == CLG_OK) m->samples += batch;
+    if (st == CLG_OK && clg__capturing(m->dev)) clg__cap_host(m->dev, count_batch, &(meter_ref){m, batch}, sizeof(meter_ref));
     return st;
 }
 

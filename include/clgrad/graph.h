@@ -1,0 +1,82 @@
+/* clgrad/graph.h: build once, run many. Capture the device work of one ordinary step
+ * (forward, loss, backward, optimizer step) and replay it on new data without the host
+ * work of an eager step: no shape checks, no allocation, no tape, no argument setting.
+ *
+ *   clg_graph_begin(dev);
+ *   clg_optimizer_zero_grad(opt);                        // one step, written as always;
+ *   clg_tensor *loss = clg_cross_entropy(clg_module_forward(model, x), y, CLG_REDUCE_MEAN);
+ *   clg_backward(loss, NULL);                            // it runs, and is recorded
+ *   clg_optimizer_step(opt);
+ *   clg_graph *g;
+ *   clg_graph_end(dev, &g);
+ *   clg_graph_input(g, "x", x);  clg_graph_input(g, "y", y);  clg_graph_output(g, "loss", loss);
+ *   for (each later batch xb, yb) {
+ *       clg_graph_feed(g, "x", xb);  clg_graph_feed(g, "y", yb);   // no copy: rebinds
+ *       clg_graph_replay(g);                                       // enqueues; no wait
+ *   }
+ *   clg_tensor_item(clg_graph_get(g, "loss"), &l);                  // the last replay's
+ *   clg_graph_free(g);
+ *
+ * Shapes are fixed per graph: feeding another shape is an error (capture a second
+ * graph for it). Capture a step after one eager step has run: first steps make
+ * optimizer state and compile kernels, which a replay must not repeat.
+ *
+ * Replay is bit-identical to running the step eagerly again: buffers that live only
+ * inside the step share memory planned at capture (never more than the eager step's),
+ * the rest (parameters, gradients, optimizer state, outputs) are used in place, and
+ * what changes from step to step on the host (the optimizer's step count and rate, the
+ * random generator's position for dropout) is advanced as the eager ops would. The
+ * objects the step used (modules, optimizers, meters) must outlive the graph; a replay
+ * after a parameter or state tensor was replaced or freed fails, naming it. A step that
+ * reads values to the host while captured cannot be captured.
+ */
+#ifndef CLGRAD_GRAPH_H
+#define CLGRAD_GRAPH_H
+
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct clg_graph clg_graph;
+
+/* Start recording what the device is asked to do (one capture per device at a time). */
+CLG_API clg_status clg_graph_begin(clg_device *dev);
+/* Stop recording and plan the replay. *graph is NULL on failure; the capture is over
+ * either way. */
+CLG_API clg_status clg_graph_end(clg_device *dev, clg_graph **graph);
+CLG_API void clg_graph_free(clg_graph *g);
+
+/* Name a tensor the captured step read (an input, fed before each replay) or made (an
+ * output, read after one). Names are at most 63 characters, unique per graph. */
+CLG_API clg_status clg_graph_input(clg_graph *g, const char *name, clg_tensor *t);
+CLG_API clg_status clg_graph_output(clg_graph *g, const char *name, clg_tensor *t);
+/* Give the next replays input `name` from device tensor t: same dtype and shape as the
+ * captured one, contiguous at the same offset. The graph reads t's memory in place
+ * (and holds it until fed again). */
+CLG_API clg_status clg_graph_feed(clg_graph *g, const char *name, clg_tensor *t);
+/* Or from host memory: exactly the input's bytes, written now. */
+CLG_API clg_status clg_graph_feed_host(clg_graph *g, const char *name, const void *data, size_t bytes);
+/* Enqueue the step again. Waits for nothing. */
+CLG_API clg_status clg_graph_replay(clg_graph *g);
+/* An input or output as a tensor in the current scope, sharing the graph's memory: an
+ * output holds the latest replay's values. */
+CLG_API clg_tensor *clg_graph_get(clg_graph *g, const char *name);
+
+typedef struct clg_graph_stats {
+    int launches;        /* kernel launches per replay (some split into two enqueues) */
+    int enqueues, copies, writes;
+    int refreshed;       /* launches whose scalar arguments each replay recomputes */
+    int host_steps;      /* host-only steps (counters) per replay */
+    int planned;         /* buffers of the step that share planned memory ... */
+    int slots;           /* ... in this many buffers */
+    uint64_t planned_bytes, slot_bytes;   /* their bytes in the eager step, and planned */
+    uint64_t held_bytes; /* buffers used in place: parameters, gradients, state, inputs, outputs */
+} clg_graph_stats;
+CLG_API clg_graph_stats clg_graph_get_stats(const clg_graph *g);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,197 @@
+/* capture_plan.c: turning a recording into something to replay.
+ *
+ * Memory: a buffer whose lifetime ended inside the capture (an activation, a
+ * gradient in flight, a kernel's scratch) is needed only from the first command that
+ * names it to the last. Those lifetimes are packed into shared slots, largest first,
+ * each into the first slot none of whose lifetimes overlaps it (the pool did the same
+ * during the eager step, but only among buffers of the same size class). Buffers that
+ * outlive the capture (parameters, their gradients, optimizer state, outputs) or that
+ * were made before it are used as they are, and held.
+ *
+ * Kernels: every launch gets its own kernel object with its arguments set once, so
+ * that a replay only enqueues. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture_impl.h"
+
+typedef struct slot_plan { size_t size; int *members; int n, cap; } slot_plan;
+
+static bool overlaps(const clg_capture *c, const slot_plan *s, const cap_value *x)
+{
+    for (int i = 0; i < s->n; i++) {
+        const cap_value *y = &c->vals[s->members[i]];
+        if (x->first <= y->last && y->first <= x->last) return true;
+    }
+    return false;
+}
+
+static const clg_capture *sort_c;   /* qsort has no context argument */
+static int by_size_desc(const void *a, const void *b)
+{
+    size_t sa = sort_c->vals[*(const int *)a].size, sb = sort_c->vals[*(const int *)b].size;
+    if (sa != sb) return sa < sb ? 1 : -1;
+    return *(const int *)a - *(const int *)b;
+}
+
+static bool planned(const cap_value *x) { return x->dead && x->first >= 0; }
+
+/* Assign every planned value a slot; allocate the slots. */
+static clg_status plan_memory(clg_capture *c)
+{
+    clg_device *dev = c->dev;
+    int n = 0, *order = malloc((size_t)(c->nvals ? c->nvals : 1) * sizeof *order);
+    slot_plan *slots = calloc((size_t)(c->nvals ? c->nvals : 1), sizeof *slots);
+    int *slot_of = malloc((size_t)(c->nvals ? c->nvals : 1) * sizeof *slot_of);
+    clg_status st = order && slots && slot_of ? CLG_OK : clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "clg_graph_end: out of host memory");
+    for (int v = 0; !st && v < c->nvals; v++)
+        if (planned(&c->vals[v])) order[n++] = v;
+    sort_c = c;
+    if (!st) qsort(order, (size_t)n, sizeof *order, by_size_desc);
+    int nslots = 0;
+    for (int i = 0; !st && i < n; i++) {
+        const cap_value *x = &c->vals[order[i]];
+        int s = 0;
+        while (s < nslots && overlaps(c, &slots[s], x)) s++;
+        if (s == nslots) slots[nslots++].size = x->size;
+        slot_plan *sp = &slots[s];
+        if (sp->n == sp->cap) {
+            int ncap = sp->cap ? sp->cap * 2 : 8;
+            int *nm = realloc(sp->members, (size_t)ncap * sizeof *nm);
+            if (!nm) {
+                st = clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "clg_graph_end: out of host memory");
+                break;
+            }
+            sp->members = nm;
+            sp->cap = ncap;
+        }
+        sp->members[sp->n++] = order[i];
+        slot_of[order[i]] = s;
+        c->planned++;
+        c->planned_bytes += x->size;
+    }
+    c->slots = st ? NULL : calloc((size_t)(nslots ? nslots : 1), sizeof *c->slots);
+    if (!st && !c->slots) st = clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "clg_graph_end: out of host memory");
+    for (int s = 0; !st && s < nslots; s++) {
+        c->slots[s] = clg__buffer_alloc(dev, slots[s].size);
+        if (!c->slots[s]) st = dev->status;
+        else {
+            c->nslots++;
+            c->slot_bytes += c->slots[s]->size;
+        }
+    }
+    for (int i = 0; !st && i < n; i++) c->vals[order[i]].use = c->slots[slot_of[order[i]]];
+    for (int s = 0; slots && s < nslots; s++) free(slots[s].members);
+    free(slots);
+    free(order);
+    free(slot_of);
+    return st;
+}
+
+/* Values that outlive the capture, or were made before it, are used as they are. */
+static void hold_the_rest(clg_capture *c)
+{
+    for (int v = 0; v < c->nvals; v++) {
+        cap_value *x = &c->vals[v];
+        if (x->first < 0 || planned(x)) continue;
+        x->use = x->buf;
+        clg__buffer_retain(x->use);
+        c->held_bytes += x->size;
+    }
+}
+
+/* A kernel object of its own for every launch, arguments set to the planned buffers. */
+static clg_status make_kernels(clg_capture *c)
+{
+    clg_device *dev = c->dev;
+    for (int i = 0; i < c->nlaunches; i++) {
+        cap_launch *l = &c->launches[i];
+        for (int a = 0; a < l->nargs; a++)
+            if (l->val[a] >= 0) l->args[a].v.mem = c->vals[l->val[a]].use->mem;
+        cl_program prog;
+        CLG_CL_TRY(dev, clGetKernelInfo(l->k->k, CL_KERNEL_PROGRAM, sizeof prog, &prog, NULL), "clGetKernelInfo",
+                   l->k->name);
+        cl_int e;
+        l->clone = clCreateKernel(prog, l->k->name, &e);
+        if (e != CL_SUCCESS) {
+            l->clone = NULL;
+            return clg__cl_fail(dev, e, "clCreateKernel", l->k->name);
+        }
+        clg_status st = clg__set_args_on(dev, l->clone, l->k->name, l->args, l->nargs);
+        if (st != CLG_OK) return st;
+    }
+    return CLG_OK;
+}
+
+clg_status clg__cap_plan(clg_capture *c)
+{
+    clg_status st = plan_memory(c);
+    if (st == CLG_OK) {
+        hold_the_rest(c);
+        st = make_kernels(c);
+    }
+    return st;
+}
+
+/* ---- values as the public half (src/graph/) sees them ------------------------------------ */
+
+int clg__capture_value(const clg_capture *c, const clg_buffer *b)
+{
+    for (int v = c->nvals; v-- > 0;)
+        if (c->vals[v].buf == b && !c->vals[v].dead && c->vals[v].first >= 0) return v;
+    return -1;
+}
+
+clg_buffer *clg__capture_buffer(const clg_capture *c, int v) { return c->vals[v].use; }
+
+void clg__capture_mark_input(clg_capture *c, int v) { c->vals[v].input = true; }
+
+clg_status clg__capture_rebind(clg_capture *c, int v, clg_buffer *b)
+{
+    cap_value *x = &c->vals[v];
+    if (x->use == b) return CLG_OK;
+    for (int i = 0; i < c->nlaunches; i++) {
+        cap_launch *l = &c->launches[i];
+        for (int a = 0; a < l->nargs; a++) {
+            if (l->val[a] != v) continue;
+            l->args[a].v.mem = b->mem;
+            CLG_CL_TRY(c->dev, clSetKernelArg(l->clone, (cl_uint)a, sizeof(cl_mem), &b->mem), "clSetKernelArg",
+                       l->k->name);
+        }
+    }
+    clg__buffer_retain(b);
+    clg__buffer_release(x->use);
+    x->use = b;
+    return CLG_OK;
+}
+
+clg_status clg__capture_check(clg_capture *c)
+{
+    for (int v = 0; v < c->nvals; v++) {
+        const cap_value *x = &c->vals[v];
+        if (!x->use || x->born || x->dead || x->input || x->use->refs > 1) continue;
+        const cap_cmd *first = &c->cmds[x->first];
+        const char *who = first->kind == CAP_KERNEL ? c->launches[first->launch].k->name : "a copy or write";
+        return clg__fail(c->dev, CLG_ERR_INVALID_ARGUMENT,
+                         "clg_graph_replay: a buffer of %zu bytes that the captured step used (first by %s) is held by "
+                         "nothing but the graph now: a parameter, gradient or optimizer state was replaced or freed "
+                         "since the capture; capture the step again", x->size, who);
+    }
+    return CLG_OK;
+}
+
+clg_capture_stats clg__capture_stats(const clg_capture *c)
+{
+    clg_capture_stats s = {.launches = c->nlaunches, .refreshes = c->refreshes, .values = c->nvals,
+                           .planned = c->planned, .slots = c->nslots, .planned_bytes = c->planned_bytes,
+                           .slot_bytes = c->slot_bytes, .held_bytes = c->held_bytes};
+    for (int i = 0; i < c->ncmds; i++) {
+        switch (c->cmds[i].kind) {
+        case CAP_KERNEL: s.enqueues++; break;
+        case CAP_WRITE: s.writes++; break;
+        case CAP_COPY: s.copies++; break;
+        case CAP_HOST: s.host_steps++; break;
+        }
+    }
+    return s;
+}

@@ -1,0 +1,68 @@
+/* capture_replay.c: a recording enqueued again. Per command one OpenCL call (two or
+ * three for a launch whose scalars are refreshed); nothing is checked, allocated or
+ * taped on the way, and nothing waits. */
+#include "capture_impl.h"
+
+/* Run the launch's refresh and set the scalar arguments it may have changed. */
+static clg_status refresh(clg_capture *c, cap_launch *l)
+{
+    l->refresh(l->refresh_data, c->regs, l->args, l->nargs);
+    for (int a = 0; a < l->nargs; a++) {
+        if (l->val[a] >= 0 || l->args[a].kind == CLG_ARG_LOCAL) continue;
+        clg_status st = clg__set_arg_on(c->dev, l->clone, l->k->name, a, &l->args[a]);
+        if (st != CLG_OK) return st;
+    }
+    return CLG_OK;
+}
+
+static clg_status enqueue(clg_capture *c, const cap_cmd *cmd)
+{
+    clg_device *dev = c->dev;
+    cap_launch *l = &c->launches[cmd->launch];
+    cl_event ev = NULL;
+    if (dev->prof.host_timed) clg__profile_before_enqueue(dev);
+    cl_int e = clEnqueueNDRangeKernel(dev->queue, l->clone, (cl_uint)cmd->dims, cmd->has_offset ? cmd->offset : NULL,
+                                      cmd->global, cmd->has_local ? cmd->local : NULL, 0, NULL,
+                                      dev->prof.enabled ? &ev : NULL);
+    if (e != CL_SUCCESS) return clg__cl_fail(dev, e, "clEnqueueNDRangeKernel (graph replay)", l->k->name);
+    if (ev) {
+        if (l->k->prof_slot < 0) l->k->prof_slot = clg__profile_slot(dev, l->k->name);
+        clg__profile_launch(dev, l->k->prof_slot, ev);
+    }
+    return CLG_OK;
+}
+
+clg_status clg__capture_replay(clg_capture *c)
+{
+    clg_device *dev = c->dev;
+    int refreshed = -1;
+    for (int i = 0; i < c->ncmds; i++) {
+        const cap_cmd *cmd = &c->cmds[i];
+        clg_status st = CLG_OK;
+        switch (cmd->kind) {
+        case CAP_KERNEL:
+            if (c->launches[cmd->launch].refresh && cmd->launch != refreshed) {
+                refreshed = cmd->launch;
+                st = refresh(c, &c->launches[cmd->launch]);
+            }
+            if (st == CLG_OK) st = enqueue(c, cmd);
+            break;
+        case CAP_WRITE:
+            /* the bytes live in the capture: no need to block */
+            CLG_CL_TRY(dev, clEnqueueWriteBuffer(dev->queue, c->vals[cmd->dst].use->mem, CL_FALSE, cmd->dst_off,
+                                                 cmd->bytes, cmd->data, 0, NULL, NULL),
+                       "clEnqueueWriteBuffer", "graph replay");
+            dev->transfers.h2d_bytes += cmd->bytes;
+            dev->transfers.h2d_count++;
+            break;
+        case CAP_COPY:
+            CLG_CL_TRY(dev, clEnqueueCopyBuffer(dev->queue, c->vals[cmd->src].use->mem, c->vals[cmd->dst].use->mem,
+                                                cmd->src_off, cmd->dst_off, cmd->bytes, 0, NULL, NULL),
+                       "clEnqueueCopyBuffer", "graph replay");
+            break;
+        case CAP_HOST: cmd->host(cmd->data, c->regs); break;
+        }
+        if (st != CLG_OK) return st;
+    }
+    return CLG_OK;
+}

@@ -1,0 +1,294 @@
+/* Graph capture and replay (clgrad/graph.h).
+ *
+ * The same training run twice from the same weights and seed: once eagerly, once with
+ * the first step eager, the second captured and the rest replayed, feeding each batch.
+ * Every step's loss and every weight at the end must be the same bits, the optimizer's
+ * and the meter's counts the same: an MLP with dropout under SGD with momentum (the
+ * rate changed half-way) and under Adam, and a small CNN. Also: the planned memory,
+ * feeding from the host, and the errors: a shape change, a parameter freed after the
+ * capture, a host read inside one, state carried by replacing a tensor, a second
+ * capture, and an unknown input. */
+#include <string.h>
+
+#include "check.h"
+
+#define BATCH 16
+#define STEPS_FULL 100
+
+static int small(void) { return getenv("CLG_TEST_SMALL") != NULL; }
+
+/* Deterministic batches: pixels and labels from a counter. */
+static void batch_data(int step, int cnn, float *x, int32_t *y)
+{
+    uint32_t s = 2654435761u * (uint32_t)(step + 1);
+    int n = cnn ? BATCH * 1 * 12 * 12 : BATCH * 64;
+    for (int i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        x[i] = (float)((s >> 8) & 0xffff) / 65536.0f - 0.5f;
+    }
+    for (int i = 0; i < BATCH; i++) {
+        s = s * 1664525u + 1013904223u;
+        y[i] = (int32_t)((s >> 16) % 10);
+    }
+}
+
+static clg_module *make_model(clg_device *dev, int cnn)
+{
+    clg_manual_seed(dev, 42);   /* both runs start from the same weights */
+    if (!cnn)
+        return clg_nn_sequential(dev, 6, (clg_module *[]){clg_nn_linear(dev, 64, 48, true), clg_nn_relu(dev),
+                                                           clg_nn_dropout(dev, 0.25), clg_nn_linear(dev, 48, 32, true),
+                                                           clg_nn_relu(dev), clg_nn_linear(dev, 32, 10, true)});
+    clg_conv2d_params pad = {.padding = {1, 1}};
+    return clg_nn_sequential(dev, 6, (clg_module *[]){clg_nn_conv2d(dev, 1, 4, 3, 3, &pad, true), clg_nn_relu(dev),
+                                                       clg_nn_max_pool2d(dev, 2, 2, 0), clg_nn_flatten(dev),
+                                                       clg_nn_dropout(dev, 0.1), clg_nn_linear(dev, 144, 10, true)});
+}
+
+typedef struct run {
+    clg_module *model;
+    clg_optimizer *opt;
+    clg_meter *meter;
+    float losses[STEPS_FULL];
+} run;
+
+static clg_optimizer *make_opt(clg_module *m, int adam)
+{
+    clg_tensor *p[8];
+    int n = clg_module_parameters(m, p, 8, true);
+    if (adam) return clg_adam_new(n, p, &(clg_adam_options){.lr = 3e-3, .weight_decay = 1e-4});
+    return clg_sgd_new(n, p, &(clg_sgd_options){.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-4});
+}
+
+/* One ordinary step; the loss in the caller's scope. */
+static clg_tensor *step(run *r, clg_tensor *x, clg_tensor *y)
+{
+    clg_optimizer_zero_grad(r->opt);
+    clg_tensor *logits = clg_module_forward(r->model, x);
+    clg_tensor *loss = clg_cross_entropy(logits, y, CLG_REDUCE_MEAN);
+    if (!loss || clg_backward(loss, NULL) || clg_optimizer_step(r->opt) || clg_meter_add(r->meter, loss, logits, y))
+        return NULL;
+    return loss;
+}
+
+static const int64_t XS_CNN[4] = {BATCH, 1, 12, 12}, XS_MLP[2] = {BATCH, 64};
+static const int64_t *x_shape(int cnn) { return cnn ? XS_CNN : XS_MLP; }
+
+static void setup(clg_device *dev, run *r, int cnn, int adam)
+{
+    memset(r, 0, sizeof *r);
+    r->model = make_model(dev, cnn);
+    r->opt = r->model ? make_opt(r->model, adam) : NULL;
+    r->meter = clg_meter_new(dev);
+    CHECK_MSG(r->model && r->opt && r->meter, "%s", clg_device_error(dev));
+    clg_manual_seed(dev, 7);    /* and draw the same dropout masks */
+}
+
+static void teardown(run *r)
+{
+    clg_meter_free(r->meter);
+    clg_optimizer_free(r->opt);
+    clg_module_free(r->model);
+}
+
+static void eager_run(clg_device *dev, run *r, int cnn, int steps)
+{
+    static float x[BATCH * 144];
+    int32_t y[BATCH];
+    int xd = cnn ? 4 : 2;
+    for (int s = 0; s < steps; s++) {
+        if (s == steps / 2) clg_optimizer_set_lr(r->opt, clg_optimizer_lr(r->opt) / 2);
+        batch_data(s, cnn, x, y);
+        clg_scope_begin(dev);
+        clg_tensor *tx = clg_tensor_from_host(dev, CLG_F32, xd, x_shape(cnn), x);
+        clg_tensor *ty = clg_tensor_from_host(dev, CLG_I32, CLG_SHAPE(BATCH), y);
+        clg_tensor *loss = step(r, tx, ty);
+        CHECK_OK(dev, loss ? clg_tensor_to_host(loss, &r->losses[s], sizeof(float)) : clg_device_last_status(dev));
+        clg_scope_end(dev);
+    }
+}
+
+/* Step 0 eager, step 1 captured, the rest replayed: feeding device tensors made from
+ * the batch (or, with from_host, writing the batch into the graph's inputs). */
+static clg_graph *graph_run(clg_device *dev, run *r, int cnn, int steps, bool from_host)
+{
+    static float x[BATCH * 144];
+    int32_t y[BATCH];
+    int xd = cnn ? 4 : 2;
+    clg_graph *g = NULL;
+    for (int s = 0; s < steps; s++) {
+        if (s == steps / 2) clg_optimizer_set_lr(r->opt, clg_optimizer_lr(r->opt) / 2);
+        batch_data(s, cnn, x, y);
+        clg_scope_begin(dev);
+        clg_tensor *tx = NULL, *ty = NULL, *loss = NULL;
+        if (s < 2 || !from_host) {
+            tx = clg_tensor_from_host(dev, CLG_F32, xd, x_shape(cnn), x);
+            ty = clg_tensor_from_host(dev, CLG_I32, CLG_SHAPE(BATCH), y);
+        }
+        if (s < 2) {
+            if (s == 1) CHECK_OK(dev, clg_graph_begin(dev));
+            loss = step(r, tx, ty);
+            CHECK_MSG(loss != NULL, "%s", clg_device_error(dev));
+            if (s == 1) {
+                CHECK_OK(dev, clg_graph_end(dev, &g));
+                CHECK_OK(dev, clg_graph_input(g, "x", tx));
+                CHECK_OK(dev, clg_graph_input(g, "y", ty));
+                CHECK_OK(dev, clg_graph_output(g, "loss", loss));
+            }
+        } else if (g) {
+            if (from_host) {
+                CHECK_OK(dev, clg_graph_feed_host(g, "x", x, sizeof(float) * (size_t)(cnn ? BATCH * 144 : BATCH * 64)));
+                CHECK_OK(dev, clg_graph_feed_host(g, "y", y, sizeof y));
+            } else {
+                CHECK_OK(dev, clg_graph_feed(g, "x", tx));
+                CHECK_OK(dev, clg_graph_feed(g, "y", ty));
+            }
+            CHECK_OK(dev, clg_graph_replay(g));
+            loss = clg_graph_get(g, "loss");
+        }
+        CHECK_OK(dev, loss ? clg_tensor_to_host(loss, &r->losses[s], sizeof(float)) : clg_device_last_status(dev));
+        clg_scope_end(dev);
+    }
+    return g;
+}
+
+static bool same_params(clg_module *a, clg_module *b)
+{
+    clg_tensor *pa[8], *pb[8];
+    int n = clg_module_parameters(a, pa, 8, false), nb = clg_module_parameters(b, pb, 8, false);
+    if (n != nb) return false;
+    for (int i = 0; i < n; i++) {
+        size_t bytes = (size_t)clg_tensor_numel(pa[i]) * sizeof(float);
+        float *ha = malloc(bytes), *hb = malloc(bytes);
+        bool same = ha && hb && clg_tensor_to_host(pa[i], ha, bytes) == CLG_OK &&
+                    clg_tensor_to_host(pb[i], hb, bytes) == CLG_OK && !memcmp(ha, hb, bytes);
+        free(ha);
+        free(hb);
+        if (!same) return false;
+    }
+    return true;
+}
+
+static void test_bit_identical(clg_device *dev, int cnn, int adam, bool from_host)
+{
+    int steps = small() ? 6 : cnn ? 30 : STEPS_FULL;
+    run a, b;
+    setup(dev, &a, cnn, adam);
+    eager_run(dev, &a, cnn, steps);
+    setup(dev, &b, cnn, adam);
+    clg_graph *g = graph_run(dev, &b, cnn, steps, from_host);
+    CHECK_MSG(g != NULL, "%s", clg_device_error(dev));
+    int first_diff = -1;
+    for (int s = 0; s < steps && first_diff < 0; s++)
+        if (memcmp(&a.losses[s], &b.losses[s], sizeof(float))) first_diff = s;
+    CHECK_MSG(first_diff < 0, "%s %s: the loss of step %d differs: eager %.9g, graph %.9g", cnn ? "cnn" : "mlp",
+              adam ? "adam" : "sgd", first_diff, a.losses[first_diff < 0 ? 0 : first_diff],
+              b.losses[first_diff < 0 ? 0 : first_diff]);
+    CHECK_MSG(a.losses[steps - 1] < a.losses[0], "training lowered the loss: %g -> %g", a.losses[0], a.losses[steps - 1]);
+    CHECK_MSG(same_params(a.model, b.model), "%s %s: the weights after %d steps differ", cnn ? "cnn" : "mlp",
+              adam ? "adam" : "sgd", steps);
+    CHECK(clg_optimizer_steps(a.opt) == steps && clg_optimizer_steps(b.opt) == steps);
+    CHECK(clg_meter_samples(a.meter) == clg_meter_samples(b.meter));
+    double la, lb, aa, ab;
+    CHECK_OK(dev, clg_meter_read(a.meter, &la, &aa));
+    CHECK_OK(dev, clg_meter_read(b.meter, &lb, &ab));
+    CHECK(la == lb && aa == ab);
+    if (g) {
+        clg_graph_stats st = clg_graph_get_stats(g);
+        CHECK_MSG(st.refreshed >= 1 && st.host_steps == 2, "refreshed %d, host steps %d", st.refreshed, st.host_steps);
+        CHECK_MSG(st.planned > 0 && st.slots < st.planned && st.slot_bytes <= st.planned_bytes,
+                  "planned %d buffers (%llu bytes) into %d slots (%llu bytes)", st.planned,
+                  (unsigned long long)st.planned_bytes, st.slots, (unsigned long long)st.slot_bytes);
+    }
+    clg_graph_free(g);
+    teardown(&a);
+    teardown(&b);
+}
+
+/* A capture of one step of the MLP, for the error cases. */
+static clg_graph *capture_one(clg_device *dev, run *r, clg_tensor **x)
+{
+    static float hx[BATCH * 64];
+    int32_t hy[BATCH];
+    batch_data(0, 0, hx, hy);
+    *x = clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(BATCH, 64), hx);
+    clg_tensor *y = clg_tensor_from_host(dev, CLG_I32, CLG_SHAPE(BATCH), hy);
+    clg_graph *g = NULL;
+    CHECK_MSG(step(r, *x, y) != NULL, "%s", clg_device_error(dev));   /* the eager first step */
+    CHECK_OK(dev, clg_graph_begin(dev));
+    CHECK_MSG(step(r, *x, y) != NULL, "%s", clg_device_error(dev));
+    CHECK_OK(dev, clg_graph_end(dev, &g));
+    if (g) CHECK_OK(dev, clg_graph_input(g, "x", *x));
+    return g;
+}
+
+static void test_errors(clg_device *dev)
+{
+    run r;
+    setup(dev, &r, 0, 0);
+    clg_scope_begin(dev);
+    clg_tensor *x;
+    clg_graph *g = capture_one(dev, &r, &x);
+    if (!g) return;
+    /* another shape */
+    clg_tensor *x2 = clg_zeros(dev, CLG_F32, CLG_SHAPE(BATCH / 2, 64));
+    CHECK(clg_graph_feed(g, "x", x2) == CLG_ERR_SHAPE);
+    CHECK_MSG(strstr(clg_device_error(dev), "captured with [16, 64] float32"), "%s", clg_device_error(dev));
+    clg_tensor *x3 = clg_zeros(dev, CLG_I32, CLG_SHAPE(BATCH, 64));
+    CHECK(clg_graph_feed(g, "x", x3) == CLG_ERR_SHAPE);
+    CHECK(clg_graph_feed(g, "z", x) == CLG_ERR_INVALID_ARGUMENT);
+    CHECK(clg_graph_feed_host(g, "x", x, 3) == CLG_ERR_SHAPE);
+    CHECK(clg_graph_input(g, "x", x) == CLG_ERR_INVALID_ARGUMENT);   /* taken */
+    clg_tensor *strange = clg_zeros(dev, CLG_F32, CLG_SHAPE(3));
+    CHECK(clg_graph_output(g, "w", strange) == CLG_ERR_INVALID_ARGUMENT);   /* not the step's */
+    CHECK_OK(dev, clg_graph_replay(g));
+    /* a second capture while one is open */
+    CHECK_OK(dev, clg_graph_begin(dev));
+    CHECK(clg_graph_begin(dev) == CLG_ERR_INVALID_ARGUMENT);
+    CHECK(clg_graph_replay(g) == CLG_ERR_INVALID_ARGUMENT);
+    clg_graph *none = NULL;
+    CHECK(clg_graph_end(dev, &none) == CLG_ERR_INVALID_ARGUMENT && !none);   /* nothing enqueued */
+    CHECK_MSG(strstr(clg_device_error(dev), "nothing was enqueued"), "%s", clg_device_error(dev));
+    /* the model and optimizer go (their parameters with them): replay must refuse */
+    clg_scope_end(dev);
+    teardown(&r);
+    CHECK(clg_graph_replay(g) == CLG_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(clg_device_error(dev), "replaced or freed since the capture"), "%s", clg_device_error(dev));
+    clg_graph_free(g);
+
+    /* a host read inside the capture */
+    clg_scope_begin(dev);
+    clg_tensor *a = clg_ones(dev, CLG_F32, CLG_SHAPE(4));
+    CHECK_OK(dev, clg_graph_begin(dev));
+    double v;
+    CHECK_OK(dev, clg_tensor_item(clg_sum(a, 0, NULL, false), &v));
+    CHECK(clg_graph_end(dev, &g) == CLG_ERR_INVALID_ARGUMENT && !g);
+    CHECK_MSG(strstr(clg_device_error(dev), "read 4 bytes back to the host"), "%s", clg_device_error(dev));
+    /* state carried by replacing a tensor made before the capture */
+    clg_tensor *h = clg_ones(dev, CLG_F32, CLG_SHAPE(4));
+    clg_tensor_keep(h);
+    CHECK_OK(dev, clg_graph_begin(dev));
+    clg_tensor *h2 = clg_mul_scalar(h, 0.5);
+    clg_tensor_keep(h2);
+    clg_tensor_free(h);
+    h = h2;
+    CHECK(clg_graph_end(dev, &g) == CLG_ERR_INVALID_ARGUMENT && !g);
+    CHECK_MSG(strstr(clg_device_error(dev), "replay would read stale values"), "%s", clg_device_error(dev));
+    clg_tensor_free(h);
+    CHECK(clg_graph_end(dev, &g) == CLG_ERR_INVALID_ARGUMENT);   /* none open */
+    clg_scope_end(dev);
+}
+
+int main(void)
+{
+    clg_device *dev = check_open_device();
+    test_bit_identical(dev, 0, 0, false);   /* MLP with dropout, SGD with momentum */
+    clg_pool_stats before = clg_device_pool_stats(dev);   /* after the kernels' error word was made */
+    test_bit_identical(dev, 0, 1, true);    /* Adam, batches written into the graph */
+    test_bit_identical(dev, 1, 0, false);   /* CNN */
+    test_errors(dev);
+    CHECK_MSG(clg_device_pool_stats(dev).in_use_bytes == before.in_use_bytes, "device memory leaked: %llu bytes",
+              (unsigned long long)(clg_device_pool_stats(dev).in_use_bytes - before.in_use_bytes));
+    clg_device_close(dev);
+    return check_report("test_graph");
+}
