@@ -2,13 +2,18 @@
  * step moves between host and device, peak device memory, and (--startup) the time
  * from process start to the end of the first training step.
  *
- *   ./build/bench/bench_train --model mlp|cnn [--steps N] [--repeats R]
+ *   ./build/bench/bench_train --model mlp|cnn [--steps N] [--repeats R] [--graph]
  *   ./build/bench/bench_train --model mlp --startup      (one step, then exit: time it)
+ *
+ * --graph: the library's step (clg_trainer) captured at its second call and replayed
+ * (clgrad/graph.h); without it, the same step eagerly.
  *
  * Images per second are measured from step 6 on (the first steps compile kernels and
  * fill the pool), over `steps` steps of batch 128 from the real data through the
  * loader, with the device drained at both ends. Prints one line per repeat:
- *   rate <images/s> h2d <bytes/step> d2h <bytes/step> ideal_h2d <bytes> peak <bytes>
+ *   rate <images/s> h2d <bytes/step> d2h <bytes/step> ideal_h2d <bytes> peak <bytes> host_us <us/step>
+ * host_us is the CPU time the calling thread spends in the step call (its host work:
+ * ops, tape, argument setting, enqueueing), not waiting for kernels.
  * bench/run.sh puts these side by side with PyTorch (bench/torch_train.py).
  */
 #include <stdio.h>
@@ -38,13 +43,11 @@ static clg_module *make_model(clg_device *dev, bool cnn)
         clg_nn_flatten(dev), clg_nn_linear(dev, 1568, 128, true), clg_nn_relu(dev), clg_nn_linear(dev, 128, 10, true)});
 }
 
-/* One training step; returns the loss tensor (in the caller's scope). */
-static clg_tensor *step(clg_module *model, clg_optimizer *opt, clg_tensor *x, clg_tensor *y)
+static double thread_cpu(void)
 {
-    clg_optimizer_zero_grad(opt);
-    clg_tensor *loss = clg_cross_entropy(clg_module_forward(model, x), y, CLG_REDUCE_MEAN);
-    if (!loss || clg_backward(loss, NULL) || clg_optimizer_step(opt)) return NULL;
-    return loss;
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
 static int fail(clg_device *dev)
@@ -55,15 +58,16 @@ static int fail(clg_device *dev)
 
 int main(int argc, char **argv)
 {
-    bool cnn = false, startup = false;
+    bool cnn = false, startup = false, graph = false;
     int steps = 60, repeats = 3;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--model") && i + 1 < argc) cnn = !strcmp(argv[++i], "cnn");
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--startup")) startup = true;
+        else if (!strcmp(argv[i], "--graph")) graph = true;
         else {
-            fprintf(stderr, "usage: bench_train --model mlp|cnn [--steps N] [--repeats R] [--startup]\n");
+            fprintf(stderr, "usage: bench_train --model mlp|cnn [--steps N] [--repeats R] [--startup] [--graph]\n");
             return 2;
         }
     }
@@ -92,10 +96,11 @@ int main(int argc, char **argv)
     clg_tensor *params[16];
     int n = clg_module_parameters(model, params, 16, true);
     clg_optimizer *opt = clg_sgd_new(n, params, &(clg_sgd_options){.lr = 0.05, .momentum = 0.9});
-    if (!opt) return fail(dev);
+    clg_trainer *tr = opt ? clg_trainer_new(model, opt, &(clg_trainer_options){.graph = graph}) : NULL;
+    if (!tr) return fail(dev);
 
     int total = startup ? 1 : repeats * (steps + 5);
-    double t0 = 0;
+    double t0 = 0, host = 0;
     int64_t images = 0;
     clg_transfer_stats t_start = {0};
     for (int s = 0, in_rep = 0; s < total; s++, in_rep++) {
@@ -104,6 +109,7 @@ int main(int argc, char **argv)
             clg_device_finish(dev);
             t0 = now();
             images = 0;
+            host = 0;
             t_start = clg_device_transfers(dev);
         }
         clg_scope_begin(dev);
@@ -114,8 +120,10 @@ int main(int argc, char **argv)
             s--, in_rep--;
             continue;
         }
-        clg_tensor *loss = step(model, opt, x, y);
-        if (!loss) return fail(dev);
+        clg_tensor *loss;
+        double h0 = thread_cpu();
+        if (clg_trainer_step(tr, x, y, &loss) != CLG_OK) return fail(dev);
+        host += thread_cpu() - h0;
         images += clg_tensor_dim(x, 0);
         if (startup || in_rep == steps + 4) {
             double l;   /* the step's end: the loss back on the host */
@@ -125,14 +133,20 @@ int main(int argc, char **argv)
         if (!startup && in_rep == steps + 4) {
             double dt = now() - t0;
             clg_transfer_stats t = clg_device_transfers(dev);
-            printf("rate %.1f h2d %.1f d2h %.1f ideal_h2d %d peak %llu\n", images / dt,
+            printf("rate %.1f h2d %.1f d2h %.1f ideal_h2d %d peak %llu host_us %.1f\n", images / dt,
                    (double)(t.h2d_bytes - t_start.h2d_bytes) / steps, (double)(t.d2h_bytes - t_start.d2h_bytes) / steps,
-                   128 * 784 * 4 + 128 * 4, (unsigned long long)clg_device_pool_stats(dev).peak_bytes);
+                   128 * 784 * 4 + 128 * 4, (unsigned long long)clg_device_pool_stats(dev).peak_bytes,
+                   1e6 * host / steps);
             fflush(stdout);
         }
     }
     if (startup) printf("first step done\n");
     if (clg_device_profiling(dev)) clg_device_profile_print(dev, stdout); /* CLG_PROFILE=1: builds too */
+    if (graph && clg_trainer_replays(tr) == 0) {
+        fprintf(stderr, "bench_train: --graph replayed no step\n");
+        return 1;
+    }
+    clg_trainer_free(tr);
     clg_optimizer_free(opt);
     clg_module_free(model);
     clg_loader_free(loader);

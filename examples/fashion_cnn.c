@@ -39,26 +39,23 @@ static clg_module *make_model(clg_device *dev, bool best)
         clg_nn_linear(dev, 128, 10, true), clg_nn_flatten(dev)});
 }
 
-/* One epoch: for every batch, forward, loss, backward, update. (The same loop as in
- * fashion_mlp.c, kept in each trainer so that either reads whole on its own.) */
-static clg_status train_epoch(clg_module *model, clg_optimizer *opt, clg_loader *loader, clg_meter *meter,
+/* One epoch: for every batch, one training step: zero the gradients, forward, the
+ * mean cross-entropy, backward, the optimizer's update, and the running loss and
+ * accuracy (clg_trainer_step; with --graph the step is captured once and replayed). */
+static clg_status train_epoch(clg_module *model, clg_trainer *trainer, clg_loader *loader, clg_meter *meter,
                               clg_progress *bar, int64_t max_steps)
 {
     clg_device *dev = clg_module_device(model);
     clg_module_train(model, true);
     for (int64_t step = 0; !max_steps || step < max_steps; step++) {
-        clg_scope_begin(dev);
+        clg_scope_begin(dev);                                  /* the step's tensors go at its end */
         clg_tensor *x, *y;
         if (clg_loader_next(loader, &x, &y) != CLG_OK) return clg_device_last_status(dev);
-        if (!x) {
+        if (!x) {                                              /* the epoch is over */
             clg_scope_end(dev);
             return CLG_OK;
         }
-        clg_optimizer_zero_grad(opt);
-        clg_tensor *logits = clg_module_forward(model, x);
-        clg_tensor *loss = clg_cross_entropy(logits, y, CLG_REDUCE_MEAN);
-        if (!loss || clg_backward(loss, NULL) || clg_optimizer_step(opt) || clg_meter_add(meter, loss, logits, y))
-            return clg_device_last_status(dev);
+        if (clg_trainer_step(trainer, x, y, NULL) != CLG_OK) return clg_device_last_status(dev);
         clg_progress_step(bar, meter, clg_tensor_dim(x, 0));
         clg_scope_end(dev);
     }
@@ -86,7 +83,9 @@ int main(int argc, char **argv)
                                                                    .weight_decay = best ? 5e-4 : 0});
     clg_lr_schedule cosine = {.kind = best ? CLG_LR_COSINE : CLG_LR_CONSTANT, .t_max = o.epochs};
     clg_meter *meter = clg_meter_new(d.dev);
-    if (!opt || !meter) {
+    clg_trainer *trainer = opt && meter ? clg_trainer_new(model, opt, &(clg_trainer_options){.graph = o.graph, .meter = meter})
+                                        : NULL;
+    if (!trainer) {
         fprintf(stderr, "fashion_cnn: %s\n", clg_device_error(d.dev));
         return 1;
     }
@@ -101,7 +100,7 @@ int main(int argc, char **argv)
         snprintf(title, sizeof title, "epoch %d/%d", epoch, o.epochs);
         clg_progress *bar = clg_progress_new(stdout, steps, title, 0);
         clg_meter_reset(meter);
-        clg_status st = train_epoch(model, opt, d.train, meter, bar, o.steps);
+        clg_status st = train_epoch(model, trainer, d.train, meter, bar, o.steps);
         clg_progress_end(bar, meter);
         double rate = clg_progress_rate(bar);
         clg_progress_free(bar);
@@ -119,6 +118,7 @@ int main(int argc, char **argv)
         }
         printf("saved the weights to %s\n", o.out);
     }
+    clg_trainer_free(trainer);
     clg_meter_free(meter);
     clg_optimizer_free(opt);
     clg_module_free(model);

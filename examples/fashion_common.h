@@ -13,6 +13,7 @@ typedef struct fashion_options {
     int64_t batch, steps;      /* steps: stop each epoch early (0: whole epochs) */
     double lr;
     uint64_t seed;
+    bool graph;                /* --graph: capture the step once and replay it (clgrad/graph.h) */
 } fashion_options;
 
 /* Parse argv over the defaults already in *o. Returns -1 to go on, else an exit status. */

@@ -14,7 +14,7 @@ static void usage(void)
     printf("usage: clgrad train MODEL.json [--data fashion-mnist|DIR|FILE.csv|text:FILE|text:DIR]\n"
            "         [--test-data DIR|FILE.csv] [--epochs N] [--batch N] [--lr X] [--seed N] [--workers N]\n"
            "         [--steps N] [--device SPEC] [--out CKPT] [--resume CKPT] [--init CKPT] [--freeze LAYERS]\n"
-           "         [--metrics FILE.csv]\n"
+           "         [--metrics FILE.csv] [--graph]\n"
            "Trains the network a model file describes (see include/clgrad/model.h, examples/models/),\n"
            "evaluating on the test split after every epoch. Options override the file's settings.\n"
            "  --data       fashion-mnist, a directory of IDX files (train-*/t10k-*), or a CSV file;\n"
@@ -28,7 +28,9 @@ static void usage(void)
            "  --resume CKPT  continue exactly where CKPT stopped (same model and options)\n"
            "  --init CKPT  start from the weights of CKPT whose names and shapes match\n"
            "  --freeze L   layers (names or indices, comma-separated) whose parameters stay fixed\n"
-           "  --metrics F  append a row per epoch to the CSV file F (clgrad plot F --out F.png)\n");
+           "  --metrics F  append a row per epoch to the CSV file F (clgrad plot F --out F.png)\n"
+           "  --graph      capture the second step as a graph and replay it for the steps after\n"
+           "               (include/clgrad/graph.h): the same results, less host work per step\n");
 }
 
 static int parse(int argc, char **argv, train_opts *o)
@@ -37,7 +39,8 @@ static int parse(int argc, char **argv, train_opts *o)
         {"data", 1, 0, 'D'}, {"test-data", 1, 0, 'T'}, {"device", 1, 0, 'd'}, {"out", 1, 0, 'o'},
         {"resume", 1, 0, 'r'}, {"init", 1, 0, 'i'}, {"freeze", 1, 0, 'f'}, {"metrics", 1, 0, 'm'},
         {"epochs", 1, 0, 'e'}, {"batch", 1, 0, 'b'}, {"lr", 1, 0, 'l'}, {"seed", 1, 0, 's'},
-        {"workers", 1, 0, 'w'}, {"steps", 1, 0, 'n'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"workers", 1, 0, 'w'}, {"steps", 1, 0, 'n'}, {"graph", 0, 0, 'g'}, {"help", 0, 0, 'h'},
+        {0, 0, 0, 0}};
     const char **slot[128] = {['D'] = &o->data, ['T'] = &o->test, ['d'] = &o->device, ['o'] = &o->out,
                               ['r'] = &o->resume, ['i'] = &o->init, ['f'] = &o->freeze, ['m'] = &o->metrics,
                               ['e'] = &o->epochs, ['b'] = &o->batch, ['l'] = &o->lr, ['s'] = &o->seed,
@@ -45,6 +48,10 @@ static int parse(int argc, char **argv, train_opts *o)
     opterr = 0;
     for (int c; (c = getopt_long(argc, argv, ":h", longs, NULL)) != -1;) {
         if (c == 'h') return usage(), 0;
+        if (c == 'g') {
+            o->graph = true;
+            continue;
+        }
         if (c <= 0 || c >= 128 || !slot[c]) return cli_bad_option("train", c, argv);
         *slot[c] = optarg;
     }

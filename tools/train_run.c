@@ -17,14 +17,9 @@ static clg_status skip_rest(clg_loader *l)
 
 static clg_status train_step(train_run *r, clg_tensor *x, clg_tensor *y)
 {
-    clg_optimizer_zero_grad(r->opt);
-    clg_tensor *out = clg_module_forward(r->net, cli_as_input(r->m, x));
-    clg_tensor *loss = clg_model_loss(r->m, out, y);
-    if (!loss || clg_backward(loss, NULL) || train_clip(r) || clg_optimizer_step(r->opt) ||
-        clg_meter_add(r->meter, loss, out, y))
-        return clg_device_last_status(r->dev);
-    r->step++;
-    return CLG_OK;
+    clg_status st = clg_trainer_step(r->trainer, x, y, NULL);
+    if (st == CLG_OK) r->step++;
+    return st;
 }
 
 /* Batches from the loader's position to the epoch's end (or max_steps of it). */
@@ -45,12 +40,6 @@ static clg_status train_epoch(train_run *r, clg_progress *bar)
         if (st != CLG_OK) return st;
     }
     return skip_rest(r->train);
-}
-
-clg_status train_clip(train_run *r)
-{
-    double max_norm = clg_model_get_optim(r->m)->clip_grad_norm;
-    return max_norm > 0 ? clg_clip_grad_norm(r->nparams, r->params, max_norm, NULL) : CLG_OK;
 }
 
 int train_save(train_run *r, int64_t epoch, int64_t batch, uint64_t loader_seed)

@@ -8,6 +8,7 @@
 typedef struct train_opts {
     const char *model, *data, *test, *device, *out, *resume, *init, *freeze, *metrics;
     const char *epochs, *batch, *lr, *seed, *workers, *steps;
+    bool graph;                 /* --graph: capture the step once, replay it */
 } train_opts;
 
 /* Text for a model of tokens: no loader, but windows of the bytes (train_text.c). */
@@ -31,6 +32,7 @@ typedef struct train_run {
     bool text_mode;
     train_text text;
     clg_meter *meter;
+    clg_trainer *trainer;       /* the library's step, eager or replayed (--graph) */
     int64_t step;               /* optimizer steps so far, over all epochs */
     int64_t max_steps;          /* per epoch; 0: whole epochs */
     const char *out, *metrics;  /* checkpoint and metrics file, or NULL */
@@ -46,7 +48,7 @@ void train_teardown(train_run *r);
 int train_epochs(train_run *r);
 
 /* The model file's gradient clipping (optimizer.clip_grad_norm), between backward and step. */
-clg_status train_clip(train_run *r);
+
 /* A training checkpoint whose next step is window/batch `batch` of epoch `epoch` (0-based). */
 int train_save(train_run *r, int64_t epoch, int64_t batch, uint64_t loader_seed);
 

@@ -126,6 +126,28 @@ static int summary(train_run *r)
     return 0;
 }
 
+static clg_tensor *as_input(void *user, clg_tensor *x) { return cli_as_input(user, x); }
+
+/* The model file's loss; a model of tokens gives logits [B, T, 256] for bytes [B, T],
+ * which the loss and the meter take flat. */
+static clg_tensor *model_loss(void *user, clg_tensor **out, clg_tensor **y)
+{
+    const clg_model *m = user;
+    if (clg_model_get_data(m)->text[0]) {
+        *out = clg_reshape(*out, CLG_SHAPE(-1, 256));
+        *y = clg_reshape(*y, CLG_SHAPE(-1));
+    }
+    return clg_model_loss(m, *out, *y);
+}
+
+static int make_trainer(const train_opts *o, train_run *r)
+{
+    clg_trainer_options to = {.graph = o->graph, .clip_grad_norm = clg_model_get_optim(r->m)->clip_grad_norm,
+                              .meter = r->meter, .input = as_input, .loss = model_loss, .user = r->m};
+    if (!(r->trainer = clg_trainer_new(r->net, r->opt, &to))) return cli_fail("train", "%s", clg_device_error(r->dev));
+    return 0;
+}
+
 int train_setup(const train_opts *o, train_run *r, clg_model *m)
 {
     r->m = m;
@@ -137,6 +159,7 @@ int train_setup(const train_opts *o, train_run *r, clg_model *m)
     if (rc || (rc = trainable(r))) return rc;
     if (!(r->opt = clg_model_build_optimizer(m, r->net)) || !(r->meter = clg_meter_new(r->dev)))
         return cli_fail("train", "%s", clg_device_error(r->dev));
+    if ((rc = make_trainer(o, r))) return rc;
     r->text_mode = clg_model_get_data(m)->text[0] != '\0';
     if ((rc = r->text_mode ? train_text_data(r) : data(r)) || (o->resume && (rc = resume(r, o->resume)))) return rc;
     return summary(r);
@@ -151,6 +174,7 @@ void train_teardown(train_run *r)
     clg_dataset_free(r->test_set);
     clg_text_free(&r->text.corpus);
     free(r->params);
+    clg_trainer_free(r->trainer);
     clg_meter_free(r->meter);
     clg_optimizer_free(r->opt);
     clg_module_free(r->net);

@@ -41,15 +41,9 @@ static clg_status text_step(train_run *r, int64_t w)
     clg_tensor *x, *y;
     clg_status st = clg_text_window(r->dev, t->corpus.bytes, t->split, t->streams, t->window, w, &x, &y);
     if (st != CLG_OK) return st;
-    clg_optimizer_zero_grad(r->opt);
-    clg_tensor *logits = clg_module_forward(r->net, x);   /* [B, T, 256] */
-    clg_tensor *flat = clg_reshape(logits, CLG_SHAPE(-1, 256)), *labels = clg_reshape(y, CLG_SHAPE(-1));
-    clg_tensor *loss = clg_model_loss(r->m, flat, labels);
-    if (!loss || clg_backward(loss, NULL) || train_clip(r) || clg_optimizer_step(r->opt) ||
-        clg_meter_add(r->meter, loss, flat, labels))
-        return clg_device_last_status(r->dev);
-    r->step++;
-    return CLG_OK;
+    st = clg_trainer_step(r->trainer, x, y, NULL);   /* the loss flattens [B, T, 256] (train_setup.c) */
+    if (st == CLG_OK) r->step++;
+    return st;
 }
 
 /* Windows [from, to) of the epoch, from a zero state carried from window to window. */

@@ -60,6 +60,10 @@ CLG_API clg_status clg_graph_feed(clg_graph *g, const char *name, clg_tensor *t)
 CLG_API clg_status clg_graph_feed_host(clg_graph *g, const char *name, const void *data, size_t bytes);
 /* Enqueue the step again. Waits for nothing. */
 CLG_API clg_status clg_graph_replay(clg_graph *g);
+/* True when a buffer the captured step used and did not make (a parameter, gradient,
+ * optimizer or recurrent state) is held by nothing but the graph any more: it was
+ * replaced or freed, and a replay would fail. Capture the step again. */
+CLG_API bool clg_graph_stale(const clg_graph *g);
 /* An input or output as a tensor in the current scope, sharing the graph's memory: an
  * output holds the latest replay's values. */
 CLG_API clg_tensor *clg_graph_get(clg_graph *g, const char *name);

@@ -20,7 +20,9 @@
 #include <stdio.h>
 
 #include "data.h"
+#include "graph.h"
 #include "nn.h"
+#include "optim.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -53,6 +55,42 @@ CLG_API void clg_progress_set_unit(clg_progress *p, const char *unit);
 CLG_API double clg_progress_rate(const clg_progress *p);
 CLG_API double clg_progress_elapsed(const clg_progress *p);
 CLG_API void clg_progress_free(clg_progress *p);
+
+/* ---- one training step ------------------------------------------------------------------- */
+/*   clg_trainer *tr = clg_trainer_new(model, opt, &(clg_trainer_options){.graph = true, .meter = meter});
+ *   for (each batch x, y) {
+ *       clg_scope_begin(dev);
+ *       clg_trainer_step(tr, x, y, NULL);        // zero_grad, forward, loss, backward, step
+ *       clg_scope_end(dev);
+ *   }
+ *   clg_trainer_free(tr);
+ *
+ * With .graph the first step runs eagerly, the second is captured (clgrad/graph.h) and
+ * later steps whose batches have the captured shapes, with the model in the captured
+ * mode, replay it: the same results, bit for bit, without the host work of an eager
+ * step. Other batches (a smaller last one) run eagerly. */
+typedef struct clg_trainer clg_trainer;
+typedef struct clg_trainer_options {
+    bool graph;                /* capture the second step and replay it */
+    double clip_grad_norm;     /* > 0: clip the gradients' global norm before the step */
+    clg_meter *meter;          /* NULL, or where the loss and accuracy are summed */
+    /* The model's input from the batch (a cast, say); NULL: the batch. */
+    clg_tensor *(*input)(void *user, clg_tensor *x);
+    /* The loss of the model's output *out for targets *y; NULL: mean cross-entropy. It
+     * may replace *out and *y by what the meter should count (flattened logits and
+     * labels of a sequence model). */
+    clg_tensor *(*loss)(void *user, clg_tensor **out, clg_tensor **y);
+    void *user;
+} clg_trainer_options;
+/* model and opt (and the meter) must outlive the trainer. */
+CLG_API clg_trainer *clg_trainer_new(clg_module *model, clg_optimizer *opt, const clg_trainer_options *options);
+CLG_API void clg_trainer_free(clg_trainer *t);
+/* One step on batch x with targets y; *loss (may be NULL) receives the mean loss, a
+ * one-element tensor in the current scope. Enqueues; waits for nothing. */
+CLG_API clg_status clg_trainer_step(clg_trainer *t, clg_tensor *x, clg_tensor *y, clg_tensor **loss);
+/* Steps that were replays, and the graph (NULL before the capture, or when eager). */
+CLG_API int64_t clg_trainer_replays(const clg_trainer *t);
+CLG_API clg_graph *clg_trainer_graph(const clg_trainer *t);
 
 /* ---- evaluation ----------------------------------------------------------------------------- */
 /* Run a classifier (logits [B, C] from int32-labelled batches) over one epoch of the

@@ -214,6 +214,11 @@ void clg__cap_host(clg_device *dev, clg_host_fn fn, const void *data, size_t siz
     memcpy(cmd->data, data, size);
 }
 
+void clg__cap_refuse(clg_device *dev, const char *why)
+{
+    if (dev->cap) clg__cap_fail(dev->cap, "%s", why);
+}
+
 int clg__cap_register(clg_device *dev, int n)
 {
     clg_capture *c = dev->cap;

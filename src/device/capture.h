@@ -49,6 +49,9 @@ void clg__cap_refresh(clg_device *dev, clg_refresh_fn fn, const void *data, size
 /* At replay, at this point of the list: fn(data, regs): host state only. */
 typedef void (*clg_host_fn)(void *data, int64_t *regs);
 void clg__cap_host(clg_device *dev, clg_host_fn fn, const void *data, size_t size);
+/* Make the open capture fail at its end with `why` (an op whose eager behaviour this
+ * step differs from the next steps', so that replaying it would be wrong). */
+void clg__cap_refuse(clg_device *dev, const char *why);
 /* n fresh registers (their first index), or -1 when no capture is open. */
 int clg__cap_register(clg_device *dev, int n);
 
@@ -65,6 +68,8 @@ clg_status clg__capture_replay(clg_capture *c);
 /* CLG_OK, or the error for a buffer made before the capture and used by it that only
  * the capture still holds (a parameter or state replaced or freed since). */
 clg_status clg__capture_check(clg_capture *c);
+/* The same test without recording an error. */
+bool clg__capture_stale(const clg_capture *c);
 
 /* The value (a buffer's lifetime) of b alive at the capture's end that the list uses,
  * or -1. */

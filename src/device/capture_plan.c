@@ -165,19 +165,29 @@ clg_status clg__capture_rebind(clg_capture *c, int v, clg_buffer *b)
     return CLG_OK;
 }
 
-clg_status clg__capture_check(clg_capture *c)
+/* The first value made before the capture that only the capture holds now, or -1. */
+static int orphan(const clg_capture *c)
 {
     for (int v = 0; v < c->nvals; v++) {
         const cap_value *x = &c->vals[v];
-        if (!x->use || x->born || x->dead || x->input || x->use->refs > 1) continue;
-        const cap_cmd *first = &c->cmds[x->first];
-        const char *who = first->kind == CAP_KERNEL ? c->launches[first->launch].k->name : "a copy or write";
-        return clg__fail(c->dev, CLG_ERR_INVALID_ARGUMENT,
-                         "clg_graph_replay: a buffer of %zu bytes that the captured step used (first by %s) is held by "
-                         "nothing but the graph now: a parameter, gradient or optimizer state was replaced or freed "
-                         "since the capture; capture the step again", x->size, who);
+        if (x->use && !x->born && !x->dead && !x->input && x->use->refs <= 1) return v;
     }
-    return CLG_OK;
+    return -1;
+}
+
+bool clg__capture_stale(const clg_capture *c) { return orphan(c) >= 0; }
+
+clg_status clg__capture_check(clg_capture *c)
+{
+    int v = orphan(c);
+    if (v < 0) return CLG_OK;
+    const cap_value *x = &c->vals[v];
+    const cap_cmd *first = &c->cmds[x->first];
+    const char *who = first->kind == CAP_KERNEL ? c->launches[first->launch].k->name : "a copy or write";
+    return clg__fail(c->dev, CLG_ERR_INVALID_ARGUMENT,
+                     "clg_graph_replay: a buffer of %zu bytes that the captured step used (first by %s) is held by "
+                     "nothing but the graph now: a parameter, gradient or optimizer state was replaced or freed "
+                     "since the capture; capture the step again", x->size, who);
 }
 
 clg_capture_stats clg__capture_stats(const clg_capture *c)

@@ -162,6 +162,8 @@ clg_status clg_graph_replay(clg_graph *g)
     return st != CLG_OK ? st : clg__capture_replay(g->cap);
 }
 
+bool clg_graph_stale(const clg_graph *g) { return g && clg__capture_stale(g->cap); }
+
 clg_tensor *clg_graph_get(clg_graph *g, const char *name)
 {
     if (!g) return NULL;

@@ -144,15 +144,31 @@ static clg_tensor *rnn_module_forward(clg_module *m, clg_tensor *x)
     if (!d->stateful) return clg_rnn_forward(m, x, NULL, NULL, NULL, NULL);
     int64_t batch = x && x->ndim == 3 ? x->shape[d->opt.batch_first ? 0 : 1] : -1;
     if (d->state_h && d->state_h->shape[1] != batch) drop_state(d);   /* a new batch size starts from zeros */
-    clg_tensor *hn = NULL, *cn = NULL;
-    clg_tensor *y = clg_rnn_forward(m, x, d->state_h, d->state_c, &hn, d->mode == CLG_LSTM ? &cn : NULL);
+    if (!d->state_h && clg__capturing(m->dev))
+        clg__cap_refuse(m->dev, "a stateful recurrent layer ran from no state (its first window); later steps carry "
+                        "one: capture a step after it");
+    clg_tensor *hn = NULL, *cn = NULL, *h0 = NULL, *c0 = NULL;
+    if (d->state_h) {   /* snapshots: the state is overwritten below, and the backward reads h0 */
+        clg_no_grad_begin(m->dev);
+        h0 = clg__copy_as(d->state_h, d->state_h->dtype);
+        c0 = d->state_c ? clg__copy_as(d->state_c, d->state_c->dtype) : NULL;
+        clg_no_grad_end(m->dev);
+        if (!h0 || (d->state_c && !c0)) return NULL;
+    }
+    clg_tensor *y = clg_rnn_forward(m, x, h0, c0, &hn, d->mode == CLG_LSTM ? &cn : NULL);
     if (!y) return NULL;
+    if (d->state_h) {   /* written in place: a captured graph (clgrad/graph.h) reads it there next step */
+        clg_no_grad_begin(m->dev);
+        clg_status st = clg_copy_(d->state_h, hn);
+        if (st == CLG_OK && cn) st = clg_copy_(d->state_c, cn);
+        clg_no_grad_end(m->dev);
+        return st == CLG_OK ? y : NULL;
+    }
     clg_tensor *h = keep(hn), *c = cn ? keep(cn) : NULL;
     if (!h || (cn && !c)) {
         clg__tensor_release(h);
         return NULL;
     }
-    drop_state(d);
     d->state_h = h;
     d->state_c = c;
     return y;
@@ -172,7 +188,14 @@ clg_status clg_rnn_set_stateful(clg_module *m, bool on)
 
 void clg_rnn_reset_state(clg_module *m)
 {
-    if (m && m->iface->free_data == rnn_free) drop_state(m->data);
+    if (!m || m->iface->free_data != rnn_free) return;
+    /* zeros in place rather than no state: the same values, in the buffer a captured
+     * step reads */
+    rnn_data *d = m->data;
+    clg_no_grad_begin(m->dev);
+    if (d->state_h) clg_fill_(d->state_h, 0.0);
+    if (d->state_c) clg_fill_(d->state_c, 0.0);
+    clg_no_grad_end(m->dev);
 }
 
 bool clg_module_is_recurrent(const clg_module *m) { return m && m->iface->free_data == rnn_free; }

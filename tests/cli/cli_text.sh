@@ -50,6 +50,11 @@ ok c train tiny.json --resume b.ckpt --out c.ckpt
 has c "resumed from b.ckpt: epoch 2, batch 0"
 "$PY" "$HERE/st_compare.py" a.ckpt c.ckpt same || fail "the resumed text run differs from the straight one"
 
+# the window step captured as a graph and replayed, the LSTM's state carried in place
+# between windows and zeroed at each epoch: the same weights as the eager run
+ok ga train tiny.json --out ga.ckpt --graph
+"$PY" "$HERE/st_compare.py" a.ckpt ga.ckpt same || fail "the text run replayed as a graph differs from the eager one"
+
 # eval: the held-out tail by default, a whole file with --data text:
 ok e1 eval a.ckpt
 has e1 "(held out in training)"

@@ -25,6 +25,10 @@ tail -n 1 g.csv | sed 's/^1,/2,/' >>g.csv   # epoch 2's row, written before a ki
 ok g2 train m.json $D --epochs 2 --resume g.ckpt --out g2.ckpt --metrics g.csv
 [ "$(cut -d, -f1 g.csv | tr '\n' ' ')" = "epoch 1 2 " ] || fail "g.csv: want one row per epoch: $(cat g.csv)"
 "$PY" "$HERE/st_compare.py" a.ckpt c.ckpt same || fail "the resumed run differs from the straight one"
+# the step captured as a graph and replayed (--graph), resumed too: the same tensors
+ok ga train m.json $D --epochs 1 --out ga.ckpt --graph
+ok gc train m.json $D --resume ga.ckpt --out gc.ckpt --graph
+"$PY" "$HERE/st_compare.py" a.ckpt gc.ckpt same || fail "the run replayed as a graph differs from the eager one"
 # control: another seed gives other weights, so the comparison can tell
 ok d train m.json $D --seed 6 --out d.ckpt
 "$PY" "$HERE/st_compare.py" a.ckpt d.ckpt differ '(1|head)\.(weight|bias)' || fail "another seed, the same weights"

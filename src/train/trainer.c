@@ -1,0 +1,152 @@
+/* trainer.c: one training step (forward, loss, backward, clipping, optimizer step,
+ * meter), written once for every trainer, eager or captured as a graph and replayed.
+ *
+ * In graph mode the first step runs eagerly (it makes optimizer state and compiles
+ * kernels, which a replay must not repeat), the second is captured, and later steps
+ * with batches of the captured shapes, in the captured mode, are replays. Other steps
+ * (a smaller last batch) run eagerly: the same arithmetic, so the same bits. A graph
+ * whose step read a tensor that has since been replaced (clg_graph_stale) is dropped,
+ * and the next two steps warm up and capture again. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "clgrad/graph.h"
+#include "clgrad/train.h"
+#include "tensor_impl.h"
+
+struct clg_trainer {
+    clg_device *dev;
+    clg_module *model;
+    clg_optimizer *opt;
+    clg_trainer_options o;
+    clg_tensor **params;     /* trainable, for clipping */
+    int nparams;
+    int64_t eager_steps, replays;
+    clg_graph *graph;
+    bool training;           /* the model's mode when captured */
+    clg_tensor *shape_x, *shape_y;   /* shapes, dtypes and offsets as captured (views kept for comparing) */
+};
+
+clg_trainer *clg_trainer_new(clg_module *model, clg_optimizer *opt, const clg_trainer_options *options)
+{
+    clg_device *dev = model ? clg_module_device(model) : NULL;
+    if (!dev || !opt) return NULL;
+    clg_trainer *t = calloc(1, sizeof *t);
+    int n = clg_module_parameters(model, NULL, 0, true);
+    if (t) t->params = malloc((size_t)(n ? n : 1) * sizeof *t->params);
+    if (!t || !t->params) {
+        free(t);
+        clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "clg_trainer_new: out of host memory");
+        return NULL;
+    }
+    t->nparams = clg_module_parameters(model, t->params, n, true);
+    t->dev = dev;
+    t->model = model;
+    t->opt = opt;
+    if (options) t->o = *options;
+    return t;
+}
+
+void clg_trainer_free(clg_trainer *t)
+{
+    if (!t) return;
+    clg_graph_free(t->graph);
+    clg__tensor_release(t->shape_x);
+    clg__tensor_release(t->shape_y);
+    free(t->params);
+    free(t);
+}
+
+/* The step as written by hand; the loss in the caller's scope, NULL on failure. */
+static clg_tensor *eager_step(clg_trainer *t, clg_tensor *x, clg_tensor *y)
+{
+    clg_optimizer_zero_grad(t->opt);
+    clg_tensor *in = t->o.input ? t->o.input(t->o.user, x) : x;
+    clg_tensor *out = clg_module_forward(t->model, in), *labels = y;
+    clg_tensor *loss = t->o.loss ? t->o.loss(t->o.user, &out, &labels) : clg_cross_entropy(out, y, CLG_REDUCE_MEAN);
+    if (!loss || clg_backward(loss, NULL)) return NULL;
+    if (t->o.clip_grad_norm > 0 && clg_clip_grad_norm(t->nparams, t->params, t->o.clip_grad_norm, NULL)) return NULL;
+    if (clg_optimizer_step(t->opt) || (t->o.meter && clg_meter_add(t->o.meter, loss, out, labels))) return NULL;
+    return loss;
+}
+
+static bool same_layout(const clg_tensor *a, const clg_tensor *b)
+{
+    if (a->dtype != b->dtype || a->ndim != b->ndim || a->offset != b->offset) return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d]) return false;
+    return clg_tensor_is_contiguous(b);
+}
+
+/* A view of t outside every scope: the captured layout, for comparing later batches. */
+static clg_tensor *keep_layout(clg_tensor *t)
+{
+    clg_tensor *v = clg__tensor_view(t, t->ndim, t->shape, t->strides, t->offset);
+    if (v) clg__tensor_unscope(v);
+    return v;
+}
+
+/* The second step: run it and capture it. */
+static clg_tensor *capture_step(clg_trainer *t, clg_tensor *x, clg_tensor *y)
+{
+    if (clg_graph_begin(t->dev) != CLG_OK) return NULL;
+    clg_tensor *loss = eager_step(t, x, y);
+    clg_graph *g = NULL;
+    clg_status st = clg_graph_end(t->dev, &g);   /* closes the capture even after a failed step */
+    if (!loss) {
+        clg_graph_free(g);
+        return NULL;
+    }
+    if (st == CLG_OK) st = clg_graph_input(g, "x", x);
+    if (st == CLG_OK) st = clg_graph_input(g, "y", y);
+    if (st == CLG_OK) st = clg_graph_output(g, "loss", loss);
+    if (st == CLG_OK && !((t->shape_x = keep_layout(x)) && (t->shape_y = keep_layout(y)))) st = t->dev->status;
+    if (st != CLG_OK) {
+        clg_graph_free(g);
+        return NULL;
+    }
+    t->graph = g;
+    t->training = clg_module_is_training(t->model);
+    return loss;
+}
+
+static clg_tensor *replay_step(clg_trainer *t, clg_tensor *x, clg_tensor *y)
+{
+    if (clg_graph_feed(t->graph, "x", x) || clg_graph_feed(t->graph, "y", y) || clg_graph_replay(t->graph)) return NULL;
+    t->replays++;
+    return clg_graph_get(t->graph, "loss");
+}
+
+clg_status clg_trainer_step(clg_trainer *t, clg_tensor *x, clg_tensor *y, clg_tensor **loss)
+{
+    if (loss) *loss = NULL;
+    if (!t || !x || !y) return t ? clg__fail(t->dev, CLG_ERR_INVALID_ARGUMENT, "clg_trainer_step: a NULL batch")
+                                 : CLG_ERR_INVALID_ARGUMENT;
+    clg_tensor *l;
+    if (t->graph && clg_graph_stale(t->graph)) {
+        /* a state the step read was replaced (a recurrent layer's, after evaluation
+         * changed its batch): warm up and capture again */
+        clg_graph_free(t->graph);
+        clg__tensor_release(t->shape_x);
+        clg__tensor_release(t->shape_y);
+        t->graph = NULL;
+        t->shape_x = t->shape_y = NULL;
+        t->eager_steps = 0;
+    }
+    if (t->graph && t->training == clg_module_is_training(t->model) && same_layout(t->shape_x, x) &&
+        same_layout(t->shape_y, y))
+        l = replay_step(t, x, y);
+    else if (t->o.graph && !t->graph && t->eager_steps >= 1)
+        l = capture_step(t, x, y);
+    else {
+        l = eager_step(t, x, y);
+        if (l) t->eager_steps++;
+    }
+    if (!l) return clg_device_last_status(t->dev);
+    if (loss) *loss = l;
+    return CLG_OK;
+}
+
+int64_t clg_trainer_replays(const clg_trainer *t) { return t ? t->replays : 0; }
+
+clg_graph *clg_trainer_graph(const clg_trainer *t) { return t ? t->graph : NULL; }
