@@ -84,6 +84,30 @@ def training(build, model, repeats, steps):
                 REFS["torch conv"] = line[5:]
     return ours, theirs, extra
 
+def graph_vs_eager(build, model, repeats, steps, env=None):
+    """bench_train with the library's step captured and replayed (--graph) against the
+    same step eager, interleaved: images/s and the calling thread's CPU time per step."""
+    res = {"eager": [], "graph": [], "eager_host": [], "graph_host": [], "eager_peak": 0, "graph_peak": 0}
+    for _ in range(repeats):
+        for mode in ("eager", "graph"):
+            cmd = [os.path.join(build, "bench", "bench_train"), "--model", model, "--steps", str(steps), "--repeats", "1"]
+            out = run(cmd + (["--graph"] if mode == "graph" else []), env=env)
+            f = dict(zip(out.split()[0::2], out.split()[1::2]))
+            res[mode].append(float(f["rate"]))
+            res[mode + "_host"].append(float(f["host_us"]))
+            res[mode + "_peak"] = int(f["peak"])
+    return res
+
+def graph_rows(build, repeats, steps, device="POCL", env=None):
+    for model in ("mlp", "cnn"):
+        r = graph_vs_eager(build, model, repeats, steps if model == "mlp" else steps // 2, env)
+        print(row("%s: %s step replayed (--graph) vs eager, images/s" % (device, model.upper()), r["graph"], r["eager"],
+                  "", "eager"), flush=True)
+        host = [e / g for e, g in zip(r["eager_host"], r["graph_host"])]
+        print("| %s: %s host CPU time per step, us: graph / eager | %.0f / %.0f | peak MiB %.1f / %.1f | cut %.2f / %.2f / %.2f |"
+              % (device, model.upper(), statistics.median(r["graph_host"]), statistics.median(r["eager_host"]),
+                 r["graph_peak"] / 2**20, r["eager_peak"] / 2**20, *stats(host)), flush=True)
+
 def char_lm(build, cell, repeats, steps):
     """The character model char_lstm (an LSTM or GRU of 256, 2 layers), batch 32,
     sequence 128: clgrad's bench_char and PyTorch's bench/torch_char_lm.py, the same
@@ -151,6 +175,9 @@ def main():
         ours, theirs, extra = training(a.build, model, a.repeats, steps if model == "mlp" else steps // 2)
         extras[model] = extra
         print(row("train %s, images/s (steps 6 on)" % model.upper(), ours, theirs, "", "torch"), flush=True)
+    graph_rows(a.build, a.repeats, steps)
+    rusticl = dict(os.environ, RUSTICL_ENABLE="swrast", CLG_DEVICE="llvmpipe")
+    graph_rows(a.build, a.repeats, 10 if a.quick else 20, "rusticl", rusticl)
     for cell in ("lstm", "gru"):
         ours, theirs = char_lm(a.build, cell, a.repeats, 5 if a.quick else 20)
         print(row("train char_%s (2 x 256, batch 32 x 128), chars/s" % cell, ours, theirs, "", "torch"), flush=True)
