@@ -14,6 +14,15 @@
 #include "clgrad/train.h"
 #include "tensor_impl.h"
 
+typedef struct clg_layout { clg_dtype dtype; int ndim; int64_t shape[CLG_MAX_DIMS], offset; } clg_layout;
+
+static clg_layout layout_of(const clg_tensor *t)
+{
+    clg_layout l = {.dtype = t->dtype, .ndim = t->ndim, .offset = t->offset};
+    memcpy(l.shape, t->shape, sizeof l.shape);
+    return l;
+}
+
 struct clg_trainer {
     clg_device *dev;
     clg_module *model;
@@ -24,7 +33,7 @@ struct clg_trainer {
     int64_t eager_steps, replays;
     clg_graph *graph;
     bool training;           /* the model's mode when captured */
-    clg_tensor *shape_x, *shape_y;   /* shapes, dtypes and offsets as captured (views kept for comparing) */
+    clg_layout lx, ly;       /* the captured batch's layout: later batches replay only if theirs match */
 };
 
 clg_trainer *clg_trainer_new(clg_module *model, clg_optimizer *opt, const clg_trainer_options *options)
@@ -51,8 +60,6 @@ void clg_trainer_free(clg_trainer *t)
 {
     if (!t) return;
     clg_graph_free(t->graph);
-    clg__tensor_release(t->shape_x);
-    clg__tensor_release(t->shape_y);
     free(t->params);
     free(t);
 }
@@ -70,20 +77,14 @@ static clg_tensor *eager_step(clg_trainer *t, clg_tensor *x, clg_tensor *y)
     return loss;
 }
 
-static bool same_layout(const clg_tensor *a, const clg_tensor *b)
+/* b is contiguous with the layout the graph was captured with (what clg_graph_feed
+ * would accept), so the step can be a replay. */
+static bool same_layout(const clg_layout *a, const clg_tensor *b)
 {
     if (a->dtype != b->dtype || a->ndim != b->ndim || a->offset != b->offset) return false;
     for (int d = 0; d < a->ndim; d++)
         if (a->shape[d] != b->shape[d]) return false;
     return clg_tensor_is_contiguous(b);
-}
-
-/* A view of t outside every scope: the captured layout, for comparing later batches. */
-static clg_tensor *keep_layout(clg_tensor *t)
-{
-    clg_tensor *v = clg__tensor_view(t, t->ndim, t->shape, t->strides, t->offset);
-    if (v) clg__tensor_unscope(v);
-    return v;
 }
 
 /* The second step: run it and capture it. */
@@ -100,12 +101,13 @@ static clg_tensor *capture_step(clg_trainer *t, clg_tensor *x, clg_tensor *y)
     if (st == CLG_OK) st = clg_graph_input(g, "x", x);
     if (st == CLG_OK) st = clg_graph_input(g, "y", y);
     if (st == CLG_OK) st = clg_graph_output(g, "loss", loss);
-    if (st == CLG_OK && !((t->shape_x = keep_layout(x)) && (t->shape_y = keep_layout(y)))) st = t->dev->status;
     if (st != CLG_OK) {
         clg_graph_free(g);
         return NULL;
     }
     t->graph = g;
+    t->lx = layout_of(x);
+    t->ly = layout_of(y);
     t->training = clg_module_is_training(t->model);
     return loss;
 }
@@ -127,14 +129,11 @@ clg_status clg_trainer_step(clg_trainer *t, clg_tensor *x, clg_tensor *y, clg_te
         /* a state the step read was replaced (a recurrent layer's, after evaluation
          * changed its batch): warm up and capture again */
         clg_graph_free(t->graph);
-        clg__tensor_release(t->shape_x);
-        clg__tensor_release(t->shape_y);
         t->graph = NULL;
-        t->shape_x = t->shape_y = NULL;
         t->eager_steps = 0;
     }
-    if (t->graph && t->training == clg_module_is_training(t->model) && same_layout(t->shape_x, x) &&
-        same_layout(t->shape_y, y))
+    if (t->graph && t->training == clg_module_is_training(t->model) && same_layout(&t->lx, x) &&
+        same_layout(&t->ly, y))
         l = replay_step(t, x, y);
     else if (t->o.graph && !t->graph && t->eager_steps >= 1)
         l = capture_step(t, x, y);
