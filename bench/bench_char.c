@@ -5,11 +5,14 @@
  * the state carried between windows. The same model and step as PyTorch's in
  * bench/torch_char_lm.py --throughput.
  *
- *   ./build/bench/bench_char [--cell lstm|gru|rnn] [--steps N] [--repeats R] [--data PATH]
+ *   ./build/bench/bench_char [--cell lstm|gru|rnn] [--steps N] [--repeats R] [--data PATH] [--graph]
  *
- * After 3 warm-up steps, times `steps` steps with the device drained at both ends and
- * prints one line per repeat:
- *   throughput cell lstm chars_per_s X steps N seconds S h2d <bytes/step> peak <bytes>
+ * The step is the library's (clg_trainer); --graph captures it and replays it. After 3
+ * warm-up steps, times `steps` steps with the device drained at both ends and prints
+ * one line per repeat:
+ *   throughput cell lstm chars_per_s X steps N seconds S h2d <bytes/step> peak <bytes> host_us U
+ * host_us is the CPU time the calling thread spends in the step call (ops, tape,
+ * enqueueing; not waiting for kernels).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,31 +48,35 @@ static clg_module *make_model(clg_device *dev, const char *cell, clg_module **rn
                                                        clg_nn_linear(dev, 256, 256, true)});
 }
 
-/* One training step on window (x, y) [B, T]. */
-static clg_status step(clg_module *model, clg_optimizer *opt, int n, clg_tensor **params, clg_tensor *x,
-                       clg_tensor *y)
+/* The loss of logits [B, T, 256] for bytes [B, T], both taken flat. */
+static clg_tensor *flat_loss(void *user, clg_tensor **out, clg_tensor **y)
 {
-    clg_optimizer_zero_grad(opt);
-    clg_tensor *logits = clg_module_forward(model, x);
-    clg_tensor *loss = clg_cross_entropy(clg_reshape(logits, CLG_SHAPE(-1, 256)), clg_reshape(y, CLG_SHAPE(-1)),
-                                         CLG_REDUCE_MEAN);
-    if (!loss) return CLG_ERR_INVALID_ARGUMENT;
-    clg_status st = clg_backward(loss, NULL);
-    if (st == CLG_OK) st = clg_clip_grad_norm(n, params, 5.0, NULL);
-    return st == CLG_OK ? clg_optimizer_step(opt) : st;
+    (void)user;
+    *out = clg_reshape(*out, CLG_SHAPE(-1, 256));
+    *y = clg_reshape(*y, CLG_SHAPE(-1));
+    return clg_cross_entropy(*out, *y, CLG_REDUCE_MEAN);
+}
+
+static double cpu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
 int main(int argc, char **argv)
 {
     const char *cell = "lstm", *data = "/usr/share/games/fortunes";
     int steps = 20, repeats = 1;
+    bool graph = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--cell") && i + 1 < argc) cell = argv[++i];
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
+        else if (!strcmp(argv[i], "--graph")) graph = true;
         else {
-            fprintf(stderr, "usage: bench_char [--cell lstm|gru|rnn] [--steps N] [--repeats R] [--data PATH]\n");
+            fprintf(stderr, "usage: bench_char [--cell lstm|gru|rnn] [--steps N] [--repeats R] [--data PATH] [--graph]\n");
             return 2;
         }
     }
@@ -86,35 +93,43 @@ int main(int argc, char **argv)
     clg_tensor *params[32];
     int n = model ? clg_module_parameters(model, params, 32, true) : 0;
     clg_optimizer *opt = model ? clg_adam_new(n, params, &(clg_adam_options){.lr = 2e-3}) : NULL;
-    if (!opt) return fail(dev);
+    clg_trainer *tr = opt ? clg_trainer_new(model, opt, &(clg_trainer_options){.graph = graph, .clip_grad_norm = 5.0,
+                                                                                .loss = flat_loss})
+                          : NULL;
+    if (!tr) return fail(dev);
     const int B = 32, T = 128;
     size_t train_len = text.len - text.len / 20;   /* as the trainer: the last 5% held out */
     int64_t windows = clg_text_windows(train_len, B, T, false), w = 0;
     for (int r = 0; r < repeats; r++) {
-        double t0 = 0;
+        double t0 = 0, host = 0;
         clg_transfer_stats t_start = {0};
         for (int s = 0; s < steps + 3; s++) {
             if (s == 3) {
                 clg_device_finish(dev);
                 t0 = now();
+                host = 0;
                 t_start = clg_device_transfers(dev);
             }
             clg_scope_begin(dev);
             clg_tensor *x, *y;
             if (clg_text_window(dev, text.bytes, train_len, B, T, w, &x, &y) != CLG_OK) return fail(dev);
             if (++w == windows) w = 0, clg_rnn_reset_state(rnn);
-            if (step(model, opt, n, params, x, y) != CLG_OK) return fail(dev);
+            double h0 = cpu_seconds();
+            if (clg_trainer_step(tr, x, y, NULL) != CLG_OK) return fail(dev);
+            host += cpu_seconds() - h0;
             clg_scope_end(dev);
         }
         clg_device_finish(dev);
         double dt = now() - t0;
         clg_transfer_stats t = clg_device_transfers(dev);
-        printf("throughput cell %s chars_per_s %.1f steps %d seconds %.3f h2d %.1f peak %llu\n", cell,
+        printf("throughput cell %s chars_per_s %.1f steps %d seconds %.3f h2d %.1f peak %llu host_us %.1f\n", cell,
                (double)B * T * steps / dt, steps, dt, (double)(t.h2d_bytes - t_start.h2d_bytes) / steps,
-               (unsigned long long)clg_device_pool_stats(dev).peak_bytes);
+               (unsigned long long)clg_device_pool_stats(dev).peak_bytes, 1e6 * host / steps);
         fflush(stdout);
     }
     if (clg_device_profiling(dev)) clg_device_profile_print(dev, stdout);   /* CLG_PROFILE=1 */
+    if (graph) fprintf(stderr, "bench_char: %lld of the steps were replays\n", (long long)clg_trainer_replays(tr));
+    clg_trainer_free(tr);
     clg_optimizer_free(opt);
     clg_module_free(model);
     clg_text_free(&text);

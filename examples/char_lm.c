@@ -2,7 +2,7 @@
  *
  *   ./build/examples/char_lm [--minutes 5] [--steps N] [--data /usr/share/games/fortunes]
  *                            [--cell lstm|gru] [--hidden 256] [--window 128] [--eval-every 60]
- *                            [--sample-every 120] [--save char_lstm.safetensors]
+ *                            [--sample-every 120] [--save char_lstm.safetensors] [--graph]
  *
  * The model is char_lstm (examples/models/char_lstm.json): bytes -> Embedding(256, 64) ->
  * a 2-layer LSTM of 256 -> Linear(256, 256) -> the next byte's logits. The text is the
@@ -15,7 +15,12 @@
  * Losses are in bits per byte: 8 knows nothing, the bytes' unigram entropy (about 4.6
  * here) knows only letter frequencies; a good character model of English gets below 2.
  * Every so often it prints a sample, generated from a newline at temperature 0.8. The
- * time budget counts training only, not the evaluations and samples in between. */
+ * time budget counts training only, not the evaluations and samples in between.
+ *
+ * The step is the library's (clg_trainer); --graph captures it once and replays it
+ * (clgrad/graph.h): the same numbers, with less host work per step. After each
+ * evaluation the state's batch changes back, the graph is found stale, and the trainer
+ * captures the step again. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +36,7 @@ typedef struct options {
     double minutes, eval_every, sample_every;
     int seed, hidden, window;
     int64_t max_steps;   /* 0: the time budget alone */
+    bool graph;
 } options;
 
 static double now(void)
@@ -43,15 +49,20 @@ static double now(void)
 static int usage(void)
 {
     fprintf(stderr, "usage: char_lm [--minutes M] [--steps N] [--data FILE|DIR] [--cell lstm|gru] [--hidden H]\n"
-                    "               [--window T] [--eval-every S] [--sample-every S] [--save FILE] [--seed N]\n");
+                    "               [--window T] [--eval-every S] [--sample-every S] [--save FILE] [--seed N]\n"
+                    "               [--graph]\n");
     return 2;
 }
 
 static int parse(int argc, char **argv, options *o)
 {
-    *o = (options){"/usr/share/games/fortunes", "lstm", NULL, 5, 60, 120, 1, 256, 128, 0};
+    *o = (options){"/usr/share/games/fortunes", "lstm", NULL, 5, 60, 120, 1, 256, 128, 0, false};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--graph")) {
+            o->graph = true;
+            continue;
+        }
         if (!v) return usage();
         if (!strcmp(a, "--data")) o->data = v;
         else if (!strcmp(a, "--cell") && (!strcmp(v, "lstm") || !strcmp(v, "gru"))) o->cell = v;
@@ -97,11 +108,23 @@ typedef struct trainer {
     clg_tensor *params[32];
     int nparams;
     clg_meter *meter;
+    clg_trainer *step;   /* the library's step: forward, loss, backward, clip, update, meter */
     const uint8_t *train;
     size_t train_len;
     int64_t windows, w, steps;
     int window;
 } trainer;
+
+/* The loss of logits [B, T, 256] for bytes [B, T], taken flat; the meter counts the
+ * loss only (*out NULL), as the mean over windows. */
+static clg_tensor *window_loss(void *user, clg_tensor **out, clg_tensor **y)
+{
+    (void)user;
+    clg_tensor *loss = clg_cross_entropy(clg_reshape(*out, CLG_SHAPE(-1, 256)), clg_reshape(*y, CLG_SHAPE(-1)),
+                                         CLG_REDUCE_MEAN);
+    *out = NULL;
+    return loss;
+}
 
 /* One window: forward, loss, backward, clip, step; the loss goes to the meter. */
 static clg_status train_step(trainer *t)
@@ -109,15 +132,7 @@ static clg_status train_step(trainer *t)
     clg_scope_begin(t->dev);
     clg_tensor *x, *y;
     clg_status st = clg_text_window(t->dev, t->train, t->train_len, STREAMS, t->window, t->w, &x, &y);
-    if (st == CLG_OK) {
-        clg_optimizer_zero_grad(t->opt);
-        clg_tensor *logits = clg_reshape(clg_module_forward(t->model, x), CLG_SHAPE(-1, 256));
-        clg_tensor *loss = clg_cross_entropy(logits, clg_reshape(y, CLG_SHAPE(-1)), CLG_REDUCE_MEAN);
-        st = loss ? clg_backward(loss, NULL) : clg_device_last_status(t->dev);
-        if (st == CLG_OK) st = clg_clip_grad_norm(t->nparams, t->params, 5.0, NULL);
-        if (st == CLG_OK) st = clg_optimizer_step(t->opt);
-        if (st == CLG_OK) st = clg_meter_add(t->meter, loss, NULL, NULL);
-    }
+    if (st == CLG_OK) st = clg_trainer_step(t->step, x, y, NULL);
     clg_scope_end(t->dev);
     t->steps++;
     if (++t->w == t->windows) {   /* an epoch: the streams start over, from a zero state */
@@ -194,21 +209,26 @@ int main(int argc, char **argv)
     if (clg_device_open(NULL, &dev) != CLG_OK) return fprintf(stderr, "char_lm: %s\n", clg_device_error(dev)), 1;
     printf("device: %s\n", clg_device_get_info(dev)->name);
     clg_manual_seed(dev, (uint64_t)o.seed);
-    trainer t = {dev, make_model(dev, o.cell, o.hidden), NULL, {0}, 0, clg_meter_new(dev), text.bytes, split, 0, 0, 0,
-                 o.window};
+    trainer t = {dev, make_model(dev, o.cell, o.hidden), NULL, {0}, 0, clg_meter_new(dev), NULL, text.bytes, split,
+                 0, 0, 0, o.window};
     t.windows = clg_text_windows(split, STREAMS, o.window, false);
     t.nparams = t.model ? clg_module_parameters(t.model, t.params, 32, true) : 0;
     t.opt = t.model ? clg_adam_new(t.nparams, t.params, &(clg_adam_options){.lr = 2e-3}) : NULL;
+    clg_trainer_options to = {.graph = o.graph, .clip_grad_norm = 5.0, .meter = t.meter, .loss = window_loss};
+    t.step = t.opt && t.meter ? clg_trainer_new(t.model, t.opt, &to) : NULL;
     double held_bits = NAN, unigram = unigram_bits(text.bytes, split);
-    int rc = t.opt && t.meter ? run(&t, &o, text.bytes + split, text.len - split, &held_bits)
+    int rc = t.step ? run(&t, &o, text.bytes + split, text.len - split, &held_bits)
                               : (fprintf(stderr, "char_lm: %s\n", clg_device_error(dev)), 1);
     if (rc == 0)   /* what a model learned beyond letter frequencies */
         printf("held-out %.3f bits/byte: %s the unigram entropy %.3f\n", held_bits,
                held_bits < unigram ? "below" : "not below", unigram);
+    if (rc == 0 && o.graph)
+        printf("graph: %lld of %lld steps were replays\n", (long long)clg_trainer_replays(t.step), (long long)t.steps);
     if (rc == 0 && o.save && clg_module_save(t.model, o.save, 0, NULL) != CLG_OK)
         rc = (fprintf(stderr, "char_lm: %s\n", clg_device_error(dev)), 1);
     else if (rc == 0 && o.save)
         printf("saved %s\n", o.save);
+    clg_trainer_free(t.step);
     clg_optimizer_free(t.opt);
     clg_meter_free(t.meter);
     clg_module_free(t.model);

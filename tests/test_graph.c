@@ -108,9 +108,10 @@ static void eager_run(clg_device *dev, run *r, int cnn, int steps)
     }
 }
 
-/* Step 0 eager, step 1 captured, the rest replayed: feeding device tensors made from
- * the batch (or, with from_host, writing the batch into the graph's inputs). */
-static clg_graph *graph_run(clg_device *dev, run *r, int cnn, int steps, bool from_host)
+/* Steps before `at` eager, step `at` captured (0: the first, which makes the
+ * optimizer's state), the rest replayed: feeding device tensors made from the batch
+ * (or, with from_host, writing the batch into the graph's inputs). */
+static clg_graph *graph_run(clg_device *dev, run *r, int cnn, int steps, bool from_host, int at)
 {
     static float x[BATCH * 144];
     int32_t y[BATCH];
@@ -121,15 +122,15 @@ static clg_graph *graph_run(clg_device *dev, run *r, int cnn, int steps, bool fr
         batch_data(s, cnn, x, y);
         clg_scope_begin(dev);
         clg_tensor *tx = NULL, *ty = NULL, *loss = NULL;
-        if (s < 2 || !from_host) {
+        if (s <= at || !from_host) {
             tx = clg_tensor_from_host(dev, CLG_F32, xd, x_shape(cnn), x);
             ty = clg_tensor_from_host(dev, CLG_I32, CLG_SHAPE(BATCH), y);
         }
-        if (s < 2) {
-            if (s == 1) CHECK_OK(dev, clg_graph_begin(dev));
+        if (s <= at) {
+            if (s == at) CHECK_OK(dev, clg_graph_begin(dev));
             loss = step(r, tx, ty);
             CHECK_MSG(loss != NULL, "%s", clg_device_error(dev));
-            if (s == 1) {
+            if (s == at) {
                 CHECK_OK(dev, clg_graph_end(dev, &g));
                 CHECK_OK(dev, clg_graph_input(g, "x", tx));
                 CHECK_OK(dev, clg_graph_input(g, "y", ty));
@@ -169,20 +170,20 @@ static bool same_params(clg_module *a, clg_module *b)
     return true;
 }
 
-static void test_bit_identical(clg_device *dev, int cnn, int adam, bool from_host)
+static void test_bit_identical(clg_device *dev, int cnn, int adam, bool from_host, int at)
 {
     int steps = small() ? 6 : cnn ? 30 : STEPS_FULL;
     run a, b;
     setup(dev, &a, cnn, adam);
     eager_run(dev, &a, cnn, steps);
     setup(dev, &b, cnn, adam);
-    clg_graph *g = graph_run(dev, &b, cnn, steps, from_host);
+    clg_graph *g = graph_run(dev, &b, cnn, steps, from_host, at);
     CHECK_MSG(g != NULL, "%s", clg_device_error(dev));
     int first_diff = -1;
     for (int s = 0; s < steps && first_diff < 0; s++)
         if (memcmp(&a.losses[s], &b.losses[s], sizeof(float))) first_diff = s;
-    CHECK_MSG(first_diff < 0, "%s %s: the loss of step %d differs: eager %.9g, graph %.9g", cnn ? "cnn" : "mlp",
-              adam ? "adam" : "sgd", first_diff, a.losses[first_diff < 0 ? 0 : first_diff],
+    CHECK_MSG(first_diff < 0, "%s %s captured at %d: the loss of step %d differs: eager %.9g, graph %.9g",
+              cnn ? "cnn" : "mlp", adam ? "adam" : "sgd", at, first_diff, a.losses[first_diff < 0 ? 0 : first_diff],
               b.losses[first_diff < 0 ? 0 : first_diff]);
     CHECK_MSG(a.losses[steps - 1] < a.losses[0], "training lowered the loss: %g -> %g", a.losses[0], a.losses[steps - 1]);
     CHECK_MSG(same_params(a.model, b.model), "%s %s: the weights after %d steps differ", cnn ? "cnn" : "mlp",
@@ -279,13 +280,77 @@ static void test_errors(clg_device *dev)
     clg_scope_end(dev);
 }
 
+/* Logits [B, T, V] and tokens [B, T], taken flat. */
+static clg_tensor *flat_loss(void *user, clg_tensor **out, clg_tensor **y)
+{
+    (void)user;
+    *out = clg_reshape(*out, CLG_SHAPE(-1, 16));
+    *y = clg_reshape(*y, CLG_SHAPE(-1));
+    return clg_cross_entropy(*out, *y, CLG_REDUCE_MEAN);
+}
+
+/* A stateful LSTM language model through clg_trainer, eager and in graph mode. Its
+ * state is dropped before step 1 (the capture then starts from no state, as after an
+ * evaluation) and before step 9 (the graph goes stale and is captured again): the
+ * losses and weights must be the same bits, with 12 of 16 steps replayed. */
+static void test_stateful_rnn(clg_device *dev)
+{
+    enum { B = 4, T = 8, STEPS = 16 };
+    float losses[2][STEPS];
+    clg_module *models[2];
+    int64_t replays = 0;
+    for (int mode = 0; mode < 2; mode++) {
+        clg_manual_seed(dev, 5);
+        clg_rnn_options ro = clg_rnn_defaults();
+        ro.batch_first = true;
+        clg_module *rnn = clg_nn_lstm(dev, 8, 12, &ro);
+        clg_module *m = models[mode] = clg_nn_sequential(
+            dev, 3, (clg_module *[]){clg_nn_embedding(dev, 16, 8), rnn, clg_nn_linear(dev, 12, 16, true)});
+        clg_tensor *p[8];
+        int n = m ? clg_module_parameters(m, p, 8, true) : 0;
+        clg_optimizer *opt = m ? clg_adam_new(n, p, &(clg_adam_options){.lr = 1e-2}) : NULL;
+        clg_trainer *tr = opt ? clg_trainer_new(m, opt, &(clg_trainer_options){.graph = mode == 1, .clip_grad_norm = 1.0,
+                                                                               .loss = flat_loss})
+                              : NULL;
+        CHECK_MSG(tr && clg_rnn_set_stateful(rnn, true) == CLG_OK, "%s", clg_device_error(dev));
+        if (!tr) return;
+        for (int s = 0; s < STEPS; s++) {
+            if (s == 1 || s == 9) CHECK_OK(dev, clg_rnn_set_stateful(rnn, true));   /* the state dropped */
+            int32_t tok[B * (T + 1)];
+            for (int i = 0; i < B * (T + 1); i++) tok[i] = (int32_t)((i * 7 + s * 3 + (i / (T + 1)) * 5) % 16);
+            clg_scope_begin(dev);
+            clg_tensor *all = clg_tensor_from_host(dev, CLG_I32, CLG_SHAPE(B, T + 1), tok);
+            clg_tensor *x = clg_contiguous(clg_narrow(all, 1, 0, T)), *y = clg_contiguous(clg_narrow(all, 1, 1, T));
+            clg_tensor *loss = NULL;
+            CHECK_OK(dev, clg_trainer_step(tr, x, y, &loss));
+            CHECK_OK(dev, loss ? clg_tensor_to_host(loss, &losses[mode][s], sizeof(float)) : clg_device_last_status(dev));
+            clg_scope_end(dev);
+        }
+        if (mode == 1) replays = clg_trainer_replays(tr);
+        clg_trainer_free(tr);
+        clg_optimizer_free(opt);
+    }
+    for (int s = 0; s < STEPS; s++)
+        CHECK_MSG(!memcmp(&losses[0][s], &losses[1][s], sizeof(float)), "lstm: the loss of step %d differs: eager %.9g, "
+                  "graph %.9g", s, losses[0][s], losses[1][s]);
+    CHECK_MSG(losses[0][STEPS - 1] < losses[0][0], "training lowered the loss: %g -> %g", losses[0][0],
+              losses[0][STEPS - 1]);
+    CHECK_MSG(replays == 12, "%lld of %d steps replayed, want 12", (long long)replays, STEPS);
+    CHECK_MSG(same_params(models[0], models[1]), "lstm: the weights after %d steps differ", STEPS);
+    clg_module_free(models[0]);
+    clg_module_free(models[1]);
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
-    test_bit_identical(dev, 0, 0, false);   /* MLP with dropout, SGD with momentum */
+    test_bit_identical(dev, 0, 0, false, 1);   /* MLP with dropout, SGD with momentum */
     clg_pool_stats before = clg_device_pool_stats(dev);   /* after the kernels' error word was made */
-    test_bit_identical(dev, 0, 1, true);    /* Adam, batches written into the graph */
-    test_bit_identical(dev, 1, 0, false);   /* CNN */
+    test_bit_identical(dev, 0, 1, true, 1);    /* Adam, batches written into the graph */
+    test_bit_identical(dev, 1, 0, false, 1);   /* CNN */
+    test_bit_identical(dev, 0, 0, false, 0);   /* the first step captured: momentum made once */
+    test_bit_identical(dev, 0, 1, false, 0);   /* and Adam's moments */
+    test_stateful_rnn(dev);
     test_errors(dev);
     CHECK_MSG(clg_device_pool_stats(dev).in_use_bytes == before.in_use_bytes, "device memory leaked: %llu bytes",
               (unsigned long long)(clg_device_pool_stats(dev).in_use_bytes - before.in_use_bytes));

@@ -78,7 +78,8 @@ typedef struct clg_trainer_options {
     clg_tensor *(*input)(void *user, clg_tensor *x);
     /* The loss of the model's output *out for targets *y; NULL: mean cross-entropy. It
      * may replace *out and *y by what the meter should count (flattened logits and
-     * labels of a sequence model). */
+     * labels of a sequence model), or set *out to NULL: the meter counts the loss only,
+     * one sample per step. */
     clg_tensor *(*loss)(void *user, clg_tensor **out, clg_tensor **y);
     void *user;
 } clg_trainer_options;

@@ -234,6 +234,15 @@ int clg__cap_register(clg_device *dev, int n)
     return c->nregs - n;
 }
 
+clg_capture *clg__cap_pause(clg_device *dev)
+{
+    clg_capture *c = dev->cap;
+    dev->cap = NULL;
+    return c;
+}
+
+void clg__cap_resume(clg_device *dev, clg_capture *c) { dev->cap = c; }
+
 /* ---- begin, end, free --------------------------------------------------------------- */
 
 clg_status clg__capture_begin(clg_device *dev)

@@ -54,6 +54,11 @@ void clg__cap_host(clg_device *dev, clg_host_fn fn, const void *data, size_t siz
 void clg__cap_refuse(clg_device *dev, const char *why);
 /* n fresh registers (their first index), or -1 when no capture is open. */
 int clg__cap_register(clg_device *dev, int n);
+/* Set the open capture aside (NULL if none) and take it back: what runs in between is
+ * not recorded, and buffers made then count as made before the capture (state that a
+ * step before the capture would have made). */
+clg_capture *clg__cap_pause(clg_device *dev);
+void clg__cap_resume(clg_device *dev, clg_capture *c);
 
 /* ---- the capture as a whole --------------------------------------------------------- */
 clg_status clg__capture_begin(clg_device *dev);

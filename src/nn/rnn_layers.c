@@ -138,15 +138,37 @@ static clg_tensor *keep(clg_tensor *s)
     return t;
 }
 
+/* Zeros as the state of a layer that has none, made outside the open capture, as a
+ * step before it would have made them: the captured step then reads and writes its
+ * state in place like every later step. From zeros or from no state, the arithmetic
+ * is the same. */
+static clg_status zero_state(clg_module *m, rnn_data *d, int64_t batch, clg_dtype dtype)
+{
+    clg_capture *c = clg__cap_pause(m->dev);
+    clg_no_grad_begin(m->dev);
+    const int64_t shape[3] = {d->opt.num_layers, batch, d->hidden};
+    clg_tensor *h = clg__tensor_new(m->dev, dtype, 3, shape);
+    clg_tensor *cs = d->mode == CLG_LSTM ? clg__tensor_new(m->dev, dtype, 3, shape) : NULL;
+    clg_status st = h && (cs || d->mode != CLG_LSTM) ? clg_fill_(h, 0.0) : m->dev->status;
+    if (st == CLG_OK && cs) st = clg_fill_(cs, 0.0);
+    clg_no_grad_end(m->dev);
+    clg__cap_resume(m->dev, c);
+    if (h) clg__tensor_unscope(h);
+    if (cs) clg__tensor_unscope(cs);
+    d->state_h = h;
+    d->state_c = cs;
+    if (st != CLG_OK) drop_state(d);
+    return st;
+}
+
 static clg_tensor *rnn_module_forward(clg_module *m, clg_tensor *x)
 {
     rnn_data *d = m->data;
     if (!d->stateful) return clg_rnn_forward(m, x, NULL, NULL, NULL, NULL);
     int64_t batch = x && x->ndim == 3 ? x->shape[d->opt.batch_first ? 0 : 1] : -1;
     if (d->state_h && d->state_h->shape[1] != batch) drop_state(d);   /* a new batch size starts from zeros */
-    if (!d->state_h && clg__capturing(m->dev))
-        clg__cap_refuse(m->dev, "a stateful recurrent layer ran from no state (its first window); later steps carry "
-                        "one: capture a step after it");
+    if (!d->state_h && batch >= 0 && clg__capturing(m->dev) && zero_state(m, d, batch, x->dtype) != CLG_OK)
+        return NULL;
     clg_tensor *hn = NULL, *cn = NULL, *h0 = NULL, *c0 = NULL;
     if (d->state_h) {   /* snapshots: the state is overwritten below, and the backward reads h0 */
         clg_no_grad_begin(m->dev);

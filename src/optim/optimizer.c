@@ -66,19 +66,26 @@ void clg_optimizer_free(clg_optimizer *opt)
 /* ---- state ------------------------------------------------------------------------------ */
 
 /* Make pp's missing state tensors: outside every scope (the optimizer owns them, across
- * steps), filled with their fresh value on the device. */
+ * steps), filled with their fresh value on the device. Outside an open capture too
+ * (clgrad/graph.h): made once, as by a step before it, so that a replay of a captured
+ * first step does not fill them again. */
 static clg_status make_state(clg_optimizer *opt, clg_optim_param *pp)
 {
-    for (int s = 0; s < CLG_OPTIM_MAX_STATE; s++) {
+    clg_capture *c = clg__cap_pause(opt->dev);
+    clg_status st = CLG_OK;
+    for (int s = 0; s < CLG_OPTIM_MAX_STATE && st == CLG_OK; s++) {
         if (!opt->state_names[s] || pp->state[s]) continue;
         clg_tensor *t = clg__tensor_new(opt->dev, pp->p->dtype, pp->p->ndim, pp->p->shape);
-        if (!t) return opt->dev->status;
+        if (!t) {
+            st = opt->dev->status;
+            break;
+        }
         clg__tensor_unscope(t);
         pp->state[s] = t;
-        clg_status st = clg_fill_(t, opt->state_init[s]);
-        if (st != CLG_OK) return st;
+        st = clg_fill_(t, opt->state_init[s]);
     }
-    return CLG_OK;
+    clg__cap_resume(opt->dev, c);
+    return st;
 }
 
 clg_status clg_optimizer_init_state(clg_optimizer *opt)
