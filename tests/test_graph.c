@@ -197,6 +197,9 @@ static void test_bit_identical(clg_device *dev, int cnn, int adam, bool from_hos
     if (g) {
         clg_graph_stats st = clg_graph_get_stats(g);
         CHECK_MSG(st.refreshed >= 1 && st.host_steps == 2, "refreshed %d, host steps %d", st.refreshed, st.host_steps);
+        /* each gradient reaches its .grad through a copy that the graph leaves out */
+        CHECK_MSG(st.removed == clg_module_parameters(b.model, NULL, 0, true), "%d copies left out, want one per "
+                  "parameter", st.removed);
         CHECK_MSG(st.planned > 0 && st.slots < st.planned && st.slot_bytes <= st.planned_bytes,
                   "planned %d buffers (%llu bytes) into %d slots (%llu bytes)", st.planned,
                   (unsigned long long)st.planned_bytes, st.slots, (unsigned long long)st.slot_bytes);

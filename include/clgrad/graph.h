@@ -29,6 +29,12 @@
  * objects the step used (modules, optimizers, meters) must outlive the graph; a replay
  * after a parameter or state tensor was replaced or freed fails, naming it. A step that
  * reads values to the host while captured cannot be captured.
+ *
+ * The whole step also shows work that the eager step could not know was redundant: a
+ * gradient written into a buffer of its own and then copied into its .grad, because
+ * nothing else will read it, is written into .grad directly (clg_graph_stats.removed
+ * counts such launches; CLG_GRAPH_SKIP=copies in the environment keeps them, for
+ * measuring).
  */
 #ifndef CLGRAD_GRAPH_H
 #define CLGRAD_GRAPH_H
@@ -77,6 +83,7 @@ typedef struct clg_graph_stats {
     int slots;           /* ... in this many buffers */
     uint64_t planned_bytes, slot_bytes;   /* their bytes in the eager step, and planned */
     uint64_t held_bytes; /* buffers used in place: parameters, gradients, state, inputs, outputs */
+    int removed;         /* launches of the eager step that the graph showed redundant */
 } clg_graph_stats;
 CLG_API clg_graph_stats clg_graph_get_stats(const clg_graph *g);
 

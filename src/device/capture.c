@@ -163,10 +163,39 @@ void clg__cap_read(clg_device *dev, size_t bytes)
                       "host work: read outputs after clg_graph_end, or from clg_graph_output)", bytes);
 }
 
-void clg__cap_born(clg_device *dev, clg_buffer *b)
+void clg__cap_born(clg_device *dev, clg_buffer *b, size_t asked)
 {
     clg_capture *c = dev->cap;
-    if (c && !c->failed) new_value(c, b, true);
+    int v = c && !c->failed ? new_value(c, b, true) : -1;
+    if (v >= 0) c->vals[v].asked = asked;
+}
+
+int clg__cap_mark(clg_device *dev) { return dev->cap && !dev->cap->failed ? dev->cap->ncmds : -1; }
+
+/* The live value of mem, or -1 (not known yet: no command named it). */
+static int live_value(const clg_capture *c, cl_mem mem)
+{
+    for (int v = c->nvals; v-- > 0;)
+        if (!c->vals[v].dead && c->vals[v].mem == mem) return v;
+    return -1;
+}
+
+void clg__cap_note_copy(clg_device *dev, int mark, const clg_buffer *dst, size_t dst_off, const clg_buffer *src,
+                        size_t src_off, size_t bytes)
+{
+    clg_capture *c = dev->cap;
+    /* one launch, perhaps split into several enqueues */
+    if (!c || c->failed || mark < 0 || mark >= c->ncmds) return;
+    for (int i = mark; i < c->ncmds; i++)
+        if (c->cmds[i].kind != CAP_KERNEL || c->cmds[i].launch != c->cmds[mark].launch) return;
+    cap_cmd *cmd = &c->cmds[mark];
+    cmd->copy_cmds = c->ncmds - mark;
+    cmd->dst = live_value(c, dst->mem);
+    cmd->src = live_value(c, src->mem);
+    cmd->dst_off = dst_off;
+    cmd->src_off = src_off;
+    cmd->bytes = bytes;
+    cmd->copy_note = cmd->dst >= 0 && cmd->src >= 0;
 }
 
 void clg__cap_died(clg_device *dev, clg_buffer *b)

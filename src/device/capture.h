@@ -36,7 +36,7 @@ void clg__cap_write(clg_device *dev, const clg_buffer *dst, size_t off, const vo
 void clg__cap_copy(clg_device *dev, const clg_buffer *src, size_t src_off, const clg_buffer *dst, size_t dst_off,
                    size_t bytes);
 void clg__cap_read(clg_device *dev, size_t bytes);   /* a host read: the capture fails */
-void clg__cap_born(clg_device *dev, clg_buffer *b);  /* handed out by the pool */
+void clg__cap_born(clg_device *dev, clg_buffer *b, size_t asked);  /* handed out by the pool for `asked` bytes */
 void clg__cap_died(clg_device *dev, clg_buffer *b);  /* its last reference went */
 
 /* At replay, before the last recorded launch is enqueued again: fn(data, regs, args,
@@ -54,6 +54,13 @@ void clg__cap_host(clg_device *dev, clg_host_fn fn, const void *data, size_t siz
 void clg__cap_refuse(clg_device *dev, const char *why);
 /* n fresh registers (their first index), or -1 when no capture is open. */
 int clg__cap_register(clg_device *dev, int n);
+/* The commands recorded from here on (clg__cap_mark: their index; -1 when no capture is
+ * open) are one launch that copies `bytes` bytes of src from src_off to dst at dst_off
+ * as they are (contiguous, one dtype): if src dies right after it, the plan may have
+ * src's producers write dst directly and leave the copy out. */
+int clg__cap_mark(clg_device *dev);
+void clg__cap_note_copy(clg_device *dev, int mark, const clg_buffer *dst, size_t dst_off, const clg_buffer *src,
+                        size_t src_off, size_t bytes);
 /* Set the open capture aside (NULL if none) and take it back: what runs in between is
  * not recorded, and buffers made then count as made before the capture (state that a
  * step before the capture would have made). */
@@ -89,6 +96,7 @@ void clg__capture_mark_input(clg_capture *c, int v);
 
 typedef struct clg_capture_stats {
     int launches, enqueues, copies, writes, host_steps, refreshes;
+    int removed;                  /* launches of the eager step left out (redundant copies) */
     int values, planned, slots;   /* buffers' lifetimes; those planned into shared slots */
     uint64_t planned_bytes;       /* bytes those lifetimes had in the capture */
     uint64_t slot_bytes;          /* bytes the slots hold */

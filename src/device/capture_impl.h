@@ -11,6 +11,7 @@ typedef struct cap_value {
     clg_buffer *buf;     /* the buffer during the capture (not held: it may be gone) */
     cl_mem mem;
     size_t size;
+    size_t asked;        /* bytes the pool was asked for (size rounds it up); 0: made before */
     int first, last;     /* first and last command naming it; -1: none */
     bool born, dead;     /* allocated / released inside the capture */
     bool input;          /* fed at replay: never checked for an owner */
@@ -27,9 +28,11 @@ typedef struct cap_launch {
     cl_kernel clone;     /* from the plan, its arguments set */
     clg_refresh_fn refresh;
     void *refresh_data;
+    bool dropped;        /* left out by the plan: no kernel object */
 } cap_launch;
 
-typedef enum cap_kind { CAP_KERNEL, CAP_WRITE, CAP_COPY, CAP_HOST } cap_kind;
+/* CAP_GONE: a command the plan left out (a copy made redundant). */
+typedef enum cap_kind { CAP_KERNEL, CAP_WRITE, CAP_COPY, CAP_HOST, CAP_GONE } cap_kind;
 
 typedef struct cap_cmd {
     cap_kind kind;
@@ -37,8 +40,10 @@ typedef struct cap_cmd {
     int dims;
     bool has_offset, has_local;
     size_t offset[3], global[3], local[3];
-    int dst, src;                  /* values: CAP_WRITE dst; CAP_COPY src to dst */
-    size_t dst_off, src_off, bytes;
+    int dst, src;                  /* values: CAP_WRITE dst; CAP_COPY src to dst; and a */
+    size_t dst_off, src_off, bytes;/* CAP_KERNEL that is a plain copy (copy_note) */
+    bool copy_note;
+    int copy_cmds;                 /* the copy's enqueues, from this one */
     void *data;                    /* CAP_WRITE: the bytes written; CAP_HOST: fn's data */
     clg_host_fn host;
 } cap_cmd;
@@ -59,7 +64,7 @@ struct clg_capture {
     clg_buffer **slots;            /* the plan's shared buffers, held */
     int nslots;
     uint64_t planned_bytes, slot_bytes, held_bytes;
-    int planned;
+    int planned, removed;
 };
 
 /* Record that the capture cannot be replayed, once (the first reason is kept). */

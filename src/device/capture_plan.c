@@ -8,12 +8,78 @@
  * outlive the capture (parameters, their gradients, optimizer state, outputs) or that
  * were made before it are used as they are, and held.
  *
+ * Copies: a gradient is written into its .grad through a copy (the backward makes it
+ * in a buffer of its own, and a later step's graph must find .grad where it was). When
+ * the copy's source dies at the copy and the destination is untouched while the
+ * source lives, the source's producers can write the destination directly: the copy is
+ * left out, and its source needs no memory. That needs the whole step: eagerly, the
+ * copy is made before it is known that nothing else reads the source.
+ *
  * Kernels: every launch gets its own kernel object with its arguments set once, so
  * that a replay only enqueues. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "capture_impl.h"
+
+/* Does a command in [from, to) name value v? */
+static bool named_in(const clg_capture *c, int v, int from, int to)
+{
+    for (int i = from; i < to; i++) {
+        const cap_cmd *cmd = &c->cmds[i];
+        if (cmd->kind == CAP_KERNEL) {
+            const cap_launch *l = &c->launches[cmd->launch];
+            for (int a = 0; a < l->nargs; a++)
+                if (l->val[a] == v) return true;
+        } else if ((cmd->kind == CAP_WRITE || cmd->kind == CAP_COPY) && (cmd->dst == v || cmd->src == v)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Commands [from, to) name value `to_v` where they named `from_v`. */
+static void rename_value(clg_capture *c, int from_v, int to_v, int from, int to)
+{
+    for (int i = from; i < to; i++) {
+        cap_cmd *cmd = &c->cmds[i];
+        if (cmd->kind == CAP_KERNEL) {
+            cap_launch *l = &c->launches[cmd->launch];
+            for (int a = 0; a < l->nargs; a++)
+                if (l->val[a] == from_v) l->val[a] = to_v;
+        } else if (cmd->kind == CAP_WRITE || cmd->kind == CAP_COPY) {
+            if (cmd->dst == from_v) cmd->dst = to_v;
+            if (cmd->src == from_v) cmd->src = to_v;
+        }
+    }
+}
+
+/* The copy starting at command i is redundant: its whole source was made in the step,
+ * is read by nothing after it, and the destination (at least as large) is not named
+ * while the source lives. Then the source's commands write the destination instead. */
+static bool elide_copy(clg_capture *c, int i)
+{
+    cap_cmd *cmd = &c->cmds[i];
+    if (cmd->kind != CAP_KERNEL || !cmd->copy_note || cmd->src == cmd->dst || c->launches[cmd->launch].refresh)
+        return false;
+    cap_value *a = &c->vals[cmd->src], *b = &c->vals[cmd->dst];
+    int end = i + cmd->copy_cmds;   /* the command after the copy's last enqueue */
+    if (!a->born || !a->dead || a->input || a->last != end - 1 || a->first >= i || cmd->src_off || cmd->dst_off ||
+        a->asked > cmd->bytes || cmd->bytes > b->size || named_in(c, cmd->dst, a->first, i))
+        return false;
+    rename_value(c, cmd->src, cmd->dst, a->first, i);
+    if (b->first < 0 || a->first < b->first) b->first = a->first;
+    a->first = a->last = -1;                      /* unused now: no slot, nothing held */
+    c->launches[cmd->launch].dropped = true;
+    for (int j = i; j < end; j++) c->cmds[j].kind = CAP_GONE;
+    c->removed++;
+    return true;
+}
+
+static void elide_copies(clg_capture *c)
+{
+    for (int i = 0; i < c->ncmds; i++) elide_copy(c, i);
+}
 
 typedef struct slot_plan { size_t size; int *members; int n, cap; } slot_plan;
 
@@ -106,6 +172,7 @@ static clg_status make_kernels(clg_capture *c)
     clg_device *dev = c->dev;
     for (int i = 0; i < c->nlaunches; i++) {
         cap_launch *l = &c->launches[i];
+        if (l->dropped) continue;
         for (int a = 0; a < l->nargs; a++)
             if (l->val[a] >= 0) l->args[a].v.mem = c->vals[l->val[a]].use->mem;
         cl_program prog;
@@ -125,6 +192,9 @@ static clg_status make_kernels(clg_capture *c)
 
 clg_status clg__cap_plan(clg_capture *c)
 {
+    /* CLG_GRAPH_SKIP=copies keeps them, to measure what leaving them out gains */
+    const char *skip = getenv("CLG_GRAPH_SKIP");
+    if (!skip || !strstr(skip, "copies")) elide_copies(c);
     clg_status st = plan_memory(c);
     if (st == CLG_OK) {
         hold_the_rest(c);
@@ -152,7 +222,7 @@ clg_status clg__capture_rebind(clg_capture *c, int v, clg_buffer *b)
     if (x->use == b) return CLG_OK;
     for (int i = 0; i < c->nlaunches; i++) {
         cap_launch *l = &c->launches[i];
-        for (int a = 0; a < l->nargs; a++) {
+        for (int a = 0; a < l->nargs && !l->dropped; a++) {
             if (l->val[a] != v) continue;
             l->args[a].v.mem = b->mem;
             CLG_CL_TRY(c->dev, clSetKernelArg(l->clone, (cl_uint)a, sizeof(cl_mem), &b->mem), "clSetKernelArg",
@@ -192,15 +262,16 @@ clg_status clg__capture_check(clg_capture *c)
 
 clg_capture_stats clg__capture_stats(const clg_capture *c)
 {
-    clg_capture_stats s = {.launches = c->nlaunches, .refreshes = c->refreshes, .values = c->nvals,
+    clg_capture_stats s = {.launches = c->nlaunches - c->removed, .refreshes = c->refreshes, .values = c->nvals,
                            .planned = c->planned, .slots = c->nslots, .planned_bytes = c->planned_bytes,
-                           .slot_bytes = c->slot_bytes, .held_bytes = c->held_bytes};
+                           .slot_bytes = c->slot_bytes, .held_bytes = c->held_bytes, .removed = c->removed};
     for (int i = 0; i < c->ncmds; i++) {
         switch (c->cmds[i].kind) {
         case CAP_KERNEL: s.enqueues++; break;
         case CAP_WRITE: s.writes++; break;
         case CAP_COPY: s.copies++; break;
         case CAP_HOST: s.host_steps++; break;
+        case CAP_GONE: break;
         }
     }
     return s;

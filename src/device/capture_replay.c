@@ -61,6 +61,7 @@ clg_status clg__capture_replay(clg_capture *c)
                        "clEnqueueCopyBuffer", "graph replay");
             break;
         case CAP_HOST: cmd->host(cmd->data, c->regs); break;
+        case CAP_GONE: break;
         }
         if (st != CLG_OK) return st;
     }

@@ -140,7 +140,7 @@ clg_buffer *clg__buffer_alloc(clg_device *dev, size_t bytes)
     b->range.known = false;   /* a reused buffer's contents are not its last owner's */
     p->stats.in_use_bytes += b->size;
     if (p->stats.in_use_bytes > p->stats.peak_bytes) p->stats.peak_bytes = p->stats.in_use_bytes;
-    if (dev->cap) clg__cap_born(dev, b);
+    if (dev->cap) clg__cap_born(dev, b, bytes);
     return b;
 }
 

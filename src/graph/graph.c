@@ -193,5 +193,6 @@ clg_graph_stats clg_graph_get_stats(const clg_graph *g)
     s.planned_bytes = c.planned_bytes;
     s.slot_bytes = c.slot_bytes;
     s.held_bytes = c.held_bytes;
+    s.removed = c.removed;
     return s;
 }

@@ -7,14 +7,23 @@
 
 static const char *type_name(clg_dtype d) { return d == CLG_F64 ? "double" : d == CLG_I32 ? "int" : "float"; }
 
-/* dst (any strides) <- src broadcast to dst's shape, converting the dtype. */
+/* dst (any strides) <- src broadcast to dst's shape, converting the dtype. A capture
+ * is told when that is a plain copy of bytes, which its plan may leave out. */
 static clg_status copy_into(clg_tensor *dst, const clg_tensor *src)
 {
     char opts[96];
     snprintf(opts, sizeof opts, "%s -DS=%s", clg__dtype_options(dst->dtype), type_name(src->dtype));
     clg_iter it;
     clg__iter_init(&it, 2, (clg_tensor *const[]){dst, (clg_tensor *)src});
-    return clg__iter_launch(dst->dev, &it, "copy", opts, "copy", NULL, 0);
+    int mark = clg__cap_mark(dst->dev);
+    clg_status st = clg__iter_launch(dst->dev, &it, "copy", opts, "copy", NULL, 0);
+    if (st == CLG_OK && mark >= 0 && dst->dtype == src->dtype && dst->numel == src->numel &&
+        clg_tensor_is_contiguous(dst) && clg_tensor_is_contiguous(src)) {
+        size_t es = clg_dtype_size(dst->dtype);
+        clg__cap_note_copy(dst->dev, mark, dst->buf, (size_t)dst->offset * es, src->buf, (size_t)src->offset * es,
+                           (size_t)dst->numel * es);
+    }
+    return st;
 }
 
 clg_tensor *clg__copy_as(clg_tensor *t, clg_dtype dtype)
