@@ -3,7 +3,7 @@
 side in one run on the same data, repeats interleaved so that the machine's drift hits
 both alike. Prints a Markdown table of ratios with min/median/max over the repeats.
 
-    python3 bench/run.py [--build build] [--repeats 3] [--quick]
+    python3 bench/run.py [--build build] [--repeats 3] [--quick] [--graph-only]
 
 First it installs what the references need (scripts/install-deps.sh --test: PyTorch,
 NumPy, and libopenblas0-pthread, without which both run the reference BLAS). PyTorch and
@@ -84,29 +84,45 @@ def training(build, model, repeats, steps):
                 REFS["torch conv"] = line[5:]
     return ours, theirs, extra
 
-def graph_vs_eager(build, model, repeats, steps, env=None):
-    """bench_train with the library's step captured and replayed (--graph) against the
-    same step eager, interleaved: images/s and the calling thread's CPU time per step."""
-    res = {"eager": [], "graph": [], "eager_host": [], "graph_host": [], "eager_peak": 0, "graph_peak": 0}
+GRAPH_MODES = {"eager": ([], {}), "graph": (["--graph"], {}),
+               "graph_copies": (["--graph"], {"CLG_GRAPH_SKIP": "copies"})}   # without leaving copies out
+
+def graph_vs_eager(exe, args, repeats, env=None):
+    """A benchmark (bench_train or bench_char: `rate` or `chars_per_s`, and `host_us`)
+    with the library's step captured and replayed (--graph), the same with the graph's
+    redundant copies kept, and the step eager, interleaved: rate, the calling thread's
+    CPU time per step and the peak memory."""
+    res = {m: {"rate": [], "host": [], "peak": 0} for m in GRAPH_MODES}
     for _ in range(repeats):
-        for mode in ("eager", "graph"):
-            cmd = [os.path.join(build, "bench", "bench_train"), "--model", model, "--steps", str(steps), "--repeats", "1"]
-            out = run(cmd + (["--graph"] if mode == "graph" else []), env=env)
-            f = dict(zip(out.split()[0::2], out.split()[1::2]))
-            res[mode].append(float(f["rate"]))
-            res[mode + "_host"].append(float(f["host_us"]))
-            res[mode + "_peak"] = int(f["peak"])
+        for mode, (flags, extra) in GRAPH_MODES.items():
+            out = run([exe] + args + flags, env=dict(env or os.environ, **extra))
+            line = next(l for l in out.splitlines() if "host_us" in l)
+            tok = line.split()
+            f = {k: v for k, v in zip(tok, tok[1:])}   # "key value" pairs, wherever they start
+            res[mode]["rate"].append(float(f.get("rate", f.get("chars_per_s", "nan"))))
+            res[mode]["host"].append(float(f["host_us"]))
+            res[mode]["peak"] = int(f["peak"])
     return res
 
-def graph_rows(build, repeats, steps, device="POCL", env=None):
+def print_graph(device, name, unit, r):
+    print(row("%s: %s step replayed (--graph) vs eager, %s" % (device, name, unit), r["graph"]["rate"],
+              r["eager"]["rate"], "", "eager"), flush=True)
+    print(row("%s: %s, graph with its redundant copies left out vs kept, %s" % (device, name, unit), r["graph"]["rate"],
+              r["graph_copies"]["rate"], "", "graph, copies kept"), flush=True)
+    host = [e / g for e, g in zip(r["eager"]["host"], r["graph"]["host"])]
+    print("| %s: %s host CPU time per step, us: graph / eager | %.0f / %.0f | peak MiB %.1f / %.1f | cut %.2f / %.2f / %.2f |"
+          % (device, name, statistics.median(r["graph"]["host"]), statistics.median(r["eager"]["host"]),
+             r["graph"]["peak"] / 2**20, r["eager"]["peak"] / 2**20, *stats(host)), flush=True)
+
+def graph_rows(build, repeats, steps, device="POCL", env=None, char_steps=0):
+    exe = os.path.join(build, "bench", "bench_train")
     for model in ("mlp", "cnn"):
-        r = graph_vs_eager(build, model, repeats, steps if model == "mlp" else steps // 2, env)
-        print(row("%s: %s step replayed (--graph) vs eager, images/s" % (device, model.upper()), r["graph"], r["eager"],
-                  "", "eager"), flush=True)
-        host = [e / g for e, g in zip(r["eager_host"], r["graph_host"])]
-        print("| %s: %s host CPU time per step, us: graph / eager | %.0f / %.0f | peak MiB %.1f / %.1f | cut %.2f / %.2f / %.2f |"
-              % (device, model.upper(), statistics.median(r["graph_host"]), statistics.median(r["eager_host"]),
-                 r["graph_peak"] / 2**20, r["eager_peak"] / 2**20, *stats(host)), flush=True)
+        args = ["--model", model, "--steps", str(steps if model == "mlp" else steps // 2), "--repeats", "1"]
+        print_graph(device, model.upper(), "images/s", graph_vs_eager(exe, args, repeats, env))
+    if char_steps:
+        args = ["--cell", "lstm", "--steps", str(char_steps)]
+        print_graph(device, "char_lstm", "chars/s", graph_vs_eager(os.path.join(build, "bench", "bench_char"), args,
+                                                                   repeats, env))
 
 def char_lm(build, cell, repeats, steps):
     """The character model char_lstm (an LSTM or GRU of 256, 2 layers), batch 32,
@@ -165,8 +181,16 @@ def main():
     ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="fewer steps (a smoke run)")
+    ap.add_argument("--graph-only", action="store_true", help="only the graph-against-eager rows")
     a = ap.parse_args()
     steps = 20 if a.quick else 100
+    rusticl = dict(os.environ, RUSTICL_ENABLE="swrast", CLG_DEVICE="llvmpipe")
+    if a.graph_only:
+        print("| benchmark | graph | eager | ratio min / median / max |")
+        print("| --- | ---: | ---: | ---: |")
+        graph_rows(a.build, a.repeats, 3 * steps, char_steps=5 if a.quick else 20)
+        graph_rows(a.build, a.repeats, 10 if a.quick else 20, "rusticl", rusticl)
+        return
     setup()
     print("| benchmark | clgrad | reference | ratio min / median / max |")
     print("| --- | ---: | ---: | ---: |")
@@ -175,8 +199,7 @@ def main():
         ours, theirs, extra = training(a.build, model, a.repeats, steps if model == "mlp" else steps // 2)
         extras[model] = extra
         print(row("train %s, images/s (steps 6 on)" % model.upper(), ours, theirs, "", "torch"), flush=True)
-    graph_rows(a.build, a.repeats, steps)
-    rusticl = dict(os.environ, RUSTICL_ENABLE="swrast", CLG_DEVICE="llvmpipe")
+    graph_rows(a.build, a.repeats, steps, char_steps=5 if a.quick else 20)
     graph_rows(a.build, a.repeats, 10 if a.quick else 20, "rusticl", rusticl)
     for cell in ("lstm", "gru"):
         ours, theirs = char_lm(a.build, cell, a.repeats, 5 if a.quick else 20)

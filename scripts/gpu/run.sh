@@ -2,7 +2,7 @@
 # Run on the lent NVIDIA machine, from the project's root (issue 12), after
 # scripts/gpu/fetch.sh filled .gpu-kit/ here and it travelled:
 #   bash scripts/gpu/run.sh [STAGE...]      stages: setup build suite conformance gemm train
-#                                           trainers startup (default: all, in that order)
+#                                           graph trainers startup (default: all, in that order)
 # Each stage appends to <stage>.log under $OUT (the device tool's folder, which returns at
 # most 8 files) or ./gpu-out, and stops at its own time limit, so that a hung stage cannot
 # eat the others' time.
@@ -44,6 +44,18 @@ stage_train() {
     echo "== $m: clgrad profile"; CLG_PROFILE=1 $b/bench/bench_train --model $m --repeats 1 | head -60
   done
 }
+stage_graph() {   # issue 16: graph replay against eager, and what would make replays cheaper
+  for m in mlp cnn; do
+    for i in 1 2 3; do
+      echo "== $m eager"; $b/bench/bench_train --model $m --repeats 1
+      echo "== $m graph"; $b/bench/bench_train --model $m --repeats 1 --graph
+    done
+  done
+  for f in "" --graph; do echo "== char_lstm $f"; $b/bench/bench_char --steps 20 --repeats 2 $f; done
+  $b/bench/bench_command_buffer --device "$CLG_DEVICE" --kernels 40
+  $b/bench/bench_command_buffer --device "$CLG_DEVICE" --kernels 4000 --steps 20
+  $b/bench/bench_optim_launch --device "$CLG_DEVICE"
+}
 stage_trainers() {
   $b/examples/fashion_mlp --epochs 5 --workers 4
   $b/examples/fashion_cnn --workers 4
@@ -60,8 +72,9 @@ stage_startup() {   # cold: empty clgrad cache (the NVIDIA driver's own cache mo
   done
 }
 
-declare -A limit=([setup]=60 [build]=240 [suite]=300 [conformance]=180 [gemm]=240 [train]=300 [trainers]=420 [startup]=180)
-stages=${*:-setup build suite conformance gemm train trainers startup}
+declare -A limit=([setup]=60 [build]=240 [suite]=300 [conformance]=180 [gemm]=240 [train]=300 [graph]=240 [trainers]=420
+                  [startup]=180)
+stages=${*:-setup build suite conformance gemm train graph trainers startup}
 for s in $stages; do
   echo "=== $s"
   start=$(date +%s)

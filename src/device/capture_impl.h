@@ -19,6 +19,9 @@ typedef struct cap_value {
     clg_buffer *use;     /* the buffer replay uses (held by the capture), from the plan */
 } cap_value;
 
+/* Arguments a refresh compares before and after (later ones are always set again). */
+#define CLG_CAP_MAX_REFRESH_ARGS 96
+
 /* One kernel with one set of arguments: one kernel object at replay. */
 typedef struct cap_launch {
     clg_kernel *k;

@@ -1,14 +1,33 @@
 /* capture_replay.c: a recording enqueued again. Per command one OpenCL call (two or
  * three for a launch whose scalars are refreshed); nothing is checked, allocated or
  * taped on the way, and nothing waits. */
+#include <string.h>
+
 #include "capture_impl.h"
 
-/* Run the launch's refresh and set the scalar arguments it may have changed. */
+static bool same_arg(const clg_arg *a, const clg_arg *b)
+{
+    if (a->kind != b->kind) return false;
+    switch (a->kind) {
+    case CLG_ARG_I32: return a->v.i32 == b->v.i32;
+    case CLG_ARG_I64: return a->v.i64 == b->v.i64;
+    case CLG_ARG_F32: return !memcmp(&a->v.f32, &b->v.f32, sizeof a->v.f32);   /* bits: NaN, -0 */
+    case CLG_ARG_F64: return !memcmp(&a->v.f64, &b->v.f64, sizeof a->v.f64);
+    case CLG_ARG_INT8: return !memcmp(&a->v.i8, &b->v.i8, sizeof a->v.i8);
+    default: return false;
+    }
+}
+
+/* Run the launch's refresh and set the scalar arguments it changed (most refreshes
+ * change one or two of them, or none: SGD's after its first steps). */
 static clg_status refresh(clg_capture *c, cap_launch *l)
 {
+    clg_arg old[CLG_CAP_MAX_REFRESH_ARGS];
+    int n = l->nargs < CLG_CAP_MAX_REFRESH_ARGS ? l->nargs : CLG_CAP_MAX_REFRESH_ARGS;
+    memcpy(old, l->args, (size_t)n * sizeof *old);
     l->refresh(l->refresh_data, c->regs, l->args, l->nargs);
     for (int a = 0; a < l->nargs; a++) {
-        if (l->val[a] >= 0 || l->args[a].kind == CLG_ARG_LOCAL) continue;
+        if (l->val[a] >= 0 || l->args[a].kind == CLG_ARG_LOCAL || (a < n && same_arg(&old[a], &l->args[a]))) continue;
         clg_status st = clg__set_arg_on(c->dev, l->clone, l->k->name, a, &l->args[a]);
         if (st != CLG_OK) return st;
     }
