@@ -172,7 +172,8 @@ inline T clg_group_sum(T v, __local T *s)
 }
 
 // NaN wins, as in NumPy and PyTorch: a row holding NaN gives NaN throughout.
-#ifdef CLG_I32   // integers have no NaN (and b != b warns as a self-comparison)
+#if defined(CLG_I32) || defined(CLG_BITS16)   // integers (and 16-bit floats moved as bits,
+                                               // copy.c) have no NaN; b != b warns
 inline T clg_nanmax(T a, T b) { return b > a ? b : a; }
 #else
 inline T clg_nanmax(T a, T b) { return (b != b || b > a) ? b : a; }

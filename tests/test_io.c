@@ -95,7 +95,8 @@ static void test_dtypes(clg_device *dev)
 }
 
 /* PyTorch's integer types (int64 counters and indices, uint8 masks) load as int32 when
- * every value fits; half precision does not load at all. */
+ * every value fits; half precision widens to float32 and float64 (exactly), never the
+ * other way, and no float narrows or widens otherwise. */
 static void test_torch_types(clg_device *dev)
 {
     const char *h = "{\"i64\":{\"dtype\":\"I64\",\"shape\":[3],\"data_offsets\":[0,24]},"
@@ -107,7 +108,8 @@ static void test_torch_types(clg_device *dev)
     memcpy(data, v, 32);
     data[32] = 255;
     data[33] = 3;
-    data[34] = data[35] = 0;
+    data[34] = 0x00;   /* F16 0xc500: -5.0, little-endian */
+    data[35] = 0xc5;
     size_t len;
     unsigned char *b = io_st_bytes(UINT64_MAX, h, strlen(h), data, sizeof data, &len);
     char err[256];
@@ -121,9 +123,17 @@ static void test_torch_types(clg_device *dev)
     CHECK_MSG(strstr(clg_device_error(dev), "\"big\" (I64): element 0 does not fit int32"), "%s", clg_device_error(dev));
     t = clg_safetensors_tensor(clg_safetensors_find(st, "u8"), dev, CLG_I32);
     CHECK(t && clg_tensor_to_host(t, got, 8) == CLG_OK && got[0] == 255 && got[1] == 3);
-    CHECK(!clg_safetensors_converts(CLG_ELEM_F16, CLG_F32) && !clg_safetensors_converts(CLG_ELEM_F32, CLG_F64));
+    CHECK(clg_safetensors_converts(CLG_ELEM_F16, CLG_F32) && clg_safetensors_converts(CLG_ELEM_BF16, CLG_F64));
+    CHECK(!clg_safetensors_converts(CLG_ELEM_F32, CLG_F64) && !clg_safetensors_converts(CLG_ELEM_F32, CLG_F16) &&
+          !clg_safetensors_converts(CLG_ELEM_F16, CLG_BF16) && !clg_safetensors_converts(CLG_ELEM_F16, CLG_I32));
     CHECK(clg_safetensors_converts(CLG_ELEM_BOOL, CLG_I32) && clg_safetensors_converts(CLG_ELEM_U64, CLG_I32));
-    CHECK(clg_safetensors_tensor(clg_safetensors_find(st, "f16"), dev, CLG_F32) == NULL);
+    float f = 0;
+    t = clg_safetensors_tensor(clg_safetensors_find(st, "f16"), dev, CLG_F32);
+    CHECK(t && clg_tensor_to_host(t, &f, 4) == CLG_OK && f == -5.0f);
+    uint16_t h16 = 0;
+    t = clg_safetensors_tensor(clg_safetensors_find(st, "f16"), dev, CLG_F16);
+    CHECK(t && clg_tensor_to_host(t, &h16, 2) == CLG_OK && h16 == 0xc500);
+    CHECK(clg_safetensors_tensor(clg_safetensors_find(st, "f16"), dev, CLG_BF16) == NULL);
     clg_scope_end(dev);
     clg_safetensors_close(st);
     free(b);

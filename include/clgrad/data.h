@@ -85,16 +85,17 @@ CLG_API void clg_host_array_free(clg_host_array *a);
 /* ---- readers and writers ---------------------------------------------------------------- */
 
 /* NumPy .npy, versions 1.0, 2.0 and 3.0: little-endian (or byte-order free) uint8,
- * int32, int64, float32, float64 of up to CLG_MAX_DIMS axes; Fortran-ordered arrays
+ * int32, int64, float16, float32, float64 of up to CLG_MAX_DIMS axes; Fortran-ordered arrays
  * are reordered to row-major. Headers over 10000 bytes, object arrays (pickles),
  * big-endian data and other types are refused, as are truncated files and trailing bytes. */
 CLG_API clg_status clg_npy_read(const char *path, clg_host_array *out, char *err, size_t errlen);
 /* Writes version 1.0 with the header padded to a 64-byte boundary, as NumPy does. */
 CLG_API clg_status clg_npy_write(const char *path, const clg_host_array *a, char *err, size_t errlen);
 
-/* A tensor to .npy (float32 '<f4', float64 '<f8', int32 '<i4'; reads it back from the
- * device, so it waits), and a .npy file to a new tensor in the current scope. Loading
- * keeps float32, float64 and int32; uint8 becomes int32, and int64 too when every
+/* A tensor to .npy (float32 '<f4', float64 '<f8', int32 '<i4', float16 '<f2'; not
+ * bfloat16, which NumPy lacks; reads it back from the device, so it waits), and a .npy
+ * file to a new tensor in the current scope. Loading keeps float16, float32, float64
+ * and int32; uint8 becomes int32, and int64 too when every
  * value fits (else CLG_ERR_FORMAT). NULL / a status with the message on dev. */
 CLG_API clg_status clg_tensor_save_npy(const clg_tensor *t, const char *path);
 CLG_API clg_tensor *clg_tensor_load_npy(clg_device *dev, const char *path);

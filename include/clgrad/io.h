@@ -105,9 +105,10 @@ CLG_API const char *clg_safetensors_meta(const clg_safetensors *st, const char *
 CLG_API int clg_safetensors_meta_count(const clg_safetensors *st);
 CLG_API bool clg_safetensors_meta_at(const clg_safetensors *st, int i, const char **key, const char **value);
 
-/* Whether a stored tensor can become a tensor of dtype `to`: the same type, or an
- * integer type into CLG_I32 (checked value by value on conversion: PyTorch stores
- * counters and indices as int64). Floats are never converted silently. */
+/* Whether a stored tensor can become a tensor of dtype `to`: the same type; an integer
+ * type into CLG_I32 (checked value by value on conversion: PyTorch stores counters and
+ * indices as int64); F16 or BF16 into CLG_F32 or CLG_F64, which hold every value
+ * exactly (a model.half() state dict into a float32 model). No float is narrowed. */
 CLG_API bool clg_safetensors_converts(clg_elem_type from, clg_dtype to);
 /* A stored tensor as a new tensor of dtype `to` in the current scope (NULL, with the
  * message on dev, when it does not convert or an integer does not fit). */
@@ -129,6 +130,12 @@ CLG_API clg_status clg_safetensors_write(clg_device *dev, const char *path, int 
  * metadata pairs (plus "format": "pt", as PyTorch's safetensors writer puts, unless
  * given) to path, atomically. */
 CLG_API clg_status clg_module_save(const clg_module *m, const char *path, int nmeta, const clg_safetensors_pair *meta);
+/* The same with every floating-point tensor stored as `floats` (CLG_F16, CLG_BF16,
+ * CLG_F32 or CLG_F64; converted on the device, to nearest even), as PyTorch's
+ * model.half() state dict is; integer buffers stay as they are. A float32 model loads
+ * such a file back (clg_module_load widens 16-bit floats exactly). */
+CLG_API clg_status clg_module_save_as(const clg_module *m, const char *path, clg_dtype floats, int nmeta,
+                                      const clg_safetensors_pair *meta);
 
 /* What a load did. Each list holds one line per name, "0.weight: file [3, 4] F32,
  * model [4, 4] float32"; free with clg_load_report_free. */

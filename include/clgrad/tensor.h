@@ -51,11 +51,25 @@ typedef enum clg_dtype {
     CLG_F32 = 0,   /* float32: the training type */
     CLG_F64 = 1,   /* float64: on devices with fp64 (gradient checks) */
     CLG_I32 = 2,   /* int32: labels and indices */
+    /* 16-bit floats, stored and converted on every device (cl_khr_fp16 or not): IEEE
+     * binary16, and bfloat16 (float32's top half). So far storage only: make them,
+     * copy them, cast them to and from the other dtypes, read and write them (host
+     * data is their bits, uint16_t); ops that compute refuse them. */
+    CLG_F16 = 3,
+    CLG_BF16 = 4,
     CLG_DTYPE_COUNT
 } clg_dtype;
 
 CLG_API size_t clg_dtype_size(clg_dtype dtype);
 CLG_API const char *clg_dtype_name(clg_dtype dtype);   /* "float32", ... */
+
+/* The host's conversions, as the devices convert: float32 to 16 bits rounds to nearest,
+ * ties to even (overflow to infinity, underflow to subnormals and zero, NaN stays NaN
+ * with its sign, quieted); 16 bits to float32 is exact. */
+CLG_API uint16_t clg_f32_to_f16(float f);
+CLG_API float clg_f16_to_f32(uint16_t h);
+CLG_API uint16_t clg_f32_to_bf16(float f);
+CLG_API float clg_bf16_to_f32(uint16_t b);
 
 /* Shapes and axes as literals: clg_zeros(dev, CLG_F32, CLG_SHAPE(64, 1000)) */
 #define CLG_SHAPE(...) \

@@ -11,7 +11,13 @@ static const char *const elem_names[CLG_ELEM_COUNT] = {
 
 clg_elem_type clg_elem_of_dtype(clg_dtype d)
 {
-    return d == CLG_F64 ? CLG_ELEM_F64 : d == CLG_I32 ? CLG_ELEM_I32 : CLG_ELEM_F32;
+    switch (d) {
+    case CLG_F64: return CLG_ELEM_F64;
+    case CLG_I32: return CLG_ELEM_I32;
+    case CLG_F16: return CLG_ELEM_F16;
+    case CLG_BF16: return CLG_ELEM_BF16;
+    default: return CLG_ELEM_F32;
+    }
 }
 
 size_t clg_elem_size(clg_elem_type type)

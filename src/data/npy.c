@@ -95,7 +95,7 @@ static clg_status parse_descr(hdr *h, clg_elem_type *type)
     if (st) return st;
     static const struct { const char *descr; clg_elem_type type; } known[] = {
         {"<f4", CLG_ELEM_F32}, {"<f8", CLG_ELEM_F64}, {"<i4", CLG_ELEM_I32}, {"<i8", CLG_ELEM_I64},
-        {"|u1", CLG_ELEM_U8},  {"<u1", CLG_ELEM_U8},  {"=u1", CLG_ELEM_U8},
+        {"|u1", CLG_ELEM_U8},  {"<u1", CLG_ELEM_U8},  {"=u1", CLG_ELEM_U8},  {"<f2", CLG_ELEM_F16},
     };
     for (size_t i = 0; i < sizeof known / sizeof *known; i++)
         if (!strcmp(d, known[i].descr)) { *type = known[i].type; return CLG_OK; }
@@ -104,7 +104,7 @@ static clg_status parse_descr(hdr *h, clg_elem_type *type)
     if (strchr(d, 'O')) return clg__data_fail(h->err, h->errlen, CLG_ERR_FORMAT, h->name,
                                               "object arrays (pickled data) are not supported");
     return clg__data_fail(h->err, h->errlen, CLG_ERR_FORMAT, h->name,
-                          "dtype '%s' is not supported (float32, float64, int32, int64, uint8)", d);
+                          "dtype '%s' is not supported (float16, float32, float64, int32, int64, uint8)", d);
 }
 
 typedef struct npy_meta { clg_elem_type type; bool fortran; int ndim; int64_t shape[CLG_MAX_DIMS]; } npy_meta;
@@ -196,6 +196,7 @@ clg_status clg__npy_parse(const unsigned char *buf, size_t len, const char *name
 static const char *descr_of(clg_elem_type t)
 {
     static const char *const d[] = {"|u1", "<i4", "<i8", "<f4", "<f8"};   /* up to CLG_ELEM_F64 */
+    if (t == CLG_ELEM_F16) return "<f2";   /* NumPy's float16 is IEEE binary16; it has no bfloat16 */
     return (unsigned)t <= CLG_ELEM_F64 ? d[t] : NULL;
 }
 
@@ -207,7 +208,7 @@ clg_status clg__npy_format(const clg_host_array *a, const char *name, unsigned c
     const char *descr = descr_of(a->type);
     if (!descr && (unsigned)a->type < CLG_ELEM_COUNT)
         return clg__data_fail(err, errlen, CLG_ERR_DTYPE, name, "%s arrays are not written as .npy here (uint8, "
-                              "int32, int64, float32, float64 are)", clg_elem_name(a->type));
+                              "int32, int64, float16, float32, float64 are)", clg_elem_name(a->type));
     int64_t bytes = a->ndim >= 0 && a->ndim <= CLG_MAX_DIMS ? clg__checked_bytes(a->ndim, a->shape, clg_elem_size(a->type)) : -1;
     if (!descr || bytes < 0 || (size_t)bytes != a->bytes || (bytes && !a->data))
         return clg__data_fail(err, errlen, CLG_ERR_INVALID_ARGUMENT, name,

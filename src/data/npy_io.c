@@ -59,8 +59,7 @@ clg_status clg_npy_write(const char *path, const clg_host_array *a, char *err, s
 clg_status clg_tensor_save_npy(const clg_tensor *t, const char *path)
 {
     if (!t) return CLG_ERR_INVALID_ARGUMENT;
-    static const clg_elem_type of[CLG_DTYPE_COUNT] = {CLG_ELEM_F32, CLG_ELEM_F64, CLG_ELEM_I32};
-    clg_host_array a = {.type = of[t->dtype], .ndim = t->ndim};
+    clg_host_array a = {.type = clg_elem_of_dtype(t->dtype), .ndim = t->ndim};
     memcpy(a.shape, t->shape, sizeof a.shape);
     a.bytes = (size_t)t->numel * clg_dtype_size(t->dtype);
     a.data = malloc(a.bytes ? a.bytes : 1);
@@ -109,7 +108,8 @@ clg_tensor *clg_tensor_load_npy(clg_device *dev, const char *path)
     clg_host_array a;
     clg_status st = clg_npy_read(path, &a, err, sizeof err);
     if (st) return clg__op_fail(dev, st, "tensor_load_npy", "%s", err);
-    clg_dtype dt = a.type == CLG_ELEM_F32 ? CLG_F32 : a.type == CLG_ELEM_F64 ? CLG_F64 : CLG_I32;
+    clg_dtype dt = a.type == CLG_ELEM_F32 ? CLG_F32 : a.type == CLG_ELEM_F64 ? CLG_F64
+                   : a.type == CLG_ELEM_F16 ? CLG_F16 : CLG_I32;
     bool ok = a.type == CLG_ELEM_I64 ? narrow_i64(&a) : a.type == CLG_ELEM_U8 ? widen_u8(&a) : true;
     clg_tensor *t = NULL;
     if (!ok)

@@ -14,6 +14,7 @@ static bool same_arg(const clg_arg *a, const clg_arg *b)
     case CLG_ARG_F32: return !memcmp(&a->v.f32, &b->v.f32, sizeof a->v.f32);   /* bits: NaN, -0 */
     case CLG_ARG_F64: return !memcmp(&a->v.f64, &b->v.f64, sizeof a->v.f64);
     case CLG_ARG_INT8: return !memcmp(&a->v.i8, &b->v.i8, sizeof a->v.i8);
+    case CLG_ARG_U16: return a->v.u16 == b->v.u16;
     default: return false;
     }
 }

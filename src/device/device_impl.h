@@ -117,12 +117,12 @@ void clg__hash_hex(const void *data, size_t len, char out[33]);
 /* ---- launching (launch.c) ----------------------------------------------------------- */
 
 typedef enum clg_arg_kind {
-    CLG_ARG_MEM, CLG_ARG_I32, CLG_ARG_I64, CLG_ARG_F32, CLG_ARG_F64, CLG_ARG_LOCAL, CLG_ARG_INT8
+    CLG_ARG_MEM, CLG_ARG_I32, CLG_ARG_I64, CLG_ARG_F32, CLG_ARG_F64, CLG_ARG_LOCAL, CLG_ARG_INT8, CLG_ARG_U16
 } clg_arg_kind;
 
 typedef struct clg_arg {
     clg_arg_kind kind;
-    union { cl_mem mem; int32_t i32; int64_t i64; float f32; double f64; size_t local; cl_int8 i8; } v;
+    union { cl_mem mem; int32_t i32; int64_t i64; float f32; double f64; size_t local; cl_int8 i8; uint16_t u16; } v;
 } clg_arg;
 
 #define CLG_ARG_M(m) ((clg_arg){.kind = CLG_ARG_MEM, .v.mem = (m)})
@@ -130,6 +130,7 @@ typedef struct clg_arg {
 #define CLG_ARG_L(x) ((clg_arg){.kind = CLG_ARG_I64, .v.i64 = (int64_t)(x)})
 #define CLG_ARG_F(x) ((clg_arg){.kind = CLG_ARG_F32, .v.f32 = (float)(x)})
 #define CLG_ARG_D(x) ((clg_arg){.kind = CLG_ARG_F64, .v.f64 = (double)(x)})
+#define CLG_ARG_U16(x) ((clg_arg){.kind = CLG_ARG_U16, .v.u16 = (uint16_t)(x)})   /* a 16-bit float's bits */
 /* int8 (eight ints) from int64_t[8]: shapes and strides of up to 8 axes, by value. */
 clg_arg clg__arg_int8(const int64_t *v, int n);
 #define CLG_ARG_LOCAL(bytes) ((clg_arg){.kind = CLG_ARG_LOCAL, .v.local = (bytes)})

@@ -22,6 +22,7 @@ clg_status clg__set_arg_on(clg_device *dev, cl_kernel kern, const char *name, in
     case CLG_ARG_F64: e = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_double), &a->v.f64); break;
     case CLG_ARG_LOCAL: e = clSetKernelArg(kern, (cl_uint)i, a->v.local, NULL); break;
     case CLG_ARG_INT8: e = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_int8), &a->v.i8); break;
+    case CLG_ARG_U16: e = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_ushort), &a->v.u16); break;
     default: e = CL_INVALID_ARG_VALUE;
     }
     if (e == CL_SUCCESS) return CLG_OK;

@@ -143,19 +143,47 @@ clg_status clg__module_match(clg_module *m, const clg_safetensors *st, bool stri
 
 /* ---- the public calls ------------------------------------------------------------------------------ */
 
+/* The state tensor t as written with floats stored as `as`: t itself, or a cast of it
+ * in the current scope; NULL with the error on the device. */
+static const clg_tensor *stored_as(clg_tensor *t, clg_dtype as)
+{
+    clg_dtype d = clg_tensor_dtype(t);
+    bool is_float = d == CLG_F32 || d == CLG_F64 || d == CLG_F16 || d == CLG_BF16;
+    return !is_float || d == as ? t : clg_cast(t, as);
+}
+
 clg_status clg_module_save(const clg_module *m, const char *path, int nmeta, const clg_safetensors_pair *meta)
+{
+    return clg_module_save_as(m, path, CLG_DTYPE_COUNT, nmeta, meta);
+}
+
+clg_status clg_module_save_as(const clg_module *m, const char *path, clg_dtype floats, int nmeta,
+                              const clg_safetensors_pair *meta)
 {
     if (!m) return CLG_ERR_INVALID_ARGUMENT;
     clg__io_err e = {m->dev, NULL, 0, path ? path : "(null)"};
     if (nmeta < 0 || (nmeta > 0 && !meta)) return clg__io_fail(&e, CLG_ERR_INVALID_ARGUMENT, "bad metadata");
+    if (floats != CLG_DTYPE_COUNT && floats != CLG_F32 && floats != CLG_F64 && floats != CLG_F16 && floats != CLG_BF16)
+        return clg__io_fail(&e, CLG_ERR_DTYPE, "floats stored as %s: want float16, bfloat16, float32 or float64",
+                            clg_dtype_name(floats));
     int n = clg_module_state(m, NULL, 0);
     clg_named_tensor *state = malloc((size_t)(n ? n : 1) * sizeof *state);
     clg__st_item *items = malloc((size_t)(n ? n : 1) * sizeof *items);
     clg_safetensors_pair *all = malloc((size_t)(nmeta + 1) * sizeof *all);
     clg_status st = state && items && all ? CLG_OK : oom(&e);
+    clg_scope_begin(m->dev);   /* the casts, if any */
     if (!st) {
         clg_module_state(m, state, n);
-        for (int i = 0; i < n; i++) items[i] = clg__st_item_tensor(state[i].name, state[i].tensor);
+        clg_no_grad_begin(m->dev);
+        for (int i = 0; i < n && !st; i++) {
+            const clg_tensor *t = floats == CLG_DTYPE_COUNT ? state[i].tensor : stored_as(state[i].tensor, floats);
+            if (t) items[i] = clg__st_item_tensor(state[i].name, t);
+            else st = clg__io_fail(&e, clg_device_last_status(m->dev), "%s as %s: %s", state[i].name,
+                                   clg_dtype_name(floats), clg_device_error(m->dev));
+        }
+        clg_no_grad_end(m->dev);
+    }
+    if (!st) {
         /* "format": "pt" marks PyTorch layouts, which some readers (transformers) expect. */
         bool has_format = false;
         for (int i = 0; i < nmeta; i++) {
@@ -166,6 +194,7 @@ clg_status clg_module_save(const clg_module *m, const char *path, int nmeta, con
         if (!has_format) all[total++] = (clg_safetensors_pair){"format", "pt"};
         st = clg__st_write(path, n, items, total, all, &e);
     }
+    clg_scope_end(m->dev);
     free(state);
     free(items);
     free(all);

@@ -1,5 +1,7 @@
-/* safetensors_tensor.c: stored tensors to device tensors. Floats load only into their
- * own type (a silent float64 -> float32 would lose what the file holds); integers of
+/* safetensors_tensor.c: stored tensors to device tensors. Floats load into their own
+ * type or a wider one that holds every value exactly: float16 and bfloat16 into
+ * float32 and float64 (a model.half() state dict into a float32 model), never
+ * narrower (a silent float64 -> float32 would lose what the file holds); integers of
  * any width load into int32 when every value fits, because PyTorch stores counters
  * (num_batches_tracked) and indices as int64. */
 #include <stdlib.h>
@@ -18,9 +20,12 @@ static bool is_int(clg_elem_type d)
     }
 }
 
+static bool is_half(clg_elem_type d) { return d == CLG_ELEM_F16 || d == CLG_ELEM_BF16; }
+
 bool clg_safetensors_converts(clg_elem_type from, clg_dtype to)
 {
     if (to == CLG_I32) return is_int(from);
+    if (is_half(from) && (to == CLG_F32 || to == CLG_F64)) return true;
     return (unsigned)to < CLG_DTYPE_COUNT && from == clg_elem_of_dtype(to);
 }
 
@@ -87,7 +92,19 @@ static const void *host_values(const clg_safetensors_entry *t, clg_dtype to, voi
     size_t size = clg_dtype_size(to);
     unsigned char *out = malloc(t->numel ? (size_t)t->numel * size : 1);
     if (!out) return NULL;
-    if (to == CLG_I32) {
+    if (is_half(t->dtype) && (to == CLG_F32 || to == CLG_F64)) {   /* widened, exactly */
+        const unsigned char *p = t->data;
+        for (int64_t i = 0; i < t->numel; i++) {
+            uint16_t h = (uint16_t)(p[2 * i] | p[2 * i + 1] << 8);   /* little-endian, any host */
+            float f = t->dtype == CLG_ELEM_F16 ? clg_f16_to_f32(h) : clg_bf16_to_f32(h);
+            if (to == CLG_F64) {
+                double d = f;
+                memcpy(out + 8 * i, &d, 8);
+            } else {
+                memcpy(out + 4 * i, &f, 4);
+            }
+        }
+    } else if (to == CLG_I32) {
         for (int64_t i = 0; i < t->numel; i++) {
             int64_t v;
             int_at(t, i, &v);

@@ -5,14 +5,74 @@
 
 #include "tensor_impl.h"
 
-static const char *type_name(clg_dtype d) { return d == CLG_F64 ? "double" : d == CLG_I32 ? "int" : "float"; }
+static const char *type_name(clg_dtype d)
+{
+    return d == CLG_F64 ? "double" : d == CLG_I32 ? "int" : clg__is_half(d) ? "ushort" : "float";
+}
+
+/* The copy kernels' options: T the destination's type, S the source's. A 16-bit float
+ * is moved as its bits (ushort), only ever between tensors of its own dtype. */
+static void copy_options(clg_dtype dst, clg_dtype src, char *opts, size_t len)
+{
+    if (clg__is_half(dst)) snprintf(opts, len, "-DT=ushort -DS=%s -DCLG_BITS16", type_name(src));
+    else snprintf(opts, len, "%s -DS=%s", clg__dtype_options(dst), type_name(src));
+}
+
+static clg_status copy_into(clg_tensor *dst, const clg_tensor *src);
+
+/* Between float32 and a 16-bit float, both contiguous and of one size (half.cl). */
+static clg_status convert_flat(clg_tensor *dst, const clg_tensor *src)
+{
+    bool to16 = clg__is_half(dst->dtype);
+    clg_dtype h = to16 ? dst->dtype : src->dtype;
+    const char *name = h == CLG_BF16 ? (to16 ? "bf16_from_f32" : "bf16_to_f32") : (to16 ? "f16_from_f32" : "f16_to_f32");
+    clg_kernel *k = clg__kernel_get(dst->dev, "half", "", name);
+    clg_arg args[] = {CLG_ARG_I(dst->numel), CLG_ARG_M(dst->buf->mem), CLG_ARG_I(dst->offset),
+                      CLG_ARG_M(src->buf->mem), CLG_ARG_I(src->offset)};
+    return k ? clg__launch_1d(dst->dev, k, args, 5, (size_t)dst->numel) : dst->dev->status;
+}
+
+/* copy_into where either side is a 16-bit float of another dtype than the other: the
+ * conversion runs between contiguous float32 and 16-bit tensors of dst's shape; any
+ * other layout, broadcast or dtype goes through a contiguous temporary. */
+static clg_status copy_converting(clg_tensor *dst, const clg_tensor *src)
+{
+    clg_device *dev = dst->dev;
+    bool to16 = clg__is_half(dst->dtype);
+    clg_tensor *mid = NULL, *tmp = NULL;
+    clg_status st;
+    if (to16) {   /* src (any dtype, broadcast) -> float32 -> 16 bits -> dst (any layout) */
+        bool plain = src->dtype == CLG_F32 && src->numel == dst->numel && clg_tensor_is_contiguous(src);
+        mid = plain ? NULL : clg__tensor_new(dev, CLG_F32, dst->ndim, dst->shape);
+        st = plain || mid ? (plain ? CLG_OK : copy_into(mid, src)) : dev->status;
+        const clg_tensor *from = plain ? src : mid;
+        bool direct = clg_tensor_is_contiguous(dst);
+        if (st == CLG_OK && !direct && !(tmp = clg__tensor_new(dev, dst->dtype, dst->ndim, dst->shape))) st = dev->status;
+        if (st == CLG_OK) st = convert_flat(direct ? dst : tmp, from);
+        if (st == CLG_OK && !direct) st = copy_into(dst, tmp);
+    } else {      /* src (16 bits, any layout) -> contiguous -> float32 -> dst (any dtype, layout) */
+        bool plain = clg_tensor_is_contiguous(src);
+        tmp = plain ? NULL : clg__tensor_new(dev, src->dtype, src->ndim, src->shape);
+        st = plain || tmp ? (plain ? CLG_OK : copy_into(tmp, src)) : dev->status;
+        const clg_tensor *from = plain ? src : tmp;
+        bool direct = dst->dtype == CLG_F32 && dst->numel == src->numel && clg_tensor_is_contiguous(dst);
+        if (st == CLG_OK && !direct && !(mid = clg__tensor_new(dev, CLG_F32, src->ndim, src->shape))) st = dev->status;
+        if (st == CLG_OK) st = convert_flat(direct ? dst : mid, from);
+        if (st == CLG_OK && !direct) st = copy_into(dst, mid);
+    }
+    clg_tensor_free(mid);
+    clg_tensor_free(tmp);
+    return st;
+}
 
 /* dst (any strides) <- src broadcast to dst's shape, converting the dtype. A capture
  * is told when that is a plain copy of bytes, which its plan may leave out. */
 static clg_status copy_into(clg_tensor *dst, const clg_tensor *src)
 {
+    if (dst->dtype != src->dtype && (clg__is_half(dst->dtype) || clg__is_half(src->dtype)))
+        return copy_converting(dst, src);
     char opts[96];
-    snprintf(opts, sizeof opts, "%s -DS=%s", clg__dtype_options(dst->dtype), type_name(src->dtype));
+    copy_options(dst->dtype, src->dtype, opts, sizeof opts);
     clg_iter it;
     clg__iter_init(&it, 2, (clg_tensor *const[]){dst, (clg_tensor *)src});
     int mark = clg__cap_mark(dst->dev);
@@ -118,7 +178,8 @@ clg_status clg_fill_(clg_tensor *dst, double value)
     clg_iter it;
     clg__iter_init(&it, 1, &dst);
     clg_arg v = clg__arg_scalar(dst->dtype, value);
-    clg_status st = clg__iter_launch(dst->dev, &it, "copy", clg__dtype_options(dst->dtype), "fill", &v, 1);
+    const char *opts = clg__is_half(dst->dtype) ? "-DT=ushort -DCLG_BITS16" : clg__dtype_options(dst->dtype);
+    clg_status st = clg__iter_launch(dst->dev, &it, "copy", opts, "fill", &v, 1);
     if (st == CLG_OK) clg__tensor_written(dst);
     return st;
 }
@@ -146,7 +207,7 @@ clg_status clg_axpy_(clg_tensor *y, double alpha, const clg_tensor *x)
 clg_status clg_scale_(clg_tensor *y, double alpha)
 {
     if (!y) return CLG_ERR_INVALID_ARGUMENT;
-    if (!may_write("scale_", y)) return y->dev->status;
+    if (!may_write("scale_", y) || (clg__is_half(y->dtype) && !clg__check_float("scale_", y))) return y->dev->status;
     clg_iter it;
     clg__iter_init(&it, 2, (clg_tensor *const[]){y, y});
     clg_arg s[2] = {clg__arg_scalar(y->dtype, alpha), clg__arg_scalar(y->dtype, 0)};

@@ -237,9 +237,11 @@ clg_status clg_tensor_item(const clg_tensor *t, double *value)
     if (t->numel != 1)
         return clg__fail(t->dev, CLG_ERR_SHAPE, "clg_tensor_item: %s has %lld elements, not 1", CLG_DESC(t),
                          (long long)t->numel);
-    union { float f; double d; int32_t i; } v;
+    union { float f; double d; int32_t i; uint16_t h; } v;
     clg_status st = clg_tensor_to_host(t, &v, clg_dtype_size(t->dtype));
-    if (st == CLG_OK) *value = t->dtype == CLG_F32 ? v.f : t->dtype == CLG_F64 ? v.d : v.i;
+    if (st == CLG_OK)
+        *value = t->dtype == CLG_F32 ? v.f : t->dtype == CLG_F64 ? v.d : clg__is_half(t->dtype)
+                                                                    ? clg__half_to_double(t->dtype, v.h) : v.i;
     return st;
 }
 
@@ -275,8 +277,10 @@ clg_status clg_tensor_print(const clg_tensor *t, FILE *out, const char *name)
                              : clg__fail(t->dev, CLG_ERR_OUT_OF_MEMORY, "clg_tensor_print: out of host memory");
     if (st == CLG_OK) {
         for (int64_t i = 0; i < t->numel; i++)
-            v[i] = t->dtype == CLG_F32 ? ((float *)raw)[i] : t->dtype == CLG_F64 ? ((double *)raw)[i]
-                                                                              : ((int32_t *)raw)[i];
+            v[i] = t->dtype == CLG_F32   ? ((float *)raw)[i]
+                   : t->dtype == CLG_F64 ? ((double *)raw)[i]
+                   : clg__is_half(t->dtype) ? clg__half_to_double(t->dtype, ((uint16_t *)raw)[i])
+                                            : ((int32_t *)raw)[i];
         if (name) fprintf(out, "%s = ", name);
         fprintf(out, "tensor(");
         if (t->ndim == 0) fprintf(out, t->dtype == CLG_I32 ? "%.0f" : "%.6g", v[0]);

@@ -101,6 +101,7 @@ clg_arg clg__arg_scalar(clg_dtype dtype, double value)
 {
     if (dtype == CLG_F64) return CLG_ARG_D(value);
     if (dtype == CLG_I32) return CLG_ARG_I((int32_t)value);
+    if (clg__is_half(dtype)) return CLG_ARG_U16(clg__half_from_double(dtype, value));   /* the bits */
     return CLG_ARG_F(value);
 }
 
@@ -126,7 +127,7 @@ clg_tensor *clg__elementwise(const char *op, const char *program, const char *ke
             return clg__op_fail(a->dev, CLG_ERR_SHAPE, op, "shapes do not broadcast: %s", msg);
         }
     }
-    if (!allow_int && !clg__check_float(op, a)) return NULL;
+    if ((!allow_int || clg__is_half(a->dtype)) && !clg__check_float(op, a)) return NULL;
     clg_tensor *y = clg__tensor_new(a->dev, a->dtype, nd, shape);
     if (!y) return NULL;
     clg_tensor *ops[CLG_ITER_MAX] = {y};

@@ -62,18 +62,42 @@ clg_tensor_state *clg__tstate(clg_device *dev)
 
 /* ---- dtypes ------------------------------------------------------------------------------ */
 
-size_t clg_dtype_size(clg_dtype d) { return d == CLG_F64 ? 8 : 4; }
+size_t clg_dtype_size(clg_dtype d)
+{
+    switch (d) {
+    case CLG_F64: return 8;
+    case CLG_F16: case CLG_BF16: return 2;
+    default: return 4;
+    }
+}
 
 const char *clg_dtype_name(clg_dtype d)
 {
-    return d == CLG_F32 ? "float32" : d == CLG_F64 ? "float64" : d == CLG_I32 ? "int32" : "unknown";
+    switch (d) {
+    case CLG_F32: return "float32";
+    case CLG_F64: return "float64";
+    case CLG_I32: return "int32";
+    case CLG_F16: return "float16";
+    case CLG_BF16: return "bfloat16";
+    default: return "unknown";
+    }
 }
 
 bool clg__is_float(clg_dtype d) { return d == CLG_F32 || d == CLG_F64; }
+bool clg__is_half(clg_dtype d) { return d == CLG_F16 || d == CLG_BF16; }
 
 const char *clg__dtype_options(clg_dtype d)
 {
-    return d == CLG_F64 ? "-DT=double -DCLG_F64" : d == CLG_I32 ? "-DT=int -DCLG_I32" : "-DT=float -DCLG_F32";
+    switch (d) {
+    case CLG_F64: return "-DT=double -DCLG_F64";
+    case CLG_I32: return "-DT=int -DCLG_I32";
+    /* No kernel computes in these yet: a type that does not exist makes any program
+     * built for them fail to compile, rather than compute on their bits as if floats.
+     * Copies and conversions name their types themselves (copy.c, half.cl). */
+    case CLG_F16: return "-DT=clg_float16_is_storage_only -DCLG_F16";
+    case CLG_BF16: return "-DT=clg_bfloat16_is_storage_only -DCLG_BF16";
+    default: return "-DT=float -DCLG_F32";
+    }
 }
 
 /* ---- creation and references -------------------------------------------------------------- */
@@ -307,7 +331,8 @@ clg_tensor *clg__op_fail(clg_device *dev, clg_status status, const char *op, con
 bool clg__check_float(const char *op, const clg_tensor *t)
 {
     if (clg__is_float(t->dtype)) return true;
-    clg__op_fail(t->dev, CLG_ERR_DTYPE, op, "needs a float32 or float64 tensor, got %s", CLG_DESC(t));
+    clg__op_fail(t->dev, CLG_ERR_DTYPE, op, "needs a float32 or float64 tensor, got %s%s", CLG_DESC(t),
+                 clg__is_half(t->dtype) ? " (16-bit floats are storage only so far: clg_cast it to float32)" : "");
     return false;
 }
 

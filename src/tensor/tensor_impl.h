@@ -76,7 +76,11 @@ void clg__tensor_retain(clg_tensor *t);
 void clg__tensor_release(clg_tensor *t);   /* frees at zero references; NULL is fine */
 
 void clg__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
-bool clg__is_float(clg_dtype dtype);
+bool clg__is_float(clg_dtype dtype);   /* float32 or float64: types kernels compute in */
+bool clg__is_half(clg_dtype dtype);    /* float16 or bfloat16: storage */
+/* A 16-bit float's value, and a value as one (through float32), as the device converts. */
+double clg__half_to_double(clg_dtype d, uint16_t v);
+uint16_t clg__half_from_double(clg_dtype d, double v);
 /* Build options for a dtype: "-DT=float", "-DT=double", "-DT=int". */
 const char *clg__dtype_options(clg_dtype dtype);
 

@@ -5,6 +5,7 @@ JSON header {"name": {"dtype", "shape", "data_offsets": [begin, end]}, "__metada
 
     tensors, meta = st.load("model.safetensors")     # {name: np.ndarray}, {str: str}
     st.save("model.safetensors", {"0.weight": w}, {"format": "pt"})
+    st.save("model.safetensors", {"0.weight": (bits, "BF16")})   # bfloat16 as uint16 bits
 """
 import json
 import struct
@@ -36,9 +37,12 @@ def save(path, tensors, meta=None):
     if meta:
         header["__metadata__"] = {str(k): str(v) for k, v in meta.items()}
     for name, arr in tensors.items():
+        key = None
+        if isinstance(arr, tuple):   # (bits, "BF16"): a type NumPy lacks
+            arr, key = arr
         arr = np.asarray(arr, order="C")   # ascontiguousarray would make 0-d arrays 1-d
         le = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
-        key = NAMES[(le.dtype.kind, le.dtype.itemsize)]
+        key = key or NAMES[(le.dtype.kind, le.dtype.itemsize)]
         b = le.tobytes()
         header[name] = {"dtype": key, "shape": list(arr.shape), "data_offsets": [at, at + len(b)]}
         chunks.append(b)

@@ -7,8 +7,12 @@ in .npy.
                                 (load_state_dict strict=True); its outputs on DIR/<model>_x.npy
                                 must equal clgrad's DIR/<model>_y.npy to 1e-5
     torch_check.py export DIR   write torch weights DIR/<model>_torch.safetensors, an input
-                                <model>_torch_x.npy and torch's output <model>_torch_y.npy
+                                <model>_torch_x.npy and torch's output <model>_torch_y.npy;
+                                for the MLP and the CNN also model.half() and .bfloat16()
+                                state dicts, <model>_torch_{f16,bf16}.safetensors, and the
+                                float32 outputs of those weights, <model>_torch_{f16,bf16}_y.npy
 """
+import copy
 import os
 import sys
 
@@ -105,6 +109,15 @@ def export(d):
                 {k: v.numpy() for k, v in model.state_dict().items()}, {"format": "pt"})
         np.save(os.path.join(d, name + "_torch_x.npy"), x.numpy())
         np.save(os.path.join(d, name + "_torch_y.npy"), y)
+        if name in ("mlp", "cnn"):
+            for tag, dt in (("f16", torch.float16), ("bf16", torch.bfloat16)):
+                low = copy.deepcopy(model).to(dt)   # what model.half() saves
+                state = {k: (v.view(torch.int16).numpy().view(np.uint16), "BF16") if v.dtype == torch.bfloat16
+                         else v.numpy() for k, v in low.state_dict().items()}
+                st.save(os.path.join(d, "%s_torch_%s.safetensors" % (name, tag)), state, {"format": "pt"})
+                with torch.no_grad():   # those weights, widened, in float32
+                    y = low.float()(as_input(x.numpy())).numpy()
+                np.save(os.path.join(d, "%s_torch_%s_y.npy" % (name, tag)), y)
     return 0
 
 

@@ -1,0 +1,341 @@
+/* float16 and bfloat16 storage (issue 17): conversions on the host and on the device.
+ *
+ * References independent of the code under test: a 16-bit pattern's value decoded with
+ * ldexp from its fields, and float32 rounded to a 16-bit format by arithmetic in double
+ * (to nearest, ties to even, with the format's subnormals and overflow). Checked:
+ * - every one of the 65,536 patterns of each format decodes to its value, on the host
+ *   and (cast to float32) on the device, bit for bit;
+ * - float32 to 16 bits, on the host and on the device: every 16-bit value, every
+ *   midpoint between neighbours (ties) and the floats just either side of it, float32
+ *   subnormals, infinities, NaN, and a million random patterns;
+ * - casts through other layouts and dtypes, fills, printing, .npy, and the refusals of
+ *   ops that do not compute in 16 bits yet. */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+
+typedef struct fmt16 {
+    clg_dtype dtype;
+    int mant, emin, emax;   /* significand bits after the point; normal exponents */
+    int ebits;
+} fmt16;
+
+static const fmt16 F16 = {CLG_F16, 10, -14, 15, 5}, BF16 = {CLG_BF16, 7, -126, 127, 8};
+
+static uint32_t bits_of(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    return x;
+}
+
+static float float_of(uint32_t x)
+{
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+/* A pattern's value from its fields. */
+static double decode_ref(const fmt16 *f, uint16_t h)
+{
+    int bias = f->emax, e = (h >> f->mant) & ((1 << f->ebits) - 1);
+    uint32_t m = h & ((1u << f->mant) - 1);
+    double s = (h & 0x8000) ? -1 : 1;
+    if (e == (1 << f->ebits) - 1) return m ? NAN : s * INFINITY;
+    if (e == 0) return s * ldexp((double)m, f->emin - f->mant);
+    return s * ldexp(1.0 + ldexp((double)m, -f->mant), e - bias);
+}
+
+/* x rounded to the format, to nearest, ties to even. */
+static double round_ref(const fmt16 *f, double x)
+{
+    if (isnan(x) || isinf(x) || x == 0) return x;
+    double a = fabs(x);
+    int k;
+    frexp(a, &k);   /* a in [2^(k-1), 2^k) */
+    int e = k - 1 < f->emin ? f->emin : k - 1;
+    double q = ldexp(a, f->mant - e), fl = floor(q), frac = q - fl;   /* exact */
+    double r = frac > 0.5 || (frac == 0.5 && fmod(fl, 2) != 0) ? fl + 1 : fl;
+    double v = ldexp(r, e - f->mant);
+    double top = ldexp(2.0 - ldexp(1.0, -f->mant), f->emax);   /* the largest finite */
+    if (v > top) v = INFINITY;
+    return copysign(v, x);
+}
+
+static bool same_value(double got, double want)
+{
+    if (isnan(want)) return isnan(got);
+    return got == want && signbit(got) == signbit(want);
+}
+
+static uint16_t to16(const fmt16 *f, float x) { return f->dtype == CLG_F16 ? clg_f32_to_f16(x) : clg_f32_to_bf16(x); }
+static float from16(const fmt16 *f, uint16_t h) { return f->dtype == CLG_F16 ? clg_f16_to_f32(h) : clg_bf16_to_f32(h); }
+
+/* A NaN result keeps its sign and is a NaN of the format (payload free). */
+static bool same_bits16(const fmt16 *f, uint16_t got, uint16_t want)
+{
+    uint16_t exp = (uint16_t)(((1u << f->ebits) - 1) << f->mant), man = (uint16_t)((1u << f->mant) - 1);
+    bool nan_w = (want & exp) == exp && (want & man), nan_g = (got & exp) == exp && (got & man);
+    if (nan_w) return nan_g && (got & 0x8000) == (want & 0x8000);
+    return got == want;
+}
+
+/* ---- the float32 values to round -------------------------------------------------------- */
+
+static float *inputs;
+static size_t ninputs;
+
+static void add(float x) { inputs[ninputs++] = x; }
+
+/* CLG_TEST_SMALL (Oclgrind): a sample, for the memory checks rather than the values. */
+static int small(void) { return getenv("CLG_TEST_SMALL") != NULL; }
+
+static void make_inputs(const fmt16 *f)
+{
+    ninputs = 0;
+    for (uint32_t h = 0; h < 0x10000; h += small() ? 61 : 1) {
+        double v = decode_ref(f, (uint16_t)h), next = decode_ref(f, (uint16_t)(h + 1));
+        if (isnan(v) || isinf(v)) continue;
+        add((float)v);
+        /* the midpoint to the next pattern of the same sign (towards larger magnitude) */
+        if ((h & 0x7fff) != 0x7fff && !isnan(next)) {
+            double top = isinf(next) ? fabs(v) + (fabs(v) - fabs(decode_ref(f, (uint16_t)(h - 1)))) : fabs(next);
+            float mid = (float)copysign((fabs(v) + top) / 2, v);   /* exact in float32 */
+            add(mid);
+            add(nextafterf(mid, 0));
+            add(nextafterf(mid, copysignf(INFINITY, mid)));
+        }
+    }
+    const float special[] = {INFINITY, -INFINITY, NAN, -NAN, FLT_MAX, -FLT_MAX, FLT_MIN, -FLT_MIN, 1e-45f, -1e-45f,
+                             float_of(0x7f800001), float_of(0xffc00000), 0.0f, -0.0f};
+    for (size_t i = 0; i < sizeof special / sizeof *special; i++) add(special[i]);
+    uint64_t s = 88172645463325252ull;
+    for (int i = 0; i < (small() ? 1000 : 1000000); i++) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        add(float_of((uint32_t)s));
+    }
+}
+
+/* ---- host ------------------------------------------------------------------------------------- */
+
+static void host_decode(const fmt16 *f)
+{
+    int bad = 0;
+    for (uint32_t h = 0; h < 0x10000; h++)
+        if (!same_value(from16(f, (uint16_t)h), decode_ref(f, (uint16_t)h)) && bad++ < 5)
+            CHECK_MSG(0, "%s %04x: decoded %.9g, want %.9g", clg_dtype_name(f->dtype), h, from16(f, (uint16_t)h),
+                      decode_ref(f, (uint16_t)h));
+    CHECK_MSG(bad == 0, "%s: %d of 65536 patterns decode wrong on the host", clg_dtype_name(f->dtype), bad);
+}
+
+static void host_round(const fmt16 *f)
+{
+    int bad = 0;
+    for (size_t i = 0; i < ninputs; i++) {
+        double want = round_ref(f, inputs[i]), got = from16(f, to16(f, inputs[i]));
+        if (!same_value(got, want) && bad++ < 5)
+            CHECK_MSG(0, "%s: %.9g (%08x) rounds to %.9g, want %.9g", clg_dtype_name(f->dtype), inputs[i],
+                      bits_of(inputs[i]), got, want);
+    }
+    CHECK_MSG(bad == 0, "%s: %d of %zu floats round wrong on the host", clg_dtype_name(f->dtype), bad, ninputs);
+    /* and back: every non-NaN pattern survives a round trip */
+    for (uint32_t h = 0; h < 0x10000; h++)
+        if (!isnan(decode_ref(f, (uint16_t)h))) CHECK(to16(f, from16(f, (uint16_t)h)) == h);
+}
+
+/* ---- device ------------------------------------------------------------------------------------ */
+
+static void device_decode(clg_device *dev, const fmt16 *f)
+{
+    static uint16_t all[0x10000];
+    static float got[0x10000];
+    for (uint32_t h = 0; h < 0x10000; h++) all[h] = (uint16_t)h;
+    clg_scope_begin(dev);
+    clg_tensor *t = clg_tensor_from_host(dev, f->dtype, CLG_SHAPE(0x10000), all);
+    clg_tensor *c = clg_cast(t, CLG_F32);
+    CHECK_OK(dev, c ? clg_tensor_to_host(c, got, sizeof got) : clg_device_last_status(dev));
+    int bad = 0;
+    for (uint32_t h = 0; h < 0x10000 && c; h++)
+        if (!same_value(got[h], decode_ref(f, (uint16_t)h)) && bad++ < 5)
+            CHECK_MSG(0, "%s %04x on the device: %.9g, want %.9g", clg_dtype_name(f->dtype), h, got[h],
+                      decode_ref(f, (uint16_t)h));
+    CHECK_MSG(bad == 0, "%s: %d of 65536 patterns decode wrong on the device", clg_dtype_name(f->dtype), bad);
+    clg_scope_end(dev);
+}
+
+static void device_round(clg_device *dev, const fmt16 *f)
+{
+    uint16_t *got = malloc(ninputs * sizeof *got);
+    clg_scope_begin(dev);
+    clg_tensor *t = clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE((int64_t)ninputs), inputs);
+    clg_tensor *c = clg_cast(t, f->dtype);
+    CHECK_MSG(c && clg_tensor_dtype(c) == f->dtype, "%s", clg_device_error(dev));
+    CHECK_OK(dev, c && got ? clg_tensor_to_host(c, got, ninputs * sizeof *got) : clg_device_last_status(dev));
+    int bad = 0;
+    for (size_t i = 0; c && got && i < ninputs; i++)
+        if (!same_bits16(f, got[i], to16(f, inputs[i])) && bad++ < 5)
+            CHECK_MSG(0, "%s: %.9g (%08x) on the device: %04x, on the host %04x", clg_dtype_name(f->dtype), inputs[i],
+                      bits_of(inputs[i]), got[i], to16(f, inputs[i]));
+    CHECK_MSG(bad == 0, "%s: %d of %zu floats round differently on the device", clg_dtype_name(f->dtype), bad, ninputs);
+    clg_scope_end(dev);
+    free(got);
+}
+
+/* ---- layouts, dtypes, fills, printing, files, refusals ----------------------------------------- */
+
+static bool values_are(clg_tensor *t, const float *want, int n)
+{
+    float got[16];
+    clg_tensor *c = clg_cast(t, CLG_F32);
+    if (!c || clg_tensor_to_host(clg_contiguous(c), got, sizeof(float) * (size_t)n) != CLG_OK) return false;
+    return !memcmp(got, want, sizeof(float) * (size_t)n);
+}
+
+static void layouts(clg_device *dev, const fmt16 *f)
+{
+    clg_scope_begin(dev);
+    const float v[6] = {1, 2.5f, -3, 0.375f, 1024, -0.0f};
+    clg_tensor *a = clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(2, 3), v);
+    /* a transposed float32 view into 16 bits, and back */
+    clg_tensor *h = clg_cast(clg_transpose(a, 0, 1), f->dtype);
+    const float vt[6] = {1, 0.375f, 2.5f, 1024, -3, -0.0f};
+    CHECK_MSG(h && values_are(h, vt, 6), "%s: cast of a transposed view: %s", clg_dtype_name(f->dtype),
+              clg_device_error(dev));
+    /* 16 bits to 16 bits through a strided view (the bits moved as they are) */
+    clg_tensor *back = h ? clg_contiguous(clg_transpose(h, 0, 1)) : NULL;
+    CHECK_MSG(back && values_are(back, v, 6), "%s: a strided copy", clg_dtype_name(f->dtype));
+    /* broadcast copy_ from float32 [3] into 16-bit [2, 3] */
+    clg_tensor *dst = clg_zeros(dev, f->dtype, CLG_SHAPE(2, 3));
+    clg_tensor *row = clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(3), v);
+    CHECK_OK(dev, dst && row ? clg_copy_(dst, row) : clg_device_last_status(dev));
+    const float vb[6] = {1, 2.5f, -3, 1, 2.5f, -3};
+    CHECK(dst && values_are(dst, vb, 6));
+    /* to int32 and float64 through float32 */
+    clg_tensor *i = h ? clg_cast(h, CLG_I32) : NULL;
+    int32_t iv[6] = {0};
+    CHECK_OK(dev, i ? clg_tensor_to_host(i, iv, sizeof iv) : clg_device_last_status(dev));
+    CHECK(iv[0] == 1 && iv[1] == 0 && iv[2] == 2 && iv[3] == 1024 && iv[4] == -3);
+    if (clg_device_get_info(dev)->fp64) {
+        clg_tensor *d = clg_cast(h, CLG_F64);
+        double dv[6];
+        CHECK_OK(dev, d ? clg_tensor_to_host(d, dv, sizeof dv) : clg_device_last_status(dev));
+        CHECK(dv[1] == 0.375 && dv[3] == 1024);
+    }
+    /* fills and items: 0.1 is not a 16-bit value; the fill holds what the cast gives */
+    clg_tensor *fl = clg_zeros(dev, f->dtype, CLG_SHAPE(5));
+    CHECK_OK(dev, fl ? clg_fill_(fl, 0.1) : clg_device_last_status(dev));
+    double item = 0;
+    CHECK_OK(dev, fl ? clg_tensor_item(clg_narrow(fl, 0, 4, 1), &item) : clg_device_last_status(dev));
+    CHECK_MSG(item == (double)from16(f, to16(f, 0.1f)), "%s fill 0.1: %.9g", clg_dtype_name(f->dtype), item);
+    CHECK(clg_tensor_dtype(fl) == f->dtype && clg_dtype_size(f->dtype) == 2);
+    /* printing */
+    char buf[512] = "";
+    FILE *out = fmemopen(buf, sizeof buf - 1, "w");
+    if (out && h) {
+        clg_tensor_print(back, out, "h");
+        fclose(out);
+        CHECK_MSG(strstr(buf, "1024") && strstr(buf, "0.375") && strstr(buf, clg_dtype_name(f->dtype)), "%s", buf);
+    }
+    clg_scope_end(dev);
+}
+
+/* Ops that compute refuse 16-bit tensors with an error that says what to do. */
+static void refusals(clg_device *dev, const fmt16 *f)
+{
+    clg_scope_begin(dev);
+    clg_tensor *h = clg_zeros(dev, f->dtype, CLG_SHAPE(4));
+    CHECK(h != NULL);
+    CHECK(clg_add(h, h) == NULL && clg_device_last_status(dev) == CLG_ERR_DTYPE);
+    CHECK_MSG(strstr(clg_device_error(dev), "clg_cast it to float32"), "%s", clg_device_error(dev));
+    CHECK(clg_relu(h) == NULL && clg_sum(h, 0, NULL, false) == NULL);
+    CHECK(clg_rand(dev, f->dtype, CLG_SHAPE(4), 0, 1) == NULL && clg_device_last_status(dev) == CLG_ERR_DTYPE);
+    CHECK(clg_scale_(h, 2.0) == CLG_ERR_DTYPE);
+    clg_scope_end(dev);
+}
+
+static void npy_file(clg_device *dev)
+{
+    clg_scope_begin(dev);
+    const uint16_t v[4] = {0x3c00, 0xc000, 0x7c00, 0x0001};   /* 1, -2, inf, the smallest subnormal */
+    clg_tensor *t = clg_tensor_from_host(dev, CLG_F16, CLG_SHAPE(2, 2), v);
+    CHECK_OK(dev, clg_tensor_save_npy(t, "test_half.npy"));
+    clg_tensor *u = clg_tensor_load_npy(dev, "test_half.npy");
+    uint16_t got[4] = {0};
+    CHECK_OK(dev, u ? clg_tensor_to_host(u, got, sizeof got) : clg_device_last_status(dev));
+    CHECK(u && clg_tensor_dtype(u) == CLG_F16 && !memcmp(got, v, sizeof v));
+    clg_tensor *b = clg_zeros(dev, CLG_BF16, CLG_SHAPE(2));
+    CHECK(clg_tensor_save_npy(b, "test_half_bf16.npy") == CLG_ERR_DTYPE);   /* NumPy has no bfloat16 */
+    remove("test_half.npy");
+    clg_scope_end(dev);
+}
+
+/* A float32 model saved with 16-bit floats (clg_module_save_as) and loaded into
+ * another float32 model: every weight is the host's rounding of the original, and
+ * the batch norm's int counter stays an integer. */
+static void checkpoint(clg_device *dev, const fmt16 *f)
+{
+    clg_manual_seed(dev, 3);
+    clg_module *m = clg_nn_sequential(dev, 3, (clg_module *[]){clg_nn_linear(dev, 6, 5, true),
+                                                               clg_nn_batch_norm1d(dev, 5, 1e-5, 0.1), clg_nn_linear(dev, 5, 2, true)});
+    clg_manual_seed(dev, 4);
+    clg_module *m2 = clg_nn_sequential(dev, 3, (clg_module *[]){clg_nn_linear(dev, 6, 5, true),
+                                                                clg_nn_batch_norm1d(dev, 5, 1e-5, 0.1), clg_nn_linear(dev, 5, 2, true)});
+    CHECK(m && m2);
+    if (!m || !m2) return;
+    CHECK_OK(dev, clg_module_save_as(m, "test_half.safetensors", f->dtype, 0, NULL));
+    char err[256];
+    clg_safetensors *st = NULL;
+    CHECK(clg_safetensors_open("test_half.safetensors", &st, err, sizeof err) == CLG_OK);
+    const clg_safetensors_entry *w = st ? clg_safetensors_find(st, "0.weight") : NULL;
+    const clg_safetensors_entry *nbt = st ? clg_safetensors_find(st, "1.num_batches_tracked") : NULL;
+    CHECK(w && w->dtype == (f->dtype == CLG_F16 ? CLG_ELEM_F16 : CLG_ELEM_BF16));
+    CHECK(nbt && nbt->dtype != CLG_ELEM_F16 && nbt->dtype != CLG_ELEM_BF16);
+    clg_safetensors_close(st);
+    CHECK_OK(dev, clg_module_load(m2, "test_half.safetensors", true, NULL));
+    clg_tensor *p[8], *p2[8];
+    int n = clg_module_parameters(m, p, 8, false);
+    CHECK(n == clg_module_parameters(m2, p2, 8, false));
+    for (int i = 0; i < n; i++) {
+        float a[64], b[64];
+        int64_t k = clg_tensor_numel(p[i]);
+        CHECK_OK(dev, clg_tensor_to_host(p[i], a, (size_t)k * 4));
+        CHECK_OK(dev, clg_tensor_to_host(p2[i], b, (size_t)k * 4));
+        for (int64_t j = 0; j < k; j++)
+            if (bits_of(b[j]) != bits_of(from16(f, to16(f, a[j])))) {
+                CHECK_MSG(0, "%s checkpoint: parameter %d [%lld]: %.9g loaded as %.9g", clg_dtype_name(f->dtype), i,
+                          (long long)j, a[j], b[j]);
+                break;
+            }
+    }
+    CHECK(clg_module_save_as(m, "test_half.safetensors", CLG_I32, 0, NULL) == CLG_ERR_DTYPE);
+    remove("test_half.safetensors");
+    clg_module_free(m);
+    clg_module_free(m2);
+}
+
+int main(void)
+{
+    clg_device *dev = check_open_device();
+    inputs = malloc((4 * 0x10000 + 1000100) * sizeof *inputs);
+    if (!inputs) return 1;
+    const fmt16 *fmts[2] = {&F16, &BF16};
+    for (int i = 0; i < 2; i++) {
+        make_inputs(fmts[i]);
+        host_decode(fmts[i]);
+        host_round(fmts[i]);
+        device_decode(dev, fmts[i]);
+        device_round(dev, fmts[i]);
+        layouts(dev, fmts[i]);
+        refusals(dev, fmts[i]);
+        checkpoint(dev, fmts[i]);
+    }
+    npy_file(dev);
+    free(inputs);
+    clg_device_close(dev);
+    return check_report("test_half");
+}
