@@ -45,89 +45,114 @@ inline int clg_offset(clg_coords c, int nd, int8 strides)
 #define CLG_ROW_AT(o, s) ((o) + q * (s).s0 + r * (s).s1 + c * (s).s2)
 #define CLG_ROW_IDS int c = get_global_id(0), r = get_global_id(1), q = get_global_id(2)
 
+// Storage (issue 17): the elementwise kernels below keep values as TS and compute in T.
+// Built for a float16 tensor (-DT=float -DCLG_F16_STORE) TS is half, read and written
+// through vload_half / vstore_half_rte, which need no cl_khr_fp16; for bfloat16
+// (-DCLG_BF16_STORE) TS is ushort, float32's top half, rounded to nearest even. Either
+// way a result is computed in float32 and rounded once. Otherwise TS is T.
+inline ushort clg_bf16_bits(float v)
+{
+    uint x = as_uint(v);
+    return (x & 0x7fffffffu) > 0x7f800000u ? (ushort)((x >> 16) | 0x40u)   // NaN, quieted
+                                           : (ushort)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+#if defined(CLG_F16_STORE)
+#define TS half
+#define CLG_LD(p, i) vload_half((i), (p))
+#define CLG_ST(p, i, v) vstore_half_rte((v), (i), (p))
+#elif defined(CLG_BF16_STORE)
+#define TS ushort
+#define CLG_LD(p, i) as_float((uint)(p)[i] << 16)
+#define CLG_ST(p, i, v) ((p)[i] = clg_bf16_bits(v))
+#else
+#define TS T
+#define CLG_LD(p, i) ((p)[i])
+#define CLG_ST(p, i, v) ((p)[i] = (v))
+#endif
+
 // Kernels for 1, 2 and 3 inputs: NAME_flat for contiguous operands, NAME_strided for any
 // others, NAME_rows for others with long rows. EXPR reads inputs x (and z, w) and
 // scalars s0, s1; it yields y. They run over exactly n work-items (clg__launch_1d, or
 // clg__launch_rows), so they check no bounds: a bounds check keeps POCL from
 // vectorizing the work-group loop (4x slower).
 #define CLG_ELEMENTWISE1(NAME, EXPR)                                                         \
-__kernel void NAME##_flat(int n, __global T *y, int oy, __global const T *a, int oa,         \
+__kernel void NAME##_flat(int n, __global TS *y, int oy, __global const TS *a, int oa,         \
                           const T s0, const T s1)                                             \
 {                                                                                            \
     int i = get_global_id(0);   /* exactly n work-items: no bounds check (clg__launch_1d) */ \
-    T x = a[oa + i];                                                                         \
-    y[oy + i] = (EXPR);                                                                      \
+    T x = CLG_LD(a, oa + i);                                                                         \
+    CLG_ST(y, oy + i, (EXPR));                                                                      \
 }                                                                                            \
-__kernel void NAME##_strided(int n, int nd, int8 shape, __global T *y, int oy, int8 sy,      \
-                             __global const T *a, int oa, int8 sa, const T s0, const T s1)   \
+__kernel void NAME##_strided(int n, int nd, int8 shape, __global TS *y, int oy, int8 sy,      \
+                             __global const TS *a, int oa, int8 sa, const T s0, const T s1)   \
 {                                                                                            \
     int i = get_global_id(0);   /* exactly n work-items: no bounds check (clg__launch_1d) */ \
     clg_coords c = clg_unravel(i, nd, shape);                                                \
-    T x = a[oa + clg_offset(c, nd, sa)];                                                     \
-    y[oy + clg_offset(c, nd, sy)] = (EXPR);                                                  \
+    T x = CLG_LD(a, oa + clg_offset(c, nd, sa));                                                     \
+    CLG_ST(y, oy + clg_offset(c, nd, sy), (EXPR));                                                  \
 }                                                                                            \
-__kernel void NAME##_rows(int n, int nd, int8 shape, __global T *y, int oy, int8 sy,         \
-                          __global const T *a, int oa, int8 sa, const T s0, const T s1)      \
+__kernel void NAME##_rows(int n, int nd, int8 shape, __global TS *y, int oy, int8 sy,         \
+                          __global const TS *a, int oa, int8 sa, const T s0, const T s1)      \
 {                                                                                            \
     CLG_ROW_IDS;                                                                             \
-    T x = a[CLG_ROW_AT(oa, sa)];                                                             \
-    y[CLG_ROW_AT(oy, sy)] = (EXPR);                                                          \
+    T x = CLG_LD(a, CLG_ROW_AT(oa, sa));                                                             \
+    CLG_ST(y, CLG_ROW_AT(oy, sy), (EXPR));                                                          \
 }
 
 #define CLG_ELEMENTWISE2(NAME, EXPR)                                                         \
-__kernel void NAME##_flat(int n, __global T *y, int oy, __global const T *a, int oa,         \
-                          __global const T *b, int ob, const T s0, const T s1)               \
+__kernel void NAME##_flat(int n, __global TS *y, int oy, __global const TS *a, int oa,         \
+                          __global const TS *b, int ob, const T s0, const T s1)               \
 {                                                                                            \
     int i = get_global_id(0);   /* exactly n work-items: no bounds check (clg__launch_1d) */ \
-    T x = a[oa + i], z = b[ob + i];                                                          \
-    y[oy + i] = (EXPR);                                                                      \
+    T x = CLG_LD(a, oa + i), z = CLG_LD(b, ob + i);                                                          \
+    CLG_ST(y, oy + i, (EXPR));                                                                      \
 }                                                                                            \
-__kernel void NAME##_strided(int n, int nd, int8 shape, __global T *y, int oy, int8 sy,      \
-                             __global const T *a, int oa, int8 sa,                           \
-                             __global const T *b, int ob, int8 sb, const T s0, const T s1)   \
+__kernel void NAME##_strided(int n, int nd, int8 shape, __global TS *y, int oy, int8 sy,      \
+                             __global const TS *a, int oa, int8 sa,                           \
+                             __global const TS *b, int ob, int8 sb, const T s0, const T s1)   \
 {                                                                                            \
     int i = get_global_id(0);   /* exactly n work-items: no bounds check (clg__launch_1d) */ \
     clg_coords c = clg_unravel(i, nd, shape);                                                \
-    T x = a[oa + clg_offset(c, nd, sa)], z = b[ob + clg_offset(c, nd, sb)];                  \
-    y[oy + clg_offset(c, nd, sy)] = (EXPR);                                                  \
+    T x = CLG_LD(a, oa + clg_offset(c, nd, sa)), z = CLG_LD(b, ob + clg_offset(c, nd, sb));                  \
+    CLG_ST(y, oy + clg_offset(c, nd, sy), (EXPR));                                                  \
 }                                                                                            \
-__kernel void NAME##_rows(int n, int nd, int8 shape, __global T *y, int oy, int8 sy,         \
-                          __global const T *a, int oa, int8 sa,                              \
-                          __global const T *b, int ob, int8 sb, const T s0, const T s1)      \
+__kernel void NAME##_rows(int n, int nd, int8 shape, __global TS *y, int oy, int8 sy,         \
+                          __global const TS *a, int oa, int8 sa,                              \
+                          __global const TS *b, int ob, int8 sb, const T s0, const T s1)      \
 {                                                                                            \
     CLG_ROW_IDS;                                                                             \
-    T x = a[CLG_ROW_AT(oa, sa)], z = b[CLG_ROW_AT(ob, sb)];                                  \
-    y[CLG_ROW_AT(oy, sy)] = (EXPR);                                                          \
+    T x = CLG_LD(a, CLG_ROW_AT(oa, sa)), z = CLG_LD(b, CLG_ROW_AT(ob, sb));                                  \
+    CLG_ST(y, CLG_ROW_AT(oy, sy), (EXPR));                                                          \
 }
 
 #define CLG_ELEMENTWISE3(NAME, EXPR)                                                         \
-__kernel void NAME##_flat(int n, __global T *y, int oy, __global const T *a, int oa,         \
-                          __global const T *b, int ob, __global const T *e, int oe,          \
+__kernel void NAME##_flat(int n, __global TS *y, int oy, __global const TS *a, int oa,         \
+                          __global const TS *b, int ob, __global const TS *e, int oe,          \
                           const T s0, const T s1)                                             \
 {                                                                                            \
     int i = get_global_id(0);   /* exactly n work-items: no bounds check (clg__launch_1d) */ \
-    T x = a[oa + i], z = b[ob + i], w = e[oe + i];                                           \
-    y[oy + i] = (EXPR);                                                                      \
+    T x = CLG_LD(a, oa + i), z = CLG_LD(b, ob + i), w = CLG_LD(e, oe + i);                                           \
+    CLG_ST(y, oy + i, (EXPR));                                                                      \
 }                                                                                            \
-__kernel void NAME##_strided(int n, int nd, int8 shape, __global T *y, int oy, int8 sy,      \
-                             __global const T *a, int oa, int8 sa,                           \
-                             __global const T *b, int ob, int8 sb,                           \
-                             __global const T *e, int oe, int8 se, const T s0, const T s1)   \
+__kernel void NAME##_strided(int n, int nd, int8 shape, __global TS *y, int oy, int8 sy,      \
+                             __global const TS *a, int oa, int8 sa,                           \
+                             __global const TS *b, int ob, int8 sb,                           \
+                             __global const TS *e, int oe, int8 se, const T s0, const T s1)   \
 {                                                                                            \
     int i = get_global_id(0);   /* exactly n work-items: no bounds check (clg__launch_1d) */ \
     clg_coords c = clg_unravel(i, nd, shape);                                                \
-    T x = a[oa + clg_offset(c, nd, sa)], z = b[ob + clg_offset(c, nd, sb)];                  \
-    T w = e[oe + clg_offset(c, nd, se)];                                                     \
-    y[oy + clg_offset(c, nd, sy)] = (EXPR);                                                  \
+    T x = CLG_LD(a, oa + clg_offset(c, nd, sa)), z = CLG_LD(b, ob + clg_offset(c, nd, sb));                  \
+    T w = CLG_LD(e, oe + clg_offset(c, nd, se));                                                     \
+    CLG_ST(y, oy + clg_offset(c, nd, sy), (EXPR));                                                  \
 }                                                                                            \
-__kernel void NAME##_rows(int n, int nd, int8 shape, __global T *y, int oy, int8 sy,         \
-                          __global const T *a, int oa, int8 sa,                              \
-                          __global const T *b, int ob, int8 sb,                              \
-                          __global const T *e, int oe, int8 se, const T s0, const T s1)      \
+__kernel void NAME##_rows(int n, int nd, int8 shape, __global TS *y, int oy, int8 sy,         \
+                          __global const TS *a, int oa, int8 sa,                              \
+                          __global const TS *b, int ob, int8 sb,                              \
+                          __global const TS *e, int oe, int8 se, const T s0, const T s1)      \
 {                                                                                            \
     CLG_ROW_IDS;                                                                             \
-    T x = a[CLG_ROW_AT(oa, sa)], z = b[CLG_ROW_AT(ob, sb)], w = e[CLG_ROW_AT(oe, se)];       \
-    y[CLG_ROW_AT(oy, sy)] = (EXPR);                                                          \
+    T x = CLG_LD(a, CLG_ROW_AT(oa, sa)), z = CLG_LD(b, CLG_ROW_AT(ob, sb)), w = CLG_LD(e, CLG_ROW_AT(oe, se));       \
+    CLG_ST(y, CLG_ROW_AT(oy, sy), (EXPR));                                                          \
 }
 
 // Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11),

@@ -17,15 +17,13 @@ __kernel void f16_to_f32(int n, __global float *y, int oy, __global const half *
     y[oy + i] = vload_half(oa + i, a);   // exact
 }
 
-// To nearest, ties to even: add just under half a unit of the kept bits plus the
-// kept part's lowest bit, and drop the rest (a carry rounds up into the exponent, and
-// past the largest finite value into infinity). NaN is kept NaN, quieted.
+// To nearest, ties to even (clg_bf16_bits, common.cl): add just under half a unit of
+// the kept bits plus the kept part's lowest bit, and drop the rest (a carry rounds up
+// into the exponent, and past the largest finite value into infinity). NaN stays NaN.
 __kernel void bf16_from_f32(int n, __global ushort *y, int oy, __global const float *a, int oa)
 {
     int i = get_global_id(0);
-    uint x = as_uint(a[oa + i]);
-    y[oy + i] = (x & 0x7fffffffu) > 0x7f800000u ? (ushort)((x >> 16) | 0x40u)
-                                                : (ushort)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+    y[oy + i] = clg_bf16_bits(a[oa + i]);
 }
 
 __kernel void bf16_to_f32(int n, __global float *y, int oy, __global const ushort *a, int oa)

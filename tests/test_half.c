@@ -8,8 +8,9 @@
  * - float32 to 16 bits, on the host and on the device: every 16-bit value, every
  *   midpoint between neighbours (ties) and the floats just either side of it, float32
  *   subnormals, infinities, NaN, and a million random patterns;
- * - casts through other layouts and dtypes, fills, printing, .npy, and the refusals of
- *   ops that do not compute in 16 bits yet. */
+ * - casts through other layouts and dtypes, fills, printing, .npy and safetensors;
+ * - elementwise ops in 16 bits, bit for bit the float32 op rounded once, and the
+ *   refusals of ops that do not compute in 16 bits yet. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -244,17 +245,84 @@ static void layouts(clg_device *dev, const fmt16 *f)
     clg_scope_end(dev);
 }
 
-/* Ops that compute refuse 16-bit tensors with an error that says what to do. */
-static void refusals(clg_device *dev, const fmt16 *f)
+/* Elementwise ops (the CLG_ELEMENTWISE kernels) keep 16-bit tensors as such and
+ * compute in float32: each result must be, bit for bit, the float32 op on the widened
+ * inputs rounded once; operands of every kind (subnormals, infinities, NaN), strided
+ * and broadcast ones too. Ops with other kernels refuse 16-bit tensors, saying what to do. */
+typedef clg_tensor *(*unary_fn)(clg_tensor *);
+typedef clg_tensor *(*binary_fn)(clg_tensor *, clg_tensor *);
+typedef clg_tensor *(*scalar_fn)(clg_tensor *, double);
+
+static bool same16(const fmt16 *f, clg_tensor *got, clg_tensor *want, const char *what)
 {
+    enum { N = 2048 };
+    static uint16_t g[N], w[N];
+    int64_t n = got && want ? clg_tensor_numel(got) : 0;
+    if (!got || !want || n > N || clg_tensor_dtype(got) != f->dtype || clg_tensor_numel(want) != n ||
+        clg_tensor_to_host(got, g, (size_t)n * 2) || clg_tensor_to_host(want, w, (size_t)n * 2)) {
+        CHECK_MSG(0, "%s %s: no result (%s)", clg_dtype_name(f->dtype), what, clg_device_error(clg_tensor_device(got ? got : want)));
+        return false;
+    }
+    for (int64_t i = 0; i < n; i++)
+        if (!same_bits16(f, g[i], w[i])) {
+            CHECK_MSG(0, "%s %s [%lld]: %04x, float32 rounded %04x", clg_dtype_name(f->dtype), what, (long long)i, g[i], w[i]);
+            return false;
+        }
+    return true;
+}
+
+static void elementwise(clg_device *dev, const fmt16 *f)
+{
+    enum { N = 1024 };
+    uint16_t hx[N], hy[N];
+    uint32_t s = 12345;
+    for (int i = 0; i < N; i++) {
+        s = s * 1664525u + 1013904223u;
+        hx[i] = (uint16_t)(s >> 16);
+        s = s * 1664525u + 1013904223u;
+        /* y mostly near 1 (a sensible divisor and exponent), some of every kind */
+        hy[i] = i % 4 ? to16(f, 0.5f + (float)(s >> 8 & 0xffff) / 65536.0f) : (uint16_t)(s >> 16);
+    }
+    const uint16_t special[8] = {0x0000, 0x8000, 0x0001, to16(f, INFINITY), to16(f, -INFINITY), to16(f, NAN),
+                                 to16(f, 1.0f), to16(f, -2.5f)};
+    memcpy(hx, special, sizeof special);
     clg_scope_begin(dev);
-    clg_tensor *h = clg_zeros(dev, f->dtype, CLG_SHAPE(4));
-    CHECK(h != NULL);
-    CHECK(clg_add(h, h) == NULL && clg_device_last_status(dev) == CLG_ERR_DTYPE);
+    clg_tensor *x = clg_tensor_from_host(dev, f->dtype, CLG_SHAPE(32, 32), hx);
+    clg_tensor *y = clg_tensor_from_host(dev, f->dtype, CLG_SHAPE(32, 32), hy);
+    clg_tensor *x32 = clg_cast(x, CLG_F32), *y32 = clg_cast(y, CLG_F32);
+    const struct { const char *name; unary_fn fn; } un[] = {
+        {"neg", clg_neg}, {"exp", clg_exp}, {"log", clg_log}, {"sqrt", clg_sqrt}, {"abs", clg_abs},
+        {"sin", clg_sin}, {"tanh", clg_tanh}, {"log1p", clg_log1p}, {"expm1", clg_expm1}, {"rsqrt", clg_rsqrt},
+        {"erf", clg_erf}, {"sign", clg_sign}, {"floor", clg_floor}, {"round", clg_round}, {"relu", clg_relu},
+        {"sigmoid", clg_sigmoid}, {"gelu", clg_gelu}, {"gelu_tanh", clg_gelu_tanh}, {"silu", clg_silu}};
+    for (size_t i = 0; i < sizeof un / sizeof *un; i++)
+        same16(f, un[i].fn(x), clg_cast(un[i].fn(x32), f->dtype), un[i].name);
+    const struct { const char *name; binary_fn fn; } bin[] = {
+        {"add", clg_add}, {"sub", clg_sub}, {"mul", clg_mul}, {"div", clg_div}, {"pow", clg_pow},
+        {"maximum", clg_maximum}, {"minimum", clg_minimum}, {"gt", clg_gt}, {"ne", clg_ne}};
+    for (size_t i = 0; i < sizeof bin / sizeof *bin; i++) {
+        same16(f, bin[i].fn(x, y), clg_cast(bin[i].fn(x32, y32), f->dtype), bin[i].name);
+        /* a transposed operand and a broadcast row */
+        clg_tensor *xt = clg_transpose(x, 0, 1), *row = clg_narrow(y, 0, 3, 1);
+        same16(f, bin[i].fn(xt, row), clg_cast(bin[i].fn(clg_transpose(x32, 0, 1), clg_narrow(y32, 0, 3, 1)), f->dtype),
+               bin[i].name);
+    }
+    const struct { const char *name; scalar_fn fn; double v; } sc[] = {
+        {"add_scalar", clg_add_scalar, 0.1}, {"mul_scalar", clg_mul_scalar, -3.0}, {"div_scalar", clg_div_scalar, 7.0},
+        {"pow_scalar", clg_pow_scalar, 2.0}, {"elu", clg_elu, 1.0}};
+    for (size_t i = 0; i < sizeof sc / sizeof *sc; i++)
+        same16(f, sc[i].fn(x, sc[i].v), clg_cast(sc[i].fn(x32, sc[i].v), f->dtype), sc[i].name);
+    /* in place: scale_ (a loss scaler's unscale) */
+    clg_tensor *z = clg_clone(x), *z32 = clg_clone(x32);
+    CHECK_OK(dev, z && z32 ? clg_scale_(z, 1.0 / 1024) : clg_device_last_status(dev));
+    CHECK_OK(dev, z32 ? clg_scale_(z32, 1.0 / 1024) : clg_device_last_status(dev));
+    same16(f, z, clg_cast(z32, f->dtype), "scale_");
+    /* kernels not written for 16 bits refuse them */
+    CHECK(clg_sum(x, 0, NULL, false) == NULL);
+    CHECK(clg_matmul(x, y) == NULL && clg_device_last_status(dev) == CLG_ERR_DTYPE);
     CHECK_MSG(strstr(clg_device_error(dev), "clg_cast it to float32"), "%s", clg_device_error(dev));
-    CHECK(clg_relu(h) == NULL && clg_sum(h, 0, NULL, false) == NULL);
     CHECK(clg_rand(dev, f->dtype, CLG_SHAPE(4), 0, 1) == NULL && clg_device_last_status(dev) == CLG_ERR_DTYPE);
-    CHECK(clg_scale_(h, 2.0) == CLG_ERR_DTYPE);
+    CHECK(clg_axpy_(z, 1.0, z) == CLG_ERR_DTYPE);
     clg_scope_end(dev);
 }
 
@@ -331,7 +399,7 @@ int main(void)
         device_decode(dev, fmts[i]);
         device_round(dev, fmts[i]);
         layouts(dev, fmts[i]);
-        refusals(dev, fmts[i]);
+        elementwise(dev, fmts[i]);
         checkpoint(dev, fmts[i]);
     }
     npy_file(dev);

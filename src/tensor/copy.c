@@ -177,7 +177,9 @@ clg_status clg_fill_(clg_tensor *dst, double value)
     if (!may_write("fill_", dst)) return dst->dev->status;
     clg_iter it;
     clg__iter_init(&it, 1, &dst);
-    clg_arg v = clg__arg_scalar(dst->dtype, value);
+    /* a 16-bit fill writes the value's bits (rounded as a cast rounds) */
+    clg_arg v = clg__is_half(dst->dtype) ? CLG_ARG_U16(clg__half_from_double(dst->dtype, value))
+                                         : clg__arg_scalar(dst->dtype, value);
     const char *opts = clg__is_half(dst->dtype) ? "-DT=ushort -DCLG_BITS16" : clg__dtype_options(dst->dtype);
     clg_status st = clg__iter_launch(dst->dev, &it, "copy", opts, "fill", &v, 1);
     if (st == CLG_OK) clg__tensor_written(dst);
@@ -207,11 +209,11 @@ clg_status clg_axpy_(clg_tensor *y, double alpha, const clg_tensor *x)
 clg_status clg_scale_(clg_tensor *y, double alpha)
 {
     if (!y) return CLG_ERR_INVALID_ARGUMENT;
-    if (!may_write("scale_", y) || (clg__is_half(y->dtype) && !clg__check_float("scale_", y))) return y->dev->status;
+    if (!may_write("scale_", y)) return y->dev->status;
     clg_iter it;
     clg__iter_init(&it, 2, (clg_tensor *const[]){y, y});
     clg_arg s[2] = {clg__arg_scalar(y->dtype, alpha), clg__arg_scalar(y->dtype, 0)};
-    clg_status st = clg__iter_launch(y->dev, &it, "scalar", clg__dtype_options(y->dtype), "mul_scalar", s, 2);
+    clg_status st = clg__iter_launch(y->dev, &it, "scalar", clg__dtype_options_ew(y->dtype), "mul_scalar", s, 2);
     if (st == CLG_OK) clg__tensor_written(y);
     return st;
 }

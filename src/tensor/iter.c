@@ -101,8 +101,7 @@ clg_arg clg__arg_scalar(clg_dtype dtype, double value)
 {
     if (dtype == CLG_F64) return CLG_ARG_D(value);
     if (dtype == CLG_I32) return CLG_ARG_I((int32_t)value);
-    if (clg__is_half(dtype)) return CLG_ARG_U16(clg__half_from_double(dtype, value));   /* the bits */
-    return CLG_ARG_F(value);
+    return CLG_ARG_F(value);   /* float32, and the 16-bit floats' compute type */
 }
 
 clg_tensor *clg__elementwise(const char *op, const char *program, const char *kernel, int n,
@@ -127,7 +126,8 @@ clg_tensor *clg__elementwise(const char *op, const char *program, const char *ke
             return clg__op_fail(a->dev, CLG_ERR_SHAPE, op, "shapes do not broadcast: %s", msg);
         }
     }
-    if ((!allow_int || clg__is_half(a->dtype)) && !clg__check_float(op, a)) return NULL;
+    /* 16-bit floats are kept as such and computed in float32 (clg__dtype_options_ew) */
+    if (!allow_int && !clg__is_half(a->dtype) && !clg__check_float(op, a)) return NULL;
     clg_tensor *y = clg__tensor_new(a->dev, a->dtype, nd, shape);
     if (!y) return NULL;
     clg_tensor *ops[CLG_ITER_MAX] = {y};
@@ -135,7 +135,7 @@ clg_tensor *clg__elementwise(const char *op, const char *program, const char *ke
     clg_iter it;
     clg__iter_init(&it, n + 1, ops);
     clg_arg extra[2] = {clg__arg_scalar(a->dtype, s0), clg__arg_scalar(a->dtype, s1)};
-    if (clg__iter_launch(a->dev, &it, program, clg__dtype_options(a->dtype), kernel, extra, 2) != CLG_OK) {
+    if (clg__iter_launch(a->dev, &it, program, clg__dtype_options_ew(a->dtype), kernel, extra, 2) != CLG_OK) {
         char err[CLG_ERROR_MAX];
         memcpy(err, a->dev->error, sizeof err);
         clg_tensor_free(y);

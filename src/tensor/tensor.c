@@ -100,6 +100,15 @@ const char *clg__dtype_options(clg_dtype d)
     }
 }
 
+const char *clg__dtype_options_ew(clg_dtype d)
+{
+    switch (d) {
+    case CLG_F16: return "-DT=float -DCLG_F16_STORE";
+    case CLG_BF16: return "-DT=float -DCLG_BF16_STORE";
+    default: return clg__dtype_options(d);
+    }
+}
+
 /* ---- creation and references -------------------------------------------------------------- */
 
 void clg__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)

@@ -78,11 +78,16 @@ void clg__tensor_release(clg_tensor *t);   /* frees at zero references; NULL is 
 void clg__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
 bool clg__is_float(clg_dtype dtype);   /* float32 or float64: types kernels compute in */
 bool clg__is_half(clg_dtype dtype);    /* float16 or bfloat16: storage */
+/* The -D options of a program for dtype d (T, and CLG_F64 or CLG_I32...). For the
+ * 16-bit floats they name no type, so that a kernel not written for them fails to
+ * build rather than read their bits as floats: only the CLG_ELEMENTWISE kernels
+ * (common.cl: values kept as TS, computed in T) are built for them, with
+ * clg__dtype_options_ew, which is clg__dtype_options for every other dtype. */
+const char *clg__dtype_options(clg_dtype d);
+const char *clg__dtype_options_ew(clg_dtype d);
 /* A 16-bit float's value, and a value as one (through float32), as the device converts. */
 double clg__half_to_double(clg_dtype d, uint16_t v);
 uint16_t clg__half_from_double(clg_dtype d, double v);
-/* Build options for a dtype: "-DT=float", "-DT=double", "-DT=int". */
-const char *clg__dtype_options(clg_dtype dtype);
 
 /* ---- errors ---------------------------------------------------------------------------- */
 
