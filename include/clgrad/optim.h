@@ -93,6 +93,49 @@ CLG_API clg_status clg_optimizer_init_state(clg_optimizer *opt);
  * the current scope. */
 CLG_API clg_status clg_clip_grad_norm(int n, clg_tensor *const *params, double max_norm, clg_tensor **total_norm);
 
+/* ---- dynamic loss scaling (PyTorch's torch.amp.GradScaler) --------------------------------
+ *
+ *   clg_grad_scaler *sc = clg_grad_scaler_new(dev, NULL);   // 2^16, x2 every 2000, x0.5
+ *   for (each step) {
+ *       clg_optimizer_zero_grad(opt);
+ *       clg_backward(clg_grad_scaler_scale(sc, loss), NULL);  // loss * scale
+ *       clg_grad_scaler_unscale(sc, opt);     // optional: before clipping
+ *       clg_clip_grad_norm(n, params, 1.0, NULL);
+ *       clg_grad_scaler_step(sc, opt, NULL);  // steps unless a gradient is inf or NaN
+ *       clg_grad_scaler_update(sc);           // backs off after a skip, grows after 2000 clean
+ *   }
+ *
+ * For 16-bit gradients, whose small values would underflow without the scale. The
+ * check for inf and NaN reads 4 bytes back per step (the one wait in the loop, as in
+ * PyTorch); a skipped step leaves weights, optimizer state and step counts as they were.
+ * With power-of-two scales and no overflow, a float32 run with a scaler takes the same
+ * steps bit for bit as one without. */
+typedef struct clg_grad_scaler clg_grad_scaler;
+typedef struct clg_grad_scaler_options {
+    double init_scale;        /* 0: 65536 (2^16) */
+    double growth_factor;     /* 0: 2 */
+    double backoff_factor;    /* 0: 0.5 */
+    int64_t growth_interval;  /* 0: 2000 */
+} clg_grad_scaler_options;
+CLG_API clg_grad_scaler *clg_grad_scaler_new(clg_device *dev, const clg_grad_scaler_options *options);
+CLG_API void clg_grad_scaler_free(clg_grad_scaler *s);
+/* loss * scale, on the tape. */
+CLG_API clg_tensor *clg_grad_scaler_scale(clg_grad_scaler *s, clg_tensor *loss);
+/* Check opt's gradients for inf and NaN (as they are) and divide them by the scale;
+ * once per step at most. Waits for the check's 4 bytes. */
+CLG_API clg_status clg_grad_scaler_unscale(clg_grad_scaler *s, clg_optimizer *opt);
+/* Unscale (if not yet), then clg_optimizer_step unless a gradient was inf or NaN;
+ * *stepped (may be NULL) says which. */
+CLG_API clg_status clg_grad_scaler_step(clg_grad_scaler *s, clg_optimizer *opt, bool *stepped);
+/* The scale for the next step: x backoff_factor after a skipped step (and the count of
+ * clean steps restarts), x growth_factor after growth_interval clean steps in a row. */
+CLG_API clg_status clg_grad_scaler_update(clg_grad_scaler *s);
+CLG_API double clg_grad_scaler_get_scale(const clg_grad_scaler *s);
+CLG_API int64_t clg_grad_scaler_growth_tracker(const clg_grad_scaler *s);   /* clean steps since */
+CLG_API bool clg_grad_scaler_found_inf(const clg_grad_scaler *s);           /* this step's, until update */
+/* For resuming: the scale and the count of clean steps a checkpoint recorded. */
+CLG_API clg_status clg_grad_scaler_set_state(clg_grad_scaler *s, double scale, int64_t growth_tracker);
+
 /* ---- learning-rate schedules: the rate as a pure function of the step (or epoch) t ---- */
 typedef enum clg_lr_kind {
     CLG_LR_CONSTANT = 0,
