@@ -85,7 +85,8 @@ def training(build, model, repeats, steps):
     return ours, theirs, extra
 
 GRAPH_MODES = {"eager": ([], {}), "graph": (["--graph"], {}),
-               "graph_copies": (["--graph"], {"CLG_GRAPH_SKIP": "copies"})}   # without leaving copies out
+               "graph_copies": (["--graph"], {"CLG_GRAPH_SKIP": "copies"}),   # without leaving copies out
+               "graph_relu": (["--graph"], {"CLG_GRAPH_SKIP": "relu"})}       # without folding ReLUs into GEMMs
 
 def graph_vs_eager(exe, args, repeats, env=None):
     """A benchmark (bench_train or bench_char: `rate` or `chars_per_s`, and `host_us`)
@@ -109,6 +110,8 @@ def print_graph(device, name, unit, r):
               r["eager"]["rate"], "", "eager"), flush=True)
     print(row("%s: %s, graph with its redundant copies left out vs kept, %s" % (device, name, unit), r["graph"]["rate"],
               r["graph_copies"]["rate"], "", "graph, copies kept"), flush=True)
+    print(row("%s: %s, graph with ReLUs folded into GEMMs vs not, %s" % (device, name, unit), r["graph"]["rate"],
+              r["graph_relu"]["rate"], "", "graph, ReLUs apart"), flush=True)
     host = [e / g for e, g in zip(r["eager"]["host"], r["graph"]["host"])]
     print("| %s: %s host CPU time per step, us: graph / eager | %.0f / %.0f | peak MiB %.1f / %.1f | cut %.2f / %.2f / %.2f |"
           % (device, name, statistics.median(r["graph"]["host"]), statistics.median(r["eager"]["host"]),

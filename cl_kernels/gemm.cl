@@ -85,6 +85,17 @@ __kernel void gemm_scale(const int M, const int N, __global T *C, const long c_o
     *c = beta == (T)0 ? (T)0 : beta * *c;
 }
 
+// What is stored: the result, or (-DCLG_EPI_RELU, built only by a captured graph's plan,
+// src/device/capture_plan.c) its ReLU, exactly as unary.cl's relu computes it (NaN and
+// -0 kept), so that the fused step gives the bits of GEMM then ReLU.
+#ifdef CLG_EPI_RELU
+#define EPI(v) ((v) < (T)0 ? (T)0 : (v))
+#define EPI_V(v) select((v), (TN)0, (v) < (TN)0)
+#else
+#define EPI(v) (v)
+#define EPI_V(v) (v)
+#endif
+
 // Row r of a micro-tile: acc += a[r] * b, and writing it back to C.
 #define FMA_ROW(r) c##r = fma((TN)(a[r]), bv, c##r)
 #define STORE_ROW(r) store_row(C, c_off + (long)(i0 + r) * ldc + j0, N - j0, c##r, alpha, beta, i0 + r < M)
@@ -97,13 +108,15 @@ inline void store_row(__global T *C, const long at, const int ncols, const TN ac
     if (ncols >= NR) {
         TN r = alpha * acc;
         if (beta != (T)0) r += beta * VLOAD(0, C + at);
-        VSTORE(r, 0, C + at);
+        VSTORE(EPI_V(r), 0, C + at);
         return;
     }
     T tmp[NR];
     VSTORE(alpha * acc, 0, tmp);
-    for (int j = 0; j < ncols; j++)
-        C[at + j] = beta != (T)0 ? tmp[j] + beta * C[at + j] : tmp[j];
+    for (int j = 0; j < ncols; j++) {
+        T r = beta != (T)0 ? tmp[j] + beta * C[at + j] : tmp[j];
+        C[at + j] = EPI(r);
+    }
 }
 
 // Work-item (bj, bi, b) computes micro-tiles q in [bj*PJ, bj*PJ+PJ) x p in [bi*PI, bi*PI+PI)
@@ -205,7 +218,8 @@ void gemm_dot(const int M, const int N, const int K, const int JB,
         for (int r = 0; r < 4 && i0 + r < M; r++)
             for (int c = 0; c < 3 && j0 + c < N; c++) {
                 __global T *out = C + (long)(i0 + r) * ldc + j0 + c;
-                *out = beta != (T)0 ? alpha * s[r][c] + beta * *out : alpha * s[r][c];
+                T v = beta != (T)0 ? alpha * s[r][c] + beta * *out : alpha * s[r][c];
+                *out = EPI(v);
             }
     }
 }

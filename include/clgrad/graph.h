@@ -33,8 +33,10 @@
  * The whole step also shows work that the eager step could not know was redundant: a
  * gradient written into a buffer of its own and then copied into its .grad, because
  * nothing else will read it, is written into .grad directly (clg_graph_stats.removed
- * counts such launches; CLG_GRAPH_SKIP=copies in the environment keeps them, for
- * measuring).
+ * counts such launches), and a ReLU whose input only it reads is folded into the
+ * GEMM that computes the input (a linear layer's bias and ReLU then cost no launch of
+ * their own; .fused counts them). CLG_GRAPH_SKIP=copies,relu in the environment turns
+ * either off, for measuring.
  */
 #ifndef CLGRAD_GRAPH_H
 #define CLGRAD_GRAPH_H
@@ -84,6 +86,7 @@ typedef struct clg_graph_stats {
     uint64_t planned_bytes, slot_bytes;   /* their bytes in the eager step, and planned */
     uint64_t held_bytes; /* buffers used in place: parameters, gradients, state, inputs, outputs */
     int removed;         /* launches of the eager step that the graph showed redundant */
+    int fused;           /* ReLUs folded into the GEMM that computes their input */
 } clg_graph_stats;
 CLG_API clg_graph_stats clg_graph_get_stats(const clg_graph *g);
 

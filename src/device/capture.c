@@ -73,7 +73,7 @@ static cap_cmd *new_cmd(clg_capture *c, cap_kind kind)
     cap_cmd *cmd = &c->cmds[c->ncmds++];
     memset(cmd, 0, sizeof *cmd);
     cmd->kind = kind;
-    cmd->launch = cmd->dst = cmd->src = -1;
+    cmd->launch = cmd->dst = cmd->src = cmd->final_dst = -1;
     return cmd;
 }
 
@@ -271,6 +271,18 @@ clg_capture *clg__cap_pause(clg_device *dev)
 }
 
 void clg__cap_resume(clg_device *dev, clg_capture *c) { dev->cap = c; }
+
+void clg__cap_note_final(clg_device *dev, int mark, const clg_buffer *c, size_t elems)
+{
+    clg_capture *cap = dev->cap;
+    if (!cap || cap->failed || mark < 0 || mark >= cap->ncmds) return;
+    int v = live_value(cap, c->mem);
+    for (int i = mark; i < cap->ncmds; i++) {
+        if (cap->cmds[i].kind != CAP_KERNEL) continue;
+        cap->cmds[i].final_dst = v;
+        cap->cmds[i].final_elems = elems;
+    }
+}
 
 /* ---- begin, end, free --------------------------------------------------------------- */
 

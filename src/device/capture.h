@@ -61,6 +61,11 @@ int clg__cap_register(clg_device *dev, int n);
 int clg__cap_mark(clg_device *dev);
 void clg__cap_note_copy(clg_device *dev, int mark, const clg_buffer *dst, size_t dst_off, const clg_buffer *src,
                         size_t src_off, size_t bytes);
+/* The launch recorded from mark on writes final values into c, whose first `elems`
+ * elements are the whole result (its part of them: a result split over launches notes
+ * each), and its kernel builds with -DCLG_EPI_RELU to write relu of them instead
+ * (GEMM): the plan may fold a ReLU that reads all of c, and only it, into the launch. */
+void clg__cap_note_final(clg_device *dev, int mark, const clg_buffer *c, size_t elems);
 /* Set the open capture aside (NULL if none) and take it back: what runs in between is
  * not recorded, and buffers made then count as made before the capture (state that a
  * step before the capture would have made). */
@@ -97,6 +102,7 @@ void clg__capture_mark_input(clg_capture *c, int v);
 typedef struct clg_capture_stats {
     int launches, enqueues, copies, writes, host_steps, refreshes;
     int removed;                  /* launches of the eager step left out (redundant copies) */
+    int fused;                    /* ReLUs folded into the GEMM before them */
     int values, planned, slots;   /* buffers' lifetimes; those planned into shared slots */
     uint64_t planned_bytes;       /* bytes those lifetimes had in the capture */
     uint64_t slot_bytes;          /* bytes the slots hold */

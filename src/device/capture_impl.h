@@ -47,6 +47,8 @@ typedef struct cap_cmd {
     size_t dst_off, src_off, bytes;/* CAP_KERNEL that is a plain copy (copy_note) */
     bool copy_note;
     int copy_cmds;                 /* the copy's enqueues, from this one */
+    int final_dst;                 /* CAP_KERNEL: the value it writes final values of (clg__cap_note_final), or -1 */
+    size_t final_elems;
     void *data;                    /* CAP_WRITE: the bytes written; CAP_HOST: fn's data */
     clg_host_fn host;
 } cap_cmd;
@@ -67,7 +69,7 @@ struct clg_capture {
     clg_buffer **slots;            /* the plan's shared buffers, held */
     int nslots;
     uint64_t planned_bytes, slot_bytes, held_bytes;
-    int planned, removed;
+    int planned, removed, fused;
 };
 
 /* Record that the capture cannot be replayed, once (the first reason is kept). */

@@ -15,6 +15,11 @@
  * left out, and its source needs no memory. That needs the whole step: eagerly, the
  * copy is made before it is known that nothing else reads the source.
  *
+ * ReLU: a ReLU that reads the whole result of a GEMM that nothing else reads is folded
+ * into the GEMM's write-out (gemm.cl, CLG_EPI_RELU): the GEMM writes the ReLU's output
+ * buffer, and the ReLU's launch is left out. Eagerly, the GEMM cannot know that its
+ * result feeds only a ReLU.
+ *
  * Kernels: every launch gets its own kernel object with its arguments set once, so
  * that a replay only enqueues. */
 #include <stdlib.h>
@@ -79,6 +84,74 @@ static bool elide_copy(clg_capture *c, int i)
 static void elide_copies(clg_capture *c)
 {
     for (int i = 0; i < c->ncmds; i++) elide_copy(c, i);
+}
+
+/* Is command i a one-enqueue relu_flat from the start of value *y into the start of
+ * value *z, over n elements? */
+static bool plain_relu(const clg_capture *c, int i, int *y, int *z, int *n)
+{
+    const cap_cmd *cmd = &c->cmds[i];
+    if (cmd->kind != CAP_KERNEL) return false;
+    const cap_launch *l = &c->launches[cmd->launch];
+    if (strcmp(l->k->name, "relu_flat") || l->nargs != 7 || l->refresh) return false;
+    if ((i + 1 < c->ncmds && c->cmds[i + 1].kind == CAP_KERNEL && c->cmds[i + 1].launch == cmd->launch) ||
+        (i > 0 && c->cmds[i - 1].kind == CAP_KERNEL && c->cmds[i - 1].launch == cmd->launch))
+        return false;
+    const clg_arg *a = l->args;   /* n, y, oy, a, oa, s0, s1 */
+    if (a[0].kind != CLG_ARG_I32 || a[2].kind != CLG_ARG_I32 || a[4].kind != CLG_ARG_I32 || a[2].v.i32 || a[4].v.i32)
+        return false;
+    *n = a[0].v.i32;
+    *z = l->val[1];
+    *y = l->val[3];
+    return *y >= 0 && *z >= 0 && *y != *z;
+}
+
+/* Fold the ReLU at command i into the launches that write its input's final values
+ * (clg__cap_note_final), when those are the input's only writers after whatever
+ * prepared it (a bias), and the ReLU is its last reader. */
+static bool fuse_relu(clg_capture *c, int i)
+{
+    int y, z, n;
+    if (!plain_relu(c, i, &y, &z, &n)) return false;
+    cap_value *yv = &c->vals[y], *zv = &c->vals[z];
+    /* y may still be held (by the caller's scope) at the capture's end: what a replay
+     * defines is only what clg_graph_output names, and a y that no command names any
+     * more cannot be named */
+    if (!yv->born || yv->input || yv->last != i || !zv->born || zv->first != i || yv->asked != zv->asked)
+        return false;
+    int first_final = -1;
+    clg_kernel *variant[16];
+    int launches[16], nl = 0;
+    for (int j = yv->first; j < i; j++) {
+        const cap_cmd *cmd = &c->cmds[j];
+        bool names = named_in(c, y, j, j + 1);
+        if (!names) continue;
+        if (cmd->kind == CAP_KERNEL && cmd->final_dst == y) {
+            if ((size_t)n != cmd->final_elems || nl == 16) return false;
+            if (first_final < 0) first_final = j;
+            if (!nl || launches[nl - 1] != cmd->launch) launches[nl++] = cmd->launch;
+        } else if (first_final >= 0) {
+            return false;   /* something else touches y after its final values */
+        }
+    }
+    if (!nl) return false;
+    for (int k = 0; k < nl; k++) {
+        const cap_launch *l = &c->launches[launches[k]];
+        if (l->refresh || !(variant[k] = clg__kernel_variant(c->dev, l->k, "-DCLG_EPI_RELU"))) return false;
+    }
+    for (int k = 0; k < nl; k++) c->launches[launches[k]].k = variant[k];
+    rename_value(c, y, z, yv->first, i);
+    zv->first = yv->first;
+    yv->first = yv->last = -1;
+    c->launches[c->cmds[i].launch].dropped = true;
+    c->cmds[i].kind = CAP_GONE;
+    c->fused++;
+    return true;
+}
+
+static void fuse_relus(clg_capture *c)
+{
+    for (int i = 0; i < c->ncmds; i++) fuse_relu(c, i);
 }
 
 typedef struct slot_plan { size_t size; int *members; int n, cap; } slot_plan;
@@ -192,9 +265,10 @@ static clg_status make_kernels(clg_capture *c)
 
 clg_status clg__cap_plan(clg_capture *c)
 {
-    /* CLG_GRAPH_SKIP=copies keeps them, to measure what leaving them out gains */
+    /* CLG_GRAPH_SKIP=copies,relu keeps them, to measure what each pass gains */
     const char *skip = getenv("CLG_GRAPH_SKIP");
     if (!skip || !strstr(skip, "copies")) elide_copies(c);
+    if (!skip || !strstr(skip, "relu")) fuse_relus(c);
     clg_status st = plan_memory(c);
     if (st == CLG_OK) {
         hold_the_rest(c);
@@ -262,9 +336,10 @@ clg_status clg__capture_check(clg_capture *c)
 
 clg_capture_stats clg__capture_stats(const clg_capture *c)
 {
-    clg_capture_stats s = {.launches = c->nlaunches - c->removed, .refreshes = c->refreshes, .values = c->nvals,
+    clg_capture_stats s = {.launches = c->nlaunches - c->removed - c->fused, .refreshes = c->refreshes, .values = c->nvals,
                            .planned = c->planned, .slots = c->nslots, .planned_bytes = c->planned_bytes,
-                           .slot_bytes = c->slot_bytes, .held_bytes = c->held_bytes, .removed = c->removed};
+                           .slot_bytes = c->slot_bytes, .held_bytes = c->held_bytes, .removed = c->removed,
+                           .fused = c->fused};
     for (int i = 0; i < c->ncmds; i++) {
         switch (c->cmds[i].kind) {
         case CAP_KERNEL: s.enqueues++; break;

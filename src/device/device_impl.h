@@ -91,6 +91,7 @@ typedef struct clg_kernel {
     char name[64];
     int prof_slot;      /* index into the profiler's per-kernel table, -1 until first launch */
     size_t wg_max;      /* CL_KERNEL_WORK_GROUP_SIZE */
+    const char *key;    /* "program\noptions\nkernel": the kernel table's (program.c) */
 } clg_kernel;
 
 /* The kernel `kernel` of program cl_kernels/<program>.cl built with `options`
@@ -98,6 +99,10 @@ typedef struct clg_kernel {
  * NULL with the error (and build log) recorded on failure. */
 clg_kernel *clg__kernel_get(clg_device *dev, const char *program, const char *options,
                             const char *kernel);
+
+/* The same kernel of the same program built with `extra` options added (a variant, say
+ * -DCLG_EPI_RELU); NULL with the error recorded on failure. */
+clg_kernel *clg__kernel_variant(clg_device *dev, const clg_kernel *k, const char *extra);
 
 typedef struct clg_kernel_table clg_kernel_table; /* in program.c */
 void clg__programs_free(clg_device *dev);

@@ -283,6 +283,7 @@ clg_kernel *clg__kernel_get(clg_device *dev, const char *program, const char *op
         return NULL;
     }
     snprintf(key, keylen, "%s\n%s\n%s", program, options, kernel);
+    ck->key = key;
     ck->k = k;
     snprintf(ck->name, sizeof ck->name, "%s", kernel);
     ck->prof_slot = -1;
@@ -294,6 +295,23 @@ clg_kernel *clg__kernel_get(clg_device *dev, const char *program, const char *op
     t->slots[j] = (kernel_entry){.hash = h, .key = key, .kernel = ck};
     t->n++;
     return ck;
+}
+
+clg_kernel *clg__kernel_variant(clg_device *dev, const clg_kernel *k, const char *extra)
+{
+    const char *nl1 = strchr(k->key, '\n'), *nl2 = nl1 ? strchr(nl1 + 1, '\n') : NULL;
+    if (!nl2) {
+        clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "kernel %s: no key to build a variant from (internal error)", k->name);
+        return NULL;
+    }
+    char program[64], options[512];
+    snprintf(program, sizeof program, "%.*s", (int)(nl1 - k->key), k->key);
+    int n = snprintf(options, sizeof options, "%.*s %s", (int)(nl2 - nl1 - 1), nl1 + 1, extra);
+    if (n < 0 || (size_t)n >= sizeof options) {
+        clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "kernel %s: options too long for a variant", k->name);
+        return NULL;
+    }
+    return clg__kernel_get(dev, program, options, k->name);
 }
 
 void clg__programs_free(clg_device *dev)

@@ -194,5 +194,6 @@ clg_graph_stats clg_graph_get_stats(const clg_graph *g)
     s.slot_bytes = c.slot_bytes;
     s.held_bytes = c.held_bytes;
     s.removed = c.removed;
+    s.fused = c.fused;
     return s;
 }

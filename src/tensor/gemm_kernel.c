@@ -92,6 +92,15 @@ typedef struct b_panels {
     size_t panel, kstep;   /* between panels; between steps of k */
 } b_panels;
 
+/* C is the whole contiguous result from its buffer's start, so a launch writing its
+ * final values may be told to the capture (clg__cap_note_final): a graph may then
+ * fold a ReLU of C into it (gemm.cl, CLG_EPI_RELU). */
+static void note_final(clg_device *dev, int mark, const clg_gemm_args *g)
+{
+    if (mark >= 0 && g->c_off == 0 && g->ldc == g->n && (g->batch == 1 || g->stride_c == g->m * g->n))
+        clg__cap_note_final(dev, mark, g->c, g->m * g->n * g->batch);
+}
+
 /* The micro-kernels over C's n columns from column j0, with B's panels as described. */
 static clg_status tiles(clg_device *dev, clg_kernel *k, const clg_gemm_args *g, size_t n, size_t j0,
                         const clg_buffer *ap, size_t ap_stride, b_panels bp)
@@ -109,7 +118,10 @@ static clg_status tiles(clg_device *dev, clg_kernel *k, const clg_gemm_args *g, 
     size_t global[3] = {(size_t)((t.npanels + t.pj - 1) / t.pj), (size_t)((t.mpanels + t.pi - 1) / t.pi),
                         g->batch};
     size_t local[3] = {1, 1, 1};
-    return clg__launch(dev, k, args, 18, 3, global, local);
+    int mark = clg__cap_mark(dev);
+    clg_status st = clg__launch(dev, k, args, 18, 3, global, local);
+    if (st == CLG_OK) note_final(dev, mark, g);
+    return st;
 }
 
 /* JB, gemm_dot's blocks of 3 columns per work-item: as many as leave at least 8 items
@@ -139,7 +151,10 @@ static clg_status dot(clg_device *dev, const clg_gemm_args *g)
     size_t nb = (g->n + 2) / 3;
     size_t global[3] = {(nb + (size_t)jb - 1) / (size_t)jb, (g->m + 3) / 4, g->batch};
     size_t local[3] = {1, 1, 1};
-    return clg__launch(dev, k, args, (int)(sizeof args / sizeof *args), 3, global, local);
+    int mark = clg__cap_mark(dev);
+    clg_status st = clg__launch(dev, k, args, (int)(sizeof args / sizeof *args), 3, global, local);
+    if (st == CLG_OK) note_final(dev, mark, g);
+    return st;
 }
 
 clg_status clg__gemm_kernel(clg_device *dev, const clg_gemm_args *g)
