@@ -9,24 +9,50 @@
 // work-items (clg__launch_1d, launch.c) and have no bounds check: one would keep POCL
 // from vectorizing a work-group's loop (the SGD update ran 4x slower with it).
 
+//
+// 16-bit floats (src/tensor/reduce.c) are read through LDX and accumulated in T =
+// float; the result is stored through STY, rounded once. A first pass of two keeps
+// its partial results in float32 (-DCLG_RED_PARTIAL: y is float), and the second
+// reads them as float32 (-DCLG_RED_FINAL: x is float), so that only the end rounds.
+#if defined(CLG_F16_STORE) && !defined(CLG_RED_FINAL)
+#define TSX half
+#define LDX(p, i) vload_half((i), (p))
+#elif defined(CLG_BF16_STORE) && !defined(CLG_RED_FINAL)
+#define TSX ushort
+#define LDX(p, i) as_float((uint)(p)[i] << 16)
+#else
+#define TSX T
+#define LDX(p, i) ((p)[i])
+#endif
+#if defined(CLG_F16_STORE) && !defined(CLG_RED_PARTIAL)
+#define TSY half
+#define STY(p, i, v) vstore_half_rte((v), (i), (p))
+#elif defined(CLG_BF16_STORE) && !defined(CLG_RED_PARTIAL)
+#define TSY ushort
+#define STY(p, i, v) ((p)[i] = clg_bf16_bits(v))
+#else
+#define TSY T
+#define STY(p, i, v) ((p)[i] = (v))
+#endif
+
 #define CLG_REDUCE(NAME, INIT, STEP)                                                         \
-__kernel void NAME(int M, int R, int K, int C, int L, __global const T *x, int ox,           \
-                   __global T *y, int oy, const T scale)                                      \
+__kernel void NAME(int M, int R, int K, int C, int L, __global const TSX *x, int ox,         \
+                   __global TSY *y, int oy, const T scale)                                    \
 {                                                                                            \
     int gid = get_global_id(0);                                                              \
     int k = gid % K, c = (gid / K) % C, m = gid / (K * C);                                   \
     int r0 = c * L, r1 = min(R, r0 + L);                                                     \
-    __global const T *p = x + ox + ((size_t)m * R) * K + k;                                  \
+    __global const TSX *p = x + ox + ((size_t)m * R) * K + k;                                \
     T acc = INIT;                                                                            \
     for (int r = r0; r < r1; r++) {                                                          \
-        T v = p[(size_t)r * K];                                                              \
+        T v = LDX(p, (size_t)r * K);                                                         \
         STEP;                                                                                \
     }                                                                                        \
-    y[oy + gid] = acc * scale;                                                               \
+    STY(y, oy + gid, acc * scale);                                                           \
 }
 
 CLG_REDUCE(reduce_sum, (T)0, acc += v)
 CLG_REDUCE(reduce_prod, (T)1, acc *= v)
 // NaN wins, as in NumPy and PyTorch; R >= 1 (checked on the host).
-CLG_REDUCE(reduce_max, p[(size_t)r0 * K], acc = (v != v || v > acc) ? v : acc)
-CLG_REDUCE(reduce_min, p[(size_t)r0 * K], acc = (v != v || v < acc) ? v : acc)
+CLG_REDUCE(reduce_max, LDX(p, (size_t)r0 * K), acc = (v != v || v > acc) ? v : acc)
+CLG_REDUCE(reduce_min, LDX(p, (size_t)r0 * K), acc = (v != v || v < acc) ? v : acc)

@@ -7,6 +7,7 @@
  * are adjacent (the usual case: a batch axis, a feature axis), that view is free;
  * otherwise x is first copied with the reduced axes moved last. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tensor_impl.h"
@@ -58,14 +59,20 @@ static bool mrk_view(const clg_tensor *t, const bool *mask, int64_t *M, int64_t 
 static clg_status run_mrk(clg_device *dev, const char *kernel, clg_tensor *src, int64_t M, int64_t R, int64_t K,
                           clg_tensor *dst, double scale)
 {
-    const char *opts = clg__dtype_options(src->dtype);
-    clg_kernel *k = clg__kernel_get(dev, "reduce", opts, kernel);
-    if (!k) return dev->status;
     int64_t C = 1;
     if (M * K < 1024 && R >= 4096) C = R / 2048 < 256 ? R / 2048 : 256;   /* spread long reductions */
     int64_t L = (R + C - 1) / C;
+    /* 16-bit floats accumulate in float32, and two passes keep their partials so */
+    bool half = clg__is_half(src->dtype);
+    char opts[96], opts2[96];
+    snprintf(opts, sizeof opts, "%s%s", clg__dtype_options_ew(src->dtype), half && C > 1 ? " -DCLG_RED_PARTIAL" : "");
+    snprintf(opts2, sizeof opts2, "%s%s", clg__dtype_options_ew(src->dtype), half ? " -DCLG_RED_FINAL" : "");
+    clg_kernel *k = clg__kernel_get(dev, "reduce", opts, kernel);
+    clg_kernel *k2 = k && C > 1 ? clg__kernel_get(dev, "reduce", opts2, kernel) : k;
+    if (!k || !k2) return dev->status;
     clg_tensor *part = dst;
-    if (C > 1 && !(part = clg__tensor_new(dev, src->dtype, 1, (const int64_t[]){M * C * K}))) return dev->status;
+    if (C > 1 && !(part = clg__tensor_new(dev, half ? CLG_F32 : src->dtype, 1, (const int64_t[]){M * C * K})))
+        return dev->status;
     clg_arg a[] = {CLG_ARG_I(M), CLG_ARG_I(R), CLG_ARG_I(K), CLG_ARG_I(C), CLG_ARG_I(L), CLG_ARG_M(src->buf->mem),
                    CLG_ARG_I(src->offset), CLG_ARG_M(part->buf->mem), CLG_ARG_I(part->offset),
                    clg__arg_scalar(src->dtype, C > 1 ? 1.0 : scale)};
@@ -74,7 +81,7 @@ static clg_status run_mrk(clg_device *dev, const char *kernel, clg_tensor *src, 
         clg_arg b[] = {CLG_ARG_I(M), CLG_ARG_I(C), CLG_ARG_I(K), CLG_ARG_I(1), CLG_ARG_I(C), CLG_ARG_M(part->buf->mem),
                        CLG_ARG_I(0), CLG_ARG_M(dst->buf->mem), CLG_ARG_I(dst->offset),
                        clg__arg_scalar(src->dtype, scale)};
-        st = clg__launch_1d(dev, k, b, 10, (size_t)(M * K));
+        st = clg__launch_1d(dev, k2, b, 10, (size_t)(M * K));
     }
     if (part != dst) clg_tensor_free(part);
     return st;
@@ -84,7 +91,7 @@ static clg_status run_mrk(clg_device *dev, const char *kernel, clg_tensor *src, 
 static clg_tensor *reduce(const char *op, const char *kernel, clg_tensor *t, const reduce_plan *p, bool mean)
 {
     clg_device *dev = t->dev;
-    if (!clg__check_float(op, t) || !clg__check_numel(op, dev, t->numel)) return NULL;
+    if ((!clg__is_half(t->dtype) && !clg__check_float(op, t)) || !clg__check_numel(op, dev, t->numel)) return NULL;
     bool is_prod = !strcmp(kernel, "reduce_prod");
     if (p->R == 0 && strcmp(kernel, "reduce_sum") != 0 && !is_prod)
         return clg__op_fail(dev, CLG_ERR_SHAPE, op, "reducing zero elements of %s", CLG_DESC(t));
