@@ -27,16 +27,23 @@ clg_tensor *clg_tensor_from_host(clg_device *dev, clg_dtype dtype, int ndim, con
         return NULL;
     }
     if (dtype == CLG_I32 && t->numel) {   /* indices: their range, for checks on the host */
-        const int32_t *v = data;
+        /* read through memcpy: the caller's data need not be aligned (a safetensors
+         * file's int32 tensor after 16-bit ones is not) */
+        const unsigned char *p = data;
+        int32_t lo, hi;
+        memcpy(&lo, p, 4);
+        hi = lo;
         int64_t lo_at = 0, hi_at = 0;
         for (int64_t i = 1; i < t->numel; i++) {
-            if (v[i] < v[lo_at]) lo_at = i;
-            if (v[i] > v[hi_at]) hi_at = i;
+            int32_t v;
+            memcpy(&v, p + 4 * i, 4);
+            if (v < lo) lo = v, lo_at = i;
+            if (v > hi) hi = v, hi_at = i;
         }
         clg_buffer *b = t->buf;
         b->range.known = true;
-        b->range.lo = v[lo_at];
-        b->range.hi = v[hi_at];
+        b->range.lo = lo;
+        b->range.hi = hi;
         b->range.lo_at = lo_at;
         b->range.hi_at = hi_at;
         b->range.count = t->numel;
