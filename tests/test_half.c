@@ -400,6 +400,41 @@ static void checkpoint(clg_device *dev, const fmt16 *f)
     clg_module_free(m2);
 }
 
+/* Gradients cross casts both ways: a float32 weight, its 16-bit copy times a 16-bit
+ * constant c, summed in float32: the weight's gradient is c, widened, exactly; and a
+ * 16-bit leaf gets a 16-bit gradient. */
+static void autograd(clg_device *dev, const fmt16 *f)
+{
+    clg_scope_begin(dev);
+    const float wv[4] = {0.1f, -2.0f, 3.3f, 1e-3f}, cv[4] = {0.5f, -7.25f, 1.0f / 3, 100.0f};
+    clg_tensor *w = clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(4), wv);
+    clg_tensor *c = clg_cast(clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(4), cv), f->dtype);
+    CHECK_OK(dev, w ? clg_tensor_set_requires_grad(w, true) : clg_device_last_status(dev));
+    clg_tensor *h = clg_cast(w, f->dtype);
+    clg_tensor *loss = clg_sum(clg_cast(clg_mul(h, c), CLG_F32), 0, NULL, false);
+    CHECK_OK(dev, loss ? clg_backward(loss, NULL) : clg_device_last_status(dev));
+    float g[4] = {0};
+    CHECK_OK(dev, clg_tensor_grad(w) ? clg_tensor_to_host(clg_tensor_grad(w), g, sizeof g) : clg_device_last_status(dev));
+    for (int i = 0; i < 4; i++)
+        CHECK_MSG(g[i] == from16(f, to16(f, cv[i])), "%s: d/dw [%d] = %.9g, want %.9g", clg_dtype_name(f->dtype), i, g[i],
+                  from16(f, to16(f, cv[i])));
+    /* a 16-bit leaf */
+    clg_tensor *leaf = clg_clone(c);
+    CHECK_OK(dev, leaf ? clg_tensor_set_requires_grad(leaf, true) : clg_device_last_status(dev));
+    CHECK_OK(dev, clg_backward(clg_sum(clg_cast(clg_mul(leaf, leaf), CLG_F32), 0, NULL, false), NULL));
+    clg_tensor *lg = clg_tensor_grad(leaf);
+    CHECK(lg && clg_tensor_dtype(lg) == f->dtype);
+    uint16_t lb[4];
+    CHECK_OK(dev, lg ? clg_tensor_to_host(lg, lb, sizeof lb) : clg_device_last_status(dev));
+    for (int i = 0; i < 4 && lg; i++) {   /* d(x*x) = g x + g x, each term rounded, then their sum */
+        float x = from16(f, to16(f, cv[i]));
+        float t = from16(f, to16(f, x));
+        CHECK_MSG(lb[i] == to16(f, from16(f, to16(f, t)) + from16(f, to16(f, t))), "%s leaf [%d]: %04x",
+                  clg_dtype_name(f->dtype), i, lb[i]);
+    }
+    clg_scope_end(dev);
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
@@ -415,6 +450,7 @@ int main(void)
         layouts(dev, fmts[i]);
         elementwise(dev, fmts[i]);
         checkpoint(dev, fmts[i]);
+        autograd(dev, fmts[i]);
     }
     npy_file(dev);
     free(inputs);

@@ -243,7 +243,7 @@ clg_status clg_grad(int n, clg_tensor *const *outputs, clg_tensor *const *grad_o
 clg_status clg_tensor_set_requires_grad(clg_tensor *t, bool requires_grad)
 {
     if (!t) return CLG_ERR_INVALID_ARGUMENT;
-    if (requires_grad && !clg__is_float(t->dtype))
+    if (requires_grad && !clg__is_float(t->dtype) && !clg__is_half(t->dtype))
         return clg__fail(t->dev, CLG_ERR_DTYPE, "clg_tensor_set_requires_grad: %s: only float tensors have gradients",
                          CLG_DESC(t));
     if (!requires_grad && t->node)

@@ -132,7 +132,9 @@ clg_tensor *clg_cast(clg_tensor *t, clg_dtype dtype)
     if ((unsigned)dtype >= CLG_DTYPE_COUNT)
         return clg__op_fail(t->dev, CLG_ERR_DTYPE, "cast", "unknown dtype %d", (int)dtype);
     clg_tensor *y = clg__copy_as(t, dtype);
-    if (!clg__is_float(dtype)) return y;   /* no gradient flows into int32 */
+    /* no gradient flows into int32; it does into 16-bit copies (mixed precision's
+     * float16 weights, whose gradients reach their float32 masters through here) */
+    if (!clg__is_float(dtype) && !clg__is_half(dtype)) return y;
     return clg__taped(y, CLG_OP_cast, cast_bw, 1, &t, NULL);
 }
 
