@@ -52,9 +52,10 @@ typedef enum clg_dtype {
     CLG_F64 = 1,   /* float64: on devices with fp64 (gradient checks) */
     CLG_I32 = 2,   /* int32: labels and indices */
     /* 16-bit floats, stored and converted on every device (cl_khr_fp16 or not): IEEE
-     * binary16, and bfloat16 (float32's top half). So far storage only: make them,
-     * copy them, cast them to and from the other dtypes, read and write them (host
-     * data is their bits, uint16_t); ops that compute refuse them. */
+     * binary16, and bfloat16 (float32's top half). Host data is their bits (uint16_t).
+     * Make, copy and cast them, read and write them (.npy, safetensors); elementwise
+     * ops and reductions compute in float32 and round once, and gradients cross casts.
+     * Other ops (matmul, conv, softmax, norms, ...) refuse them so far: cast first. */
     CLG_F16 = 3,
     CLG_BF16 = 4,
     CLG_DTYPE_COUNT
