@@ -418,6 +418,21 @@ static void autograd(clg_device *dev, const fmt16 *f)
     for (int i = 0; i < 4; i++)
         CHECK_MSG(g[i] == from16(f, to16(f, cv[i])), "%s: d/dw [%d] = %.9g, want %.9g", clg_dtype_name(f->dtype), i, g[i],
                   from16(f, to16(f, cv[i])));
+    /* cross-entropy of 16-bit logits: float32, as of the widened logits; the gradient
+     * comes back in 16 bits, the float32 one rounded */
+    const float lv[6] = {0.5f, -1.25f, 3.0f, 2.0f, 0.0f, -0.75f};
+    const int32_t lab[2] = {2, 0};
+    clg_tensor *l16 = clg_cast(clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(2, 3), lv), f->dtype);
+    clg_tensor *l32 = clg_cast(l16, CLG_F32), *labels = clg_tensor_from_host(dev, CLG_I32, CLG_SHAPE(2), lab);
+    CHECK_OK(dev, clg_tensor_set_requires_grad(l16, true));
+    CHECK_OK(dev, clg_tensor_set_requires_grad(l32, true));
+    clg_tensor *ce16 = clg_cross_entropy(l16, labels, CLG_REDUCE_MEAN), *ce32 = clg_cross_entropy(l32, labels, CLG_REDUCE_MEAN);
+    double v16 = 0, v32 = 1;
+    CHECK(ce16 && clg_tensor_dtype(ce16) == CLG_F32 && clg_tensor_item(ce16, &v16) == CLG_OK &&
+          clg_tensor_item(ce32, &v32) == CLG_OK && v16 == v32);
+    CHECK_OK(dev, clg_backward(ce16, NULL));
+    CHECK_OK(dev, clg_backward(ce32, NULL));
+    same16(f, clg_tensor_grad(l16), clg_cast(clg_tensor_grad(l32), f->dtype), "cross_entropy gradient");
     /* a 16-bit leaf */
     clg_tensor *leaf = clg_clone(c);
     CHECK_OK(dev, leaf ? clg_tensor_set_requires_grad(leaf, true) : clg_device_last_status(dev));

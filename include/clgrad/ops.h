@@ -134,7 +134,8 @@ CLG_API clg_tensor *clg_linear(clg_tensor *x, clg_tensor *w, clg_tensor *b);
 typedef enum clg_reduction { CLG_REDUCE_MEAN = 0, CLG_REDUCE_SUM = 1, CLG_REDUCE_NONE = 2 } clg_reduction;
 CLG_API clg_tensor *clg_softmax(clg_tensor *a, int axis);
 CLG_API clg_tensor *clg_log_softmax(clg_tensor *a, int axis);
-/* logits [N, C] and int32 labels [N] in [0, C): -log softmax(logits)[label]. */
+/* logits [N, C] and int32 labels [N] in [0, C): -log softmax(logits)[label]. 16-bit
+ * logits give a float32 loss (computed from them widened, as PyTorch's autocast does). */
 CLG_API clg_tensor *clg_cross_entropy(clg_tensor *logits, clg_tensor *labels, clg_reduction reduction);
 /* (a - b)^2, reduced. */
 CLG_API clg_tensor *clg_mse(clg_tensor *a, clg_tensor *b, clg_reduction reduction);

@@ -361,6 +361,9 @@ static clg_status cross_entropy_reduce(clg_tensor *loss, clg_tensor *y, double d
 clg_tensor *clg_cross_entropy(clg_tensor *logits, clg_tensor *labels, clg_reduction reduction)
 {
     if (!logits || !labels) return NULL;
+    /* 16-bit logits: the loss in float32, as PyTorch's autocast computes it (the cast is
+     * taped, so the gradient goes back as 16 bits) */
+    if (clg__is_half(logits->dtype)) return clg_cross_entropy(clg_cast(logits, CLG_F32), labels, reduction);
     if (!check_cross_entropy(logits, labels, reduction)) return NULL;
     clg_device *dev = logits->dev;
     int64_t N = logits->shape[0];
