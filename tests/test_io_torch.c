@@ -113,76 +113,49 @@ static double max_diff(clg_tensor *got, clg_tensor *want)
     return diff;
 }
 
+/* Model i loaded (strictly) from DIR/<name>_torch<tag>.safetensors gives PyTorch's
+ * outputs DIR/<name>_torch<tag>_y.npy on DIR/<name>_torch_x.npy to 1e-5; tag "" is
+ * PyTorch's float32 weights, "_f16" and "_bf16" its model.half() and .bfloat16() ones,
+ * widened on load (the outputs are PyTorch's float32 model's with those weights). */
+static void torch_weights(clg_device *dev, const char *dir, int i, const char *tag)
+{
+    clg_manual_seed(dev, 50);
+    clg_module *m = make(dev, i);
+    char file[64];
+    snprintf(file, sizeof file, "%s_torch%s.safetensors", names[i], tag);
+    char *p = io_path(dir, file);
+    clg_load_report rep;
+    CHECK_MSG(clg_module_load(m, p, true, &rep) == CLG_OK, "%s%s: %s", names[i], tag, clg_device_error(dev));
+    CHECK(rep.loaded == clg_module_state(m, NULL, 0));
+    clg_load_report_free(&rep);
+    free(p);
+    clg_module_train(m, false);
+    clg_scope_begin(dev);
+    snprintf(file, sizeof file, "%s_torch_x.npy", names[i]);
+    p = io_path(dir, file);
+    clg_tensor *x = clg_tensor_load_npy(dev, p);
+    free(p);
+    snprintf(file, sizeof file, "%s_torch%s_y.npy", names[i], tag);
+    p = io_path(dir, file);
+    clg_tensor *want = clg_tensor_load_npy(dev, p);
+    free(p);
+    double diff = max_diff(clg_module_forward(m, x), want);
+    printf("%s: torch%s weights in clgrad: max |clgrad - torch| = %.3g\n", names[i], tag, diff);
+    CHECK_MSG(diff <= 1e-5, "%s%s: clgrad's outputs from torch's weights differ by %g (%s)", names[i], tag, diff,
+              clg_device_error(dev));
+    clg_scope_end(dev);
+    clg_module_free(m);
+}
+
 /* PyTorch -> clgrad */
 static void torch_to_clgrad(clg_device *dev, const char *dir)
 {
     CHECK_MSG(python("export", dir) == 0, "PyTorch could not export its weights");
-    for (int i = 0; i < NMODELS; i++) {
-        clg_manual_seed(dev, 50);
-        clg_module *m = make(dev, i);
-        char file[64];
-        snprintf(file, sizeof file, "%s_torch.safetensors", names[i]);
-        char *p = io_path(dir, file);
-        clg_load_report rep;
-        CHECK_MSG(clg_module_load(m, p, true, &rep) == CLG_OK, "%s: %s", names[i], clg_device_error(dev));
-        CHECK(rep.loaded == clg_module_state(m, NULL, 0));
-        clg_load_report_free(&rep);
-        free(p);
-        clg_module_train(m, false);
-        clg_scope_begin(dev);
-        snprintf(file, sizeof file, "%s_torch_x.npy", names[i]);
-        p = io_path(dir, file);
-        clg_tensor *x = clg_tensor_load_npy(dev, p);
-        free(p);
-        snprintf(file, sizeof file, "%s_torch_y.npy", names[i]);
-        p = io_path(dir, file);
-        clg_tensor *want = clg_tensor_load_npy(dev, p);
-        free(p);
-        clg_tensor *got = clg_module_forward(m, x);
-        int64_t n = got && want ? clg_tensor_numel(got) : 0;
-        float *g = calloc((size_t)n + 1, 4), *w = calloc((size_t)n + 1, 4);
-        double diff = INFINITY;
-        if (n == clg_tensor_numel(want) && clg_tensor_to_host(got, g, (size_t)n * 4) == CLG_OK &&
-            clg_tensor_to_host(want, w, (size_t)n * 4) == CLG_OK) {
-            diff = 0;
-            for (int64_t k = 0; k < n; k++) diff = fmax(diff, fabs((double)g[k] - w[k]));
-        }
-        printf("%s: torch weights in clgrad: max |clgrad - torch| = %.3g\n", names[i], diff);
-        CHECK_MSG(diff <= 1e-5, "%s: clgrad's outputs from torch's weights differ by %g (%s)", names[i], diff,
-                  clg_device_error(dev));
-        free(g);
-        free(w);
-        clg_scope_end(dev);
-        clg_module_free(m);
+    for (int i = 0; i < NMODELS; i++) torch_weights(dev, dir, i, "");
+    for (int i = 0; i < 2; i++) {   /* the MLP and the CNN */
+        torch_weights(dev, dir, i, "_f16");
+        torch_weights(dev, dir, i, "_bf16");
     }
-    /* model.half() and .bfloat16() state dicts load into the float32 models, widened
-     * exactly: the outputs are those of PyTorch's float32 model with the rounded weights */
-    for (int i = 0; i < 2; i++)
-        for (int k = 0; k < 2; k++) {
-            const char *tag = k ? "bf16" : "f16";
-            clg_module *m = make(dev, i);
-            char file[64];
-            snprintf(file, sizeof file, "%s_torch_%s.safetensors", names[i], tag);
-            char *p = io_path(dir, file);
-            CHECK_MSG(clg_module_load(m, p, true, NULL) == CLG_OK, "%s %s: %s", names[i], tag, clg_device_error(dev));
-            free(p);
-            clg_module_train(m, false);
-            clg_scope_begin(dev);
-            snprintf(file, sizeof file, "%s_torch_x.npy", names[i]);
-            p = io_path(dir, file);
-            clg_tensor *x = clg_tensor_load_npy(dev, p);
-            free(p);
-            snprintf(file, sizeof file, "%s_torch_%s_y.npy", names[i], tag);
-            p = io_path(dir, file);
-            clg_tensor *want = clg_tensor_load_npy(dev, p);
-            free(p);
-            clg_tensor *got = clg_module_forward(m, x);
-            double diff = max_diff(got, want);
-            printf("%s: torch %s weights in float32 clgrad: max |clgrad - torch| = %.3g\n", names[i], tag, diff);
-            CHECK_MSG(diff <= 1e-5, "%s %s: differ by %g (%s)", names[i], tag, diff, clg_device_error(dev));
-            clg_scope_end(dev);
-            clg_module_free(m);
-        }
     /* the int64 counter arrived as int32, with its value */
     clg_module *m = make(dev, 1);
     char *p = io_path(dir, "cnn_torch.safetensors");
