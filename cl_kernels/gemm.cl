@@ -16,7 +16,9 @@
 // Work-groups are one work-item: POCL then runs each group as straight code, with no
 // work-item loop to vectorize across, and spreads groups over the cores.
 //
-// Options: -DT=float|double -DMR=6 -DNR=16|8.
+// Options: -DT=float|double -DMR=6 -DNR=16|8, and for 16-bit storage (issue 17)
+// -DT=float with -DCLG_F16_STORE or -DCLG_BF16_STORE (common.cl): A, B and C are then
+// float16 or bfloat16 (TS), packed panels and sums float32, each result rounded once.
 
 #ifndef MR
 #define MR 6
@@ -35,6 +37,32 @@
 #define VLOAD CAT(vload, NR)
 #define VSTORE CAT(vstore, NR)
 
+// NR (LOADN, STOREN) or DW (LOADW) consecutive values of storage as T: for 16-bit
+// storage, through vload_halfN / vstore_halfN_rte (no cl_khr_fp16 needed) or bfloat16's
+// bit shifts; otherwise plain vector loads and stores.
+#if defined(CLG_F16_STORE)
+#define LOADN(p) CAT(vload_half, NR)(0, (p))
+#define STOREN(v, p) CAT(CAT(vstore_half, NR), _rte)((v), 0, (p))
+#define LOADW(p) CAT(vload_half, DW)(0, (p))
+#elif defined(CLG_BF16_STORE)
+#define BF16_WIDEN(u, n) CAT(as_float, n)(CAT(convert_uint, n)(u) << 16)
+#define LOADN(p) BF16_WIDEN(VLOAD(0, (p)), NR)
+#define STOREN(v, p) VSTORE(bf16_bits_n(v), 0, (p))
+#define LOADW(p) BF16_WIDEN(CAT(vload, DW)(0, (p)), DW)
+// clg_bf16_bits (common.cl) on NR lanes at once.
+inline CAT(ushort, NR) bf16_bits_n(TN v)
+{
+    CAT(uint, NR) x = CAT(as_uint, NR)(v);
+    CAT(uint, NR) r = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+    r = select(r, (x >> 16) | 0x40u, (x & 0x7fffffffu) > 0x7f800000u);
+    return CAT(convert_ushort, NR)(r);
+}
+#else
+#define LOADN(p) VLOAD(0, (p))
+#define STOREN(v, p) VSTORE((v), 0, (p))
+#define LOADW(p) CAT(vload, DW)(0, (p))
+#endif
+
 // Pack a matrix X, whose op(X) has P rows ("panel" side: m for A, n for B) and depth K,
 // into panels of W rows: dst[(p / W * K + kk) * W + p % W] per batch, rows p >= P zero.
 // pmajor: op(X)'s (p, kk) is src[p * ld + kk] (A not transposed, B transposed), else
@@ -43,17 +71,17 @@
 // where one item per element would cost POCL more in scheduling than in copying.
 #define PACK_KC 256
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
-void gemm_pack(__global const T *src, const long src_off, const int ld, const long src_stride,
+void gemm_pack(__global const TS *src, const long src_off, const int ld, const long src_stride,
                const int P, const int K, const int pmajor, const int W, __global T *dst,
                const long dst_stride)
 {
     int panel = get_global_id(0), k0 = get_global_id(1) * PACK_KC, b = get_global_id(2);
     int p0 = panel * W, k1 = min(K, k0 + PACK_KC), rows = min(W, P - p0);
-    __global const T *s = src + src_off + b * src_stride;
+    __global const TS *s = src + src_off + b * src_stride;
     __global T *d = dst + b * dst_stride + (long)panel * K * W;
     if (pmajor && W == 16 && rows == 16) {  // a whole panel of 16: one vector store per k
-        __global const T *r0 = s + (long)p0 * ld;
-#define ROWK(r) r0[(long)(r) * ld + kk]
+        __global const TS *r0 = s + (long)p0 * ld;
+#define ROWK(r) CLG_LD(r0, (long)(r) * ld + kk)
         for (int kk = k0; kk < k1; kk++)
             vstore16((CAT(T, 16))(ROWK(0), ROWK(1), ROWK(2), ROWK(3), ROWK(4), ROWK(5), ROWK(6), ROWK(7), ROWK(8),
                                   ROWK(9), ROWK(10), ROWK(11), ROWK(12), ROWK(13), ROWK(14), ROWK(15)),
@@ -61,28 +89,28 @@ void gemm_pack(__global const T *src, const long src_off, const int ld, const lo
 #undef ROWK
     } else if (pmajor) {
         for (int r = 0; r < W; r++) {
-            __global const T *sr = s + (long)(p0 + min(r, rows - 1)) * ld;
+            __global const TS *sr = s + (long)(p0 + min(r, rows - 1)) * ld;
             T keep = r < rows ? (T)1 : (T)0;  // rows past P: zeros, with no branch in the loop
-            for (int kk = k0; kk < k1; kk++) d[kk * W + r] = keep * sr[kk];
+            for (int kk = k0; kk < k1; kk++) d[kk * W + r] = keep * CLG_LD(sr, kk);
         }
     } else if (W == NR && rows == NR) {  // a whole panel of B: one vector per k
-        for (int kk = k0; kk < k1; kk++) VSTORE(VLOAD(0, s + (long)kk * ld + p0), kk, d);
+        for (int kk = k0; kk < k1; kk++) VSTORE(LOADN(s + (long)kk * ld + p0), kk, d);
     } else {
         for (int kk = k0; kk < k1; kk++) {
-            __global const T *sr = s + (long)kk * ld + p0;
-            for (int r = 0; r < W; r++) d[kk * W + r] = r < rows ? sr[r] : (T)0;
+            __global const TS *sr = s + (long)kk * ld + p0;
+            for (int r = 0; r < W; r++) d[kk * W + r] = r < rows ? CLG_LD(sr, r) : (T)0;
         }
     }
 }
 
 // C = beta * C over M x N per batch (beta == 0 writes zeros without reading C).
-__kernel void gemm_scale(const int M, const int N, __global T *C, const long c_off, const int ldc,
+__kernel void gemm_scale(const int M, const int N, __global TS *C, const long c_off, const int ldc,
                          const long c_stride, const T beta)
 {
     int j = get_global_id(0), i = get_global_id(1), b = get_global_id(2);
     if (i >= M || j >= N) return;
-    __global T *c = C + c_off + b * c_stride + (long)i * ldc + j;
-    *c = beta == (T)0 ? (T)0 : beta * *c;
+    __global TS *c = C + c_off + b * c_stride + (long)i * ldc + j;
+    CLG_ST(c, 0, beta == (T)0 ? (T)0 : beta * CLG_LD(c, 0));
 }
 
 // What is stored: the result, or (-DCLG_EPI_RELU, built only by a captured graph's plan,
@@ -101,21 +129,21 @@ __kernel void gemm_scale(const int M, const int N, __global T *C, const long c_o
 #define STORE_ROW(r) store_row(C, c_off + (long)(i0 + r) * ldc + j0, N - j0, c##r, alpha, beta, i0 + r < M)
 
 // One row of results: alpha * acc + beta * C into up to NR columns (ncols of them valid).
-inline void store_row(__global T *C, const long at, const int ncols, const TN acc, const T alpha,
+inline void store_row(__global TS *C, const long at, const int ncols, const TN acc, const T alpha,
                       const T beta, const bool valid)
 {
     if (!valid) return;
     if (ncols >= NR) {
         TN r = alpha * acc;
-        if (beta != (T)0) r += beta * VLOAD(0, C + at);
-        VSTORE(EPI_V(r), 0, C + at);
+        if (beta != (T)0) r += beta * LOADN(C + at);
+        STOREN(EPI_V(r), C + at);
         return;
     }
     T tmp[NR];
     VSTORE(alpha * acc, 0, tmp);
     for (int j = 0; j < ncols; j++) {
-        T r = beta != (T)0 ? tmp[j] + beta * C[at + j] : tmp[j];
-        C[at + j] = EPI(r);
+        T r = beta != (T)0 ? tmp[j] + beta * CLG_LD(C, at + j) : tmp[j];
+        CLG_ST(C, at + j, EPI(r));
     }
 }
 
@@ -129,7 +157,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void gemm_tiles(const int M, const int N, const int K, const int PI, const int PJ,
                 __global const T *Ap, const long ap_stride, __global const T *Bp, const long bp_off,
                 const long bp_stride, const long bp_panel, const int bp_k,
-                __global T *C, const long c_off0, const int ldc, const long c_stride,
+                __global TS *C, const long c_off0, const int ldc, const long c_stride,
                 const T alpha, const T beta)
 {
     int bj = get_global_id(0), bi = get_global_id(1), b = get_global_id(2);
@@ -173,7 +201,6 @@ void gemm_tiles(const int M, const int N, const int K, const int PI, const int P
 #error "gemm_dot: NR must be 16 (float) or 8 (double)"
 #endif
 #define TD CAT(T, DW)
-#define VLOADD CAT(vload, DW)
 #if DW == 8
 #define HSUM(v) ((((v).s0 + (v).s4) + ((v).s1 + (v).s5)) + (((v).s2 + (v).s6) + ((v).s3 + (v).s7)))
 #else
@@ -182,44 +209,44 @@ void gemm_tiles(const int M, const int N, const int K, const int PI, const int P
 #define DOT_ROW(r) TD d##r##0 = 0, d##r##1 = 0, d##r##2 = 0;
 #define DOT_FMA(r)                                                                         \
     {                                                                                      \
-        TD av = VLOADD(0, a##r + k);                                                       \
+        TD av = LOADW(a##r + k);                                                       \
         d##r##0 = fma(av, x0, d##r##0); d##r##1 = fma(av, x1, d##r##1); d##r##2 = fma(av, x2, d##r##2); \
     }
-#define DOT_TAIL(r) s[r][0] += a##r[k] * y0; s[r][1] += a##r[k] * y1; s[r][2] += a##r[k] * y2;
+#define DOT_TAIL(r) { T x = CLG_LD(a##r, k); s[r][0] += x * y0; s[r][1] += x * y1; s[r][2] += x * y2; }
 #define DOT_SUMS(r) {HSUM(d##r##0), HSUM(d##r##1), HSUM(d##r##2)}
 
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void gemm_dot(const int M, const int N, const int K, const int JB,
-              __global const T *A, const long a_off, const int lda, const long a_stride,
-              __global const T *B, const long b_off, const int ldb, const long b_stride,
-              __global T *C, const long c_off, const int ldc, const long c_stride, const T alpha, const T beta)
+              __global const TS *A, const long a_off, const int lda, const long a_stride,
+              __global const TS *B, const long b_off, const int ldb, const long b_stride,
+              __global TS *C, const long c_off, const int ldc, const long c_stride, const T alpha, const T beta)
 {
     int bj = get_global_id(0), i0 = get_global_id(1) * 4, b = get_global_id(2);
     A += a_off + b * a_stride;
     B += b_off + b * b_stride;
     C += c_off + b * c_stride;
     // Rows past M or N repeat the last one (read, never stored): no branch in the loop.
-    __global const T *a0 = A + (long)min(i0, M - 1) * lda, *a1 = A + (long)min(i0 + 1, M - 1) * lda;
-    __global const T *a2 = A + (long)min(i0 + 2, M - 1) * lda, *a3 = A + (long)min(i0 + 3, M - 1) * lda;
+    __global const TS *a0 = A + (long)min(i0, M - 1) * lda, *a1 = A + (long)min(i0 + 1, M - 1) * lda;
+    __global const TS *a2 = A + (long)min(i0 + 2, M - 1) * lda, *a3 = A + (long)min(i0 + 3, M - 1) * lda;
     const int kv = K / DW * DW, j_end = min(N, (bj + 1) * JB * 3);
     for (int j0 = bj * JB * 3; j0 < j_end; j0 += 3) {
-        __global const T *b0 = B + (long)j0 * ldb, *b1 = B + (long)min(j0 + 1, N - 1) * ldb;
-        __global const T *b2 = B + (long)min(j0 + 2, N - 1) * ldb;
+        __global const TS *b0 = B + (long)j0 * ldb, *b1 = B + (long)min(j0 + 1, N - 1) * ldb;
+        __global const TS *b2 = B + (long)min(j0 + 2, N - 1) * ldb;
         DOT_ROW(0) DOT_ROW(1) DOT_ROW(2) DOT_ROW(3)
         for (int k = 0; k < kv; k += DW) {
-            TD x0 = VLOADD(0, b0 + k), x1 = VLOADD(0, b1 + k), x2 = VLOADD(0, b2 + k);
+            TD x0 = LOADW(b0 + k), x1 = LOADW(b1 + k), x2 = LOADW(b2 + k);
             DOT_FMA(0) DOT_FMA(1) DOT_FMA(2) DOT_FMA(3)
         }
         T s[4][3] = {DOT_SUMS(0), DOT_SUMS(1), DOT_SUMS(2), DOT_SUMS(3)};
         for (int k = kv; k < K; k++) {
-            T y0 = b0[k], y1 = b1[k], y2 = b2[k];
+            T y0 = CLG_LD(b0, k), y1 = CLG_LD(b1, k), y2 = CLG_LD(b2, k);
             DOT_TAIL(0) DOT_TAIL(1) DOT_TAIL(2) DOT_TAIL(3)
         }
         for (int r = 0; r < 4 && i0 + r < M; r++)
             for (int c = 0; c < 3 && j0 + c < N; c++) {
-                __global T *out = C + (long)(i0 + r) * ldc + j0 + c;
-                T v = beta != (T)0 ? alpha * s[r][c] + beta * *out : alpha * s[r][c];
-                *out = EPI(v);
+                long at = (long)(i0 + r) * ldc + j0 + c;
+                T v = beta != (T)0 ? alpha * s[r][c] + beta * CLG_LD(C, at) : alpha * s[r][c];
+                CLG_ST(C, at, EPI(v));
             }
     }
 }

@@ -8,6 +8,9 @@
 // One work-group per row: work-item l takes elements l, l + WG, ... and the group
 // combines them in local memory (WG a power of two). The order of operations is fixed
 // by WG alone, so the same inputs give the same bits.
+// softmax, log_softmax and var (and their backward passes) read and write storage of
+// TS through CLG_LD / CLG_ST (common.cl): 16-bit tensors compute in float32 and round
+// each result once. The other kernels take float32 or float64 only.
 
 // Offset of element r of a row along the reduced axes.
 inline int clg_roff(int r, int nr, int8 rshape, int8 rstr)
@@ -27,21 +30,21 @@ inline int clg_rowbase(int row, int nk, int8 kshape, int off, int8 kstr)
 // y = exp(x - max) / sum exp(x - max), or log_softmax y = (x - max) - log(sum): the
 // max taken out first, so no exp overflows whatever the logits' magnitude.
 __kernel void softmax_fwd(int R, int nk, int8 kshape, int nr, int8 rshape,
-                          __global const T *x, int ox, int8 kx, int8 rx,
-                          __global T *y, int oy, int8 ky, int8 ry, int log_mode, __local T *s)
+                          __global const TS *x, int ox, int8 kx, int8 rx,
+                          __global TS *y, int oy, int8 ky, int8 ry, int log_mode, __local T *s)
 {
     int row = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
     int bx = clg_rowbase(row, nk, kshape, ox, kx), by = clg_rowbase(row, nk, kshape, oy, ky);
     T m = -INFINITY;
-    for (int r = l; r < R; r += wg) m = clg_nanmax(m, x[bx + clg_roff(r, nr, rshape, rx)]);
+    for (int r = l; r < R; r += wg) m = clg_nanmax(m, CLG_LD(x, bx + clg_roff(r, nr, rshape, rx)));
     m = clg_group_max(m, s);
     T acc = 0;
-    for (int r = l; r < R; r += wg) acc += exp(x[bx + clg_roff(r, nr, rshape, rx)] - m);
+    for (int r = l; r < R; r += wg) acc += exp(CLG_LD(x, bx + clg_roff(r, nr, rshape, rx)) - m);
     T sum = clg_group_sum(acc, s);
     T lsum = log(sum), inv = (T)1 / sum;
     for (int r = l; r < R; r += wg) {
-        T d = x[bx + clg_roff(r, nr, rshape, rx)] - m;
-        y[by + clg_roff(r, nr, rshape, ry)] = log_mode ? d - lsum : exp(d) * inv;
+        T d = CLG_LD(x, bx + clg_roff(r, nr, rshape, rx)) - m;
+        CLG_ST(y, by + clg_roff(r, nr, rshape, ry), log_mode ? d - lsum : exp(d) * inv);
     }
 }
 
@@ -49,65 +52,65 @@ __kernel void softmax_fwd(int R, int nk, int8 kshape, int nr, int8 rshape,
 //   softmax:     dx = y * (g - sum(g * y))
 //   log_softmax: dx = g - exp(y) * sum(g)
 __kernel void softmax_bwd(int R, int nk, int8 kshape, int nr, int8 rshape,
-                          __global const T *y, int oy, int8 ky, int8 ry,
-                          __global const T *g, int og, int8 kg, int8 rg,
-                          __global T *dx, int od, int8 kd, int8 rd, int log_mode, __local T *s)
+                          __global const TS *y, int oy, int8 ky, int8 ry,
+                          __global const TS *g, int og, int8 kg, int8 rg,
+                          __global TS *dx, int od, int8 kd, int8 rd, int log_mode, __local T *s)
 {
     int row = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
     int by = clg_rowbase(row, nk, kshape, oy, ky), bg = clg_rowbase(row, nk, kshape, og, kg);
     int bd = clg_rowbase(row, nk, kshape, od, kd);
     T acc = 0;
     for (int r = l; r < R; r += wg) {
-        T gv = g[bg + clg_roff(r, nr, rshape, rg)];
-        acc += log_mode ? gv : gv * y[by + clg_roff(r, nr, rshape, ry)];
+        T gv = CLG_LD(g, bg + clg_roff(r, nr, rshape, rg));
+        acc += log_mode ? gv : gv * CLG_LD(y, by + clg_roff(r, nr, rshape, ry));
     }
     T dot = clg_group_sum(acc, s);
     for (int r = l; r < R; r += wg) {
-        T yv = y[by + clg_roff(r, nr, rshape, ry)], gv = g[bg + clg_roff(r, nr, rshape, rg)];
-        dx[bd + clg_roff(r, nr, rshape, rd)] = log_mode ? gv - exp(yv) * dot : yv * (gv - dot);
+        T yv = CLG_LD(y, by + clg_roff(r, nr, rshape, ry)), gv = CLG_LD(g, bg + clg_roff(r, nr, rshape, rg));
+        CLG_ST(dx, bd + clg_roff(r, nr, rshape, rd), log_mode ? gv - exp(yv) * dot : yv * (gv - dot));
     }
 }
 
 // ---- variance ------------------------------------------------------------------------------
 // Two passes over the row: the mean, then the sum of squared deviations (stabler
 // than sum(x^2) - n mean^2, which cancels catastrophically for large means).
-inline T clg_row_mean(int R, int nr, int8 rshape, __global const T *x, int bx, int8 rx, __local T *s)
+inline T clg_row_mean(int R, int nr, int8 rshape, __global const TS *x, int bx, int8 rx, __local T *s)
 {
     int l = get_local_id(0), wg = get_local_size(0);
     T acc = 0;
-    for (int r = l; r < R; r += wg) acc += x[bx + clg_roff(r, nr, rshape, rx)];
+    for (int r = l; r < R; r += wg) acc += CLG_LD(x, bx + clg_roff(r, nr, rshape, rx));
     return clg_group_sum(acc, s) / (T)R;   // R = 0: NaN, as PyTorch
 }
 
 // y[row] = sum (x - mean)^2 / div, div = max(0, R - correction) (0/0 = NaN, as PyTorch).
 __kernel void var_fwd(int R, int nk, int8 kshape, int nr, int8 rshape,
-                      __global const T *x, int ox, int8 kx, int8 rx,
-                      __global T *y, int oy, int8 ky, int8 ry, const T div, __local T *s)
+                      __global const TS *x, int ox, int8 kx, int8 rx,
+                      __global TS *y, int oy, int8 ky, int8 ry, const T div, __local T *s)
 {
     int row = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
     int bx = clg_rowbase(row, nk, kshape, ox, kx);
     T mean = clg_row_mean(R, nr, rshape, x, bx, rx, s);
     T acc = 0;
     for (int r = l; r < R; r += wg) {
-        T d = x[bx + clg_roff(r, nr, rshape, rx)] - mean;
+        T d = CLG_LD(x, bx + clg_roff(r, nr, rshape, rx)) - mean;
         acc += d * d;
     }
     T ss = clg_group_sum(acc, s);
-    if (l == 0) y[clg_rowbase(row, nk, kshape, oy, ky)] = ss / div;
+    if (l == 0) CLG_ST(y, clg_rowbase(row, nk, kshape, oy, ky), ss / div);
 }
 
 // dx = g[row] * 2 (x - mean) / div; g is read once per row (its reduced strides are 0).
 __kernel void var_bwd(int R, int nk, int8 kshape, int nr, int8 rshape,
-                      __global const T *x, int ox, int8 kx, int8 rx,
-                      __global const T *g, int og, int8 kg, int8 rg,
-                      __global T *dx, int od, int8 kd, int8 rd, const T div, __local T *s)
+                      __global const TS *x, int ox, int8 kx, int8 rx,
+                      __global const TS *g, int og, int8 kg, int8 rg,
+                      __global TS *dx, int od, int8 kd, int8 rd, const T div, __local T *s)
 {
     int row = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
     int bx = clg_rowbase(row, nk, kshape, ox, kx), bd = clg_rowbase(row, nk, kshape, od, kd);
     T mean = clg_row_mean(R, nr, rshape, x, bx, rx, s);
-    T scale = (T)2 * g[clg_rowbase(row, nk, kshape, og, kg)] / div;
+    T scale = (T)2 * CLG_LD(g, clg_rowbase(row, nk, kshape, og, kg)) / div;
     for (int r = l; r < R; r += wg)
-        dx[bd + clg_roff(r, nr, rshape, rd)] = scale * (x[bx + clg_roff(r, nr, rshape, rx)] - mean);
+        CLG_ST(dx, bd + clg_roff(r, nr, rshape, rd), scale * (CLG_LD(x, bx + clg_roff(r, nr, rshape, rx)) - mean));
 }
 
 // ---- cross-entropy -------------------------------------------------------------------------

@@ -48,17 +48,40 @@ typedef struct gcase {
     bool nan_c;                  /* C holds NaN before the call (with beta 0) */
 } gcase;
 
+static size_t esize(clg_gemm_type type)
+{
+    return type == CLG_GEMM_F64 ? 8 : clg__gemm_type_is_half(type) ? 2 : 4;
+}
+
+/* Host values as the device stores them, and back. */
+static void to_raw(clg_gemm_type type, double v, void *raw, size_t i)
+{
+    switch (type) {
+    case CLG_GEMM_F64: ((double *)raw)[i] = v; break;
+    case CLG_GEMM_F16: ((uint16_t *)raw)[i] = clg_f32_to_f16((float)v); break;
+    case CLG_GEMM_BF16: ((uint16_t *)raw)[i] = clg_f32_to_bf16((float)v); break;
+    default: ((float *)raw)[i] = (float)v;
+    }
+}
+
+static double from_raw(clg_gemm_type type, const void *raw, size_t i)
+{
+    switch (type) {
+    case CLG_GEMM_F64: return ((const double *)raw)[i];
+    case CLG_GEMM_F16: return clg_f16_to_f32(((const uint16_t *)raw)[i]);
+    case CLG_GEMM_BF16: return clg_bf16_to_f32(((const uint16_t *)raw)[i]);
+    default: return ((const float *)raw)[i];
+    }
+}
+
 /* Upload n host doubles as type into a new buffer. */
 static clg_buffer *upload(clg_device *dev, clg_gemm_type type, const double *h, size_t n)
 {
-    size_t es = type == CLG_GEMM_F64 ? 8 : 4;
+    size_t es = esize(type);
     clg_buffer *b = clg__buffer_alloc(dev, n * es);
     if (!b) return NULL;
     void *tmp = malloc(n * es);
-    for (size_t i = 0; i < n; i++) {
-        if (type == CLG_GEMM_F64) ((double *)tmp)[i] = h[i];
-        else ((float *)tmp)[i] = (float)h[i];
-    }
+    for (size_t i = 0; i < n; i++) to_raw(type, h[i], tmp, i);
     clg_status st = clg__write(dev, b, 0, tmp, n * es);
     free(tmp);
     if (st) {
@@ -71,11 +94,32 @@ static clg_buffer *upload(clg_device *dev, clg_gemm_type type, const double *h, 
 /* Round host values to what the device holds, so that the reference sees the same inputs. */
 static void round_to(clg_gemm_type type, double *h, size_t n)
 {
-    if (type == CLG_GEMM_F32)
-        for (size_t i = 0; i < n; i++) h[i] = (float)h[i];
+    double raw; /* room for any type */
+    if (type != CLG_GEMM_F64)
+        for (size_t i = 0; i < n; i++) {
+            to_raw(type, h[i], &raw, 0);
+            h[i] = from_raw(type, &raw, 0);
+        }
 }
 
-static const char *tname(clg_gemm_type type) { return type == CLG_GEMM_F64 ? "f64" : "f32"; }
+static const char *tname(clg_gemm_type type)
+{
+    return type == CLG_GEMM_F64 ? "f64" : type == CLG_GEMM_F16 ? "f16" : type == CLG_GEMM_BF16 ? "bf16" : "f32";
+}
+
+/* The error allowed in an element whose exact value is r with products of total
+ * magnitude s: float32 sums (~1e-4 of s for k <= 1024), float64 nearly none; 16-bit
+ * results are float32 sums rounded once, so half a unit of the last place of r more
+ * (2^-11 relative for float16, 2^-8 for bfloat16, 2^-25 absolute in float16's
+ * subnormals). */
+static double allowed(clg_gemm_type type, size_t k, double r, double s)
+{
+    if (type == CLG_GEMM_F64) return 1e-13 * s;
+    double e = 1e-4 * (k > 1024 ? (double)k / 1024 : 1) * s;
+    if (type == CLG_GEMM_F16) e += fmax(ldexp(fabs(r), -11), ldexp(1, -25));
+    if (type == CLG_GEMM_BF16) e += ldexp(fabs(r), -8);
+    return e;
+}
 
 static int run_case(clg_device *dev, const engine *eng, clg_gemm_type type, const gcase *c)
 {
@@ -122,19 +166,17 @@ static int run_case(clg_device *dev, const engine *eng, clg_gemm_type type, cons
     };
     int bad = 0;
     clg_status st = da && db && dc ? clg__gemm_run(dev, eng->e, eng->cfg, &g) : clg_device_last_status(dev);
-    size_t es = type == CLG_GEMM_F64 ? 8 : 4;
+    size_t es = esize(type);
     void *raw = malloc(nc * es);
     if (!st) st = clg__read(dev, dc, 0, raw, nc * es);
     CHECK_MSG(st == CLG_OK, "%s %s: %s", eng->name, tname(type), clg_device_error(dev));
     if (!st) {
-        for (size_t i = 0; i < nc; i++) out[i] = type == CLG_GEMM_F64 ? ((double *)raw)[i] : ((float *)raw)[i];
-        /* fp32: ~1e-4 of the magnitude for k <= 1024; fp64 must be nearly exact. */
-        double tol = type == CLG_GEMM_F64 ? 1e-13 : 1e-4 * (c->k > 1024 ? (double)c->k / 1024 : 1);
+        for (size_t i = 0; i < nc; i++) out[i] = from_raw(type, raw, i);
         for (size_t i = 0; i < nc && bad < 3; i++) {
-            double err = fabs(out[i] - R[i]);
+            double err = fabs(out[i] - R[i]), tol = allowed(type, c->k, R[i], S[i]);
             bool same_nan = isnan(out[i]) && isnan(R[i]);
-            if (!same_nan && (!(err <= tol * S[i] + 1e-30) || (S[i] == 0 && out[i] != R[i]))) {
-                fprintf(stderr, "  element %zu: got %.9g want %.9g (bound %.3g)\n", i, out[i], R[i], tol * S[i]);
+            if (!same_nan && (!(err <= tol + 1e-30) || (S[i] == 0 && out[i] != R[i]))) {
+                fprintf(stderr, "  element %zu: got %.9g want %.9g (bound %.3g)\n", i, out[i], R[i], tol);
                 bad++;
             }
         }
@@ -461,10 +503,14 @@ int main(void)
         CHECK_OK(dev, clg_device_set_param(dev, "gemm_dot", engines[i].no_dot ? "off" : "on"));
         sweep(dev, &engines[i], CLG_GEMM_F32, mine);
         if (f64) sweep(dev, &engines[i], CLG_GEMM_F64, mine);
+        /* 16-bit storage: the packed kernels convert as they pack and store, the others
+         * compute on float32 copies (gemm_widen.c). */
+        sweep(dev, &engines[i], CLG_GEMM_F16, mine);
+        sweep(dev, &engines[i], CLG_GEMM_BF16, mine);
         edges(dev, &engines[i]);
         CHECK_OK(dev, clg_device_set_param(dev, "gemm_dot", "on"));
         small_mode = keep;
-        printf("  %-32s %s%s %.1f s\n", engines[i].name, mine ? "all cases" : "a third", f64 ? ", f32 and f64" : ", f32",
+        printf("  %-32s %s%s, f16, bf16 %.1f s\n", engines[i].name, mine ? "all cases" : "a third", f64 ? ", f32, f64" : ", f32",
                clg__now() - t0);
     }
     engine autoe = {.e = CLG_GEMM_AUTO, .name = "auto"};

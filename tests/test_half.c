@@ -332,8 +332,20 @@ static void elementwise(clg_device *dev, const fmt16 *f)
     CHECK_MSG(lng != NULL, "%s", clg_device_error(dev));
     same16(f, clg_sum(lng, 0, NULL, false), clg_cast(clg_sum(clg_cast(lng, CLG_F32), 0, NULL, false), f->dtype),
            "sum of 8192");
+    /* row kernels: softmax, log_softmax and var along either axis; argmax */
+    clg_tensor *lg = clg_mul_scalar(clg_tanh(x), 6.0), *lg32 = clg_cast(lg, CLG_F32);   /* finite logits */
+    for (int ax = 0; ax < 2; ax++) {
+        same16(f, clg_softmax(lg, ax), clg_cast(clg_softmax(lg32, ax), f->dtype), "softmax");
+        same16(f, clg_log_softmax(lg, ax), clg_cast(clg_log_softmax(lg32, ax), f->dtype), "log_softmax");
+        same16(f, clg_var(lg, CLG_AXES(ax), 1, false), clg_cast(clg_var(lg32, CLG_AXES(ax), 1, false), f->dtype), "var");
+        int32_t i16[32], i32[32];
+        clg_tensor *a16 = clg_argmax(lg, ax, false), *a32 = clg_argmax(lg32, ax, false);
+        CHECK(a16 && a32 && clg_tensor_to_host(a16, i16, sizeof i16) == CLG_OK &&
+              clg_tensor_to_host(a32, i32, sizeof i32) == CLG_OK && !memcmp(i16, i32, sizeof i16));
+    }
     /* kernels not written for 16 bits refuse them */
-    CHECK(clg_matmul(x, y) == NULL && clg_device_last_status(dev) == CLG_ERR_DTYPE);
+    CHECK(clg_max_pool2d(clg_reshape(x, CLG_SHAPE(1, 1, 32, 32)), 2, 2, 2, 2, 0, 0) == NULL &&
+          clg_device_last_status(dev) == CLG_ERR_DTYPE);
     CHECK_MSG(strstr(clg_device_error(dev), "clg_cast it to float32"), "%s", clg_device_error(dev));
     CHECK(clg_rand(dev, f->dtype, CLG_SHAPE(4), 0, 1) == NULL && clg_device_last_status(dev) == CLG_ERR_DTYPE);
     CHECK(clg_axpy_(z, 1.0, z) == CLG_ERR_DTYPE);
@@ -398,6 +410,69 @@ static void checkpoint(clg_device *dev, const fmt16 *f)
     remove("test_half.safetensors");
     clg_module_free(m);
     clg_module_free(m2);
+}
+
+/* got (16-bit) against want (float32) within rel of want's largest magnitude. */
+static void close16(const fmt16 *f, clg_tensor *got, clg_tensor *want, double rel, const char *what)
+{
+    enum { N = 4096 };
+    static uint16_t g[N];
+    static float w[N];
+    int64_t n = got && want ? clg_tensor_numel(got) : 0;
+    if (!got || !want || n > N || clg_tensor_dtype(got) != f->dtype || clg_tensor_numel(want) != n ||
+        clg_tensor_to_host(got, g, (size_t)n * 2) || clg_tensor_to_host(want, w, (size_t)n * 4)) {
+        CHECK_MSG(0, "%s %s: no result", clg_dtype_name(f->dtype), what);
+        return;
+    }
+    double big = 0, worst = 0;
+    for (int64_t i = 0; i < n; i++) big = fmax(big, fabs(w[i]));
+    for (int64_t i = 0; i < n; i++) worst = fmax(worst, fabs(from16(f, g[i]) - w[i]));
+    CHECK_MSG(big > 0 && worst <= rel * big, "%s %s: off by %.3g of %.3g", clg_dtype_name(f->dtype), what, worst, big);
+}
+
+/* A linear layer and log_softmax in 16 bits, backward: the gradients of x, w and b
+ * against float32's from the same (widened) values, to 16-bit precision. */
+static void layer_gradients(clg_device *dev, const fmt16 *f)
+{
+    clg_scope_begin(dev);
+    enum { R = 9, I = 37, O = 21 };
+    float hx[R * I], hw[O * I], hb[O], hc[R * O];
+    uint32_t s = 777;
+    float *all[4] = {hx, hw, hb, hc};
+    int len[4] = {R * I, O * I, O, R * O};
+    for (int t = 0; t < 4; t++)
+        for (int i = 0; i < len[t]; i++) {
+            s = s * 1664525u + 1013904223u;
+            all[t][i] = (float)(s >> 8) / (float)(1u << 24) * 2 - 1;
+        }
+    clg_tensor *in16[4], *in32[4];
+    const int64_t shapes[4][2] = {{R, I}, {O, I}, {O, 0}, {R, O}};
+    for (int t = 0; t < 4; t++) {
+        int nd = shapes[t][1] ? 2 : 1;
+        in16[t] = clg_cast(clg_tensor_from_host(dev, CLG_F32, nd, shapes[t], all[t]), f->dtype);
+        in32[t] = clg_cast(in16[t], CLG_F32);
+        if (t < 3) {
+            CHECK_OK(dev, clg_tensor_set_requires_grad(in16[t], true));
+            CHECK_OK(dev, clg_tensor_set_requires_grad(in32[t], true));
+        }
+    }
+    clg_tensor *l16 = clg_sum(clg_cast(clg_mul(clg_log_softmax(clg_linear(in16[0], in16[1], in16[2]), 1), in16[3]), CLG_F32),
+                              0, NULL, false);
+    clg_tensor *l32 = clg_sum(clg_mul(clg_log_softmax(clg_linear(in32[0], in32[1], in32[2]), 1), in32[3]), 0, NULL, false);
+    CHECK_OK(dev, l16 ? clg_backward(l16, NULL) : clg_device_last_status(dev));
+    CHECK_OK(dev, l32 ? clg_backward(l32, NULL) : clg_device_last_status(dev));
+    double rel = f->dtype == CLG_F16 ? 4e-3 : 3e-2;
+    const char *names[3] = {"linear+log_softmax dx", "dw", "db"};
+    for (int t = 0; t < 3; t++) close16(f, clg_tensor_grad(in16[t]), clg_tensor_grad(in32[t]), rel, names[t]);
+    /* softmax and var backward */
+    clg_tensor *x16 = in16[0], *x32 = in32[0];
+    clg_tensor_zero_grad(x16);
+    clg_tensor_zero_grad(x32);
+    CHECK_OK(dev, clg_backward(clg_sum(clg_cast(clg_mul(clg_softmax(x16, 0), clg_var(x16, CLG_AXES(1), 1, true)), CLG_F32),
+                                       0, NULL, false), NULL));
+    CHECK_OK(dev, clg_backward(clg_sum(clg_mul(clg_softmax(x32, 0), clg_var(x32, CLG_AXES(1), 1, true)), 0, NULL, false), NULL));
+    close16(f, clg_tensor_grad(x16), clg_tensor_grad(x32), rel, "softmax*var dx");
+    clg_scope_end(dev);
 }
 
 /* Gradients cross casts both ways: a float32 weight, its 16-bit copy times a 16-bit
@@ -466,6 +541,7 @@ int main(void)
         elementwise(dev, fmts[i]);
         checkpoint(dev, fmts[i]);
         autograd(dev, fmts[i]);
+        layer_gradients(dev, fmts[i]);
     }
     npy_file(dev);
     free(inputs);

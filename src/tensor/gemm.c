@@ -20,7 +20,7 @@ const char *clg__gemm_engine_name(clg_gemm_engine engine)
 
 static size_t elem_size(clg_gemm_type type)
 {
-    return type == CLG_GEMM_F64 ? sizeof(double) : sizeof(float);
+    return type == CLG_GEMM_F64 ? sizeof(double) : clg__gemm_type_is_half(type) ? 2 : sizeof(float);
 }
 
 /* The number of elements from the first to one past the last an operand touches:
@@ -60,7 +60,7 @@ static clg_status check_operand(clg_device *dev, const char *name, const clg_buf
 
 static clg_status check_call(clg_device *dev, const clg_gemm_args *g)
 {
-    if (g->type != CLG_GEMM_F32 && g->type != CLG_GEMM_F64)
+    if (g->type != CLG_GEMM_F32 && g->type != CLG_GEMM_F64 && !clg__gemm_type_is_half(g->type))
         return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg__gemm: unknown element type %d", (int)g->type);
     if (g->type == CLG_GEMM_F64 && !clg_device_get_info(dev)->fp64)
         return clg__fail(dev, CLG_ERR_DTYPE, "clg__gemm: %s has no double precision (cl_khr_fp64)",
@@ -93,6 +93,10 @@ clg_status clg__gemm_run(clg_device *dev, clg_gemm_engine engine, const clg_gemm
      * plain: an empty sum, so C = beta * C. */
     if (g->k == 0) return clg__gemm_scale(dev, g);
     if (engine == CLG_GEMM_AUTO) engine = clg__gemm_engine_for(dev);
+    /* The packed kernels read and write 16-bit storage themselves; the others compute
+     * on float32 copies. */
+    if (clg__gemm_type_is_half(g->type) && !(engine == CLG_GEMM_PACKED && clg__gemm_kernel_fits(g)))
+        return clg__gemm_widened(dev, engine, tiled, g);
     /* Sizes past the kernels' 32-bit indexing go to CLBlast, which indexes with size_t. */
     if (engine == CLG_GEMM_TILED && clg__gemm_tiled_fits(g)) {
         if (!tiled) tiled = clg__gemm_tiled_for(dev, g->type);

@@ -28,10 +28,16 @@
 #include "clgrad/tensor.h"
 #include "device_impl.h"
 
-typedef enum clg_gemm_type { CLG_GEMM_F32, CLG_GEMM_F64 } clg_gemm_type;
+/* The element type of A, B and C. 16-bit types are storage: products and sums are
+ * float32, and each result is rounded once to the storage type (alpha, beta float32). */
+typedef enum clg_gemm_type { CLG_GEMM_F32, CLG_GEMM_F64, CLG_GEMM_F16, CLG_GEMM_BF16 } clg_gemm_type;
 
 /* The GEMM type of a float dtype. */
-static inline clg_gemm_type clg__gemm_type_of(clg_dtype d) { return d == CLG_F64 ? CLG_GEMM_F64 : CLG_GEMM_F32; }
+static inline clg_gemm_type clg__gemm_type_of(clg_dtype d)
+{
+    return d == CLG_F64 ? CLG_GEMM_F64 : d == CLG_F16 ? CLG_GEMM_F16 : d == CLG_BF16 ? CLG_GEMM_BF16 : CLG_GEMM_F32;
+}
+static inline bool clg__gemm_type_is_half(clg_gemm_type t) { return t == CLG_GEMM_F16 || t == CLG_GEMM_BF16; }
 
 /* C[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b] for b < batch, row-major.
  * op(X) = X or X^T (trans_a/trans_b). A is m x k after op (so stored k x m when trans_a), B is k x n after op,
@@ -148,6 +154,11 @@ clg_status clg__gemm_tiled(clg_device *dev, const clg_gemm_args *g, const clg_ge
  * (then gemm.c uses CLBlast). */
 bool clg__gemm_kernel_fits(const clg_gemm_args *g);
 clg_status clg__gemm_kernel(clg_device *dev, const clg_gemm_args *g);
+/* 16-bit operands on an engine that computes only float32 or float64 (tiled, CLBlast):
+ * widen A and B (and C when beta != 0) into float32 scratch, run g as float32 there,
+ * round the results into C (gemm_widen.c). */
+clg_status clg__gemm_widened(clg_device *dev, clg_gemm_engine engine, const clg_gemm_tiled_config *tiled,
+                             const clg_gemm_args *g);
 /* C = beta * C over m x n (x batch): what a product with k == 0 leaves. */
 clg_status clg__gemm_scale(clg_device *dev, const clg_gemm_args *g);
 

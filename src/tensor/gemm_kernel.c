@@ -23,11 +23,16 @@ typedef struct tiles_plan {
 } tiles_plan;
 
 /* -w: POCL's clang warns that float16 values passed to vload16/fma/store_row "change
- * the ABI" without AVX-512; those calls are inlined, so the warning is noise on stderr. */
+ * the ABI" without AVX-512; those calls are inlined, so the warning is noise on stderr.
+ * 16-bit operands compute as float (panels of float32), stored as TS (common.cl). */
 static const char *options(clg_gemm_type type)
 {
-    return type == CLG_GEMM_F64 ? "-DT=double -DMR=6 -DNR=8 -cl-mad-enable -w"
-                                : "-DT=float -DMR=6 -DNR=16 -cl-mad-enable -w";
+    switch (type) {
+    case CLG_GEMM_F64: return "-DT=double -DMR=6 -DNR=8 -cl-mad-enable -w";
+    case CLG_GEMM_F16: return "-DT=float -DMR=6 -DNR=16 -DCLG_F16_STORE -cl-mad-enable -w";
+    case CLG_GEMM_BF16: return "-DT=float -DMR=6 -DNR=16 -DCLG_BF16_STORE -cl-mad-enable -w";
+    default: return "-DT=float -DMR=6 -DNR=16 -cl-mad-enable -w";
+    }
 }
 
 bool clg__gemm_kernel_fits(const clg_gemm_args *g)
@@ -169,12 +174,14 @@ clg_status clg__gemm_kernel(clg_device *dev, const clg_gemm_args *g)
     clg_kernel *kpack = clg__kernel_get(dev, "gemm", opts, "gemm_pack");
     clg_kernel *ktiles = kpack ? clg__kernel_get(dev, "gemm", opts, "gemm_tiles") : NULL;
     if (!ktiles) return dev->status;
+    /* Panels hold the compute type: float for 16-bit operands too. */
     size_t nr = tile_cols(g->type), es = g->type == CLG_GEMM_F64 ? sizeof(double) : sizeof(float);
     /* A row-major B gives its whole panels of nr columns in place; only the rest (and
      * a transposed B) is packed. Not when B's rows lie a multiple of 512 bytes apart:
      * then a panel's rows fall into a few cache sets and evict each other (1024^3 ran
-     * at 0.6x of packed), which is what packing is for. */
-    bool in_place = !g->trans_b && g->ldb * es % 512 != 0;
+     * at 0.6x of packed), which is what packing is for; nor when B is 16-bit (the
+     * micro-kernel reads float panels). */
+    bool in_place = !g->trans_b && g->ldb * es % 512 != 0 && !clg__gemm_type_is_half(g->type);
     size_t direct = in_place ? g->n / nr * nr : 0, rest = g->n - direct;
     size_t rest_panels = (rest + nr - 1) / nr;
     /* A matrix shared by the whole batch (stride 0) is packed once. */

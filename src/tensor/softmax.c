@@ -94,7 +94,9 @@ static clg_status rows_launch(clg_device *dev, clg_dtype dtype, const char *kern
                               const rows_operand *ops, const clg_arg *extra, int nextra, bool int_scratch)
 {
     if (p->rows == 0) return CLG_OK;
-    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options(dtype), kernel);
+    /* 16-bit tensors reach only the kernels that store TS (softmax.cl), and compute in
+     * float32: their local scratch is float32 too. */
+    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(dtype), kernel);
     if (!k) return dev->status;
     size_t wg = rows_wg(dev, k, p->R), global = (size_t)p->rows * wg;
     clg_arg a[5 + 4 * ROWS_MAX_OPS + 4];
@@ -111,7 +113,7 @@ static clg_status rows_launch(clg_device *dev, clg_dtype dtype, const char *kern
         a[na++] = clg__arg_int8(p->rstr[i], p->nr);
     }
     for (int i = 0; i < nextra && i < 2; i++) a[na++] = extra[i];
-    a[na++] = CLG_ARG_LOCAL(wg * clg_dtype_size(dtype));
+    a[na++] = CLG_ARG_LOCAL(wg * (clg__is_half(dtype) ? sizeof(cl_float) : clg_dtype_size(dtype)));
     if (int_scratch) a[na++] = CLG_ARG_LOCAL(wg * sizeof(cl_int));
     return clg__launch(dev, k, a, na, 1, &global, &wg);
 }
@@ -150,7 +152,7 @@ static clg_status softmax_bw_common(clg_node *n, clg_tensor *g, clg_tensor **gin
 static clg_tensor *softmax_op(const char *op, int id, clg_tensor *a, int axis, int log_mode)
 {
     if (!a) return NULL;
-    if (!clg__check_float(op, a) || !clg__check_numel(op, a->dev, a->numel)) return NULL;
+    if ((!clg__is_half(a->dtype) && !clg__check_float(op, a)) || !clg__check_numel(op, a->dev, a->numel)) return NULL;
     int ax = clg__axis(op, a, axis, a->ndim ? a->ndim : 1);   /* a 0-d tensor is one row of one */
     if (ax < 0) return NULL;
     clg_tensor *y = clg__tensor_new(a->dev, a->dtype, a->ndim, a->shape);
@@ -222,7 +224,7 @@ static clg_status var_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     rows_operand ops[3] = {operand(x), {g->buf->mem, g->offset, keep, gstr}, operand(dx)};
     rows_plan p;
     rows_init(&p, x->ndim, x->shape, mask, 3, ops);
-    clg_arg div = clg__arg_scalar(x->dtype, n->f[0]);
+    clg_arg div = clg__arg_scalar(x->dtype, n->f[0]);   /* float32 for 16-bit x */
     if (dx->numel && rows_launch(x->dev, x->dtype, "var_bwd", &p, ops, &div, 1, false) != CLG_OK) {
         clg_tensor_free(dx);
         return x->dev->status;
@@ -235,7 +237,7 @@ clg_tensor *clg_var(clg_tensor *a, int naxes, const int *axes, int correction, b
 {
     if (!a) return NULL;
     axes_plan ap;
-    if (!clg__check_float("var", a) || !clg__check_numel("var", a->dev, a->numel) ||
+    if ((!clg__is_half(a->dtype) && !clg__check_float("var", a)) || !clg__check_numel("var", a->dev, a->numel) ||
         !plan_axes("var", a, naxes, axes, keepdim, &ap))
         return NULL;
     clg_tensor *y = clg__tensor_new(a->dev, a->dtype, ap.out_ndim, ap.out_shape);
@@ -267,6 +269,14 @@ static clg_tensor *arg_extremum(const char *op, clg_tensor *a, int axis, bool ke
 {
     if (!a) return NULL;
     if (!clg__check_numel(op, a->dev, a->numel)) return NULL;
+    if (clg__is_half(a->dtype)) {   /* widening is exact: the same positions */
+        clg_no_grad_begin(a->dev);
+        clg_tensor *w = clg_cast(a, CLG_F32);
+        clg_tensor *r = w ? arg_extremum(op, w, axis, keepdim) : NULL;
+        clg_no_grad_end(a->dev);
+        clg_tensor_free(w);
+        return r;
+    }
     int ax = clg__axis(op, a, axis, a->ndim ? a->ndim : 1);
     if (ax < 0) return NULL;
     axes_plan ap;

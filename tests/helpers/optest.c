@@ -29,6 +29,8 @@ int optest_float_dtypes(clg_device *dev, clg_dtype out[2])
 void optest_round(clg_dtype dt, double *v, int64_t n)
 {
     for (int64_t i = 0; dt == CLG_F32 && i < n; i++) v[i] = (float)v[i];
+    for (int64_t i = 0; dt == CLG_F16 && i < n; i++) v[i] = clg_f16_to_f32(clg_f32_to_f16((float)v[i]));
+    for (int64_t i = 0; dt == CLG_BF16 && i < n; i++) v[i] = clg_bf16_to_f32(clg_f32_to_bf16((float)v[i]));
 }
 
 bool optest_small(void)
@@ -73,6 +75,8 @@ static void *to_dtype(clg_dtype dtype, const double *v, int64_t n)
     for (int64_t i = 0; p && i < n; i++) {
         if (dtype == CLG_F32) ((float *)p)[i] = (float)v[i];
         else if (dtype == CLG_F64) ((double *)p)[i] = v[i];
+        else if (dtype == CLG_F16) ((uint16_t *)p)[i] = clg_f32_to_f16((float)v[i]);
+        else if (dtype == CLG_BF16) ((uint16_t *)p)[i] = clg_f32_to_bf16((float)v[i]);
         else ((int32_t *)p)[i] = (int32_t)v[i];
     }
     return p;
@@ -148,7 +152,11 @@ double *optest_read(clg_tensor *t)
     }
     for (int64_t i = 0; i < n; i++) {
         clg_dtype d = clg_tensor_dtype(t);
-        v[i] = d == CLG_F32 ? ((float *)raw)[i] : d == CLG_F64 ? ((double *)raw)[i] : ((int32_t *)raw)[i];
+        v[i] = d == CLG_F32   ? ((float *)raw)[i]
+               : d == CLG_F64 ? ((double *)raw)[i]
+               : d == CLG_F16 ? clg_f16_to_f32(((uint16_t *)raw)[i])
+               : d == CLG_BF16 ? clg_bf16_to_f32(((uint16_t *)raw)[i])
+                              : ((int32_t *)raw)[i];
     }
     free(raw);
     return v;
