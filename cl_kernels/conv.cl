@@ -11,6 +11,11 @@
 // Inputs that the kernels read in place (x of the forwards) come with an offset and
 // their four strides (n, c, h, w) in xs, so permuted and sliced views need no copy;
 // everything else is contiguous.
+//
+// Storage is TS, computation T (common.cl): a float16 or bfloat16 tensor is read through
+// CLG_LD and written through CLG_ST, each result computed in float32 and rounded once
+// (built with clg__dtype_options_ew). col2im_planes alone accumulates in its output, so
+// that output is always T (a float32 scratch plane for 16-bit tensors, conv.c).
 
 #define GC geo.s0
 #define GH geo.s1
@@ -41,15 +46,15 @@
 // loads into gathers, 2-4x slower. The former kernel (one item per output row, a loop
 // of runtime length) ran ~10x below memory speed.
 #define IM2COL(NAME, IW_STEP, X_STEP)                                                              \
-__kernel void NAME(int rows, __global const T *x, int xo, int8 xs, int8 geo, int8 win, __global T *col) \
+__kernel void NAME(int rows, __global const TS *x, int xo, int8 xs, int8 geo, int8 win, __global TS *col) \
 {                                                                                                  \
     int ow = get_global_id(0), oh = get_global_id(1), r = get_global_id(2);                        \
     int ckk = GC * GKH * GKW, n = r / ckk, row = r - n * ckk;                                      \
     int kj = row % GKW, ki = (row / GKW) % GKH, c = row / (GKW * GKH);                             \
     int ih = oh * WSH - WPH + ki * WDH, iw = ow * (IW_STEP) - WPW + kj * WDW;                      \
     T v = (T)0;                                                                                    \
-    if (ih >= 0 && ih < GH && iw >= 0 && iw < GW) v = x[xo + n * xs.s0 + c * xs.s1 + ih * xs.s2 + iw * (X_STEP)]; \
-    col[(r * GOH + oh) * GOW + ow] = v;                                                            \
+    if (ih >= 0 && ih < GH && iw >= 0 && iw < GW) v = CLG_LD(x, xo + n * xs.s0 + c * xs.s1 + ih * xs.s2 + iw * (X_STEP)); \
+    CLG_ST(col, (r * GOH + oh) * GOW + ow, v);                                                     \
 }
 IM2COL(im2col, WSW, xs.s3)
 IM2COL(im2col_w1, 1, 1)
@@ -57,10 +62,10 @@ IM2COL(im2col_w1, 1, 1)
 // y[n][o][p] = b[o]: the bias that the forward GEMM then adds to (beta = 1). A 2-D
 // range (p, n * O + o): the bias index is uniform along the vectorized dimension (a
 // 1-D range with (i / P) % O per element ran ~10x below memory speed on POCL).
-__kernel void fill_bias(int P, int NO, __global T *y, __global const T *b, int bo, int bs, int O)
+__kernel void fill_bias(int P, int NO, __global TS *y, __global const TS *b, int bo, int bs, int O)
 {
     int p = get_global_id(0), r = get_global_id(1);
-    y[r * P + p] = b[bo + r % O * bs];   // int index (the host checks y's size)
+    CLG_ST(y, r * P + p, CLG_LD(b, bo + r % O * bs));   // int index (the host checks y's size)
 }
 
 // The adjoint of im2col: dx[n][c][ih][iw] is the sum of the column entries that copied
@@ -72,7 +77,7 @@ __kernel void fill_bias(int P, int NO, __global T *y, __global const T *b, int b
 // item per pixel over a 1-D range with loop bounds of its own, ran ~4x slower on POCL.)
 // The terms are added in the order (ki, kj), as the first kernel did. The column index
 // is an int: the host checks the columns' size (im2col writes them with int indices).
-__kernel void col2im(__global const T *col, __global T *dx, int8 geo, int8 win)
+__kernel void col2im(__global const TS *col, __global TS *dx, int8 geo, int8 win)
 {
     int iw = get_global_id(0), ih = get_global_id(1), nc = get_global_id(2);   // nc = n * C + c
     int P = GOH * GOW;
@@ -83,21 +88,21 @@ __kernel void col2im(__global const T *col, __global T *dx, int8 geo, int8 win)
         if (th < 0 || th % WSH) continue;
         int oh = th / WSH;
         if (oh >= GOH) continue;
-        __global const T *taps = col + (nc * GKH + ki) * GKW * P + oh * GOW;
+        __global const TS *taps = col + (nc * GKH + ki) * GKW * P + oh * GOW;
         if (unit_w) {
             for (int kj = 0; kj < GKW; kj++) {
                 int ow = iw + WPW - kj;
-                s += ow >= 0 && ow < GOW ? taps[kj * P + ow] : (T)0;
+                s += ow >= 0 && ow < GOW ? CLG_LD(taps, kj * P + ow) : (T)0;
             }
         } else {
             for (int kj = 0; kj < GKW; kj++) {
                 int tw = iw + WPW - kj * WDW;
                 int ow = tw >= 0 ? tw / WSW : GOW;
-                s += ow < GOW && ow * WSW == tw ? taps[kj * P + ow] : (T)0;
+                s += ow < GOW && ow * WSW == tw ? CLG_LD(taps, kj * P + ow) : (T)0;
             }
         }
     }
-    dx[(nc * GH + ih) * GW + iw] = s;
+    CLG_ST(dx, (nc * GH + ih) * GW + iw, s);
 }
 
 // The same sum, one work-item per (n, c) plane (the device table's col2im = planes,
@@ -106,13 +111,13 @@ __kernel void col2im(__global const T *col, __global T *dx, int8 geo, int8 win)
 // terms in col2im's order (the same bits). The columns are read once, in order, and the
 // plane stays in cache: ~5x faster than the gather on POCL. The range of ow whose input
 // column iw = ow * SW - PW + kj * DW falls inside [0, W) is computed, not tested.
-__kernel void col2im_planes(__global const T *col, __global T *dx, int8 geo, int8 win)
+__kernel void col2im_planes(__global const TS *col, __global T *dx, int8 geo, int8 win)
 {
     int nc = get_global_id(0);
     int P = GOH * GOW;
     __global T *d = dx + nc * GH * GW;
     for (int i = 0; i < GH * GW; i++) d[i] = (T)0;
-    __global const T *c = col + nc * GKH * GKW * P;
+    __global const TS *c = col + nc * GKH * GKW * P;
     for (int ki = 0; ki < GKH; ki++) {
         for (int kj = 0; kj < GKW; kj++, c += P) {
             int lead = WPW - kj * WDW;   // ow * SW = iw + lead
@@ -121,8 +126,8 @@ __kernel void col2im_planes(__global const T *col, __global T *dx, int8 geo, int
                 int ih = oh * WSH - WPH + ki * WDH;
                 if (ih < 0 || ih >= GH) continue;
                 __global T *row = d + ih * GW - lead;
-                __global const T *taps = c + oh * GOW;
-                for (int ow = ow0; ow < ow1; ow++) row[ow * WSW] += taps[ow];
+                __global const TS *taps = c + oh * GOW;
+                for (int ow = ow0; ow < ow1; ow++) row[ow * WSW] += CLG_LD(taps, ow);
             }
         }
     }
@@ -132,27 +137,27 @@ __kernel void col2im_planes(__global const T *col, __global T *dx, int8 geo, int
 // work-item per output pixel and output channel, y = b + sum over its group's channels
 // and taps. geo.s7 is the number of groups, win.s6 the output channels O, win.s7 whether
 // b is given.
-__kernel void conv2d_direct(int total, __global const T *x, int xo, int8 xs, __global const T *w,
-                            __global const T *b, int bo, int8 geo, int8 win, __global T *y)
+__kernel void conv2d_direct(int total, __global const TS *x, int xo, int8 xs, __global const TS *w,
+                            __global const TS *b, int bo, int8 geo, int8 win, __global TS *y)
 {
     int i = get_global_id(0);
     int O = win.s6, cg = GC / geo.s7;
     int ow = i % GOW, oh = (i / GOW) % GOH, o = (i / (GOW * GOH)) % O, n = i / (GOW * GOH * O);
     int c0 = o / (O / geo.s7) * cg;
-    T s = win.s7 ? b[bo + o] : (T)0;
-    __global const T *wo = w + o * cg * GKH * GKW;
+    T s = win.s7 ? CLG_LD(b, bo + o) : (T)0;
+    __global const TS *wo = w + o * cg * GKH * GKW;
     for (int c = 0; c < cg; c++) {
-        __global const T *xc = x + xo + n * xs.s0 + (c0 + c) * xs.s1;
+        __global const TS *xc = x + xo + n * xs.s0 + (c0 + c) * xs.s1;
         for (int ki = 0; ki < GKH; ki++) {
             int ih = oh * WSH - WPH + ki * WDH;
             if (ih < 0 || ih >= GH) continue;
             for (int kj = 0; kj < GKW; kj++) {
                 int iw = ow * WSW - WPW + kj * WDW;
-                if (iw >= 0 && iw < GW) s += xc[ih * xs.s2 + iw * xs.s3] * wo[(c * GKH + ki) * GKW + kj];
+                if (iw >= 0 && iw < GW) s += CLG_LD(xc, ih * xs.s2 + iw * xs.s3) * CLG_LD(wo, (c * GKH + ki) * GKW + kj);
             }
         }
     }
-    y[i] = s;
+    CLG_ST(y, i, s);
 }
 
 // ---- pooling -------------------------------------------------------------------------------
@@ -160,7 +165,7 @@ __kernel void conv2d_direct(int total, __global const T *x, int xo, int8 xs, __g
 // Max over each window of x (padding never wins). idx records where the max was, as
 // ih * W + iw within the (n, c) plane, for the backward: the first maximum on ties, as
 // PyTorch; a NaN wins over every number (the first NaN), so NaN propagates.
-__kernel void max_pool(int total, __global const T *x, int xo, int8 xs, int8 geo, int8 win, __global T *y,
+__kernel void max_pool(int total, __global const TS *x, int xo, int8 xs, int8 geo, int8 win, __global TS *y,
                        __global int *idx)
 {
     int i = get_global_id(0);
@@ -168,18 +173,18 @@ __kernel void max_pool(int total, __global const T *x, int xo, int8 xs, int8 geo
     int n = nc / GC, c = nc - n * GC;
     int h0 = oh * WSH - WPH, w0 = ow * WSW - WPW;
     int hs = max(h0, 0), he = min(h0 + GKH, GH), ws = max(w0, 0), we = min(w0 + GKW, GW);
-    __global const T *xp = x + xo + n * xs.s0 + c * xs.s1;
+    __global const TS *xp = x + xo + n * xs.s0 + c * xs.s1;
     T m = -INFINITY;
     int at = hs * GW + ws;
     for (int ih = hs; ih < he; ih++)
         for (int iw = ws; iw < we; iw++) {
-            T v = xp[ih * xs.s2 + iw * xs.s3];
+            T v = CLG_LD(xp, ih * xs.s2 + iw * xs.s3);
             if (v > m || (v != v && m == m)) {
                 m = v;
                 at = ih * GW + iw;
             }
         }
-    y[i] = m;
+    CLG_ST(y, i, m);
     idx[i] = at;
 }
 
@@ -188,19 +193,19 @@ __kernel void max_pool(int total, __global const T *x, int xo, int8 xs, int8 geo
 // as four selects with no loops, the row split uniform along the vectorized ow. The
 // general kernel's per-item divisions and clipped window loops ran ~10x below memory
 // speed on POCL.
-__kernel void max_pool_2x2(int R, __global const T *x, int xo, int8 geo, __global T *y, __global int *idx)
+__kernel void max_pool_2x2(int R, __global const TS *x, int xo, int8 geo, __global TS *y, __global int *idx)
 {
     int ow = get_global_id(0), r = get_global_id(1);
     int nc = r / GOH, oh = r - nc * GOH;
     int at = 2 * oh * GW + 2 * ow;
-    __global const T *xp = x + xo + nc * GH * GW + at;   // int indices: pool_check bounds the sizes
-    T a = xp[0], b = xp[1], c = xp[GW], d = xp[GW + 1];
+    __global const TS *xp = x + xo + nc * GH * GW + at;   // int indices: pool_check bounds the sizes
+    T a = CLG_LD(xp, 0), b = CLG_LD(xp, 1), c = CLG_LD(xp, GW), d = CLG_LD(xp, GW + 1);
     T m = a;
     int k = 0;
     if (b > m || (b != b && m == m)) { m = b; k = 1; }
     if (c > m || (c != c && m == m)) { m = c; k = GW; }
     if (d > m || (d != d && m == m)) { m = d; k = GW + 1; }
-    y[r * GOW + ow] = m;
+    CLG_ST(y, r * GOW + ow, m);
     idx[r * GOW + ow] = at + k;
 }
 
@@ -214,7 +219,7 @@ inline void covering(int p, int pad, int k, int s, int nout, int *lo, int *hi)
 
 // dx for max pooling, gathered per input pixel: the sum of g over the windows whose
 // recorded argmax is this pixel (overlapping windows may pick the same one).
-__kernel void max_pool_bw(int total, __global const T *g, __global const int *idx, __global T *dx, int8 geo,
+__kernel void max_pool_bw(int total, __global const TS *g, __global const int *idx, __global TS *dx, int8 geo,
                           int8 win)
 {
     int i = get_global_id(0);
@@ -226,20 +231,20 @@ __kernel void max_pool_bw(int total, __global const T *g, __global const int *id
     T s = 0;
     for (int oh = ohl; oh < ohh; oh++)
         for (int ow = owl; ow < owh; ow++)
-            if (idx[base + oh * GOW + ow] == me) s += g[base + oh * GOW + ow];
-    dx[i] = s;
+            if (idx[base + oh * GOW + ow] == me) s += CLG_LD(g, base + oh * GOW + ow);
+    CLG_ST(dx, i, s);
 }
 
 // The same when windows do not overlap (stride >= kernel, the usual 2x2 / 2): each
 // pixel is the argmax of at most one window, so each output writes its gradient to its
 // argmax in dx (zeroed first) and no two work-items write one element. A quarter of
 // the work-items of the gather for 2x2 windows, and no searching.
-__kernel void max_pool_bw_scatter(int total, __global const T *g, __global const int *idx, __global T *dx,
+__kernel void max_pool_bw_scatter(int total, __global const TS *g, __global const int *idx, __global TS *dx,
                                   int8 geo, int8 win)
 {
     int i = get_global_id(0);
     int nc = i / (GOH * GOW);
-    dx[nc * GH * GW + idx[i]] = g[i];
+    CLG_ST(dx, nc * GH * GW + idx[i], CLG_LD(g, i));   // exact: widened, then stored back
 }
 
 // The divisor of window (oh, ow): its size clipped to the padded input when padding
@@ -252,22 +257,22 @@ inline int avg_divisor(int oh, int ow, int8 geo, int8 win)
     return (min(h1, GH) - max(h0, 0)) * (min(w1, GW) - max(w0, 0));
 }
 
-__kernel void avg_pool(int total, __global const T *x, int xo, int8 xs, int8 geo, int8 win, __global T *y)
+__kernel void avg_pool(int total, __global const TS *x, int xo, int8 xs, int8 geo, int8 win, __global TS *y)
 {
     int i = get_global_id(0);
     int ow = i % GOW, oh = (i / GOW) % GOH, nc = i / (GOW * GOH);
     int n = nc / GC, c = nc - n * GC;
     int h0 = oh * WSH - WPH, w0 = ow * WSW - WPW;
     int hs = max(h0, 0), he = min(h0 + GKH, GH), ws = max(w0, 0), we = min(w0 + GKW, GW);
-    __global const T *xp = x + xo + n * xs.s0 + c * xs.s1;
+    __global const TS *xp = x + xo + n * xs.s0 + c * xs.s1;
     T s = 0;
     for (int ih = hs; ih < he; ih++)
-        for (int iw = ws; iw < we; iw++) s += xp[ih * xs.s2 + iw * xs.s3];
-    y[i] = s / (T)avg_divisor(oh, ow, geo, win);
+        for (int iw = ws; iw < we; iw++) s += CLG_LD(xp, ih * xs.s2 + iw * xs.s3);
+    CLG_ST(y, i, s / (T)avg_divisor(oh, ow, geo, win));
 }
 
 // dx for average pooling, gathered per input pixel: g / divisor of each covering window.
-__kernel void avg_pool_bw(int total, __global const T *g, __global T *dx, int8 geo, int8 win)
+__kernel void avg_pool_bw(int total, __global const TS *g, __global TS *dx, int8 geo, int8 win)
 {
     int i = get_global_id(0);
     int iw = i % GW, ih = (i / GW) % GH, nc = i / (GW * GH);
@@ -277,6 +282,6 @@ __kernel void avg_pool_bw(int total, __global const T *g, __global T *dx, int8 g
     int base = nc * GOH * GOW;
     T s = 0;
     for (int oh = ohl; oh < ohh; oh++)
-        for (int ow = owl; ow < owh; ow++) s += g[base + oh * GOW + ow] / (T)avg_divisor(oh, ow, geo, win);
-    dx[i] = s;
+        for (int ow = owl; ow < owh; ow++) s += CLG_LD(g, base + oh * GOW + ow) / (T)avg_divisor(oh, ow, geo, win);
+    CLG_ST(dx, i, s);
 }

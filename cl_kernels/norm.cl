@@ -10,6 +10,10 @@
 // Statistics are kept as (mean, invstd) pairs for the backward pass; optional operands
 // (weight, bias, running statistics, gradients not wanted) come with a flag, and the
 // host passes some valid buffer in their place.
+//
+// x, y and their gradients are stored as TS (common.cl: float16 or bfloat16 read and
+// written through CLG_LD / CLG_ST, computed in float32); statistics, weights, biases,
+// running averages and their gradients are T (float32 for a 16-bit x).
 
 // An optional per-channel (or per-feature) vector: element c, or `dflt` when absent.
 inline T opt_at(int has, __global const T *v, int off, int stride, int c, T dflt)
@@ -29,7 +33,7 @@ inline int bn_index(int m, int C, int S, int c)
 // Training: one group per channel computes the batch mean and biased variance, keeps
 // (mean, invstd) in stats [2, C], updates the running averages in place (with the
 // unbiased variance, as PyTorch), and writes y = (x - mean) invstd w + b.
-__kernel void bn_train_fwd(int N, int C, int S, __global const T *x, __global T *y, __global T *stats,
+__kernel void bn_train_fwd(int N, int C, int S, __global const TS *x, __global TS *y, __global T *stats,
                            int has_w, __global const T *w, int ow, int sw,
                            int has_b, __global const T *b, int ob, int sb,
                            int has_run, __global T *rm, int orm, int srm, __global T *rv, int orv, int srv,
@@ -37,11 +41,11 @@ __kernel void bn_train_fwd(int N, int C, int S, __global const T *x, __global T 
 {
     int c = get_group_id(0), l = get_local_id(0), wg = get_local_size(0), M = N * S;
     T acc = 0;
-    for (int m = l; m < M; m += wg) acc += x[bn_index(m, C, S, c)];
+    for (int m = l; m < M; m += wg) acc += CLG_LD(x, bn_index(m, C, S, c));
     T mean = clg_group_sum(acc, s) / (T)M;
     acc = 0;
     for (int m = l; m < M; m += wg) {
-        T d = x[bn_index(m, C, S, c)] - mean;
+        T d = CLG_LD(x, bn_index(m, C, S, c)) - mean;
         acc += d * d;
     }
     T var = clg_group_sum(acc, s) / (T)M;
@@ -58,7 +62,7 @@ __kernel void bn_train_fwd(int N, int C, int S, __global const T *x, __global T 
     T scale = invstd * opt_at(has_w, w, ow, sw, c, (T)1), shift = opt_at(has_b, b, ob, sb, c, (T)0);
     for (int m = l; m < M; m += wg) {
         int i = bn_index(m, C, S, c);
-        y[i] = (x[i] - mean) * scale + shift;
+        CLG_ST(y, i, (CLG_LD(x, i) - mean) * scale + shift);
     }
 }
 
@@ -75,23 +79,23 @@ __kernel void bn_eval_stats(int C, __global const T *rm, int orm, int srm, __glo
 }
 
 // y = (x - mean) invstd w + b elementwise, x contiguous [N, C, S].
-__kernel void bn_apply(int n, int C, int S, __global const T *x, __global T *y, __global const T *stats,
+__kernel void bn_apply(int n, int C, int S, __global const TS *x, __global TS *y, __global const T *stats,
                        int has_w, __global const T *w, int ow, int sw, int has_b, __global const T *b, int ob, int sb)
 {
     int i = get_global_id(0);
     if (i >= n) return;
     int c = (i / S) % C;
     T scale = stats[C + c] * opt_at(has_w, w, ow, sw, c, (T)1);
-    y[i] = (x[i] - stats[c]) * scale + opt_at(has_b, b, ob, sb, c, (T)0);
+    CLG_ST(y, i, (CLG_LD(x, i) - stats[c]) * scale + opt_at(has_b, b, ob, sb, c, (T)0));
 }
 
 // Backward, one group per channel. With xhat = (x - mean) invstd:
 //   db = sum g, dw = sum g xhat,
 //   training:   dx = w invstd (g - db / M - xhat dw / M)   (mean and var depend on x)
 //   evaluation: dx = w invstd g                             (they are constants)
-__kernel void bn_bwd(int N, int C, int S, __global const T *x, __global const T *g, __global const T *stats,
+__kernel void bn_bwd(int N, int C, int S, __global const TS *x, __global const TS *g, __global const T *stats,
                      int has_w, __global const T *w, int ow, int sw, int training,
-                     int want_dx, __global T *dx, int want_dw, __global T *dw, int want_db, __global T *db,
+                     int want_dx, __global TS *dx, int want_dw, __global T *dw, int want_db, __global T *db,
                      __local T *s)
 {
     int c = get_group_id(0), l = get_local_id(0), wg = get_local_size(0), M = N * S;
@@ -99,8 +103,9 @@ __kernel void bn_bwd(int N, int C, int S, __global const T *x, __global const T 
     T sg = 0, sgx = 0;
     for (int m = l; m < M; m += wg) {
         int i = bn_index(m, C, S, c);
-        sg += g[i];
-        sgx += g[i] * (x[i] - mean) * invstd;
+        T gi = CLG_LD(g, i);
+        sg += gi;
+        sgx += gi * (CLG_LD(x, i) - mean) * invstd;
     }
     sg = clg_group_sum(sg, s);
     sgx = clg_group_sum(sgx, s);
@@ -111,56 +116,56 @@ __kernel void bn_bwd(int N, int C, int S, __global const T *x, __global const T 
     T mg = training ? sg / (T)M : (T)0, mgx = training ? sgx / (T)M : (T)0;
     for (int m = l; m < M; m += wg) {
         int i = bn_index(m, C, S, c);
-        dx[i] = k * (g[i] - mg - (x[i] - mean) * invstd * mgx);
+        CLG_ST(dx, i, k * (CLG_LD(g, i) - mg - (CLG_LD(x, i) - mean) * invstd * mgx));
     }
 }
 
 // ---- layer_norm -------------------------------------------------------------------------------
 // x is contiguous [rows, D]; weight and bias contiguous [D]. stats [rows, 2].
 
-__kernel void ln_fwd(int D, __global const T *x, __global T *y, __global T *stats,
+__kernel void ln_fwd(int D, __global const TS *x, __global TS *y, __global T *stats,
                      int has_w, __global const T *w, int has_b, __global const T *b, const T eps, __local T *s)
 {
     int row = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
-    __global const T *xr = x + (size_t)row * D;
-    __global T *yr = y + (size_t)row * D;
+    __global const TS *xr = x + (size_t)row * D;
+    __global TS *yr = y + (size_t)row * D;
     T acc = 0;
-    for (int d = l; d < D; d += wg) acc += xr[d];
+    for (int d = l; d < D; d += wg) acc += CLG_LD(xr, d);
     T mean = clg_group_sum(acc, s) / (T)D;
     acc = 0;
-    for (int d = l; d < D; d += wg) acc += (xr[d] - mean) * (xr[d] - mean);
+    for (int d = l; d < D; d += wg) acc += (CLG_LD(xr, d) - mean) * (CLG_LD(xr, d) - mean);
     T invstd = (T)1 / sqrt(clg_group_sum(acc, s) / (T)D + eps);
     if (l == 0) {
         stats[2 * row] = mean;
         stats[2 * row + 1] = invstd;
     }
     for (int d = l; d < D; d += wg)
-        yr[d] = (xr[d] - mean) * invstd * opt_at(has_w, w, 0, 1, d, (T)1) + opt_at(has_b, b, 0, 1, d, (T)0);
+        CLG_ST(yr, d, (CLG_LD(xr, d) - mean) * invstd * opt_at(has_w, w, 0, 1, d, (T)1) + opt_at(has_b, b, 0, 1, d, (T)0));
 }
 
 // dx = invstd (gw - mean(gw) - xhat mean(gw xhat)), gw = g w: one group per row.
-__kernel void ln_bwd_x(int D, __global const T *x, __global const T *g, __global const T *stats,
-                       int has_w, __global const T *w, __global T *dx, __local T *s)
+__kernel void ln_bwd_x(int D, __global const TS *x, __global const TS *g, __global const T *stats,
+                       int has_w, __global const T *w, __global TS *dx, __local T *s)
 {
     int row = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
     size_t base = (size_t)row * D;
     T mean = stats[2 * row], invstd = stats[2 * row + 1];
     T a = 0, bsum = 0;
     for (int d = l; d < D; d += wg) {
-        T gw = g[base + d] * opt_at(has_w, w, 0, 1, d, (T)1);
+        T gw = CLG_LD(g, base + d) * opt_at(has_w, w, 0, 1, d, (T)1);
         a += gw;
-        bsum += gw * (x[base + d] - mean) * invstd;
+        bsum += gw * (CLG_LD(x, base + d) - mean) * invstd;
     }
     T mgw = clg_group_sum(a, s) / (T)D, mgwx = clg_group_sum(bsum, s) / (T)D;
     for (int d = l; d < D; d += wg) {
-        T gw = g[base + d] * opt_at(has_w, w, 0, 1, d, (T)1);
-        dx[base + d] = invstd * (gw - mgw - (x[base + d] - mean) * invstd * mgwx);
+        T gw = CLG_LD(g, base + d) * opt_at(has_w, w, 0, 1, d, (T)1);
+        CLG_ST(dx, base + d, invstd * (gw - mgw - (CLG_LD(x, base + d) - mean) * invstd * mgwx));
     }
 }
 
 // dw[d] = sum over rows of g xhat, db[d] = sum of g: one work-item per feature, rows
 // in order (neighbouring work-items read neighbouring addresses).
-__kernel void ln_bwd_wb(int rows, int D, __global const T *x, __global const T *g, __global const T *stats,
+__kernel void ln_bwd_wb(int rows, int D, __global const TS *x, __global const TS *g, __global const T *stats,
                         int want_dw, __global T *dw, int want_db, __global T *db)
 {
     int d = get_global_id(0);
@@ -168,8 +173,9 @@ __kernel void ln_bwd_wb(int rows, int D, __global const T *x, __global const T *
     T sw = 0, sb = 0;
     for (int r = 0; r < rows; r++) {
         size_t i = (size_t)r * D + d;
-        sb += g[i];
-        sw += g[i] * (x[i] - stats[2 * r]) * stats[2 * r + 1];
+        T gi = CLG_LD(g, i);
+        sb += gi;
+        sw += gi * (CLG_LD(x, i) - stats[2 * r]) * stats[2 * r + 1];
     }
     if (want_dw) dw[d] = sw;
     if (want_db) db[d] = sb;
@@ -195,7 +201,7 @@ inline void dropout_words(int j, uint seed_lo, uint seed_hi, uint ctr_lo, uint c
     u[3] = r.w >> 8;
 }
 
-__kernel void dropout_flat(int n, __global T *y, int oy, __global const T *a, int oa, uint seed_lo, uint seed_hi,
+__kernel void dropout_flat(int n, __global TS *y, int oy, __global const TS *a, int oa, uint seed_lo, uint seed_hi,
                            uint ctr_lo, uint ctr_hi, uint thr, const T scale)
 {
     int j = get_global_id(0);
@@ -204,11 +210,11 @@ __kernel void dropout_flat(int n, __global T *y, int oy, __global const T *a, in
     dropout_words(j, seed_lo, seed_hi, ctr_lo, ctr_hi, u);
     for (int k = 0; k < 4 && j * 4 + k < n; k++) {
         int i = j * 4 + k;
-        y[oy + i] = u[k] >= thr ? a[oa + i] * scale : (T)0;
+        CLG_ST(y, oy + i, u[k] >= thr ? CLG_LD(a, oa + i) * scale : (T)0);
     }
 }
 
-__kernel void dropout_strided(int n, int nd, int8 shape, __global T *y, int oy, int8 sy, __global const T *a, int oa,
+__kernel void dropout_strided(int n, int nd, int8 shape, __global TS *y, int oy, int8 sy, __global const TS *a, int oa,
                               int8 sa, uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const T scale)
 {
     int j = get_global_id(0);
@@ -217,7 +223,7 @@ __kernel void dropout_strided(int n, int nd, int8 shape, __global T *y, int oy, 
     dropout_words(j, seed_lo, seed_hi, ctr_lo, ctr_hi, u);
     for (int k = 0; k < 4 && j * 4 + k < n; k++) {
         clg_coords c = clg_unravel(j * 4 + k, nd, shape);
-        T v = a[oa + clg_offset(c, nd, sa)];
-        y[oy + clg_offset(c, nd, sy)] = u[k] >= thr ? v * scale : (T)0;
+        T v = CLG_LD(a, oa + clg_offset(c, nd, sa));
+        CLG_ST(y, oy + clg_offset(c, nd, sy), u[k] >= thr ? v * scale : (T)0);
     }
 }

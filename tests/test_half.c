@@ -344,8 +344,8 @@ static void elementwise(clg_device *dev, const fmt16 *f)
               clg_tensor_to_host(a32, i32, sizeof i32) == CLG_OK && !memcmp(i16, i32, sizeof i16));
     }
     /* kernels not written for 16 bits refuse them */
-    CHECK(clg_max_pool2d(clg_reshape(x, CLG_SHAPE(1, 1, 32, 32)), 2, 2, 2, 2, 0, 0) == NULL &&
-          clg_device_last_status(dev) == CLG_ERR_DTYPE);
+    clg_tensor *lab = clg_zeros(dev, CLG_I32, CLG_SHAPE(32));
+    CHECK(clg_nll_loss(x, lab, CLG_REDUCE_MEAN) == NULL && clg_device_last_status(dev) == CLG_ERR_DTYPE);
     CHECK_MSG(strstr(clg_device_error(dev), "clg_cast it to float32"), "%s", clg_device_error(dev));
     CHECK(clg_rand(dev, f->dtype, CLG_SHAPE(4), 0, 1) == NULL && clg_device_last_status(dev) == CLG_ERR_DTYPE);
     CHECK(clg_axpy_(z, 1.0, z) == CLG_ERR_DTYPE);
@@ -475,6 +475,101 @@ static void layer_gradients(clg_device *dev, const fmt16 *f)
     clg_scope_end(dev);
 }
 
+/* A random 16-bit tensor (values in [-2, 2)) and its float32 widening. */
+static clg_tensor *rand16(clg_device *dev, const fmt16 *f, int ndim, const int64_t *shape, uint32_t seed, clg_tensor **wide)
+{
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    float *v = malloc((size_t)n * sizeof *v);
+    for (int64_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        v[i] = (float)(seed >> 8) / (float)(1u << 22) - 2;
+    }
+    clg_tensor *t = clg_cast(clg_tensor_from_host(dev, CLG_F32, ndim, shape, v), f->dtype);
+    free(v);
+    *wide = clg_cast(t, CLG_F32);
+    return t;
+}
+
+/* Convolutions, pooling, normalisations and dropout in 16 bits: forward bit for bit the
+ * float32 op of the widened inputs, rounded once (the same sums in the same order);
+ * the running statistics bit for bit float32's; gradients to 16-bit precision. */
+static void conv_norm(clg_device *dev, const fmt16 *f)
+{
+    clg_scope_begin(dev);
+    clg_tensor *x32, *w32, *b32, *wg32, *w1_32;
+    clg_tensor *x = rand16(dev, f, CLG_SHAPE(3, 4, 9, 9), 1, &x32), *w = rand16(dev, f, CLG_SHAPE(6, 4, 3, 3), 2, &w32);
+    clg_tensor *b = rand16(dev, f, CLG_SHAPE(6), 3, &b32), *wg = rand16(dev, f, CLG_SHAPE(6, 2, 3, 3), 4, &wg32);
+    clg_tensor *w1 = rand16(dev, f, CLG_SHAPE(5, 4, 1, 1), 5, &w1_32);
+    const clg_conv2d_params same = {{1, 1}, {1, 1}, {1, 1}, 1}, grouped = {{2, 2}, {1, 1}, {1, 1}, 2};
+    same16(f, clg_conv2d(x, w, b, &same), clg_cast(clg_conv2d(x32, w32, b32, &same), f->dtype), "conv2d");
+    same16(f, clg_conv2d(x, wg, NULL, &grouped), clg_cast(clg_conv2d(x32, wg32, NULL, &grouped), f->dtype),
+           "conv2d grouped, stride 2");
+    same16(f, clg_conv2d(x, w1, NULL, NULL), clg_cast(clg_conv2d(x32, w1_32, NULL, NULL), f->dtype), "conv2d 1x1");
+    clg_tensor *xe = clg_narrow(x, 3, 0, 8), *xe32 = clg_narrow(x32, 3, 0, 8);   /* even, strided */
+    same16(f, clg_max_pool2d(clg_contiguous(xe), 2, 2, 2, 2, 0, 0),
+           clg_cast(clg_max_pool2d(clg_contiguous(xe32), 2, 2, 2, 2, 0, 0), f->dtype), "max_pool2d 2x2");
+    same16(f, clg_max_pool2d(xe, 3, 3, 2, 2, 1, 1), clg_cast(clg_max_pool2d(xe32, 3, 3, 2, 2, 1, 1), f->dtype),
+           "max_pool2d 3x3");
+    same16(f, clg_avg_pool2d(x, 3, 3, 2, 2, 1, 1, true), clg_cast(clg_avg_pool2d(x32, 3, 3, 2, 2, 1, 1, true), f->dtype),
+           "avg_pool2d");
+    /* batch_norm: float32 statistics and parameters, or 16-bit parameters widened */
+    clg_tensor *rm = clg_zeros(dev, CLG_F32, CLG_SHAPE(4)), *rv = clg_ones(dev, CLG_F32, CLG_SHAPE(4));
+    clg_tensor *rm32 = clg_zeros(dev, CLG_F32, CLG_SHAPE(4)), *rv32 = clg_ones(dev, CLG_F32, CLG_SHAPE(4));
+    clg_tensor *gamma32, *gamma = rand16(dev, f, CLG_SHAPE(4), 6, &gamma32), *beta32, *beta = rand16(dev, f, CLG_SHAPE(4), 7, &beta32);
+    same16(f, clg_batch_norm(x, rm, rv, gamma32, beta32, true, 0.1, 1e-5),
+           clg_cast(clg_batch_norm(x32, rm32, rv32, gamma32, beta32, true, 0.1, 1e-5), f->dtype), "batch_norm");
+    float r16[8], r32[8];
+    CHECK_OK(dev, clg_tensor_to_host(rm, r16, 16) || clg_tensor_to_host(rv, r16 + 4, 16) ||
+                      clg_tensor_to_host(rm32, r32, 16) || clg_tensor_to_host(rv32, r32 + 4, 16));
+    CHECK_MSG(!memcmp(r16, r32, sizeof r16), "%s batch_norm running statistics differ", clg_dtype_name(f->dtype));
+    same16(f, clg_batch_norm(x, rm, rv, gamma, beta, false, 0.1, 1e-5),
+           clg_cast(clg_batch_norm(x32, rm32, rv32, gamma32, beta32, false, 0.1, 1e-5), f->dtype), "batch_norm eval");
+    CHECK(clg_batch_norm(x, clg_cast(rm, f->dtype), clg_cast(rv, f->dtype), NULL, NULL, true, 0.1, 1e-5) == NULL &&
+          clg_device_last_status(dev) == CLG_ERR_DTYPE);   /* running statistics stay float32 */
+    clg_tensor *lw32, *lw = rand16(dev, f, CLG_SHAPE(9), 8, &lw32);
+    same16(f, clg_layer_norm(x, 1, lw, NULL, 1e-5), clg_cast(clg_layer_norm(x32, 1, lw32, NULL, 1e-5), f->dtype),
+           "layer_norm");
+    clg_manual_seed(dev, 42);
+    clg_tensor *d16 = clg_dropout(xe, 0.3, true);
+    clg_manual_seed(dev, 42);
+    same16(f, d16, clg_cast(clg_dropout(xe32, 0.3, true), f->dtype), "dropout");
+    /* backward: conv, batch_norm with a 16-bit weight (widened), tanh, avg_pool; then
+     * layer_norm with a 16-bit weight; max_pool's scatter of a gradient is exact */
+    clg_tensor *g32, *g6 = rand16(dev, f, CLG_SHAPE(6), 9, &g32), *k32, *k = rand16(dev, f, CLG_SHAPE(3, 6, 5, 5), 10, &k32);
+    clg_tensor *in16[4] = {x, w, g6, lw}, *in32[4] = {x32, w32, g32, lw32};
+    for (int t = 0; t < 4; t++) {
+        CHECK_OK(dev, clg_tensor_set_requires_grad(in16[t], true));
+        CHECK_OK(dev, clg_tensor_set_requires_grad(in32[t], true));
+    }
+    clg_tensor *h16 = clg_avg_pool2d(clg_tanh(clg_batch_norm(clg_conv2d(x, w, b, &same), NULL, NULL, g6, NULL, true, 0.1, 1e-5)),
+                                     3, 3, 2, 2, 1, 1, true);
+    clg_tensor *h32 = clg_avg_pool2d(clg_tanh(clg_batch_norm(clg_conv2d(x32, w32, b32, &same), NULL, NULL, g32, NULL, true, 0.1, 1e-5)),
+                                     3, 3, 2, 2, 1, 1, true);
+    CHECK_OK(dev, clg_backward(clg_sum(clg_cast(clg_mul(h16, k), CLG_F32), 0, NULL, false), NULL));
+    CHECK_OK(dev, clg_backward(clg_sum(clg_mul(h32, k32), 0, NULL, false), NULL));
+    double rel = f->dtype == CLG_F16 ? 4e-3 : 3e-2;
+    close16(f, clg_tensor_grad(x), clg_tensor_grad(x32), rel, "conv+batch_norm+avg_pool dx");
+    close16(f, clg_tensor_grad(w), clg_tensor_grad(w32), rel, "conv dw");
+    close16(f, clg_tensor_grad(g6), clg_tensor_grad(g32), rel, "batch_norm dweight");
+    for (int t = 0; t < 4; t++) {
+        clg_tensor_zero_grad(in16[t]);
+        clg_tensor_zero_grad(in32[t]);
+    }
+    CHECK_OK(dev, clg_backward(clg_sum(clg_cast(clg_mul(clg_layer_norm(x, 1, lw, NULL, 1e-5), x), CLG_F32), 0, NULL, false), NULL));
+    CHECK_OK(dev, clg_backward(clg_sum(clg_mul(clg_layer_norm(x32, 1, lw32, NULL, 1e-5), x32), 0, NULL, false), NULL));
+    close16(f, clg_tensor_grad(x), clg_tensor_grad(x32), rel, "layer_norm dx");
+    close16(f, clg_tensor_grad(lw), clg_tensor_grad(lw32), rel, "layer_norm dweight");
+    clg_tensor_zero_grad(x);
+    clg_tensor_zero_grad(x32);
+    clg_tensor *m16 = clg_max_pool2d(x, 3, 3, 2, 2, 1, 1), *m32 = clg_max_pool2d(x32, 3, 3, 2, 2, 1, 1);
+    clg_tensor *q32, *q = rand16(dev, f, 4, clg_tensor_shape(m16), 11, &q32);
+    CHECK_OK(dev, clg_backward(clg_sum(clg_cast(clg_mul(m16, q), CLG_F32), 0, NULL, false), NULL));
+    CHECK_OK(dev, clg_backward(clg_sum(clg_mul(m32, q32), 0, NULL, false), NULL));
+    same16(f, clg_tensor_grad(x), clg_cast(clg_tensor_grad(x32), f->dtype), "max_pool2d dx");
+    clg_scope_end(dev);
+}
+
 /* Gradients cross casts both ways: a float32 weight, its 16-bit copy times a 16-bit
  * constant c, summed in float32: the weight's gradient is c, widened, exactly; and a
  * 16-bit leaf gets a 16-bit gradient. */
@@ -542,6 +637,7 @@ int main(void)
         checkpoint(dev, fmts[i]);
         autograd(dev, fmts[i]);
         layer_gradients(dev, fmts[i]);
+        conv_norm(dev, fmts[i]);
     }
     npy_file(dev);
     free(inputs);

@@ -51,14 +51,14 @@ static clg_arg strides_arg(const clg_tensor *x) { return clg__arg_int8(x->stride
 static clg_status launch(clg_device *dev, clg_dtype dtype, const char *kernel, const clg_arg *args, int nargs,
                          int64_t n)
 {
-    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options(dtype), kernel);
+    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(dtype), kernel);
     return k ? clg__launch_1d(dev, k, args, nargs, (size_t)n) : dev->status;
 }
 
 clg_status clg__conv_launch_grid(clg_device *dev, clg_dtype dtype, const char *kernel, const clg_arg *args,
                                  int nargs, const int64_t n[3])
 {
-    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options(dtype), kernel);
+    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(dtype), kernel);
     if (!k) return dev->status;
     const clg_device_params *p = clg__device_params(dev);
     size_t cap = 1024, global[3], local[3];
@@ -82,7 +82,7 @@ static int or_one(int v) { return v == 0 ? 1 : v; }
 static bool check_tensors(clg_tensor *x, clg_tensor *w, clg_tensor *b)
 {
     const char *op = "conv2d";
-    if (!clg__check_same_device(op, x, w) || !clg__check_float(op, x) || !clg__check_same_dtype(op, x, w))
+    if (!clg__check_same_device(op, x, w) || !clg__check_floating(op, x) || !clg__check_same_dtype(op, x, w))
         return false;
     if (b && (!clg__check_same_device(op, x, b) || !clg__check_same_dtype(op, x, b))) return false;
     if (x->ndim == 4 && w->ndim == 4 && (!b || (b->ndim == 1 && b->shape[0] == w->shape[0]))) return true;
@@ -293,6 +293,27 @@ clg_tensor *clg__conv_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, 
     return r;
 }
 
+/* dx = the sum of dcol's entries per input pixel: gathered (col2im), or accumulated
+ * plane by plane (col2im_planes, where the device table says so). The planes' sums
+ * are float32 for 16-bit tensors (conv.cl): into a float32 scratch, then rounded. */
+static clg_status col2im(clg_tensor *dcol, clg_tensor *dx, const conv_geo *g)
+{
+    clg_device *dev = dx->dev;
+    if (!clg__device_params(dev)->col2im_planes) {
+        clg_arg a[] = {CLG_ARG_M(dcol->buf->mem), CLG_ARG_M(dx->buf->mem), geo_arg(g), win_arg(g, 0, 0)};
+        return clg__conv_launch_grid(dev, dx->dtype, "col2im", a, 4, (const int64_t[]){g->W, g->H, g->N * g->C});
+    }
+    clg_tensor *acc = clg__is_half(dx->dtype) ? clg__tensor_new(dev, CLG_F32, dx->ndim, dx->shape) : dx;
+    if (!acc) return dev->status;
+    clg_arg a[] = {CLG_ARG_M(dcol->buf->mem), CLG_ARG_M(acc->buf->mem), geo_arg(g), win_arg(g, 0, 0)};
+    clg_status st = launch(dev, dx->dtype, "col2im_planes", a, 4, g->N * g->C);
+    if (acc != dx) {
+        if (st == CLG_OK) st = clg_copy_(dx, acc);   /* rounded once */
+        clg_tensor_free(acc);
+    }
+    return st;
+}
+
 /* dx = col2im(W^T . dy[n]) ([N, C, H, W] of g); for a pointwise convolution the
  * columns are dx itself. */
 clg_tensor *clg__conv_grad_input(clg_tensor *w, clg_tensor *gy, const conv_geo *g)
@@ -308,12 +329,7 @@ clg_tensor *clg__conv_grad_input(clg_tensor *w, clg_tensor *gy, const conv_geo *
     operand B = {gy->buf, (size_t)gy->offset, P, (size_t)g->O * P, Og * P, false};
     operand C = {dcol ? dcol->buf : NULL, 0, P, (size_t)g->C * g->KH * g->KW * P, K * P, false};
     if (st == CLG_OK) st = grouped_gemm(x->dev, x->dtype, g, K, P, Og, A, B, 0.0, C);
-    if (st == CLG_OK && !direct) {
-        clg_arg a[] = {CLG_ARG_M(dcol->buf->mem), CLG_ARG_M(dx->buf->mem), geo_arg(g), win_arg(g, 0, 0)};
-        st = clg__device_params(x->dev)->col2im_planes
-                 ? launch(x->dev, x->dtype, "col2im_planes", a, 4, g->N * g->C)
-                 : clg__conv_launch_grid(x->dev, x->dtype, "col2im", a, 4, (const int64_t[]){g->W, g->H, g->N * g->C});
-    }
+    if (st == CLG_OK && !direct) st = col2im(dcol, dx, g);
     if (!direct) clg_tensor_free(dcol);
     if (wm != w) clg_tensor_free(wm);
     if (st == CLG_OK) return dx;

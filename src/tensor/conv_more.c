@@ -53,7 +53,7 @@ clg_tensor *clg_conv_transpose2d(clg_tensor *x, clg_tensor *w, clg_tensor *b, co
 {
     static const char op[] = "conv_transpose2d";
     if (!x || !w) return NULL;
-    if (!clg__check_same_device(op, x, w) || !clg__check_float(op, x) || !clg__check_same_dtype(op, x, w)) return NULL;
+    if (!clg__check_same_device(op, x, w) || !clg__check_floating(op, x) || !clg__check_same_dtype(op, x, w)) return NULL;
     clg_conv_transpose2d_params d = p ? *p : (clg_conv_transpose2d_params){0};
     int64_t G = or_one(d.groups), v[7] = {or_one(d.stride[0]), or_one(d.stride[1]), d.padding[0], d.padding[1],
                                           or_one(d.dilation[0]), or_one(d.dilation[1]), G};

@@ -127,7 +127,7 @@ clg_tensor *clg__elementwise(const char *op, const char *program, const char *ke
         }
     }
     /* 16-bit floats are kept as such and computed in float32 (clg__dtype_options_ew) */
-    if (!allow_int && !clg__is_half(a->dtype) && !clg__check_float(op, a)) return NULL;
+    if (!allow_int && !clg__check_floating(op, a)) return NULL;
     clg_tensor *y = clg__tensor_new(a->dev, a->dtype, nd, shape);
     if (!y) return NULL;
     clg_tensor *ops[CLG_ITER_MAX] = {y};

@@ -96,7 +96,7 @@ static clg_status gemm_into(clg_tensor *c, clg_tensor *a, clg_tensor *b, int nb,
 /* Floats of one dtype; 16-bit ones multiply in float32 and round each result once. */
 static bool check_pair(const char *op, clg_tensor *a, clg_tensor *b)
 {
-    return clg__check_same_dtype(op, a, b) && (clg__is_half(a->dtype) || clg__check_float(op, a));
+    return clg__check_same_dtype(op, a, b) && clg__check_floating(op, a);
 }
 
 /* ---- matmul --------------------------------------------------------------------------------- */

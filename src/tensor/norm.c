@@ -1,6 +1,11 @@
 /* norm.c: batch_norm, layer_norm and dropout, with their backward passes. Kernels:
  * cl_kernels/norm.cl.
  *
+ * A float16 or bfloat16 x (and y, and their gradients) is stored in 16 bits and
+ * computed in float32; its statistics, weight, bias, running averages and their
+ * gradients are float32, as PyTorch's autocast keeps them. 16-bit weight and bias are
+ * widened first (a taped cast: their gradients come back in 16 bits).
+ *
  * Each runs as one or two kernels forward and one or two backward (they run every
  * training step): batch_norm in training is a single kernel that computes the batch
  * statistics, updates the running averages in place and normalises; its backward is
@@ -34,17 +39,17 @@ static size_t group_size(const clg_device *dev, const clg_kernel *k, int64_t n)
 static clg_status launch_groups(clg_device *dev, clg_dtype dtype, const char *kernel, clg_arg *args, int nargs,
                                 int64_t groups, int64_t n)
 {
-    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options(dtype), kernel);
+    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(dtype), kernel);
     if (!k) return dev->status;
     size_t wg = group_size(dev, k, n), global = (size_t)groups * wg;
-    args[nargs++] = CLG_ARG_LOCAL(wg * clg_dtype_size(dtype));
+    args[nargs++] = CLG_ARG_LOCAL(wg * clg_dtype_size(clg__compute_dtype(dtype)));
     return clg__launch(dev, k, args, nargs, 1, &global, &wg);
 }
 
 static clg_status launch_items(clg_device *dev, clg_dtype dtype, const char *kernel, const clg_arg *args, int nargs,
                                int64_t n)
 {
-    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options(dtype), kernel);
+    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(dtype), kernel);
     return k ? clg__launch_1d(dev, k, args, nargs, (size_t)n) : dev->status;
 }
 
@@ -87,12 +92,31 @@ static bn_dims bn_dims_of(const clg_tensor *x)
     return d;
 }
 
-/* A [C] operand of batch_norm: absent, or 1-D of C elements in x's dtype. */
+/* A per-channel or per-feature operand in the dtype of x's statistics. */
+static bool check_param_dtype(const char *op, const clg_tensor *x, const clg_tensor *v, const char *name)
+{
+    if (v->dtype == clg__compute_dtype(x->dtype)) return true;
+    return clg__op_fail(x->dev, CLG_ERR_DTYPE, op, "%s %s: want %s for x %s", name, CLG_DESC(v),
+                        clg_dtype_name(clg__compute_dtype(x->dtype)), CLG_DESC(x)), false;
+}
+
+/* A 16-bit weight or bias of a 16-bit x, widened (taped); otherwise v itself. */
+static clg_tensor *widen_param(const clg_tensor *x, clg_tensor *v)
+{
+    return v && clg__is_half(x->dtype) && v->dtype == x->dtype ? clg_cast(v, CLG_F32) : v;
+}
+
+static void free_widened(clg_tensor *w, const clg_tensor *v)
+{
+    if (w != v) clg_tensor_free(w);
+}
+
+/* A [C] operand of batch_norm: absent, or 1-D of C elements in the statistics' dtype. */
 static bool bn_check_vec(const clg_tensor *x, const clg_tensor *v, const char *name)
 {
     const char *op = "batch_norm";
     if (!v) return true;
-    if (!clg__check_same_dtype(op, x, v)) return false;
+    if (!check_param_dtype(op, x, v, name)) return false;
     if (v->ndim != 1 || v->shape[0] != x->shape[1])
         return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "%s %s does not match the %lld channels of x %s", name,
                             CLG_DESC(v), (long long)x->shape[1], CLG_DESC(x)), false;
@@ -103,7 +127,7 @@ static bool bn_check(const clg_tensor *x, const clg_tensor *rm, const clg_tensor
                      const clg_tensor *b, bool training)
 {
     const char *op = "batch_norm";
-    if (!clg__check_float(op, x) || !clg__check_numel(op, x->dev, x->numel)) return false;
+    if (!clg__check_floating(op, x) || !clg__check_numel(op, x->dev, x->numel)) return false;
     if (x->ndim < 2)
         return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "x must be [N, C] or [N, C, *], got %s", CLG_DESC(x)), false;
     if (!bn_check_vec(x, rm, "running_mean") || !bn_check_vec(x, rv, "running_var") ||
@@ -145,7 +169,7 @@ static clg_status bn_train(clg_tensor *x, clg_tensor *y, clg_tensor *stats, clg_
     clg_arg rva[4];
     vec_args(rva, rv, x);            /* running_var without a flag of its own */
     for (int k = 1; k < 4; k++) a[n++] = rva[k];
-    a[n++] = clg__arg_scalar(x->dtype, momentum);
+    a[n++] = clg__arg_scalar(x->dtype, momentum);   /* float32 for 16-bit x */
     a[n++] = clg__arg_scalar(x->dtype, eps);
     return launch_groups(x->dev, x->dtype, "bn_train_fwd", a, n, d.C, d.N * d.S);
 }
@@ -181,8 +205,9 @@ static clg_status batch_norm_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
     bn_dims d = bn_dims_of(x);
     clg_tensor *gc = clg__contiguous_at0(g);
     clg_tensor *dx = clg__wants_grad(node, 0) ? clg__tensor_new(dev, x->dtype, x->ndim, x->shape) : NULL;
-    clg_tensor *dw = clg__wants_grad(node, 1) ? clg__tensor_new(dev, x->dtype, 1, &d.C) : NULL;
-    clg_tensor *db = clg__wants_grad(node, 2) ? clg__tensor_new(dev, x->dtype, 1, &d.C) : NULL;
+    clg_dtype pt = clg__compute_dtype(x->dtype);
+    clg_tensor *dw = clg__wants_grad(node, 1) ? clg__tensor_new(dev, pt, 1, &d.C) : NULL;
+    clg_tensor *db = clg__wants_grad(node, 2) ? clg__tensor_new(dev, pt, 1, &d.C) : NULL;
     clg_status st = dev->status;
     if (gc && (dx || !clg__wants_grad(node, 0)) && (dw || !clg__wants_grad(node, 1)) &&
         (db || !clg__wants_grad(node, 2))) {
@@ -208,16 +233,15 @@ static clg_status batch_norm_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
     return st;
 }
 
-clg_tensor *clg_batch_norm(clg_tensor *x, clg_tensor *running_mean, clg_tensor *running_var, clg_tensor *weight,
-                           clg_tensor *bias, bool training, double momentum, double eps)
+static clg_tensor *batch_norm(clg_tensor *x, clg_tensor *running_mean, clg_tensor *running_var, clg_tensor *weight,
+                              clg_tensor *bias, bool training, double momentum, double eps)
 {
-    if (!x) return NULL;
     if (!bn_check(x, running_mean, running_var, weight, bias, training)) return NULL;
     clg_device *dev = x->dev;
     bn_dims d = bn_dims_of(x);
     clg_tensor *xc = clg__contiguous_at0(x);
     clg_tensor *y = clg__tensor_new(dev, x->dtype, x->ndim, x->shape);
-    clg_tensor *stats = clg__tensor_new(dev, x->dtype, 2, (const int64_t[]){2, d.C});
+    clg_tensor *stats = clg__tensor_new(dev, clg__compute_dtype(x->dtype), 2, (const int64_t[]){2, d.C});
     clg_status st = xc && y && stats ? CLG_OK : dev->status;
     if (st == CLG_OK && !training) st = bn_eval(xc, y, stats, running_mean, running_var, weight, bias, eps);
     else if (st == CLG_OK && x->numel)
@@ -243,13 +267,25 @@ clg_tensor *clg_batch_norm(clg_tensor *x, clg_tensor *running_mean, clg_tensor *
     return y;
 }
 
+clg_tensor *clg_batch_norm(clg_tensor *x, clg_tensor *running_mean, clg_tensor *running_var, clg_tensor *weight,
+                           clg_tensor *bias, bool training, double momentum, double eps)
+{
+    if (!x) return NULL;
+    clg_tensor *w = widen_param(x, weight), *b = widen_param(x, bias);
+    clg_tensor *y = (w || !weight) && (b || !bias) ? batch_norm(x, running_mean, running_var, w, b, training, momentum, eps)
+                                                   : NULL;
+    free_widened(w, weight);
+    free_widened(b, bias);
+    return y;
+}
+
 /* ---- layer_norm ---------------------------------------------------------------------------- */
 
 static bool ln_check_vec(const clg_tensor *x, int naxes, const clg_tensor *v, const char *name)
 {
     const char *op = "layer_norm";
     if (!v) return true;
-    if (!clg__check_same_dtype(op, x, v)) return false;
+    if (!check_param_dtype(op, x, v, name)) return false;
     bool ok = v->ndim == naxes;
     for (int k = 0; ok && k < naxes; k++) ok = v->shape[k] == x->shape[x->ndim - naxes + k];
     if (!ok)
@@ -277,8 +313,8 @@ static clg_status layer_norm_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
     }
     clg_tensor *pv = node->inputs[1] ? node->inputs[1] : node->inputs[2];   /* the parameters' shape */
     if (st == CLG_OK && pv) {
-        clg_tensor *dw = clg__wants_grad(node, 1) ? clg__tensor_new(dev, x->dtype, pv->ndim, pv->shape) : NULL;
-        clg_tensor *db = clg__wants_grad(node, 2) ? clg__tensor_new(dev, x->dtype, pv->ndim, pv->shape) : NULL;
+        clg_tensor *dw = clg__wants_grad(node, 1) ? clg__tensor_new(dev, pv->dtype, pv->ndim, pv->shape) : NULL;
+        clg_tensor *db = clg__wants_grad(node, 2) ? clg__tensor_new(dev, pv->dtype, pv->ndim, pv->shape) : NULL;
         clg_arg a[10] = {CLG_ARG_I(rows), CLG_ARG_I(D), CLG_ARG_M(x->buf->mem), CLG_ARG_M(gc->buf->mem),
                          CLG_ARG_M(stats->buf->mem)};
         int n = 5 + out_args(a + 5, dw, x);
@@ -303,11 +339,10 @@ static clg_status ln_forward(clg_tensor *xc, clg_tensor *y, clg_tensor *stats, c
     return rows > 0 && D > 0 ? launch_groups(xc->dev, xc->dtype, "ln_fwd", a, n, rows, D) : CLG_OK;
 }
 
-clg_tensor *clg_layer_norm(clg_tensor *x, int naxes, clg_tensor *weight, clg_tensor *bias, double eps)
+static clg_tensor *layer_norm(clg_tensor *x, int naxes, clg_tensor *weight, clg_tensor *bias, double eps)
 {
     const char *op = "layer_norm";
-    if (!x) return NULL;
-    if (!clg__check_float(op, x) || !clg__check_numel(op, x->dev, x->numel)) return NULL;
+    if (!clg__check_floating(op, x) || !clg__check_numel(op, x->dev, x->numel)) return NULL;
     if (naxes < 1 || naxes > x->ndim)
         return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "cannot normalise over the last %d axes of %s", naxes,
                             CLG_DESC(x));
@@ -317,7 +352,7 @@ clg_tensor *clg_layer_norm(clg_tensor *x, int naxes, clg_tensor *weight, clg_ten
     for (int k = 0; k < x->ndim; k++) *(k < x->ndim - naxes ? &rows : &D) *= x->shape[k];
     clg_tensor *xc = clg__contiguous_at0(x), *wc = clg__contiguous_at0(weight), *bc = clg__contiguous_at0(bias);
     clg_tensor *y = clg__tensor_new(dev, x->dtype, x->ndim, x->shape);
-    clg_tensor *stats = clg__tensor_new(dev, x->dtype, 2, (const int64_t[]){rows, 2});
+    clg_tensor *stats = clg__tensor_new(dev, clg__compute_dtype(x->dtype), 2, (const int64_t[]){rows, 2});
     bool made = xc && y && stats && (wc || !weight) && (bc || !bias);
     clg_status st = made ? ln_forward(xc, y, stats, wc, bc, rows, D, eps) : dev->status;
     clg_node *node = NULL;
@@ -341,6 +376,16 @@ clg_tensor *clg_layer_norm(clg_tensor *x, int naxes, clg_tensor *weight, clg_ten
     return y;
 }
 
+clg_tensor *clg_layer_norm(clg_tensor *x, int naxes, clg_tensor *weight, clg_tensor *bias, double eps)
+{
+    if (!x) return NULL;
+    clg_tensor *w = widen_param(x, weight), *b = widen_param(x, bias);
+    clg_tensor *y = (w || !weight) && (b || !bias) ? layer_norm(x, naxes, w, b, eps) : NULL;
+    free_widened(w, weight);
+    free_widened(b, bias);
+    return y;
+}
+
 /* ---- dropout --------------------------------------------------------------------------------- */
 
 /* Launch a dropout kernel over the iteration (flat or strided, as clg__iter_launch
@@ -348,7 +393,7 @@ clg_tensor *clg_layer_norm(clg_tensor *x, int naxes, clg_tensor *weight, clg_ten
 static clg_status dropout_launch(clg_device *dev, clg_dtype dtype, const clg_iter *it, const clg_arg *extra)
 {
     if (it->numel == 0) return CLG_OK;
-    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options(dtype), it->flat ? "dropout_flat"
+    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(dtype), it->flat ? "dropout_flat"
                                                                                       : "dropout_strided");
     if (!k) return dev->status;
     clg_arg a[3 + 3 * 2 + 6];
@@ -433,7 +478,7 @@ static clg_status dropout_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
 clg_tensor *clg_dropout(clg_tensor *x, double p, bool training)
 {
     if (!x) return NULL;
-    if (!clg__check_float("dropout", x)) return NULL;
+    if (!clg__check_floating("dropout", x)) return NULL;
     if (!(p >= 0 && p <= 1))
         return clg__op_fail(x->dev, CLG_ERR_INVALID_ARGUMENT, "dropout", "p = %g is not a probability (x %s)", p,
                             CLG_DESC(x));

@@ -39,13 +39,13 @@ static clg_arg win_arg(const pool_geo *g)
 static clg_status launch(clg_device *dev, clg_dtype dtype, const char *kernel, const clg_arg *args, int nargs,
                          int64_t n)
 {
-    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options(dtype), kernel);
+    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(dtype), kernel);
     return k ? clg__launch_1d(dev, k, args, nargs, (size_t)n) : dev->status;
 }
 
 static bool pool_check(const char *op, clg_tensor *x, int kh, int kw, int sh, int sw, int ph, int pw, pool_geo *g)
 {
-    if (!clg__check_float(op, x)) return false;
+    if (!clg__check_floating(op, x)) return false;
     if (x->ndim != 4)
         return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "want x [N, C, H, W], got %s", CLG_DESC(x)), false;
     if (kh < 1 || kw < 1 || sh < 1 || sw < 1 || ph < 0 || pw < 0 || 2 * ph > kh || 2 * pw > kw)
@@ -207,7 +207,7 @@ clg_tensor *clg_avg_pool2d(clg_tensor *x, int kh, int kw, int sh, int sw, int ph
 clg_tensor *clg_global_avg_pool2d(clg_tensor *x)
 {
     const char *op = "global_avg_pool2d";
-    if (!x || !clg__check_float(op, x)) return NULL;
+    if (!x || !clg__check_floating(op, x)) return NULL;
     if (x->ndim != 4 || x->shape[2] < 1 || x->shape[3] < 1 || x->shape[2] > INT32_MAX || x->shape[3] > INT32_MAX)
         return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "want x [N, C, H, W] with H, W >= 1, got %s", CLG_DESC(x));
     pool_geo g;

@@ -91,7 +91,7 @@ static clg_status run_mrk(clg_device *dev, const char *kernel, clg_tensor *src, 
 static clg_tensor *reduce(const char *op, const char *kernel, clg_tensor *t, const reduce_plan *p, bool mean)
 {
     clg_device *dev = t->dev;
-    if ((!clg__is_half(t->dtype) && !clg__check_float(op, t)) || !clg__check_numel(op, dev, t->numel)) return NULL;
+    if (!clg__check_floating(op, t) || !clg__check_numel(op, dev, t->numel)) return NULL;
     bool is_prod = !strcmp(kernel, "reduce_prod");
     if (p->R == 0 && strcmp(kernel, "reduce_sum") != 0 && !is_prod)
         return clg__op_fail(dev, CLG_ERR_SHAPE, op, "reducing zero elements of %s", CLG_DESC(t));

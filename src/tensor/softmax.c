@@ -152,7 +152,7 @@ static clg_status softmax_bw_common(clg_node *n, clg_tensor *g, clg_tensor **gin
 static clg_tensor *softmax_op(const char *op, int id, clg_tensor *a, int axis, int log_mode)
 {
     if (!a) return NULL;
-    if ((!clg__is_half(a->dtype) && !clg__check_float(op, a)) || !clg__check_numel(op, a->dev, a->numel)) return NULL;
+    if (!clg__check_floating(op, a) || !clg__check_numel(op, a->dev, a->numel)) return NULL;
     int ax = clg__axis(op, a, axis, a->ndim ? a->ndim : 1);   /* a 0-d tensor is one row of one */
     if (ax < 0) return NULL;
     clg_tensor *y = clg__tensor_new(a->dev, a->dtype, a->ndim, a->shape);
@@ -237,7 +237,7 @@ clg_tensor *clg_var(clg_tensor *a, int naxes, const int *axes, int correction, b
 {
     if (!a) return NULL;
     axes_plan ap;
-    if ((!clg__is_half(a->dtype) && !clg__check_float("var", a)) || !clg__check_numel("var", a->dev, a->numel) ||
+    if (!clg__check_floating("var", a) || !clg__check_numel("var", a->dev, a->numel) ||
         !plan_axes("var", a, naxes, axes, keepdim, &ap))
         return NULL;
     clg_tensor *y = clg__tensor_new(a->dev, a->dtype, ap.out_ndim, ap.out_shape);
@@ -373,7 +373,12 @@ clg_tensor *clg_cross_entropy(clg_tensor *logits, clg_tensor *labels, clg_reduct
     if (!logits || !labels) return NULL;
     /* 16-bit logits: the loss in float32, as PyTorch's autocast computes it (the cast is
      * taped, so the gradient goes back as 16 bits) */
-    if (clg__is_half(logits->dtype)) return clg_cross_entropy(clg_cast(logits, CLG_F32), labels, reduction);
+    if (clg__is_half(logits->dtype)) {
+        clg_tensor *wide = clg_cast(logits, CLG_F32);
+        clg_tensor *loss = wide ? clg_cross_entropy(wide, labels, reduction) : NULL;
+        clg_tensor_free(wide);   /* the tape keeps what the backward needs */
+        return loss;
+    }
     if (!check_cross_entropy(logits, labels, reduction)) return NULL;
     clg_device *dev = logits->dev;
     int64_t N = logits->shape[0];

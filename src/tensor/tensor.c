@@ -345,6 +345,11 @@ bool clg__check_float(const char *op, const clg_tensor *t)
     return false;
 }
 
+bool clg__check_floating(const char *op, const clg_tensor *t)
+{
+    return clg__is_half(t->dtype) || clg__check_float(op, t);
+}
+
 bool clg__check_same_device(const char *op, const clg_tensor *a, const clg_tensor *b)
 {
     if (a->dev == b->dev) return true;

@@ -85,6 +85,8 @@ bool clg__is_half(clg_dtype dtype);    /* float16 or bfloat16: storage */
  * clg__dtype_options_ew, which is clg__dtype_options for every other dtype. */
 const char *clg__dtype_options(clg_dtype d);
 const char *clg__dtype_options_ew(clg_dtype d);
+/* The type a kernel computes a dtype's values in: float32 for the 16-bit floats. */
+static inline clg_dtype clg__compute_dtype(clg_dtype d) { return d == CLG_F16 || d == CLG_BF16 ? CLG_F32 : d; }
 /* A 16-bit float's value, and a value as one (through float32), as the device converts. */
 double clg__half_to_double(clg_dtype d, uint16_t v);
 uint16_t clg__half_from_double(clg_dtype d, double v);
@@ -100,6 +102,9 @@ const char *clg__tensor_desc(const clg_tensor *t, char *buf, size_t len);
 
 /* Common argument checks; each records the error and returns false. */
 bool clg__check_float(const char *op, const clg_tensor *t);
+/* The same, also accepting float16 and bfloat16: for ops whose kernels store TS and
+ * compute in float32 (common.cl, clg__dtype_options_ew). */
+bool clg__check_floating(const char *op, const clg_tensor *t);
 bool clg__check_same_dtype(const char *op, const clg_tensor *a, const clg_tensor *b);
 bool clg__check_same_device(const char *op, const clg_tensor *a, const clg_tensor *b);
 /* axis in [-ndim, ndim) to [0, ndim); -1 (with the error recorded) when out of range. */
