@@ -271,6 +271,8 @@ static bool same16(const fmt16 *f, clg_tensor *got, clg_tensor *want, const char
     return true;
 }
 
+static clg_tensor *rand16(clg_device *dev, const fmt16 *f, int ndim, const int64_t *shape, uint32_t seed, clg_tensor **wide);
+
 static void elementwise(clg_device *dev, const fmt16 *f)
 {
     enum { N = 1024 };
@@ -343,9 +345,25 @@ static void elementwise(clg_device *dev, const fmt16 *f)
         CHECK(a16 && a32 && clg_tensor_to_host(a16, i16, sizeof i16) == CLG_OK &&
               clg_tensor_to_host(a32, i32, sizeof i32) == CLG_OK && !memcmp(i16, i32, sizeof i16));
     }
+    /* losses widen 16-bit inputs: float32 results, those of the widened inputs */
+    clg_tensor *fl32, *fl = rand16(dev, f, CLG_SHAPE(32, 32), 99, &fl32);   /* finite */
+    clg_tensor *ft32, *ft = rand16(dev, f, CLG_SHAPE(32, 32), 98, &ft32);
+    lg = fl, lg32 = fl32;
+    clg_tensor *lab = clg_argmax(lg, 1, false);
+    clg_tensor *losses16[3] = {clg_mse(lg, ft, CLG_REDUCE_MEAN), clg_nll_loss(clg_log_softmax(lg, 1), lab, CLG_REDUCE_SUM),
+                               clg_smooth_l1_loss(lg, ft, CLG_REDUCE_MEAN, 0.5)};
+    clg_tensor *losses32[3] = {clg_mse(lg32, ft32, CLG_REDUCE_MEAN),
+                               clg_nll_loss(clg_cast(clg_log_softmax(lg, 1), CLG_F32), lab, CLG_REDUCE_SUM),
+                               clg_smooth_l1_loss(lg32, ft32, CLG_REDUCE_MEAN, 0.5)};
+    for (int i = 0; i < 3; i++) {
+        double v16 = 0, v32 = 1;
+        CHECK_MSG(losses16[i] && clg_tensor_dtype(losses16[i]) == CLG_F32 && clg_tensor_item(losses16[i], &v16) == CLG_OK &&
+                      clg_tensor_item(losses32[i], &v32) == CLG_OK && v16 == v32,
+                  "%s loss %d: %.9g, float32 %.9g", clg_dtype_name(f->dtype), i, v16, v32);
+    }
     /* kernels not written for 16 bits refuse them */
-    clg_tensor *lab = clg_zeros(dev, CLG_I32, CLG_SHAPE(32));
-    CHECK(clg_nll_loss(x, lab, CLG_REDUCE_MEAN) == NULL && clg_device_last_status(dev) == CLG_ERR_DTYPE);
+    CHECK(clg_upsample_bilinear2d(clg_reshape(x, CLG_SHAPE(1, 1, 32, 32)), 40, 40) == NULL &&
+          clg_device_last_status(dev) == CLG_ERR_DTYPE);
     CHECK_MSG(strstr(clg_device_error(dev), "clg_cast it to float32"), "%s", clg_device_error(dev));
     CHECK(clg_rand(dev, f->dtype, CLG_SHAPE(4), 0, 1) == NULL && clg_device_last_status(dev) == CLG_ERR_DTYPE);
     CHECK(clg_axpy_(z, 1.0, z) == CLG_ERR_DTYPE);
@@ -570,6 +588,47 @@ static void conv_norm(clg_device *dev, const fmt16 *f)
     clg_scope_end(dev);
 }
 
+/* Autocast: inside, linear and conv2d of float32 operands compute as their 16-bit
+ * casts, bit for bit; losses are float32; float32 weights get float32 gradients, the
+ * widened 16-bit ones. Regions nest with one dtype. */
+static void autocast(clg_device *dev, const fmt16 *f)
+{
+    clg_scope_begin(dev);
+    clg_tensor *x32, *w32, *b32, *k32;
+    rand16(dev, f, CLG_SHAPE(8, 12), 21, &x32);
+    rand16(dev, f, CLG_SHAPE(5, 12), 22, &w32);
+    rand16(dev, f, CLG_SHAPE(5), 23, &b32);
+    rand16(dev, f, CLG_SHAPE(3, 2, 2, 2), 24, &k32);
+    clg_tensor *w16 = clg_cast(w32, f->dtype), *x16 = clg_cast(x32, f->dtype), *b16 = clg_cast(b32, f->dtype);
+    CHECK_OK(dev, clg_tensor_set_requires_grad(w32, true));
+    CHECK_OK(dev, clg_tensor_set_requires_grad(w16, true));
+    const int32_t lab[8] = {0, 1, 2, 3, 4, 0, 1, 2};
+    clg_tensor *labels = clg_tensor_from_host(dev, CLG_I32, CLG_SHAPE(8), lab);
+    CHECK(clg_autocast_dtype(dev) == CLG_F32);
+    CHECK_OK(dev, clg_autocast_begin(dev, f->dtype));
+    CHECK(clg_autocast_dtype(dev) == f->dtype);
+    clg_tensor *y = clg_linear(x32, w32, b32);
+    clg_tensor *loss = clg_cross_entropy(y, labels, CLG_REDUCE_MEAN);
+    clg_tensor *c = clg_conv2d(clg_reshape(x32, CLG_SHAPE(2, 2, 4, 6)), k32, NULL, NULL);
+    CHECK(clg_autocast_begin(dev, f->dtype == CLG_F16 ? CLG_BF16 : CLG_F16) != CLG_OK);   /* one dtype */
+    CHECK_OK(dev, clg_autocast_begin(dev, f->dtype));   /* nested */
+    clg_autocast_end(dev);
+    CHECK(clg_autocast_dtype(dev) == f->dtype);
+    clg_autocast_end(dev);
+    CHECK(clg_autocast_dtype(dev) == CLG_F32);
+    CHECK(clg_autocast_begin(dev, CLG_F32) == CLG_ERR_DTYPE);
+    same16(f, y, clg_linear(x16, w16, b16), "autocast linear");
+    same16(f, c, clg_conv2d(clg_reshape(x16, CLG_SHAPE(2, 2, 4, 6)), clg_cast(k32, f->dtype), NULL, NULL), "autocast conv2d");
+    CHECK(loss && clg_tensor_dtype(loss) == CLG_F32);
+    CHECK_OK(dev, loss ? clg_backward(loss, NULL) : clg_device_last_status(dev));
+    CHECK_OK(dev, clg_backward(clg_cross_entropy(clg_linear(x16, w16, b16), labels, CLG_REDUCE_MEAN), NULL));
+    clg_tensor *g32 = clg_tensor_grad(w32), *g16 = clg_tensor_grad(w16);
+    float a[60], e[60];
+    CHECK(g32 && g16 && clg_tensor_dtype(g32) == CLG_F32 && clg_tensor_to_host(g32, a, sizeof a) == CLG_OK &&
+          clg_tensor_to_host(clg_cast(g16, CLG_F32), e, sizeof e) == CLG_OK && !memcmp(a, e, sizeof a));
+    clg_scope_end(dev);
+}
+
 /* Gradients cross casts both ways: a float32 weight, its 16-bit copy times a 16-bit
  * constant c, summed in float32: the weight's gradient is c, widened, exactly; and a
  * 16-bit leaf gets a 16-bit gradient. */
@@ -638,6 +697,7 @@ int main(void)
         autograd(dev, fmts[i]);
         layer_gradients(dev, fmts[i]);
         conv_norm(dev, fmts[i]);
+        autocast(dev, fmts[i]);
     }
     npy_file(dev);
     free(inputs);

@@ -7,7 +7,8 @@
  *
  * Binary ops broadcast as NumPy does: shapes align at the right, and a size 1 (or a
  * missing axis) stretches to the other operand's size. Operands share one dtype.
- * Axes may be negative (counting from the end). Float ops take float32 or float64.
+ * Axes may be negative (counting from the end). Float ops take float32 or float64,
+ * and most also float16 and bfloat16 (computed in float32, each result rounded once).
  */
 #ifndef CLGRAD_OPS_H
 #define CLGRAD_OPS_H
@@ -17,6 +18,23 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ---- mixed precision ------------------------------------------------------------------ */
+/*   clg_autocast_begin(dev, CLG_F16);                       // as torch.autocast(float16)
+ *   clg_tensor *logits = clg_module_forward(model, x);      // products in float16
+ *   clg_tensor *loss = clg_cross_entropy(logits, y, CLG_REDUCE_MEAN);   // float32
+ *   clg_autocast_end(dev);
+ *   clg_backward(clg_grad_scaler_scale(scaler, loss), NULL); // optim.h's loss scaling
+ *
+ * Inside, matmul, linear and the convolutions cast float32 operands (weights, inputs)
+ * to the 16-bit dtype and return 16-bit results, summed in float32. The casts are
+ * taped: float32 weights get float32 gradients. Normalisations keep float32
+ * statistics and parameters for 16-bit inputs; losses widen 16-bit inputs to float32
+ * (inside autocast or not); other ops follow their inputs. Regions nest (one dtype). */
+CLG_API clg_status clg_autocast_begin(clg_device *dev, clg_dtype dtype);   /* CLG_F16 or CLG_BF16 */
+CLG_API void clg_autocast_end(clg_device *dev);
+/* The autocast dtype now, CLG_F32 outside autocast. */
+CLG_API clg_dtype clg_autocast_dtype(clg_device *dev);
 
 /* ---- elementwise, two operands (broadcast) ---------------------------------------- */
 CLG_API clg_tensor *clg_add(clg_tensor *a, clg_tensor *b);       /* a + b */

@@ -388,5 +388,11 @@ clg_tensor *clg__conv2d_with(clg_tensor *x, clg_tensor *w, clg_tensor *b, const 
 
 clg_tensor *clg_conv2d(clg_tensor *x, clg_tensor *w, clg_tensor *b, const clg_conv2d_params *p)
 {
-    return clg__conv2d_with(x, w, b, p, CLG_CONV_GEMM);
+    if (!x || !w) return NULL;
+    clg_tensor *x16 = clg__autocast(x), *w16 = x16 ? clg__autocast(w) : NULL, *b16 = w16 ? clg__autocast(b) : NULL;
+    clg_tensor *y = w16 && (b16 || !b) ? clg__conv2d_with(x16, w16, b16, p, CLG_CONV_GEMM) : NULL;
+    clg__drop_cast(x16, x);
+    clg__drop_cast(w16, w);
+    clg__drop_cast(b16, b);
+    return y;
 }

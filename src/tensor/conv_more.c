@@ -49,10 +49,9 @@ static clg_status conv_transpose2d_bw(clg_node *n, clg_tensor *g, clg_tensor **g
 
 static int or_one(int v) { return v ? v : 1; }
 
-clg_tensor *clg_conv_transpose2d(clg_tensor *x, clg_tensor *w, clg_tensor *b, const clg_conv_transpose2d_params *p)
+static clg_tensor *conv_transpose2d(clg_tensor *x, clg_tensor *w, clg_tensor *b, const clg_conv_transpose2d_params *p)
 {
     static const char op[] = "conv_transpose2d";
-    if (!x || !w) return NULL;
     if (!clg__check_same_device(op, x, w) || !clg__check_floating(op, x) || !clg__check_same_dtype(op, x, w)) return NULL;
     clg_conv_transpose2d_params d = p ? *p : (clg_conv_transpose2d_params){0};
     int64_t G = or_one(d.groups), v[7] = {or_one(d.stride[0]), or_one(d.stride[1]), d.padding[0], d.padding[1],
@@ -90,6 +89,17 @@ clg_tensor *clg_conv_transpose2d(clg_tensor *x, clg_tensor *w, clg_tensor *b, co
     if (b->ndim != 1 || b->shape[0] != geo.C)
         return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "bias %s: want [%lld]", CLG_DESC(b), (long long)geo.C);
     return clg_add(y, clg_reshape(b, CLG_SHAPE(1, geo.C, 1, 1)));
+}
+
+clg_tensor *clg_conv_transpose2d(clg_tensor *x, clg_tensor *w, clg_tensor *b, const clg_conv_transpose2d_params *p)
+{
+    if (!x || !w) return NULL;
+    clg_tensor *x16 = clg__autocast(x), *w16 = x16 ? clg__autocast(w) : NULL, *b16 = w16 ? clg__autocast(b) : NULL;
+    clg_tensor *y = w16 && (b16 || !b) ? conv_transpose2d(x16, w16, b16, p) : NULL;
+    clg__drop_cast(x16, x);
+    clg__drop_cast(w16, w);
+    clg__drop_cast(b16, b);
+    return y;
 }
 
 /* ---- upsampling ------------------------------------------------------------------------------------- */

@@ -70,10 +70,9 @@ static clg_status elem_loss_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     return CLG_OK;
 }
 
-static clg_tensor *elem_loss_op(const elem_loss *L, clg_tensor *a, clg_tensor *b, clg_reduction reduction,
-                                double param)
+static clg_tensor *elem_loss_f(const elem_loss *L, clg_tensor *a, clg_tensor *b, clg_reduction reduction,
+                               double param)
 {
-    if (!a || !b) return NULL;
     if (!check_reduction(L->op, a, reduction)) return NULL;
     clg_tensor *each = clg__elementwise(L->op, PROGRAM, L->kernel, 2, (clg_tensor *const[]){a, b}, param, 0, false);
     int64_t n = each ? each->numel : 0;
@@ -84,6 +83,18 @@ static clg_tensor *elem_loss_op(const elem_loss *L, clg_tensor *a, clg_tensor *b
         node->f[0] = param;
         node->f[1] = reduction_scale(reduction, n);
     }
+    return y;
+}
+
+/* Losses are float32 for 16-bit inputs, as autocast computes them (autocast.c). */
+static clg_tensor *elem_loss_op(const elem_loss *L, clg_tensor *a, clg_tensor *b, clg_reduction reduction,
+                                double param)
+{
+    if (!a || !b) return NULL;
+    clg_tensor *a32 = clg__widen16(a), *b32 = a32 ? clg__widen16(b) : NULL;
+    clg_tensor *y = b32 ? elem_loss_f(L, a32, b32, reduction, param) : NULL;
+    clg__drop_cast(a32, a);
+    clg__drop_cast(b32, b);
     return y;
 }
 
@@ -174,10 +185,9 @@ static clg_tensor *nll_rows(const char *op, clg_tensor *x, clg_tensor *lab, doub
 
 /* nll with label smoothing eps over log-probabilities logp: the op behind both
  * clg_nll_loss (eps 0) and clg_cross_entropy_smooth. */
-static clg_tensor *nll_smooth(const char *op, clg_tensor *logp, clg_tensor *labels, clg_reduction reduction,
-                              double eps)
+static clg_tensor *nll_smooth_f(const char *op, clg_tensor *logp, clg_tensor *labels, clg_reduction reduction,
+                                double eps)
 {
-    if (!logp || !labels) return NULL;
     if (!check_nll(op, logp, labels, reduction)) return NULL;
     clg_node *node = NULL;
     clg_tensor *y = reduce_loss(nll_rows(op, logp, labels, eps), reduction);
@@ -186,6 +196,16 @@ static clg_tensor *nll_smooth(const char *op, clg_tensor *logp, clg_tensor *labe
         node->f[0] = reduction_scale(reduction, logp->shape[0]);
         node->f[1] = eps;
     }
+    return y;
+}
+
+static clg_tensor *nll_smooth(const char *op, clg_tensor *logp, clg_tensor *labels, clg_reduction reduction,
+                              double eps)
+{
+    if (!logp || !labels) return NULL;
+    clg_tensor *wide = clg__widen16(logp);   /* float32 for 16-bit log-probabilities */
+    clg_tensor *y = wide ? nll_smooth_f(op, wide, labels, reduction, eps) : NULL;
+    clg__drop_cast(wide, logp);
     return y;
 }
 
@@ -199,6 +219,12 @@ clg_tensor *clg_cross_entropy_smooth(clg_tensor *logits, clg_tensor *labels, clg
 {
     const char *op = "cross_entropy_smooth";
     if (!logits || !labels) return NULL;
+    if (clg__is_half(logits->dtype)) {   /* float32, as cross_entropy */
+        clg_tensor *wide = clg_cast(logits, CLG_F32);
+        clg_tensor *y = wide ? clg_cross_entropy_smooth(wide, labels, reduction, label_smoothing) : NULL;
+        clg_tensor_free(wide);
+        return y;
+    }
     if (!(label_smoothing >= 0 && label_smoothing <= 1))
         return clg__op_fail(logits->dev, CLG_ERR_INVALID_ARGUMENT, op, "label_smoothing = %g is outside [0, 1]",
                             label_smoothing);

@@ -131,9 +131,8 @@ static clg_tensor *matmul_nd(clg_tensor *a, clg_tensor *b)
     return clg__taped(c, CLG_OP_matmul, matmul_bw, 2, (clg_tensor *const[]){a, b}, NULL);
 }
 
-clg_tensor *clg_matmul(clg_tensor *a, clg_tensor *b)
+static clg_tensor *matmul(clg_tensor *a, clg_tensor *b)
 {
-    if (!a || !b) return NULL;
     if (!check_pair("matmul", a, b)) return NULL;
     if (a->ndim == 0 || b->ndim == 0)
         return clg__op_fail(a->dev, CLG_ERR_SHAPE, "matmul", "scalar operand: %s @ %s", CLG_DESC(a), CLG_DESC(b));
@@ -145,6 +144,16 @@ clg_tensor *clg_matmul(clg_tensor *a, clg_tensor *b)
     clg_tensor *c = a2 && b2 ? matmul_nd(a2, b2) : NULL;
     if (c && b->ndim == 1) c = clg_squeeze(c, -1);
     if (c && a->ndim == 1) c = clg_squeeze(c, b->ndim == 1 ? -1 : -2);
+    return c;
+}
+
+clg_tensor *clg_matmul(clg_tensor *a, clg_tensor *b)
+{
+    if (!a || !b) return NULL;
+    clg_tensor *a16 = clg__autocast(a), *b16 = a16 ? clg__autocast(b) : NULL;
+    clg_tensor *c = b16 ? matmul(a16, b16) : NULL;
+    clg__drop_cast(a16, a);
+    clg__drop_cast(b16, b);
     return c;
 }
 
@@ -164,9 +173,8 @@ static clg_status linear_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     return CLG_OK;
 }
 
-clg_tensor *clg_linear(clg_tensor *x, clg_tensor *w, clg_tensor *b)
+static clg_tensor *linear(clg_tensor *x, clg_tensor *w, clg_tensor *b)
 {
-    if (!x || !w) return NULL;
     clg_device *dev = x->dev;
     if (!check_pair("linear", x, w) || (b && !clg__check_same_dtype("linear", x, b))) return NULL;
     if (x->ndim < 1 || w->ndim != 2 || x->shape[x->ndim - 1] != w->shape[1] ||
@@ -197,4 +205,15 @@ clg_tensor *clg_linear(clg_tensor *x, clg_tensor *w, clg_tensor *b)
         return NULL;
     }
     return clg__taped(y, CLG_OP_linear, linear_bw, b ? 3 : 2, (clg_tensor *const[]){x, w, b}, NULL);
+}
+
+clg_tensor *clg_linear(clg_tensor *x, clg_tensor *w, clg_tensor *b)
+{
+    if (!x || !w) return NULL;
+    clg_tensor *x16 = clg__autocast(x), *w16 = x16 ? clg__autocast(w) : NULL, *b16 = w16 ? clg__autocast(b) : NULL;
+    clg_tensor *y = w16 && (b16 || !b) ? linear(x16, w16, b16) : NULL;
+    clg__drop_cast(x16, x);
+    clg__drop_cast(w16, w);
+    clg__drop_cast(b16, b);
+    return y;
 }

@@ -418,9 +418,8 @@ static clg_status mse_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     return CLG_OK;
 }
 
-clg_tensor *clg_mse(clg_tensor *a, clg_tensor *b, clg_reduction reduction)
+static clg_tensor *mse(clg_tensor *a, clg_tensor *b, clg_reduction reduction)
 {
-    if (!a || !b) return NULL;
     if ((unsigned)reduction > CLG_REDUCE_NONE)
         return clg__op_fail(a->dev, CLG_ERR_INVALID_ARGUMENT, "mse", "unknown reduction %d", (int)reduction);
     /* (a - b)^2 broadcast as torch.nn.functional.mse_loss does (without its warning). */
@@ -436,5 +435,16 @@ clg_tensor *clg_mse(clg_tensor *a, clg_tensor *b, clg_reduction reduction)
     clg_node *node = NULL;
     y = clg__taped(y, CLG_OP_mse, mse_bw, 2, (clg_tensor *const[]){a, b}, &node);
     if (node) node->f[0] = reduction == CLG_REDUCE_MEAN ? 2.0 / (double)n : 2.0;
+    return y;
+}
+
+/* float32 for 16-bit inputs, as autocast computes losses (autocast.c) */
+clg_tensor *clg_mse(clg_tensor *a, clg_tensor *b, clg_reduction reduction)
+{
+    if (!a || !b) return NULL;
+    clg_tensor *a32 = clg__widen16(a), *b32 = a32 ? clg__widen16(b) : NULL;
+    clg_tensor *y = b32 ? mse(a32, b32, reduction) : NULL;
+    clg__drop_cast(a32, a);
+    clg__drop_cast(b32, b);
     return y;
 }

@@ -58,6 +58,8 @@ typedef struct clg_tensor_state {
     uint64_t seed, rng_offset;        /* the Philox generator */
     int64_t live;                     /* tensors alive */
     uint64_t visit_gen;               /* backward-pass generations */
+    clg_dtype autocast;               /* CLG_F16 or CLG_BF16 inside clg_autocast_begin */
+    int autocast_depth;
 } clg_tensor_state;
 
 clg_tensor_state *clg__tstate(clg_device *dev);   /* NULL only when host memory ran out */
@@ -85,6 +87,15 @@ bool clg__is_half(clg_dtype dtype);    /* float16 or bfloat16: storage */
  * clg__dtype_options_ew, which is clg__dtype_options for every other dtype. */
 const char *clg__dtype_options(clg_dtype d);
 const char *clg__dtype_options_ew(clg_dtype d);
+/* Autocast (autocast.c): t cast to the autocast dtype when it is float32 and autocast
+ * is on (a taped cast), else t. NULL on failure. For matmul, linear and convolutions. */
+clg_tensor *clg__autocast(clg_tensor *t);
+/* t widened to float32 when it is 16-bit (a taped cast), else t: for losses. */
+clg_tensor *clg__widen16(clg_tensor *t);
+/* Drop the reference of a tensor made by clg__autocast or clg__widen16 from t (the
+ * tape keeps what a backward needs); nothing when it is t itself. */
+void clg__drop_cast(clg_tensor *made, const clg_tensor *t);
+
 /* The type a kernel computes a dtype's values in: float32 for the 16-bit floats. */
 static inline clg_dtype clg__compute_dtype(clg_dtype d) { return d == CLG_F16 || d == CLG_BF16 ? CLG_F32 : d; }
 /* A 16-bit float's value, and a value as one (through float32), as the device converts. */
