@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "clgrad/train.h"
 
 enum { B = 8, IN = 6, OUT = 4, STEPS = 14 };
 
@@ -198,12 +199,110 @@ static void misuse(clg_device *dev)
     clg_grad_scaler_free(sc);
 }
 
+/* A trainer in mixed precision against the recipe written out by hand: n steps of
+ * SGD with momentum on a model from model(), bit for bit. precision CLG_F16 scales the
+ * loss (clg_trainer_scaler); *w gets the trainer's weights. */
+static void by_hand(clg_device *dev, clg_dtype precision, int steps, float *w)
+{
+    clg_module *m = model(dev);
+    clg_tensor *p[4];
+    int n = clg_module_parameters(m, p, 4, true);
+    clg_optimizer *opt = clg_sgd_new(n, p, &(clg_sgd_options){.lr = 0.1, .momentum = 0.9});
+    clg_grad_scaler *sc = precision == CLG_F16 ? clg_grad_scaler_new(dev, NULL) : NULL;
+    for (int s = 0; s < steps; s++) {
+        float x[B * IN];
+        int32_t y[B];
+        batch(s, x, y);
+        clg_scope_begin(dev);
+        clg_optimizer_zero_grad(opt);
+        CHECK_OK(dev, clg_autocast_begin(dev, precision));
+        clg_tensor *loss = clg_cross_entropy(clg_module_forward(m, clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(B, IN), x)),
+                                             clg_tensor_from_host(dev, CLG_I32, CLG_SHAPE(B), y), CLG_REDUCE_MEAN);
+        clg_autocast_end(dev);
+        CHECK_OK(dev, clg_backward(sc ? clg_grad_scaler_scale(sc, loss) : loss, NULL));
+        CHECK_OK(dev, sc ? clg_grad_scaler_step(sc, opt, NULL) : clg_optimizer_step(opt));
+        if (sc) CHECK_OK(dev, clg_grad_scaler_update(sc));
+        clg_scope_end(dev);
+    }
+    CHECK(weights(m, w) > 0);
+    clg_grad_scaler_free(sc);
+    clg_optimizer_free(opt);
+    clg_module_free(m);
+}
+
+/* Returns the trainer's replays; *w its weights after `steps` steps; *scale its scale. */
+static int64_t with_trainer(clg_device *dev, clg_dtype precision, bool graph, int steps, double huge, float *w, double *scale)
+{
+    clg_module *m = model(dev);
+    clg_tensor *p[4];
+    int n = clg_module_parameters(m, p, 4, true);
+    clg_optimizer *opt = clg_sgd_new(n, p, &(clg_sgd_options){.lr = 0.1, .momentum = 0.9});
+    clg_trainer *tr = clg_trainer_new(m, opt, &(clg_trainer_options){.graph = graph, .precision = precision});
+    CHECK_MSG(tr != NULL, "%s", clg_device_error(dev));
+    if (tr && huge > 0) CHECK_OK(dev, clg_grad_scaler_set_state(clg_trainer_scaler(tr), huge, 0));
+    for (int s = 0; tr && s < steps; s++) {
+        float x[B * IN];
+        int32_t y[B];
+        batch(s, x, y);
+        clg_scope_begin(dev);
+        CHECK_OK(dev, clg_trainer_step(tr, clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(B, IN), x),
+                                       clg_tensor_from_host(dev, CLG_I32, CLG_SHAPE(B), y), NULL));
+        clg_scope_end(dev);
+    }
+    CHECK(weights(m, w) > 0);
+    for (int i = 0; i < n; i++) CHECK(clg_tensor_dtype(p[i]) == CLG_F32);   /* master weights */
+    *scale = tr && clg_trainer_scaler(tr) ? clg_grad_scaler_get_scale(clg_trainer_scaler(tr)) : 0;
+    int64_t replays = clg_trainer_replays(tr);
+    clg_trainer_free(tr);
+    clg_optimizer_free(opt);
+    clg_module_free(m);
+    return replays;
+}
+
+/* clg_trainer_options.precision: the trainer's step is the recipe; bfloat16 steps are
+ * captured and replayed bit for bit; float16 refuses graph mode; an overflow skips. */
+static void trainer_mixed(clg_device *dev)
+{
+    float a[64], b[64], c[64], w0[64];
+    double scale;
+    clg_module *m = model(dev);
+    int nw = weights(m, w0);
+    clg_module_free(m);
+    for (int k = 0; k < 2; k++) {
+        clg_dtype d = k ? CLG_BF16 : CLG_F16;
+        by_hand(dev, d, STEPS, a);
+        with_trainer(dev, d, false, STEPS, 0, b, &scale);
+        CHECK_MSG(!memcmp(a, b, (size_t)nw * sizeof *a), "%s trainer differs from the recipe", clg_dtype_name(d));
+        CHECK_MSG(memcmp(a, w0, (size_t)nw * sizeof *a), "%s: no step taken", clg_dtype_name(d));
+        CHECK(scale == (d == CLG_F16 ? 65536 : 0));
+    }
+    CHECK(with_trainer(dev, CLG_BF16, true, STEPS, 0, c, &scale) == STEPS - 2);
+    CHECK_MSG(!memcmp(b, c, (size_t)nw * sizeof *b), "bfloat16: replayed steps differ from eager ones");
+    /* float16 in graph mode is refused, saying why */
+    m = model(dev);
+    clg_tensor *p[4];
+    int n = clg_module_parameters(m, p, 4, true);
+    clg_optimizer *opt = clg_sgd_new(n, p, NULL);
+    CHECK(clg_trainer_new(m, opt, &(clg_trainer_options){.graph = true, .precision = CLG_F16}) == NULL &&
+          strstr(clg_device_error(dev), "no graph"));
+    CHECK(clg_trainer_new(m, opt, &(clg_trainer_options){.precision = CLG_I32}) == NULL);
+    clg_optimizer_free(opt);
+    clg_module_free(m);
+    /* a scale that overflows float16's gradients: the first step is skipped and the
+     * scale halves; once it has backed off far enough, steps are taken */
+    with_trainer(dev, CLG_F16, false, 1, 0x1p100, b, &scale);
+    CHECK_MSG(!memcmp(b, w0, (size_t)nw * sizeof *b) && scale == 0x1p99, "overflow: scale %g", scale);
+    with_trainer(dev, CLG_F16, false, 120, 0x1p100, b, &scale);
+    CHECK_MSG(memcmp(b, w0, (size_t)nw * sizeof *b) && scale < 0x1p30, "overflow: scale %g after 120 steps", scale);
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
     same_as_unscaled(dev);
     overflow(dev);
     misuse(dev);
+    trainer_mixed(dev);
     clg_device_close(dev);
     return check_report("test_grad_scaler");
 }

@@ -82,6 +82,12 @@ typedef struct clg_trainer_options {
      * one sample per step. */
     clg_tensor *(*loss)(void *user, clg_tensor **out, clg_tensor **y);
     void *user;
+    /* Mixed precision: CLG_F16 or CLG_BF16 runs the forward pass and the loss under
+     * clg_autocast_begin (ops.h): products in 16 bits, float32 weights, gradients and
+     * optimizer state. CLG_F16 also scales the loss (clg_grad_scaler, optim.h, with
+     * PyTorch's defaults): a step whose gradients overflow is skipped. Loss scaling
+     * decides on the host, so it does not combine with graph. CLG_F32 (0): off. */
+    clg_dtype precision;
 } clg_trainer_options;
 /* model and opt (and the meter) must outlive the trainer. */
 CLG_API clg_trainer *clg_trainer_new(clg_module *model, clg_optimizer *opt, const clg_trainer_options *options);
@@ -92,6 +98,9 @@ CLG_API clg_status clg_trainer_step(clg_trainer *t, clg_tensor *x, clg_tensor *y
 /* Steps that were replays, and the graph (NULL before the capture, or when eager). */
 CLG_API int64_t clg_trainer_replays(const clg_trainer *t);
 CLG_API clg_graph *clg_trainer_graph(const clg_trainer *t);
+/* The loss scaler of a float16 mixed-precision trainer (for its state in checkpoints),
+ * else NULL. */
+CLG_API clg_grad_scaler *clg_trainer_scaler(const clg_trainer *t);
 
 /* ---- evaluation ----------------------------------------------------------------------------- */
 /* Run a classifier (logits [B, C] from int32-labelled batches) over one epoch of the

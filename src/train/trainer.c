@@ -6,11 +6,17 @@
  * with batches of the captured shapes, in the captured mode, are replays. Other steps
  * (a smaller last batch) run eagerly: the same arithmetic, so the same bits. A graph
  * whose step read a tensor that has since been replaced (clg_graph_stale) is dropped,
- * and the next two steps warm up and capture again. */
+ * and the next two steps warm up and capture again.
+ *
+ * Mixed precision (options.precision) puts the forward pass and the loss under
+ * autocast and, for float16, scales the loss: the step is then PyTorch's
+ *   with autocast(): loss = f(model(x)); scaler.scale(loss).backward();
+ *   scaler.unscale_(opt) (when clipping); scaler.step(opt); scaler.update() */
 #include <stdlib.h>
 #include <string.h>
 
 #include "clgrad/graph.h"
+#include "clgrad/optim.h"
 #include "clgrad/train.h"
 #include "tensor_impl.h"
 
@@ -34,6 +40,7 @@ struct clg_trainer {
     clg_graph *graph;
     bool training;           /* the model's mode when captured */
     clg_layout lx, ly;       /* the captured batch's layout: later batches replay only if theirs match */
+    clg_grad_scaler *scaler; /* float16 mixed precision's */
 };
 
 clg_trainer *clg_trainer_new(clg_module *model, clg_optimizer *opt, const clg_trainer_options *options)
@@ -53,6 +60,16 @@ clg_trainer *clg_trainer_new(clg_module *model, clg_optimizer *opt, const clg_tr
     t->model = model;
     t->opt = opt;
     if (options) t->o = *options;
+    clg_dtype p = t->o.precision;
+    const char *why = p != CLG_F32 && p != CLG_F16 && p != CLG_BF16 ? "want float32, float16 or bfloat16"
+                      : p == CLG_F16 && t->o.graph ? "float16's loss scaling decides each step on the host: no graph"
+                                                   : NULL;
+    if (!why && p == CLG_F16 && !(t->scaler = clg_grad_scaler_new(dev, NULL))) why = "no loss scaler";
+    if (why) {
+        clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg_trainer_new: precision %s: %s", clg_dtype_name(p), why);
+        clg_trainer_free(t);
+        return NULL;
+    }
     return t;
 }
 
@@ -60,20 +77,48 @@ void clg_trainer_free(clg_trainer *t)
 {
     if (!t) return;
     clg_graph_free(t->graph);
+    clg_grad_scaler_free(t->scaler);
     free(t->params);
     free(t);
+}
+
+/* Forward and loss (under autocast in mixed precision); *out and *labels for the meter. */
+static clg_tensor *forward_loss(clg_trainer *t, clg_tensor *x, clg_tensor *y, clg_tensor **out, clg_tensor **labels)
+{
+    bool mixed = t->o.precision != CLG_F32;
+    if (mixed && clg_autocast_begin(t->dev, t->o.precision)) return NULL;
+    clg_tensor *in = t->o.input ? t->o.input(t->o.user, x) : x;
+    *out = clg_module_forward(t->model, in);
+    *labels = y;
+    clg_tensor *loss = t->o.loss ? t->o.loss(t->o.user, out, labels) : clg_cross_entropy(*out, y, CLG_REDUCE_MEAN);
+    if (mixed) clg_autocast_end(t->dev);
+    return loss;
+}
+
+/* Backward, clipping and the optimizer's step; with a loss scaler, on the scaled loss,
+ * unscaled before clipping, and skipped when a gradient is not finite. */
+static clg_status backward_step(clg_trainer *t, clg_tensor *loss)
+{
+    clg_grad_scaler *s = t->scaler;
+    clg_tensor *scaled = s ? clg_grad_scaler_scale(s, loss) : loss;
+    if (!scaled || clg_backward(scaled, NULL)) return clg_device_last_status(t->dev);
+    if (t->o.clip_grad_norm > 0) {
+        if (s && clg_grad_scaler_unscale(s, t->opt)) return clg_device_last_status(t->dev);
+        if (clg_clip_grad_norm(t->nparams, t->params, t->o.clip_grad_norm, NULL)) return clg_device_last_status(t->dev);
+    }
+    if (!s) return clg_optimizer_step(t->opt);
+    clg_status st = clg_grad_scaler_step(s, t->opt, NULL);
+    return st ? st : clg_grad_scaler_update(s);
 }
 
 /* The step as written by hand; the loss in the caller's scope, NULL on failure. */
 static clg_tensor *eager_step(clg_trainer *t, clg_tensor *x, clg_tensor *y)
 {
     clg_optimizer_zero_grad(t->opt);
-    clg_tensor *in = t->o.input ? t->o.input(t->o.user, x) : x;
-    clg_tensor *out = clg_module_forward(t->model, in), *labels = y;
-    clg_tensor *loss = t->o.loss ? t->o.loss(t->o.user, &out, &labels) : clg_cross_entropy(out, y, CLG_REDUCE_MEAN);
-    if (!loss || clg_backward(loss, NULL)) return NULL;
-    if (t->o.clip_grad_norm > 0 && clg_clip_grad_norm(t->nparams, t->params, t->o.clip_grad_norm, NULL)) return NULL;
-    if (clg_optimizer_step(t->opt) || (t->o.meter && clg_meter_add(t->o.meter, loss, out, labels))) return NULL;
+    clg_tensor *out, *labels;
+    clg_tensor *loss = forward_loss(t, x, y, &out, &labels);
+    if (!loss || backward_step(t, loss)) return NULL;
+    if (t->o.meter && clg_meter_add(t->o.meter, loss, out, labels)) return NULL;
     return loss;
 }
 
@@ -149,3 +194,5 @@ clg_status clg_trainer_step(clg_trainer *t, clg_tensor *x, clg_tensor *y, clg_te
 int64_t clg_trainer_replays(const clg_trainer *t) { return t ? t->replays : 0; }
 
 clg_graph *clg_trainer_graph(const clg_trainer *t) { return t ? t->graph : NULL; }
+
+clg_grad_scaler *clg_trainer_scaler(const clg_trainer *t) { return t ? t->scaler : NULL; }
