@@ -46,20 +46,50 @@ inline int clg_offset(clg_coords c, int nd, int8 strides)
 #define CLG_ROW_IDS int c = get_global_id(0), r = get_global_id(1), q = get_global_id(2)
 
 // Storage (issue 17): the elementwise kernels below keep values as TS and compute in T.
-// Built for a float16 tensor (-DT=float -DCLG_F16_STORE) TS is half, read and written
-// through vload_half / vstore_half_rte, which need no cl_khr_fp16; for bfloat16
-// (-DCLG_BF16_STORE) TS is ushort, float32's top half, rounded to nearest even. Either
-// way a result is computed in float32 and rounded once. Otherwise TS is T.
+// Built for a float16 tensor (-DT=float -DCLG_F16_STORE) or a bfloat16 one
+// (-DCLG_BF16_STORE), TS is ushort, the 16 bits, converted to and from float32 with
+// integer operations (no cl_khr_fp16 needed) and rounded to nearest even. Either way a
+// result is computed in float32 and rounded once. Otherwise TS is T.
 inline ushort clg_bf16_bits(float v)
 {
     uint x = as_uint(v);
     return (x & 0x7fffffffu) > 0x7f800000u ? (ushort)((x >> 16) | 0x40u)   // NaN, quieted
                                            : (ushort)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
+
+// float16 bits to float32 and back, on 1, 8 or 16 lanes, bit for bit as the host does
+// (src/tensor/half.c). Integer operations and selects, so that POCL vectorizes them
+// (its vload_half / vstore_half_rte ran 3-6x slower here). Subnormals go through
+// float arithmetic on normal values only, so a device that flushes denormals to zero
+// converts them exactly too:
+//   to float32: a subnormal m 2^-24 is (2^-14 (1 + m / 1024)) - 2^-14;
+//   to float16: a value below 2^-14 plus 0.5 rounds it (to nearest even) to a multiple
+//   of 2^-24, the subnormals' step, whose count is then the low bits.
+// NaN keeps its payload's top bits and is quieted; from 65520 up is infinity.
+#define CLG_F16_CONVERSIONS(N, UN, FN)                                                        \
+inline FN clg_h2f##N(UN h)                                                                   \
+{                                                                                            \
+    UN em = h & 0x7fffu, o = em << 13, e = em & 0x7c00u;                                     \
+    FN sub = as_##FN(o + (113u << 23)) - (FN)0x1p-14f;                                      \
+    UN v = select(select(o + (112u << 23), o + (224u << 23), e == (UN)0x7c00u), as_##UN(sub), e == (UN)0u); \
+    return as_##FN(v | ((h & 0x8000u) << 16));                                               \
+}                                                                                            \
+inline UN clg_f2h##N(FN f)                                                                   \
+{                                                                                            \
+    UN x = as_##UN(f), a = x & 0x7fffffffu;                                                  \
+    UN r = (a + 0xfffu + ((a >> 13) & 1u) - 0x38000000u) >> 13;                              \
+    r = select(r, as_##UN(as_##FN(a) + (FN)0.5f) - 0x3f000000u, a < (UN)0x38800000u);       \
+    r = select(r, (UN)0x7c00u, a >= (UN)0x477ff000u);                                        \
+    r = select(r, 0x7e00u | ((a >> 13) & 0x3ffu), a > (UN)0x7f800000u);                      \
+    return ((x >> 16) & 0x8000u) | r;                                                        \
+}
+CLG_F16_CONVERSIONS(, uint, float)
+CLG_F16_CONVERSIONS(8, uint8, float8)   // 16 lanes: in gemm.cl (16-lane arguments warn on AVX2)
+
 #if defined(CLG_F16_STORE)
-#define TS half
-#define CLG_LD(p, i) vload_half((i), (p))
-#define CLG_ST(p, i, v) vstore_half_rte((v), (i), (p))
+#define TS ushort
+#define CLG_LD(p, i) clg_h2f((uint)(p)[i])
+#define CLG_ST(p, i, v) ((p)[i] = (ushort)clg_f2h(v))
 #elif defined(CLG_BF16_STORE)
 #define TS ushort
 #define CLG_LD(p, i) as_float((uint)(p)[i] << 16)

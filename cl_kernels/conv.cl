@@ -14,7 +14,8 @@
 //
 // Storage is TS, computation T (common.cl): a float16 or bfloat16 tensor is read through
 // CLG_LD and written through CLG_ST, each result computed in float32 and rounded once
-// (built with clg__dtype_options_ew). col2im_planes alone accumulates in its output, so
+// (built with clg__dtype_options_ew); kernels that only move values (im2col, fill_bias,
+// the max-pool gradient's scatter) copy TS as it is, the 16 bits. col2im_planes alone accumulates in its output, so
 // that output is always T (a float32 scratch plane for 16-bit tensors, conv.c).
 
 #define GC geo.s0
@@ -52,9 +53,9 @@ __kernel void NAME(int rows, __global const TS *x, int xo, int8 xs, int8 geo, in
     int ckk = GC * GKH * GKW, n = r / ckk, row = r - n * ckk;                                      \
     int kj = row % GKW, ki = (row / GKW) % GKH, c = row / (GKW * GKH);                             \
     int ih = oh * WSH - WPH + ki * WDH, iw = ow * (IW_STEP) - WPW + kj * WDW;                      \
-    T v = (T)0;                                                                                    \
-    if (ih >= 0 && ih < GH && iw >= 0 && iw < GW) v = CLG_LD(x, xo + n * xs.s0 + c * xs.s1 + ih * xs.s2 + iw * (X_STEP)); \
-    CLG_ST(col, (r * GOH + oh) * GOW + ow, v);                                                     \
+    TS v = (TS)0;   /* copied as stored: 16-bit values as their bits (0: +0.0) */              \
+    if (ih >= 0 && ih < GH && iw >= 0 && iw < GW) v = x[xo + n * xs.s0 + c * xs.s1 + ih * xs.s2 + iw * (X_STEP)]; \
+    col[(r * GOH + oh) * GOW + ow] = v;                                                            \
 }
 IM2COL(im2col, WSW, xs.s3)
 IM2COL(im2col_w1, 1, 1)
@@ -65,7 +66,7 @@ IM2COL(im2col_w1, 1, 1)
 __kernel void fill_bias(int P, int NO, __global TS *y, __global const TS *b, int bo, int bs, int O)
 {
     int p = get_global_id(0), r = get_global_id(1);
-    CLG_ST(y, r * P + p, CLG_LD(b, bo + r % O * bs));   // int index (the host checks y's size)
+    y[r * P + p] = b[bo + r % O * bs];   // copied as stored; int index (the host checks y's size)
 }
 
 // The adjoint of im2col: dx[n][c][ih][iw] is the sum of the column entries that copied
@@ -244,7 +245,7 @@ __kernel void max_pool_bw_scatter(int total, __global const TS *g, __global cons
 {
     int i = get_global_id(0);
     int nc = i / (GOH * GOW);
-    CLG_ST(dx, nc * GH * GW + idx[i], CLG_LD(g, i));   // exact: widened, then stored back
+    dx[nc * GH * GW + idx[i]] = g[i];   // copied as stored
 }
 
 // The divisor of window (oh, ow): its size clipped to the padded input when padding

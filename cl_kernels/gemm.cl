@@ -38,14 +38,17 @@
 #define VSTORE CAT(vstore, NR)
 
 // NR (LOADN, STOREN) or DW (LOADW) consecutive values of storage as T: for 16-bit
-// storage, through vload_halfN / vstore_halfN_rte (no cl_khr_fp16 needed) or bfloat16's
-// bit shifts; otherwise plain vector loads and stores.
+// storage, the bits through common.cl's float16 conversions or bfloat16's shifts;
+// otherwise plain vector loads and stores.
 #if defined(CLG_F16_STORE)
-#define LOADN(p) CAT(vload_half, NR)(0, (p))
-#define STOREN(v, p) CAT(CAT(vstore_half, NR), _rte)((v), 0, (p))
-#define LOADW(p) CAT(vload_half, DW)(0, (p))
+CLG_F16_CONVERSIONS(16, uint16, float16)
+#define WIDEN16(u) clg_h2f16(convert_uint16(u))
+#define LOADN(p) CAT(clg_h2f, NR)(CAT(convert_uint, NR)(VLOAD(0, (p))))
+#define STOREN(v, p) VSTORE(CAT(convert_ushort, NR)(CAT(clg_f2h, NR)(v)), 0, (p))
+#define LOADW(p) CAT(clg_h2f, DW)(CAT(convert_uint, DW)(CAT(vload, DW)(0, (p))))
 #elif defined(CLG_BF16_STORE)
 #define BF16_WIDEN(u, n) CAT(as_float, n)(CAT(convert_uint, n)(u) << 16)
+#define WIDEN16(u) BF16_WIDEN(u, 16)
 #define LOADN(p) BF16_WIDEN(VLOAD(0, (p)), NR)
 #define STOREN(v, p) VSTORE(bf16_bits_n(v), 0, (p))
 #define LOADW(p) BF16_WIDEN(CAT(vload, DW)(0, (p)), DW)
@@ -58,6 +61,7 @@ inline CAT(ushort, NR) bf16_bits_n(TN v)
     return CAT(convert_ushort, NR)(r);
 }
 #else
+#define WIDEN16(v) (v)
 #define LOADN(p) VLOAD(0, (p))
 #define STOREN(v, p) VSTORE((v), 0, (p))
 #define LOADW(p) CAT(vload, DW)(0, (p))
@@ -81,10 +85,10 @@ void gemm_pack(__global const TS *src, const long src_off, const int ld, const l
     __global T *d = dst + b * dst_stride + (long)panel * K * W;
     if (pmajor && W == 16 && rows == 16) {  // a whole panel of 16: one vector store per k
         __global const TS *r0 = s + (long)p0 * ld;
-#define ROWK(r) CLG_LD(r0, (long)(r) * ld + kk)
-        for (int kk = k0; kk < k1; kk++)
-            vstore16((CAT(T, 16))(ROWK(0), ROWK(1), ROWK(2), ROWK(3), ROWK(4), ROWK(5), ROWK(6), ROWK(7), ROWK(8),
-                                  ROWK(9), ROWK(10), ROWK(11), ROWK(12), ROWK(13), ROWK(14), ROWK(15)),
+#define ROWK(r) r0[(long)(r) * ld + kk]
+        for (int kk = k0; kk < k1; kk++)   // 16-bit values gathered as stored, converted at once
+            vstore16(WIDEN16((CAT(TS, 16))(ROWK(0), ROWK(1), ROWK(2), ROWK(3), ROWK(4), ROWK(5), ROWK(6), ROWK(7),
+                                           ROWK(8), ROWK(9), ROWK(10), ROWK(11), ROWK(12), ROWK(13), ROWK(14), ROWK(15))),
                      kk, d);
 #undef ROWK
     } else if (pmajor) {

@@ -15,8 +15,8 @@
 // its partial results in float32 (-DCLG_RED_PARTIAL: y is float), and the second
 // reads them as float32 (-DCLG_RED_FINAL: x is float), so that only the end rounds.
 #if defined(CLG_F16_STORE) && !defined(CLG_RED_FINAL)
-#define TSX half
-#define LDX(p, i) vload_half((i), (p))
+#define TSX ushort
+#define LDX(p, i) clg_h2f((uint)(p)[i])
 #elif defined(CLG_BF16_STORE) && !defined(CLG_RED_FINAL)
 #define TSX ushort
 #define LDX(p, i) as_float((uint)(p)[i] << 16)
@@ -25,8 +25,8 @@
 #define LDX(p, i) ((p)[i])
 #endif
 #if defined(CLG_F16_STORE) && !defined(CLG_RED_PARTIAL)
-#define TSY half
-#define STY(p, i, v) vstore_half_rte((v), (i), (p))
+#define TSY ushort
+#define STY(p, i, v) ((p)[i] = (ushort)clg_f2h(v))
 #elif defined(CLG_BF16_STORE) && !defined(CLG_RED_PARTIAL)
 #define TSY ushort
 #define STY(p, i, v) ((p)[i] = clg_bf16_bits(v))

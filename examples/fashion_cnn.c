@@ -83,7 +83,7 @@ int main(int argc, char **argv)
                                                                    .weight_decay = best ? 5e-4 : 0});
     clg_lr_schedule cosine = {.kind = best ? CLG_LR_COSINE : CLG_LR_CONSTANT, .t_max = o.epochs};
     clg_meter *meter = clg_meter_new(d.dev);
-    clg_trainer *trainer = opt && meter ? clg_trainer_new(model, opt, &(clg_trainer_options){.graph = o.graph, .meter = meter})
+    clg_trainer *trainer = opt && meter ? clg_trainer_new(model, opt, &(clg_trainer_options){.graph = o.graph, .meter = meter, .precision = o.precision})
                                         : NULL;
     if (!trainer) {
         fprintf(stderr, "fashion_cnn: %s\n", clg_device_error(d.dev));

@@ -13,8 +13,8 @@ int fashion_parse(const char *prog, int argc, char **argv, fashion_options *o)
         {"metrics", required_argument, 0, 'm'}, {"epochs", required_argument, 0, 'e'},
         {"batch", required_argument, 0, 'b'}, {"lr", required_argument, 0, 'l'}, {"seed", required_argument, 0, 's'},
         {"steps", required_argument, 0, 'n'}, {"workers", required_argument, 0, 'w'},
-        {"recipe", required_argument, 0, 'r'}, {"graph", no_argument, 0, 'g'}, {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"recipe", required_argument, 0, 'r'}, {"graph", no_argument, 0, 'g'}, {"precision", required_argument, 0, 'p'},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     bool epochs_given = false;
     char best_note[40] = "";
     if (o->epochs_best)
@@ -33,9 +33,14 @@ int fashion_parse(const char *prog, int argc, char **argv, fashion_options *o)
         case 'w': o->workers = atoi(optarg); break;
         case 'r': o->recipe = optarg; break;
         case 'g': o->graph = true; break;
+        case 'p':
+            if (clg_precision_parse(optarg, &o->precision)) break;
+            fprintf(stderr, "%s: --precision %s: want float32, mixed or mixed-bf16\n", prog, optarg);
+            return 2;
         default:
             printf("usage: %s [--device SPEC] [--data DIR] [--epochs N] [--batch N] [--lr X] [--seed N]\n"
-                   "       [--steps N] [--workers N] [--out FILE.safetensors] [--metrics FILE.csv] [--graph]%s\n"
+                   "       [--steps N] [--workers N] [--out FILE.safetensors] [--metrics FILE.csv] [--graph]\n"
+                   "       [--precision float32|mixed|mixed-bf16]%s\n"
                    "defaults: --epochs %d%s --batch %lld --lr %g --seed %llu; Fashion-MNIST from\n"
                    "$CLG_FASHION_MNIST_DIR or %s; the device from $CLG_DEVICE or the first GPU.\n",
                    prog, o->recipe ? " [--recipe reference|best]" : "", o->epochs, best_note, (long long)o->batch, o->lr,

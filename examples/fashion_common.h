@@ -14,6 +14,7 @@ typedef struct fashion_options {
     double lr;
     uint64_t seed;
     bool graph;                /* --graph: capture the step once and replay it (clgrad/graph.h) */
+    clg_dtype precision;       /* --precision mixed|mixed-bf16: clg_trainer_options.precision */
 } fashion_options;
 
 /* Parse argv over the defaults already in *o. Returns -1 to go on, else an exit status. */

@@ -57,7 +57,7 @@ int main(int argc, char **argv)
     int n = model ? clg_module_parameters(model, params, 8, true) : 0;
     clg_optimizer *opt = clg_sgd_new(n, params, &(clg_sgd_options){.lr = o.lr, .momentum = 0.9});
     clg_meter *meter = clg_meter_new(d.dev);
-    clg_trainer *trainer = opt && meter ? clg_trainer_new(model, opt, &(clg_trainer_options){.graph = o.graph, .meter = meter})
+    clg_trainer *trainer = opt && meter ? clg_trainer_new(model, opt, &(clg_trainer_options){.graph = o.graph, .meter = meter, .precision = o.precision})
                                         : NULL;
     if (!trainer) {
         fprintf(stderr, "fashion_mlp: %s\n", clg_device_error(d.dev));

@@ -1,6 +1,8 @@
 /* test_io_resume: resuming is exact. N steps in one run, and k steps, a checkpoint,
  * then N - k steps in a NEW PROCESS (this binary run again with "resume ...") give
- * bit-identical parameters, for Adam and for SGD with momentum. The training uses the
+ * bit-identical parameters, for Adam, for SGD with momentum, and for SGD in mixed
+ * precision (float16 autocast with a loss scaler whose scale backs off from 2^20 and
+ * grows every 3 clean steps, so that its state matters too). The training uses the
  * device generator (dropout, input noise), a learning-rate schedule, a frozen parameter
  * and batches made from the step index, so that every part of the checkpoint (weights,
  * optimizer state and per-parameter steps, lr, RNG, step) is needed: the controls show
@@ -21,6 +23,7 @@ static const double BASE_LR = 0.02;
 typedef struct run {
     clg_module *model;
     clg_optimizer *opt;
+    clg_grad_scaler *scaler;   /* "mixed" */
 } run;
 
 static run setup(clg_device *dev, const char *kind, uint64_t seed)
@@ -29,7 +32,9 @@ static run setup(clg_device *dev, const char *kind, uint64_t seed)
     run r = {clg_nn_sequential(dev, 6, (clg_module *[]){
                  clg_nn_linear(dev, 6, 16, true), clg_nn_relu(dev), clg_nn_dropout(dev, 0.2),
                  clg_nn_linear(dev, 16, 16, true), clg_nn_tanh(dev), clg_nn_linear(dev, 16, 3, true)}),
-             NULL};
+             NULL, NULL};
+    if (!strcmp(kind, "mixed"))
+        r.scaler = clg_grad_scaler_new(dev, &(clg_grad_scaler_options){.init_scale = 0x1p20, .growth_interval = 3});
     clg_module_set_param_trainable(r.model, "3.bias", false);
     clg_tensor *p[8];
     int n = clg_module_parameters(r.model, p, 8, true);
@@ -38,7 +43,7 @@ static run setup(clg_device *dev, const char *kind, uint64_t seed)
     else
         r.opt = clg_sgd_new(n, p, &(clg_sgd_options){.lr = BASE_LR, .momentum = 0.9, .dampening = 0.1,
                                                       .weight_decay = 1e-4});
-    if (!r.model || !r.opt) {
+    if (!r.model || !r.opt || (!strcmp(kind, "mixed") && !r.scaler)) {
         fprintf(stderr, "setup: %s\n", clg_device_error(dev));
         exit(1);
     }
@@ -47,6 +52,7 @@ static run setup(clg_device *dev, const char *kind, uint64_t seed)
 
 static void teardown(run *r)
 {
+    clg_grad_scaler_free(r->scaler);
     clg_optimizer_free(r->opt);
     clg_module_free(r->model);
 }
@@ -68,8 +74,12 @@ static void train_step(clg_device *dev, run *r, int64_t s)
     clg_rng_set_state(dev, seed, offset);
     clg_tensor *noisy = clg_add(x, clg_randn(dev, CLG_F32, CLG_SHAPE(8, 6), 0, 0.05));
     clg_optimizer_zero_grad(r->opt);
-    CHECK_OK(dev, clg_backward(clg_mse(clg_module_forward(r->model, noisy), y, CLG_REDUCE_MEAN), NULL));
-    CHECK_OK(dev, clg_optimizer_step(r->opt));
+    if (r->scaler) CHECK_OK(dev, clg_autocast_begin(dev, CLG_F16));
+    clg_tensor *loss = clg_mse(clg_module_forward(r->model, noisy), y, CLG_REDUCE_MEAN);
+    if (r->scaler) clg_autocast_end(dev);
+    CHECK_OK(dev, clg_backward(r->scaler ? clg_grad_scaler_scale(r->scaler, loss) : loss, NULL));
+    CHECK_OK(dev, r->scaler ? clg_grad_scaler_step(r->scaler, r->opt, NULL) : clg_optimizer_step(r->opt));
+    if (r->scaler) CHECK_OK(dev, clg_grad_scaler_update(r->scaler));
     clg_scope_end(dev);
 }
 
@@ -82,6 +92,8 @@ static int resume_main(const char *kind, const char *ckpt, const char *out)
     clg_train_state ts;
     CHECK_OK(dev, clg_checkpoint_load(r.model, r.opt, ckpt, &ts, NULL));
     CHECK(ts.step == K_STEPS && !strcmp(ts.lr_schedule, SCHEDULE) && ts.base_lr == BASE_LR);
+    CHECK(!r.scaler == !(ts.loss_scale > 0));
+    if (r.scaler) CHECK_OK(dev, clg_grad_scaler_set_state(r.scaler, ts.loss_scale, ts.loss_scale_growth));
     for (int64_t s = ts.step; s < N_STEPS; s++) train_step(dev, &r, s);
     CHECK_OK(dev, clg_module_save(r.model, out, 0, NULL));
     teardown(&r);
@@ -144,6 +156,11 @@ static void test_resume(clg_device *dev, const char *kind, const char *dir)
     char *ckpt = io_path(dir, "resume.ckpt"), *out = io_path(dir, "resumed.safetensors");
     clg_train_state ts = {.step = K_STEPS, .base_lr = BASE_LR};
     strcpy(ts.lr_schedule, SCHEDULE);
+    if (b.scaler) {
+        ts.loss_scale = clg_grad_scaler_get_scale(b.scaler);
+        ts.loss_scale_growth = clg_grad_scaler_growth_tracker(b.scaler);
+        CHECK_MSG(ts.loss_scale < 0x1p20, "%s: the scale never backed off (%g)", kind, ts.loss_scale);
+    }
     CHECK_OK(dev, clg_checkpoint_save(b.model, b.opt, &ts, NULL, ckpt));
     CHECK_MSG(!model_matches(b.model, straight, len), "%s: k steps already equal N steps", kind);
     teardown(&b);
@@ -156,7 +173,10 @@ static void test_resume(clg_device *dev, const char *kind, const char *dir)
 
     /* controls, in this process: the same resume in-process is exact too... */
     run c = setup(dev, kind, 5);
-    CHECK_OK(dev, clg_checkpoint_load(c.model, c.opt, ckpt, NULL, NULL));
+    clg_train_state got;
+    CHECK_OK(dev, clg_checkpoint_load(c.model, c.opt, ckpt, &got, NULL));
+    CHECK(got.loss_scale == ts.loss_scale && got.loss_scale_growth == ts.loss_scale_growth);
+    if (c.scaler) CHECK_OK(dev, clg_grad_scaler_set_state(c.scaler, got.loss_scale, got.loss_scale_growth));
     for (int s = K_STEPS; s < N_STEPS; s++) train_step(dev, &c, s);
     CHECK_MSG(model_matches(c.model, straight, len), "%s: in-process resume differs", kind);
     teardown(&c);
@@ -173,6 +193,14 @@ static void test_resume(clg_device *dev, const char *kind, const char *dir)
     for (int s = K_STEPS; s < N_STEPS; s++) train_step(dev, &c, s);
     CHECK_MSG(!model_matches(c.model, straight, len), "%s: the optimizer state made no difference", kind);
     teardown(&c);
+    /* ...nor, in mixed precision, with a fresh loss scaler */
+    if (!strcmp(kind, "mixed")) {
+        c = setup(dev, kind, 5);
+        CHECK_OK(dev, clg_checkpoint_load(c.model, c.opt, ckpt, NULL, NULL));
+        for (int s = K_STEPS; s < N_STEPS; s++) train_step(dev, &c, s);
+        CHECK_MSG(!model_matches(c.model, straight, len), "mixed: the loss scaler's state made no difference");
+        teardown(&c);
+    }
     free(straight);
     free(ckpt);
     free(out);
@@ -185,6 +213,7 @@ int main(int argc, char **argv)
     char *dir = io_tmpdir("resume");
     test_resume(dev, "adam", dir);
     test_resume(dev, "sgd", dir);
+    test_resume(dev, "mixed", dir);
     io_rmdir(dir);
     clg_device_close(dev);
     return check_report("test_io_resume");

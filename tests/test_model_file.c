@@ -304,7 +304,7 @@ static void test_settings(void)
     char err[512];
     clg_model *m = parse("{\"input\": [2, 1, 2], \"classes\": [\"a\", \"b\"],\n"
                          " \"layers\": [\"flatten\", {\"type\": \"linear\", \"out\": 2}],\n"
-                         " \"train\": {\"batch\": 7, \"epochs\": 3, \"seed\": 9, \"workers\": 2},\n"
+                         " \"train\": {\"batch\": 7, \"epochs\": 3, \"seed\": 9, \"workers\": 2, \"precision\": \"mixed-bf16\"},\n"
                          " \"data\": {\"dataset\": \"x.csv\", \"label_column\": -1, \"scale\": 0.5, \"hflip\": true,\n"
                          "  \"crop_padding\": 1, \"normalize\": {\"mean\": [1, 2], \"std\": [2, 4]}}}",
                          err, sizeof err);
@@ -313,6 +313,13 @@ static void test_settings(void)
     CHECK(!strcmp(clg_model_class_name(m, 1), "b") && !clg_model_class_name(m, 2));
     clg_loader_config tc = clg_model_loader_config(m, true), ec = clg_model_loader_config(m, false);
     CHECK(tc.batch_size == 7 && tc.seed == 9 && tc.workers == 2 && tc.shuffle && tc.hflip && tc.crop_padding == 1);
+    CHECK(clg_model_get_train(m)->precision == CLG_BF16);
+    char *pj = clg_model_json(m);
+    CHECK(pj && strstr(pj, "\"precision\": \"mixed-bf16\""));
+    free(pj);
+    clg_dtype pd = CLG_F32;
+    CHECK(clg_precision_parse("mixed", &pd) && pd == CLG_F16 && !clg_precision_parse("half", &pd) &&
+          !strcmp(clg_precision_name(CLG_F32), "float32"));
     CHECK(!ec.shuffle && !ec.hflip && !ec.crop_padding && ec.norm_channels == 2 && ec.mean[1] == 2 && ec.std[1] == 4);
     float x[4] = {2, 2, 4, 4};   /* channel 0: (2*0.5 - 1) / 2 = 0; channel 1: (4*0.5 - 2) / 4 = 0 */
     clg_model_transform(m, x, 1);
@@ -324,7 +331,8 @@ static void test_settings(void)
     CHECK(clg_model_set_data(m, "fashion-mnist", NULL, err, sizeof err) == CLG_OK);
     CHECK(!strcmp(clg_model_get_data(m)->dataset, "fashion-mnist") && clg_model_get_data(m)->label_column == -1);
     char *j = clg_model_json(m);
-    CHECK(j && strstr(j, "\"dataset\": \"fashion-mnist\"") && strstr(j, "\"batch\": 5") && strstr(j, "\"b\""));
+    CHECK(j && strstr(j, "\"dataset\": \"fashion-mnist\"") && strstr(j, "\"batch\": 5") && strstr(j, "\"b\"") &&
+          !strstr(j, "precision"));   /* float32, the default, is not written */
     free(j);
     clg_model_free(m);
 }
@@ -437,6 +445,8 @@ static const bad_case BAD[] = {
      NULL},
     {L2 "\"flatten\"],\n \"train\": {\"epoch\": 2}\n}", "\"epoch\"", "train.epoch: unknown key",
      "allowed: batch, epochs, seed, workers"},
+    {L2 "\"flatten\"],\n \"train\": {\"precision\": \"half\"}\n}", "\"half\"",
+     "train.precision: \"half\" (allowed: float32, mixed, mixed-bf16)", NULL},
     {L2 "\"flatten\"],\n \"data\": {\"dataset\": 3}\n}", "3}", "data.dataset: must be a string, got 3", NULL},
     {L2 "\"flatten\"],\n \"data\": {\"normalize\": {\"mean\": [0.5], \"std\": [0]}}\n}", "[0]",
      "data.normalize.std: must be an array of 1 to 16 numbers in [1e-12, 1e+06], got [0]", NULL},

@@ -16,8 +16,8 @@ static void print_settings(const clg_model *m)
     printf("loss: %s | optimizer: %s, lr %g, schedule %s", clg_model_get_loss(m)->type, o->type, o->lr, o->schedule);
     if (o->clip_grad_norm > 0) printf(", gradient norm clipped to %g", o->clip_grad_norm);
     printf("\n");
-    printf("train: batch %lld, epochs %d, seed %llu, workers %d\n", (long long)t->batch, t->epochs,
-           (unsigned long long)t->seed, t->workers);
+    printf("train: batch %lld, epochs %d, seed %llu, workers %d, precision %s\n", (long long)t->batch, t->epochs,
+           (unsigned long long)t->seed, t->workers, clg_precision_name(t->precision));
     if (d->text[0]) printf("data: text %s, the last %g held out", d->text, d->holdout);
     else printf("data: %s%s%s | scale %g", d->dataset[0] ? d->dataset : "(none)", d->test[0] ? ", test " : "", d->test,
                 d->scale);
@@ -39,6 +39,8 @@ static void print_state(const clg_train_state *ts)
            ts->optimizer[0] ? ts->optimizer : "no optimizer", ts->lr, ts->base_lr,
            ts->lr_schedule[0] ? ts->lr_schedule : "none", (unsigned long long)ts->rng_seed,
            (unsigned long long)ts->rng_offset);
+    if (ts->loss_scale > 0)
+        printf("loss scale: %g, %lld clean steps since it changed\n", ts->loss_scale, (long long)ts->loss_scale_growth);
 }
 
 static void print_tensors(const clg_safetensors *st)

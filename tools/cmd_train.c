@@ -14,7 +14,7 @@ static void usage(void)
     printf("usage: clgrad train MODEL.json [--data fashion-mnist|DIR|FILE.csv|text:FILE|text:DIR]\n"
            "         [--test-data DIR|FILE.csv] [--epochs N] [--batch N] [--lr X] [--seed N] [--workers N]\n"
            "         [--steps N] [--device SPEC] [--out CKPT] [--resume CKPT] [--init CKPT] [--freeze LAYERS]\n"
-           "         [--metrics FILE.csv] [--graph]\n"
+           "         [--metrics FILE.csv] [--graph] [--precision float32|mixed|mixed-bf16]\n"
            "Trains the network a model file describes (see include/clgrad/model.h, examples/models/),\n"
            "evaluating on the test split after every epoch. Options override the file's settings.\n"
            "  --data       fashion-mnist, a directory of IDX files (train-*/t10k-*), or a CSV file;\n"
@@ -30,7 +30,9 @@ static void usage(void)
            "  --freeze L   layers (names or indices, comma-separated) whose parameters stay fixed\n"
            "  --metrics F  append a row per epoch to the CSV file F (clgrad plot F --out F.png)\n"
            "  --graph      capture the second step as a graph and replay it for the steps after\n"
-           "               (include/clgrad/graph.h): the same results, less host work per step\n");
+           "               (include/clgrad/graph.h): the same results, less host work per step\n"
+           "  --precision  mixed: float16 products (autocast) with loss scaling, float32 weights and\n"
+           "               optimizer state; mixed-bf16: bfloat16 products; float32 (the default)\n");
 }
 
 static int parse(int argc, char **argv, train_opts *o)
@@ -39,12 +41,12 @@ static int parse(int argc, char **argv, train_opts *o)
         {"data", 1, 0, 'D'}, {"test-data", 1, 0, 'T'}, {"device", 1, 0, 'd'}, {"out", 1, 0, 'o'},
         {"resume", 1, 0, 'r'}, {"init", 1, 0, 'i'}, {"freeze", 1, 0, 'f'}, {"metrics", 1, 0, 'm'},
         {"epochs", 1, 0, 'e'}, {"batch", 1, 0, 'b'}, {"lr", 1, 0, 'l'}, {"seed", 1, 0, 's'},
-        {"workers", 1, 0, 'w'}, {"steps", 1, 0, 'n'}, {"graph", 0, 0, 'g'}, {"help", 0, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"workers", 1, 0, 'w'}, {"steps", 1, 0, 'n'}, {"graph", 0, 0, 'g'}, {"precision", 1, 0, 'p'},
+        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     const char **slot[128] = {['D'] = &o->data, ['T'] = &o->test, ['d'] = &o->device, ['o'] = &o->out,
                               ['r'] = &o->resume, ['i'] = &o->init, ['f'] = &o->freeze, ['m'] = &o->metrics,
                               ['e'] = &o->epochs, ['b'] = &o->batch, ['l'] = &o->lr, ['s'] = &o->seed,
-                              ['w'] = &o->workers, ['n'] = &o->steps};
+                              ['w'] = &o->workers, ['n'] = &o->steps, ['p'] = &o->precision};
     opterr = 0;
     for (int c; (c = getopt_long(argc, argv, ":h", longs, NULL)) != -1;) {
         if (c == 'h') return usage(), 0;
@@ -91,6 +93,8 @@ static int overrides(const train_opts *o, clg_model *m)
     INT_OPT(o->seed, seed, 0, 9223372036854775807, "--seed")
     INT_OPT(o->workers, workers, 1, 64, "--workers")
 #undef INT_OPT
+    if (o->precision && !clg_precision_parse(o->precision, &t.precision))
+        return cli_usage_error("train", "--precision must be float32, mixed or mixed-bf16");
     if (o->lr && !cli_real(o->lr, 1e-12, 100, &lr)) return cli_usage_error("train", "--lr must be a number in (0, 100]");
     const char *text = cli_text_path(o->data);
     if (clg_model_set_train(m, &t, err, sizeof err) || (o->lr && clg_model_set_lr(m, lr, err, sizeof err)) ||

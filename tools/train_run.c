@@ -47,6 +47,11 @@ int train_save(train_run *r, int64_t epoch, int64_t batch, uint64_t loader_seed)
     clg_train_state ts = {.step = r->step, .epoch = epoch, .batch = batch, .loader_seed = loader_seed,
                           .base_lr = clg_model_get_optim(r->m)->lr};
     snprintf(ts.lr_schedule, sizeof ts.lr_schedule, "%s", clg_model_get_optim(r->m)->schedule);
+    clg_grad_scaler *sc = clg_trainer_scaler(r->trainer);
+    if (sc) {
+        ts.loss_scale = clg_grad_scaler_get_scale(sc);
+        ts.loss_scale_growth = clg_grad_scaler_growth_tracker(sc);
+    }
     char *json = clg_model_json(r->m);
     clg_status st = json ? clg_checkpoint_save(r->net, r->opt, &ts, json, r->out) : CLG_ERR_OUT_OF_MEMORY;
     free(json);

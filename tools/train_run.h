@@ -7,7 +7,7 @@
 /* The command line, as given (numbers are checked where they are used). */
 typedef struct train_opts {
     const char *model, *data, *test, *device, *out, *resume, *init, *freeze, *metrics;
-    const char *epochs, *batch, *lr, *seed, *workers, *steps;
+    const char *epochs, *batch, *lr, *seed, *workers, *steps, *precision;
     bool graph;                 /* --graph: capture the step once, replay it */
 } train_opts;
 

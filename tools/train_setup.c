@@ -45,8 +45,8 @@ static int freeze(train_run *r, const char *list)
     return 0;
 }
 
-/* Exact resume needs the batch size, seed and learning rate the checkpoint was trained
- * with: a change would quietly make "exact" a lie, so it is refused, naming it. */
+/* Exact resume needs the batch size, seed, learning rate and precision the checkpoint
+ * was trained with: a change would quietly make "exact" a lie, so it is refused, naming it. */
 static int same_settings(train_run *r, const char *path)
 {
     char err[1024], *desc = NULL;
@@ -69,6 +69,10 @@ static int same_settings(train_run *r, const char *path)
     else if (lra != lrb)
         rc = cli_fail("train", "--resume %s: trained with lr %g, this run has %g; an exact resume needs the same "
                       "(drop --lr, or start afresh with --init)", path, lra, lrb);
+    else if (a->precision != b->precision)
+        rc = cli_fail("train", "--resume %s: trained with precision %s, this run has %s; an exact resume needs the "
+                      "same (give --precision %s)", path, clg_precision_name(a->precision),
+                      clg_precision_name(b->precision), clg_precision_name(a->precision));
     clg_model_free(was);
     return rc;
 }
@@ -81,6 +85,12 @@ static int resume(train_run *r, const char *path)
         return cli_fail("train", "%s", clg_device_error(r->dev));
     r->step = ts.step;
     r->text.epoch = ts.epoch, r->text.next = ts.batch;   /* text: no loader, windows in order */
+    clg_grad_scaler *sc = clg_trainer_scaler(r->trainer);   /* mixed precision's loss scale */
+    if (!sc != !(ts.loss_scale > 0))
+        return cli_fail("train", "--resume %s: %s loss scaling, this run %s (give the same --precision)", path,
+                        ts.loss_scale > 0 ? "trained with" : "trained without", sc ? "has it" : "has none");
+    if (sc && clg_grad_scaler_set_state(sc, ts.loss_scale, ts.loss_scale_growth))
+        return cli_fail("train", "%s", clg_device_error(r->dev));
     if (r->train && clg_loader_set_position(r->train, (clg_loader_position){(uint64_t)ts.epoch, ts.batch, ts.loader_seed}))
         return cli_fail("train", "%s", clg_device_error(r->dev));
     printf("resumed from %s: epoch %lld, batch %lld, step %lld\n", path, (long long)ts.epoch + 1,
@@ -143,7 +153,8 @@ static clg_tensor *model_loss(void *user, clg_tensor **out, clg_tensor **y)
 static int make_trainer(const train_opts *o, train_run *r)
 {
     clg_trainer_options to = {.graph = o->graph, .clip_grad_norm = clg_model_get_optim(r->m)->clip_grad_norm,
-                              .meter = r->meter, .input = as_input, .loss = model_loss, .user = r->m};
+                              .meter = r->meter, .input = as_input, .loss = model_loss, .user = r->m,
+                              .precision = clg_model_get_train(r->m)->precision};
     if (!(r->trainer = clg_trainer_new(r->net, r->opt, &to))) return cli_fail("train", "%s", clg_device_error(r->dev));
     return 0;
 }

@@ -94,7 +94,9 @@
  *              clg_lr_schedule_parse text ("constant", "step:2:0.5", "cosine:5", ...)
  *              evaluated per epoch (t = 0 for the first epoch), and "clip_grad_norm" (0:
  *              none): scale the gradients to that global L2 norm at most before each step
- *   train      batch (64), epochs (1), seed (1), workers (1)
+ *   train      batch (64), epochs (1), seed (1), workers (1), precision ("float32";
+ *              "mixed": float16 products under autocast with loss scaling, "mixed-bf16":
+ *              bfloat16 ones; float32 weights and optimizer state either way, ops.h)
  *   data       dataset: "fashion-mnist" (Debian's dataset-fashion-mnist), a directory of
  *              IDX files named as Fashion-MNIST's (train-images-idx3-ubyte[.gz], ...,
  *              t10k-*), or a .csv file (one integer label column, label_column, default 0);
@@ -192,7 +194,12 @@ typedef struct clg_model_train {
     int epochs;
     uint64_t seed;
     int workers;
+    clg_dtype precision;       /* CLG_F32, or mixed: CLG_F16 / CLG_BF16 (clg_trainer_options) */
 } clg_model_train;
+/* "float32", "mixed" (float16 with loss scaling) and "mixed-bf16" (bfloat16): the
+ * precision's dtype, false for anything else. */
+CLG_API bool clg_precision_parse(const char *s, clg_dtype *precision);
+CLG_API const char *clg_precision_name(clg_dtype precision);
 
 #define CLG_MODEL_MAX_CHANNELS 16
 typedef struct clg_model_data {

@@ -7,7 +7,7 @@
 /* The key whose presence makes a file a training checkpoint; its value is the version. */
 #define CLG_META_VERSION "clgrad.checkpoint"
 #define CLG_META_NUM 32
-#define CLG_TRAIN_META_MAX 16
+#define CLG_TRAIN_META_MAX 20
 /* The largest step, epoch and batch counter a checkpoint may hold: 2^53, exact in a
  * double and 2^10 times short of overflowing the counters that keep counting on resume
  * (a file with INT64_MAX resumed into signed overflow, and Adam trained to NaN). */
@@ -17,7 +17,7 @@
 typedef struct clg__meta_text {
     char version[CLG_META_NUM], step[CLG_META_NUM], epoch[CLG_META_NUM], batch[CLG_META_NUM];
     char loader_seed[CLG_META_NUM], base_lr[CLG_META_NUM], rng_seed[CLG_META_NUM], rng_offset[CLG_META_NUM];
-    char optimizer_steps[CLG_META_NUM], lr[CLG_META_NUM];
+    char optimizer_steps[CLG_META_NUM], lr[CLG_META_NUM], loss_scale[CLG_META_NUM], loss_scale_growth[CLG_META_NUM];
 } clg__meta_text;
 
 /* The metadata pairs of a checkpoint (at most CLG_TRAIN_META_MAX, pointing into t and s);

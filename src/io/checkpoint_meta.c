@@ -31,6 +31,10 @@ int clg__train_meta(const clg_train_state *s, const char *optimizer, int64_t opt
     out[n++] = (clg_safetensors_pair){"optim.name", optimizer};
     out[n++] = (clg_safetensors_pair){"optim.steps", fmt_i64(t->optimizer_steps, optimizer_steps)};
     out[n++] = (clg_safetensors_pair){"optim.lr", fmt_f64(t->lr, lr)};
+    if (s->loss_scale > 0) {   /* mixed precision's loss scaler; absent before, and without one */
+        out[n++] = (clg_safetensors_pair){"train.loss_scale", fmt_f64(t->loss_scale, s->loss_scale)};
+        out[n++] = (clg_safetensors_pair){"train.loss_scale_growth", fmt_i64(t->loss_scale_growth, s->loss_scale_growth)};
+    }
     if (model_desc) out[n++] = (clg_safetensors_pair){"model", model_desc};
     return n;
 }
@@ -115,6 +119,9 @@ clg_status clg__train_state_read(const clg_safetensors *st, clg_train_state *s, 
               get_u64(st, "rng.seed", &s->rng_seed, e) && get_u64(st, "rng.offset", &s->rng_offset, e) &&
               get_text(st, "optim.name", s->optimizer, sizeof s->optimizer, e) &&
               get_i64(st, "optim.steps", &s->optimizer_steps, e) && get_f64(st, "optim.lr", &s->lr, e);
+    if (ok && clg_safetensors_meta(st, "train.loss_scale"))
+        ok = get_f64(st, "train.loss_scale", &s->loss_scale, e) &&
+             get_i64(st, "train.loss_scale_growth", &s->loss_scale_growth, e);
     if (!ok) return CLG_ERR_FORMAT;
     const struct { const char *key; int64_t v; } counters[] = {
         {"train.step", s->step}, {"train.epoch", s->epoch}, {"train.batch", s->batch},

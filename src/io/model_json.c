@@ -81,9 +81,13 @@ static json_t *model_tree(const clg_model *m)
     json_object_set_new(root, "layers", layers);
     json_object_set_new(root, "loss", loss_json(&m->loss));
     json_object_set_new(root, "optimizer", optim_json(&m->optim));
-    json_object_set_new(root, "train", json_pack("{sI sI sI sI}", "batch", (json_int_t)m->train.batch, "epochs",
-                                                 (json_int_t)m->train.epochs, "seed", (json_int_t)m->train.seed,
-                                                 "workers", (json_int_t)m->train.workers));
+    json_t *train = json_pack("{sI sI sI sI}", "batch", (json_int_t)m->train.batch, "epochs",
+                              (json_int_t)m->train.epochs, "seed", (json_int_t)m->train.seed, "workers",
+                              (json_int_t)m->train.workers);
+    /* float32, the default, unwritten: earlier files and checkpoints keep their text */
+    if (train && m->train.precision != CLG_F32)
+        json_object_set_new(train, "precision", json_string(clg_precision_name(m->train.precision)));
+    json_object_set_new(root, "train", train);
     json_object_set_new(root, "data", data_json(&m->data));
     return root;
 }

@@ -103,15 +103,38 @@ static bool parse_optim(model_ctx *c, json_t *v, clg_model_optim *o)
     return false;
 }
 
+bool clg_precision_parse(const char *s, clg_dtype *precision)
+{
+    static const struct { const char *name; clg_dtype d; } names[] = {
+        {"float32", CLG_F32}, {"mixed", CLG_F16}, {"mixed-bf16", CLG_BF16}};
+    for (size_t i = 0; s && i < sizeof names / sizeof *names; i++)
+        if (!strcmp(s, names[i].name)) {
+            *precision = names[i].d;
+            return true;
+        }
+    return false;
+}
+
+const char *clg_precision_name(clg_dtype precision)
+{
+    return precision == CLG_F16 ? "mixed" : precision == CLG_BF16 ? "mixed-bf16" : "float32";
+}
+
 static bool parse_train(model_ctx *c, json_t *v, clg_model_train *t)
 {
     int64_t epochs = t->epochs, workers = t->workers, seed = (int64_t)t->seed;
-    char got[64];
+    char got[64], precision[32] = "";
     if (!json_is_object(v)) return model_fail(c, false, "must be an object, got %s", model_show(v, got, sizeof got));
-    bool ok = model_check_keys(c, v, "batch, epochs, seed, workers") &&
+    bool ok = model_check_keys(c, v, "batch, epochs, seed, workers, precision") &&
               model_get_int(c, v, "batch", 1, 1 << 20, &t->batch) && model_get_int(c, v, "epochs", 1, 1000000, &epochs) &&
-              model_get_int(c, v, "seed", 0, INT64_MAX, &seed) && model_get_int(c, v, "workers", 1, 64, &workers);
+              model_get_int(c, v, "seed", 0, INT64_MAX, &seed) && model_get_int(c, v, "workers", 1, 64, &workers) &&
+              model_get_string(c, v, "precision", precision, sizeof precision);
     t->epochs = (int)epochs, t->workers = (int)workers, t->seed = (uint64_t)seed;
+    if (ok && precision[0] && !clg_precision_parse(precision, &t->precision)) {
+        model_push_key(c, "precision");
+        ok = model_fail(c, false, "\"%s\" (allowed: float32, mixed, mixed-bf16)", precision);
+        model_pop(c);
+    }
     return ok;
 }
 
@@ -146,6 +169,8 @@ bool model_check_train(char *err, size_t errlen, const clg_model_train *t)
                       : t->epochs < 1 || t->epochs > 1000000 ? "epochs must be in [1, 1000000]"
                       : t->workers < 1 || t->workers > 64   ? "workers must be in [1, 64]"
                       : t->seed > INT64_MAX                ? "seed must be in [0, 2^63)"
+                      : t->precision != CLG_F32 && t->precision != CLG_F16 && t->precision != CLG_BF16
+                          ? "precision must be float32, mixed (float16) or mixed-bf16"
                                                            : NULL;
     if (bad) clg__report(err, errlen, CLG_ERR_INVALID_ARGUMENT, "%s", bad);
     return !bad;

@@ -162,14 +162,43 @@ static clg_status dot(clg_device *dev, const clg_gemm_args *g)
     return st;
 }
 
+/* Packed B panels of a batch above this are made a part of the batch at a time: a
+ * convolution's weight gradient packs its whole column matrix otherwise (for float16,
+ * whose dot products convert too slowly, twice the columns' size in float32 panels). */
+#define PANELS_MAX ((size_t)16 << 20)
+
+static clg_status packed(clg_device *dev, const clg_gemm_args *g);
+
 clg_status clg__gemm_kernel(clg_device *dev, const clg_gemm_args *g)
 {
+    size_t nr = tile_cols(g->type), es = g->type == CLG_GEMM_F64 ? sizeof(double) : sizeof(float);
+    size_t per = (g->n + nr - 1) / nr * nr * g->k * es;   /* one matrix's B panels, at most */
     /* Packing costs O(k (m + n)) against O(m n k) of products: negligible when m and n
      * are both large (1024^3 ran at 60 GFLOP/s packed, 45-57 by dot products), the
      * larger share the smaller either is (128 x 10 x 256: 26 by dot, 12-14 packed; the
-     * MLP's 128 x 512 x 784: 64-72 against 48-55; side by side on POCL, AVX2). */
-    if (!g->trans_a && g->trans_b && clg__device_params(dev)->gemm_dot && (g->m <= 256 || g->n <= 256))
-        return dot(dev, g);
+     * MLP's 128 x 512 x 784: 64-72 against 48-55; side by side on POCL, AVX2). Not for
+     * float16: its conversions in the dot products' inner loop cost more than packing
+     * (which converts each element once) saves (the CNN's step ran 0.55x of float32's
+     * with them, 0.87x without); bfloat16's are shifts. */
+    bool dot_path = !g->trans_a && g->trans_b && clg__device_params(dev)->gemm_dot && (g->m <= 256 || g->n <= 256) &&
+                    g->type != CLG_GEMM_F16;
+    if (dot_path) return dot(dev, g);
+    if (!g->stride_b || g->batch < 2 || per * g->batch <= PANELS_MAX) return packed(dev, g);
+    size_t chunk = PANELS_MAX / per ? PANELS_MAX / per : 1;
+    clg_status st = CLG_OK;
+    for (size_t b0 = 0; st == CLG_OK && b0 < g->batch; b0 += chunk) {
+        clg_gemm_args part = *g;
+        part.batch = g->batch - b0 < chunk ? g->batch - b0 : chunk;
+        part.a_off += b0 * g->stride_a;
+        part.b_off += b0 * g->stride_b;
+        part.c_off += b0 * g->stride_c;
+        st = packed(dev, &part);
+    }
+    return st;
+}
+
+static clg_status packed(clg_device *dev, const clg_gemm_args *g)
+{
     const char *opts = options(g->type);
     clg_kernel *kpack = clg__kernel_get(dev, "gemm", opts, "gemm_pack");
     clg_kernel *ktiles = kpack ? clg__kernel_get(dev, "gemm", opts, "gemm_tiles") : NULL;

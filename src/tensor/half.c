@@ -1,5 +1,5 @@
 /* half.c: float16 and bfloat16 on the host, bit for bit as cl_kernels/half.cl converts
- * on the device (vstore_half_rte and vload_half for float16; the same integer rounding
+ * on the device (cl_kernels/common.cl's integer conversions for float16; the same rounding
  * for bfloat16), so that host data and device data agree. */
 #include <string.h>
 

@@ -29,6 +29,19 @@ ok g2 train m.json $D --epochs 2 --resume g.ckpt --out g2.ckpt --metrics g.csv
 ok ga train m.json $D --epochs 1 --out ga.ckpt --graph
 ok gc train m.json $D --resume ga.ckpt --out gc.ckpt --graph
 "$PY" "$HERE/st_compare.py" a.ckpt gc.ckpt same || fail "the run replayed as a graph differs from the eager one"
+# mixed precision (float16 products, the loss scaled): resumed bit for bit, the loss
+# scale with it; not the float32 weights; a resume in another precision is refused
+ok ma train m.json $D --out ma.ckpt --precision mixed
+ok mb train m.json $D --epochs 1 --out mb.ckpt --precision mixed
+ok mc train m.json $D --resume mb.ckpt --out mc.ckpt --precision mixed
+"$PY" "$HERE/st_compare.py" ma.ckpt mc.ckpt same || fail "the resumed mixed-precision run differs from the straight one"
+"$PY" "$HERE/st_compare.py" a.ckpt ma.ckpt differ '(1|head)\.(weight|bias)' || fail "mixed precision gave float32's weights"
+ok mi info mc.ckpt
+has mi "loss scale: "
+has mi "precision mixed"
+! "$CLGRAD" train m.json $D --resume mb.ckpt --out mr.ckpt >mr.out 2>&1 || fail "mr: resumed in another precision"
+grep -qF "trained with precision mixed" mr.out || fail "mr: $(cat mr.out)"
+ok mf train m.json $D --epochs 1 --out mf.ckpt --precision mixed-bf16 --graph
 # control: another seed gives other weights, so the comparison can tell
 ok d train m.json $D --seed 6 --out d.ckpt
 "$PY" "$HERE/st_compare.py" a.ckpt d.ckpt differ '(1|head)\.(weight|bias)' || fail "another seed, the same weights"
