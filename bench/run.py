@@ -3,7 +3,7 @@
 side in one run on the same data, repeats interleaved so that the machine's drift hits
 both alike. Prints a Markdown table of ratios with min/median/max over the repeats.
 
-    python3 bench/run.py [--build build] [--repeats 3] [--quick] [--graph-only]
+    python3 bench/run.py [--build build] [--repeats 3] [--quick] [--graph-only] [--precision-only]
 
 First it installs what the references need (scripts/install-deps.sh --test: PyTorch,
 NumPy, and libopenblas0-pthread, without which both run the reference BLAS). PyTorch and
@@ -127,6 +127,30 @@ def graph_rows(build, repeats, steps, device="POCL", env=None, char_steps=0):
         print_graph(device, "char_lstm", "chars/s", graph_vs_eager(os.path.join(build, "bench", "bench_char"), args,
                                                                    repeats, env))
 
+PRECISIONS = ("float32", "mixed", "mixed-bf16")
+
+def precision_rows(build, repeats, steps, device="POCL", env=None):
+    """bench_train in float32 and in mixed precision (float16 with loss scaling, and
+    bfloat16), interleaved: images/s and peak device memory, as ratios to float32's."""
+    exe = os.path.join(build, "bench", "bench_train")
+    for model in ("mlp", "cnn"):
+        rate = {p: [] for p in PRECISIONS}
+        peak = {}
+        for _ in range(repeats):
+            for p in PRECISIONS:
+                out = run([exe, "--model", model, "--steps", str(steps if model == "mlp" else steps // 2), "--repeats", "1",
+                           "--precision", p], env)
+                tok = out.split()
+                f = dict(zip(tok[0::2], tok[1::2]))
+                rate[p].append(float(f["rate"]))
+                peak[p] = int(f["peak"])
+        for p in PRECISIONS[1:]:
+            print(row("%s: %s --precision %s vs float32, images/s" % (device, model.upper(), p), rate[p], rate["float32"],
+                      "", "float32"), flush=True)
+            print("| %s: %s --precision %s vs float32, peak device memory | %.1f MiB | %.1f MiB | %.2f |"
+                  % (device, model.upper(), p, peak[p] / 2**20, peak["float32"] / 2**20, peak[p] / peak["float32"]),
+                  flush=True)
+
 def char_lm(build, cell, repeats, steps):
     """The character model char_lstm (an LSTM or GRU of 256, 2 layers), batch 32,
     sequence 128: clgrad's bench_char and PyTorch's bench/torch_char_lm.py, the same
@@ -185,9 +209,16 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="fewer steps (a smoke run)")
     ap.add_argument("--graph-only", action="store_true", help="only the graph-against-eager rows")
+    ap.add_argument("--precision-only", action="store_true", help="only the mixed-precision rows")
     a = ap.parse_args()
     steps = 20 if a.quick else 100
     rusticl = dict(os.environ, RUSTICL_ENABLE="swrast", CLG_DEVICE="llvmpipe")
+    if a.precision_only:
+        print("| benchmark | mixed | float32 | ratio min / median / max |")
+        print("| --- | ---: | ---: | ---: |")
+        precision_rows(a.build, a.repeats, 3 * steps)
+        precision_rows(a.build, a.repeats, 10 if a.quick else 20, "rusticl", rusticl)
+        return
     if a.graph_only:
         print("| benchmark | graph | eager | ratio min / median / max |")
         print("| --- | ---: | ---: | ---: |")
@@ -204,6 +235,8 @@ def main():
         print(row("train %s, images/s (steps 6 on)" % model.upper(), ours, theirs, "", "torch"), flush=True)
     graph_rows(a.build, a.repeats, steps, char_steps=5 if a.quick else 20)
     graph_rows(a.build, a.repeats, 10 if a.quick else 20, "rusticl", rusticl)
+    precision_rows(a.build, a.repeats, steps)
+    precision_rows(a.build, a.repeats, 10 if a.quick else 20, "rusticl", rusticl)
     for cell in ("lstm", "gru"):
         ours, theirs = char_lm(a.build, cell, a.repeats, 5 if a.quick else 20)
         print(row("train char_%s (2 x 256, batch 32 x 128), chars/s" % cell, ours, theirs, "", "torch"), flush=True)

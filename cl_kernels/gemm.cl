@@ -67,6 +67,23 @@ inline CAT(ushort, NR) bf16_bits_n(TN v)
 #define LOADW(p) CAT(vload, DW)(0, (p))
 #endif
 
+// C's storage: TS, or T with -DCLG_C_F32 (16-bit A and B, a float32 result: the
+// per-image products of a convolution's weight gradient, summed over the batch after,
+// src/tensor/conv.c, so that nothing is rounded to 16 bits before that sum).
+#ifdef CLG_C_F32
+#define TC T
+#define LOADCN(p) VLOAD(0, (p))
+#define STORECN(v, p) VSTORE((v), 0, (p))
+#define LDC(p, i) ((p)[i])
+#define STC(p, i, v) ((p)[i] = (v))
+#else
+#define TC TS
+#define LOADCN(p) LOADN(p)
+#define STORECN(v, p) STOREN(v, p)
+#define LDC(p, i) CLG_LD(p, i)
+#define STC(p, i, v) CLG_ST(p, i, v)
+#endif
+
 // Pack a matrix X, whose op(X) has P rows ("panel" side: m for A, n for B) and depth K,
 // into panels of W rows: dst[(p / W * K + kk) * W + p % W] per batch, rows p >= P zero.
 // pmajor: op(X)'s (p, kk) is src[p * ld + kk] (A not transposed, B transposed), else
@@ -108,13 +125,13 @@ void gemm_pack(__global const TS *src, const long src_off, const int ld, const l
 }
 
 // C = beta * C over M x N per batch (beta == 0 writes zeros without reading C).
-__kernel void gemm_scale(const int M, const int N, __global TS *C, const long c_off, const int ldc,
+__kernel void gemm_scale(const int M, const int N, __global TC *C, const long c_off, const int ldc,
                          const long c_stride, const T beta)
 {
     int j = get_global_id(0), i = get_global_id(1), b = get_global_id(2);
     if (i >= M || j >= N) return;
-    __global TS *c = C + c_off + b * c_stride + (long)i * ldc + j;
-    CLG_ST(c, 0, beta == (T)0 ? (T)0 : beta * CLG_LD(c, 0));
+    __global TC *c = C + c_off + b * c_stride + (long)i * ldc + j;
+    STC(c, 0, beta == (T)0 ? (T)0 : beta * LDC(c, 0));
 }
 
 // What is stored: the result, or (-DCLG_EPI_RELU, built only by a captured graph's plan,
@@ -133,21 +150,21 @@ __kernel void gemm_scale(const int M, const int N, __global TS *C, const long c_
 #define STORE_ROW(r) store_row(C, c_off + (long)(i0 + r) * ldc + j0, N - j0, c##r, alpha, beta, i0 + r < M)
 
 // One row of results: alpha * acc + beta * C into up to NR columns (ncols of them valid).
-inline void store_row(__global TS *C, const long at, const int ncols, const TN acc, const T alpha,
+inline void store_row(__global TC *C, const long at, const int ncols, const TN acc, const T alpha,
                       const T beta, const bool valid)
 {
     if (!valid) return;
     if (ncols >= NR) {
         TN r = alpha * acc;
-        if (beta != (T)0) r += beta * LOADN(C + at);
-        STOREN(EPI_V(r), C + at);
+        if (beta != (T)0) r += beta * LOADCN(C + at);
+        STORECN(EPI_V(r), C + at);
         return;
     }
     T tmp[NR];
     VSTORE(alpha * acc, 0, tmp);
     for (int j = 0; j < ncols; j++) {
-        T r = beta != (T)0 ? tmp[j] + beta * CLG_LD(C, at + j) : tmp[j];
-        CLG_ST(C, at + j, EPI(r));
+        T r = beta != (T)0 ? tmp[j] + beta * LDC(C, at + j) : tmp[j];
+        STC(C, at + j, EPI(r));
     }
 }
 
@@ -161,7 +178,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void gemm_tiles(const int M, const int N, const int K, const int PI, const int PJ,
                 __global const T *Ap, const long ap_stride, __global const T *Bp, const long bp_off,
                 const long bp_stride, const long bp_panel, const int bp_k,
-                __global TS *C, const long c_off0, const int ldc, const long c_stride,
+                __global TC *C, const long c_off0, const int ldc, const long c_stride,
                 const T alpha, const T beta)
 {
     int bj = get_global_id(0), bi = get_global_id(1), b = get_global_id(2);
@@ -223,7 +240,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void gemm_dot(const int M, const int N, const int K, const int JB,
               __global const TS *A, const long a_off, const int lda, const long a_stride,
               __global const TS *B, const long b_off, const int ldb, const long b_stride,
-              __global TS *C, const long c_off, const int ldc, const long c_stride, const T alpha, const T beta)
+              __global TC *C, const long c_off, const int ldc, const long c_stride, const T alpha, const T beta)
 {
     int bj = get_global_id(0), i0 = get_global_id(1) * 4, b = get_global_id(2);
     A += a_off + b * a_stride;
@@ -249,8 +266,8 @@ void gemm_dot(const int M, const int N, const int K, const int JB,
         for (int r = 0; r < 4 && i0 + r < M; r++)
             for (int c = 0; c < 3 && j0 + c < N; c++) {
                 long at = (long)(i0 + r) * ldc + j0 + c;
-                T v = beta != (T)0 ? alpha * s[r][c] + beta * CLG_LD(C, at) : alpha * s[r][c];
-                CLG_ST(C, at, EPI(v));
+                T v = beta != (T)0 ? alpha * s[r][c] + beta * LDC(C, at) : alpha * s[r][c];
+                STC(C, at, EPI(v));
             }
     }
 }

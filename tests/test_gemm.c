@@ -46,6 +46,7 @@ typedef struct gcase {
     size_t gap;                  /* added to every batch stride */
     bool shared_a, shared_b;     /* batch stride 0 */
     bool nan_c;                  /* C holds NaN before the call (with beta 0) */
+    bool c32;                    /* 16-bit A and B, float32 C (clg_gemm_args.c_f32) */
 } gcase;
 
 static size_t esize(clg_gemm_type type)
@@ -137,7 +138,8 @@ static int run_case(clg_device *dev, const engine *eng, clg_gemm_type type, cons
     for (size_t i = 0; i < nc; i++) C[i] = c->nan_c ? NAN : rnd();
     round_to(type, A, na);
     round_to(type, B, nb);
-    round_to(type, C, nc);
+    clg_gemm_type ct = c->c32 ? CLG_GEMM_F32 : type;   /* C's own type */
+    round_to(ct, C, nc);
     /* The reference, and for each element the sum of magnitudes that bounds its rounding.
      * beta == 0: C is not read (BLAS), so NaN there does not propagate. */
     memcpy(R, C, nc * 8);
@@ -157,23 +159,23 @@ static int run_case(clg_device *dev, const engine *eng, clg_gemm_type type, cons
                 S[at] = fabs(c->alpha) * mag + fabs(c->beta * c0);
                 R[at] = c->alpha * s + c->beta * c0;
             }
-    clg_buffer *da = upload(dev, type, A, na), *db = upload(dev, type, B, nb), *dc = upload(dev, type, C, nc);
+    clg_buffer *da = upload(dev, type, A, na), *db = upload(dev, type, B, nb), *dc = upload(dev, ct, C, nc);
     clg_gemm_args g = {
         .type = type, .trans_a = c->ta, .trans_b = c->tb, .m = c->m, .n = c->n, .k = c->k, .batch = c->batch,
         .alpha = c->alpha, .beta = c->beta, .a = da, .b = db, .c = dc, .a_off = c->a_off, .lda = lda,
         .stride_a = sa, .b_off = c->b_off, .ldb = ldb, .stride_b = sb, .c_off = c->c_off, .ldc = ldc,
-        .stride_c = sc,
+        .stride_c = sc, .c_f32 = c->c32,
     };
     int bad = 0;
     clg_status st = da && db && dc ? clg__gemm_run(dev, eng->e, eng->cfg, &g) : clg_device_last_status(dev);
-    size_t es = esize(type);
+    size_t es = esize(ct);
     void *raw = malloc(nc * es);
     if (!st) st = clg__read(dev, dc, 0, raw, nc * es);
     CHECK_MSG(st == CLG_OK, "%s %s: %s", eng->name, tname(type), clg_device_error(dev));
     if (!st) {
-        for (size_t i = 0; i < nc; i++) out[i] = from_raw(type, raw, i);
+        for (size_t i = 0; i < nc; i++) out[i] = from_raw(ct, raw, i);
         for (size_t i = 0; i < nc && bad < 3; i++) {
-            double err = fabs(out[i] - R[i]), tol = allowed(type, c->k, R[i], S[i]);
+            double err = fabs(out[i] - R[i]), tol = allowed(ct, c->k, R[i], S[i]);
             bool same_nan = isnan(out[i]) && isnan(R[i]);
             if (!same_nan && (!(err <= tol + 1e-30) || (S[i] == 0 && out[i] != R[i]))) {
                 fprintf(stderr, "  element %zu: got %.9g want %.9g (bound %.3g)\n", i, out[i], R[i], tol);
@@ -182,9 +184,9 @@ static int run_case(clg_device *dev, const engine *eng, clg_gemm_type type, cons
         }
     }
     CHECK_MSG(bad == 0, "%s %s %s%s m=%zu n=%zu k=%zu batch=%zu alpha=%g beta=%g offs=%zu,%zu,%zu pad=%zu gap=%zu "
-              "shared=%d,%d nan=%d", eng->name, tname(type), c->ta ? "A^T" : "A", c->tb ? " B^T" : " B", c->m, c->n,
+              "shared=%d,%d nan=%d%s", eng->name, tname(type), c->ta ? "A^T" : "A", c->tb ? " B^T" : " B", c->m, c->n,
               c->k, c->batch, c->alpha, c->beta, c->a_off, c->b_off, c->c_off, c->pad, c->gap, c->shared_a,
-              c->shared_b, c->nan_c);
+              c->shared_b, c->nan_c, c->c32 ? " C float32" : "");
     clg__buffer_release(da);
     clg__buffer_release(db);
     clg__buffer_release(dc);
@@ -237,6 +239,15 @@ static void sweep(clg_device *dev, const engine *eng, clg_gemm_type type, bool f
     gcase b4 = {.ta = true, .tb = true, .m = 21, .n = 6, .k = 13, .batch = 2, .alpha = 1.0, .beta = 0.5,
                 .shared_b = true, .b_off = 1, .pad = 1};
     run_case(dev, eng, type, &b4);
+    if (clg__gemm_type_is_half(type)) {   /* float32 C: every kind of batch, beta 0 and not */
+        gcase *bs[4] = {&b1, &b2, &b3, &b4};
+        for (int i = 0; i < 4; i++) {
+            bs[i]->c32 = true;
+            run_case(dev, eng, type, bs[i]);
+        }
+        gcase k0 = {.m = 3, .n = 5, .k = 0, .batch = 2, .alpha = 1.0, .beta = 0.5, .c32 = true};   /* C = beta C */
+        run_case(dev, eng, type, &k0);
+    }
     if (small_mode && eng->e == CLG_GEMM_TILED) {
         /* Whole tiles of every configuration (up to 64 x 128), which load without bounds
          * checks, as pairs of floats where rows start on even elements (even ld, offsets). */

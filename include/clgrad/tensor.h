@@ -53,9 +53,12 @@ typedef enum clg_dtype {
     CLG_I32 = 2,   /* int32: labels and indices */
     /* 16-bit floats, stored and converted on every device (cl_khr_fp16 or not): IEEE
      * binary16, and bfloat16 (float32's top half). Host data is their bits (uint16_t).
-     * Make, copy and cast them, read and write them (.npy, safetensors); elementwise
-     * ops and reductions compute in float32 and round once, and gradients cross casts.
-     * Other ops (matmul, conv, softmax, norms, ...) refuse them so far: cast first. */
+     * Make, copy and cast them, read and write them (.npy, safetensors). Elementwise
+     * ops, reductions, matmul and linear, convolutions, pooling, softmax, norms and
+     * dropout compute in float32 and round each result once; losses are float32;
+     * gradients cross casts. Mixed-precision training: clg_autocast_begin (ops.h) and
+     * clg_trainer_options.precision (train.h). Index ops, sorting, upsampling and the
+     * recurrent layers refuse them so far: cast first. */
     CLG_F16 = 3,
     CLG_BF16 = 4,
     CLG_DTYPE_COUNT

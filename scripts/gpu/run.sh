@@ -2,7 +2,7 @@
 # Run on the lent NVIDIA machine, from the project's root (issue 12), after
 # scripts/gpu/fetch.sh filled .gpu-kit/ here and it travelled:
 #   bash scripts/gpu/run.sh [STAGE...]      stages: setup build suite conformance gemm train
-#                                           graph trainers startup (default: all, in that order)
+#                                           graph precision trainers startup (default: all, in that order)
 # Each stage appends to <stage>.log under $OUT (the device tool's folder, which returns at
 # most 8 files) or ./gpu-out, and stops at its own time limit, so that a hung stage cannot
 # eat the others' time.
@@ -56,6 +56,14 @@ stage_graph() {   # issue 16: graph replay against eager, and what would make re
   $b/bench/bench_command_buffer --device "$CLG_DEVICE" --kernels 4000 --steps 20
   $b/bench/bench_optim_launch --device "$CLG_DEVICE"
 }
+stage_precision() {   # issue 17: mixed precision against float32 (speed, peak memory, accuracy)
+  for m in mlp cnn; do
+    for i in 1 2 3; do
+      for p in float32 mixed mixed-bf16; do echo "== $m $p"; $b/bench/bench_train --model $m --repeats 1 --precision $p; done
+    done
+  done
+  for p in float32 mixed mixed-bf16; do echo "== fashion_cnn $p"; $b/examples/fashion_cnn --workers 4 --precision $p | tail -2; done
+}
 stage_trainers() {
   $b/examples/fashion_mlp --epochs 5 --workers 4
   $b/examples/fashion_cnn --workers 4
@@ -72,9 +80,9 @@ stage_startup() {   # cold: empty clgrad cache (the NVIDIA driver's own cache mo
   done
 }
 
-declare -A limit=([setup]=60 [build]=240 [suite]=300 [conformance]=180 [gemm]=240 [train]=300 [graph]=240 [trainers]=420
-                  [startup]=180)
-stages=${*:-setup build suite conformance gemm train graph trainers startup}
+declare -A limit=([setup]=60 [build]=240 [suite]=300 [conformance]=180 [gemm]=240 [train]=300 [graph]=240 [precision]=420
+                  [trainers]=420 [startup]=180)
+stages=${*:-setup build suite conformance gemm train graph precision trainers startup}
 for s in $stages; do
   echo "=== $s"
   start=$(date +%s)

@@ -172,16 +172,22 @@ typedef struct operand {
     bool trans;
 } operand;
 
-/* For each group: C[n] = op(A[n]) . op(B[n]) + beta C[n] over the N images. */
+/* For each group: C[n] = op(A[n]) . op(B[n]) + beta C[n] over the N images; C float32
+ * when c_f32 (16-bit A and B, gemm.h). */
 static clg_status grouped_gemm(clg_device *dev, clg_dtype dtype, const conv_geo *g, size_t m, size_t n, size_t k,
-                               operand a, operand b, double beta, operand c)
+                               operand a, operand b, double beta, operand c, bool c_f32)
 {
     clg_status st = CLG_OK;
     for (int64_t gi = 0; st == CLG_OK && gi < g->G; gi++) {
         size_t s = (size_t)gi;
-        st = clg__gemm(dev, clg__gemm_type_of(dtype), a.trans, b.trans, m, n, k, 1.0, a.buf, a.off + s * a.group_step, a.ld,
-                       a.stride, b.buf, b.off + s * b.group_step, b.ld, b.stride, beta, c.buf,
-                       c.off + s * c.group_step, c.ld, c.stride, (size_t)g->N);
+        clg_gemm_args ga = {
+            .type = clg__gemm_type_of(dtype), .trans_a = a.trans, .trans_b = b.trans, .m = m, .n = n, .k = k,
+            .batch = (size_t)g->N, .alpha = 1.0, .beta = beta, .a = a.buf, .b = b.buf, .c = c.buf,
+            .a_off = a.off + s * a.group_step, .lda = a.ld, .stride_a = a.stride, .b_off = b.off + s * b.group_step,
+            .ldb = b.ld, .stride_b = b.stride, .c_off = c.off + s * c.group_step, .ldc = c.ld, .stride_c = c.stride,
+            .c_f32 = c_f32,
+        };
+        st = clg__gemm_run(dev, CLG_GEMM_AUTO, NULL, &ga);
     }
     return st;
 }
@@ -222,7 +228,7 @@ static clg_status forward_gemm(clg_tensor *x, clg_tensor *w, clg_tensor *b, cons
     operand A = {wm->buf, (size_t)wm->offset, K, 0, Og * K, false};
     operand B = {c.buf, c.off, P, (size_t)g->C * g->KH * g->KW * P, K * P, false};
     operand C = {y->buf, 0, P, (size_t)g->O * P, Og * P, false};
-    clg_status st = grouped_gemm(dev, x->dtype, g, Og, P, K, A, B, b ? 1.0 : 0.0, C);
+    clg_status st = grouped_gemm(dev, x->dtype, g, Og, P, K, A, B, b ? 1.0 : 0.0, C, false);
     if (kept && st == CLG_OK) *kept = c.t;   /* for the weight gradient */
     else clg_tensor_free(c.t);               /* enqueued: the pool may hand the buffer on */
     if (wm != w) clg_tensor_free(wm);
@@ -274,20 +280,27 @@ static conv_geo geo_load(const clg_node *n)
     return g;
 }
 
-/* dW = sum over n of dy[n] . col[n]^T, per group: [N, O, K] products, summed over N. */
+/* dW = sum over n of dy[n] . col[n]^T, per group: [N, O, K] products, summed over N.
+ * For 16-bit tensors the products and their sum are float32, rounded once at the end. */
 clg_tensor *clg__conv_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g, clg_tensor *kept)
 {
     size_t K = (size_t)rows_per_group(g), P = (size_t)pixels(g), Og = (size_t)(g->O / g->G);
-    clg_tensor *part = clg__tensor_new(x->dev, x->dtype, 3, (const int64_t[]){g->N, g->O, (int64_t)K});
+    bool half = clg__is_half(x->dtype);
+    clg_tensor *part = clg__tensor_new(x->dev, half ? CLG_F32 : x->dtype, 3, (const int64_t[]){g->N, g->O, (int64_t)K});
     cols c = {NULL, kept ? kept->buf : NULL, kept ? (size_t)kept->offset : 0};   /* the forward's, if kept */
     if (!part || (!kept && !im2col(x, g, &c))) return clg_tensor_free(part), NULL;
     operand A = {gy->buf, (size_t)gy->offset, P, (size_t)g->O * P, Og * P, false};
     operand B = {c.buf, c.off, P, (size_t)g->C * g->KH * g->KW * P, K * P, true};
     operand C = {part->buf, 0, K, (size_t)g->O * K, Og * K, false};
-    clg_status st = grouped_gemm(x->dev, x->dtype, g, Og, K, P, A, B, 0.0, C);
+    clg_status st = grouped_gemm(x->dev, x->dtype, g, Og, K, P, A, B, 0.0, C, half);
     clg_tensor_free(c.t);
     clg_tensor *dw = st == CLG_OK ? clg_sum(part, CLG_AXES(0), false) : NULL;
     clg_tensor_free(part);
+    if (dw && half) {
+        clg_tensor *d16 = clg__copy_as(dw, x->dtype);
+        clg_tensor_free(dw);
+        dw = d16;
+    }
     clg_tensor *r = dw ? clg_reshape(dw, w->ndim, w->shape) : NULL;
     clg_tensor_free(dw);
     return r;
@@ -328,7 +341,7 @@ clg_tensor *clg__conv_grad_input(clg_tensor *w, clg_tensor *gy, const conv_geo *
     operand A = {wm ? wm->buf : NULL, wm ? (size_t)wm->offset : 0, K, 0, Og * K, true};
     operand B = {gy->buf, (size_t)gy->offset, P, (size_t)g->O * P, Og * P, false};
     operand C = {dcol ? dcol->buf : NULL, 0, P, (size_t)g->C * g->KH * g->KW * P, K * P, false};
-    if (st == CLG_OK) st = grouped_gemm(x->dev, x->dtype, g, K, P, Og, A, B, 0.0, C);
+    if (st == CLG_OK) st = grouped_gemm(x->dev, x->dtype, g, K, P, Og, A, B, 0.0, C, false);
     if (st == CLG_OK && !direct) st = col2im(dcol, dx, g);
     if (!direct) clg_tensor_free(dcol);
     if (wm != w) clg_tensor_free(wm);

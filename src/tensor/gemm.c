@@ -66,7 +66,10 @@ static clg_status check_call(clg_device *dev, const clg_gemm_args *g)
         return clg__fail(dev, CLG_ERR_DTYPE, "clg__gemm: %s has no double precision (cl_khr_fp64)",
                          clg_device_get_info(dev)->name);
     size_t es = elem_size(g->type);
-    clg_status st = check_operand(dev, "C", g->c, g->c_off, g->m, g->n, g->ldc, g->stride_c, g->batch, es);
+    if (g->c_f32 && !clg__gemm_type_is_half(g->type))
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg__gemm: a float32 C is for 16-bit A and B");
+    clg_status st = check_operand(dev, "C", g->c, g->c_off, g->m, g->n, g->ldc, g->stride_c, g->batch,
+                                  g->c_f32 ? sizeof(float) : es);
     if (st || g->k == 0) return st; /* with k == 0, A and B are not read */
     /* Batches of C are written at once: they must not overlap. */
     if (g->batch > 1 && g->stride_c < (g->m - 1) * g->ldc + g->n)

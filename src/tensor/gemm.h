@@ -131,6 +131,7 @@ typedef struct clg_gemm_args {
     const clg_buffer *a, *b;
     clg_buffer *c;
     size_t a_off, lda, stride_a, b_off, ldb, stride_b, c_off, ldc, stride_c;
+    bool c_f32;   /* 16-bit types: C is float32 (sums never rounded to 16 bits) */
 } clg_gemm_args;
 
 /* Check g as clg__gemm does, then run it on `engine` (AUTO: the device's); for the

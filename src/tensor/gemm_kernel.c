@@ -25,12 +25,16 @@ typedef struct tiles_plan {
 /* -w: POCL's clang warns that float16 values passed to vload16/fma/store_row "change
  * the ABI" without AVX-512; those calls are inlined, so the warning is noise on stderr.
  * 16-bit operands compute as float (panels of float32), stored as TS (common.cl). */
-static const char *options(clg_gemm_type type)
+static const char *options(const clg_gemm_args *g)
 {
-    switch (type) {
+    switch (g->type) {
     case CLG_GEMM_F64: return "-DT=double -DMR=6 -DNR=8 -cl-mad-enable -w";
-    case CLG_GEMM_F16: return "-DT=float -DMR=6 -DNR=16 -DCLG_F16_STORE -cl-mad-enable -w";
-    case CLG_GEMM_BF16: return "-DT=float -DMR=6 -DNR=16 -DCLG_BF16_STORE -cl-mad-enable -w";
+    case CLG_GEMM_F16:
+        return g->c_f32 ? "-DT=float -DMR=6 -DNR=16 -DCLG_F16_STORE -DCLG_C_F32 -cl-mad-enable -w"
+                        : "-DT=float -DMR=6 -DNR=16 -DCLG_F16_STORE -cl-mad-enable -w";
+    case CLG_GEMM_BF16:
+        return g->c_f32 ? "-DT=float -DMR=6 -DNR=16 -DCLG_BF16_STORE -DCLG_C_F32 -cl-mad-enable -w"
+                        : "-DT=float -DMR=6 -DNR=16 -DCLG_BF16_STORE -cl-mad-enable -w";
     default: return "-DT=float -DMR=6 -DNR=16 -cl-mad-enable -w";
     }
 }
@@ -143,7 +147,7 @@ static int dot_blocks(const clg_device *dev, const clg_gemm_args *g)
 /* A . B^T with A not transposed: both read along k in place, one launch (gemm.cl). */
 static clg_status dot(clg_device *dev, const clg_gemm_args *g)
 {
-    clg_kernel *k = clg__kernel_get(dev, "gemm", options(g->type), "gemm_dot");
+    clg_kernel *k = clg__kernel_get(dev, "gemm", options(g), "gemm_dot");
     if (!k) return dev->status;
     int jb = dot_blocks(dev, g);
     clg_arg args[] = {
@@ -199,7 +203,7 @@ clg_status clg__gemm_kernel(clg_device *dev, const clg_gemm_args *g)
 
 static clg_status packed(clg_device *dev, const clg_gemm_args *g)
 {
-    const char *opts = options(g->type);
+    const char *opts = options(g);
     clg_kernel *kpack = clg__kernel_get(dev, "gemm", opts, "gemm_pack");
     clg_kernel *ktiles = kpack ? clg__kernel_get(dev, "gemm", opts, "gemm_tiles") : NULL;
     if (!ktiles) return dev->status;
@@ -241,7 +245,7 @@ static clg_status packed(clg_device *dev, const clg_gemm_args *g)
 
 clg_status clg__gemm_scale(clg_device *dev, const clg_gemm_args *g)
 {
-    clg_kernel *k = clg__kernel_get(dev, "gemm", options(g->type), "gemm_scale");
+    clg_kernel *k = clg__kernel_get(dev, "gemm", options(g), "gemm_scale");
     if (!k) return dev->status;
     clg_arg args[] = {
         CLG_ARG_I(g->m), CLG_ARG_I(g->n), CLG_ARG_M(g->c->mem), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc),

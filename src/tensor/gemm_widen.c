@@ -60,20 +60,23 @@ clg_status clg__gemm_widened(clg_device *dev, clg_gemm_engine engine, const clg_
     side b = {(clg_buffer *)g->b, g->b_off, g->ldb, g->stride_b, g->trans_b ? g->n : g->k,
               g->trans_b ? g->k : g->n, g->stride_b ? g->batch : 1};
     side c = {g->c, g->c_off, g->ldc, g->stride_c, g->m, g->n, g->batch};
-    clg_buffer *wa = scratch(dev, a), *wb = wa ? scratch(dev, b) : NULL, *wc = wb ? scratch(dev, c) : NULL;
-    clg_status st = wc ? CLG_OK : dev->status;
+    /* A float32 C (c_f32) is written in place. */
+    clg_buffer *wa = scratch(dev, a), *wb = wa ? scratch(dev, b) : NULL;
+    clg_buffer *wc = wb && !g->c_f32 ? scratch(dev, c) : NULL;
+    clg_status st = wb && (wc || g->c_f32) ? CLG_OK : dev->status;
     if (!st) st = convert(dev, kw, true, a, wa);
     if (!st) st = convert(dev, kw, true, b, wb);
-    if (!st && g->beta != 0) st = convert(dev, kw, true, c, wc);
+    if (!st && g->beta != 0 && wc) st = convert(dev, kw, true, c, wc);
     if (!st) {
         clg_gemm_args w = *g;
         w.type = CLG_GEMM_F32;
+        w.c_f32 = false;
         w.a = wa, w.a_off = 0, w.lda = a.cols, w.stride_a = g->stride_a ? a.rows * a.cols : 0;
         w.b = wb, w.b_off = 0, w.ldb = b.cols, w.stride_b = g->stride_b ? b.rows * b.cols : 0;
-        w.c = wc, w.c_off = 0, w.ldc = c.cols, w.stride_c = c.rows * c.cols;
+        if (wc) w.c = wc, w.c_off = 0, w.ldc = c.cols, w.stride_c = c.rows * c.cols;
         st = clg__gemm_run(dev, engine, tiled, &w);
     }
-    if (!st) st = convert(dev, kn, false, c, wc);
+    if (!st && wc) st = convert(dev, kn, false, c, wc);
     /* The in-order queue runs whoever gets these buffers next after the kernels above. */
     clg__buffer_release(wa);
     clg__buffer_release(wb);
