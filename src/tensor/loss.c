@@ -220,9 +220,9 @@ clg_tensor *clg_cross_entropy_smooth(clg_tensor *logits, clg_tensor *labels, clg
     const char *op = "cross_entropy_smooth";
     if (!logits || !labels) return NULL;
     if (clg__is_half(logits->dtype)) {   /* float32, as cross_entropy */
-        clg_tensor *wide = clg_cast(logits, CLG_F32);
+        clg_tensor *wide = clg__widen16(logits);
         clg_tensor *y = wide ? clg_cross_entropy_smooth(wide, labels, reduction, label_smoothing) : NULL;
-        clg_tensor_free(wide);
+        clg__drop_cast(wide, logits);
         return y;
     }
     if (!(label_smoothing >= 0 && label_smoothing <= 1))

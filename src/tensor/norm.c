@@ -106,11 +106,6 @@ static clg_tensor *widen_param(const clg_tensor *x, clg_tensor *v)
     return v && clg__is_half(x->dtype) && v->dtype == x->dtype ? clg_cast(v, CLG_F32) : v;
 }
 
-static void free_widened(clg_tensor *w, const clg_tensor *v)
-{
-    if (w != v) clg_tensor_free(w);
-}
-
 /* A [C] operand of batch_norm: absent, or 1-D of C elements in the statistics' dtype. */
 static bool bn_check_vec(const clg_tensor *x, const clg_tensor *v, const char *name)
 {
@@ -274,8 +269,8 @@ clg_tensor *clg_batch_norm(clg_tensor *x, clg_tensor *running_mean, clg_tensor *
     clg_tensor *w = widen_param(x, weight), *b = widen_param(x, bias);
     clg_tensor *y = (w || !weight) && (b || !bias) ? batch_norm(x, running_mean, running_var, w, b, training, momentum, eps)
                                                    : NULL;
-    free_widened(w, weight);
-    free_widened(b, bias);
+    clg__drop_cast(w, weight);
+    clg__drop_cast(b, bias);
     return y;
 }
 
@@ -381,8 +376,8 @@ clg_tensor *clg_layer_norm(clg_tensor *x, int naxes, clg_tensor *weight, clg_ten
     if (!x) return NULL;
     clg_tensor *w = widen_param(x, weight), *b = widen_param(x, bias);
     clg_tensor *y = (w || !weight) && (b || !bias) ? layer_norm(x, naxes, w, b, eps) : NULL;
-    free_widened(w, weight);
-    free_widened(b, bias);
+    clg__drop_cast(w, weight);
+    clg__drop_cast(b, bias);
     return y;
 }
 

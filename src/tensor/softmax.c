@@ -271,10 +271,10 @@ static clg_tensor *arg_extremum(const char *op, clg_tensor *a, int axis, bool ke
     if (!clg__check_numel(op, a->dev, a->numel)) return NULL;
     if (clg__is_half(a->dtype)) {   /* widening is exact: the same positions */
         clg_no_grad_begin(a->dev);
-        clg_tensor *w = clg_cast(a, CLG_F32);
+        clg_tensor *w = clg__widen16(a);
         clg_tensor *r = w ? arg_extremum(op, w, axis, keepdim) : NULL;
         clg_no_grad_end(a->dev);
-        clg_tensor_free(w);
+        clg__drop_cast(w, a);
         return r;
     }
     int ax = clg__axis(op, a, axis, a->ndim ? a->ndim : 1);
@@ -374,9 +374,9 @@ clg_tensor *clg_cross_entropy(clg_tensor *logits, clg_tensor *labels, clg_reduct
     /* 16-bit logits: the loss in float32, as PyTorch's autocast computes it (the cast is
      * taped, so the gradient goes back as 16 bits) */
     if (clg__is_half(logits->dtype)) {
-        clg_tensor *wide = clg_cast(logits, CLG_F32);
+        clg_tensor *wide = clg__widen16(logits);
         clg_tensor *loss = wide ? clg_cross_entropy(wide, labels, reduction) : NULL;
-        clg_tensor_free(wide);   /* the tape keeps what the backward needs */
+        clg__drop_cast(wide, logits);
         return loss;
     }
     if (!check_cross_entropy(logits, labels, reduction)) return NULL;
