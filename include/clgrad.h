@@ -51,6 +51,7 @@
 #include "clgrad/autograd.h"
 #include "clgrad/graph.h"
 #include "clgrad/data.h"
+#include "clgrad/dist.h"
 #include "clgrad/nn.h"
 #include "clgrad/optim.h"
 #include "clgrad/train.h"

@@ -2,7 +2,8 @@
 # Install what clgrad needs from Debian 12's packages, and nothing that is already there.
 # As root it runs apt-get; otherwise it prints the one command to run and fails.
 # Idempotent: a second run finds nothing missing and does nothing.
-#   sh scripts/install-deps.sh          to build and train (the quick start)
+#   sh scripts/install-deps.sh          to build and train (the quick start; Open MPI for
+#                                       data-parallel training with mpirun)
 #   sh scripts/install-deps.sh --test   also what the tests and benchmarks compare against
 #                                       (NumPy, PyTorch, and OpenBLAS under them: without it
 #                                       they run the 50x slower reference BLAS) and run on
@@ -10,7 +11,7 @@
 set -eu
 pkgs="build-essential cmake pkgconf ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
       clinfo libclblast-dev zlib1g-dev libdeflate-dev libjansson-dev dataset-fashion-mnist gnuplot-nox
-      fortunes"
+      fortunes libopenmpi-dev openmpi-bin"
 if [ "${1:-}" = "--test" ]; then
   pkgs="$pkgs python3-numpy python3-torch libopenblas0-pthread mesa-opencl-icd oclgrind"
 fi

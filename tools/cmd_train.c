@@ -32,7 +32,10 @@ static void usage(void)
            "  --graph      capture the second step as a graph and replay it for the steps after\n"
            "               (include/clgrad/graph.h): the same results, less host work per step\n"
            "  --precision  mixed: float16 products (autocast) with loss scaling, float32 weights and\n"
-           "               optimizer state; mixed-bf16: bfloat16 products; float32 (the default)\n");
+           "               optimizer state; mixed-bf16: bfloat16 products; float32 (the default)\n"
+           "Data-parallel: `mpirun -np N clgrad train MODEL.json ...` trains on N ranks, each on its\n"
+           "part of every batch (--batch stays the whole batch), gradients averaged before each step;\n"
+           "rank 0 prints, evaluates and writes --out and --metrics; --resume needs the same N.\n");
 }
 
 static int parse(int argc, char **argv, train_opts *o)
@@ -106,6 +109,22 @@ static int overrides(const train_opts *o, clg_model *m)
     return data_given(m);
 }
 
+/* Under mpirun, this process is one rank of a data-parallel run: rank 0 alone prints,
+ * evaluates and writes checkpoints and metrics. */
+static int join_ranks(train_run *r)
+{
+    char err[512];
+    if (clg_dist_init(NULL, NULL, NULL, &r->dist, err, sizeof err)) return cli_fail("train", "%s", err);
+    r->rank = clg_dist_rank(r->dist);
+    r->world = clg_dist_size(r->dist);
+    if (r->world > 1 && r->rank > 0) {
+        r->out = r->metrics = NULL;
+        if (!freopen("/dev/null", "w", stdout)) return cli_fail("train", "rank %d: cannot silence stdout", r->rank);
+    }
+    if (r->world > 1) printf("data-parallel: %d ranks, each on its part of every batch\n", r->world);
+    return 0;
+}
+
 int cmd_train(int argc, char **argv)
 {
     train_opts o = {0};
@@ -121,8 +140,15 @@ int cmd_train(int argc, char **argv)
         return rc;
     }
     train_run r = {.m = m, .max_steps = steps, .out = o.out, .metrics = o.metrics};
+    if ((rc = join_ranks(&r))) {
+        clg_model_free(m);
+        return rc;
+    }
     rc = train_setup(&o, &r, m);
     if (!rc) rc = r.text_mode ? train_text_epochs(&r) : train_epochs(&r);
+    clg_dist *dist = r.dist;
     train_teardown(&r);
+    if (rc && r.world > 1) clg_dist_abort(dist, rc);   /* the others would wait for this rank */
+    clg_dist_free(dist);
     return rc;
 }

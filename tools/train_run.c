@@ -22,6 +22,13 @@ static clg_status train_step(train_run *r, clg_tensor *x, clg_tensor *y)
     return st;
 }
 
+/* Samples in batch b of the epoch, over all ranks (this rank's x has its part). */
+static int64_t global_count(const train_run *r, int64_t b)
+{
+    int64_t batch = clg_model_get_train(r->m)->batch, left = clg_dataset_length(r->train_set) - b * batch;
+    return left < batch ? left : batch;
+}
+
 /* Batches from the loader's position to the epoch's end (or max_steps of it). */
 static clg_status train_epoch(train_run *r, clg_progress *bar)
 {
@@ -35,7 +42,7 @@ static clg_status train_epoch(train_run *r, clg_progress *bar)
             return CLG_OK;
         }
         if (st == CLG_OK) st = train_step(r, x, y);
-        if (st == CLG_OK) clg_progress_step(bar, r->meter, clg_tensor_dim(x, 0));
+        if (st == CLG_OK) clg_progress_step(bar, r->meter, global_count(r, b));
         clg_scope_end(r->dev);
         if (st != CLG_OK) return st;
     }
@@ -44,8 +51,9 @@ static clg_status train_epoch(train_run *r, clg_progress *bar)
 
 int train_save(train_run *r, int64_t epoch, int64_t batch, uint64_t loader_seed)
 {
+    if (r->rank > 0) return 0;   /* rank 0 writes for all */
     clg_train_state ts = {.step = r->step, .epoch = epoch, .batch = batch, .loader_seed = loader_seed,
-                          .base_lr = clg_model_get_optim(r->m)->lr};
+                          .base_lr = clg_model_get_optim(r->m)->lr, .world_size = r->world};
     snprintf(ts.lr_schedule, sizeof ts.lr_schedule, "%s", clg_model_get_optim(r->m)->schedule);
     clg_grad_scaler *sc = clg_trainer_scaler(r->trainer);
     if (sc) {
@@ -65,13 +73,25 @@ static int save(train_run *r)
     return train_save(r, (int64_t)pos.epoch, pos.batch, pos.seed);
 }
 
+/* The epoch's training loss and accuracy over every rank's samples. */
+static clg_status all_ranks(train_run *r, double *loss, double *acc)
+{
+    if (r->world == 1) return CLG_OK;
+    double n = (double)clg_meter_samples(r->meter), v[3] = {*loss * n, *acc * n, n};
+    if (n == 0) v[0] = v[1] = 0;
+    clg_status st = clg_dist_sum(r->dist, v, 3);
+    if (!st && v[2] > 0) *loss = v[0] / v[2], *acc = v[1] / v[2];
+    return st;
+}
+
 static int report(train_run *r, int epoch, double rate, double lr, double *test_acc)
 {
     double loss = NAN, acc = NAN, tloss = NAN;
     *test_acc = NAN;
-    if (clg_meter_read(r->meter, &loss, &acc) != CLG_OK ||
+    if (clg_meter_read(r->meter, &loss, &acc) != CLG_OK || all_ranks(r, &loss, &acc) ||
         (r->test && cli_evaluate(r->net, r->m, r->test, &tloss, test_acc, NULL) != CLG_OK))
-        return cli_fail("train", "%s", clg_device_error(r->dev));
+        return cli_fail("train", "%s", r->world > 1 && clg_dist_error(r->dist)[0] ? clg_dist_error(r->dist)
+                                                                                : clg_device_error(r->dev));
     int epochs = clg_model_get_train(r->m)->epochs;
     /* A diverged run is a failure, not a result: stop before its checkpoint and metrics
      * row are written (the last epoch's checkpoint stays as it was). */

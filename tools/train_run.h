@@ -36,6 +36,8 @@ typedef struct train_run {
     int64_t step;               /* optimizer steps so far, over all epochs */
     int64_t max_steps;          /* per epoch; 0: whole epochs */
     const char *out, *metrics;  /* checkpoint and metrics file, or NULL */
+    clg_dist *dist;             /* the ranks under mpirun (dist.h); one rank otherwise */
+    int rank, world;            /* this rank, and how many train together */
 } train_run;
 
 /* Device, network (--init, --freeze), optimizer, --resume, data and loaders or text

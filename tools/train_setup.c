@@ -83,6 +83,10 @@ static int resume(train_run *r, const char *path)
     clg_train_state ts;
     if (clg_checkpoint_load(r->net, r->opt, path, &ts, NULL) != CLG_OK)
         return cli_fail("train", "%s", clg_device_error(r->dev));
+    int64_t was = ts.world_size > 1 ? ts.world_size : 1;
+    if (was != r->world)   /* shards, and so the sums' order, would differ: not the same run */
+        return cli_fail("train", "--resume %s: trained on %lld rank%s, this run has %d; an exact resume needs the same "
+                        "(mpirun -np %lld)", path, (long long)was, was > 1 ? "s" : "", r->world, (long long)was);
     r->step = ts.step;
     r->text.epoch = ts.epoch, r->text.next = ts.batch;   /* text: no loader, windows in order */
     clg_grad_scaler *sc = clg_trainer_scaler(r->trainer);   /* mixed precision's loss scale */
@@ -103,9 +107,11 @@ static int data(train_run *r)
     char err[1024];
     const clg_model_data *d = clg_model_get_data(r->m);
     if (cli_dataset(d->dataset, true, r->m, &r->train_set, err, sizeof err) ||
-        cli_test_dataset(r->m, false, &r->test_set, err, sizeof err))
+        (r->rank == 0 && cli_test_dataset(r->m, false, &r->test_set, err, sizeof err)))   /* rank 0 evaluates */
         return cli_fail("train", "%s", err);
     clg_loader_config tc = clg_model_loader_config(r->m, true), ec = clg_model_loader_config(r->m, false);
+    tc.shard_index = r->rank;   /* this rank's part of every batch */
+    tc.shard_count = r->world;
     if (clg_loader_new(r->dev, r->train_set, &tc, &r->train) ||
         (r->test_set && clg_loader_new(r->dev, r->test_set, &ec, &r->test)))
         return cli_fail("train", "%s", clg_device_error(r->dev));
@@ -136,6 +142,20 @@ static int summary(train_run *r)
     return 0;
 }
 
+/* Every rank starts from rank 0's weights (they agree anyway: same seed, same
+ * generator; the broadcast makes it a fact, whatever the devices). */
+static int same_start(train_run *r)
+{
+    if (r->world == 1) return 0;
+    int n = clg_module_parameters(r->net, NULL, 0, false);
+    clg_tensor **all = malloc(((size_t)n + 1) * sizeof *all);
+    if (!all) return cli_fail("train", "out of host memory");
+    n = clg_module_parameters(r->net, all, n, false);
+    clg_status st = clg_dist_broadcast(r->dist, 1, n, all);
+    free(all);
+    return st ? cli_fail("train", "%s", clg_dist_error(r->dist)) : 0;
+}
+
 static clg_tensor *as_input(void *user, clg_tensor *x) { return cli_as_input(user, x); }
 
 /* The model file's loss; a model of tokens gives logits [B, T, 256] for bytes [B, T],
@@ -154,7 +174,8 @@ static int make_trainer(const train_opts *o, train_run *r)
 {
     clg_trainer_options to = {.graph = o->graph, .clip_grad_norm = clg_model_get_optim(r->m)->clip_grad_norm,
                               .meter = r->meter, .input = as_input, .loss = model_loss, .user = r->m,
-                              .precision = clg_model_get_train(r->m)->precision};
+                              .precision = clg_model_get_train(r->m)->precision,
+                              .dist = r->world > 1 ? r->dist : NULL};
     if (!(r->trainer = clg_trainer_new(r->net, r->opt, &to))) return cli_fail("train", "%s", clg_device_error(r->dev));
     return 0;
 }
@@ -167,11 +188,14 @@ int train_setup(const train_opts *o, train_run *r, clg_model *m)
     if (!(r->net = clg_model_build(m, r->dev))) return cli_fail("train", "%s", clg_device_error(r->dev));
     int rc = o->init ? init_from(r, o->init) : 0;
     if (!rc && o->freeze) rc = freeze(r, o->freeze);
+    if (!rc) rc = same_start(r);
     if (rc || (rc = trainable(r))) return rc;
     if (!(r->opt = clg_model_build_optimizer(m, r->net)) || !(r->meter = clg_meter_new(r->dev)))
         return cli_fail("train", "%s", clg_device_error(r->dev));
     if ((rc = make_trainer(o, r))) return rc;
     r->text_mode = clg_model_get_data(m)->text[0] != '\0';
+    if (r->text_mode && r->world > 1)
+        return cli_fail("train", "text is not split between ranks yet: train a model of tokens on one rank");
     if ((rc = r->text_mode ? train_text_data(r) : data(r)) || (o->resume && (rc = resume(r, o->resume)))) return rc;
     return summary(r);
 }

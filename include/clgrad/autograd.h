@@ -54,6 +54,13 @@ CLG_API clg_status clg_tensor_retain_grad(clg_tensor *t);
  * a status other than CLG_OK stops the pass with it. Hooks run in the order registered. */
 typedef clg_status (*clg_grad_hook)(clg_tensor *t, clg_tensor **grad, void *user);
 CLG_API clg_status clg_tensor_register_hook(clg_tensor *t, clg_grad_hook fn, void *user);
+/* A function run in every clg_backward pass once the pass has accumulated its gradient
+ * into leaf t's .grad (torch's register_post_accumulate_grad_hook): t's gradient is
+ * final for this pass, its update enqueued. Data-parallel training (clgrad/dist.h)
+ * starts reducing gradients from here while the rest of backward runs. Not run by
+ * clg_grad. A status other than CLG_OK stops the pass with it. */
+typedef clg_status (*clg_post_accumulate_hook)(clg_tensor *t, void *user);
+CLG_API clg_status clg_tensor_register_post_accumulate_hook(clg_tensor *t, clg_post_accumulate_hook fn, void *user);
 /* The gradients of outputs (n of them, seeded by grad_outputs, NULL entries or a NULL
  * array meaning ones for one-element outputs) with respect to inputs (m of them, any
  * tensors on the outputs' tape), as torch.autograd.grad: returned in grads (new

@@ -226,7 +226,17 @@ typedef struct clg_loader_config {
                               C: per channel, C = sample shape[0] ([C, H, W] samples) */
     const float *mean, *std;  /* norm_channels values each; copied by clg_loader_new */
     bool one_hot;          /* y as float32 [B, num_classes] instead of int32 [B] */
+    /* Data-parallel training (clgrad/dist.h): shard_count > 1 makes every batch this
+     * shard's part of the global batch of batch_size, clg_shard_range(count, shard_index,
+     * shard_count): the same order and transforms as one loader, each sample in exactly
+     * one shard. A shard of a short last batch may be empty: a batch of 0 samples. */
+    int shard_index, shard_count;
 } clg_loader_config;
+
+/* The part [*first, *first + *n) of count items that shard `index` of `parts` takes:
+ * contiguous, in order, sizes differing by at most one (the first count % parts
+ * shards take one more). */
+CLG_API void clg_shard_range(int64_t count, int index, int parts, int64_t *first, int64_t *n);
 
 /* Batch size B, no shuffling, seed 0, keep the last batch, 1 worker, prefetch 2,
  * scale 1, no other transforms, int32 labels. */

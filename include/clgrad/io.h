@@ -179,6 +179,7 @@ typedef struct clg_train_state {
     char lr_schedule[256];      /* clg_lr_schedule_parse text ("" none) */
     double loss_scale;          /* a loss scaler's clg_grad_scaler_get_scale; 0: none */
     int64_t loss_scale_growth;  /* and its clg_grad_scaler_growth_tracker */
+    int64_t world_size;         /* data-parallel replicas that trained it (dist.h); 0 or 1: one */
     uint64_t rng_seed, rng_offset;   /* (load) the device generator (clg_rng_get_state) */
     char optimizer[32];         /* (load) clg_optimizer_name ("" without an optimizer) */
     int64_t optimizer_steps;    /* (load) clg_optimizer_steps */

@@ -33,6 +33,7 @@ typedef enum clg_status {
     CLG_ERR_IO,               /* a file could not be read or written */
     CLG_ERR_FORMAT,           /* a file's contents are malformed */
     CLG_ERR_CLBLAST,          /* a CLBlast routine failed */
+    CLG_ERR_COMM,             /* communication between ranks failed or timed out (dist.h) */
     CLG_STATUS_COUNT
 } clg_status;
 

@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include "data.h"
+#include "dist.h"
 #include "graph.h"
 #include "nn.h"
 #include "optim.h"
@@ -88,6 +89,10 @@ typedef struct clg_trainer_options {
      * PyTorch's defaults): a step whose gradients overflow is skipped. Loss scaling
      * decides on the host, so it does not combine with graph. CLG_F32 (0): off. */
     clg_dtype precision;
+    /* Data-parallel training (clgrad/dist.h): the gradients are averaged over every
+     * replica before the step (this rank's replicas: clg_trainer_step_replicas). The
+     * batch is this replica's shard of the global batch. Not with graph. */
+    clg_dist *dist;
 } clg_trainer_options;
 /* model and opt (and the meter) must outlive the trainer. */
 CLG_API clg_trainer *clg_trainer_new(clg_module *model, clg_optimizer *opt, const clg_trainer_options *options);
@@ -95,6 +100,14 @@ CLG_API void clg_trainer_free(clg_trainer *t);
 /* One step on batch x with targets y; *loss (may be NULL) receives the mean loss, a
  * one-element tensor in the current scope. Enqueues; waits for nothing. */
 CLG_API clg_status clg_trainer_step(clg_trainer *t, clg_tensor *x, clg_tensor *y, clg_tensor **loss);
+/* One data-parallel step of the n local replicas (trainers made with the same
+ * options.dist, one per device, over models of the same parameters): replica r's
+ * forward and backward on its shard x[r], y[r] (NULL or 0 samples: none, its gradients
+ * count as zeros), the gradients averaged over every replica of every rank, then each
+ * replica's step. loss (may be NULL) receives n mean losses, NULL for empty shards.
+ * Waits for the reduction. clg_trainer_step on one such trainer is this with n = 1. */
+CLG_API clg_status clg_trainer_step_replicas(int n, clg_trainer *const *t, clg_tensor *const *x, clg_tensor *const *y,
+                                             clg_tensor **loss);
 /* Steps that were replays, and the graph (NULL before the capture, or when eager). */
 CLG_API int64_t clg_trainer_replays(const clg_trainer *t);
 CLG_API clg_graph *clg_trainer_graph(const clg_trainer *t);

@@ -125,6 +125,18 @@ static clg_status run_hooks(clg_tensor *t)
     return CLG_OK;
 }
 
+/* Leaf t's hooks after its .grad took this pass's gradient. */
+static clg_status run_post_hooks(clg_tensor *t)
+{
+    for (clg_post_hook *h = t->post_hooks; h; h = h->next) {
+        clg_status st = h->fn(t, h->user);
+        if (st != CLG_OK)
+            return clg__fail(t->dev, st, "clg_backward: a post-accumulate hook of %s failed (%s)", CLG_DESC(t),
+                             clg_status_str(st));
+    }
+    return CLG_OK;
+}
+
 static clg_status propagate(clg_tensor *t, const capture *cap)
 {
     if (!t->bgrad) return CLG_OK;
@@ -135,6 +147,7 @@ static clg_status propagate(clg_tensor *t, const capture *cap)
         if (cap->inputs[i] == t && (st = clg_copy_(cap->grads[i], g)) != CLG_OK) return st;
     bool keep = !cap && (t->node ? t->retain_grad : t->requires_grad);
     if (keep && (st = accumulate_leaf(t, g)) != CLG_OK) return st;
+    if (keep && !t->node && (st = run_post_hooks(t)) != CLG_OK) return st;
     if (!t->node) return CLG_OK;
     clg_node *node = t->node;
     clg_tensor *small[CLG_NODE_INLINE] = {0};
@@ -309,6 +322,43 @@ clg_status clg_tensor_register_hook(clg_tensor *t, clg_grad_hook fn, void *user)
     *h = (clg_hook){fn, user, NULL};
     *end = h;
     return CLG_OK;
+}
+
+clg_status clg_tensor_register_post_accumulate_hook(clg_tensor *t, clg_post_accumulate_hook fn, void *user)
+{
+    if (!t || !fn) return CLG_ERR_INVALID_ARGUMENT;
+    if (!t->requires_grad || t->node)
+        return clg__fail(t->dev, CLG_ERR_INVALID_ARGUMENT, "clg_tensor_register_post_accumulate_hook: %s is not a leaf "
+                         "that requires a gradient", CLG_DESC(t));
+    clg_post_hook *h = malloc(sizeof *h), **end = &t->post_hooks;
+    if (!h) return clg__fail(t->dev, CLG_ERR_OUT_OF_MEMORY, "clg_tensor_register_post_accumulate_hook: out of host memory");
+    while (*end) end = &(*end)->next;
+    *h = (clg_post_hook){fn, user, NULL};
+    *end = h;
+    return CLG_OK;
+}
+
+void clg__remove_post_hook(clg_tensor *t, clg_post_accumulate_hook fn, void *user)
+{
+    for (clg_post_hook **h = &t->post_hooks; *h; h = &(*h)->next)
+        if ((*h)->fn == fn && (*h)->user == user) {
+            clg_post_hook *gone = *h;
+            *h = gone->next;
+            free(gone);
+            return;
+        }
+}
+
+clg_tensor *clg__grad_target(clg_tensor *t)
+{
+    if (!t->grad) {
+        clg_tensor *grad = clg__tensor_new(t->dev, t->dtype, t->ndim, t->shape);
+        if (!grad) return NULL;
+        clg__tensor_unscope(grad);
+        t->grad = grad;
+    }
+    t->grad_zero = false;
+    return t->grad;
 }
 
 clg_tensor *clg_detach(clg_tensor *t)

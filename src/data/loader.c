@@ -13,6 +13,14 @@ clg_loader_config clg_loader_defaults(int64_t batch_size)
     return (clg_loader_config){.batch_size = batch_size, .workers = 1, .prefetch = 2, .scale = 1.0f};
 }
 
+void clg_shard_range(int64_t count, int index, int parts, int64_t *first, int64_t *n)
+{
+    if (parts < 1) parts = 1;
+    int64_t base = count / parts, extra = count % parts;
+    *n = base + (index < extra);
+    *first = index * base + (index < extra ? index : extra);
+}
+
 /* ---- workers ---------------------------------------------------------------------------- */
 
 /* Batch g into slot s's staging memory (s->err on failure). Runs without the lock: the
@@ -22,6 +30,11 @@ static clg_status fill(const clg_loader *l, clg__slot *s, int64_t g, uint64_t se
     uint64_t epoch = (uint64_t)(g / l->nbatches);
     int64_t start = g % l->nbatches * l->cfg.batch_size;
     int64_t count = l->n - start < l->cfg.batch_size ? l->n - start : l->cfg.batch_size;
+    if (l->cfg.shard_count > 1) {   /* this shard's part of the global batch */
+        int64_t first;
+        clg_shard_range(count, l->cfg.shard_index, l->cfg.shard_count, &first, &count);
+        start += first;
+    }
     s->count = count;
     if (l->cfg.one_hot) memset(s->hy, 0, (size_t)count * (size_t)l->classes * sizeof(float));
     for (int64_t k = 0; k < count; k++) {
@@ -90,6 +103,8 @@ static clg_status check_config(clg_device *dev, const clg_dataset *ds, const clg
     const char *why = NULL;
     if (c->batch_size < 1 || c->batch_size > ((int64_t)1 << 31) / (numel > 0 ? numel : 1)) why = "batch_size out of range";
     else if (c->workers < 1 || c->workers > 256) why = "workers must be 1 to 256";
+    else if (c->shard_count < 0 || (c->shard_count > 1 && (c->shard_index < 0 || c->shard_index >= c->shard_count)))
+        why = "shard_index must be in [0, shard_count)";
     else if (c->prefetch < 1 || c->prefetch > 1024) why = "prefetch must be 1 to 1024";
     else if (!(c->scale > 0 || c->scale < 0) || !isfinite(c->scale)) why = "scale must be finite and non-zero";
     else if (c->crop_padding < 0 || (c->crop_padding > 0 && ndim < 2)) why = "crop_padding needs samples of 2 axes or more";

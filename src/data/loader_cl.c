@@ -36,6 +36,15 @@ clg_status clg__slot_create(clg_loader *l, clg__slot *s)
     return map_staging(l, s, CL_TRUE);
 }
 
+/* A copy, or for an empty shard's batch (clg_loader_config.shard_count) a marker in its
+ * place: a copy of 0 bytes is an error, and the events must still be there. */
+static cl_int copy_or_mark(cl_command_queue q, cl_mem src, cl_mem dst, size_t bytes, cl_uint nwait,
+                           const cl_event *wait, cl_event *ev)
+{
+    if (bytes == 0) return clEnqueueMarkerWithWaitList(q, nwait, wait, ev);
+    return clEnqueueCopyBuffer(q, src, dst, 0, 0, bytes, nwait, wait, ev);
+}
+
 clg_status clg__slot_upload(clg_loader *l, clg__slot *s)
 {
     size_t xb = (size_t)s->count * (size_t)l->numel * sizeof(float);
@@ -48,9 +57,9 @@ clg_status clg__slot_upload(clg_loader *l, clg__slot *s)
     s->hy = NULL;
     /* The slot's device buffers may still be read by the last hand-out's copies. */
     cl_uint nwait = s->out_ev ? 1 : 0;
-    CLG_CL_TRY(l->dev, clEnqueueCopyBuffer(l->upq, s->stage_x, s->dev_x, 0, 0, xb, nwait, nwait ? &s->out_ev : NULL, NULL),
+    CLG_CL_TRY(l->dev, copy_or_mark(l->upq, s->stage_x, s->dev_x, xb, nwait, nwait ? &s->out_ev : NULL, NULL),
                "clEnqueueCopyBuffer", "loader upload");
-    CLG_CL_TRY(l->dev, clEnqueueCopyBuffer(l->upq, s->stage_y, s->dev_y, 0, 0, yb, 0, NULL, &s->up_ev),
+    CLG_CL_TRY(l->dev, copy_or_mark(l->upq, s->stage_y, s->dev_y, yb, 0, NULL, &s->up_ev),
                "clEnqueueCopyBuffer", "loader upload");
     if (s->out_ev) clReleaseEvent(s->out_ev);
     s->out_ev = NULL;
@@ -78,10 +87,10 @@ clg_status clg__slot_hand_out(clg_loader *l, clg__slot *s, clg_tensor **x, clg_t
     }
     size_t xb = (size_t)tx->numel * sizeof(float), yb = (size_t)ty->numel * 4;
     cl_event ev;
-    cl_int e = clEnqueueCopyBuffer(dev->queue, s->dev_x, tx->buf->mem, 0, 0, xb, 1, &s->up_ev, &ev);
+    cl_int e = copy_or_mark(dev->queue, s->dev_x, tx->buf->mem, xb, 1, &s->up_ev, &ev);
     if (e == CL_SUCCESS) {
         clReleaseEvent(ev);
-        e = clEnqueueCopyBuffer(dev->queue, s->dev_y, ty->buf->mem, 0, 0, yb, 0, NULL, &s->out_ev);
+        e = copy_or_mark(dev->queue, s->dev_y, ty->buf->mem, yb, 0, NULL, &s->out_ev);
     }
     /* The upload queue will wait on out_ev (clg__slot_upload). OpenCL only promises that a
      * wait on another queue's event ends once that queue has been flushed: POCL submits

@@ -83,6 +83,11 @@ clg_status clg__write(clg_device *dev, clg_buffer *dst, size_t offset, const voi
 clg_status clg__read(clg_device *dev, const clg_buffer *src, size_t offset, void *dst, size_t bytes);
 clg_status clg__copy(clg_device *dev, const clg_buffer *src, size_t src_off, clg_buffer *dst,
                      size_t dst_off, size_t bytes);
+/* Enqueue only; the host memory stays in use until *done completes (release it). */
+clg_status clg__write_async(clg_device *dev, clg_buffer *dst, size_t off, const void *src, size_t bytes,
+                            cl_event *done);
+clg_status clg__read_async(clg_device *dev, const clg_buffer *src, size_t off, void *dst, size_t bytes,
+                           cl_event *done);
 
 /* ---- programs and kernels (program.c, binary_cache.c) ------------------------------- */
 

@@ -16,6 +16,7 @@ const char *clg_status_str(clg_status status)
         [CLG_ERR_IO] = "CLG_ERR_IO",
         [CLG_ERR_FORMAT] = "CLG_ERR_FORMAT",
         [CLG_ERR_CLBLAST] = "CLG_ERR_CLBLAST",
+        [CLG_ERR_COMM] = "CLG_ERR_COMM",
     };
     if ((int)status < 0 || status >= CLG_STATUS_COUNT) return "CLG_ERR_UNKNOWN";
     return names[status];

@@ -45,6 +45,41 @@ clg_status clg__read(clg_device *dev, const clg_buffer *src, size_t off, void *d
     return clg__kernel_error_check(dev);
 }
 
+/* The asynchronous pair, for gradients that data-parallel training (src/dist/) moves
+ * while the device still works: the host memory must stay untouched until *done (an
+ * event the caller releases) completes. Not under a graph capture, which could not
+ * replay a copy into host memory that belongs to no tensor. */
+static clg_status async_check(clg_device *dev, const clg_buffer *b, size_t off, size_t bytes, const char *call)
+{
+    if (dev->cap)
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "%s: asynchronous transfers are not captured by graphs", call);
+    return check_range(dev, b, off, bytes, call);
+}
+
+clg_status clg__write_async(clg_device *dev, clg_buffer *dst, size_t off, const void *src, size_t bytes,
+                            cl_event *done)
+{
+    clg_status st = async_check(dev, dst, off, bytes, "clg_write_async");
+    if (st) return st;
+    CLG_CL_TRY(dev, clEnqueueWriteBuffer(dev->queue, dst->mem, CL_FALSE, off, bytes, src, 0, NULL, done),
+               "clEnqueueWriteBuffer", "host to device, asynchronous");
+    dev->transfers.h2d_bytes += bytes;
+    dev->transfers.h2d_count++;
+    return CLG_OK;
+}
+
+clg_status clg__read_async(clg_device *dev, const clg_buffer *src, size_t off, void *dst, size_t bytes,
+                           cl_event *done)
+{
+    clg_status st = async_check(dev, src, off, bytes, "clg_read_async");
+    if (st) return st;
+    CLG_CL_TRY(dev, clEnqueueReadBuffer(dev->queue, src->mem, CL_FALSE, off, bytes, dst, 0, NULL, done),
+               "clEnqueueReadBuffer", "device to host, asynchronous");
+    dev->transfers.d2h_bytes += bytes;
+    dev->transfers.d2h_count++;
+    return CLG_OK;
+}
+
 clg_status clg__copy(clg_device *dev, const clg_buffer *src, size_t src_off, clg_buffer *dst,
                      size_t dst_off, size_t bytes)
 {

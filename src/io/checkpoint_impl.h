@@ -18,6 +18,7 @@ typedef struct clg__meta_text {
     char version[CLG_META_NUM], step[CLG_META_NUM], epoch[CLG_META_NUM], batch[CLG_META_NUM];
     char loader_seed[CLG_META_NUM], base_lr[CLG_META_NUM], rng_seed[CLG_META_NUM], rng_offset[CLG_META_NUM];
     char optimizer_steps[CLG_META_NUM], lr[CLG_META_NUM], loss_scale[CLG_META_NUM], loss_scale_growth[CLG_META_NUM];
+    char world_size[CLG_META_NUM];
 } clg__meta_text;
 
 /* The metadata pairs of a checkpoint (at most CLG_TRAIN_META_MAX, pointing into t and s);

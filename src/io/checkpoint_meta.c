@@ -35,6 +35,8 @@ int clg__train_meta(const clg_train_state *s, const char *optimizer, int64_t opt
         out[n++] = (clg_safetensors_pair){"train.loss_scale", fmt_f64(t->loss_scale, s->loss_scale)};
         out[n++] = (clg_safetensors_pair){"train.loss_scale_growth", fmt_i64(t->loss_scale_growth, s->loss_scale_growth)};
     }
+    if (s->world_size > 1)   /* data-parallel; absent before, and for one replica */
+        out[n++] = (clg_safetensors_pair){"train.world_size", fmt_i64(t->world_size, s->world_size)};
     if (model_desc) out[n++] = (clg_safetensors_pair){"model", model_desc};
     return n;
 }
@@ -122,6 +124,7 @@ clg_status clg__train_state_read(const clg_safetensors *st, clg_train_state *s, 
     if (ok && clg_safetensors_meta(st, "train.loss_scale"))
         ok = get_f64(st, "train.loss_scale", &s->loss_scale, e) &&
              get_i64(st, "train.loss_scale_growth", &s->loss_scale_growth, e);
+    if (ok && clg_safetensors_meta(st, "train.world_size")) ok = get_i64(st, "train.world_size", &s->world_size, e);
     if (!ok) return CLG_ERR_FORMAT;
     const struct { const char *key; int64_t v; } counters[] = {
         {"train.step", s->step}, {"train.epoch", s->epoch}, {"train.batch", s->batch},

@@ -210,6 +210,7 @@ void clg__tensor_release(clg_tensor *t)
     clg_node *node = t->node;
     clg_tensor *grad = t->grad;
     for (clg_hook *h = t->hooks, *next; h; h = next) next = h->next, free(h);
+    for (clg_post_hook *h = t->post_hooks, *next; h; h = next) next = h->next, free(h);
     clg__buffer_release(t->buf);
     s->live--;
     free(t);

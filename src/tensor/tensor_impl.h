@@ -32,6 +32,7 @@ struct clg_tensor {
     bool grad_zero;                /* grad's values count as zeros (zero_grad is lazy: the next
                                       accumulation writes instead of adding; clg__grad fills) */
     struct clg_hook *hooks;        /* run on its gradient in every backward pass; owned */
+    struct clg_post_hook *post_hooks; /* a leaf's, run after its .grad was accumulated; owned */
     /* backward pass scratch */
     clg_tensor *bgrad;             /* gradient flowing into this tensor during clg_backward */
     uint64_t visit;
@@ -40,6 +41,11 @@ struct clg_tensor {
 /* t's gradient as its values are (NULL when it has none): zeros written now if a
  * zero_grad left them pending. Every reader of ->grad outside the engine goes here. */
 clg_tensor *clg__grad(clg_tensor *t);
+/* t's gradient tensor, made if missing, for a caller about to write every value of it
+ * (its values are not zeros any more). NULL on failure. */
+clg_tensor *clg__grad_target(clg_tensor *t);
+/* Removes a post-accumulate hook (the first with this fn and user); none is fine. */
+void clg__remove_post_hook(clg_tensor *t, clg_post_accumulate_hook fn, void *user);
 
 /* A gradient hook (clg_tensor_register_hook), in a list. */
 typedef struct clg_hook {
@@ -47,6 +53,13 @@ typedef struct clg_hook {
     void *user;
     struct clg_hook *next;
 } clg_hook;
+
+/* A hook run after a leaf's .grad was accumulated (clg_tensor_register_post_accumulate_hook). */
+typedef struct clg_post_hook {
+    clg_post_accumulate_hook fn;
+    void *user;
+    struct clg_post_hook *next;
+} clg_post_hook;
 
 #define CLG_MAX_SCOPES 64
 

@@ -11,13 +11,20 @@
  * Mixed precision (options.precision) puts the forward pass and the loss under
  * autocast and, for float16, scales the loss: the step is then PyTorch's
  *   with autocast(): loss = f(model(x)); scaler.scale(loss).backward();
- *   scaler.unscale_(opt) (when clipping); scaler.step(opt); scaler.update() */
+ *   scaler.unscale_(opt) (when clipping); scaler.step(opt); scaler.update()
+ *
+ * Data-parallel (options.dist, clgrad/dist.h): the replicas' forward and backward
+ * passes, then one reduction of their gradients (begun before backward, so that its
+ * buckets go while backward runs), then each replica's step: the same step on every
+ * replica, as the reduced gradients are the same everywhere (the loss scaler's check
+ * for inf included). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "clgrad/graph.h"
 #include "clgrad/optim.h"
 #include "clgrad/train.h"
+#include "dist_impl.h"
 #include "tensor_impl.h"
 
 typedef struct clg_layout { clg_dtype dtype; int ndim; int64_t shape[CLG_MAX_DIMS], offset; } clg_layout;
@@ -65,6 +72,7 @@ clg_trainer *clg_trainer_new(clg_module *model, clg_optimizer *opt, const clg_tr
                       : p == CLG_F16 && t->o.graph ? "float16's loss scaling decides each step on the host: no graph"
                                                    : NULL;
     if (!why && p == CLG_F16 && !(t->scaler = clg_grad_scaler_new(dev, NULL))) why = "no loss scaler";
+    if (!why && t->o.dist && t->o.graph) why = "data-parallel gradients are reduced on the host: no graph";
     if (why) {
         clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg_trainer_new: precision %s: %s", clg_dtype_name(p), why);
         clg_trainer_free(t);
@@ -76,6 +84,7 @@ clg_trainer *clg_trainer_new(clg_module *model, clg_optimizer *opt, const clg_tr
 void clg_trainer_free(clg_trainer *t)
 {
     if (!t) return;
+    clg_dist_detach(t->o.dist);   /* its reducer's hooks are on the parameters, which may go next */
     clg_graph_free(t->graph);
     clg_grad_scaler_free(t->scaler);
     free(t->params);
@@ -95,13 +104,19 @@ static clg_tensor *forward_loss(clg_trainer *t, clg_tensor *x, clg_tensor *y, cl
     return loss;
 }
 
-/* Backward, clipping and the optimizer's step; with a loss scaler, on the scaled loss,
- * unscaled before clipping, and skipped when a gradient is not finite. */
-static clg_status backward_step(clg_trainer *t, clg_tensor *loss)
+/* Backward, of the scaled loss with a loss scaler. */
+static clg_status backward(clg_trainer *t, clg_tensor *loss)
+{
+    clg_tensor *scaled = t->scaler ? clg_grad_scaler_scale(t->scaler, loss) : loss;
+    if (!scaled || clg_backward(scaled, NULL)) return clg_device_last_status(t->dev);
+    return CLG_OK;
+}
+
+/* Clipping and the optimizer's step; with a loss scaler, unscaled before clipping, and
+ * skipped when a gradient is not finite. */
+static clg_status step(clg_trainer *t)
 {
     clg_grad_scaler *s = t->scaler;
-    clg_tensor *scaled = s ? clg_grad_scaler_scale(s, loss) : loss;
-    if (!scaled || clg_backward(scaled, NULL)) return clg_device_last_status(t->dev);
     if (t->o.clip_grad_norm > 0) {
         if (s && clg_grad_scaler_unscale(s, t->opt)) return clg_device_last_status(t->dev);
         if (clg_clip_grad_norm(t->nparams, t->params, t->o.clip_grad_norm, NULL)) return clg_device_last_status(t->dev);
@@ -117,7 +132,7 @@ static clg_tensor *eager_step(clg_trainer *t, clg_tensor *x, clg_tensor *y)
     clg_optimizer_zero_grad(t->opt);
     clg_tensor *out, *labels;
     clg_tensor *loss = forward_loss(t, x, y, &out, &labels);
-    if (!loss || backward_step(t, loss)) return NULL;
+    if (!loss || backward(t, loss) || step(t)) return NULL;
     if (t->o.meter && clg_meter_add(t->o.meter, loss, out, labels)) return NULL;
     return loss;
 }
@@ -169,6 +184,7 @@ clg_status clg_trainer_step(clg_trainer *t, clg_tensor *x, clg_tensor *y, clg_te
     if (loss) *loss = NULL;
     if (!t || !x || !y) return t ? clg__fail(t->dev, CLG_ERR_INVALID_ARGUMENT, "clg_trainer_step: a NULL batch")
                                  : CLG_ERR_INVALID_ARGUMENT;
+    if (t->o.dist) return clg_trainer_step_replicas(1, &t, &x, &y, loss);
     clg_tensor *l;
     if (t->graph && clg_graph_stale(t->graph)) {
         /* a state the step read was replaced (a recurrent layer's, after evaluation
@@ -196,3 +212,68 @@ int64_t clg_trainer_replays(const clg_trainer *t) { return t ? t->replays : 0; }
 clg_graph *clg_trainer_graph(const clg_trainer *t) { return t ? t->graph : NULL; }
 
 clg_grad_scaler *clg_trainer_scaler(const clg_trainer *t) { return t ? t->scaler : NULL; }
+
+/* ---- data-parallel steps ------------------------------------------------------------------ */
+
+/* Why these trainers cannot step together, or NULL; their trainable parameters into
+ * params[r * np + i]. */
+static const char *group_problem(int n, clg_trainer *const *t, clg_tensor **params, int cap)
+{
+    for (int r = 0; r < n; r++) {
+        if (!t[r]) return "a NULL trainer";
+        if (!t[r]->o.dist || t[r]->o.dist != t[0]->o.dist) return "trainers without the same options.dist";
+        if (t[r]->nparams != t[0]->nparams) return "replicas with different numbers of trainable parameters";
+        if ((r + 1) * t[r]->nparams > cap) return "out of host memory";
+        memcpy(params + r * t[r]->nparams, t[r]->params, (size_t)t[r]->nparams * sizeof *params);
+    }
+    return NULL;
+}
+
+/* Replica r's forward and backward (none for an empty shard: its gradients count as zeros). */
+static clg_tensor *replica_backward(clg_trainer *t, clg_tensor *x, clg_tensor *y, bool *failed)
+{
+    clg_optimizer_zero_grad(t->opt);
+    *failed = false;
+    if (!x || clg_tensor_dim(x, 0) == 0) return NULL;
+    clg_tensor *out, *labels;
+    clg_tensor *loss = forward_loss(t, x, y, &out, &labels);
+    if (!loss || backward(t, loss) || (t->o.meter && clg_meter_add(t->o.meter, loss, out, labels))) *failed = true;
+    return *failed ? NULL : loss;
+}
+
+static clg_status dist_failure(clg_trainer *t, clg_dist *d)
+{
+    return clg__fail(t->dev, CLG_ERR_COMM, "%s", clg_dist_error(d));
+}
+
+clg_status clg_trainer_step_replicas(int n, clg_trainer *const *t, clg_tensor *const *x, clg_tensor *const *y,
+                                     clg_tensor **loss)
+{
+    if (n < 1 || !t || !t[0] || !x || !y) return t && n >= 1 && t[0] ? clg__fail(t[0]->dev, CLG_ERR_INVALID_ARGUMENT,
+                                                   "clg_trainer_step_replicas: no batches") : CLG_ERR_INVALID_ARGUMENT;
+    int cap = n * t[0]->nparams;
+    clg_tensor **params = malloc((size_t)(cap ? cap : 1) * sizeof *params);
+    int64_t *counts = calloc((size_t)n, sizeof *counts);
+    const char *why = params && counts ? group_problem(n, t, params, cap) : "out of host memory";
+    clg_dist *d = why ? NULL : t[0]->o.dist;
+    clg__reducer *red = d ? clg__dist_reducer(d, n, t[0]->nparams, params) : NULL;
+    free(params);
+    if (why || !red) {
+        free(counts);
+        return why ? clg__fail(t[0]->dev, CLG_ERR_INVALID_ARGUMENT, "clg_trainer_step_replicas: %s", why)
+                   : dist_failure(t[0], d);
+    }
+    for (int r = 0; r < n; r++) counts[r] = x[r] ? clg_tensor_dim(x[r], 0) : 0;
+    clg_status st = clg__reducer_begin(red, counts) ? dist_failure(t[0], d) : CLG_OK;
+    free(counts);
+    for (int r = 0; r < n && !st; r++) {
+        bool failed;
+        clg_tensor *l = replica_backward(t[r], x[r], y[r], &failed);
+        if (failed) st = clg_device_last_status(t[r]->dev);
+        if (loss) loss[r] = l;
+    }
+    /* Finished even after a failed backward: the other ranks wait for this one's buckets. */
+    if (clg__dist_finish(d, red) && !st) st = dist_failure(t[0], d);
+    for (int r = 0; r < n && !st; r++) st = step(t[r]);
+    return st;
+}

@@ -1,0 +1,120 @@
+/* clgrad/dist.h: data-parallel training across MPI ranks (processes, machines) and
+ * across the devices of one process: every replica of the model takes its shard of
+ * each global batch, and their gradients are averaged before every optimizer step, so
+ * that all replicas take the same steps as one process on the whole batch would.
+ *
+ *   clg_dist *d;
+ *   char err[256];
+ *   if (clg_dist_init(&argc, &argv, NULL, &d, err, sizeof err)) { puts(err); return 1; }
+ *   int rank = clg_dist_rank(d), ranks = clg_dist_size(d);   // 0 and 1 without mpirun
+ *   ... open the device, build the model, its optimizer over params[0..n) ...
+ *   clg_dist_broadcast(d, 1, n, params);        // rank 0's initial weights on every rank
+ *   cfg.batch_size = 128;                        // the global batch
+ *   cfg.shard_index = rank, cfg.shard_count = ranks;   // clg_loader_config: my part of it
+ *   for (each batch x, y of my shard) {
+ *       clg_optimizer_zero_grad(opt);
+ *       clg_backward(clg_cross_entropy(clg_module_forward(net, x), y, CLG_REDUCE_MEAN), NULL);
+ *       int64_t mine = clg_tensor_dim(x, 0);
+ *       clg_dist_allreduce_grads(d, 1, n, params, &mine);   // the global batch's mean gradient
+ *       clg_optimizer_step(opt);
+ *   }
+ *   clg_dist_free(d);                            // MPI_Finalize (before freeing the model)
+ *
+ * Run it with `mpirun -np 4 ./prog`. Or let a trainer do it: clg_trainer_options.dist
+ * (train.h), which also starts reducing gradients while backward still runs.
+ *
+ * Several devices in one process are local replicas: one model, optimizer and loader
+ * shard per device (shard index rank * replicas + r of ranks * replicas), and every
+ * call takes their tensors replica after replica (params[r * n + i]); gradients meet in
+ * host memory. Ranks and local replicas combine.
+ *
+ * How: each parameter's gradient is read into a flat host arena as soon as backward has
+ * accumulated it (clg_tensor_register_post_accumulate_hook), and a communication
+ * thread reduces the arena in buckets of a few MiB, in a fixed order on every rank,
+ * with MPI_Allreduce, while backward goes on; the step then writes the averages back.
+ * Each replica's gradient is weighted by its share of the global batch, so that short
+ * and empty shards (a short last batch) give the same mean as one process.
+ *
+ * Failure: a reduction that has not finished after the timeout is an error ("a rank
+ * died or hangs"); a rank that exits makes mpirun end the others. After a failure the
+ * ranks cannot agree on anything any more: report it and call clg_dist_abort.
+ * Batch-norm statistics stay local to each replica (as PyTorch's DDP by default).
+ */
+#ifndef CLGRAD_DIST_H
+#define CLGRAD_DIST_H
+
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct clg_dist clg_dist;
+
+typedef struct clg_dist_options {
+    double bucket_mb;   /* gradients are reduced in buckets of about this many MiB; 0: 4 */
+    double timeout;     /* seconds a step's reduction may wait for the other ranks before it
+                           is an error; 0: $CLG_DIST_TIMEOUT, else 600 */
+} clg_dist_options;
+
+/* Whether this libclgrad was built with MPI (CMake found it), and whether this process
+ * was started by an MPI launcher (mpirun's environment). */
+CLG_API bool clg_dist_mpi_built(void);
+CLG_API bool clg_dist_launched(void);
+
+/* Under an MPI launcher: MPI_Init (unless the program did it) and this process's rank
+ * among them. Otherwise a group of one process, which needs no MPI. A launcher
+ * without MPI built in is an error: the ranks would train alone, each on all the data.
+ * argc and argv may be NULL. err (may be NULL) receives the reason of a failure. */
+CLG_API clg_status clg_dist_init(int *argc, char ***argv, const clg_dist_options *options, clg_dist **out,
+                                 char *err, size_t errlen);
+/* MPI_Finalize when clg_dist_init started MPI, after a clean run. NULL is fine. */
+CLG_API void clg_dist_free(clg_dist *d);
+/* Ends every rank at once (MPI_Abort, code); for after a failure. Without MPI it
+ * returns, and the caller ends this process as it would. */
+CLG_API void clg_dist_abort(clg_dist *d, int code);
+
+CLG_API int clg_dist_rank(const clg_dist *d);
+CLG_API int clg_dist_size(const clg_dist *d);
+/* The last failure's message ("" when none). */
+CLG_API const char *clg_dist_error(const clg_dist *d);
+
+/* Rank 0's first replica's values of the n tensors in every replica on every rank
+ * (tensors[r * n + i], nreplicas local replicas). Waits. */
+CLG_API clg_status clg_dist_broadcast(clg_dist *d, int nreplicas, int n, clg_tensor *const *tensors);
+/* values[0..n) summed over the ranks, in place (counts, loss sums). Waits. */
+CLG_API clg_status clg_dist_sum(clg_dist *d, double *values, int n);
+
+/* Replace the gradient of each of the n parameters of every local replica
+ * (params[r * n + i]) by the mean over the global batch: sum over replicas everywhere
+ * of counts[r] / (sum of all counts) times its gradient, where counts[r] is the
+ * samples replica r's gradient is the mean loss of (0: it contributes nothing; a
+ * parameter without a gradient counts as zeros and gets one). The parameters must be
+ * float32 (or all float64), the same n in the same order on every replica and rank.
+ * After the first call, backward passes start reading these gradients as they are
+ * accumulated, so later calls wait less. Enqueues the writes; waits for the
+ * reduction. */
+CLG_API clg_status clg_dist_allreduce_grads(clg_dist *d, int nreplicas, int n, clg_tensor *const *params,
+                                            const int64_t *counts);
+
+/* Forget the parameters of the last clg_dist_allreduce_grads (their hooks removed):
+ * for before they are freed, when the dist lives on. clg_dist_free does it too, so
+ * the parameters of the last call must outlive the dist or this call. */
+CLG_API void clg_dist_detach(clg_dist *d);
+
+/* What the reductions cost so far, for benchmarks. */
+typedef struct clg_dist_stats {
+    int64_t steps;              /* reductions */
+    int64_t bytes;              /* gradient bytes one step reduces (per rank) */
+    int buckets;                /* per step */
+    double reduce_seconds;      /* the communication thread's MPI_Allreduce time */
+    double sum_seconds;         /* its time summing local replicas into the arena */
+    double wait_seconds;        /* the step's time blocked waiting for the reduction:
+                                   what backward did not hide */
+} clg_dist_stats;
+CLG_API clg_dist_stats clg_dist_get_stats(const clg_dist *d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
