@@ -4,7 +4,7 @@
 # (llvmpipe), then every kernel under Oclgrind (the `oclgrind` label). A missing device
 # fails the run, never skips it. `--sanitize` builds a second tree with AddressSanitizer
 # and UndefinedBehaviorSanitizer for the host code and runs the suite there too, and a
-# third with ThreadSanitizer for the data loader's threads.
+# third with ThreadSanitizer for the data loader's threads and the gradient reducer's.
 set -eu
 cd "$(dirname "$0")/.."
 sh scripts/install-deps.sh --test
@@ -28,9 +28,9 @@ if [ "${1:-}" = "--sanitize" ]; then
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   BUILD_DIR=build-asan BUILD_TYPE=Debug sh scripts/build.sh -DCLGRAD_WERROR=ON \
     "-DCLGRAD_SANITIZE=address;undefined" -DCLGRAD_BUILD_EXAMPLES=OFF -DCLGRAD_BUILD_BENCH=OFF
-  (cd build-asan && ctest --output-on-failure -j2 -LE 'install|oclgrind')
+  (cd build-asan && ctest --output-on-failure -j2 -LE 'install|oclgrind|two_impls')
   export TSAN_OPTIONS=halt_on_error=1
   BUILD_DIR=build-tsan BUILD_TYPE=Debug sh scripts/build.sh -DCLGRAD_WERROR=ON -DCLGRAD_SANITIZE=thread \
     -DCLGRAD_BUILD_EXAMPLES=OFF -DCLGRAD_BUILD_BENCH=OFF -DCLGRAD_BUILD_TOOLS=OFF
-  (cd build-tsan && ctest --output-on-failure -R '^test_data_(loader|fashion)$' -LE oclgrind)
+  (cd build-tsan && ctest --output-on-failure -R '^test_(data_(loader|fashion)|dist)$' -LE oclgrind)
 fi
