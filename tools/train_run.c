@@ -143,6 +143,11 @@ int train_epochs(train_run *r)
         if (rc) return rc;
     }
     if (!isnan(test_acc)) printf("test accuracy: %.2f%% after %d epochs\n", 100 * test_acc, epochs);
+    clg_dist_stats ds = clg_dist_get_stats(r->dist);
+    if (r->world > 1 && ds.steps > 0)   /* what the ranks' gradient exchange cost */
+        printf("data-parallel: %.2f MB of gradients per step and rank in %d bucket%s; all-reduce %.2f ms per step, "
+               "%.2f ms of it not hidden behind backward\n", (double)ds.bytes / 1e6, ds.buckets, ds.buckets > 1 ? "s" : "",
+               1e3 * ds.reduce_seconds / (double)ds.steps, 1e3 * ds.exposed_seconds / (double)ds.steps);
     if (r->out) printf("checkpoint: %s\n", r->out);
     return 0;
 }

@@ -52,7 +52,8 @@ extern "C" {
 typedef struct clg_dist clg_dist;
 
 typedef struct clg_dist_options {
-    double bucket_mb;   /* gradients are reduced in buckets of about this many MiB; 0: 4 */
+    double bucket_mb;   /* gradients are reduced in buckets of about this many MiB; 0:
+                           $CLG_DIST_BUCKET_MB, else 4 */
     double timeout;     /* seconds a step's reduction may wait for the other ranks before it
                            is an error; 0: $CLG_DIST_TIMEOUT, else 600 */
 } clg_dist_options;
@@ -109,7 +110,9 @@ typedef struct clg_dist_stats {
     int buckets;                /* per step */
     double reduce_seconds;      /* the communication thread's MPI_Allreduce time */
     double sum_seconds;         /* its time summing local replicas into the arena */
-    double wait_seconds;        /* the step's time blocked waiting for the reduction:
+    double wait_seconds;        /* the step's time blocked waiting for the reduction (and
+                                   so for the device to finish backward) */
+    double exposed_seconds;     /* reduction after the last gradient reached the host:
                                    what backward did not hide */
 } clg_dist_stats;
 CLG_API clg_dist_stats clg_dist_get_stats(const clg_dist *d);

@@ -17,11 +17,12 @@ clg_status clg__dist_fail(clg_dist *d, clg_status status, const char *fmt, ...)
     return status;
 }
 
-static double env_timeout(void)
+/* A positive number from the environment, else fallback. */
+static double env_number(const char *name, double fallback)
 {
-    const char *s = getenv("CLG_DIST_TIMEOUT");
-    double t = s ? strtod(s, NULL) : 0;
-    return t > 0 ? t : 600;
+    const char *s = getenv(name);
+    double v = s ? strtod(s, NULL) : 0;
+    return v > 0 ? v : fallback;
 }
 
 clg_status clg_dist_init(int *argc, char ***argv, const clg_dist_options *options, clg_dist **out, char *err,
@@ -35,8 +36,8 @@ clg_status clg_dist_init(int *argc, char ***argv, const clg_dist_options *option
         return CLG_ERR_OUT_OF_MEMORY;
     }
     if (options) d->o = *options;
-    if (!(d->o.bucket_mb > 0)) d->o.bucket_mb = 4;
-    if (!(d->o.timeout > 0)) d->o.timeout = env_timeout();
+    if (!(d->o.bucket_mb > 0)) d->o.bucket_mb = env_number("CLG_DIST_BUCKET_MB", 4);
+    if (!(d->o.timeout > 0)) d->o.timeout = env_number("CLG_DIST_TIMEOUT", 600);
     char why[400] = "";
     clg_status st = clg__comm_init(&d->comm, argc, argv, why, sizeof why);
     if (st) {
@@ -130,6 +131,7 @@ void clg_dist_detach(clg_dist *d)
     d->done.reduce_seconds += s.reduce_seconds;
     d->done.sum_seconds += s.sum_seconds;
     d->done.wait_seconds += s.wait_seconds;
+    d->done.exposed_seconds += s.exposed_seconds;
     d->done.bytes = s.bytes;
     d->done.buckets = s.buckets;
     clg__reducer_free(d->reducer);
@@ -180,5 +182,6 @@ clg_dist_stats clg_dist_get_stats(const clg_dist *d)
     s.reduce_seconds += d->done.reduce_seconds;
     s.sum_seconds += d->done.sum_seconds;
     s.wait_seconds += d->done.wait_seconds;
+    s.exposed_seconds += d->done.exposed_seconds;
     return s;
 }

@@ -113,6 +113,8 @@ static clg_status shares(clg__reducer *r, double *share, char *err, size_t errle
     return st;
 }
 
+/* Bucket k: its gradients' arrival, the replicas' sum, the all-reduce. The last
+ * bucket's time after its gradients arrived is what backward did not hide. */
 static clg_status reduce_bucket(clg__reducer *r, bucket *k, const double *share, char *err, size_t errlen)
 {
     clg_status st = wait_events(k->read_ev, r->nrep, "gradient read", err, errlen);
@@ -122,9 +124,11 @@ static clg_status reduce_bucket(clg__reducer *r, bucket *k, const double *share,
     sum_replicas(r, k, share);
     double t1 = now();
     st = clg__comm_allreduce(&r->d->comm, r->arena + (size_t)k->off * r->esize, k->len, r->f64, err, errlen);
+    double t2 = now();
     pthread_mutex_lock(&r->mu);
     r->stats.sum_seconds += t1 - t0;
-    r->stats.reduce_seconds += now() - t1;
+    r->stats.reduce_seconds += t2 - t1;
+    if (k == &r->b[r->nb - 1]) r->stats.exposed_seconds += t2 - t0;
     pthread_mutex_unlock(&r->mu);
     return st;
 }
