@@ -53,7 +53,7 @@ typedef struct clg_dist clg_dist;
 
 typedef struct clg_dist_options {
     double bucket_mb;   /* gradients are reduced in buckets of about this many MiB; 0:
-                           $CLG_DIST_BUCKET_MB, else 4 */
+                           $CLG_DIST_BUCKET_MB, else 1 */
     double timeout;     /* seconds a step's reduction may wait for the other ranks before it
                            is an error; 0: $CLG_DIST_TIMEOUT, else 600 */
 } clg_dist_options;

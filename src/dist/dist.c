@@ -36,7 +36,7 @@ clg_status clg_dist_init(int *argc, char ***argv, const clg_dist_options *option
         return CLG_ERR_OUT_OF_MEMORY;
     }
     if (options) d->o = *options;
-    if (!(d->o.bucket_mb > 0)) d->o.bucket_mb = env_number("CLG_DIST_BUCKET_MB", 4);
+    if (!(d->o.bucket_mb > 0)) d->o.bucket_mb = env_number("CLG_DIST_BUCKET_MB", 1);
     if (!(d->o.timeout > 0)) d->o.timeout = env_number("CLG_DIST_TIMEOUT", 600);
     char why[400] = "";
     clg_status st = clg__comm_init(&d->comm, argc, argv, why, sizeof why);

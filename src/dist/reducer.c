@@ -25,6 +25,8 @@
 
 #include "dist_impl.h"
 
+#define CLG_DIST_MAX_LOCAL 64
+
 typedef struct bucket {
     int first, last;         /* parameters [first, last) */
     int64_t off, len;        /* elements of the arena */
@@ -90,16 +92,46 @@ static clg_status wait_events(cl_event *ev, int n, const char *what, char *err, 
     return CLG_OK;
 }
 
-/* The arena's part of bucket k: sum over replicas of share[rep] * stage[rep]. */
+/* The arena's part of bucket k: sum over replicas of share[rep] * stage[rep], in double,
+ * rounded once. Loops by type and replica count, so that the compiler vectorises them:
+ * this runs on the critical path after the last gradient arrives. */
+static void sum_f32(float *restrict out, float *const *in, int nrep, const double *share, int64_t n)
+{
+    if (nrep == 1) {
+        const float *a = in[0];
+        double s0 = share[0];
+        for (int64_t j = 0; j < n; j++) out[j] = (float)(s0 * a[j]);
+        return;
+    }
+    if (nrep == 2) {
+        const float *a = in[0], *b = in[1];
+        double s0 = share[0], s1 = share[1];
+        for (int64_t j = 0; j < n; j++) out[j] = (float)(s0 * a[j] + s1 * b[j]);
+        return;
+    }
+    for (int64_t j = 0; j < n; j++) {
+        double acc = 0;
+        for (int rep = 0; rep < nrep; rep++) acc += share[rep] * in[rep][j];
+        out[j] = (float)acc;
+    }
+}
+
+static void sum_f64(double *restrict out, double *const *in, int nrep, const double *share, int64_t n)
+{
+    for (int64_t j = 0; j < n; j++) {
+        double acc = 0;
+        for (int rep = 0; rep < nrep; rep++) acc += share[rep] * in[rep][j];
+        out[j] = acc;
+    }
+}
+
 static void sum_replicas(clg__reducer *r, const bucket *k, const double *share)
 {
-    for (int64_t j = k->off; j < k->off + k->len; j++) {
-        double acc = 0;
-        for (int rep = 0; rep < r->nrep; rep++)
-            acc += share[rep] * (r->f64 ? ((double *)r->stage[rep])[j] : ((float *)r->stage[rep])[j]);
-        if (r->f64) ((double *)r->arena)[j] = acc;
-        else ((float *)r->arena)[j] = (float)acc;
-    }
+    void *in[CLG_DIST_MAX_LOCAL];
+    for (int rep = 0; rep < r->nrep; rep++) in[rep] = r->stage[rep] + (size_t)k->off * r->esize;
+    void *out = r->arena + (size_t)k->off * r->esize;
+    if (r->f64) sum_f64(out, (double *const *)in, r->nrep, share, k->len);
+    else sum_f32(out, (float *const *)in, r->nrep, share, k->len);
 }
 
 /* Every replica's share of the global batch: counts over their sum on every rank. */
@@ -322,6 +354,7 @@ bool clg__reducer_matches(const clg__reducer *r, int nrep, int n, clg_tensor *co
 static const char *check_params(int nrep, int n, clg_tensor *const *params, bool *f64)
 {
     if (nrep < 1 || n < 1 || !params) return "no replicas or no parameters";
+    if (nrep > CLG_DIST_MAX_LOCAL) return "more than 64 local replicas";
     for (int k = 0; k < nrep * n; k++) {
         const clg_tensor *p = params[k], *p0 = params[k % n];
         if (!p) return "a NULL parameter";
