@@ -32,24 +32,16 @@ close() {
 }
 export CLG_DIST_TIMEOUT=300
 
-# The reference CNN's first steps are unstable: its 40-step weights move by 0.26 of
-# their norm when lr changes from 0.05 to 0.0501, so rounding differences grow there
-# to about 1e-3 (max-pool and ReLU choices flip). Its 40-step weights are compared
-# at 1e-2, and its 5-step weights at float32 rounding.
+# The CNN at batch 32: at 128 its first steps are chaotic (lr 0.0501 instead of 0.05 moves
+# its 40-step weights by 0.26 of their norm), and rounding differences grow to 1e-3.
 for m in fashion_mlp fashion_cnn; do
-    ok one_$m train "$ROOT/examples/models/$m.json" --epochs 1 --steps 40 --out "$T/one_$m.ckpt"
-    ranks two_$m 2 train "$ROOT/examples/models/$m.json" --epochs 1 --steps 40 --out "$T/two_$m.ckpt" \
+    b=128
+    [ $m = fashion_cnn ] && b=32
+    ok one_$m train "$ROOT/examples/models/$m.json" --epochs 1 --steps 40 --batch $b --out "$T/one_$m.ckpt"
+    ranks two_$m 2 train "$ROOT/examples/models/$m.json" --epochs 1 --steps 40 --batch $b --out "$T/two_$m.ckpt" \
         --metrics "$T/two_$m.csv"
     has two_$m "data-parallel: 2 ranks"
-    if [ $m = fashion_mlp ]; then
-        close "$T/one_$m.ckpt" "$T/two_$m.ckpt" "$m, 2 ranks against 1"
-    else
-        "$PY" "$HERE/st_compare.py" "$T/one_$m.ckpt" "$T/two_$m.ckpt" close '[0-9]+[.].*' 1e-2 >"$T/cmp.out" 2>&1 ||
-            fail "$m, 2 ranks against 1 after 40 steps: $(cat "$T/cmp.out")"
-        ok one_5 train "$ROOT/examples/models/$m.json" --epochs 1 --steps 5 --out "$T/one_5.ckpt"
-        ranks two_5 2 train "$ROOT/examples/models/$m.json" --epochs 1 --steps 5 --out "$T/two_5.ckpt"
-        close "$T/one_5.ckpt" "$T/two_5.ckpt" "$m, 2 ranks against 1 after 5 steps"
-    fi
+    close "$T/one_$m.ckpt" "$T/two_$m.ckpt" "$m, 2 ranks against 1"
     # the same epoch summary: the loss and accuracy over both ranks' samples
     l1=$(grep -o 'train loss [0-9.]* acc [0-9.]*' "$T/one_$m.out" | cut -c1-15)
     l2=$(grep -o 'train loss [0-9.]* acc [0-9.]*' "$T/two_$m.out" | cut -c1-15)
