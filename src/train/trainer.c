@@ -251,6 +251,11 @@ clg_status clg_trainer_step_replicas(int n, clg_trainer *const *t, clg_tensor *c
 {
     if (n < 1 || !t || !t[0] || !x || !y) return t && n >= 1 && t[0] ? clg__fail(t[0]->dev, CLG_ERR_INVALID_ARGUMENT,
                                                    "clg_trainer_step_replicas: no batches") : CLG_ERR_INVALID_ARGUMENT;
+    if (n == 1 && t[0]->o.dist && clg_dist_size(t[0]->o.dist) == 1 && x[0] && y[0] && clg_tensor_dim(x[0], 0) > 0) {
+        clg_tensor *l = eager_step(t[0], x[0], y[0]);   /* one replica in all: its gradients are the mean */
+        if (loss) loss[0] = l;
+        return l ? CLG_OK : clg_device_last_status(t[0]->dev);
+    }
     int cap = n * t[0]->nparams;
     clg_tensor **params = malloc((size_t)(cap ? cap : 1) * sizeof *params);
     int64_t *counts = calloc((size_t)n, sizeof *counts);
