@@ -28,7 +28,11 @@ if [ "${1:-}" = "--sanitize" ]; then
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   BUILD_DIR=build-asan BUILD_TYPE=Debug sh scripts/build.sh -DCLGRAD_WERROR=ON \
     "-DCLGRAD_SANITIZE=address;undefined" -DCLGRAD_BUILD_EXAMPLES=OFF -DCLGRAD_BUILD_BENCH=OFF
-  (cd build-asan && ctest --output-on-failure -j2 -LE 'install|oclgrind|two_impls')
+  (cd build-asan && ctest --output-on-failure -j2 -LE 'install|oclgrind|two_impls|mpi')
+  # The MPI runs without the leak check: Open MPI leaves allocations in components it
+  # dlcloses at MPI_Finalize, frames no suppression can name. Memory errors are still
+  # fatal; the reducer's own allocations are leak-checked by test_dist above.
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 ctest --output-on-failure -L mpi)
   export TSAN_OPTIONS=halt_on_error=1
   BUILD_DIR=build-tsan BUILD_TYPE=Debug sh scripts/build.sh -DCLGRAD_WERROR=ON -DCLGRAD_SANITIZE=thread \
     -DCLGRAD_BUILD_EXAMPLES=OFF -DCLGRAD_BUILD_BENCH=OFF -DCLGRAD_BUILD_TOOLS=OFF
