@@ -41,6 +41,9 @@ static void print_state(const clg_train_state *ts)
            (unsigned long long)ts->rng_offset);
     if (ts->loss_scale > 0)
         printf("loss scale: %g, %lld clean steps since it changed\n", ts->loss_scale, (long long)ts->loss_scale_growth);
+    if (ts->world_size > 1)
+        printf("data-parallel: trained on %lld ranks (resume with mpirun -np %lld)\n", (long long)ts->world_size,
+               (long long)ts->world_size);
 }
 
 static void print_tensors(const clg_safetensors *st)

@@ -65,6 +65,8 @@ close "$T/one_u.ckpt" "$T/two_u.ckpt" "uneven batches"
 ranks half 2 train "$T/u.json" --data "$T/data" --epochs 1 --out "$T/half.ckpt"
 ranks rest 2 train "$T/u.json" --data "$T/data" --resume "$T/half.ckpt" --out "$T/rest.ckpt"
 has rest "resumed from"
+ok info_half info "$T/half.ckpt"
+has info_half "data-parallel: trained on 2 ranks"
 "$PY" "$HERE/st_compare.py" "$T/two_u.ckpt" "$T/rest.ckpt" same >/dev/null || fail "a 2-rank resume is not the 2-rank run"
 rc=0
 "$CLGRAD" train "$T/u.json" --data "$T/data" --resume "$T/half.ckpt" >"$T/n1.out" 2>"$T/n1.err" || rc=$?
