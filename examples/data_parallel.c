@@ -87,7 +87,10 @@ static clg_status train_epoch(replica *rs, int n, clg_dist *dist, int64_t max_st
         bool over = !st && !x[0];   /* every shard's epoch ends together */
         if (!st && !over) st = clg_trainer_step_replicas(n, t, x, y, NULL);
         for (int i = n - 1; i >= 0; i--) clg_scope_end(rs[i].dev);
-        if (st) return say(clg_dist_error(dist)[0] ? clg_dist_error(dist) : clg_device_error(rs[0].dev)), st;
+        if (st) {
+            say(clg_dist_error(dist)[0] ? clg_dist_error(dist) : clg_device_error(rs[0].dev));
+            return st;
+        }
         if (over) return CLG_OK;
     }
     for (int i = 0; i < n; i++) {   /* --steps: on to the next epoch */

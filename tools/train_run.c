@@ -51,7 +51,6 @@ static clg_status train_epoch(train_run *r, clg_progress *bar)
 
 int train_save(train_run *r, int64_t epoch, int64_t batch, uint64_t loader_seed)
 {
-    if (r->rank > 0) return 0;   /* rank 0 writes for all */
     clg_train_state ts = {.step = r->step, .epoch = epoch, .batch = batch, .loader_seed = loader_seed,
                           .base_lr = clg_model_get_optim(r->m)->lr, .world_size = r->world};
     snprintf(ts.lr_schedule, sizeof ts.lr_schedule, "%s", clg_model_get_optim(r->m)->schedule);

@@ -66,18 +66,10 @@ oom:
  * zero_grad (grad_zero) the sum is g itself: one write instead of a fill and an add. */
 static clg_status accumulate_leaf(clg_tensor *t, clg_tensor *g)
 {
-    if (!t->grad) {
-        clg_tensor *grad = clg__tensor_new(t->dev, t->dtype, t->ndim, t->shape);
-        if (!grad) return t->dev->status;
-        clg__tensor_unscope(grad);   /* keeps its one reference, now t's */
-        t->grad = grad;
-        return clg_copy_(grad, g);
-    }
-    if (t->grad_zero) {
-        t->grad_zero = false;
-        return clg_copy_(t->grad, g);
-    }
-    return clg_axpy_(t->grad, 1.0, g);
+    bool fresh = !t->grad || t->grad_zero;
+    clg_tensor *grad = clg__grad_target(t);
+    if (!grad) return t->dev->status;
+    return fresh ? clg_copy_(grad, g) : clg_axpy_(grad, 1.0, g);
 }
 
 /* in.bgrad += gi, after summing gi back to in's shape. */

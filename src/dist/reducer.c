@@ -31,7 +31,6 @@ typedef struct bucket {
     int first, last;         /* parameters [first, last) */
     int64_t off, len;        /* elements of the arena */
     int pending;             /* reads still to come this step, all replicas */
-    bool done;               /* reduced this step */
     cl_event *read_ev;       /* [nrep]: this step's last read, NULL when none */
     cl_event *write_ev;      /* [nrep]: the last step's last write back */
 } bucket;
@@ -187,7 +186,6 @@ static void *comm_thread(void *arg)
             pthread_cond_broadcast(&r->cv);
             break;
         }
-        r->b[k].done = true;
         r->next++;
         pthread_cond_broadcast(&r->cv);
     }
@@ -336,7 +334,6 @@ clg_status clg__reducer_finish(clg__reducer *r, double timeout)
     memset(r->seen, 0, (size_t)r->nrep * (size_t)r->n * sizeof *r->seen);
     for (int k = 0; k < r->nb; k++) {
         r->b[k].pending = r->nrep * (r->b[k].last - r->b[k].first);
-        r->b[k].done = false;
     }
     if (!st) r->stats.steps++;
     else r->failed = st;

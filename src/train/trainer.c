@@ -72,9 +72,14 @@ clg_trainer *clg_trainer_new(clg_module *model, clg_optimizer *opt, const clg_tr
                       : p == CLG_F16 && t->o.graph ? "float16's loss scaling decides each step on the host: no graph"
                                                    : NULL;
     if (!why && p == CLG_F16 && !(t->scaler = clg_grad_scaler_new(dev, NULL))) why = "no loss scaler";
-    if (!why && t->o.dist && t->o.graph) why = "data-parallel gradients are reduced on the host: no graph";
     if (why) {
         clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg_trainer_new: precision %s: %s", clg_dtype_name(p), why);
+        clg_trainer_free(t);
+        return NULL;
+    }
+    if (t->o.dist && t->o.graph) {
+        clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg_trainer_new: dist and graph: data-parallel gradients are reduced "
+                  "on the host between backward and the step, which a graph cannot replay: no graph");
         clg_trainer_free(t);
         return NULL;
     }
