@@ -1,5 +1,12 @@
 /* Gradient checks for batch_norm (training and evaluation), layer_norm, dropout and the
- * losses l1, smooth_l1, nll, cross_entropy_smooth and bce_with_logits. */
+ * losses l1, smooth_l1, nll, cross_entropy_smooth and bce_with_logits; and for
+ * dist_all_reduce and synchronised batch norm in a group of one process (their
+ * 2-rank runs: tests/mpi/dist_sync.c). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "clgrad/dist.h"
+#include "nn_impl.h"
 #include "optest.h"
 
 #define IN(...) ((optest_input[]){__VA_ARGS__})
@@ -135,9 +142,112 @@ static void class_loss_checks(clg_device *dev)
                      IN({SH(5, 4), -2, 2}, {SH(5), .constant = true, .values = labels, .dtype = CLG_I32}));
 }
 
+/* ---- data-parallel ops in a group of one process (clgrad/dist.h) ---------------------------- */
+
+static clg_dist *group1;   /* clg_dist_init without a launcher */
+
+static clg_tensor *f_all_reduce(clg_tensor **x, void *c)
+{
+    return clg_mul(clg_dist_all_reduce(group1, x[0], ((const gctx *)c)->param), x[1]);
+}
+
+/* Synchronised batch norm's group: the dist's all-reduce, and counts summed over one. */
+static clg_tensor *g_sum(void *ctx, clg_tensor *t, double share) { return clg_dist_all_reduce(ctx, t, share); }
+static clg_status g_count(void *ctx, double *v, int n, char *err, size_t errlen)
+{
+    (void)ctx, (void)v, (void)n, (void)err, (void)errlen;
+    return CLG_OK;
+}
+
+/* A BatchNorm module (1d for 2 or 3 axes, else 2d) of C channels with weight and bias
+ * from values, synchronised or not. */
+static clg_module *bn_module(clg_device *dev, int ndim, int64_t c, bool sync, const double *wb)
+{
+    clg_module *m = ndim == 4 ? clg_nn_batch_norm2d(dev, c, 1e-5, 0.1) : clg_nn_batch_norm1d(dev, c, 1e-5, 0.1);
+    if (!m) return NULL;
+    float w[8], b[8];
+    for (int i = 0; i < c; i++) w[i] = (float)wb[i], b[i] = (float)wb[8 + i];
+    clg_no_grad_begin(dev);
+    CHECK_OK(dev, clg_copy_(clg_module_param(m, "weight"), clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(c), w)));
+    CHECK_OK(dev, clg_copy_(clg_module_param(m, "bias"), clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(c), b)));
+    clg_no_grad_end(dev);
+    const clg__nn_group g = {g_sum, g_count, group1};
+    CHECK(!sync || clg__nn_batch_norm_sync(m, &g));
+    clg_module_train(m, true);
+    return m;
+}
+
+static clg_tensor *f_sync_bn(clg_tensor **x, void *c) { return clg_module_forward(c, x[0]); }
+
+/* The synchronised layer's composite forward against the batch_norm kernel's, both
+ * ways, and its gradient against central differences (x; weight and bias go the way
+ * of x's gradient through the same ops, and match the kernel's). */
+static void sync_bn_case(clg_device *dev, int ndim, const int64_t *shape)
+{
+    double wb[16];
+    optest_fill(wb, 16, 0.5, 1.5, 7);
+    clg_module *m[2] = {bn_module(dev, ndim, shape[1], false, wb), bn_module(dev, ndim, shape[1], true, wb)};
+    int64_t n = 1;
+    for (int a = 0; a < ndim; a++) n *= shape[a];
+    double *xv = malloc((size_t)n * sizeof *xv), *gv = malloc((size_t)n * sizeof *gv);
+    optest_fill(xv, n, -2, 3, 11);
+    optest_fill(gv, n, -1, 1, 12);
+    double *got[2][6] = {{NULL}};
+    for (int k = 0; k < 2 && m[k] && xv && gv; k++) {
+        clg_scope_begin(dev);
+        clg_tensor *x = optest_tensor(dev, CLG_F32, ndim, shape, xv, OPTEST_PERMUTED);
+        clg_tensor_set_requires_grad(x, true);
+        clg_tensor *y = clg_module_forward(m[k], x);
+        CHECK_OK(dev, clg_backward(clg_sum(clg_mul(y, optest_tensor(dev, CLG_F32, ndim, shape, gv, 0)), 0, NULL,
+                                           false), NULL));
+        clg_tensor *t[6] = {y, clg_tensor_grad(x), clg_tensor_grad(clg_module_param(m[k], "weight")),
+                            clg_tensor_grad(clg_module_param(m[k], "bias")), clg_module_buffer(m[k], "running_mean"),
+                            clg_module_buffer(m[k], "running_var")};
+        for (int i = 0; i < 6; i++) got[k][i] = t[i] ? optest_read(t[i]) : NULL;
+        clg_scope_end(dev);
+    }
+    static const char *what[6] = {"y", "x's gradient", "weight's gradient", "bias's gradient", "running_mean",
+                                  "running_var"};
+    int64_t len[6] = {n, n, shape[1], shape[1], shape[1], shape[1]};
+    for (int i = 0; i < 6; i++) {
+        CHECK_MSG(got[0][i] && got[1][i], "synchronised batch norm %d-D: no %s", ndim, what[i]);
+        for (int64_t j = 0; got[0][i] && got[1][i] && j < len[i]; j++)
+            CHECK_MSG(fabs(got[0][i][j] - got[1][i][j]) <= 2e-5 + 2e-4 * fabs(got[0][i][j]),
+                      "synchronised batch norm %d-D: %s[%lld] %g, the kernel's %g", ndim, what[i], (long long)j,
+                      got[1][i][j], got[0][i][j]);
+        free(got[0][i]);
+        free(got[1][i]);
+    }
+    optest_gradcheck(dev, "synchronised batch norm", f_sync_bn, m[1], 1, (optest_input[]){{ndim, shape}});
+    free(xv);
+    free(gv);
+    clg_module_free(m[0]);
+    clg_module_free(m[1]);
+}
+
+static void dist_checks(clg_device *dev)
+{
+    char err[256];
+    CHECK_MSG(clg_dist_init(NULL, NULL, NULL, &group1, err, sizeof err) == CLG_OK, "clg_dist_init: %s", err);
+    if (!group1) return;
+    gctx one = {CLG_REDUCE_NONE, 1}, part = {CLG_REDUCE_NONE, 0.25};
+    optest_gradcheck(dev, "dist_all_reduce share 1", f_all_reduce, &one, 2, IN({SH(3, 4)}, {SH(3, 4)}));
+    optest_gradcheck(dev, "dist_all_reduce share 0.25", f_all_reduce, &part, 2, IN({SH(5)}, {SH(5)}));
+    sync_bn_case(dev, SH(6, 3));
+    sync_bn_case(dev, SH(3, 2, 4));
+    sync_bn_case(dev, SH(2, 3, 3, 2));
+    /* refused: 16-bit x, no dist, a share outside [0, 1] */
+    clg_tensor *h = clg_zeros(dev, CLG_F16, SH(2));
+    CHECK(clg_dist_all_reduce(group1, h, 1) == NULL);
+    CHECK(clg_dist_all_reduce(NULL, clg_zeros(dev, CLG_F32, SH(2)), 1) == NULL);
+    CHECK(clg_dist_all_reduce(group1, clg_zeros(dev, CLG_F32, SH(2)), 1.5) == NULL);
+    clg_dist_free(group1);
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
+    dist_checks(dev);
     batch_norm_checks(dev);
     layer_norm_checks(dev);
     dropout_checks(dev);

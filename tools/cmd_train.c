@@ -14,7 +14,7 @@ static void usage(void)
     printf("usage: clgrad train MODEL.json [--data fashion-mnist|DIR|FILE.csv|text:FILE|text:DIR]\n"
            "         [--test-data DIR|FILE.csv] [--epochs N] [--batch N] [--lr X] [--seed N] [--workers N]\n"
            "         [--steps N] [--device SPEC] [--out CKPT] [--resume CKPT] [--init CKPT] [--freeze LAYERS]\n"
-           "         [--metrics FILE.csv] [--graph] [--precision float32|mixed|mixed-bf16]\n"
+           "         [--metrics FILE.csv] [--graph] [--precision float32|mixed|mixed-bf16] [--sync-bn]\n"
            "Trains the network a model file describes (see include/clgrad/model.h, examples/models/),\n"
            "evaluating on the test split after every epoch. Options override the file's settings.\n"
            "  --data       fashion-mnist, a directory of IDX files (train-*/t10k-*), or a CSV file;\n"
@@ -35,7 +35,10 @@ static void usage(void)
            "               optimizer state; mixed-bf16: bfloat16 products; float32 (the default)\n"
            "Data-parallel: `mpirun -np N clgrad train MODEL.json ...` trains on N ranks, each on its\n"
            "part of every batch (--batch stays the whole batch), gradients averaged before each step;\n"
-           "rank 0 prints, evaluates and writes --out and --metrics; --resume needs the same N.\n");
+           "rank 0 prints, evaluates and writes --out and --metrics; --resume needs the same N.\n"
+           "  --sync-bn    batch norm with the statistics of the whole batch over all ranks (as\n"
+           "               PyTorch's SyncBatchNorm), not of each rank's part: N ranks then train what\n"
+           "               one process would; each batch-norm layer waits for the ranks in its passes\n");
 }
 
 static int parse(int argc, char **argv, train_opts *o)
@@ -45,7 +48,7 @@ static int parse(int argc, char **argv, train_opts *o)
         {"resume", 1, 0, 'r'}, {"init", 1, 0, 'i'}, {"freeze", 1, 0, 'f'}, {"metrics", 1, 0, 'm'},
         {"epochs", 1, 0, 'e'}, {"batch", 1, 0, 'b'}, {"lr", 1, 0, 'l'}, {"seed", 1, 0, 's'},
         {"workers", 1, 0, 'w'}, {"steps", 1, 0, 'n'}, {"graph", 0, 0, 'g'}, {"precision", 1, 0, 'p'},
-        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"sync-bn", 0, 0, 'S'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     const char **slot[128] = {['D'] = &o->data, ['T'] = &o->test, ['d'] = &o->device, ['o'] = &o->out,
                               ['r'] = &o->resume, ['i'] = &o->init, ['f'] = &o->freeze, ['m'] = &o->metrics,
                               ['e'] = &o->epochs, ['b'] = &o->batch, ['l'] = &o->lr, ['s'] = &o->seed,
@@ -53,8 +56,8 @@ static int parse(int argc, char **argv, train_opts *o)
     opterr = 0;
     for (int c; (c = getopt_long(argc, argv, ":h", longs, NULL)) != -1;) {
         if (c == 'h') return usage(), 0;
-        if (c == 'g') {
-            o->graph = true;
+        if (c == 'g' || c == 'S') {
+            *(c == 'g' ? &o->graph : &o->sync_bn) = true;
             continue;
         }
         if (c <= 0 || c >= 128 || !slot[c]) return cli_bad_option("train", c, argv);

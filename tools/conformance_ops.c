@@ -221,6 +221,17 @@ DEV1(d_rdiv_s, clg_rdiv_scalar(s0, a)) HOST1(h_rdiv_s, s0 / x)
 DEV1(d_pow_s, clg_pow_scalar(a, s0)) HOST1(h_pow_s, pow(x, s0))
 DEV1(d_dropout_eval, clg_dropout(a, s0, false)) HOST1(h_same, x)
 
+/* The ranks this process is one of (clgrad/dist.h): a group of one, unless started by
+ * mpirun, where every rank runs the same cases and the sum is ranks * x. Made once and
+ * kept: the tapes of the cases refer to it. */
+static clg_dist *ranks(void)
+{
+    static clg_dist *d;
+    if (!d && clg_dist_init(NULL, NULL, NULL, &d, NULL, 0) != CLG_OK) d = NULL;
+    return d;
+}
+DEV1(d_all_reduce, clg_dist_all_reduce(ranks(), a, 1)) HOST1(h_ranks, x * clg_dist_size(ranks()))
+
 static const unary_entry U_NEG = {d_neg, h_neg, 0, 0, -2, 2, false};
 static const unary_entry U_EXP = {d_exp, h_exp, 0, 0, -2, 2, false};
 static const unary_entry U_LOG = {d_log, h_log, 0, 0, 0.2, 3, false};
@@ -256,6 +267,7 @@ static const unary_entry U_RDIV_S = {d_rdiv_s, h_rdiv_s, 1.5, 0, 0.3, 2, true};
 static const unary_entry U_POW_S = {d_pow_s, h_pow_s, 2.5, 0, 0.2, 2, false};
 static const unary_entry U_POW_S3 = {d_pow_s, h_pow_s, 3, 0, 0.2, 2, true};
 static const unary_entry U_DROPOUT_EVAL = {d_dropout_eval, h_same, 0.5, 0, -2, 2, false};
+static const unary_entry U_ALL_REDUCE = {d_all_reduce, h_ranks, 0, 0, -2, 2, false};
 
 static void unary_setup(cf_prob *p)
 {
@@ -822,6 +834,7 @@ const cf_case cf_ops_cases[] = {
     UNARY("ceil (of x + 2)", U_CEIL),
     UNARY("round (of x + 2.5)", U_ROUND),
     UNARY("dropout (eval: identity)", U_DROPOUT_EVAL),
+    UNARY("dist_all_reduce (sum over the ranks)", U_ALL_REDUCE),
     REDUCE("sum (all)", R_SUM_ALL),
     REDUCE("sum (axis 1, keepdim)", R_SUM_1K),
     REDUCE("mean (axes 0, 2)", R_MEAN_02),

@@ -9,6 +9,7 @@ typedef struct train_opts {
     const char *model, *data, *test, *device, *out, *resume, *init, *freeze, *metrics;
     const char *epochs, *batch, *lr, *seed, *workers, *steps, *precision;
     bool graph;                 /* --graph: capture the step once, replay it */
+    bool sync_bn;               /* --sync-bn: batch-norm statistics over all ranks */
 } train_opts;
 
 /* Text for a model of tokens: no loader, but windows of the bytes (train_text.c). */

@@ -189,6 +189,8 @@ int train_setup(const train_opts *o, train_run *r, clg_model *m)
     int rc = o->init ? init_from(r, o->init) : 0;
     if (!rc && o->freeze) rc = freeze(r, o->freeze);
     if (!rc) rc = same_start(r);
+    if (!rc && o->sync_bn && clg_dist_sync_batch_norm(r->dist, r->net, NULL))
+        rc = cli_fail("train", "--sync-bn: %s", clg_dist_error(r->dist));
     if (rc || (rc = trainable(r))) return rc;
     if (!(r->opt = clg_model_build_optimizer(m, r->net)) || !(r->meter = clg_meter_new(r->dev)))
         return cli_fail("train", "%s", clg_device_error(r->dev));

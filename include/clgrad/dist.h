@@ -38,11 +38,18 @@
  * Failure: a reduction that has not finished after the timeout is an error ("a rank
  * died or hangs"); a rank that exits makes mpirun end the others. After a failure the
  * ranks cannot agree on anything any more: report it and call clg_dist_abort.
- * Batch-norm statistics stay local to each replica (as PyTorch's DDP by default).
+ *
+ * Batch norm: its statistics stay local to each replica (as PyTorch's DDP by default),
+ * or, after clg_dist_sync_batch_norm(d, net, NULL), are those of the global batch over
+ * every rank (PyTorch's SyncBatchNorm): N ranks then train the weights one process
+ * would. Each synchronised layer's training forward waits for the other ranks three
+ * times (the count, the C sums, the C squared deviations) and its backward twice, so
+ * every rank must run every training pass, an empty shard too (the trainer does).
  */
 #ifndef CLGRAD_DIST_H
 #define CLGRAD_DIST_H
 
+#include "nn.h"
 #include "tensor.h"
 
 #ifdef __cplusplus
@@ -102,6 +109,32 @@ CLG_API clg_status clg_dist_allreduce_grads(clg_dist *d, int nreplicas, int n, c
  * for before they are freed, when the dist lives on. clg_dist_free does it too, so
  * the parameters of the last call must outlive the dist or this call. */
 CLG_API void clg_dist_detach(clg_dist *d);
+
+/* ---- collectives inside forward and backward -------------------------------------------- */
+
+/* x summed over the ranks, as a differentiable op (every rank calls it, in the same
+ * order, with the same shape, and so again in backward). float32 or float64. share:
+ * this rank's weight in the loss backward differentiates (0 to 1), as
+ * clg_dist_allreduce_grads weighs the ranks (its count over the global count; 1 where
+ * the loss is a plain sum over ranks). The gradient is then (sum over the ranks of
+ * share * g) / share: scaled by that rank's weight in clg_dist_allreduce_grads, every
+ * rank's loss reaches every rank's parameters with its own weight, and the reduced
+ * gradients are those of one process (a share of 0: gradients that count for nothing).
+ * Waits for x and for every rank (at most the timeout: a dead or hung rank is an
+ * error). Without ranks, x itself. Local replicas are not summed (one process's
+ * replicas run one after the other). Under ranks it needs MPI_THREAD_MULTIPLE (it
+ * runs beside the gradients' reduction, on a communicator of its own). d must outlive
+ * the tapes that used it. NULL on failure (clg_device_error). */
+CLG_API clg_tensor *clg_dist_all_reduce(clg_dist *d, clg_tensor *x, double share);
+
+/* Every BatchNorm1d and BatchNorm2d in model (its children too) normalises, while
+ * training, with the mean and variance of the global batch over all ranks (two-pass,
+ * as one process would), and moves its running averages with them, the same on every
+ * rank. Evaluation is unchanged. *converted (may be NULL): how many layers; 0 in a
+ * group of one, whose layers stay as they are (their statistics are the global
+ * batch's already). One replica per rank (the trainer refuses local replicas with it).
+ * d must outlive the model's training passes. */
+CLG_API clg_status clg_dist_sync_batch_norm(clg_dist *d, clg_module *model, int *converted);
 
 /* What the reductions cost so far, for benchmarks. */
 typedef struct clg_dist_stats {

@@ -150,6 +150,10 @@ clg__reducer *clg__dist_reducer(clg_dist *d, int nrep, int n, clg_tensor *const 
 
 clg_status clg__dist_finish(clg_dist *d, clg__reducer *r)
 {
+    if (d->broken) {   /* a collective of this step failed already (synchronised batch norm's) */
+        clg__reducer_abandon(r);
+        return CLG_ERR_COMM;
+    }
     clg_status st = clg__reducer_finish(r, d->o.timeout);
     if (st) clg__dist_fail(d, st, "clg_dist_allreduce_grads (rank %d of %d): %s", d->comm.rank, d->comm.size,
                            clg__reducer_error(r));

@@ -12,13 +12,16 @@
 #include "clgrad/dist.h"
 #include "tensor_impl.h"
 
-/* ---- comm.c: between processes. Calls are serialised by a mutex (MPI is initialised
- * with MPI_THREAD_SERIALIZED: the reducer's thread and the caller's both call it). */
+/* ---- comm.c: between processes, on two channels (comm.c says why): the gradients'
+ * (mu serialises its calls: the reducer's thread and the caller's both make them) and
+ * the layers' (collectives inside forward and backward; needs MPI_THREAD_MULTIPLE). */
 typedef struct clg__comm {
     int rank, size;
     bool mpi;            /* MPI is in use (launched, built with it) */
     bool init_here;      /* clg__comm_init called MPI_Init: finalise it */
-    pthread_mutex_t mu;
+    int thread_level;    /* what MPI_Init_thread gave */
+    void *layers;        /* the layers' MPI_Comm (a duplicate of the world's), or NULL */
+    pthread_mutex_t mu, layers_mu;
 } clg__comm;
 
 clg_status clg__comm_init(clg__comm *c, int *argc, char ***argv, char *err, size_t errlen);
@@ -26,6 +29,10 @@ void clg__comm_finalize(clg__comm *c);
 void clg__comm_abort(clg__comm *c, int code);
 /* Sums in place over the ranks: count values of float32 (f64 false) or float64. */
 clg_status clg__comm_allreduce(clg__comm *c, void *buf, int64_t count, bool f64, char *err, size_t errlen);
+/* The same on the layers' channel, waiting at most timeout seconds (a dead or hung
+ * rank is an error, not a hang). Refused (CLG_ERR_UNSUPPORTED) without MPI_THREAD_MULTIPLE. */
+clg_status clg__comm_allreduce_layers(clg__comm *c, void *buf, int64_t count, bool f64, double timeout, char *err,
+                                      size_t errlen);
 /* bytes of rank 0's buf into every rank's. */
 clg_status clg__comm_bcast(clg__comm *c, void *buf, size_t bytes, char *err, size_t errlen);
 
@@ -43,6 +50,9 @@ clg_status clg__reducer_begin(clg__reducer *r, const int64_t *counts);
 /* Waits (at most timeout seconds) for every bucket and enqueues the writes of the
  * means into every replica's gradients. */
 clg_status clg__reducer_finish(clg__reducer *r, double timeout);
+/* Gives up the step begun (the ranks are out of step: it could only time out); its
+ * thread may be stuck in MPI, and is left behind when r is freed. */
+void clg__reducer_abandon(clg__reducer *r);
 const char *clg__reducer_error(const clg__reducer *r);
 void clg__reducer_stats(const clg__reducer *r, clg_dist_stats *s);
 

@@ -124,13 +124,22 @@ static void sum_f64(double *restrict out, double *const *in, int nrep, const dou
     }
 }
 
+/* Replicas without a share (an empty shard) are left out, not multiplied by 0: their
+ * gradients may be anything (a mean of nothing is NaN). */
 static void sum_replicas(clg__reducer *r, const bucket *k, const double *share)
 {
     void *in[CLG_DIST_MAX_LOCAL];
-    for (int rep = 0; rep < r->nrep; rep++) in[rep] = r->stage[rep] + (size_t)k->off * r->esize;
+    double w[CLG_DIST_MAX_LOCAL];
+    int m = 0;
+    for (int rep = 0; rep < r->nrep; rep++)
+        if (share[rep] != 0) {
+            in[m] = r->stage[rep] + (size_t)k->off * r->esize;
+            w[m++] = share[rep];
+        }
     void *out = r->arena + (size_t)k->off * r->esize;
-    if (r->f64) sum_f64(out, (double *const *)in, r->nrep, share, k->len);
-    else sum_f32(out, (float *const *)in, r->nrep, share, k->len);
+    if (m == 0) memset(out, 0, (size_t)k->len * r->esize);
+    else if (r->f64) sum_f64(out, (double *const *)in, m, w, k->len);
+    else sum_f32(out, (float *const *)in, m, w, k->len);
 }
 
 /* Every replica's share of the global batch: counts over their sum on every rank. */
@@ -339,6 +348,13 @@ clg_status clg__reducer_finish(clg__reducer *r, double timeout)
     else r->failed = st;
     pthread_mutex_unlock(&r->mu);
     return st;
+}
+
+void clg__reducer_abandon(clg__reducer *r)
+{
+    pthread_mutex_lock(&r->mu);
+    r->failed = CLG_ERR_COMM;
+    pthread_mutex_unlock(&r->mu);
 }
 
 /* ---- making one ------------------------------------------------------------------------ */

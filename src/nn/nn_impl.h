@@ -38,4 +38,20 @@ clg_tensor *clg__nn_uniform_param(clg_device *dev, int ndim, const int64_t *shap
  * them; returns m, or NULL with m freed. */
 clg_module *clg__nn_affine_params(clg_module *m, int ndim, const int64_t *shape);
 
+/* Synchronised batch norm (src/dist/sync.c): while training, batch-norm layer m takes
+ * its statistics over a group (every rank's part of the global batch). The group: */
+typedef struct clg__nn_group {
+    /* t summed over the group, differentiably; its backward returns (sum over the
+     * members of share * gradient) / share, share being this member's weight in the loss */
+    clg_tensor *(*sum)(void *ctx, clg_tensor *t, double share);
+    /* v[0..n) summed over the group, in place (counts); err receives why it failed */
+    clg_status (*count)(void *ctx, double *v, int n, char *err, size_t errlen);
+    void *ctx;
+} clg__nn_group;
+/* g NULL: local statistics again. false (nothing done) when m is not a batch norm. */
+bool clg__nn_batch_norm_sync(clg_module *m, const clg__nn_group *g);
+/* Whether a layer under m (m included) takes statistics over a group: then every member
+ * must run every training pass, even on an empty part of the batch. */
+bool clg__nn_has_group_layers(const clg_module *m);
+
 #endif

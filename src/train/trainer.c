@@ -25,6 +25,7 @@
 #include "clgrad/optim.h"
 #include "clgrad/train.h"
 #include "dist_impl.h"
+#include "nn_impl.h"
 #include "tensor_impl.h"
 
 typedef struct clg_layout { clg_dtype dtype; int ndim; int64_t shape[CLG_MAX_DIMS], offset; } clg_layout;
@@ -228,22 +229,30 @@ static const char *group_problem(int n, clg_trainer *const *t, clg_tensor **para
         if (!t[r]) return "a NULL trainer";
         if (!t[r]->o.dist || t[r]->o.dist != t[0]->o.dist) return "trainers without the same options.dist";
         if (t[r]->nparams != t[0]->nparams) return "replicas with different numbers of trainable parameters";
+        if (n > 1 && clg__nn_has_group_layers(t[r]->model))
+            return "synchronised batch norm with local replicas (one process's replicas run one after the other, "
+                   "and cannot wait for each other's statistics): run one rank per device";
         if ((r + 1) * t[r]->nparams > cap) return "out of host memory";
         memcpy(params + r * t[r]->nparams, t[r]->params, (size_t)t[r]->nparams * sizeof *params);
     }
     return NULL;
 }
 
-/* Replica r's forward and backward (none for an empty shard: its gradients count as zeros). */
+/* Replica r's forward and backward. An empty shard's gradients count as zeros (its
+ * count is 0), so it needs none, unless layers meet the other ranks inside the passes
+ * (synchronised batch norm): then it runs them on its empty batch too, and its loss
+ * (a mean of nothing) is neither metered nor returned. */
 static clg_tensor *replica_backward(clg_trainer *t, clg_tensor *x, clg_tensor *y, bool *failed)
 {
     clg_optimizer_zero_grad(t->opt);
     *failed = false;
-    if (!x || clg_tensor_dim(x, 0) == 0) return NULL;
+    bool empty = !x || clg_tensor_dim(x, 0) == 0;
+    if (empty && !(x && clg__nn_has_group_layers(t->model))) return NULL;
     clg_tensor *out, *labels;
     clg_tensor *loss = forward_loss(t, x, y, &out, &labels);
-    if (!loss || backward(t, loss) || (t->o.meter && clg_meter_add(t->o.meter, loss, out, labels))) *failed = true;
-    return *failed ? NULL : loss;
+    if (!loss || backward(t, loss) || (!empty && t->o.meter && clg_meter_add(t->o.meter, loss, out, labels)))
+        *failed = true;
+    return *failed || empty ? NULL : loss;
 }
 
 static clg_status dist_failure(clg_trainer *t, clg_dist *d)

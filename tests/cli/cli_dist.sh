@@ -1,7 +1,8 @@
 # cli_dist.sh: data-parallel `clgrad train` under mpirun (2 ranks on this machine).
 # Two ranks on the same global batch train the weights one process trains, to float32
 # rounding: the reference MLP and CNN (no batch norm, no dropout) for 40 steps, and a
-# small model on data whose last batch leaves one rank with nothing. Rank 0 alone writes
+# small model on data whose last batch leaves one rank with nothing, and a model with
+# batch norm synchronised over the ranks (--sync-bn). Rank 0 alone writes
 # the checkpoint and metrics; a 2-rank run resumes bit-exactly on 2 ranks and is refused
 # on 1.
 . "$(dirname "$0")/common.sh"
@@ -60,6 +61,19 @@ JSON
 ok one_u train "$T/u.json" --data "$T/data" --out "$T/one_u.ckpt"
 ranks two_u 2 train "$T/u.json" --data "$T/data" --out "$T/two_u.ckpt"
 close "$T/one_u.ckpt" "$T/two_u.ckpt" "uneven batches"
+
+# --sync-bn: batch norm over the whole batch. 512 samples in batches of 85 end with a
+# batch of 2, one sample per rank: BatchNorm1d could not normalise a part alone.
+cat >"$T/bn.json" <<'JSON'
+{"input": [1, 28, 28], "layers": [{"type": "conv2d", "out": 4, "kernel": 3, "padding": 1, "bias": false},
+  {"type": "batch_norm2d"}, "relu", {"type": "max_pool2d", "kernel": 4}, "flatten",
+  {"type": "linear", "out": 16, "bias": false}, {"type": "batch_norm1d"}, "relu", {"type": "linear", "out": 10}],
+ "optimizer": {"type": "sgd", "lr": 0.05, "momentum": 0.9}, "train": {"batch": 85, "epochs": 1, "seed": 3, "workers": 1},
+ "data": {"scale": 0.00392156862745098}}
+JSON
+ok one_bn train "$T/bn.json" --data "$T/data" --out "$T/one_bn.ckpt"
+ranks two_bn 2 train "$T/bn.json" --data "$T/data" --out "$T/two_bn.ckpt" --sync-bn
+close "$T/one_bn.ckpt" "$T/two_bn.ckpt" "synchronised batch norm, 2 ranks against 1"
 
 # Resume: 1 epoch then 1 more on 2 ranks is the 2-epoch run, bit for bit.
 ranks half 2 train "$T/u.json" --data "$T/data" --epochs 1 --out "$T/half.ckpt"

@@ -26,3 +26,8 @@ run hang
 [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "a rank hanging: exit $rc after ${secs}s (124: still waiting after 120 s)"
 grep -q "rank 0: .*did not finish in 5 s.*died or hangs" "$T/out" || fail "a rank hanging: rank 0 did not say why"
 echo "hanging rank: the run ended with status $rc after ${secs}s"
+run hang-bn
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "a rank hanging, batch norm synchronised: exit $rc after ${secs}s"
+grep -q "rank 0: .*synchronised batch norm (rank 0 of 2): .*did not finish in 5 s.*died or hangs" "$T/out" ||
+    fail "a rank hanging, batch norm synchronised: rank 0 did not say why"
+echo "hanging rank, synchronised batch norm: the run ended with status $rc after ${secs}s"
