@@ -35,6 +35,8 @@ typedef struct cf_arr {
     bool signs;           /* ... with a random sign (keeps |x| >= lo: away from kinks at 0) */
     bool integral;        /* ... rounded to integers (ties for comparisons) */
     bool f32_values;      /* ... that float32 holds exactly, whatever the dtype */
+    bool spread;          /* ... a shuffled grid, at least (hi - lo) / 2n apart: an order
+                             (sort) that the central differences' steps never change */
 } cf_arr;
 
 typedef struct cf_prob {

@@ -123,10 +123,16 @@ static void fill(const cf_arr *a, clg_dtype dtype, uint64_t seed, double *v)
             v[i] = floor(a->lo + (a->hi - a->lo) * u);
             continue;
         }
-        double x = a->lo + (a->hi - a->lo) * u;
+        double x = a->lo + (a->hi - a->lo) * (a->spread ? ((double)i + 0.25 + 0.5 * u) / (double)a->n : u);
         if (a->integral) x = floor(x);
         if (a->signs && uniform(&s) < 0.5) x = -x;
         v[i] = rounded(a->f32_values ? CLG_F32 : dtype, x);
+    }
+    for (int64_t i = a->n - 1; a->spread && i > 0; i--) {   /* Fisher-Yates */
+        int64_t j = (int64_t)(uniform(&s) * (double)(i + 1));
+        double t = v[i];
+        v[i] = v[j];
+        v[j] = t;
     }
 }
 

@@ -641,12 +641,14 @@ static void cumsum_ref(const cf_prob *p, double *const *in, double *const *out)
     }
 }
 
-/* sort / topk 3 (descending) of a [A, B] along axis 1: the values; distinct inputs */
+/* sort / topk 3 (descending) of a [A, B] along axis 1: the values; inputs far enough
+ * apart that no central difference swaps two (at size normal, uniform ones came within
+ * the step of 1e-5) */
 static void sort_setup(cf_prob *p)
 {
     int A = S(3, 9), B = S(5, 37);
     p->ia[0] = p->arg ? 3 : B;
-    cf_in(p, CF_GRAD, -1, 1, 2, A, B);
+    cf_in(p, CF_GRAD, -1, 1, 2, A, B)->spread = true;
     cf_out(p, 2, A, p->ia[0]);
 }
 static void sort_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
