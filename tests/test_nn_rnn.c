@@ -2,7 +2,8 @@
  * applied one by one), batch-first against time-first, initial and final states, the
  * carried state of a stateful module against one pass over the whole sequence, the
  * cells in a loop of one's own against the sequence layer (and a 1,000-step loop's
- * tape freed at the end of its scope), PyTorch's parameter names, and the errors. */
+ * tape freed at the end of its scope), PyTorch's parameter names, the errors, and the
+ * summary of a model of tokens. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,6 +222,26 @@ static void names_and_errors(clg_device *dev)
     clg_module_free(m);
 }
 
+/* A model of tokens: the summary feeds it token 0, not floats. */
+static void token_summary(clg_device *dev)
+{
+    clg_module *m = clg_nn_sequential(dev, 3, (clg_module *[]){clg_nn_embedding(dev, 16, 4),
+                                                               clg_nn_lstm(dev, 4, 6, NULL),
+                                                               clg_nn_linear(dev, 6, 3, true)});
+    FILE *f = tmpfile();
+    CHECK_OK(dev, clg_module_summary(m, SH(2, 5), f));
+    char text[2048] = "";
+    rewind(f);
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    text[len] = 0;
+    fclose(f);
+    /* 16*4 + LSTM 4*(6*4 + 6*6 + 2*6) + 6*3 + 3 */
+    CHECK_MSG(strstr(text, "[2, 5, 4]") && strstr(text, "[2, 5, 6]") && strstr(text, "[2, 5, 3]") &&
+                  strstr(text, "total parameters: 373"),
+              "%s", text);
+    clg_module_free(m);
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
@@ -232,6 +253,7 @@ int main(void)
     stateful(dev);
     long_loop(dev);
     names_and_errors(dev);
+    token_summary(dev);
     clg_device_close(dev);
     return check_report("test_nn_rnn");
 }

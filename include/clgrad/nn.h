@@ -84,7 +84,10 @@ CLG_API clg_tensor *clg_module_find(const clg_module *m, const char *full_name);
 /* Parameter tensors (only trainable ones when trainable_only), in state_dict order. */
 CLG_API int clg_module_parameters(const clg_module *m, clg_tensor **out, int cap, bool trainable_only);
 CLG_API int64_t clg_module_numel(const clg_module *m, bool trainable_only);
-/* Layers, their output shapes for an input of the given shape, and parameter counts. */
+/* Layers, their output shapes for an input of the given shape, and parameter counts,
+ * from a forward pass of zeros in evaluation mode (int32 tokens 0 for a model whose first
+ * layer is an Embedding). A stateful recurrent layer then carries that pass's state:
+ * clg_rnn_reset_state before training on. */
 CLG_API clg_status clg_module_summary(clg_module *m, int ndim, const int64_t *input_shape, FILE *out);
 
 /* ---- containers and layers ------------------------------------------------------------------ */
