@@ -60,6 +60,8 @@ static void test_defaults(void)
     CHECK_MSG(clg_device_set_param(dev, "col2im", "rows") == CLG_ERR_INVALID_ARGUMENT &&
                   strstr(clg_device_error(dev), "col2im = \"rows\""), "bad col2im: %s", clg_device_error(dev));
     /* conv2d keeps its columns for the weight gradient unless told to rebuild them. */
+    CHECK_MSG(p->item_loops == 32768 && strstr(buf, "item_loops = 32768"), "item_loops: %s", buf);
+    CHECK(clg_device_set_param(dev, "item_loops", "65536") == CLG_ERR_INVALID_ARGUMENT);   /* over llvmpipe's limit */
     CHECK_MSG(p->conv_keep_columns && strstr(buf, "conv_columns = keep"), "conv_columns: %s", buf);
     CHECK_MSG(clg_device_set_param(dev, "conv_columns", "rebuild") == CLG_OK && !p->conv_keep_columns,
               "set conv_columns");

@@ -42,6 +42,47 @@ static void softmax_ref(const cf_prob *p, double *const *in, double *const *out)
         }
 }
 
+/* ---- scaled dot-product attention ----------------------------------------------------------------- */
+
+/* q [B, L, E], k [B, S, E], v [B, S, Ev] (+ an additive mask [L, S] when arg is "mask");
+ * ia[0]: causal. Sizes that are not multiples of the kernels' tiles. */
+static void attention_setup(cf_prob *p)
+{
+    int B = 2, L = S(5, 37), Sk = S(7, 70), E = S(3, 16), Ev = S(4, 9);
+    cf_in(p, CF_GRAD, -1.5, 1.5, 3, B, L, E);
+    cf_in(p, CF_GRAD, -1.5, 1.5, 3, B, Sk, E);
+    cf_in(p, CF_GRAD, -1.5, 1.5, 3, B, Sk, Ev);
+    if (p->arg && !strcmp(p->arg, "mask")) cf_in(p, CF_CONST, -2, 0.5, 2, L, Sk);
+    cf_out(p, 3, B, L, Ev);
+    p->ia[0] = !(p->arg && !strcmp(p->arg, "mask"));
+}
+static void attention_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
+{
+    out[0] = clg_scaled_dot_product_attention(in[0], in[1], in[2], p->nin > 3 ? in[3] : NULL, p->ia[0], 0, 0);
+}
+static void attention_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    int64_t B = p->in[0].shape[0], L = p->in[0].shape[1], E = p->in[0].shape[2], Sk = p->in[1].shape[1];
+    int64_t Ev = p->in[2].shape[2];
+    double scale = 1 / sqrt((double)E), w[128];   /* Sk <= 128 */
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t i = 0; i < L; i++) {
+            double mx = -INFINITY, sum = 0;
+            for (int64_t j = 0; j < Sk; j++) {
+                double s = 0;
+                for (int64_t e = 0; e < E; e++) s += in[0][(b * L + i) * E + e] * in[1][(b * Sk + j) * E + e];
+                w[j] = p->ia[0] && j > i ? -INFINITY : s * scale + (p->nin > 3 ? in[3][i * Sk + j] : 0);
+                mx = fmax(mx, w[j]);
+            }
+            for (int64_t j = 0; j < Sk; j++) sum += w[j] = exp(w[j] - mx);
+            for (int64_t d = 0; d < Ev; d++) {
+                double acc = 0;
+                for (int64_t j = 0; j < Sk; j++) acc += w[j] * in[2][(b * Sk + j) * Ev + d];
+                out[0][(b * L + i) * Ev + d] = acc / sum;
+            }
+        }
+}
+
 /* ---- losses: ia[0] reduction, da[0] label smoothing / beta ----------------------------------------- */
 
 enum { L_CE, L_CE_SMOOTH, L_NLL, L_MSE, L_L1, L_SMOOTH_L1, L_BCE };
@@ -547,6 +588,8 @@ const cf_case cf_nn_cases[] = {
     {"softmax (last axis)", softmax_setup, softmax_run, softmax_ref, NULL, NULL},
     {"softmax (axis 0)", softmax_setup, softmax_run, softmax_ref, NULL, "0"},
     {"log_softmax (last axis)", softmax_setup, softmax_run, softmax_ref, NULL, "log"},
+    {"scaled_dot_product_attention (causal)", attention_setup, attention_run, attention_ref, NULL, NULL},
+    {"scaled_dot_product_attention (float mask)", attention_setup, attention_run, attention_ref, NULL, "mask"},
     LOSS("cross_entropy (mean)", L_CE_MEAN),
     LOSS("cross_entropy (none)", L_CE_NONE),
     LOSS("cross_entropy_smooth (sum, 0.1)", L_CES_SUM),

@@ -158,6 +158,27 @@ CLG_API clg_tensor *clg_cross_entropy(clg_tensor *logits, clg_tensor *labels, cl
 /* (a - b)^2, reduced. */
 CLG_API clg_tensor *clg_mse(clg_tensor *a, clg_tensor *b, clg_reduction reduction);
 
+/* ---- attention ------------------------------------------------------------------------------ */
+/* torch.nn.functional.scaled_dot_product_attention: softmax(scale q k^T + mask) v, with
+ * dropout on the weights, fused: the [L, S] weights are never stored (FlashAttention's
+ * online softmax; the backward recomputes them), heads and batch in one launch.
+ *   q [..., L, E], k [..., S, E], v [..., S, Ev] -> [..., L, Ev] (contiguous); the batch
+ *   axes "..." broadcast (heads split by a permute are read where they lie, no copy).
+ *   attn_mask (may be NULL): broadcasts to [..., L, S]; int32 is boolean (nonzero: the key
+ *   takes part, PyTorch's True), a float mask is added to the scores. It gets no gradient:
+ *   a mask that requires one is refused.
+ *   is_causal: query i sees keys j <= i (torch.tril of ones, top-left aligned); it may be
+ *   combined with a mask (both apply), which PyTorch refuses.
+ *   dropout_p: the weights' dropout probability (pass 0 when not training: there is no
+ *   training flag, as in PyTorch), drawn from the device's generator like clg_dropout on
+ *   the [..., L, S] weights. scale: 0 for 1 / sqrt(E), PyTorch's default.
+ * A query row whose keys are all masked out gives NaN, as softmax over -inf does; S = 0
+ * gives zeros. Float16 and bfloat16 compute in float32 and round each result once; under
+ * autocast, float32 operands are cast as for matmul. */
+CLG_API clg_tensor *clg_scaled_dot_product_attention(clg_tensor *q, clg_tensor *k, clg_tensor *v,
+                                                     clg_tensor *attn_mask, bool is_causal, double dropout_p,
+                                                     double scale);
+
 /* ---- indexing and joining ---------------------------------------------------------------- */
 /* Rows of a along axis picked by int32 indices [k]: the axis gets size k (embedding lookup). */
 CLG_API clg_tensor *clg_index_select(clg_tensor *a, int axis, clg_tensor *indices);

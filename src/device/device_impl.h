@@ -241,6 +241,13 @@ typedef struct clg_device_params {
      * im2col pass less per layer and step, the columns held until the tape goes, tens
      * of MB per layer at batch 128), or the backward rebuilds it ("rebuild"). */
     bool conv_keep_columns;
+    /* The most loop iterations one work-item may run, all its loops together. Mesa's
+     * llvmpipe ends a work-item's loops after 65,535 iterations in all, silently (gallivm's
+     * LP_MAX_TGSI_LOOP_ITERATIONS), and GPU drivers have watchdogs: kernels that walk a
+     * long axis split it over work-items, groups or launches to stay under this, and refuse
+     * (naming it) what they cannot split. 32,768 everywhere by default: half llvmpipe's
+     * limit, and long enough that a split costs nothing measurable. */
+    size_t item_loops;
 } clg_device_params;
 
 const clg_device_params *clg__device_params(const clg_device *dev);

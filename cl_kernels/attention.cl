@@ -1,0 +1,251 @@
+// attention.cl: fused scaled dot-product attention (src/tensor/attention.c),
+//   O = dropout(softmax(scale Q K^T + mask)) V,
+// forward and backward, without ever storing the [L, S] scores (FlashAttention's online
+// softmax, Dao et al. 2022; the backward recomputes the scores from the saved log-sum-exp).
+//
+// Operands: Q [B, L, E], K [B, S, E], V [B, S, Ev], an additive mask [B, L, S] of T,
+// where B is the batch shape (nb axes, bshape). Each operand is read where it lies: its
+// offset, the strides of its batch axes (0 where broadcast), of its rows and of its
+// columns, so that heads split by a permute are read with no copy. Results are
+// contiguous: O [B, L, Ev] in TS, lse [B, L] in T; the gradients (T, contiguous).
+//
+// One work-group of W work-items (a power of two) per (row, batch): global (W, rows, B).
+// Work-item t takes key (or query) t of each tile of W, and output columns
+// d0 + t + u W (u < nu) of the range [d0, d0 + nd) that a launch covers. A launch covers
+// the keys [j0, j1) (queries [i0, i1) in the key-side backward); the host splits a long
+// axis over launches, so that no work-item loops more than the device allows
+// (params.item_loops), and carries the running state between them in global scratch.
+// Sums run in a fixed order set by W and the host's split: the same inputs, the same bits.
+//
+// Dropout (p > 0) drops attention weight (b, i, j) where the Philox word of element
+// (b L + i) S + j of a contiguous [B, L, S] tensor is below thr, as clg_dropout would on
+// that tensor at the same generator position (norm.cl): the tests compare the two.
+
+#define ATT_ND 4   // most output columns per work-item and launch: nd <= ATT_ND W
+
+inline int att_boff(int b, int nb, int8 bshape, int off, int8 bstr)
+{
+    return off + clg_offset(clg_unravel(b, nb, bshape), nb, bstr);
+}
+
+// Whether dropout keeps weight (b, i, j): element e = (b L + i) S + j uses word e % 4 of
+// Philox block (ctr + e / 4), a 24-bit uniform compared with thr.
+inline bool att_keep(long e, uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr)
+{
+    ulong c = (((ulong)ctr_hi << 32) | ctr_lo) + (ulong)(e >> 2);
+    uint4 r = clg_philox4x32_10((uint4)((uint)c, (uint)(c >> 32), 0u, 0u), (uint2)(seed_lo, seed_hi));
+    uint words[4] = {r.x, r.y, r.z, r.w};   // (a chain of ?: over r's words kept the wrong word under Oclgrind)
+    return (words[e & 3] >> 8) >= thr;
+}
+
+// The score of query row qi (at qb) and key row kj (at kb): scale q.k + mask.
+inline T att_score(__global const TS *q, int qb, int cq, __global const TS *k, int kb, int ck, int E, T scale,
+                   __global const T *mask, int mb, int has_mask)
+{
+    T dot = 0;
+    for (int e = 0; e < E; e++) dot += CLG_LD(q, qb + e * cq) * CLG_LD(k, kb + e * ck);
+    return dot * scale + (has_mask ? mask[mb] : (T)0);
+}
+
+inline T att_dot(__global const TS *a, int ab, int ca, __global const TS *b, int bb, int cb, int n)
+{
+    T dot = 0;
+    for (int e = 0; e < n; e++) dot += CLG_LD(a, ab + e * ca) * CLG_LD(b, bb + e * cb);
+    return dot;
+}
+
+// ---- forward ------------------------------------------------------------------------------
+// Per query row: the running max m, the running sum l of exp(s - m) and the running
+// weighted sum of V rows acc (each rescaled by exp(m_old - m_new) when the max grows).
+// At the last launch O = acc / l and lse = m + log l; a row whose every key is masked
+// out has l = 0 and gives NaN, as softmax over a row of -inf does.
+__kernel void attn_fwd(int L, int S, int E, int Ev, int nb, int8 bshape,
+                       __global const TS *q, int oq, int8 bq, int rq, int cq,
+                       __global const TS *k, int ok, int8 bk, int rk, int ck,
+                       __global const TS *v, int ov, int8 bv, int rv, int cv,
+                       __global const T *mask, int om, int8 bm, int rm, int cm, int has_mask,
+                       __global TS *o, __global T *lse, __global T *acc_s, __global T *ml_s,
+                       int j0, int j1, int d0, int nd, int first, int last, int causal, const T scale,
+                       uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const T dscale, int drop,
+                       __local T *sp, __local T *red)
+{
+    int t = get_local_id(0), W = get_local_size(0), i = get_group_id(1), b = get_group_id(2);
+    int row = b * L + i, nu = (nd + W - 1) / W;
+    int qb = att_boff(b, nb, bshape, oq, bq) + i * rq, kb = att_boff(b, nb, bshape, ok, bk);
+    int vb = att_boff(b, nb, bshape, ov, bv), mb = has_mask ? att_boff(b, nb, bshape, om, bm) + i * rm : 0;
+    T acc[ATT_ND], m = -INFINITY, l = 0;
+    for (int u = 0; u < nu; u++) {
+        int d = d0 + t + u * W;
+        acc[u] = !first && d < d0 + nd ? acc_s[(long)row * Ev + d] : (T)0;
+    }
+    if (!first) {
+        m = ml_s[2 * row];
+        l = ml_s[2 * row + 1];
+    }
+    barrier(CLK_GLOBAL_MEM_FENCE);   // all have read the state before work-item 0 rewrites it
+    int jend = causal ? min(j1, i + 1) : j1;
+    for (int jt = j0; jt < jend; jt += W) {
+        int j = jt + t;
+        T s = -INFINITY;
+        if (j < jend) s = att_score(q, qb, cq, k, kb + j * rk, ck, E, scale, mask, mb + j * cm, has_mask);
+        T mnew = clg_nanmax(m, clg_group_max(s, red));
+        T p = s == -INFINITY ? (T)0 : exp(s - mnew);
+        T alpha = m == -INFINITY ? (T)0 : exp(m - mnew);
+        l = l * alpha + clg_group_sum(p, red);
+        if (drop && j < jend) p = att_keep(((long)row) * S + j, seed_lo, seed_hi, ctr_lo, ctr_hi, thr) ? p * dscale : 0;
+        sp[t] = p;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        int n = min(W, jend - jt);
+        for (int u = 0; u < nu; u++) {
+            int d = d0 + t + u * W;
+            if (d >= d0 + nd) break;
+            T a = acc[u] * alpha;
+            for (int tt = 0; tt < n; tt++) a += sp[tt] * CLG_LD(v, vb + (jt + tt) * rv + d * cv);
+            acc[u] = a;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        m = mnew;
+    }
+    for (int u = 0; u < nu; u++) {
+        int d = d0 + t + u * W;
+        if (d >= d0 + nd) break;
+        if (last) CLG_ST(o, (long)row * Ev + d, S ? acc[u] / l : (T)0);   // no keys: zeros, as P V over S = 0
+        else acc_s[(long)row * Ev + d] = acc[u];
+    }
+    if (t == 0 && !last) {
+        ml_s[2 * row] = m;
+        ml_s[2 * row + 1] = l;
+    }
+    if (t == 0 && last && d0 == 0) lse[row] = m + log(l);
+}
+
+// ---- backward -------------------------------------------------------------------------------
+// With P = exp(S - lse) recomputed, Z the dropout mask scaled (1 / (1 - p) or 0),
+// dP = Z (dO V^T), Dr_i = sum_d dO_i O_i (= sum_j P_ij dP_ij), dS = P (dP - Dr):
+//   dQ = scale dS K,  dK = scale dS^T Q,  dV = (P Z)^T dO.
+// Dr first, one group per query row (a sum over Ev, at most item_loops / 2 terms per item).
+__kernel void attn_bwd_pre(int L, int Ev, int nb, int8 bshape, __global const TS *o,
+                           __global const TS *g, int og, int8 bg, int rg, int cg, __global T *dr, __local T *red)
+{
+    int t = get_local_id(0), W = get_local_size(0), i = get_group_id(1), b = get_group_id(2);
+    int row = b * L + i, gb = att_boff(b, nb, bshape, og, bg) + i * rg;
+    T acc = 0;
+    for (int d = t; d < Ev; d += W) acc += CLG_LD(o, (long)row * Ev + d) * CLG_LD(g, gb + d * cg);
+    acc = clg_group_sum(acc, red);
+    if (t == 0) dr[row] = acc;
+}
+
+// dQ, one group per query row, keys [j0, j1) of a launch, columns [d0, d0 + nd) of E;
+// added to what earlier launches left when !first. dq is contiguous [B, L, E].
+__kernel void attn_bwd_dq(int L, int S, int E, int Ev, int nb, int8 bshape,
+                          __global const TS *q, int oq, int8 bq, int rq, int cq,
+                          __global const TS *k, int ok, int8 bk, int rk, int ck,
+                          __global const TS *v, int ov, int8 bv, int rv, int cv,
+                          __global const T *mask, int om, int8 bm, int rm, int cm, int has_mask,
+                          __global const TS *g, int og, int8 bg, int rg, int cg,
+                          __global const T *lse, __global const T *dr, __global T *dq,
+                          int j0, int j1, int d0, int nd, int first, int causal, const T scale,
+                          uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const T dscale, int drop,
+                          __local T *sp)
+{
+    int t = get_local_id(0), W = get_local_size(0), i = get_group_id(1), b = get_group_id(2);
+    int row = b * L + i, nu = (nd + W - 1) / W;
+    int qb = att_boff(b, nb, bshape, oq, bq) + i * rq, kb = att_boff(b, nb, bshape, ok, bk);
+    int vb = att_boff(b, nb, bshape, ov, bv), gb = att_boff(b, nb, bshape, og, bg) + i * rg;
+    int mb = has_mask ? att_boff(b, nb, bshape, om, bm) + i * rm : 0;
+    T acc[ATT_ND], li = lse[row], di = dr[row];
+    for (int u = 0; u < nu; u++) acc[u] = 0;
+    int jend = causal ? min(j1, i + 1) : j1;
+    for (int jt = j0; jt < jend; jt += W) {
+        int j = jt + t;
+        T ds = 0;
+        if (j < jend) {
+            T p = exp(att_score(q, qb, cq, k, kb + j * rk, ck, E, scale, mask, mb + j * cm, has_mask) - li);
+            T dp = att_dot(g, gb, cg, v, vb + j * rv, cv, Ev);
+            if (drop) dp = att_keep(((long)row) * S + j, seed_lo, seed_hi, ctr_lo, ctr_hi, thr) ? dp * dscale : 0;
+            ds = p * (dp - di);
+        }
+        sp[t] = ds;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        int n = min(W, jend - jt);
+        for (int u = 0; u < nu; u++) {
+            int d = d0 + t + u * W;
+            if (d >= d0 + nd) break;
+            T a = acc[u];
+            for (int tt = 0; tt < n; tt++) a += sp[tt] * CLG_LD(k, kb + (jt + tt) * rk + d * ck);
+            acc[u] = a;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    for (int u = 0; u < nu; u++) {
+        int d = d0 + t + u * W;
+        if (d >= d0 + nd) break;
+        long at = (long)row * E + d;
+        dq[at] = (first ? (T)0 : dq[at]) + acc[u] * scale;
+    }
+}
+
+// dK and dV, one group per key row j (global (W, S, B)), queries [i0, i1) of a launch,
+// columns [d0, d0 + nd) of both E (dK) and Ev (dV); added to earlier launches' when
+// !first. dk [B, S, E] and dv [B, S, Ev], contiguous.
+__kernel void attn_bwd_dkv(int L, int S, int E, int Ev, int nb, int8 bshape,
+                           __global const TS *q, int oq, int8 bq, int rq, int cq,
+                           __global const TS *k, int ok, int8 bk, int rk, int ck,
+                           __global const TS *v, int ov, int8 bv, int rv, int cv,
+                           __global const T *mask, int om, int8 bm, int rm, int cm, int has_mask,
+                           __global const TS *g, int og, int8 bg, int rg, int cg,
+                           __global const T *lse, __global const T *dr, __global T *dk, __global T *dv,
+                           int i0, int i1, int d0, int nd, int first, int causal, const T scale,
+                           uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const T dscale, int drop,
+                           __local T *sp, __local T *sds)
+{
+    int t = get_local_id(0), W = get_local_size(0), j = get_group_id(1), b = get_group_id(2);
+    int nu = (nd + W - 1) / W;
+    int qb = att_boff(b, nb, bshape, oq, bq), kb = att_boff(b, nb, bshape, ok, bk) + j * rk;
+    int vb = att_boff(b, nb, bshape, ov, bv) + j * rv, gb = att_boff(b, nb, bshape, og, bg);
+    int mb = has_mask ? att_boff(b, nb, bshape, om, bm) + j * cm : 0;
+    T ak[ATT_ND], av[ATT_ND];
+    for (int u = 0; u < nu; u++) ak[u] = av[u] = 0;
+    int ibeg = causal ? max(i0, j) : i0;   // causal: query i sees key j when j <= i
+    for (int it = ibeg; it < i1; it += W) {
+        int i = it + t;
+        T ds = 0, pz = 0;
+        if (i < i1) {
+            int row = b * L + i;
+            T p = exp(att_score(q, qb + i * rq, cq, k, kb, ck, E, scale, mask, mb + i * rm, has_mask) - lse[row]);
+            T dp = att_dot(g, gb + i * rg, cg, v, vb, cv, Ev), z = 1;
+            if (drop) z = att_keep(((long)row) * S + j, seed_lo, seed_hi, ctr_lo, ctr_hi, thr) ? dscale : 0;
+            pz = p * z;
+            ds = p * (dp * z - dr[row]);
+        }
+        sp[t] = pz;
+        sds[t] = ds;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        int n = min(W, i1 - it);
+        for (int u = 0; u < nu; u++) {
+            int d = d0 + t + u * W;
+            if (d >= d0 + nd) break;
+            T a = ak[u], c = av[u];
+            if (d < E)
+                for (int tt = 0; tt < n; tt++) a += sds[tt] * CLG_LD(q, qb + (it + tt) * rq + d * cq);
+            if (d < Ev)
+                for (int tt = 0; tt < n; tt++) c += sp[tt] * CLG_LD(g, gb + (it + tt) * rg + d * cg);
+            ak[u] = a;
+            av[u] = c;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    int krow = b * S + j;
+    for (int u = 0; u < nu; u++) {
+        int d = d0 + t + u * W;
+        if (d >= d0 + nd) break;
+        if (d < E) {
+            long at = (long)krow * E + d;
+            dk[at] = (first ? (T)0 : dk[at]) + ak[u] * scale;
+        }
+        if (d < Ev) {
+            long at = (long)krow * Ev + d;
+            dv[at] = (first ? (T)0 : dv[at]) + av[u];
+        }
+    }
+}
