@@ -34,6 +34,8 @@ static clg_tensor *f_norm1(clg_tensor **x, void *c) { (void)c; return clg_norm(x
 static clg_tensor *f_norm2(clg_tensor **x, void *c) { (void)c; return clg_norm(x[0], 2, CLG_AXES(0), true); }
 static clg_tensor *f_norm_inf(clg_tensor **x, void *c) { (void)c; return clg_norm(x[0], INFINITY, 0, NULL, false); }
 static clg_tensor *f_flip(clg_tensor **x, void *c) { (void)c; return clg_flip(x[0], CLG_AXES(0, -1)); }
+static clg_tensor *f_tril(clg_tensor **x, void *c) { return clg_tril(x[0], *(int64_t *)c); }
+static clg_tensor *f_triu(clg_tensor **x, void *c) { return clg_triu(x[0], *(int64_t *)c); }
 static clg_tensor *f_repeat(clg_tensor **x, void *c) { (void)c; return clg_repeat(x[0], CLG_SHAPE(2, 1, 3)); }
 static clg_tensor *f_pad(clg_tensor **x, void *c)
 {
@@ -138,6 +140,9 @@ int main(void)
     optest_gradcheck(dev, "norm inf", f_norm_inf, NULL, 1, IN({SH(2, 3), .values = signed6}));
     exact_reduction_grads(dev);
     optest_gradcheck(dev, "flip axes 0, -1", f_flip, NULL, 1, IN({SH(2, 3, 4)}));
+    int64_t diag_up = 1, diag_down = -1;
+    optest_gradcheck(dev, "tril -1", f_tril, &diag_down, 1, IN({SH(2, 3, 4)}));
+    optest_gradcheck(dev, "triu 1", f_triu, &diag_up, 1, IN({SH(2, 4, 3)}));
     optest_gradcheck(dev, "cumsum axis 1", f_cumsum, NULL, 1, IN({SH(2, 4, 3)}));
     /* distinct values (no ties for finite differences to cross) */
     const double distinct[12] = {0.3, -1.2, 2.5, 0.9, -0.4, 1.7, -2.2, 0.05, 1.1, -0.8, 2.9, -1.6};

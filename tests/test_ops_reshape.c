@@ -1,5 +1,6 @@
-/* flip, repeat and pad (src/tensor/reshape_ops.c) against plain-C references, in every
- * layout and dtype, with their shapes and their refusals. Gradients: test_grad_core. */
+/* flip, repeat and pad (src/tensor/reshape_ops.c), tril and triu (src/tensor/tri.c)
+ * against plain-C references, in every layout and dtype, with their shapes and their
+ * refusals. Gradients: test_grad_core. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +159,92 @@ static void test_pad(clg_device *dev)
     clg_scope_end(dev);
 }
 
+/* x [.., R, K] row-major with the triangle's complement zeroed (the reference). */
+static void tri_ref(const double *x, double *want, int64_t n, int64_t R, int64_t K, int64_t diag, bool upper)
+{
+    for (int64_t i = 0; i < n; i++) {
+        int64_t r = i / K % R, c = i % K;
+        bool keep = upper ? c - r >= diag : c - r <= diag;
+        want[i] = keep ? x[i] : 0;
+    }
+}
+
+static clg_tensor *tri_op(clg_tensor *t, int64_t diag, bool upper) { return upper ? clg_triu(t, diag) : clg_tril(t, diag); }
+
+static void test_tri(clg_device *dev)
+{
+    double x[N], want[N];
+    optest_fill(x, N, -50, 50, 9);
+    for (int i = 0; i < N; i++) x[i] = floor(x[i]) + (x[i] > 0);   /* nonzero, exact in every dtype */
+    clg_dtype all[5] = {CLG_F16, CLG_BF16};   /* data movement: the 16-bit floats too */
+    int nall = 2;
+    for (int di = 0; di < ndtypes; di++) all[nall++] = dtypes[di];
+    const int64_t diags[] = {0, 1, -1, 3, -2, 4, -3, 100, -100};
+    for (int upper = 0; upper < 2; upper++)
+        for (size_t g = 0; g < sizeof diags / sizeof *diags; g++) {
+            tri_ref(x, want, N, B, C, diags[g], upper);
+            for (int di = 0; di < nall; di++)
+                for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
+                    clg_scope_begin(dev);
+                    char w[96];
+                    snprintf(w, sizeof w, "%s %lld %s %s", upper ? "triu" : "tril", (long long)diags[g],
+                             clg_dtype_name(all[di]), optest_layout_names[l]);
+                    clg_tensor *y = tri_op(optest_tensor(dev, all[di], CLG_SHAPE(A, B, C), x, (optest_layout)l),
+                                           diags[g], upper);
+                    CHECK_MSG(y && clg_tensor_is_contiguous(y) && clg_tensor_dtype(y) == all[di], "%s: %s", w,
+                              clg_device_error(dev));
+                    optest_close(w, y, want, N, 0, 0);
+                    clg_scope_end(dev);
+                }
+        }
+    /* a transposed matrix, and a broadcast one (stride 0 over the batch) */
+    clg_scope_begin(dev);
+    clg_tensor *t = optest_tensor(dev, CLG_F32, CLG_SHAPE(A, C, B), x, OPTEST_CONTIGUOUS);
+    double tx[N];
+    for (int i = 0; i < A; i++)
+        for (int j = 0; j < B; j++)
+            for (int k = 0; k < C; k++) tx[(i * B + j) * C + k] = x[(i * C + k) * B + j];
+    tri_ref(tx, want, N, B, C, 1, false);
+    optest_close("tril 1 transposed", clg_tril(clg_transpose(t, 1, 2), 1), want, N, 0, 0);
+    clg_tensor *one = optest_tensor(dev, CLG_F32, CLG_SHAPE(1, B, C), x, OPTEST_CONTIGUOUS);
+    for (int i = 0; i < A; i++) memcpy(tx + i * B * C, x, sizeof(double) * B * C);
+    tri_ref(tx, want, N, B, C, -1, true);
+    optest_close("triu -1 broadcast", clg_triu(clg_expand(one, CLG_SHAPE(A, B, C)), -1), want, N, 0, 0);
+    /* a single matrix and a 4-D batch */
+    tri_ref(x, want, B * C, B, C, 2, true);
+    optest_close("triu 2 2-D", clg_triu(optest_tensor(dev, CLG_F32, CLG_SHAPE(B, C), x, OPTEST_SLICED), 2), want,
+                 B * C, 0, 0);
+    tri_ref(x, want, N, B, C, 0, false);
+    optest_close("tril 4-D", clg_tril(optest_tensor(dev, CLG_F32, CLG_SHAPE(A, 1, B, C), x, OPTEST_PERMUTED), 0),
+                 want, N, 0, 0);
+    /* refusals: fewer than two axes; empty matrices are fine */
+    CHECK(clg_tril(optest_tensor(dev, CLG_F32, CLG_SHAPE(C), x, OPTEST_CONTIGUOUS), 0) == NULL);
+    CHECK_MSG(strstr(clg_device_error(dev), "clg_tril") && strstr(clg_device_error(dev), "[5]"), "%s",
+              clg_device_error(dev));
+    CHECK(clg_triu(NULL, 0) == NULL);
+    clg_tensor *e = clg_triu(clg_zeros(dev, CLG_F32, CLG_SHAPE(2, 0, 3)), 0);
+    CHECK_MSG(e && clg_tensor_numel(e) == 0, "triu of an empty batch: %s", clg_device_error(dev));
+    clg_scope_end(dev);
+    /* long axes: rows and columns past a work-group, in every layout */
+    int64_t R = optest_small() ? 9 : 300, K = optest_small() ? 70 : 1100;
+    double *lx = malloc(sizeof(double) * (size_t)(2 * R * K)), *lw = malloc(sizeof(double) * (size_t)(2 * R * K));
+    optest_fill(lx, 2 * R * K, 1, 9, 11);
+    for (int upper = 0; upper < 2; upper++) {
+        tri_ref(lx, lw, 2 * R * K, R, K, upper ? 5 : -7, upper);
+        for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
+            clg_scope_begin(dev);
+            char w[64];
+            snprintf(w, sizeof w, "%s long %s", upper ? "triu" : "tril", optest_layout_names[l]);
+            optest_close(w, tri_op(optest_tensor(dev, CLG_F32, CLG_SHAPE(2, R, K), lx, (optest_layout)l),
+                                   upper ? 5 : -7, upper),
+                         lw, 2 * R * K, 0, 1e-7);
+            clg_scope_end(dev);
+        }
+    }
+    free(lx);
+    free(lw);
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
@@ -167,6 +254,7 @@ int main(void)
     test_flip(dev);
     test_repeat(dev);
     test_pad(dev);
+    test_tri(dev);
     clg_device_close(dev);
     return check_report("test_ops_reshape");
 }

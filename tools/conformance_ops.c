@@ -623,6 +623,94 @@ static void flip_ref(const cf_prob *p, double *const *in, double *const *out)
             for (int64_t k = 0; k < C; k++) out[0][(i * B + j) * C + k] = in[0][((A - 1 - i) * B + j) * C + C - 1 - k];
 }
 
+/* tril / triu(a [A, B, C], diagonal ia[1]); ia[0]: 1 for triu */
+static const int TRI_E[2][2] = {{0, -1}, {1, 2}};
+static void tri_setup(cf_prob *p)
+{
+    const int *e = p->arg;
+    p->ia[0] = e[0], p->ia[1] = e[1];
+    cf_in(p, CF_GRAD, -1, 1, 3, S(2, 5), S(4, 37), S(5, 29));
+    cf_out_like(p, 0);
+}
+static void tri_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
+{
+    out[0] = p->ia[0] ? clg_triu(in[0], p->ia[1]) : clg_tril(in[0], p->ia[1]);
+}
+static void tri_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    int64_t B = p->in[0].shape[1], C = p->in[0].shape[2];
+    for (int64_t i = 0; i < p->in[0].n; i++) {
+        int64_t d = i % C - i / C % B;   /* column - row */
+        out[0][i] = (p->ia[0] ? d >= p->ia[1] : d <= p->ia[1]) ? in[0][i] : 0;
+    }
+}
+
+/* multinomial(w [R, C], 4 samples): rows with one nonzero weight, at the largest of a
+ * [R, C] (as eq(a, max(a))), always draw that index, with or without replacement
+ * (arg: 1 without, the draws then one per row) */
+static void mn_onehot_setup(cf_prob *p)
+{
+    p->ia[0] = p->arg != NULL;
+    p->ia[1] = p->ia[0] ? 1 : 4;
+    cf_arr *a = cf_in(p, CF_CONST, -1, 1, 2, S(3, 17), S(7, 300));
+    a->spread = true;   /* one largest per row */
+    cf_out(p, 2, (int)a->shape[0], p->ia[1]);
+    p->no_backward = true;
+}
+static void mn_onehot_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
+{
+    clg_tensor *w = clg_eq(in[0], clg_max(in[0], CLG_AXES(1), true));
+    out[0] = clg_multinomial(w, p->ia[1], !p->ia[0]);
+}
+static void mn_onehot_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    int64_t R = p->in[0].shape[0], C = p->in[0].shape[1];
+    for (int64_t r = 0; r < R; r++) {
+        int64_t best = 0;
+        for (int64_t c = 1; c < C; c++)
+            if (in[0][r * C + c] > in[0][r * C + best]) best = c;
+        for (int k = 0; k < p->ia[1]; k++) out[0][r * p->ia[1] + k] = (double)best;
+    }
+}
+
+/* multinomial(relu(a) [R, C], C / 2 samples, without replacement): the draws are the
+ * device's (random): each a category of nonzero weight, none twice in a row */
+static void mn_distinct_setup(cf_prob *p)
+{
+    cf_arr *a = cf_in(p, CF_CONST, -0.5, 1, 2, S(4, 9), S(16, 1000));
+    p->ia[0] = (int)a->shape[1] / 4;   /* fewer than the nonzero weights, with room */
+    cf_out(p, 2, (int)a->shape[0], p->ia[0]);
+    p->no_backward = true;
+}
+static void mn_distinct_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
+{
+    out[0] = clg_multinomial(clg_relu(in[0]), p->ia[0], false);
+}
+static bool mn_distinct_observe(cf_prob *p, double *const *in, double *const *dev_out, char *msg, size_t len)
+{
+    int64_t R = p->in[0].shape[0], C = p->in[0].shape[1], S_ = p->ia[0];
+    p->aux = malloc((size_t)(R * S_) * sizeof *p->aux);
+    char *seen = calloc((size_t)C, 1);
+    bool ok = p->aux && seen;
+    for (int64_t r = 0; ok && r < R; r++) {
+        memset(seen, 0, (size_t)C);
+        for (int64_t k = 0; ok && k < S_; k++) {
+            double v = p->aux[r * S_ + k] = dev_out[0][r * S_ + k];
+            int64_t c = (int64_t)v;
+            ok = v == (double)c && c >= 0 && c < C && in[0][r * C + c] > 0 && !seen[c]++;
+            if (!ok) snprintf(msg, len, "row %lld, draw %lld: %g is out of range, of a weight <= 0 or a repeat",
+                              (long long)r, (long long)k, v);
+        }
+    }
+    free(seen);
+    return ok;
+}
+static void mn_distinct_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    UNUSED(in);
+    memcpy(out[0], p->aux, (size_t)p->out[0].n * sizeof *out[0]);
+}
+
 /* cumsum(a [A, B], axis ia[0]) */
 static void cumsum_setup(cf_prob *p)
 {
@@ -865,6 +953,12 @@ const cf_case cf_ops_cases[] = {
     {"gather (axis 1)", gather_setup, gather_run, gather_ref, NULL, NULL},
     {"gather (axis 0)", gather_setup, gather_run, gather_ref, NULL, ""},
     {"flip (axes 0, 2)", flip_setup, flip_run, flip_ref, NULL, NULL},
+    {"tril (diagonal -1)", tri_setup, tri_run, tri_ref, NULL, TRI_E[0]},
+    {"triu (diagonal 2)", tri_setup, tri_run, tri_ref, NULL, TRI_E[1]},
+    {"multinomial (one-hot rows, with replacement)", mn_onehot_setup, mn_onehot_run, mn_onehot_ref, NULL, NULL},
+    {"multinomial (one-hot rows, without replacement)", mn_onehot_setup, mn_onehot_run, mn_onehot_ref, NULL, ""},
+    {"multinomial (without replacement, device draws)", mn_distinct_setup, mn_distinct_run, mn_distinct_ref,
+     mn_distinct_observe, NULL},
     {"cumsum (axis 1)", cumsum_setup, cumsum_run, cumsum_ref, NULL, NULL},
     {"cumsum (axis 0)", cumsum_setup, cumsum_run, cumsum_ref, NULL, ""},
     {"sort (axis 1, descending)", sort_setup, sort_run, sort_ref, NULL, NULL},

@@ -126,6 +126,18 @@ CLG_API clg_status clg_sort(clg_tensor *a, int axis, bool descending, clg_tensor
 /* The k largest (or smallest) along an axis, in order, and their positions (torch.topk). */
 CLG_API clg_status clg_topk(clg_tensor *a, int64_t k, int axis, bool largest, clg_tensor **values,
                             clg_tensor **indices);
+/* num_samples int32 indices drawn from each row of probs ([C] -> [num_samples], or
+ * [R, C] -> [R, num_samples]) with probability proportional to its weights, as
+ * torch.multinomial: the weights are non-negative and need not sum to 1. replacement
+ * false: no index twice in a row, drawn one after another from the weights left. Draws
+ * from the device's generator (clg_manual_seed; a captured graph draws anew on each
+ * replay). A zero weight is never drawn. Any float dtype and layout; not
+ * differentiable. Fails (NULL) for other than 1 or 2 axes, no categories, num_samples
+ * < 1, or more samples than categories without replacement. A negative, infinite or
+ * NaN weight, a row summing to 0, or fewer nonzero weights than samples without
+ * replacement are found on the device: the next read to the host fails, naming
+ * clg_multinomial and the row (PyTorch's "invalid multinomial distribution"). */
+CLG_API clg_tensor *clg_multinomial(clg_tensor *probs, int64_t num_samples, bool replacement);
 /* The vector p-norm over the axes, p = 1, 2 or INFINITY (torch.linalg.vector_norm);
  * the 2-norm's gradient at the zero vector is 0, as PyTorch's. */
 CLG_API clg_tensor *clg_norm(clg_tensor *a, double p, int naxes, const int *axes, bool keepdim);
@@ -196,6 +208,14 @@ CLG_API clg_tensor *clg_flip(clg_tensor *a, int naxes, const int *axes);
 /* a tiled reps[d] times along each axis (torch.Tensor.repeat); nreps >= ndim, extra
  * leading repeats add axes. */
 CLG_API clg_tensor *clg_repeat(clg_tensor *a, int nreps, const int64_t *reps);
+/* The lower (tril) or upper (triu) triangle of the matrices in a's last two axes, as
+ * torch.tril / torch.triu: element (.., i, j) is kept where j - i <= diagonal (tril) or
+ * j - i >= diagonal (triu), else 0. diagonal 0 is the main diagonal, > 0 above it, < 0
+ * below; any value is fine (beyond the matrix: all or nothing). Any dtype, any layout
+ * in, contiguous out; the gradient is the same mask on the output's. Fails (NULL) for
+ * fewer than 2 axes. */
+CLG_API clg_tensor *clg_tril(clg_tensor *a, int64_t diagonal);
+CLG_API clg_tensor *clg_triu(clg_tensor *a, int64_t diagonal);
 typedef enum clg_pad_mode { CLG_PAD_CONSTANT, CLG_PAD_REFLECT, CLG_PAD_REPLICATE } clg_pad_mode;
 /* torch.nn.functional.pad: pads = {last axis before, after, next-to-last before, after,
  * ...}; constant fills with value; reflect mirrors without the edge (pads < size);

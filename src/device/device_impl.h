@@ -277,8 +277,8 @@ typedef struct clg_kernel_errors {
     cl_int host[4];                          /* where the read lands */
 } clg_kernel_errors;
 /* The word's buffer and the code under which a kernel reports for `op` (value: what
- * the checked value is, a string literal: "index" or "label"); NULL with the error
- * recorded on failure. */
+ * the checked value is, a string literal: "index" or "label", or a whole message with
+ * a %d for the value and one for the bound); NULL with the error recorded on failure. */
 clg_buffer *clg__kernel_error_word(clg_device *dev, const char *op, const char *value, int *code);
 /* After a blocking read: CLG_OK, or the error a kernel reported (the word cleared). */
 clg_status clg__kernel_error_check(clg_device *dev);

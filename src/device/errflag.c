@@ -3,6 +3,7 @@
  * upload) can be out of range; the kernel writes NaN there, as before, and also sets
  * the device's error word, so that the next read to the host fails instead of handing
  * back a quietly wrong loss. */
+#include <stdio.h>
 #include <string.h>
 
 #include "device_impl.h"
@@ -54,6 +55,14 @@ clg_status clg__kernel_error_check(clg_device *dev)
     memset(e->host, 0, sizeof e->host);
     clg_status st = clear_word(dev, e->word);   /* report it once */
     if (st) return st;
+    /* A `what` with a % is the whole message, formatted with the value and the bound
+     * (clg_multinomial's "weights row %d sums to 0"). */
+    if (strchr(what, '%')) {
+        char msg[256];
+        snprintf(msg, sizeof msg, what, (int)value, (int)bound);
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg_%s: %s (found on the device by an earlier %s)", op, msg,
+                         op);
+    }
     return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
                      "clg_%s: %s %d out of range [0, %d) (found on the device by an earlier %s; its results, and "
                      "what was computed from them, hold NaN or no gradient there)", op, what, (int)value, (int)bound, op);

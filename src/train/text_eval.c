@@ -76,31 +76,39 @@ clg_status clg_text_loss(clg_module *model, const uint8_t *bytes, size_t len, in
 
 /* ---- sampling ---------------------------------------------------------------------------------- */
 
-static uint64_t next_random(uint64_t *s)   /* xorshift64*: reproducible for a seed, any platform */
+/* The index picked from 1-D values by drawing from `probs` (a tensor of their order):
+ * order[draw], or the draw itself when order is NULL. */
+static clg_tensor *through(clg_tensor *order, clg_tensor *draw)
 {
-    *s ^= *s >> 12;
-    *s ^= *s << 25;
-    *s ^= *s >> 27;
-    return *s * 2685821657736338717ull;
+    return order ? clg_gather(order, 0, draw) : draw;
 }
 
-/* A byte from the last position's logits: softmax(logits / temperature) sampled, or
- * the most likely byte at temperature 0. */
-static int pick(const float *logits, int n, double temperature, uint64_t *rng)
+/* The next byte from the last position's logits [256], on the device: softmax(logits /
+ * temperature) restricted to the top_k largest (0: all), then to the smallest set of
+ * the most likely whose probabilities reach top_p (1: all), renormalised and drawn
+ * with clg_multinomial from the device's generator; the argmax at temperature 0. */
+static clg_tensor *pick(clg_tensor *logits, const clg_text_sampling *o)
 {
-    int best = 0;
-    for (int i = 1; i < n; i++) if (logits[i] > logits[best]) best = i;
-    if (temperature <= 0) return best;
-    double p[256], sum = 0;
-    for (int i = 0; i < n; i++) sum += p[i] = exp((logits[i] - logits[best]) / temperature);
-    double u = (double)(next_random(rng) >> 11) / 9007199254740992.0 * sum;
-    for (int i = 0; i < n; i++) if ((u -= p[i]) < 0) return i;
-    return n - 1;
+    if (o->temperature <= 0) return clg_argmax(logits, 0, true);
+    clg_tensor *z = clg_div_scalar(logits, o->temperature), *top = NULL;
+    if (z && o->top_k > 0 && o->top_k < clg_tensor_dim(z, 0)) {   /* z becomes the k largest */
+        clg_tensor *all = z;
+        if (clg_topk(all, o->top_k, 0, true, &z, &top) != CLG_OK) return NULL;
+    }
+    clg_tensor *p = clg_softmax(z, 0), *order = NULL;
+    if (p && o->top_p < 1) {   /* nucleus: keep the sorted ones whose predecessors sum below top_p */
+        clg_tensor *sorted = NULL;
+        if (clg_sort(p, 0, true, &sorted, &order) != CLG_OK) return NULL;
+        clg_tensor *before = clg_sub(clg_cumsum(sorted, 0), sorted);
+        clg_tensor *cut = before ? clg_full(clg_tensor_device(p), clg_tensor_dtype(p), 1, (int64_t[]){1}, o->top_p) : NULL;
+        p = clg_mul(sorted, clg_lt(before, cut));
+    }
+    clg_tensor *draw = clg_multinomial(p, 1, true);
+    return through(top, through(order, draw));
 }
 
 /* Feed tokens [1, n] and pick the byte that follows them. */
-static clg_status feed(clg_module *model, const int32_t *tokens, int64_t n, double temperature, uint64_t *rng,
-                       int *next)
+static clg_status feed(clg_module *model, const int32_t *tokens, int64_t n, const clg_text_sampling *o, int *next)
 {
     clg_device *dev = clg_module_device(model);
     clg_scope_begin(dev);
@@ -110,39 +118,54 @@ static clg_status feed(clg_module *model, const int32_t *tokens, int64_t n, doub
     if (st == CLG_OK && (clg_tensor_ndim(logits) != 3 || clg_tensor_dim(logits, 2) != 256))
         st = clg__fail(dev, CLG_ERR_SHAPE, "clg_text_sample: the model gives %s for tokens [1, %lld]; a character "
                        "model gives [1, T, 256]", CLG_DESC(logits), (long long)n);
-    float last[256];
     if (st == CLG_OK) {
-        clg_tensor *row = clg_contiguous(clg_narrow(logits, 1, n - 1, 1));
-        st = row ? clg_tensor_to_host(row, last, sizeof last) : dev->status;
+        clg_tensor *last = clg_reshape(clg_narrow(logits, 1, n - 1, 1), 1, (int64_t[]){256});
+        clg_tensor *byte = last ? pick(clg__widen16(last), o) : NULL;
+        int32_t b = 0;
+        st = byte ? clg_tensor_to_host(byte, &b, sizeof b) : dev->status;
+        *next = b;
     }
-    if (st == CLG_OK) *next = pick(last, 256, temperature, rng);
     clg_scope_end(dev);
+    return st;
+}
+
+clg_status clg_text_sample_with(clg_module *model, const uint8_t *prime, size_t prime_len, uint8_t *out, size_t n,
+                                const clg_text_sampling *o)
+{
+    if (!model || !out || !prime || prime_len == 0 || !o) return CLG_ERR_INVALID_ARGUMENT;
+    clg_device *dev = clg_module_device(model);
+    if (!(o->temperature >= 0) || o->top_k < 0 || !(o->top_p > 0 && o->top_p <= 1))
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg_text_sample: temperature %g (want >= 0), top_k %d (want "
+                         ">= 0), top_p %g (want in (0, 1])", o->temperature, o->top_k, o->top_p);
+    int32_t *tokens = malloc(sizeof *tokens * prime_len);
+    if (!tokens) return clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "clg_text_sample: out of host memory");
+    for (size_t i = 0; i < prime_len; i++) tokens[i] = prime[i];
+    /* draw from the device's generator at the seed, and give it back as it was */
+    uint64_t kept_seed, kept_offset;
+    clg_rng_get_state(dev, &kept_seed, &kept_offset);
+    clg_manual_seed(dev, o->seed);
+    bool training = clg_module_is_training(model);
+    clg_module_train(model, false);
+    clg_text_model_stateful(model, true);   /* the prime once, then one byte at a time */
+    clg_no_grad_begin(dev);
+    int next = 0;
+    clg_status st = feed(model, tokens, (int64_t)prime_len, o, &next);
+    for (size_t i = 0; st == CLG_OK && i < n; i++) {
+        out[i] = (uint8_t)next;
+        int32_t t = next;
+        if (i + 1 < n) st = feed(model, &t, 1, o, &next);
+    }
+    clg_no_grad_end(dev);
+    clg_text_model_stateful(model, false);
+    clg_module_train(model, training);
+    clg_rng_set_state(dev, kept_seed, kept_offset);
+    free(tokens);
     return st;
 }
 
 clg_status clg_text_sample(clg_module *model, const uint8_t *prime, size_t prime_len, uint8_t *out, size_t n,
                            double temperature, uint64_t seed)
 {
-    if (!model || !out || !prime || prime_len == 0) return CLG_ERR_INVALID_ARGUMENT;
-    clg_device *dev = clg_module_device(model);
-    int32_t *tokens = malloc(sizeof *tokens * prime_len);
-    if (!tokens) return clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "clg_text_sample: out of host memory");
-    for (size_t i = 0; i < prime_len; i++) tokens[i] = prime[i];
-    uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 1;
-    bool training = clg_module_is_training(model);
-    clg_module_train(model, false);
-    clg_text_model_stateful(model, true);   /* the prime once, then one byte at a time */
-    clg_no_grad_begin(dev);
-    int next = 0;
-    clg_status st = feed(model, tokens, (int64_t)prime_len, temperature, &rng, &next);
-    for (size_t i = 0; st == CLG_OK && i < n; i++) {
-        out[i] = (uint8_t)next;
-        int32_t t = next;
-        if (i + 1 < n) st = feed(model, &t, 1, temperature, &rng, &next);
-    }
-    clg_no_grad_end(dev);
-    clg_text_model_stateful(model, false);
-    clg_module_train(model, training);
-    free(tokens);
-    return st;
+    clg_text_sampling o = {.temperature = temperature, .top_k = 0, .top_p = 1, .seed = seed};
+    return clg_text_sample_with(model, prime, prime_len, out, n, &o);
 }

@@ -3,7 +3,7 @@
 # (embedding, LSTM, linear) learns a few KB of generated sentences; its loss falls, the
 # held-out and whole-file losses are below ln 256 (knowing nothing), a resumed run ends
 # bit for bit where a straight one does, sampling gives exactly --length bytes and the
-# same bytes for the same seed; and every misuse fails with one line. Usage: cli_text.sh CLGRAD
+# same bytes for the same seed, top-k 1 and a tiny top-p the most likely bytes; and every misuse fails with one line. Usage: cli_text.sh CLGRAD
 CLI_DATA=none
 . "$(dirname "$0")/common.sh"
 cd "$T"
@@ -75,6 +75,16 @@ cmp -s s1.out s2.out || fail "sample: the same seed gave other text"
 ! cmp -s s1.out s3.out || fail "sample: another seed and prime gave the same text"
 ok s4 sample a.ckpt --length 20 --temperature 0
 [ "$(wc -c <s4.out)" -eq 20 ] || fail "s4: want 20 bytes"
+# top-k 1 and a tiny top-p leave only the most likely byte: the text of temperature 0;
+# top-k and top-p together give the same text for the same seed
+ok s10 sample a.ckpt --length 20 --top-k 1 --seed 4
+ok s11 sample a.ckpt --length 20 --top-p 0.000001 --temperature 2 --seed 5
+cmp -s s4.out s10.out || fail "sample --top-k 1: not the most likely bytes (temperature 0's)"
+cmp -s s4.out s11.out || fail "sample --top-p 0.000001: not the most likely bytes (temperature 0's)"
+ok s12 sample a.ckpt --length 50 --top-k 5 --top-p 0.9 --seed 6
+ok s13 sample a.ckpt --length 50 --top-k 5 --top-p 0.9 --seed 6
+[ "$(wc -c <s12.out)" -eq 50 ] || fail "s12: want 50 bytes"
+cmp -s s12.out s13.out || fail "sample --top-k --top-p: the same seed gave other text"
 
 # info: the layers and the text settings
 ok i info a.ckpt
@@ -105,6 +115,10 @@ bad e4 "img.ckpt: the model does not take tokens" eval img.ckpt --data text:corp
 bad e5 "the model takes tokens (its first layer is an embedding): give --data text:" eval a.ckpt --data small.csv
 bad s5 "--prime needs at least one byte" sample a.ckpt --prime ""
 bad s6 "--temperature must be a number in [0, 100]" sample a.ckpt --temperature -1
+bad s14 "--top-k must be an integer in [0, 256]" sample a.ckpt --top-k 257
+bad s15 "--top-k must be an integer in [0, 256]" sample a.ckpt --top-k -1
+bad s16 "--top-p must be a number in (0, 1]" sample a.ckpt --top-p 0
+bad s17 "--top-p must be a number in (0, 1]" sample a.ckpt --top-p 1.5
 bad s7 "img.ckpt: not a model of text to sample from: the model does not take tokens" sample img.ckpt
 bad s8 "missing.ckpt" sample missing.ckpt
 bad s9 "give one CKPT" sample
