@@ -53,6 +53,15 @@ CLG_API clg_device *clg_module_device(const clg_module *m);
 CLG_API clg_status clg_module_add_param(clg_module *m, const char *name, clg_tensor *t);
 CLG_API clg_status clg_module_add_buffer(clg_module *m, const char *name, clg_tensor *t);
 CLG_API clg_status clg_module_add_child(clg_module *m, const char *name, clg_module *child);
+/* A buffer that the state leaves out when persistent is false (PyTorch's
+ * register_buffer(..., persistent=False): a causal mask, a cache), so checkpoints
+ * neither write nor expect it. */
+CLG_API clg_status clg_module_register_buffer(clg_module *m, const char *name, clg_tensor *t, bool persistent);
+/* Weight tying: m's parameter `name` becomes `shared`, a parameter of the same shape and
+ * dtype that another module (or m) holds, as nanoGPT's lm_head.weight = wte.weight. One
+ * tensor, one gradient (both uses add into it); the state lists both names (as PyTorch's
+ * state_dict does); clg_module_parameters and clg_module_numel count it once. */
+CLG_API clg_status clg_module_tie_param(clg_module *m, const char *name, clg_tensor *shared);
 /* A direct parameter, buffer or child by name ("weight"), NULL when there is none. */
 CLG_API clg_tensor *clg_module_param(const clg_module *m, const char *name);
 CLG_API clg_tensor *clg_module_buffer(const clg_module *m, const char *name);
@@ -62,6 +71,12 @@ CLG_API clg_module *clg_module_child_at(const clg_module *m, int i);
 CLG_API const char *clg_module_name(const clg_module *m);   /* name within its parent */
 
 CLG_API clg_tensor *clg_module_forward(clg_module *m, clg_tensor *x);
+/* Modules of several inputs (attention's query, key, value and masks; entries may be
+ * NULL): a module sets its forward of n inputs, and clg_module_forward_n calls it; a
+ * module of one input takes n = 1 there. */
+typedef clg_tensor *(*clg_forward_n_fn)(clg_module *m, int n, clg_tensor *const *inputs);
+CLG_API clg_status clg_module_set_forward_n(clg_module *m, clg_forward_n_fn fn);
+CLG_API clg_tensor *clg_module_forward_n(clg_module *m, int n, clg_tensor *const *inputs);
 
 /* train (true) or eval (false), for the module and everything below it. */
 CLG_API void clg_module_train(clg_module *m, bool training);
@@ -129,6 +144,71 @@ CLG_API clg_module *clg_nn_silu(clg_device *dev);
 CLG_API clg_module *clg_nn_elu(clg_device *dev, double alpha);
 CLG_API clg_module *clg_nn_softplus(clg_device *dev, double beta, double threshold);
 CLG_API clg_module *clg_nn_softmax(clg_device *dev, int axis);
+
+/* ---- attention and transformers ------------------------------------------------------------ */
+/* torch.nn.MultiheadAttention: parameters in_proj_weight [3E, E] (xavier-uniform),
+ * in_proj_bias [3E] (0), out_proj.weight, out_proj.bias (0). Inputs [B, T, E] when
+ * batch_first, else [T, B, E]. The heads attend through clg_scaled_dot_product_attention
+ * (fused; dropout on the weights while training). No attention weights are returned
+ * (PyTorch's need_weights=False). */
+CLG_API clg_module *clg_nn_multihead_attention(clg_device *dev, int64_t embed_dim, int64_t num_heads, double dropout,
+                                               bool bias, bool batch_first);
+/* key and value NULL: query (self-attention). Masks as PyTorch's: key_padding_mask
+ * [B, S] and attn_mask [L, S] or [B * num_heads, L, S]; int32 nonzero (True) means "may
+ * not attend", a float mask is added to the scores; either may be NULL. is_causal: query i
+ * sees keys j <= i. clg_module_forward(m, x) is self-attention without masks (causal
+ * after clg_attention_set_causal); clg_module_forward_n takes (query, key, value,
+ * key_padding_mask, attn_mask). */
+CLG_API clg_tensor *clg_mha_forward(clg_module *m, clg_tensor *query, clg_tensor *key, clg_tensor *value,
+                                    clg_tensor *key_padding_mask, clg_tensor *attn_mask, bool is_causal);
+
+/* torch.nn.TransformerEncoderLayer: self_attn (MultiheadAttention), linear1, dropout,
+ * linear2, norm1, norm2, dropout1, dropout2; post-norm (x = norm(x + block(x))) or,
+ * with norm_first, pre-norm (x = x + block(norm(x))). */
+typedef struct clg_transformer_options {
+    int64_t dim_feedforward;   /* 2048 */
+    double dropout;            /* 0.1 */
+    bool gelu;                 /* false: relu */
+    double layer_norm_eps;     /* 1e-5 */
+    bool batch_first;          /* false: [T, B, E] */
+    bool norm_first;           /* false */
+    bool bias;                 /* true: in the linear layers and the norms */
+} clg_transformer_options;
+CLG_API clg_transformer_options clg_transformer_defaults(void);
+/* opt NULL: the defaults. */
+CLG_API clg_module *clg_nn_transformer_encoder_layer(clg_device *dev, int64_t d_model, int64_t nhead,
+                                                     const clg_transformer_options *opt);
+/* src [B, T, E] or [T, B, E]; masks as clg_mha_forward's (may be NULL). clg_module_forward
+ * and clg_module_forward_n (src, src_mask, src_key_padding_mask) work too. */
+CLG_API clg_tensor *clg_transformer_layer_forward(clg_module *m, clg_tensor *src, clg_tensor *src_mask,
+                                                  clg_tensor *src_key_padding_mask, bool is_causal);
+/* Make clg_module_forward of a MultiheadAttention or TransformerEncoderLayer causal (a
+ * decoder-only model in a Sequential or a model file). */
+CLG_API clg_status clg_attention_set_causal(clg_module *m, bool causal);
+
+/* The GPT of nanoGPT (model.py), name for name: transformer.wte, transformer.wpe,
+ * transformer.h.<i>.{ln_1, attn.c_attn, attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj},
+ * transformer.ln_f, and lm_head, whose weight is wte's (tied). clg_module_forward(gpt,
+ * tokens int32 [B, T], T <= block_size) gives logits [B, T, vocab_size]. Initialised as
+ * nanoGPT: N(0, 0.02) weights, N(0, 0.02 / sqrt(2 n_layer)) for c_proj, zero biases.
+ *
+ *   clg_gpt_config c = clg_gpt_defaults();
+ *   c.vocab_size = 256; c.block_size = 128; c.n_layer = 4; c.n_head = 4; c.n_embd = 128;
+ *   clg_module *gpt = clg_nn_gpt(dev, &c);
+ */
+typedef struct clg_gpt_config {
+    int64_t vocab_size;   /* 50304 */
+    int64_t block_size;   /* 1024: the longest context */
+    int64_t n_layer;      /* 12 */
+    int64_t n_head;       /* 12 */
+    int64_t n_embd;       /* 768 */
+    double dropout;       /* 0 */
+    bool bias;            /* true: biases in the linear layers and layer norms */
+} clg_gpt_config;
+CLG_API clg_gpt_config clg_gpt_defaults(void);
+CLG_API clg_module *clg_nn_gpt(clg_device *dev, const clg_gpt_config *c);
+/* One Block (ln_1, attn, ln_2, mlp): x [B, T, n_embd] -> the same shape. */
+CLG_API clg_module *clg_nn_gpt_block(clg_device *dev, const clg_gpt_config *c);
 
 /* ---- recurrent layers ---------------------------------------------------------------------- */
 /* RNN, LSTM and GRU as torch.nn's: stacked layers over a whole sequence, parameters

@@ -107,7 +107,7 @@ static clg_status add_entry(clg_module *m, clg_entries *e, const char *name, clg
     /* The module owns the tensor from now on: out of its scope, history dropped. */
     clg_tensor_keep(t);
     clg__tensor_unscope(t);
-    e->items[e->n++] = (clg_entry){copy, t};
+    e->items[e->n++] = (clg_entry){copy, t, false};
     drop_state(m);
     return CLG_OK;
 }
@@ -124,6 +124,45 @@ clg_status clg_module_add_param(clg_module *m, const char *name, clg_tensor *t)
 clg_status clg_module_add_buffer(clg_module *m, const char *name, clg_tensor *t)
 {
     return add_entry(m, m ? &m->buffers : NULL, name, t, "buffer");
+}
+
+clg_status clg_module_register_buffer(clg_module *m, const char *name, clg_tensor *t, bool persistent)
+{
+    clg_status st = add_entry(m, m ? &m->buffers : NULL, name, t, "buffer");
+    if (st == CLG_OK) m->buffers.items[m->buffers.n - 1].transient = !persistent;
+    return st;
+}
+
+clg_status clg_module_tie_param(clg_module *m, const char *name, clg_tensor *shared)
+{
+    if (!m) return CLG_ERR_INVALID_ARGUMENT;
+    clg_entry *e = NULL;
+    for (int i = 0; name && i < m->params.n; i++)
+        if (!strcmp(m->params.items[i].name, name)) e = &m->params.items[i];
+    if (!e) return clg__fail(m->dev, CLG_ERR_INVALID_ARGUMENT, "clg_module_tie_param: no parameter \"%s\"", name ? name : "(null)");
+    if (!shared || shared->dev != m->dev || !shared->requires_grad || shared->dtype != e->t->dtype ||
+        shared->ndim != e->t->ndim || memcmp(shared->shape, e->t->shape, sizeof(int64_t) * (size_t)shared->ndim))
+        return clg__fail(m->dev, CLG_ERR_SHAPE, "clg_module_tie_param(%s): %s is not a parameter of %s's shape and dtype "
+                         "on the same device", name, shared ? CLG_DESC(shared) : "(null)", CLG_DESC(e->t));
+    clg__tensor_retain(shared);
+    clg__tensor_release(e->t);
+    e->t = shared;
+    drop_state(m);
+    return CLG_OK;
+}
+
+void clg__module_drop_param(clg_module *m, const char *name)
+{
+    clg_entries *e = &m->params;
+    for (int i = 0; i < e->n; i++)
+        if (!strcmp(e->items[i].name, name)) {
+            free(e->items[i].name);
+            clg__tensor_release(e->items[i].t);
+            memmove(e->items + i, e->items + i + 1, sizeof *e->items * (size_t)(e->n - i - 1));
+            e->n--;
+            drop_state(m);
+            return;
+        }
 }
 
 clg_status clg_module_add_child(clg_module *m, const char *name, clg_module *child)
@@ -176,6 +215,22 @@ clg_tensor *clg_module_forward(clg_module *m, clg_tensor *x)
     return m->iface->forward(m, x);
 }
 
+clg_status clg_module_set_forward_n(clg_module *m, clg_forward_n_fn fn)
+{
+    if (!m) return CLG_ERR_INVALID_ARGUMENT;
+    m->forward_n = fn;
+    return CLG_OK;
+}
+
+clg_tensor *clg_module_forward_n(clg_module *m, int n, clg_tensor *const *inputs)
+{
+    if (!m) return NULL;
+    if (m->forward_n) return m->forward_n(m, n, inputs);
+    if (n == 1 && inputs) return clg_module_forward(m, inputs[0]);
+    clg__fail(m->dev, CLG_ERR_INVALID_ARGUMENT, "clg_module_forward_n: %s takes one input, not %d", m->iface->type, n);
+    return NULL;
+}
+
 void clg_module_train(clg_module *m, bool training)
 {
     if (!m) return;
@@ -210,6 +265,7 @@ static void visit(walk *w, const char *prefix, const clg_module *m)
     for (int pass = 0; pass < 2; pass++) {
         const clg_entries *e = pass ? &m->buffers : &m->params;
         for (int i = 0; i < e->n; i++) {
+            if (e->items[i].transient) continue;
             if (w->n == w->cap) {
                 int cap = w->cap ? 2 * w->cap : 16;
                 clg_named_tensor *no = realloc(w->out, (size_t)cap * sizeof *no);
@@ -295,12 +351,22 @@ clg_status clg_module_set_param_trainable(clg_module *m, const char *name, bool 
     return CLG_OK;
 }
 
+/* Whether state entry i holds a tensor an earlier entry holds too (a tied parameter's
+ * second name): counted and handed to optimizers once. */
+static bool seen_before(const clg_module *m, int i)
+{
+    for (int j = 0; j < i; j++)
+        if (m->state[j].tensor == m->state[i].tensor) return true;
+    return false;
+}
+
 int clg_module_parameters(const clg_module *m, clg_tensor **out, int cap, bool trainable_only)
 {
     if (!m || !state_of((clg_module *)m)) return 0;
     int n = 0;
     for (int i = 0; i < m->nstate; i++) {
         if (!m->state[i].is_param || (trainable_only && !m->state[i].tensor->requires_grad)) continue;
+        if (seen_before(m, i)) continue;
         if (out && n < cap) out[n] = m->state[i].tensor;
         n++;
     }
@@ -312,7 +378,7 @@ int64_t clg_module_numel(const clg_module *m, bool trainable_only)
     if (!m || !state_of((clg_module *)m)) return 0;
     int64_t n = 0;
     for (int i = 0; i < m->nstate; i++)
-        if (m->state[i].is_param && (!trainable_only || m->state[i].tensor->requires_grad))
+        if (m->state[i].is_param && (!trainable_only || m->state[i].tensor->requires_grad) && !seen_before(m, i))
             n += m->state[i].tensor->numel;
     return n;
 }

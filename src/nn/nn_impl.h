@@ -7,7 +7,8 @@
 
 typedef struct clg_entry {
     char *name;
-    clg_tensor *t;        /* owned: out of every scope */
+    clg_tensor *t;        /* owned (a reference; tied parameters share one tensor): out of every scope */
+    bool transient;       /* a buffer left out of the state (PyTorch's persistent=False) */
 } clg_entry;
 
 typedef struct clg_entries {
@@ -25,6 +26,7 @@ struct clg_module {
     clg_module **children;
     int nchildren, capchildren;
     bool training;
+    clg_forward_n_fn forward_n;   /* for several inputs; NULL: one */
     /* clg_module_state's full names, made on demand and dropped on any change */
     clg_named_tensor *state;
     char **state_names;
@@ -37,6 +39,13 @@ clg_tensor *clg__nn_uniform_param(clg_device *dev, int ndim, const int64_t *shap
 /* Adds weight (ones) and bias (zeros) of shape to m, as the normalisation layers have
  * them; returns m, or NULL with m freed. */
 clg_module *clg__nn_affine_params(clg_module *m, int ndim, const int64_t *shape);
+
+/* Remove m's parameter `name` (a layer made without one of its usual parameters). */
+void clg__module_drop_param(clg_module *m, const char *name);
+/* LayerNorm over the last axis of size C, with or without its bias (nanoGPT's option). */
+clg_module *clg__nn_layer_norm(clg_device *dev, int64_t C, double eps, bool bias);
+/* Attention output y [B, H, T, D] as [B, T, H D]: the heads side by side (a copy). */
+clg_tensor *clg__nn_merge_heads(clg_tensor *y);
 
 /* Synchronised batch norm (src/dist/sync.c): while training, batch-norm layer m takes
  * its statistics over a group (every rank's part of the global batch). The group: */

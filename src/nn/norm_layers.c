@@ -260,3 +260,10 @@ clg_module *clg_nn_dropout(clg_device *dev, double p)
 }
 
 clg_module *clg_nn_softmax(clg_device *dev, int axis) { return scalar_layer(dev, &softmax_i, 0, axis); }
+
+clg_module *clg__nn_layer_norm(clg_device *dev, int64_t C, double eps, bool bias)
+{
+    clg_module *m = clg_nn_layer_norm(dev, 1, &C, eps);
+    if (m && !bias) clg__module_drop_param(m, "bias");
+    return m;
+}
