@@ -386,6 +386,18 @@ typedef struct bad_case {
 #define END "\n ]}"
 static const bad_case BAD[] = {
     {"{\"input\": [1, 2,]}", "]}", "", NULL},                                     /* jansson: syntax */
+    {"{\"input\": [8], \"layers\": [{\"type\": \"embedding\", \"num\": 9, \"dim\": 4},\n {\"type\": \"gpt\", \"context\": 8, "
+     "\"layers\": 1, \"heads\": 1, \"dim\": 4}]}", "{\"type\": \"gpt\"", "gpt must be the first layer", NULL},
+    {"{\"input\": [9], \"layers\": [{\"type\": \"gpt\", \"context\": 8, \"layers\": 1, \"heads\": 1, \"dim\": 4}]}", "{\"type\"",
+     "more than the context 8", NULL},
+    {"{\"input\": [8], \"layers\": [{\"type\": \"gpt\", \"context\": 8, \"layers\": 1, \"heads\": 3, \"dim\": 4}]}", "{\"type\"",
+     "heads 3 must divide dim 4", NULL},
+    {"{\"input\": [5, 6], \"layers\": [{\"type\": \"transformer_block\", \"heads\": 4}]}", "{\"type\"",
+     "heads 4 must divide the input's 6 features", NULL},
+    {"{\"input\": [5, 6, 2], \"layers\": [{\"type\": \"multihead_attention\", \"heads\": 2}]}", "{\"type\"",
+     "takes a sequence [T, C]", NULL},
+    {"{\"input\": [4], \"layers\": [\"relu\"],\n \"optimizer\": {\"type\": \"adam\", \"schedule_unit\": \"batch\"}}",
+     "\"batch\"", "counts \"epoch\"s or \"step\"s", NULL},
     {"{\"input\": [1],\n \"input\": [2], \"layers\": [\"relu\"]}", "\": [2]", "duplicate object key", NULL},
     {"[1, 2]", NULL, "a model file is one JSON object", NULL},
     {"{\"layers\": [\"relu\"]}", NULL, "missing \"input\"", NULL},
@@ -509,9 +521,54 @@ static void test_errors(void)
     }
 }
 
+/* gpt, transformer_block (repeated, causal) and multihead_attention: shapes, parameter
+ * counts equal to the built modules', PyTorch's state names, a forward; the example GPT. */
+static void test_attention_layers(clg_device *dev)
+{
+    const char *text = "{\"input\": [6], \"layers\": [{\"type\": \"embedding\", \"num\": 256, \"dim\": 8},"
+                       " {\"type\": \"transformer_block\", \"name\": \"enc\", \"heads\": 2, \"ff\": 16, \"dropout\": 0,"
+                       " \"causal\": true, \"norm_first\": true, \"gelu\": true, \"repeat\": 2},"
+                       " {\"type\": \"multihead_attention\", \"heads\": 4, \"causal\": true},"
+                       " {\"type\": \"layer_norm\"}, {\"type\": \"linear\", \"out\": 256}]}";
+    char err[512];
+    clg_model *m = parse(text, err, sizeof err);
+    CHECK_MSG(m, "%s", err);
+    clg_module *net = m ? clg_model_build(m, dev) : NULL;
+    CHECK_MSG(!m || net, "%s", clg_device_error(dev));
+    if (net) {
+        CHECK_MSG(clg_module_numel(net, false) == clg_model_param_count(m), "built %lld, inferred %lld",
+                  (long long)clg_module_numel(net, false), (long long)clg_model_param_count(m));
+        CHECK(clg_module_find(net, "enc.0.self_attn.in_proj_weight") && clg_module_find(net, "enc.1.linear2.bias") &&
+              clg_module_find(net, "2.out_proj.weight") && clg_module_find(net, "enc.1.norm2.weight"));
+        clg_scope_begin(dev);
+        clg_tensor *x = clg_tensor_from_host(dev, CLG_I32, CLG_SHAPE(2, 6), (int32_t[]){1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+        clg_tensor *y = clg_module_forward(net, x);
+        CHECK_MSG(y && clg_tensor_dim(y, 0) == 2 && clg_tensor_dim(y, 1) == 6 && clg_tensor_dim(y, 2) == 256, "%s",
+                  clg_device_error(dev));
+        clg_scope_end(dev);
+    }
+    clg_module_free(net);
+    clg_model_free(m);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/../examples/models/gpt_fortunes.json", CLGRAD_TEST_SOURCE_DIR);
+    m = NULL;
+    CHECK_MSG(clg_model_read(path, &m, err, sizeof err) == CLG_OK, "%s", err);
+    CHECK_MSG(m && clg_model_param_count(m) == 842496 && clg_model_takes_tokens(m) &&
+              clg_model_get_optim(m)->schedule_steps, "gpt_fortunes: %lld", (long long)(m ? clg_model_param_count(m) : 0));
+    net = m ? clg_model_build(m, dev) : NULL;
+    CHECK(net && clg_module_numel(net, false) == 842496 && clg_module_find(net, "0.lm_head.weight") ==
+                                                              clg_module_find(net, "0.transformer.wte.weight"));
+    char *json = m ? clg_model_json(m) : NULL;
+    CHECK(json && strstr(json, "\"schedule_unit\": \"step\""));
+    free(json);
+    clg_module_free(net);
+    clg_model_free(m);
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
+    test_attention_layers(dev);
     test_every_layer(dev);
     test_more_layers(dev);
     test_tokens(dev);

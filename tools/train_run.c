@@ -17,7 +17,10 @@ static clg_status skip_rest(clg_loader *l)
 
 static clg_status train_step(train_run *r, clg_tensor *x, clg_tensor *y)
 {
-    clg_status st = clg_trainer_step(r->trainer, x, y, NULL);
+    clg_status st = CLG_OK;
+    if (clg_model_get_optim(r->m)->schedule_steps)   /* a schedule over steps: this step's rate */
+        st = clg_optimizer_set_lr(r->opt, clg_model_lr_at(r->m, r->step));
+    if (st == CLG_OK) st = clg_trainer_step(r->trainer, x, y, NULL);
     if (st == CLG_OK) r->step++;
     return st;
 }
@@ -109,7 +112,7 @@ static int report(train_run *r, int epoch, double rate, double lr, double *test_
 static int one_epoch(train_run *r, int epoch, double *test_acc)
 {
     int epochs = clg_model_get_train(r->m)->epochs;
-    double lr = clg_model_lr_at(r->m, epoch);
+    double lr = clg_model_lr_at(r->m, clg_model_get_optim(r->m)->schedule_steps ? r->step : epoch);
     if (clg_optimizer_set_lr(r->opt, lr) != CLG_OK) return cli_fail("train", "%s", clg_device_error(r->dev));
     int64_t nb = clg_loader_num_batches(r->train), start = clg_loader_get_position(r->train).batch;
     int64_t total = (r->max_steps && r->max_steps < nb ? r->max_steps : nb) - start;
@@ -122,7 +125,7 @@ static int one_epoch(train_run *r, int epoch, double *test_acc)
     double rate = clg_progress_rate(bar);
     clg_progress_free(bar);
     if (st != CLG_OK) return cli_fail("train", "%s", clg_device_error(r->dev));
-    int rc = report(r, epoch + 1, rate, lr, test_acc);
+    int rc = report(r, epoch + 1, rate, clg_optimizer_lr(r->opt), test_acc);
     return rc ? rc : r->out ? save(r) : 0;
 }
 

@@ -40,6 +40,8 @@ static clg_status text_step(train_run *r, int64_t w)
     train_text *t = &r->text;
     clg_tensor *x, *y;
     clg_status st = clg_text_window(r->dev, t->corpus.bytes, t->split, t->streams, t->window, w, &x, &y);
+    if (st == CLG_OK && clg_model_get_optim(r->m)->schedule_steps)   /* a schedule over steps: this step's rate */
+        st = clg_optimizer_set_lr(r->opt, clg_model_lr_at(r->m, r->step));
     if (st != CLG_OK) return st;
     st = clg_trainer_step(r->trainer, x, y, NULL);   /* the loss flattens [B, T, 256] (train_setup.c) */
     if (st == CLG_OK) r->step++;
@@ -94,7 +96,7 @@ static int text_report(train_run *r, int epoch, double rate, double lr)
 static int text_epoch(train_run *r, int epoch)
 {
     train_text *t = &r->text;
-    double lr = clg_model_lr_at(r->m, epoch);
+    double lr = clg_model_lr_at(r->m, clg_model_get_optim(r->m)->schedule_steps ? r->step : epoch);
     if (clg_optimizer_set_lr(r->opt, lr) != CLG_OK) return cli_fail("train", "%s", clg_device_error(r->dev));
     int64_t from = epoch == t->epoch ? t->next : 0;
     int64_t to = r->max_steps && r->max_steps < t->windows ? r->max_steps : t->windows;
@@ -108,7 +110,7 @@ static int text_epoch(train_run *r, int epoch)
     double rate = clg_progress_rate(bar);
     clg_progress_free(bar);
     if (st != CLG_OK) return cli_fail("train", "%s", clg_device_error(r->dev));
-    int rc = text_report(r, epoch + 1, rate, lr);
+    int rc = text_report(r, epoch + 1, rate, clg_optimizer_lr(r->opt));
     return rc ? rc : r->out ? train_save(r, epoch + 1, 0, 0) : 0;
 }
 

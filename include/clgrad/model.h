@@ -187,6 +187,7 @@ typedef struct clg_model_optim {
     bool nesterov, centered;
     char schedule[256];        /* clg_lr_schedule_parse text */
     double clip_grad_norm;     /* 0: no clipping */
+    bool schedule_steps;       /* the schedule counts steps ("schedule_unit": "step"), not epochs */
 } clg_model_optim;
 
 typedef struct clg_model_train {

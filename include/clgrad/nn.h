@@ -207,6 +207,8 @@ typedef struct clg_gpt_config {
 } clg_gpt_config;
 CLG_API clg_gpt_config clg_gpt_defaults(void);
 CLG_API clg_module *clg_nn_gpt(clg_device *dev, const clg_gpt_config *c);
+/* The longest sequence m (or a module under it) takes: a GPT's block_size; 0: no limit. */
+CLG_API int64_t clg_module_context(const clg_module *m);
 /* One Block (ln_1, attn, ln_2, mlp): x [B, T, n_embd] -> the same shape. */
 CLG_API clg_module *clg_nn_gpt_block(clg_device *dev, const clg_gpt_config *c);
 

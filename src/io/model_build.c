@@ -7,6 +7,25 @@
 #include "model_impl.h"
 #include "clgrad/ops.h"
 
+/* `repeat` TransformerEncoderLayers (batch-first) in a Sequential, or one alone: state names
+ * <layer>.<i>.self_attn.in_proj_weight, ... as torch.nn.TransformerEncoder's layers.<i>. */
+static clg_module *transformer_stack(clg_device *dev, const model_layer *l, int64_t C)
+{
+    clg_transformer_options o = {l->ff ? l->ff : 4 * C, l->p, l->gelu, l->eps, true, l->norm_first, l->bias};
+    clg_module *seq = l->repeat > 1 ? clg_nn_sequential(dev, 0, NULL) : NULL;
+    for (int64_t i = 0; i < l->repeat; i++) {
+        clg_module *t = clg_nn_transformer_encoder_layer(dev, C, l->heads, &o);
+        if (t && l->causal) clg_attention_set_causal(t, true);
+        if (l->repeat == 1 || !t) return t ? t : (clg_module_free(seq), NULL);
+        if (!seq || clg_sequential_append(seq, NULL, t) != CLG_OK) {
+            clg_module_free(t);
+            clg_module_free(seq);
+            return NULL;
+        }
+    }
+    return seq;
+}
+
 static clg_module *make_layer(clg_device *dev, const model_layer *l, int ndim, const int64_t *in)
 {
     clg_conv2d_params p = {{(int)l->stride[0], (int)l->stride[1]}, {(int)l->padding[0], (int)l->padding[1]},
@@ -53,6 +72,16 @@ static clg_module *make_layer(clg_device *dev, const model_layer *l, int ndim, c
                           : l->relu ? CLG_RNN_RELU : CLG_RNN_TANH;
         return clg_nn_rnn(dev, mode, in[ndim - 1], l->out, &o);
     }
+    case LK_GPT: {
+        clg_gpt_config g = {l->num, l->context, l->layers, l->heads, l->out, l->p, l->bias};
+        return clg_nn_gpt(dev, &g);
+    }
+    case LK_MHA: {
+        clg_module *a = clg_nn_multihead_attention(dev, in[ndim - 1], l->heads, l->p, l->bias, true);
+        if (a && l->causal) clg_attention_set_causal(a, true);
+        return a;
+    }
+    case LK_TRANSFORMER: return transformer_stack(dev, l, in[ndim - 1]);
     default: return NULL;
     }
 }

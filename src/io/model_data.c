@@ -49,7 +49,10 @@ static bool parse_normalize(model_ctx *c, json_t *v, clg_model *m)
     return true;
 }
 
-bool model_takes_tokens(const clg_model *m) { return m->nlayers > 0 && m->layers[0].kind == LK_EMBEDDING; }
+bool model_takes_tokens(const clg_model *m)
+{
+    return m->nlayers > 0 && (m->layers[0].kind == LK_EMBEDDING || m->layers[0].kind == LK_GPT);
+}
 
 const char *model_text_misfit(const clg_model *m, char *buf, size_t len)
 {

@@ -27,7 +27,8 @@
 typedef enum model_kind {
     LK_LINEAR, LK_CONV2D, LK_MAX_POOL, LK_AVG_POOL, LK_GLOBAL_POOL, LK_BN1, LK_BN2, LK_LAYER_NORM, LK_DROPOUT,
     LK_FLATTEN, LK_RELU, LK_LEAKY_RELU, LK_SIGMOID, LK_TANH, LK_GELU, LK_SOFTMAX, LK_GELU_TANH, LK_SILU, LK_ELU,
-    LK_SOFTPLUS, LK_CONV1D, LK_CONV_T2D, LK_UPSAMPLE, LK_GROUP_NORM, LK_EMBEDDING, LK_RNN, LK_LSTM, LK_GRU, LK_COUNT
+    LK_SOFTPLUS, LK_CONV1D, LK_CONV_T2D, LK_UPSAMPLE, LK_GROUP_NORM, LK_EMBEDDING, LK_RNN, LK_LSTM, LK_GRU,
+    LK_GPT, LK_TRANSFORMER, LK_MHA, LK_COUNT
 } model_kind;
 
 typedef struct model_layer {
@@ -38,6 +39,8 @@ typedef struct model_layer {
     int64_t num, layers;              /* embedding: tokens; recurrent: stacked layers */
     bool bias, bilinear, relu;        /* relu: an rnn's nonlinearity (false: tanh) */
     double eps, momentum, p, slope, alpha, beta, threshold, scale;   /* p: also a recurrent dropout */
+    int64_t heads, context, ff, repeat;   /* attention: heads; gpt: context; transformer_block: ff width */
+    bool causal, norm_first, gelu;        /* attention layers */
     int ndim;                         /* output sample shape (shape inference) */
     int64_t shape[CLG_MAX_DIMS];
     int64_t params;
@@ -117,7 +120,7 @@ void model_layer_settings(const model_layer *l, char *buf, size_t len);
 /* ---- the rest ---------------------------------------------------------------------------------- */
 bool model_parse_sections(model_ctx *c, json_t *root, clg_model *m);
 bool model_check_train(char *err, size_t errlen, const clg_model_train *t);
-/* A model takes integer tokens when its first layer is an embedding. */
+/* A model takes integer tokens when its first layer is an embedding or a gpt. */
 bool model_takes_tokens(const clg_model *m);
 /* Why m cannot learn from text (bytes in windows of its input's [T]), or NULL; the
  * message names the layer or key at fault. */

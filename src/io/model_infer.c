@@ -150,6 +150,58 @@ static bool recurrent(model_ctx *c, model_layer *l, const int64_t *in)
     return true;
 }
 
+/* Parameters of one transformer layer of width C, feed-forward width F: attention's
+ * in_proj (3 C^2 + 3 C) and out_proj (C^2 + C), the two linear layers, two norms (biases
+ * and the norms' bias only with bias). Products of at most 2^24 squared fit int64. */
+static int64_t transformer_params(int64_t C, int64_t F, bool bias)
+{
+    return 4 * C * C + 2 * C * F + 2 * C + (bias ? 4 * C + F + C + 2 * C : 0);
+}
+
+/* gpt: tokens [T] -> scores [T, vocab]; wte [V, C] (tied to lm_head), wpe [context, C],
+ * per layer 12 C^2 (+ 13 C with biases, else 2 C: the norms' weights), ln_f. */
+static bool gpt(model_ctx *c, model_layer *l, int ndim, const int64_t *in)
+{
+    char s[160];
+    if (ndim != 1)
+        return model_fail(c, false, "gpt takes a sequence of tokens [T], got an input of shape %s",
+                          shape_text(ndim, in, s, sizeof s));
+    if (in[0] > l->context)
+        return model_fail(c, false, "the input's %lld tokens are more than the context %lld", (long long)in[0],
+                          (long long)l->context);
+    int64_t C = l->out;
+    if (C % l->heads) return model_fail(c, false, "heads %lld must divide dim %lld", (long long)l->heads, (long long)C);
+    double p = (double)(l->num + l->context) * (double)C + (double)l->layers * (12.0 * (double)C * (double)C +
+               (l->bias ? 13.0 : 2.0) * (double)C) + (l->bias ? 2.0 : 1.0) * (double)C;
+    if (p > (double)MODEL_MAX_NUMEL) return model_fail(c, false, "too many parameters");
+    l->params = (int64_t)p;
+    l->ndim = 2;
+    l->shape[0] = in[0];
+    l->shape[1] = l->num;
+    return true;
+}
+
+/* transformer_block and multihead_attention on [T, C]. */
+static bool attention(model_ctx *c, model_layer *l, int ndim, const int64_t *in)
+{
+    char s[160];
+    if (ndim != 2)
+        return model_fail(c, false, "%s takes a sequence [T, C], got an input of shape %s", model_kind_name(l->kind),
+                          shape_text(ndim, in, s, sizeof s));
+    int64_t C = in[1];
+    if (C % l->heads) return model_fail(c, false, "heads %lld must divide the input's %lld features", (long long)l->heads,
+                                        (long long)C);
+    if (C > (1 << 20) || l->ff > (1 << 20)) return model_fail(c, false, "too many parameters");
+    if (l->kind == LK_MHA) {
+        l->params = 4 * C * C + (l->bias ? 4 * C : 0);
+        return true;
+    }
+    int64_t p = l->repeat * transformer_params(C, l->ff ? l->ff : 4 * C, l->bias);
+    if (p > MODEL_MAX_NUMEL) return model_fail(c, false, "too many parameters");
+    l->params = p;
+    return true;
+}
+
 static bool need_axes(model_ctx *c, const model_layer *l, int ndim, const int64_t *in, int lo, int hi,
                       const char *what)
 {
@@ -207,6 +259,10 @@ static bool infer(model_ctx *c, model_layer *l, int ndim, const int64_t *in)
         return embedding(c, l, ndim, in);
     case LK_RNN: case LK_LSTM: case LK_GRU:
         return need_axes(c, l, ndim, in, 2, 2, "[T, features] inputs (a sequence)") && recurrent(c, l, in);
+    case LK_GPT:
+        return gpt(c, l, ndim, in);
+    case LK_TRANSFORMER: case LK_MHA:
+        return attention(c, l, ndim, in);
     case LK_FLATTEN:
         l->ndim = 1;
         l->shape[0] = numel(ndim, in);

@@ -45,6 +45,7 @@ static json_t *optim_json(const clg_model_optim *o)
 {
     json_t *j = optim_fields(o);
     if (j) json_object_set_new(j, "clip_grad_norm", json_real(o->clip_grad_norm));
+    if (j && o->schedule_steps) json_object_set_new(j, "schedule_unit", json_string("step"));
     return j;
 }
 

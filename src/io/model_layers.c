@@ -74,6 +74,23 @@ static const struct layer_type {
     [LK_RNN] = {"rnn", {RECURRENT, {"relu", OPT_BOOL, F(relu), 0, 0, 1}}},
     [LK_LSTM] = {"lstm", {RECURRENT}},
     [LK_GRU] = {"gru", {RECURRENT}},
+    /* nanoGPT's whole model: tokens [T] (T <= context) -> next-token scores [T, vocab] */
+    [LK_GPT] = {"gpt", {{"vocab", OPT_INT, F(num), 256, 1, MODEL_MAX_DIM},
+                        {"context", OPT_INT, F(context), NAN, 1, MODEL_MAX_DIM},
+                        {"layers", OPT_INT, F(layers), NAN, 1, 1024}, {"heads", OPT_INT, F(heads), NAN, 1, 4096},
+                        {"dim", OPT_INT, F(out), NAN, 1, MODEL_MAX_DIM}, {"dropout", OPT_REAL, F(p), 0, 0, 0.99}, BIAS}},
+    /* torch.nn.TransformerEncoderLayer on [T, C], `repeat` of them; ff 0: 4 C */
+    [LK_TRANSFORMER] = {"transformer_block", {{"heads", OPT_INT, F(heads), NAN, 1, 4096},
+                                              {"ff", OPT_INT, F(ff), 0, 0, MODEL_MAX_DIM},
+                                              {"dropout", OPT_REAL, F(p), 0.1, 0, 0.99},
+                                              {"gelu", OPT_BOOL, F(gelu), 0, 0, 1},
+                                              {"norm_first", OPT_BOOL, F(norm_first), 0, 0, 1},
+                                              {"causal", OPT_BOOL, F(causal), 0, 0, 1}, EPS, BIAS,
+                                              {"repeat", OPT_INT, F(repeat), 1, 1, 1024}}},
+    /* torch.nn.MultiheadAttention as self-attention on [T, C] */
+    [LK_MHA] = {"multihead_attention", {{"heads", OPT_INT, F(heads), NAN, 1, 4096},
+                                        {"dropout", OPT_REAL, F(p), 0, 0, 0.99},
+                                        {"causal", OPT_BOOL, F(causal), 0, 0, 1}, BIAS}},
 };
 
 const char *model_kind_name(model_kind k) { return k < LK_COUNT ? types[k].name : "?"; }
@@ -82,7 +99,7 @@ const char *model_kind_list(void)
 {
     return "linear, conv2d, max_pool2d, avg_pool2d, global_avg_pool2d, batch_norm1d, batch_norm2d, layer_norm, "
            "dropout, flatten, relu, leaky_relu, sigmoid, tanh, gelu, softmax, gelu_tanh, silu, elu, softplus, conv1d, "
-           "conv_transpose2d, upsample, group_norm, embedding, rnn, lstm, gru";
+           "conv_transpose2d, upsample, group_norm, embedding, rnn, lstm, gru, gpt, transformer_block, multihead_attention";
 }
 
 static bool set_defaults_and_keys(model_ctx *c, json_t *o, model_layer *l, char *allowed, size_t cap)

@@ -46,8 +46,9 @@ static bool unique_name(model_ctx *c, const clg_model *m, int i)
 /* Integer tokens are the input's alone: the layers in between give floats. */
 static bool embedding_first(model_ctx *c, const model_layer *l, int i)
 {
-    if (l->kind != LK_EMBEDDING || i == 0) return true;
-    return model_fail(c, false, "embedding must be the first layer (it looks up the input's integer tokens)");
+    if ((l->kind != LK_EMBEDDING && l->kind != LK_GPT) || i == 0) return true;
+    return model_fail(c, false, "%s must be the first layer (it looks up the input's integer tokens)",
+                      model_kind_name(l->kind));
 }
 
 static bool parse_layers(model_ctx *c, json_t *root, clg_model *m)

@@ -66,11 +66,13 @@ static bool optim_values(model_ctx *c, json_t *v, clg_model_optim *o)
 {
     const char *t = o->type;
     bool sgd = !strcmp(t, "sgd"), adam = !strcmp(t, "adam") || !strcmp(t, "adamw"), rms = !strcmp(t, "rmsprop");
-    const char *keys = sgd ? "type, lr, momentum, dampening, weight_decay, nesterov, schedule, clip_grad_norm"
-                       : adam ? "type, lr, beta1, beta2, eps, weight_decay, schedule, clip_grad_norm"
-                       : rms ? "type, lr, alpha, eps, weight_decay, momentum, centered, schedule, clip_grad_norm"
+    const char *keys = sgd ? "type, lr, momentum, dampening, weight_decay, nesterov, schedule, schedule_unit, "
+                             "clip_grad_norm"
+                       : adam ? "type, lr, beta1, beta2, eps, weight_decay, schedule, schedule_unit, clip_grad_norm"
+                       : rms ? "type, lr, alpha, eps, weight_decay, momentum, centered, schedule, schedule_unit, "
+                               "clip_grad_norm"
                              : "type, lr, lr_decay, weight_decay, initial_accumulator_value, eps, schedule, "
-                               "clip_grad_norm";
+                               "schedule_unit, clip_grad_norm";
     bool ok = model_check_keys(c, v, keys) && model_get_real(c, v, "lr", 1e-12, 100, &o->lr) &&
               model_get_real(c, v, "weight_decay", 0, 10, &o->weight_decay) &&
               model_get_real(c, v, "eps", 1e-30, 1, &o->eps) && model_get_real(c, v, "momentum", 0, 0.999999, &o->momentum) &&
@@ -81,6 +83,14 @@ static bool optim_values(model_ctx *c, json_t *v, clg_model_optim *o)
               model_get_real(c, v, "initial_accumulator_value", 0, 1e6, &o->initial_accumulator_value) &&
               model_get_string(c, v, "schedule", o->schedule, sizeof o->schedule) &&
               model_get_real(c, v, "clip_grad_norm", 0, 1e6, &o->clip_grad_norm);
+    char unit[16] = "epoch";
+    ok = ok && model_get_string(c, v, "schedule_unit", unit, sizeof unit);
+    if (ok && strcmp(unit, "epoch") && strcmp(unit, "step")) {
+        model_push_key(c, "schedule_unit");
+        ok = model_fail(c, false, "\"%s\": the schedule counts \"epoch\"s or \"step\"s", unit);
+        model_pop(c);
+    }
+    o->schedule_steps = ok && !strcmp(unit, "step");
     if (ok && o->nesterov && (o->momentum <= 0 || o->dampening != 0)) {
         model_push_key(c, "nesterov");
         ok = model_fail(c, false, "nesterov needs momentum > 0 and dampening 0");

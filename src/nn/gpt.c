@@ -256,3 +256,15 @@ clg_module *clg_nn_gpt(clg_device *dev, const clg_gpt_config *cfg)
     }
     return m;
 }
+
+int64_t clg_module_context(const clg_module *m)
+{
+    if (!m) return 0;
+    if (!strcmp(m->iface->type, "GPT")) return ((const clg_gpt_config *)m->data)->block_size;
+    int64_t ctx = 0;
+    for (int i = 0; i < m->nchildren; i++) {
+        int64_t c = clg_module_context(m->children[i]);
+        if (c > 0 && (ctx == 0 || c < ctx)) ctx = c;
+    }
+    return ctx;
+}

@@ -19,6 +19,14 @@ static void set_stateful(clg_module *m, bool on) { clg_rnn_set_stateful(m, on); 
 static void reset(clg_module *m, bool unused) { (void)unused; clg_rnn_reset_state(m); }
 
 void clg_text_model_stateful(clg_module *model, bool on) { each_recurrent(model, set_stateful, on); }
+
+static bool has_recurrent(const clg_module *m)
+{
+    if (clg_module_is_recurrent(m)) return true;
+    for (int i = 0; i < clg_module_child_count(m); i++)
+        if (has_recurrent(clg_module_child_at(m, i))) return true;
+    return false;
+}
 void clg_text_model_reset(clg_module *model) { each_recurrent(model, reset, false); }
 
 /* The summed loss of one window into *total (a 0-d device tensor, out of scopes). */
@@ -137,7 +145,11 @@ clg_status clg_text_sample_with(clg_module *model, const uint8_t *prime, size_t 
     if (!(o->temperature >= 0) || o->top_k < 0 || !(o->top_p > 0 && o->top_p <= 1))
         return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg_text_sample: temperature %g (want >= 0), top_k %d (want "
                          ">= 0), top_p %g (want in (0, 1])", o->temperature, o->top_k, o->top_p);
-    int32_t *tokens = malloc(sizeof *tokens * prime_len);
+    /* A recurrent model reads the prime once, then one byte at a time from its state; any
+     * other (a transformer) reads its whole context, at most its longest, each time. */
+    bool recurrent = has_recurrent(model);
+    int64_t ctx = clg_module_context(model);
+    int32_t *tokens = malloc(sizeof *tokens * (prime_len + n));
     if (!tokens) return clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "clg_text_sample: out of host memory");
     for (size_t i = 0; i < prime_len; i++) tokens[i] = prime[i];
     /* draw from the device's generator at the seed, and give it back as it was */
@@ -149,11 +161,13 @@ clg_status clg_text_sample_with(clg_module *model, const uint8_t *prime, size_t 
     clg_text_model_stateful(model, true);   /* the prime once, then one byte at a time */
     clg_no_grad_begin(dev);
     int next = 0;
-    clg_status st = feed(model, tokens, (int64_t)prime_len, o, &next);
+    int64_t have = (int64_t)prime_len, from = ctx > 0 && have > ctx ? have - ctx : 0;
+    clg_status st = feed(model, tokens + from, have - from, o, &next);
     for (size_t i = 0; st == CLG_OK && i < n; i++) {
         out[i] = (uint8_t)next;
-        int32_t t = next;
-        if (i + 1 < n) st = feed(model, &t, 1, o, &next);
+        tokens[have++] = next;
+        from = recurrent ? have - 1 : ctx > 0 && have > ctx ? have - ctx : 0;
+        if (i + 1 < n) st = feed(model, tokens + from, have - from, o, &next);
     }
     clg_no_grad_end(dev);
     clg_text_model_stateful(model, false);
