@@ -179,6 +179,22 @@ CLG_API clg_module *clg_nn_rnn_cell(clg_device *dev, clg_rnn_mode mode, int64_t 
                                     bool bias);
 CLG_API clg_tensor *clg_cell_forward(clg_module *m, clg_tensor *x, clg_tensor *h, clg_tensor *c, clg_tensor **c_out);
 
+/* ---- residual blocks (torchvision.models.resnet) -------------------------------------------- */
+/* BasicBlock (expansion 1: conv1 3x3 stride s, bn1, relu, conv2 3x3, bn2) and Bottleneck
+ * (expansion 4: conv1 1x1, bn1, relu, conv2 3x3 stride s, bn2, relu, conv3 1x1 to planes * 4,
+ * bn3; the stride on the 3x3 as torchvision's "ResNet v1.5"); then relu(that + shortcut),
+ * the shortcut x itself or downsample(x): downsample.0 a 1x1 conv of stride s,
+ * downsample.1 a BatchNorm2d. The convs have no bias. Children and state_dict names are
+ * torchvision's (conv1.weight, bn1.running_mean, downsample.0.weight, ...).
+ * [N, in_planes, H, W] -> [N, planes * expansion, ceil(H / s), ceil(W / s)].
+ * The downsample is made when asked for, and always when the shapes need it: stride != 1
+ * or in_planes != planes * expansion. Convs start Kaiming-normal (fan_out, relu), batch
+ * norms at weight 1, bias 0, as torchvision's ResNet initialises them. */
+CLG_API clg_module *clg_nn_basic_block(clg_device *dev, int64_t in_planes, int64_t planes, int stride,
+                                       bool downsample);
+CLG_API clg_module *clg_nn_bottleneck(clg_device *dev, int64_t in_planes, int64_t planes, int stride,
+                                      bool downsample);
+
 /* ---- initialisers (torch.nn.init) ------------------------------------------------------------ */
 /* In place on an existing float tensor (float32, float64, float16, bfloat16; any layout; a
  * parameter too: written outside autograd), drawn from the device's generator
