@@ -96,7 +96,8 @@ static clg_status draw(const char *fn, clg_tensor *t, bool normal, double p0, do
     clg_device *dev = t->dev;
     clg_dtype cd = clg__compute_dtype(t->dtype);
     clg_scope_begin(dev);
-    clg_tensor *r = normal ? clg_randn(dev, cd, t->ndim, t->shape, p0, p1) : clg_rand(dev, cd, t->ndim, t->shape, p0, p1);
+    clg_tensor *r = normal ? clg_randn(dev, cd, t->ndim, t->shape, p0, p1)
+                           : clg_rand(dev, cd, t->ndim, t->shape, p0, p1);
     clg_status st = write_into(t, r);
     clg_scope_end(dev);
     return st == CLG_OK ? CLG_OK : named_failure(fn, dev);
@@ -242,8 +243,15 @@ static clg_status xavier(const char *fn, clg_tensor *t, double gain, bool normal
     return normal ? draw(fn, t, true, 0, std) : draw(fn, t, false, -sqrt(3.0) * std, sqrt(3.0) * std);
 }
 
-clg_status clg_init_xavier_uniform(clg_tensor *t, double gain) { return xavier("clg_init_xavier_uniform", t, gain, false); }
-clg_status clg_init_xavier_normal(clg_tensor *t, double gain) { return xavier("clg_init_xavier_normal", t, gain, true); }
+clg_status clg_init_xavier_uniform(clg_tensor *t, double gain)
+{
+    return xavier("clg_init_xavier_uniform", t, gain, false);
+}
+
+clg_status clg_init_xavier_normal(clg_tensor *t, double gain)
+{
+    return xavier("clg_init_xavier_normal", t, gain, true);
+}
 
 /* Kaiming: std = gain / sqrt(fan), the fan chosen by mode, the gain of the nonlinearity
  * (a: leaky_relu's negative slope); uniform on +-sqrt(3) std. */
@@ -257,7 +265,8 @@ static clg_status kaiming(const char *fn, clg_tensor *t, double a, clg_fan_mode 
                          (int)mode);
     double gain = clg_init_calculate_gain(nl, a);
     if (isnan(gain))
-        return clg__fail(t->dev, CLG_ERR_INVALID_ARGUMENT, "%s: nonlinearity %d with a = %g has no gain", fn, (int)nl, a);
+        return clg__fail(t->dev, CLG_ERR_INVALID_ARGUMENT, "%s: nonlinearity %d with a = %g has no gain", fn,
+                         (int)nl, a);
     if (t->numel == 0) return CLG_OK;
     double std = gain / sqrt((double)(mode == CLG_FAN_IN ? fi : fo));
     return normal ? draw(fn, t, true, 0, std) : draw(fn, t, false, -sqrt(3.0) * std, sqrt(3.0) * std);

@@ -73,7 +73,8 @@ static bool adopt(clg_module *m, const char *name, clg_module *child)
 /* downsample = Sequential(1x1 conv of stride s, BatchNorm2d) onto out channels. */
 static clg_module *downsample(clg_device *dev, int64_t in, int64_t out, int stride)
 {
-    return clg_nn_sequential(dev, 2, (clg_module *[]){conv(dev, in, out, 1, stride, 0), clg_nn_batch_norm2d(dev, out, 0, 0)});
+    clg_module *layers[2] = {conv(dev, in, out, 1, stride, 0), clg_nn_batch_norm2d(dev, out, 0, 0)};
+    return clg_nn_sequential(dev, 2, layers);
 }
 
 /* The children in torchvision's order (its state_dict order). BatchNorm2d starts at
@@ -82,18 +83,18 @@ static bool block_children(clg_module *m, const block_data *d, bool want_down)
 {
     clg_device *dev = m->dev;
     int64_t in = d->in_planes, w = d->planes, out = d->planes * d->expansion;
-    bool ok;
-    if (d->expansion == 1) {
-        ok = adopt(m, "conv1", conv(dev, in, w, 3, d->stride, 1)) && adopt(m, "bn1", clg_nn_batch_norm2d(dev, w, 0, 0)) &&
-             adopt(m, "conv2", conv(dev, w, w, 3, 1, 1)) && adopt(m, "bn2", clg_nn_batch_norm2d(dev, w, 0, 0));
-    } else {
-        ok = adopt(m, "conv1", conv(dev, in, w, 1, 1, 0)) && adopt(m, "bn1", clg_nn_batch_norm2d(dev, w, 0, 0)) &&
-             adopt(m, "conv2", conv(dev, w, w, 3, d->stride, 1)) && adopt(m, "bn2", clg_nn_batch_norm2d(dev, w, 0, 0)) &&
-             adopt(m, "conv3", conv(dev, w, out, 1, 1, 0)) && adopt(m, "bn3", clg_nn_batch_norm2d(dev, out, 0, 0));
-    }
+    bool basic = d->expansion == 1, ok;
+    /* BasicBlock: 3x3 (stride s), 3x3; Bottleneck: 1x1, 3x3 (stride s), 1x1 to out */
+    ok = adopt(m, "conv1", basic ? conv(dev, in, w, 3, d->stride, 1) : conv(dev, in, w, 1, 1, 0)) &&
+         adopt(m, "bn1", clg_nn_batch_norm2d(dev, w, 0, 0)) &&
+         adopt(m, "conv2", conv(dev, w, w, 3, basic ? 1 : d->stride, 1)) &&
+         adopt(m, "bn2", clg_nn_batch_norm2d(dev, w, 0, 0));
+    if (ok && !basic)
+        ok = adopt(m, "conv3", conv(dev, w, out, 1, 1, 0)) && adopt(m, "bn3", clg_nn_batch_norm2d(dev, out, 0, 0));
     /* the sum needs the shortcut in the main path's shape: a strided or widening block
      * cannot add x itself */
-    if (ok && (want_down || d->stride != 1 || in != out)) ok = adopt(m, "downsample", downsample(dev, in, out, d->stride));
+    if (ok && (want_down || d->stride != 1 || in != out))
+        ok = adopt(m, "downsample", downsample(dev, in, out, d->stride));
     return ok;
 }
 
