@@ -261,6 +261,56 @@ CLG_API clg_module *clg_nn_rnn_cell(clg_device *dev, clg_rnn_mode mode, int64_t 
                                     bool bias);
 CLG_API clg_tensor *clg_cell_forward(clg_module *m, clg_tensor *x, clg_tensor *h, clg_tensor *c, clg_tensor **c_out);
 
+/* ---- residual blocks (torchvision.models.resnet) -------------------------------------------- */
+/* BasicBlock (expansion 1: conv1 3x3 stride s, bn1, relu, conv2 3x3, bn2) and Bottleneck
+ * (expansion 4: conv1 1x1, bn1, relu, conv2 3x3 stride s, bn2, relu, conv3 1x1 to planes * 4,
+ * bn3; the stride on the 3x3 as torchvision's "ResNet v1.5"); then relu(that + shortcut),
+ * the shortcut x itself or downsample(x): downsample.0 a 1x1 conv of stride s,
+ * downsample.1 a BatchNorm2d. The convs have no bias. Children and state_dict names are
+ * torchvision's (conv1.weight, bn1.running_mean, downsample.0.weight, ...).
+ * [N, in_planes, H, W] -> [N, planes * expansion, ceil(H / s), ceil(W / s)].
+ * The downsample is made when asked for, and always when the shapes need it: stride != 1
+ * or in_planes != planes * expansion. Convs start Kaiming-normal (fan_out, relu), batch
+ * norms at weight 1, bias 0, as torchvision's ResNet initialises them. */
+CLG_API clg_module *clg_nn_basic_block(clg_device *dev, int64_t in_planes, int64_t planes, int stride,
+                                       bool downsample);
+CLG_API clg_module *clg_nn_bottleneck(clg_device *dev, int64_t in_planes, int64_t planes, int stride,
+                                      bool downsample);
+
+/* ---- initialisers (torch.nn.init) ------------------------------------------------------------ */
+/* In place on an existing float tensor (float32, float64, float16, bfloat16; any layout; a
+ * parameter too: written outside autograd), drawn from the device's generator
+ * (clg_manual_seed: the same seed gives the same values). CLG_OK, or an error with a
+ * message naming the function on the tensor's device (a NULL tensor: clg_last_error).
+ * An empty tensor is left as it is. The fans are PyTorch's: fan_in = shape[1] * r,
+ * fan_out = shape[0] * r, r the product of the axes after the first two (at least 2 axes). */
+typedef enum clg_nonlinearity {
+    CLG_GAIN_LINEAR, CLG_GAIN_CONV, CLG_GAIN_SIGMOID, CLG_GAIN_TANH, CLG_GAIN_RELU, CLG_GAIN_LEAKY_RELU, CLG_GAIN_SELU
+} clg_nonlinearity;
+typedef enum clg_fan_mode { CLG_FAN_IN, CLG_FAN_OUT } clg_fan_mode;
+/* torch.nn.init._calculate_fan_in_and_fan_out; either output may be NULL. */
+CLG_API clg_status clg_init_calculate_fans(const clg_tensor *t, int64_t *fan_in, int64_t *fan_out);
+/* calculate_gain: linear, conv and sigmoid 1, tanh 5/3, relu sqrt(2), selu 3/4, leaky_relu
+ * sqrt(2 / (1 + param^2)) with param its negative slope (PyTorch's default: 0.01). NaN for
+ * an unknown nonlinearity or a non-finite slope (why: clg_last_error). */
+CLG_API double clg_init_calculate_gain(clg_nonlinearity nl, double param);
+CLG_API clg_status clg_init_uniform(clg_tensor *t, double a, double b);        /* U[a, b), finite a < b */
+CLG_API clg_status clg_init_normal(clg_tensor *t, double mean, double std);    /* N(mean, std^2), std >= 0 */
+/* N(mean, std^2) restricted to [a, b] (a < b, either may be infinite), by the inverse
+ * CDF as PyTorch's trunc_normal_: every value lands in [a, b], none is redrawn. */
+CLG_API clg_status clg_init_trunc_normal(clg_tensor *t, double mean, double std, double a, double b);
+CLG_API clg_status clg_init_constant(clg_tensor *t, double value);
+CLG_API clg_status clg_init_zeros(clg_tensor *t);
+CLG_API clg_status clg_init_ones(clg_tensor *t);
+/* Glorot: std = gain sqrt(2 / (fan_in + fan_out)); uniform on [-sqrt(3) std, sqrt(3) std). */
+CLG_API clg_status clg_init_xavier_uniform(clg_tensor *t, double gain);
+CLG_API clg_status clg_init_xavier_normal(clg_tensor *t, double gain);
+/* He: std = gain / sqrt(fan), fan_in or fan_out by mode, gain clg_init_calculate_gain(nl, a)
+ * (a: leaky_relu's slope); uniform on [-sqrt(3) std, sqrt(3) std). PyTorch's defaults are
+ * a 0, CLG_FAN_IN, CLG_GAIN_LEAKY_RELU; its Linear and Conv2d use a sqrt(5). */
+CLG_API clg_status clg_init_kaiming_uniform(clg_tensor *t, double a, clg_fan_mode mode, clg_nonlinearity nl);
+CLG_API clg_status clg_init_kaiming_normal(clg_tensor *t, double a, clg_fan_mode mode, clg_nonlinearity nl);
+
 /* Deprecated name (until 0.2): every layer and container is clg_nn_<name>. */
 #define clg_sequential_new clg_nn_sequential
 
