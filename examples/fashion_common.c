@@ -133,3 +133,26 @@ clg_status fashion_skip_rest(clg_loader *loader)
     clg_loader_position pos = clg_loader_get_position(loader);
     return clg_loader_set_position(loader, (clg_loader_position){pos.epoch + 1, 0, pos.seed});
 }
+
+/* One epoch: for every batch, one training step: zero the gradients, forward, the
+ * mean cross-entropy, backward, the optimizer's update, and the running loss and
+ * accuracy (clg_trainer_step; with --graph the step is captured once and replayed). */
+clg_status fashion_train_epoch(clg_module *model, clg_trainer *trainer, clg_loader *loader, clg_meter *meter,
+                               clg_progress *bar, int64_t max_steps)
+{
+    clg_device *dev = clg_module_device(model);
+    clg_module_train(model, true);
+    for (int64_t step = 0; !max_steps || step < max_steps; step++) {
+        clg_scope_begin(dev);                                  /* the step's tensors go at its end */
+        clg_tensor *x, *y;
+        if (clg_loader_next(loader, &x, &y) != CLG_OK) return clg_device_last_status(dev);
+        if (!x) {                                              /* the epoch is over */
+            clg_scope_end(dev);
+            return CLG_OK;
+        }
+        if (clg_trainer_step(trainer, x, y, NULL) != CLG_OK) return clg_device_last_status(dev);
+        clg_progress_step(bar, meter, clg_tensor_dim(x, 0));
+        clg_scope_end(dev);
+    }
+    return fashion_skip_rest(loader);
+}

@@ -1,6 +1,6 @@
-/* fashion_common.h: what the two Fashion-MNIST trainers share and a reader can skip:
- * command-line options, the datasets and loaders, and the per-epoch report. The
- * training loop itself is in each trainer. */
+/* fashion_common.h: what the Fashion-MNIST trainers share: command-line options, the
+ * datasets and loaders, one epoch of training steps, and the per-epoch report. The model,
+ * optimizer and the loop over epochs are in each trainer. */
 #ifndef FASHION_COMMON_H
 #define FASHION_COMMON_H
 
@@ -34,6 +34,13 @@ void fashion_close(fashion_data *d);
 /* Evaluate on the test set, print the epoch's line and append the metrics row. */
 int fashion_report(const char *prog, const fashion_options *o, fashion_data *d, clg_module *model, int epoch,
                    int64_t steps_done, clg_meter *meter, double rate, double lr, double *test_acc);
+
+/* One epoch: for every batch, one training step (clg_trainer_step: zero the gradients,
+ * forward, the mean cross-entropy, backward, the optimizer's update, the running loss
+ * and accuracy; with --graph the step is captured once and replayed); at most max_steps
+ * of them (0: all), the rest of the epoch skipped. */
+clg_status fashion_train_epoch(clg_module *model, clg_trainer *trainer, clg_loader *loader, clg_meter *meter,
+                               clg_progress *bar, int64_t max_steps);
 
 /* Stop the current epoch of the loader early (for --steps). */
 clg_status fashion_skip_rest(clg_loader *loader);

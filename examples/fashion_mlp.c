@@ -21,29 +21,6 @@ static clg_module *make_model(clg_device *dev)
         clg_nn_linear(dev, 256, 10, true)});                   /* logits [B, 10] */
 }
 
-/* One epoch: for every batch, one training step: zero the gradients, forward, the
- * mean cross-entropy, backward, the optimizer's update, and the running loss and
- * accuracy (clg_trainer_step; with --graph the step is captured once and replayed). */
-static clg_status train_epoch(clg_module *model, clg_trainer *trainer, clg_loader *loader, clg_meter *meter,
-                              clg_progress *bar, int64_t max_steps)
-{
-    clg_device *dev = clg_module_device(model);
-    clg_module_train(model, true);
-    for (int64_t step = 0; !max_steps || step < max_steps; step++) {
-        clg_scope_begin(dev);                                  /* the step's tensors go at its end */
-        clg_tensor *x, *y;
-        if (clg_loader_next(loader, &x, &y) != CLG_OK) return clg_device_last_status(dev);
-        if (!x) {                                              /* the epoch is over */
-            clg_scope_end(dev);
-            return CLG_OK;
-        }
-        if (clg_trainer_step(trainer, x, y, NULL) != CLG_OK) return clg_device_last_status(dev);
-        clg_progress_step(bar, meter, clg_tensor_dim(x, 0));
-        clg_scope_end(dev);
-    }
-    return fashion_skip_rest(loader);
-}
-
 int main(int argc, char **argv)
 {
     fashion_options o = {.epochs = 5, .workers = 2, .batch = 128, .lr = 0.05, .seed = 1};
@@ -72,7 +49,7 @@ int main(int argc, char **argv)
         snprintf(title, sizeof title, "epoch %d/%d", epoch, o.epochs);
         clg_progress *bar = clg_progress_new(stdout, steps, title, 0);
         clg_meter_reset(meter);
-        clg_status st = train_epoch(model, trainer, d.train, meter, bar, o.steps);
+        clg_status st = fashion_train_epoch(model, trainer, d.train, meter, bar, o.steps);
         clg_progress_end(bar, meter);
         double rate = clg_progress_rate(bar);
         clg_progress_free(bar);

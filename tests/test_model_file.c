@@ -565,10 +565,51 @@ static void test_attention_layers(clg_device *dev)
     clg_model_free(m);
 }
 
+/* basic_block and bottleneck (repeated, strided): shapes, parameter counts equal to the built
+ * modules', torchvision's names; the example ResNet. */
+static void test_residual_layers(clg_device *dev)
+{
+    const char *text = "{\"input\": [3, 9, 9], \"layers\": [{\"type\": \"basic_block\", \"name\": \"layer1\", \"out\": 4,"
+                       " \"stride\": 2, \"repeat\": 2}, {\"type\": \"bottleneck\", \"out\": 2},"
+                       " {\"type\": \"bottleneck\", \"out\": 2, \"stride\": 2, \"repeat\": 2}, \"flatten\","
+                       " {\"type\": \"linear\", \"out\": 3}]}";
+    char err[512];
+    clg_model *m = parse(text, err, sizeof err);
+    CHECK_MSG(m, "%s", err);
+    clg_model_layer_info l;
+    CHECK(m && clg_model_layer(m, 0, &l) && l.shape[0] == 4 && l.shape[1] == 5 && l.shape[2] == 5);
+    CHECK(m && clg_model_layer(m, 2, &l) && l.shape[0] == 8 && l.shape[1] == 3 && l.shape[2] == 3);
+    clg_module *net = m ? clg_model_build(m, dev) : NULL;
+    CHECK_MSG(!m || net, "%s", clg_device_error(dev));
+    if (net) {
+        CHECK_MSG(clg_module_numel(net, false) == clg_model_param_count(m), "built %lld, inferred %lld",
+                  (long long)clg_module_numel(net, false), (long long)clg_model_param_count(m));
+        CHECK(clg_module_find(net, "layer1.0.downsample.0.weight") && !clg_module_find(net, "layer1.1.downsample.0.weight") &&
+              clg_module_find(net, "1.conv3.weight") && clg_module_find(net, "1.downsample.1.running_var") &&
+              clg_module_find(net, "2.0.downsample.0.weight") && !clg_module_find(net, "2.1.downsample.0.weight"));
+        clg_scope_begin(dev);
+        clg_tensor *y = clg_module_forward(net, clg_randn(dev, CLG_F32, CLG_SHAPE(2, 3, 9, 9), 0, 1));
+        CHECK_MSG(y && clg_tensor_dim(y, 0) == 2 && clg_tensor_dim(y, 1) == 3, "%s", clg_device_error(dev));
+        clg_scope_end(dev);
+    }
+    clg_module_free(net);
+    clg_model_free(m);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/../examples/models/resnet_fashion.json", CLGRAD_TEST_SOURCE_DIR);
+    m = NULL;
+    CHECK_MSG(clg_model_read(path, &m, err, sizeof err) == CLG_OK, "%s", err);
+    net = m ? clg_model_build(m, dev) : NULL;
+    CHECK_MSG(m && net && clg_model_param_count(m) == 272186 && clg_module_numel(net, false) == 272186,
+              "resnet_fashion: %lld", (long long)(m ? clg_model_param_count(m) : 0));
+    clg_module_free(net);
+    clg_model_free(m);
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
     test_attention_layers(dev);
+    test_residual_layers(dev);
     test_every_layer(dev);
     test_more_layers(dev);
     test_tokens(dev);

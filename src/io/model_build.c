@@ -26,6 +26,27 @@ static clg_module *transformer_stack(clg_device *dev, const model_layer *l, int6
     return seq;
 }
 
+/* `repeat` residual blocks as torchvision's _make_layer, in a Sequential (<layer>.<i>.conv1
+ * ...), or one alone. */
+static clg_module *residual_stack(clg_device *dev, const model_layer *l, int64_t cin)
+{
+    bool bottle = l->kind == LK_BOTTLENECK;
+    clg_module *seq = l->repeat > 1 ? clg_nn_sequential(dev, 0, NULL) : NULL;
+    for (int64_t i = 0; i < l->repeat; i++) {
+        int stride = i ? 1 : (int)l->stride[0];
+        clg_module *b = bottle ? clg_nn_bottleneck(dev, cin, l->out, stride, false)
+                               : clg_nn_basic_block(dev, cin, l->out, stride, false);
+        cin = l->out * (bottle ? 4 : 1);
+        if (l->repeat == 1 || !b) return b ? b : (clg_module_free(seq), NULL);
+        if (!seq || clg_sequential_append(seq, NULL, b) != CLG_OK) {
+            clg_module_free(b);
+            clg_module_free(seq);
+            return NULL;
+        }
+    }
+    return seq;
+}
+
 static clg_module *make_layer(clg_device *dev, const model_layer *l, int ndim, const int64_t *in)
 {
     clg_conv2d_params p = {{(int)l->stride[0], (int)l->stride[1]}, {(int)l->padding[0], (int)l->padding[1]},
@@ -82,6 +103,7 @@ static clg_module *make_layer(clg_device *dev, const model_layer *l, int ndim, c
         return a;
     }
     case LK_TRANSFORMER: return transformer_stack(dev, l, in[ndim - 1]);
+    case LK_BASIC_BLOCK: case LK_BOTTLENECK: return residual_stack(dev, l, in[0]);
     default: return NULL;
     }
 }

@@ -202,6 +202,27 @@ static bool attention(model_ctx *c, model_layer *l, int ndim, const int64_t *in)
     return true;
 }
 
+/* basic_block / bottleneck on [C, H, W] -> [planes * e, ceil(H / s), ceil(W / s)] (3x3
+ * convolutions of padding 1); parameters: convolutions without bias, batch norms' weight
+ * and bias, the downsample (1x1 conv and norm) where the first block changes the shape. */
+static bool residual(model_ctx *c, model_layer *l, const int64_t *in)
+{
+    bool bottle = l->kind == LK_BOTTLENECK;
+    int64_t p = l->out, e = bottle ? 4 : 1, s = l->stride[0], total = 0, cin = in[0];
+    if (p > (1 << 16) || cin > (1 << 20)) return model_fail(c, false, "too many parameters");
+    for (int64_t b = 0; b < l->repeat; b++) {
+        int64_t w = bottle ? cin * p + 9 * p * p + p * e * p + 2 * (p + p + e * p) : 9 * cin * p + 9 * p * p + 4 * p;
+        if (cin != p * e || (b == 0 && s != 1)) w += cin * p * e + 2 * p * e;   /* downsample */
+        if ((total += w) > MODEL_MAX_NUMEL) return model_fail(c, false, "too many parameters");
+        cin = p * e;
+    }
+    l->params = total;
+    l->shape[0] = p * e;
+    l->shape[1] = (in[1] + s - 1) / s;
+    l->shape[2] = (in[2] + s - 1) / s;
+    return true;
+}
+
 static bool need_axes(model_ctx *c, const model_layer *l, int ndim, const int64_t *in, int lo, int hi,
                       const char *what)
 {
@@ -263,6 +284,8 @@ static bool infer(model_ctx *c, model_layer *l, int ndim, const int64_t *in)
         return gpt(c, l, ndim, in);
     case LK_TRANSFORMER: case LK_MHA:
         return attention(c, l, ndim, in);
+    case LK_BASIC_BLOCK: case LK_BOTTLENECK:
+        return need_axes(c, l, ndim, in, 3, 3, "[C, H, W] inputs") && residual(c, l, in);
     case LK_FLATTEN:
         l->ndim = 1;
         l->shape[0] = numel(ndim, in);

@@ -91,6 +91,13 @@ static const struct layer_type {
     [LK_MHA] = {"multihead_attention", {{"heads", OPT_INT, F(heads), NAN, 1, 4096},
                                         {"dropout", OPT_REAL, F(p), 0, 0, 0.99},
                                         {"causal", OPT_BOOL, F(causal), 0, 0, 1}, BIAS}},
+    /* torchvision's residual blocks, `repeat` of them as its _make_layer: the first with
+     * the stride (and a downsample where the shapes change), the rest stride 1; out:
+     * planes (a bottleneck gives 4 out channels) */
+    [LK_BASIC_BLOCK] = {"basic_block", {OUT, {"stride", OPT_INT, F(stride), 1, 1, 64},
+                                        {"repeat", OPT_INT, F(repeat), 1, 1, 1024}}},
+    [LK_BOTTLENECK] = {"bottleneck", {OUT, {"stride", OPT_INT, F(stride), 1, 1, 64},
+                                      {"repeat", OPT_INT, F(repeat), 1, 1, 1024}}},
 };
 
 const char *model_kind_name(model_kind k) { return k < LK_COUNT ? types[k].name : "?"; }
@@ -99,7 +106,8 @@ const char *model_kind_list(void)
 {
     return "linear, conv2d, max_pool2d, avg_pool2d, global_avg_pool2d, batch_norm1d, batch_norm2d, layer_norm, "
            "dropout, flatten, relu, leaky_relu, sigmoid, tanh, gelu, softmax, gelu_tanh, silu, elu, softplus, conv1d, "
-           "conv_transpose2d, upsample, group_norm, embedding, rnn, lstm, gru, gpt, transformer_block, multihead_attention";
+           "conv_transpose2d, upsample, group_norm, embedding, rnn, lstm, gru, gpt, transformer_block, multihead_attention, "
+           "basic_block, bottleneck";
 }
 
 static bool set_defaults_and_keys(model_ctx *c, json_t *o, model_layer *l, char *allowed, size_t cap)
