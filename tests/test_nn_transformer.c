@@ -183,6 +183,28 @@ static void torch_side(clg_device *dev, const char *dir, int i, const ins *in)
     clg_module_free(m);
 }
 
+/* The same GPT from a model file: torch's nanoGPT state dict loads into its gpt layer
+ * strictly and gives torch's outputs. */
+static void model_file_gpt(clg_device *dev, const char *dir, const ins *in)
+{
+    const char *text = "{\"input\": [8], \"layers\": [{\"type\": \"gpt\", \"vocab\": 29, \"context\": 8, \"layers\": 2,"
+                       " \"heads\": 2, \"dim\": 16}]}";
+    char err[512];
+    clg_model *mf = NULL;
+    CHECK_MSG(clg_model_parse(text, strlen(text), "gpt.json", &mf, err, sizeof err) == CLG_OK, "%s", err);
+    clg_module *net = mf ? clg_model_build(mf, dev) : NULL;
+    char *p = io_path(dir, "gpt_torch.safetensors");
+    CHECK_MSG(net && clg_module_load(clg_module_child_at(net, 0), p, true, NULL) == CLG_OK, "%s", clg_device_error(dev));
+    free(p);
+    p = io_path(dir, "gpt_torch_y.npy");
+    double diff = net ? max_diff(clg_module_forward(net, in->x), clg_tensor_load_npy(dev, p)) : INFINITY;
+    free(p);
+    printf("gpt model file: torch weights: max |clgrad - torch| = %.3g\n", diff);
+    CHECK_MSG(diff <= 1e-5, "the model file's GPT differs from torch's by %g", diff);
+    clg_module_free(net);
+    clg_model_free(mf);
+}
+
 /* The tied embedding is one tensor, counted once, with one gradient; the position buffer
  * is not in the state; several inputs; the causal switch; refusals. */
 static void promises(clg_device *dev)
@@ -232,6 +254,7 @@ int main(void)
     for (int i = 0; i < NMODELS; i++) clgrad_side(dev, dir, i, &in[i]);
     CHECK_MSG(python(dir) == 0, "PyTorch did not reproduce clgrad's outputs and gradients from clgrad's weights");
     for (int i = 0; i < NMODELS; i++) torch_side(dev, dir, i, &in[i]);
+    model_file_gpt(dev, dir, &in[GPT]);
     promises(dev);
     io_rmdir(dir);
     clg_device_close(dev);

@@ -9,6 +9,29 @@
 
 #include "train_run.h"
 
+/* The layer that takes the most of path's tensors under their own names (a state dict
+ * saved from one module, nanoGPT's GPT or a ResNet stage, has no layer prefix); NULL when
+ * none takes any. Strict loads change nothing unless all of a layer matches, and their
+ * reports say how many would match: a layer that takes the whole file is loaded at once. */
+static clg_module *layer_for(train_run *r, const char *path, bool *loaded)
+{
+    clg_module *best = NULL;
+    int most = 0;
+    *loaded = false;
+    for (int i = 0; i < clg_module_child_count(r->net) && !*loaded; i++) {
+        clg_load_report rep;
+        clg_module *layer = clg_module_child_at(r->net, i);
+        *loaded = clg_module_load(layer, path, true, &rep) == CLG_OK;
+        int match = clg_module_state(layer, NULL, 0) - rep.nmissing - rep.nmismatched;
+        if (*loaded || match > most) {
+            most = match;
+            best = layer;
+        }
+        clg_load_report_free(&rep);
+    }
+    return best;
+}
+
 static int init_from(train_run *r, const char *path)
 {
     clg_load_report rep;
@@ -16,8 +39,18 @@ static int init_from(train_run *r, const char *path)
         clg_load_report_free(&rep);
         return cli_fail("train", "%s", clg_device_error(r->dev));
     }
+    bool whole = false;
+    clg_module *layer = rep.loaded ? NULL : layer_for(r, path, &whole);
+    if (layer) {   /* into the layer that takes most (again, when it took all, for the report) */
+        clg_load_report_free(&rep);
+        if (clg_module_load(layer, path, false, &rep) != CLG_OK) {
+            clg_load_report_free(&rep);
+            return cli_fail("train", "%s", clg_device_error(r->dev));
+        }
+    }
     char text[4096];
-    printf("init: %d tensors loaded from %s\n", rep.loaded, path);
+    if (layer) printf("init: %d tensors loaded into layer %s from %s\n", rep.loaded, clg_module_name(layer), path);
+    else printf("init: %d tensors loaded from %s\n", rep.loaded, path);
     if (rep.nmissing + rep.nunexpected + rep.nmismatched) printf("%s", clg_load_report_text(&rep, text, sizeof text));
     int loaded = rep.loaded;
     clg_load_report_free(&rep);

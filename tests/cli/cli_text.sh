@@ -147,4 +147,12 @@ ok gs1 sample g.ckpt --prime 'the ' --length 40 --seed 5 --top-k 10
 ok gs2 sample g.ckpt --prime 'the ' --length 40 --seed 5 --top-k 10
 cmp -s gs1.out gs2.out || fail "the GPT's samples differ for one seed"
 [ "$(wc -c <gs1.out)" -eq 40 ] || fail "gs1: want 40 bytes, got $(wc -c <gs1.out)"
+# its weights as nanoGPT names them (no layer prefix: a GPT's own state dict) start a run
+# with --init: they load into the gpt layer, all of them
+"$PY" -c "
+import sys; sys.path.insert(0, sys.argv[1]); import st
+t, m = st.load('g.ckpt'); st.save('nano.safetensors', {k[2:]: v for k, v in t.items() if k.startswith('0.')}, {})
+print(sum(1 for k in t if k.startswith('0.')))" "$HERE/../io" >nano.count || fail "cannot write nanoGPT's names"
+ok gi train gpt.json --init nano.safetensors --steps 1 --out gi.ckpt
+has gi "init: $(cat nano.count) tensors loaded into layer 0 from nano.safetensors"
 echo "cli_text: passed"
