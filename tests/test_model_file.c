@@ -482,7 +482,7 @@ static const bad_case BAD[] = {
     {TK EMB ",\n  {\"type\": \"rnn\", \"hidden\": 8, \"layers\": 65}" END, "65",
      "layers[1].layers: must be an integer in [1, 64], got 65", NULL},
     {TK EMB ",\n  {\"type\": \"lstm\", \"hidden\": 8, \"relu\": true}" END, "\"relu\"",
-     "layers[1].relu: unknown key \"relu\"", "allowed: type, name, hidden, layers, bias, dropout"},
+     "layers[1].relu: unknown key \"relu\"", "allowed: type, name, inputs, hidden, layers, bias, dropout"},
     {TK EMB ", \"flatten\", {\"type\": \"linear\", \"out\": 256}" END, "{\"type\": \"linear\"",
      "layers[2]: the last layer of a model of tokens must give scores per token", NULL},
     {TK EMB "],\n \"data\": {\"dataset\": \"fashion-mnist\"}\n}", "\"fashion-mnist\"",
@@ -605,9 +605,70 @@ static void test_residual_layers(clg_device *dev)
     clg_model_free(m);
 }
 
+/* Layers that name their inputs: a residual add around two convolutions, a concat of two
+ * branches read from the input; the wiring survives the canonical text; the values equal
+ * the same arithmetic written with ops. */
+static void test_graph(clg_device *dev)
+{
+    const char *text = "{\"input\": [2, 4, 4], \"layers\": ["
+                       "{\"type\": \"conv2d\", \"name\": \"a\", \"out\": 3, \"kernel\": 3, \"padding\": 1},"
+                       " \"relu\","
+                       " {\"type\": \"conv2d\", \"name\": \"b\", \"out\": 3, \"kernel\": 1},"
+                       " {\"type\": \"add\", \"name\": \"sum\", \"inputs\": [\"a\", \"b\"]},"
+                       " {\"type\": \"conv2d\", \"name\": \"side\", \"out\": 5, \"kernel\": 1, \"inputs\": [\"input\"]},"
+                       " {\"type\": \"concat\", \"inputs\": [\"sum\", \"side\"]},"
+                       " \"flatten\", {\"type\": \"linear\", \"out\": 2}]}";
+    char err[512];
+    clg_model *m = parse(text, err, sizeof err);
+    CHECK_MSG(m, "%s", err);
+    if (!m) return;
+    clg_model_layer_info l;
+    CHECK(clg_model_layer(m, 5, &l) && l.ndim == 3 && l.shape[0] == 8 && l.shape[1] == 4);
+    char *json = clg_model_json(m);
+    clg_model *again = json ? parse(json, err, sizeof err) : NULL;
+    clg_model_layer_info l2;
+    CHECK_MSG(again && strstr(json, "\"inputs\"") && clg_model_param_count(again) == clg_model_param_count(m) &&
+              clg_model_layer(again, 5, &l2) && l2.shape[0] == 8, "%s", err);
+    free(json);
+    clg_model_free(again);
+    clg_module *net = clg_model_build(m, dev);
+    CHECK_MSG(net && !strcmp(clg_module_type(net), "Graph") && clg_module_numel(net, false) == clg_model_param_count(m),
+              "%s", clg_device_error(dev));
+    if (net) {
+        clg_scope_begin(dev);
+        clg_tensor *x = clg_randn(dev, CLG_F32, CLG_SHAPE(3, 2, 4, 4), 0, 1);
+        clg_tensor *a = clg_module_forward(clg_module_child(net, "a"), x);
+        clg_tensor *b = clg_module_forward(clg_module_child(net, "b"), clg_relu(a));
+        clg_tensor *side = clg_module_forward(clg_module_child(net, "side"), x);
+        clg_tensor *cat = clg_concat(2, (clg_tensor *const[]){clg_add(a, b), side}, 1);
+        clg_tensor *want = clg_module_forward(clg_module_child(net, "7"), clg_flatten(cat, 1, -1));
+        clg_tensor *got = clg_module_forward(net, x);
+        float g[6], w[6];
+        CHECK_MSG(got && want && clg_tensor_to_host(got, g, sizeof g) == CLG_OK &&
+                  clg_tensor_to_host(want, w, sizeof w) == CLG_OK && !memcmp(g, w, sizeof g), "%s", clg_device_error(dev));
+        clg_scope_end(dev);
+    }
+    clg_module_free(net);
+    clg_model_free(m);
+    const char *bad[][2] = {
+        {"{\"input\": [3], \"layers\": [\"relu\", {\"type\": \"add\", \"inputs\": [\"0\"]}]}", "needs \"inputs\""},
+        {"{\"input\": [3], \"layers\": [\"relu\", {\"type\": \"relu\", \"inputs\": [\"0\", \"input\"]}]}", "takes one input"},
+        {"{\"input\": [3], \"layers\": [{\"type\": \"relu\", \"inputs\": [\"later\"]}, {\"type\": \"relu\", \"name\": \"later\"}]}",
+         "is not an earlier layer's name"},
+        {"{\"input\": [3], \"layers\": [{\"type\": \"linear\", \"out\": 2}, {\"type\": \"add\", \"inputs\": [\"0\", \"input\"]}]}",
+         "input 1 is [3], input 0 is [2]"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        clg_model *b = parse(bad[i][0], err, sizeof err);
+        CHECK_MSG(!b && strstr(err, bad[i][1]), "graph case %zu: want \"%s\" in %s", i, bad[i][1], err);
+        clg_model_free(b);
+    }
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
+    test_graph(dev);
     test_attention_layers(dev);
     test_residual_layers(dev);
     test_every_layer(dev);

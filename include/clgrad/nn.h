@@ -144,6 +144,10 @@ CLG_API clg_module *clg_nn_silu(clg_device *dev);
 CLG_API clg_module *clg_nn_elu(clg_device *dev, double alpha);
 CLG_API clg_module *clg_nn_softplus(clg_device *dev, double beta, double threshold);
 CLG_API clg_module *clg_nn_softmax(clg_device *dev, int axis);
+/* Joins (clg_module_forward_n): the sum of n inputs (broadcast), and their concatenation
+ * along a tensor axis (torch.cat's dim), for residual and branching networks. */
+CLG_API clg_module *clg_nn_add(clg_device *dev);
+CLG_API clg_module *clg_nn_concat(clg_device *dev, int axis);
 
 /* ---- attention and transformers ------------------------------------------------------------ */
 /* torch.nn.MultiheadAttention: parameters in_proj_weight [3E, E] (xavier-uniform),

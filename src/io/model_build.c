@@ -104,26 +104,87 @@ static clg_module *make_layer(clg_device *dev, const model_layer *l, int ndim, c
     }
     case LK_TRANSFORMER: return transformer_stack(dev, l, in[ndim - 1]);
     case LK_BASIC_BLOCK: case LK_BOTTLENECK: return residual_stack(dev, l, in[0]);
+    case LK_ADD: return clg_nn_add(dev);
+    case LK_CONCAT: return clg_nn_concat(dev, (int)l->axis + 1);   /* after the batch axis */
     default: return NULL;
     }
+}
+
+/* ---- a model of wired layers: a Graph ------------------------------------------------------ */
+
+/* Each layer's inputs (layer indices, -1 the model's input; none: the layer before). */
+typedef struct graph_data {
+    int n;
+    struct { int n, in[MODEL_MAX_INPUTS]; } layer[];
+} graph_data;
+
+/* Layers in order, each on the outputs it names; the last one's output is the model's. */
+static clg_tensor *graph_forward(clg_module *g, clg_tensor *x)
+{
+    const graph_data *d = clg_module_data(g);
+    clg_tensor **out = calloc((size_t)d->n, sizeof *out), *y = NULL;
+    if (!out) return NULL;
+    for (int i = 0; i < d->n; i++) {
+        clg_tensor *in[MODEL_MAX_INPUTS];
+        int n = d->layer[i].n ? d->layer[i].n : 1;
+        for (int k = 0; k < n; k++) {
+            int from = d->layer[i].n ? d->layer[i].in[k] : i - 1;
+            in[k] = from < 0 ? x : out[from];
+        }
+        out[i] = clg_module_forward_n(clg_module_child_at(g, i), n, in);
+        if (!out[i]) break;
+        y = out[i];
+    }
+    y = out[d->n - 1] ? y : NULL;
+    free(out);
+    return y;
+}
+
+static const clg_module_i graph_i = {"Graph", graph_forward, NULL, free};
+
+static clg_module *new_container(clg_device *dev, const clg_model *m)
+{
+    bool wired = false;
+    for (int i = 0; i < m->nlayers; i++) wired = wired || model_layer_wired(&m->layers[i], i);
+    if (!wired) return clg_nn_sequential(dev, 0, NULL);
+    graph_data *d = calloc(1, sizeof *d + (size_t)m->nlayers * sizeof d->layer[0]);
+    clg_module *g = d ? clg_module_new(dev, &graph_i, d) : NULL;
+    if (!g) {
+        free(d);
+        return NULL;
+    }
+    d->n = m->nlayers;
+    for (int i = 0; i < m->nlayers; i++) {
+        d->layer[i].n = m->layers[i].ninputs;
+        memcpy(d->layer[i].in, m->layers[i].inputs, sizeof d->layer[i].in);
+    }
+    return g;
+}
+
+/* The shape layer i reads (its first input's). */
+static void input_shape(const clg_model *m, int i, int *ndim, const int64_t **shape)
+{
+    const model_layer *l = &m->layers[i];
+    int from = l->ninputs ? l->inputs[0] : i - 1;
+    *ndim = from < 0 ? m->in_ndim : m->layers[from].ndim;
+    *shape = from < 0 ? m->input : m->layers[from].shape;
 }
 
 clg_module *clg_model_build(const clg_model *m, clg_device *dev)
 {
     if (!m || !dev) return NULL;
-    clg_module *net = clg_nn_sequential(dev, 0, NULL);
-    int ndim = m->in_ndim;
-    const int64_t *shape = m->input;
+    clg_module *net = new_container(dev, m);
     for (int i = 0; net && i < m->nlayers; i++) {
         const model_layer *l = &m->layers[i];
+        int ndim;
+        const int64_t *shape;
+        input_shape(m, i, &ndim, &shape);
         clg_module *layer = make_layer(dev, l, ndim, shape);
-        if (!layer || clg_sequential_append(net, l->name, layer) != CLG_OK) {
+        if (!layer || clg_module_add_child(net, l->name, layer) != CLG_OK) {
             clg_module_free(layer);
             clg_module_free(net);
             return NULL;
         }
-        ndim = l->ndim;
-        shape = l->shape;
     }
     return net;
 }

@@ -20,6 +20,7 @@
 #include "clgrad/model.h"
 
 #define MODEL_NAME_MAX 64
+#define MODEL_MAX_INPUTS 8                 /* a layer's named inputs (add, concat) */
 #define MODEL_MAX_LAYERS 1024
 #define MODEL_MAX_DIM (1 << 24)          /* one axis of a shape */
 #define MODEL_MAX_NUMEL ((int64_t)1 << 31) /* a sample, or one layer's parameters */
@@ -28,7 +29,7 @@ typedef enum model_kind {
     LK_LINEAR, LK_CONV2D, LK_MAX_POOL, LK_AVG_POOL, LK_GLOBAL_POOL, LK_BN1, LK_BN2, LK_LAYER_NORM, LK_DROPOUT,
     LK_FLATTEN, LK_RELU, LK_LEAKY_RELU, LK_SIGMOID, LK_TANH, LK_GELU, LK_SOFTMAX, LK_GELU_TANH, LK_SILU, LK_ELU,
     LK_SOFTPLUS, LK_CONV1D, LK_CONV_T2D, LK_UPSAMPLE, LK_GROUP_NORM, LK_EMBEDDING, LK_RNN, LK_LSTM, LK_GRU,
-    LK_GPT, LK_TRANSFORMER, LK_MHA, LK_BASIC_BLOCK, LK_BOTTLENECK, LK_COUNT
+    LK_GPT, LK_TRANSFORMER, LK_MHA, LK_BASIC_BLOCK, LK_BOTTLENECK, LK_ADD, LK_CONCAT, LK_COUNT
 } model_kind;
 
 typedef struct model_layer {
@@ -41,6 +42,9 @@ typedef struct model_layer {
     double eps, momentum, p, slope, alpha, beta, threshold, scale;   /* p: also a recurrent dropout */
     int64_t heads, context, ff, repeat;   /* attention: heads; gpt: context; transformer_block: ff width */
     bool causal, norm_first, gelu;        /* attention layers */
+    int64_t axis;                         /* concat: the sample axis joined */
+    int ninputs;                          /* 0: the layer before (or the input) */
+    int inputs[MODEL_MAX_INPUTS];         /* layer indices, -1 the model's input */
     int ndim;                         /* output sample shape (shape inference) */
     int64_t shape[CLG_MAX_DIMS];
     int64_t params;
@@ -113,6 +117,12 @@ const char *model_kind_list(void);
 bool model_parse_layer(model_ctx *c, json_t *v, model_layer *l);
 /* Output shape and parameters of l for input (ndim, in); the message names the layer. */
 bool model_infer_layer(model_ctx *c, model_layer *l, int ndim, const int64_t *in);
+/* add and concat: the output of n inputs of the shapes of the layers ins (NULL: the
+ * model's input shape, given as in_ndim / in). */
+bool model_infer_join(model_ctx *c, model_layer *l, int n, const model_layer *const *ins, int in_ndim,
+                      const int64_t *in);
+/* Whether layer i reads anything but the layer before it (the model is then a graph). */
+bool model_layer_wired(const model_layer *l, int i);
 /* The layer's settings as a JSON object (canonical) and as text. */
 json_t *model_layer_json(const model_layer *l);
 void model_layer_settings(const model_layer *l, char *buf, size_t len);

@@ -307,3 +307,36 @@ bool model_infer_layer(model_ctx *c, model_layer *l, int ndim, const int64_t *in
                           (long long)MODEL_MAX_NUMEL);
     return true;
 }
+
+bool model_layer_wired(const model_layer *l, int i)
+{
+    return l->ninputs > 1 || (l->ninputs == 1 && l->inputs[0] != i - 1);
+}
+
+/* add: inputs of one shape; concat: the same shape but along axis, whose sizes add up. */
+bool model_infer_join(model_ctx *c, model_layer *l, int n, const model_layer *const *ins, int in_ndim,
+                      const int64_t *in)
+{
+    char a[160], b[160];
+    int nd = ins[0] ? ins[0]->ndim : in_ndim;
+    const int64_t *first = ins[0] ? ins[0]->shape : in;
+    if (n < 2) return model_fail(c, false, "%s joins 2 to %d inputs, got %d", model_kind_name(l->kind), MODEL_MAX_INPUTS, n);
+    if (l->kind == LK_CONCAT && l->axis >= nd)
+        return model_fail(c, false, "axis %lld is not an axis of the inputs' %d-axis samples", (long long)l->axis, nd);
+    l->ndim = nd;
+    for (int d = 0; d < nd; d++) l->shape[d] = first[d];
+    for (int k = 1; k < n; k++) {
+        int kd = ins[k] ? ins[k]->ndim : in_ndim;
+        const int64_t *s = ins[k] ? ins[k]->shape : in;
+        bool ok = kd == nd;
+        for (int d = 0; ok && d < nd; d++) ok = s[d] == first[d] || (l->kind == LK_CONCAT && d == l->axis);
+        if (!ok)
+            return model_fail(c, false, "%s: input %d is %s, input 0 is %s%s", model_kind_name(l->kind), k,
+                              shape_text(kd, s, a, sizeof a), shape_text(nd, first, b, sizeof b),
+                              l->kind == LK_CONCAT ? " (they may differ along the axis alone)" : " (want one shape)");
+        if (l->kind == LK_CONCAT && (l->shape[l->axis] += s[l->axis]) > MODEL_MAX_DIM)
+            return model_fail(c, false, "the joined axis is over %d long", MODEL_MAX_DIM);
+    }
+    l->params = 0;
+    return true;
+}

@@ -74,7 +74,14 @@ static json_t *data_json(const clg_model_data *d)
 static json_t *model_tree(const clg_model *m)
 {
     json_t *root = json_object(), *layers = json_array(), *classes = m->nclasses ? json_array() : NULL;
-    for (int i = 0; i < m->nlayers; i++) json_array_append_new(layers, model_layer_json(&m->layers[i]));
+    for (int i = 0; i < m->nlayers; i++) {
+        const model_layer *l = &m->layers[i];
+        json_t *o = model_layer_json(l), *ins = l->ninputs ? json_array() : NULL;
+        for (int k = 0; k < l->ninputs; k++)
+            json_array_append_new(ins, json_string(l->inputs[k] < 0 ? "input" : m->layers[l->inputs[k]].name));
+        if (ins) json_object_set_new(o, "inputs", ins);
+        json_array_append_new(layers, o);
+    }
     for (int i = 0; i < m->nclasses; i++) json_array_append_new(classes, json_string(m->classes[i]));
     if (m->comment) json_object_set_new(root, "comment", json_string(m->comment));
     json_object_set_new(root, "input", shape_json(m->in_ndim, m->input));

@@ -98,6 +98,9 @@ static const struct layer_type {
                                         {"repeat", OPT_INT, F(repeat), 1, 1, 1024}}},
     [LK_BOTTLENECK] = {"bottleneck", {OUT, {"stride", OPT_INT, F(stride), 1, 1, 64},
                                       {"repeat", OPT_INT, F(repeat), 1, 1, 1024}}},
+    /* the sum of its inputs (of one shape), or their concatenation along a sample axis */
+    [LK_ADD] = {"add", {{0}}},
+    [LK_CONCAT] = {"concat", {{"axis", OPT_INT, F(axis), 0, 0, CLG_MAX_DIMS - 2}}},
 };
 
 const char *model_kind_name(model_kind k) { return k < LK_COUNT ? types[k].name : "?"; }
@@ -107,12 +110,12 @@ const char *model_kind_list(void)
     return "linear, conv2d, max_pool2d, avg_pool2d, global_avg_pool2d, batch_norm1d, batch_norm2d, layer_norm, "
            "dropout, flatten, relu, leaky_relu, sigmoid, tanh, gelu, softmax, gelu_tanh, silu, elu, softplus, conv1d, "
            "conv_transpose2d, upsample, group_norm, embedding, rnn, lstm, gru, gpt, transformer_block, multihead_attention, "
-           "basic_block, bottleneck";
+           "basic_block, bottleneck, add, concat";
 }
 
 static bool set_defaults_and_keys(model_ctx *c, json_t *o, model_layer *l, char *allowed, size_t cap)
 {
-    snprintf(allowed, cap, "type, name");
+    snprintf(allowed, cap, "type, name, inputs");
     for (const opt_spec *s = types[l->kind].opts; s->key; s++) {
         size_t n = strlen(allowed);
         snprintf(allowed + n, cap - n, ", %s", s->key);

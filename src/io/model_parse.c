@@ -51,6 +51,49 @@ static bool embedding_first(model_ctx *c, const model_layer *l, int i)
                       model_kind_name(l->kind));
 }
 
+/* "inputs": names of earlier layers, or "input" (the model's), into l->inputs. */
+static bool parse_inputs(model_ctx *c, json_t *v, const clg_model *m, int i, model_layer *l)
+{
+    json_t *ins = json_is_object(v) ? json_object_get(v, "inputs") : NULL;
+    if (!ins) return true;
+    model_push_key(c, "inputs");
+    char got[64];
+    bool ok = json_is_array(ins) && json_array_size(ins) >= 1 && json_array_size(ins) <= MODEL_MAX_INPUTS;
+    if (!ok) model_fail(c, false, "must be an array of 1 to %d names of earlier layers (or \"input\"), got %s",
+                        MODEL_MAX_INPUTS, model_show(ins, got, sizeof got));
+    for (size_t k = 0; ok && k < json_array_size(ins); k++) {
+        const char *name = json_string_value(json_array_get(ins, k));
+        int at = name && !strcmp(name, "input") ? -1 : -2;
+        for (int j = 0; name && at == -2 && j < i; j++)
+            if (!strcmp(m->layers[j].name, name)) at = j;
+        if (at == -2) {
+            model_push_index(c, (int)k);
+            ok = model_fail(c, false, "%s is not an earlier layer's name (nor \"input\")",
+                            model_show(json_array_get(ins, k), got, sizeof got));
+            model_pop(c);
+        }
+        l->inputs[l->ninputs++] = at;
+    }
+    model_pop(c);
+    return ok;
+}
+
+/* Shapes of layer i from its inputs: the layer before (or the input), the one named, or
+ * several for add and concat. */
+static bool infer_wired(model_ctx *c, const clg_model *m, int i, model_layer *l)
+{
+    bool join = l->kind == LK_ADD || l->kind == LK_CONCAT;
+    if (join != (l->ninputs > 1))
+        return model_fail(c, false, join ? "%s needs \"inputs\": the names of 2 or more layers to join"
+                                         : "%s takes one input; only add and concat join several",
+                          model_kind_name(l->kind));
+    const model_layer *ins[MODEL_MAX_INPUTS];
+    for (int k = 0; k < l->ninputs; k++) ins[k] = l->inputs[k] < 0 ? NULL : &m->layers[l->inputs[k]];
+    if (join) return model_infer_join(c, l, l->ninputs, ins, m->in_ndim, m->input);
+    const model_layer *from = l->ninputs ? ins[0] : i ? &m->layers[i - 1] : NULL;
+    return model_infer_layer(c, l, from ? from->ndim : m->in_ndim, from ? from->shape : m->input);
+}
+
 static bool parse_layers(model_ctx *c, json_t *root, clg_model *m)
 {
     json_t *ls = json_object_get(root, "layers");
@@ -63,19 +106,16 @@ static bool parse_layers(model_ctx *c, json_t *root, clg_model *m)
     }
     m->layers = calloc(json_array_size(ls), sizeof *m->layers);
     if (!m->layers) return model_fail(c, false, "out of host memory");
-    int ndim = m->in_ndim;
-    const int64_t *shape = m->input;
     bool ok = true;
     for (size_t i = 0; ok && i < json_array_size(ls); i++) {
         model_layer *l = &m->layers[i];
         model_push_index(c, (int)i);
         snprintf(l->name, sizeof l->name, "%zu", i);
-        ok = model_parse_layer(c, json_array_get(ls, i), l) && embedding_first(c, l, (int)i) &&
-             model_infer_layer(c, l, ndim, shape) && unique_name(c, m, (int)i);
+        json_t *v = json_array_get(ls, i);
+        ok = model_parse_layer(c, v, l) && embedding_first(c, l, (int)i) && parse_inputs(c, v, m, (int)i, l) &&
+             infer_wired(c, m, (int)i, l) && unique_name(c, m, (int)i);
         model_pop(c);
         m->nlayers = (int)i + 1;
-        ndim = l->ndim;
-        shape = l->shape;
     }
     model_pop(c);
     return ok;

@@ -190,3 +190,44 @@ clg_module *clg_nn_embedding(clg_device *dev, int64_t num, int64_t dim)
     }
     return m;
 }
+
+/* ---- joins: several inputs into one (clg_module_forward_n) ------------------------------- */
+
+static clg_tensor *add_forward_n(clg_module *m, int n, clg_tensor *const *in)
+{
+    if (n < 1 || !in)
+        return clg__op_fail(m->dev, CLG_ERR_INVALID_ARGUMENT, "Add", "%d inputs: want at least one", n);
+    clg_tensor *y = in[0];
+    for (int i = 1; i < n && y; i++) y = clg_add(y, in[i]);
+    return y;
+}
+
+static clg_tensor *concat_forward_n(clg_module *m, int n, clg_tensor *const *in)
+{
+    const op_data *d = m->data;
+    return clg_concat(n, in, d->axis);
+}
+
+static clg_tensor *join_forward(clg_module *m, clg_tensor *x) { return m->forward_n(m, 1, &x); }
+
+static void concat_describe(const clg_module *m, char *buf, size_t len)
+{
+    snprintf(buf, len, "dim=%d", ((const op_data *)m->data)->axis);
+}
+
+static const clg_module_i add_i = {"Add", join_forward, NULL, free};
+static const clg_module_i concat_i = {"Concat", join_forward, concat_describe, free};
+
+clg_module *clg_nn_add(clg_device *dev)
+{
+    clg_module *m = op_layer(dev, &add_i, 0, 0);
+    if (m) clg_module_set_forward_n(m, add_forward_n);
+    return m;
+}
+
+clg_module *clg_nn_concat(clg_device *dev, int axis)
+{
+    clg_module *m = op_layer(dev, &concat_i, 0, axis);
+    if (m) clg_module_set_forward_n(m, concat_forward_n);
+    return m;
+}
