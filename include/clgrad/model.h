@@ -5,7 +5,7 @@
  *   clg_model *desc;
  *   if (clg_model_read("examples/models/fashion_mlp.json", &desc, err, sizeof err) != CLG_OK)
  *       { fprintf(stderr, "%s\n", err); return 1; }   // "mlp.json:7:23: layers[2].out: ..."
- *   clg_module *net = clg_model_build(desc, dev);     // Sequential; NULL: clg_device_error
+ *   clg_module *net = clg_model_build(desc, dev);     // Sequential or Graph; NULL: clg_device_error
  *   clg_optimizer *opt = clg_model_build_optimizer(desc, net);
  *   ... loss = clg_model_loss(desc, clg_module_forward(net, x), y) ...
  *   char *json = clg_model_json(desc);                // canonical text, for checkpoints
@@ -18,7 +18,7 @@
  *     "comment": "any text (ignored; kept in the canonical form)",
  *     "input": [1, 28, 28],                 sample shape, without the batch axis (1-7 axes)
  *     "classes": ["T-shirt/top", ...],      optional: one name per output, for eval/predict
- *     "layers": [                           applied in order (an nn.Sequential)
+ *     "layers": [                           applied in order (an nn.Sequential; GRAPHS below)
  *       {"type": "conv2d", "out": 16, "kernel": 5, "padding": 2},
  *       "relu",                             a bare string: the layer with its defaults
  *       {"type": "linear", "out": 10, "name": "head"}
@@ -60,9 +60,37 @@
  *   flatten                                                   [...] -> [numel]
  *   relu, sigmoid, tanh, gelu, gelu_tanh, silu, softmax (over the last axis),
  *   leaky_relu with slope (0.01), elu with alpha (1), softplus with beta (1) and threshold (20)
+ *   gpt               context, layers, heads, dim (required), vocab (256), dropout (0),
+ *                     bias (true): nanoGPT's whole model (clg_nn_gpt), first layer only,
+ *                     tokens [T <= context] -> scores [T, vocab]
+ *   transformer_block heads (required), ff (0: 4 x the input's features), dropout (0.1),
+ *                     gelu (false: relu), norm_first (false), causal (false), eps (1e-5),
+ *                     bias (true), repeat (1): torch.nn.TransformerEncoderLayer on [T, C]
+ *                     (batch-first); repeat > 1 makes <name>.0, <name>.1, ...
+ *   multihead_attention heads (required), dropout (0), causal (false), bias (true):
+ *                     torch.nn.MultiheadAttention as self-attention on [T, C]
+ *   basic_block,      out (required: planes), stride (1), repeat (1): torchvision's
+ *   bottleneck        residual blocks (a bottleneck gives 4 out channels) as its
+ *                     _make_layer: the first with the stride and a downsample where the
+ *                     shape changes; on [C, H, W]
+ *   add, concat       join the layers named by "inputs" (below): their sum (one shape),
+ *                     or concat with axis (0: a sample axis, the channels of [C, H, W])
  * Every layer may have a "name" (a letter or '_', then letters, digits, '_'; at most
  * 63 characters); unnamed layers are named by their index, "0", "1", ..., as PyTorch's
  * nn.Sequential, so state_dict names read "0.weight" or "head.weight".
+ *
+ * GRAPHS. A layer reads the layer before it, unless it names its "inputs": earlier layers'
+ * names, or "input" for the model's input. add and concat join two or more; any other
+ * layer reads one. A residual connection around two convolutions:
+ *
+ *   {"type": "conv2d", "name": "a", "out": 16, "kernel": 3, "padding": 1}, "relu",
+ *   {"type": "conv2d", "name": "b", "out": 16, "kernel": 3, "padding": 1},
+ *   {"type": "add", "inputs": ["a", "b"]}, ...
+ *
+ * The model is then built as a Graph module (each layer on the outputs it names; the last
+ * layer's output is the model's) instead of a Sequential; names are unchanged. Optimizer
+ * "schedule_unit": "step" makes the schedule count steps instead of epochs (warm-up and
+ * cosine over a transformer's steps).
  *
  * SEQUENCES AND TOKENS. Recurrent layers run over the first axis of a [T, features]
  * sample; built batch-first (torch.nn.LSTM(..., batch_first=True)), they take [B, T, F]
