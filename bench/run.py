@@ -165,6 +165,28 @@ def char_lm(build, cell, repeats, steps):
         theirs.append(float(line.split()[4]))
     return ours, theirs
 
+def models(build, model, repeats, steps):
+    """The GPT and the ResNet (bench_models) against PyTorch's twins (bench/torch_models.py),
+    interleaved."""
+    ours, theirs = [], []
+    for _ in range(repeats):
+        out = run([os.path.join(build, "bench", "bench_models"), "--model", model, "--steps", str(steps),
+                   "--repeats", "1"])
+        ours.append(float(out.split()[1]))
+        out = run([PYTHON, os.path.join(HERE, "torch_models.py"), "--model", model, "--steps", str(steps),
+                   "--repeats", "1"], env=ref_env())
+        theirs.append(float(out.split()[1]))
+    return ours, theirs
+
+MODEL_ROWS = (("gpt_tiny", "train the issue's tiny GPT (2 x 128, 4 heads, batch 32 x 64), tokens/s"),
+              ("gpt", "train gpt_fortunes (4 x 128, 4 heads, batch 32 x 128), tokens/s"),
+              ("resnet", "train resnet_fashion (ResNet-20, batch 128), images/s"))
+
+def model_rows(build, repeats, quick):
+    for model, label in MODEL_ROWS:
+        ours, theirs = models(build, model, repeats, 3 if quick else 10)
+        print(row(label, ours, theirs, "", "torch"), flush=True)
+
 def startup(build, model, repeats):
     """Seconds from process start to the first step done: cold (empty clgrad and POCL
     caches), warm (the caches a first run left: on POCL its own kernel cache, since
@@ -210,6 +232,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer steps (a smoke run)")
     ap.add_argument("--graph-only", action="store_true", help="only the graph-against-eager rows")
     ap.add_argument("--precision-only", action="store_true", help="only the mixed-precision rows")
+    ap.add_argument("--models-only", action="store_true", help="only the GPT and ResNet rows")
     a = ap.parse_args()
     steps = 20 if a.quick else 100
     rusticl = dict(os.environ, RUSTICL_ENABLE="swrast", CLG_DEVICE="llvmpipe")
@@ -228,6 +251,9 @@ def main():
     setup()
     print("| benchmark | clgrad | reference | ratio min / median / max |")
     print("| --- | ---: | ---: | ---: |")
+    if a.models_only:
+        model_rows(a.build, a.repeats, a.quick)
+        return
     extras = {}
     for model in ("mlp", "cnn"):
         ours, theirs, extra = training(a.build, model, a.repeats, steps if model == "mlp" else steps // 2)
@@ -237,6 +263,7 @@ def main():
     graph_rows(a.build, a.repeats, 10 if a.quick else 20, "rusticl", rusticl)
     precision_rows(a.build, a.repeats, steps)
     precision_rows(a.build, a.repeats, 10 if a.quick else 20, "rusticl", rusticl)
+    model_rows(a.build, a.repeats, a.quick)
     for cell in ("lstm", "gru"):
         ours, theirs = char_lm(a.build, cell, a.repeats, 5 if a.quick else 20)
         print(row("train char_%s (2 x 256, batch 32 x 128), chars/s" % cell, ours, theirs, "", "torch"), flush=True)
