@@ -7,10 +7,11 @@
  *             SGD, momentum 0.9, weight decay 5e-4
  * Random tokens and images (fixed seeds), uploaded every step as a loader's batch would be.
  *
- *   ./build/bench/bench_models --model gpt|gpt_tiny|resnet [--steps N] [--repeats R]
+ *   ./build/bench/bench_models --model gpt|gpt_tiny|resnet [--steps N] [--repeats R] [--profile]
  *
  * After 3 warm-up steps, times `steps` steps with the device drained at both ends and
- * prints one line per repeat: "rate <tokens or images per second>".
+ * prints one line per repeat: "rate <tokens or images per second>"; --profile (with
+ * CLG_PROFILE=1) then prints the per-kernel table.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +87,9 @@ int main(int argc, char **argv)
 {
     const char *which = "gpt";
     int steps = 20, repeats = 3;
+    bool profile = false;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--profile")) profile = true;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--model")) which = argv[i + 1];
         else if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
@@ -132,6 +136,7 @@ int main(int argc, char **argv)
         printf("rate %.1f\n", per_step * steps / (now() - t0));
         fflush(stdout);
     }
+    if (profile && clg_device_profiling(dev)) clg_device_profile_print(dev, stdout);
     clg_trainer_free(tr);
     clg_optimizer_free(opt);
     clg_module_free(model);

@@ -50,36 +50,42 @@ def main():
     ap.add_argument("--model", default="gpt")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--device", default="cpu", help="cuda: on a GPU (float32, no TF32), the batches copied there")
     a = ap.parse_args()
+    dev = torch.device(a.device)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
     torch.set_num_threads(2)
     torch.manual_seed(1)
     tokens = a.model.startswith("gpt")
     T = 128 if a.model == "gpt" else 64
     if tokens:
-        m = GPT(256, T, 4 if a.model == "gpt" else 2, 4, 128, True)
+        m = GPT(256, T, 4 if a.model == "gpt" else 2, 4, 128, True).to(dev)
         opt = torch.optim.AdamW(m.parameters(), lr=1e-3, betas=(0.9, 0.99), weight_decay=0.1)
     else:
-        m = resnet20()
+        m = resnet20().to(dev)
         opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
-    m.train()
+    m.to(dev).train()
     per_step = 32 * T if tokens else 128
     for _ in range(a.repeats):
         t0 = 0.0
         for s in range(a.steps + 3):
             if s == 3:
+                sync()
                 t0 = time.perf_counter()
             if tokens:
                 b = torch.randint(0, 256, (32, T + 1))
-                x, y = b[:, :-1], b[:, 1:]
+                x, y = b[:, :-1].to(dev), b[:, 1:].to(dev)
                 loss = F.cross_entropy(m(x).reshape(-1, 256), y.reshape(-1))
             else:
-                x, y = torch.randn(128, 1, 28, 28), torch.randint(0, 10, (128,))
+                x, y = torch.randn(128, 1, 28, 28).to(dev), torch.randint(0, 10, (128,)).to(dev)
                 loss = F.cross_entropy(m(x), y)
             opt.zero_grad()
             loss.backward()
             if tokens:
                 nn.utils.clip_grad_norm_(m.parameters(), 1.0)
             opt.step()
+        sync()
         print("rate %.1f" % (per_step * a.steps / (time.perf_counter() - t0)), flush=True)
     print("blas", refblas.describe())
 

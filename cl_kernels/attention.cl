@@ -249,3 +249,141 @@ __kernel void attn_bwd_dkv(int L, int S, int E, int Ev, int nb, int8 bshape,
         }
     }
 }
+
+// ---- one work-item per row (the device table's attention = rows) ---------------------------------
+// For devices whose work-items are SIMD-wide (POCL on a CPU): a work-item walks the keys
+// (or queries) of its own row alone, with no local memory and no barrier, and the
+// compiler vectorizes across the rows of a group, which read the same key and value
+// rows (one load for the group). Launched exactly (clg__launch_rows: no bounds check),
+// rows along dimension 0 and the batch along 1. Loops run to the group's bound, the
+// rows past their own causal bound masked, so that every lane runs the same trips.
+// Each launch covers ATT_RD output columns at most, and keys [j0, j1) (queries [i0, i1)).
+
+#define ATT_RD 64
+
+// The first row past the group's last (along dimension 0), for a loop bound that all
+// work-items of the group share.
+inline int att_group_end(int n)
+{
+    return min(n, (int)(get_global_id(0) - get_local_id(0) + get_local_size(0)));
+}
+
+__kernel void attn_fwd_rows(int L, int S, int E, int Ev, int nb, int8 bshape,
+                            __global const TS *q, int oq, int8 bq, int rq, int cq,
+                            __global const TS *k, int ok, int8 bk, int rk, int ck,
+                            __global const TS *v, int ov, int8 bv, int rv, int cv,
+                            __global const T *mask, int om, int8 bm, int rm, int cm, int has_mask,
+                            __global TS *o, __global T *lse, __global T *acc_s, __global T *ml_s,
+                            int j0, int j1, int d0, int nd, int first, int last, int causal, const T scale,
+                            uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const T dscale, int drop)
+{
+    int i = get_global_id(0), b = get_global_id(1), row = b * L + i;
+    int qb = att_boff(b, nb, bshape, oq, bq) + i * rq, kb = att_boff(b, nb, bshape, ok, bk);
+    int vb = att_boff(b, nb, bshape, ov, bv) + d0 * cv, mb = has_mask ? att_boff(b, nb, bshape, om, bm) + i * rm : 0;
+    T acc[ATT_RD], m = first ? -INFINITY : ml_s[2 * row], l = first ? (T)0 : ml_s[2 * row + 1];
+    for (int d = 0; d < nd; d++) acc[d] = first ? (T)0 : acc_s[(long)row * Ev + d0 + d];
+    int jend = causal ? min(j1, att_group_end(L)) : j1;
+    for (int j = j0; j < jend; j++) {
+        T s = causal && j > i ? -INFINITY : att_score(q, qb, cq, k, kb + j * rk, ck, E, scale, mask, mb + j * cm, has_mask);
+        T mnew = clg_nanmax(m, s);
+        T alpha = m == -INFINITY ? (T)0 : exp(m - mnew), p = s == -INFINITY ? (T)0 : exp(s - mnew);
+        l = l * alpha + p;
+        if (drop) p = att_keep(((long)row) * S + j, seed_lo, seed_hi, ctr_lo, ctr_hi, thr) ? p * dscale : 0;
+        for (int d = 0; d < nd; d++) acc[d] = acc[d] * alpha + p * CLG_LD(v, vb + j * rv + d * cv);
+        m = mnew;
+    }
+    for (int d = 0; d < nd; d++) {
+        if (last) CLG_ST(o, (long)row * Ev + d0 + d, S ? acc[d] / l : (T)0);
+        else acc_s[(long)row * Ev + d0 + d] = acc[d];
+    }
+    if (!last) {
+        ml_s[2 * row] = m;
+        ml_s[2 * row + 1] = l;
+    }
+    if (last && d0 == 0) lse[row] = m + log(l);
+}
+
+// Dr_i = sum_d dO_i O_i, one work-item per query row.
+__kernel void attn_bwd_pre_rows(int L, int Ev, int nb, int8 bshape, __global const TS *o,
+                                __global const TS *g, int og, int8 bg, int rg, int cg, __global T *dr)
+{
+    int i = get_global_id(0), b = get_global_id(1), row = b * L + i;
+    int gb = att_boff(b, nb, bshape, og, bg) + i * rg;
+    T acc = 0;
+    for (int d = 0; d < Ev; d++) acc += CLG_LD(o, (long)row * Ev + d) * CLG_LD(g, gb + d * cg);
+    dr[row] = acc;
+}
+
+__kernel void attn_bwd_dq_rows(int L, int S, int E, int Ev, int nb, int8 bshape,
+                               __global const TS *q, int oq, int8 bq, int rq, int cq,
+                               __global const TS *k, int ok, int8 bk, int rk, int ck,
+                               __global const TS *v, int ov, int8 bv, int rv, int cv,
+                               __global const T *mask, int om, int8 bm, int rm, int cm, int has_mask,
+                               __global const TS *g, int og, int8 bg, int rg, int cg,
+                               __global const T *lse, __global const T *dr, __global T *dq,
+                               int j0, int j1, int d0, int nd, int first, int causal, const T scale,
+                               uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const T dscale, int drop)
+{
+    int i = get_global_id(0), b = get_global_id(1), row = b * L + i;
+    int qb = att_boff(b, nb, bshape, oq, bq) + i * rq, kb = att_boff(b, nb, bshape, ok, bk);
+    int vb = att_boff(b, nb, bshape, ov, bv), gb = att_boff(b, nb, bshape, og, bg) + i * rg;
+    int mb = has_mask ? att_boff(b, nb, bshape, om, bm) + i * rm : 0;
+    T acc[ATT_RD], li = lse[row], di = dr[row];
+    for (int d = 0; d < nd; d++) acc[d] = 0;
+    int jend = causal ? min(j1, att_group_end(L)) : j1;
+    for (int j = j0; j < jend; j++) {
+        bool seen = !causal || j <= i;
+        T p = seen ? exp(att_score(q, qb, cq, k, kb + j * rk, ck, E, scale, mask, mb + j * cm, has_mask) - li) : (T)0;
+        T dp = att_dot(g, gb, cg, v, vb + j * rv, cv, Ev);
+        if (drop) dp = att_keep(((long)row) * S + j, seed_lo, seed_hi, ctr_lo, ctr_hi, thr) ? dp * dscale : 0;
+        T ds = p * (dp - di);
+        for (int d = 0; d < nd; d++) acc[d] += ds * CLG_LD(k, kb + j * rk + (d0 + d) * ck);
+    }
+    for (int d = 0; d < nd; d++) {
+        long at = (long)row * E + d0 + d;
+        dq[at] = (first ? (T)0 : dq[at]) + acc[d] * scale;
+    }
+}
+
+// dK and dV, one work-item per key row j (dimension 0 over S), columns [d0, d0 + nd) of
+// both E and Ev.
+__kernel void attn_bwd_dkv_rows(int L, int S, int E, int Ev, int nb, int8 bshape,
+                                __global const TS *q, int oq, int8 bq, int rq, int cq,
+                                __global const TS *k, int ok, int8 bk, int rk, int ck,
+                                __global const TS *v, int ov, int8 bv, int rv, int cv,
+                                __global const T *mask, int om, int8 bm, int rm, int cm, int has_mask,
+                                __global const TS *g, int og, int8 bg, int rg, int cg,
+                                __global const T *lse, __global const T *dr, __global T *dk, __global T *dv,
+                                int i0, int i1, int d0, int nd, int first, int causal, const T scale,
+                                uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const T dscale, int drop)
+{
+    int j = get_global_id(0), b = get_global_id(1);
+    int qb = att_boff(b, nb, bshape, oq, bq), kb = att_boff(b, nb, bshape, ok, bk) + j * rk;
+    int vb = att_boff(b, nb, bshape, ov, bv) + j * rv, gb = att_boff(b, nb, bshape, og, bg);
+    int mb = has_mask ? att_boff(b, nb, bshape, om, bm) + j * cm : 0;
+    T ak[ATT_RD], av[ATT_RD];
+    for (int d = 0; d < nd; d++) ak[d] = av[d] = 0;
+    int jlo = (int)(get_global_id(0) - get_local_id(0));   // the group's first key row
+    int ibeg = causal ? max(i0, jlo) : i0;                  // query i sees key j when j <= i
+    int ne = clamp(E - d0, 0, nd), nv = clamp(Ev - d0, 0, nd);
+    for (int i = ibeg; i < i1; i++) {
+        int row = b * L + i;
+        bool seen = !causal || j <= i;
+        T p = seen ? exp(att_score(q, qb + i * rq, cq, k, kb, ck, E, scale, mask, mb + i * rm, has_mask) - lse[row])
+                   : (T)0;
+        T dp = att_dot(g, gb + i * rg, cg, v, vb, cv, Ev), z = 1;
+        if (drop) z = att_keep(((long)row) * S + j, seed_lo, seed_hi, ctr_lo, ctr_hi, thr) ? dscale : 0;
+        T pz = p * z, ds = p * (dp * z - dr[row]);
+        for (int d = 0; d < ne; d++) ak[d] += ds * CLG_LD(q, qb + i * rq + (d0 + d) * cq);
+        for (int d = 0; d < nv; d++) av[d] += pz * CLG_LD(g, gb + i * rg + (d0 + d) * cg);
+    }
+    int krow = b * S + j;
+    for (int d = 0; d < ne; d++) {
+        long at = (long)krow * E + d0 + d;
+        dk[at] = (first ? (T)0 : dk[at]) + ak[d] * scale;
+    }
+    for (int d = 0; d < nv; d++) {
+        long at = (long)krow * Ev + d0 + d;
+        dv[at] = (first ? (T)0 : dv[at]) + av[d];
+    }
+}

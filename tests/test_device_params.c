@@ -62,6 +62,10 @@ static void test_defaults(void)
     /* conv2d keeps its columns for the weight gradient unless told to rebuild them. */
     CHECK_MSG(p->item_loops == 32768 && strstr(buf, "item_loops = 32768"), "item_loops: %s", buf);
     CHECK(clg_device_set_param(dev, "item_loops", "65536") == CLG_ERR_INVALID_ARGUMENT);   /* over llvmpipe's limit */
+    CHECK_MSG(strstr(buf, p->attention_rows ? "attention = rows" : "attention = tiles"), "attention: %s", buf);
+    CHECK(clg_device_set_param(dev, "attention", "tiles") == CLG_OK && !p->attention_rows);
+    CHECK(clg_device_set_param(dev, "attention", "rows") == CLG_OK && p->attention_rows);
+    CHECK(clg_device_set_param(dev, "attention", "blocks") == CLG_ERR_INVALID_ARGUMENT);
     CHECK_MSG(p->conv_keep_columns && strstr(buf, "conv_columns = keep"), "conv_columns: %s", buf);
     CHECK_MSG(clg_device_set_param(dev, "conv_columns", "rebuild") == CLG_OK && !p->conv_keep_columns,
               "set conv_columns");

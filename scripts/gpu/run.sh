@@ -2,7 +2,7 @@
 # Run on the lent NVIDIA machine, from the project's root (issue 12), after
 # scripts/gpu/fetch.sh filled .gpu-kit/ here and it travelled:
 #   bash scripts/gpu/run.sh [STAGE...]      stages: setup build suite conformance gemm train
-#                                           graph precision trainers startup (default: all, in that order)
+#                                           graph precision models trainers startup (default: all, in that order)
 # Each stage appends to <stage>.log under $OUT (the device tool's folder, which returns at
 # most 8 files) or ./gpu-out, and stops at its own time limit, so that a hung stage cannot
 # eat the others' time.
@@ -64,6 +64,15 @@ stage_precision() {   # issue 17: mixed precision against float32 (speed, peak m
   done
   for p in float32 mixed mixed-bf16; do echo "== fashion_cnn $p"; $b/examples/fashion_cnn --workers 4 --precision $p | tail -2; done
 }
+stage_models() {   # issue 31: the GPT and the ResNet against PyTorch with CUDA, and where clgrad's time goes
+  for m in gpt_tiny gpt resnet; do
+    for i in 1 2 3; do
+      echo "== $m clgrad"; $b/bench/bench_models --model $m --steps 20 --repeats 1
+      echo "== $m PyTorch CUDA"; python3 bench/torch_models.py --model $m --steps 20 --repeats 1 --device cuda
+    done
+    echo "== $m clgrad profile"; CLG_PROFILE=1 $b/bench/bench_models --model $m --steps 5 --repeats 1 --profile | head -40
+  done
+}
 stage_trainers() {
   $b/examples/fashion_mlp --epochs 5 --workers 4
   $b/examples/fashion_cnn --workers 4
@@ -81,8 +90,8 @@ stage_startup() {   # cold: empty clgrad cache (the NVIDIA driver's own cache mo
 }
 
 declare -A limit=([setup]=60 [build]=240 [suite]=300 [conformance]=180 [gemm]=240 [train]=300 [graph]=240 [precision]=420
-                  [trainers]=420 [startup]=180)
-stages=${*:-setup build suite conformance gemm train graph precision trainers startup}
+                  [models]=300 [trainers]=420 [startup]=180)
+stages=${*:-setup build suite conformance gemm train graph precision models trainers startup}
 for s in $stages; do
   echo "=== $s"
   start=$(date +%s)

@@ -248,6 +248,10 @@ typedef struct clg_device_params {
      * (naming it) what they cannot split. 32,768 everywhere by default: half llvmpipe's
      * limit, and long enough that a split costs nothing measurable. */
     size_t item_loops;
+    /* Fused attention (attention.cl): a work-item per row walking its keys alone, vectorized
+     * across rows ("rows": SIMD-wide work-items, ~10x faster on POCL), or a work-group per
+     * row sharing tiles of keys through local memory ("tiles": the GPU shape). */
+    bool attention_rows;
 } clg_device_params;
 
 const clg_device_params *clg__device_params(const clg_device *dev);

@@ -118,6 +118,15 @@ static void note_drop(clg_device *dev, const att_drop *dr, int at, bool draw, ui
 
 /* ---- launch geometry ------------------------------------------------------------------ */
 
+typedef struct att_call {
+    att_dims d;
+    att_operand q, k, v, m;
+    bool has_mask, causal;
+    double scale;
+    att_drop drop;
+    clg_dtype dtype, cdt;   /* storage and compute types */
+} att_call;
+
 /* Work-items per group: a power of two, 32 where work-items are SIMD-wide (a group is a
  * loop on one core), else 64; within the kernel's and device's limits. */
 static size_t group_width(const clg_device *dev, const clg_kernel *k)
@@ -136,6 +145,40 @@ static int log2i(size_t w)
         n++;
     }
     return n;
+}
+
+/* A kernel of either shape (the device table's attention): "rows" (a work-item per row,
+ * tiles of 1, ATT_RD columns) or "tiles" (a group of w per row, ATT_ND w columns). */
+#define ATT_RD 64   /* cl_kernels/attention.cl: columns per work-item in the rows kernels */
+
+typedef struct att_kernel {
+    clg_kernel *k;
+    bool rows;
+    size_t w;          /* keys (or queries) per loop trip */
+    int64_t ncols;     /* output columns per launch */
+} att_kernel;
+
+static bool att_get(clg_device *dev, const att_call *c, const char *name, att_kernel *ak)
+{
+    char full[32];
+    ak->rows = clg__device_params(dev)->attention_rows;
+    snprintf(full, sizeof full, "%s%s", name, ak->rows ? "_rows" : "");
+    ak->k = clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(c->dtype), full);
+    if (!ak->k) return false;
+    ak->w = ak->rows ? 1 : group_width(dev, ak->k);
+    ak->ncols = ak->rows ? ATT_RD : (int64_t)ATT_ND * (int64_t)ak->w;
+    return true;
+}
+
+/* Launch over n rows of each of the B batch entries: exactly (rows), or a group of w per
+ * row with `nlocal` local scratch arrays of w values (tiles). */
+static clg_status att_launch(clg_device *dev, const att_kernel *ak, clg_arg *a, int n, int nlocal, int64_t rows,
+                             const att_call *c)
+{
+    if (ak->rows) return clg__launch_rows(dev, ak->k, a, n, (size_t)rows, (size_t)c->d.B);
+    for (int i = 0; i < nlocal; i++) a[n++] = CLG_ARG_LOCAL(ak->w * clg_dtype_size(c->cdt));
+    size_t global[3] = {ak->w, (size_t)rows, (size_t)c->d.B}, local[3] = {ak->w, 1, 1};
+    return clg__launch(dev, ak->k, a, n, 3, global, local);
 }
 
 /* How many rows of the walked axis one launch takes: whole tiles of w while a work-item's
@@ -159,14 +202,6 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* ---- forward ------------------------------------------------------------------------------- */
 
-typedef struct att_call {
-    att_dims d;
-    att_operand q, k, v, m;
-    bool has_mask, causal;
-    double scale;
-    att_drop drop;
-    clg_dtype dtype, cdt;   /* storage and compute types */
-} att_call;
 
 static int push_common(clg_arg *a, const att_call *c)
 {
@@ -185,16 +220,17 @@ static int push_common(clg_arg *a, const att_call *c)
     return n;
 }
 
-/* O and lse: every column range of Ev (one at least, for lse) over every key range. */
+/* O and lse: every column range of Ev (one at least, for lse) over every key range.
+ * Loop trips per work-item and key: the score's E, the columns' nu (tiles: and two group
+ * reductions); plus the state's read and write. */
 static clg_status forward(clg_device *dev, const att_call *c, clg_tensor *o, clg_tensor *lse)
 {
-    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(c->dtype), "attn_fwd");
-    if (!k) return dev->status;
-    size_t w = group_width(dev, k);
-    int64_t ncols = (int64_t)ATT_ND * (int64_t)w, nu = min64(ATT_ND, cdiv(c->d.Ev, (int64_t)w));
-    int64_t per = rows_per_launch(dev, w, c->d.E + nu * (int64_t)w + 4 * log2i(w) + 8, 2 * nu + 4, &c->d);
+    att_kernel ak;
+    if (!att_get(dev, c, "attn_fwd", &ak)) return dev->status;
+    int64_t w = (int64_t)ak.w, nu = ak.rows ? min64(ATT_RD, c->d.Ev) : min64(ATT_ND, cdiv(c->d.Ev, w));
+    int64_t per = rows_per_launch(dev, ak.w, c->d.E + nu * w + (ak.rows ? 4 : 4 * log2i(ak.w) + 8), 2 * nu + 4, &c->d);
     if (!per) return dev->status;
-    int64_t nkeys = c->d.S ? cdiv(c->d.S, per) : 1, ncol = c->d.Ev ? cdiv(c->d.Ev, ncols) : 1;
+    int64_t nkeys = c->d.S ? cdiv(c->d.S, per) : 1, ncol = c->d.Ev ? cdiv(c->d.Ev, ak.ncols) : 1;
     clg_tensor *acc = NULL, *ml = NULL;
     if (nkeys > 1) {
         acc = clg__tensor_new(dev, c->cdt, 1, (int64_t[]){c->d.B * c->d.L * c->d.Ev});
@@ -205,7 +241,6 @@ static clg_status forward(clg_device *dev, const att_call *c, clg_tensor *o, clg
         }
     }
     cl_mem accm = acc ? acc->buf->mem : lse->buf->mem, mlm = ml ? ml->buf->mem : lse->buf->mem;
-    size_t global[3] = {w, (size_t)c->d.L, (size_t)c->d.B}, local[3] = {w, 1, 1};
     clg_status st = CLG_OK;
     for (int64_t cc = 0; cc < ncol && !st; cc++)
         for (int64_t kc = 0; kc < nkeys && !st; kc++) {
@@ -217,17 +252,15 @@ static clg_status forward(clg_device *dev, const att_call *c, clg_tensor *o, clg
             a[n++] = CLG_ARG_M(mlm);
             a[n++] = CLG_ARG_I(kc * per);
             a[n++] = CLG_ARG_I(min64(c->d.S, (kc + 1) * per));
-            a[n++] = CLG_ARG_I(cc * ncols);
-            a[n++] = CLG_ARG_I(min64(ncols, c->d.Ev - cc * ncols));
+            a[n++] = CLG_ARG_I(cc * ak.ncols);
+            a[n++] = CLG_ARG_I(min64(ak.ncols, c->d.Ev - cc * ak.ncols));
             a[n++] = CLG_ARG_I(kc == 0);
             a[n++] = CLG_ARG_I(kc == nkeys - 1);
             a[n++] = CLG_ARG_I(c->causal);
             a[n++] = clg__arg_scalar(c->cdt, c->scale);
             int at = n;
             n = push_drop(a, n, &c->drop, c->cdt);
-            a[n++] = CLG_ARG_LOCAL(w * clg_dtype_size(c->cdt));
-            a[n++] = CLG_ARG_LOCAL(w * clg_dtype_size(c->cdt));
-            st = clg__launch(dev, k, a, n, 3, global, local);
+            st = att_launch(dev, &ak, a, n, 2, c->d.L, c);
             uint64_t blocks = ((uint64_t)(c->d.B * c->d.L * c->d.S) + 3) / 4;
             if (!st) note_drop(dev, &c->drop, at, cc == 0 && kc == 0, blocks);
         }
@@ -238,13 +271,12 @@ static clg_status forward(clg_device *dev, const att_call *c, clg_tensor *o, clg
 
 /* ---- backward ------------------------------------------------------------------------------ */
 
-/* Dr_i = sum_d dO_i O_i, one group per query row. */
+/* Dr_i = sum_d dO_i O_i, per query row. */
 static clg_tensor *row_dots(clg_device *dev, const att_call *c, clg_tensor *o, const att_operand *g)
 {
-    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(c->dtype), "attn_bwd_pre");
-    if (!k) return NULL;
-    size_t w = group_width(dev, k);
-    if (cdiv(c->d.Ev, (int64_t)w) + log2i(w) + 4 > (int64_t)clg__device_params(dev)->item_loops)
+    att_kernel ak;
+    if (!att_get(dev, c, "attn_bwd_pre", &ak)) return NULL;
+    if (cdiv(c->d.Ev, (int64_t)ak.w) + log2i(ak.w) + 4 > (int64_t)clg__device_params(dev)->item_loops)
         return clg__op_fail(dev, CLG_ERR_INVALID_ARGUMENT, OP, "value size Ev = %lld over the device's loop limit "
                             "(item_loops = %zu)", (long long)c->d.Ev, clg__device_params(dev)->item_loops);
     clg_tensor *dr = clg__tensor_new(dev, c->cdt, 1, (int64_t[]){c->d.B * c->d.L});
@@ -262,27 +294,23 @@ static clg_tensor *row_dots(clg_device *dev, const att_call *c, clg_tensor *o, c
     a[n++] = CLG_ARG_I(g->row);
     a[n++] = CLG_ARG_I(g->col);
     a[n++] = CLG_ARG_M(dr->buf->mem);
-    a[n++] = CLG_ARG_LOCAL(w * clg_dtype_size(c->cdt));
-    size_t global[3] = {w, (size_t)c->d.L, (size_t)c->d.B}, local[3] = {w, 1, 1};
-    if (clg__launch(dev, k, a, n, 3, global, local) != CLG_OK) {
+    if (att_launch(dev, &ak, a, n, 1, c->d.L, c) != CLG_OK) {
         clg_tensor_free(dr);
         return NULL;
     }
     return dr;
 }
 
-/* dQ into dq (compute type, contiguous [B, L, E]). */
+/* dQ into dq (compute type, contiguous [B, L, E]); per key: the score, dP's Ev, the columns. */
 static clg_status grad_q(clg_device *dev, const att_call *c, const att_operand *g, clg_tensor *lse, clg_tensor *dr,
                          clg_tensor *dq)
 {
-    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(c->dtype), "attn_bwd_dq");
-    if (!k) return dev->status;
-    size_t w = group_width(dev, k);
-    int64_t ncols = (int64_t)ATT_ND * (int64_t)w, nu = min64(ATT_ND, cdiv(c->d.E, (int64_t)w));
-    int64_t per = rows_per_launch(dev, w, c->d.E + c->d.Ev + nu * (int64_t)w + 8, nu + 4, &c->d);
+    att_kernel ak;
+    if (!att_get(dev, c, "attn_bwd_dq", &ak)) return dev->status;
+    int64_t w = (int64_t)ak.w, nu = ak.rows ? min64(ATT_RD, c->d.E) : min64(ATT_ND, cdiv(c->d.E, w));
+    int64_t per = rows_per_launch(dev, ak.w, c->d.E + c->d.Ev + nu * w + 8, nu + 4, &c->d);
     if (!per) return dev->status;
-    int64_t nkeys = c->d.S ? cdiv(c->d.S, per) : 1, ncol = cdiv(c->d.E, ncols);
-    size_t global[3] = {w, (size_t)c->d.L, (size_t)c->d.B}, local[3] = {w, 1, 1};
+    int64_t nkeys = c->d.S ? cdiv(c->d.S, per) : 1, ncol = cdiv(c->d.E, ak.ncols);
     clg_status st = CLG_OK;
     for (int64_t cc = 0; cc < ncol && !st; cc++)
         for (int64_t kc = 0; kc < nkeys && !st; kc++) {
@@ -294,33 +322,31 @@ static clg_status grad_q(clg_device *dev, const att_call *c, const att_operand *
             a[n++] = CLG_ARG_M(dq->buf->mem);
             a[n++] = CLG_ARG_I(kc * per);
             a[n++] = CLG_ARG_I(min64(c->d.S, (kc + 1) * per));
-            a[n++] = CLG_ARG_I(cc * ncols);
-            a[n++] = CLG_ARG_I(min64(ncols, c->d.E - cc * ncols));
+            a[n++] = CLG_ARG_I(cc * ak.ncols);
+            a[n++] = CLG_ARG_I(min64(ak.ncols, c->d.E - cc * ak.ncols));
             a[n++] = CLG_ARG_I(kc == 0);
             a[n++] = CLG_ARG_I(c->causal);
             a[n++] = clg__arg_scalar(c->cdt, c->scale);
             int at = n;
             n = push_drop(a, n, &c->drop, c->cdt);
-            a[n++] = CLG_ARG_LOCAL(w * clg_dtype_size(c->cdt));
-            st = clg__launch(dev, k, a, n, 3, global, local);
+            st = att_launch(dev, &ak, a, n, 1, c->d.L, c);
             if (!st) note_drop(dev, &c->drop, at, false, 0);
         }
     return st;
 }
 
-/* dK and dV into dk [B, S, E] and dv [B, S, Ev] (compute type, contiguous). */
+/* dK and dV into dk [B, S, E] and dv [B, S, Ev] (compute type, contiguous); per query:
+ * the score, dP's Ev, both gradients' columns. */
 static clg_status grad_kv(clg_device *dev, const att_call *c, const att_operand *g, clg_tensor *lse, clg_tensor *dr,
                           clg_tensor *dk, clg_tensor *dv)
 {
-    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(c->dtype), "attn_bwd_dkv");
-    if (!k) return dev->status;
-    size_t w = group_width(dev, k);
-    int64_t wide = c->d.E > c->d.Ev ? c->d.E : c->d.Ev;
-    int64_t ncols = (int64_t)ATT_ND * (int64_t)w, nu = min64(ATT_ND, cdiv(wide, (int64_t)w));
-    int64_t per = rows_per_launch(dev, w, c->d.E + c->d.Ev + 2 * nu * (int64_t)w + 8, 2 * nu + 4, &c->d);
+    att_kernel ak;
+    if (!att_get(dev, c, "attn_bwd_dkv", &ak)) return dev->status;
+    int64_t wide = c->d.E > c->d.Ev ? c->d.E : c->d.Ev, w = (int64_t)ak.w;
+    int64_t nu = ak.rows ? min64(ATT_RD, wide) : min64(ATT_ND, cdiv(wide, w));
+    int64_t per = rows_per_launch(dev, ak.w, c->d.E + c->d.Ev + 2 * nu * w + 8, 2 * nu + 4, &c->d);
     if (!per) return dev->status;
-    int64_t nq = c->d.L ? cdiv(c->d.L, per) : 1, ncol = wide ? cdiv(wide, ncols) : 1;
-    size_t global[3] = {w, (size_t)c->d.S, (size_t)c->d.B}, local[3] = {w, 1, 1};
+    int64_t nq = c->d.L ? cdiv(c->d.L, per) : 1, ncol = wide ? cdiv(wide, ak.ncols) : 1;
     clg_status st = CLG_OK;
     for (int64_t cc = 0; cc < ncol && !st; cc++)
         for (int64_t qc = 0; qc < nq && !st; qc++) {
@@ -333,16 +359,14 @@ static clg_status grad_kv(clg_device *dev, const att_call *c, const att_operand 
             a[n++] = CLG_ARG_M(dv->buf->mem);
             a[n++] = CLG_ARG_I(qc * per);
             a[n++] = CLG_ARG_I(min64(c->d.L, (qc + 1) * per));
-            a[n++] = CLG_ARG_I(cc * ncols);
-            a[n++] = CLG_ARG_I(min64(ncols, wide - cc * ncols));
+            a[n++] = CLG_ARG_I(cc * ak.ncols);
+            a[n++] = CLG_ARG_I(min64(ak.ncols, wide - cc * ak.ncols));
             a[n++] = CLG_ARG_I(qc == 0);
             a[n++] = CLG_ARG_I(c->causal);
             a[n++] = clg__arg_scalar(c->cdt, c->scale);
             int at = n;
             n = push_drop(a, n, &c->drop, c->cdt);
-            a[n++] = CLG_ARG_LOCAL(w * clg_dtype_size(c->cdt));
-            a[n++] = CLG_ARG_LOCAL(w * clg_dtype_size(c->cdt));
-            st = clg__launch(dev, k, a, n, 3, global, local);
+            st = att_launch(dev, &ak, a, n, 2, c->d.S, c);
             if (!st) note_drop(dev, &c->drop, at, false, 0);
         }
     return st;
