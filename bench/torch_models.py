@@ -9,6 +9,7 @@ examples/models/resnet_fashion.json (torchvision's BasicBlock), SGD momentum 0.9
 decay 5e-4, batch 128 of random images. 2 threads, OpenBLAS's core from the CPU's flags
 (refblas). Prints one "rate <tokens or images per second>" line per repeat, then "blas ..."."""
 import argparse
+import collections
 import os
 import sys
 import time
@@ -41,8 +42,11 @@ class BasicBlock(nn.Module):
 def resnet20():
     def stage(cin, planes, stride):
         return nn.Sequential(*[BasicBlock(cin if i == 0 else planes, planes, stride if i == 0 else 1) for i in range(3)])
-    return nn.Sequential(nn.Conv2d(1, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU(), stage(16, 16, 1),
-                         stage(16, 32, 2), stage(32, 64, 2), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
+    # named as examples/models/resnet_fashion.json's layers, so that state dicts cross unchanged
+    return nn.Sequential(collections.OrderedDict([
+        ("conv1", nn.Conv2d(1, 16, 3, 1, 1, bias=False)), ("bn1", nn.BatchNorm2d(16)), ("2", nn.ReLU()),
+        ("layer1", stage(16, 16, 1)), ("layer2", stage(16, 32, 2)), ("layer3", stage(32, 64, 2)),
+        ("6", nn.AdaptiveAvgPool2d(1)), ("7", nn.Flatten()), ("fc", nn.Linear(64, 10))]))
 
 
 def main():

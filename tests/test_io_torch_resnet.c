@@ -160,12 +160,43 @@ static void torch_to_clgrad(clg_device *dev, const char *dir)
     clg_module_free(m);
 }
 
+/* examples/models/resnet_fashion.json built from the file: torch's ResNet-20 with the same
+ * layer names loads into it strictly and gives torch's outputs. */
+static void model_file(clg_device *dev, const char *dir)
+{
+    char path[4096], err[512];
+    snprintf(path, sizeof path, "%s/../examples/models/resnet_fashion.json", CLGRAD_TEST_SOURCE_DIR);
+    clg_model *mf = NULL;
+    CHECK_MSG(clg_model_read(path, &mf, err, sizeof err) == CLG_OK, "%s", err);
+    clg_module *net = mf ? clg_model_build(mf, dev) : NULL;
+    char *p = io_path(dir, "r20_torch.safetensors");
+    CHECK_MSG(net && clg_module_load(net, p, true, NULL) == CLG_OK, "resnet_fashion.json: %s", clg_device_error(dev));
+    free(p);
+    if (net) {
+        clg_module_train(net, false);
+        clg_scope_begin(dev);
+        p = io_path(dir, "r20_torch_x.npy");
+        clg_tensor *x = clg_tensor_load_npy(dev, p);
+        free(p);
+        p = io_path(dir, "r20_torch_y.npy");
+        double diff = max_diff(clg_module_forward(net, x), clg_tensor_load_npy(dev, p));
+        free(p);
+        printf("resnet_fashion.json with torch's ResNet-20: max |clgrad - torch| = %.3g\n", diff);
+        CHECK_MSG(diff <= 1e-5, "resnet_fashion.json differs from torch's ResNet-20 by %g (%s)", diff,
+                  clg_device_error(dev));
+        clg_scope_end(dev);
+    }
+    clg_module_free(net);
+    clg_model_free(mf);
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
     char *dir = io_tmpdir("torch-resnet");
     clgrad_to_torch(dev, dir);
     torch_to_clgrad(dev, dir);
+    model_file(dev, dir);
     io_rmdir(dir);
     clg_device_close(dev);
     return check_report("test_io_torch_resnet");

@@ -163,6 +163,23 @@ def export(d):
             {"format": "pt"})
     np.save(os.path.join(d, "net_torch_x.npy"), x.numpy())
     np.save(os.path.join(d, "net_torch_y.npy"), y)
+    # the ResNet-20 of examples/models/resnet_fashion.json (bench/torch_models.py's, named as
+    # the model file's layers), torchvision-initialised, statistics moved, in eval mode
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+    import torch_models  # noqa: E402
+    r20 = torch_models.resnet20()
+    torchvision_init(r20)
+    x = torch.randn(3, 1, 28, 28)
+    r20.train()
+    with torch.no_grad():
+        r20(x * 2 + 1)
+    r20.eval()
+    with torch.no_grad():
+        y = r20(x).numpy()
+    st.save(os.path.join(d, "r20_torch.safetensors"), {k: v.numpy() for k, v in r20.state_dict().items()},
+            {"format": "pt"})
+    np.save(os.path.join(d, "r20_torch_x.npy"), x.numpy())
+    np.save(os.path.join(d, "r20_torch_y.npy"), y)
     return 0
 
 
