@@ -96,23 +96,6 @@ static void clgrad_to_torch(clg_device *dev, const char *dir)
     CHECK_MSG(python("check", dir) == 0, "PyTorch did not reproduce clgrad's outputs from clgrad's weights");
 }
 
-/* The largest |got - want| of two float32 tensors of one size; infinity if they cannot
- * be compared. */
-static double max_diff(clg_tensor *got, clg_tensor *want)
-{
-    int64_t n = got && want ? clg_tensor_numel(got) : 0;
-    float *g = calloc((size_t)n + 1, 4), *w = calloc((size_t)n + 1, 4);
-    double diff = INFINITY;
-    if (g && w && n == clg_tensor_numel(want) && clg_tensor_to_host(got, g, (size_t)n * 4) == CLG_OK &&
-        clg_tensor_to_host(want, w, (size_t)n * 4) == CLG_OK) {
-        diff = 0;
-        for (int64_t k = 0; k < n; k++) diff = fmax(diff, fabs((double)g[k] - w[k]));
-    }
-    free(g);
-    free(w);
-    return diff;
-}
-
 /* Model i loaded (strictly) from DIR/<name>_torch<tag>.safetensors gives PyTorch's
  * outputs DIR/<name>_torch<tag>_y.npy on DIR/<name>_torch_x.npy to 1e-5; tag "" is
  * PyTorch's float32 weights, "_f16" and "_bf16" its model.half() and .bfloat16() ones,
@@ -139,7 +122,7 @@ static void torch_weights(clg_device *dev, const char *dir, int i, const char *t
     p = io_path(dir, file);
     clg_tensor *want = clg_tensor_load_npy(dev, p);
     free(p);
-    double diff = max_diff(clg_module_forward(m, x), want);
+    double diff = io_max_diff(clg_module_forward(m, x), want);
     printf("%s: torch%s weights in clgrad: max |clgrad - torch| = %.3g\n", names[i], tag, diff);
     CHECK_MSG(diff <= 1e-5, "%s%s: clgrad's outputs from torch's weights differ by %g (%s)", names[i], tag, diff,
               clg_device_error(dev));

@@ -112,23 +112,6 @@ static void clgrad_to_torch(clg_device *dev, const char *dir)
     CHECK_MSG(python("check", dir) == 0, "PyTorch did not reproduce clgrad's residual network");
 }
 
-/* The largest |got - want| of two float32 tensors of one size; infinity if they cannot
- * be compared. */
-static double max_diff(clg_tensor *got, clg_tensor *want)
-{
-    int64_t n = got && want ? clg_tensor_numel(got) : 0;
-    float *g = calloc((size_t)n + 1, 4), *w = calloc((size_t)n + 1, 4);
-    double diff = INFINITY;
-    if (g && w && n && n == clg_tensor_numel(want) && clg_tensor_to_host(got, g, (size_t)n * 4) == CLG_OK &&
-        clg_tensor_to_host(want, w, (size_t)n * 4) == CLG_OK) {
-        diff = 0;
-        for (int64_t k = 0; k < n; k++) diff = fmax(diff, fabs((double)g[k] - w[k]));
-    }
-    free(g);
-    free(w);
-    return diff;
-}
-
 /* PyTorch -> clgrad */
 static void torch_to_clgrad(clg_device *dev, const char *dir)
 {
@@ -150,7 +133,7 @@ static void torch_to_clgrad(clg_device *dev, const char *dir)
     p = io_path(dir, "net_torch_y.npy");
     clg_tensor *want = clg_tensor_load_npy(dev, p);
     free(p);
-    double diff = max_diff(clg_module_forward(m, x), want);
+    double diff = io_max_diff(clg_module_forward(m, x), want);
     printf("torch weights in clgrad: max |clgrad - torch| = %.3g\n", diff);
     CHECK_MSG(diff <= 1e-5, "clgrad's outputs from torch's weights differ by %g (%s)", diff, clg_device_error(dev));
     /* the counters arrived (int64 there, int32 here) with their value */
@@ -179,7 +162,7 @@ static void model_file(clg_device *dev, const char *dir)
         clg_tensor *x = clg_tensor_load_npy(dev, p);
         free(p);
         p = io_path(dir, "r20_torch_y.npy");
-        double diff = max_diff(clg_module_forward(net, x), clg_tensor_load_npy(dev, p));
+        double diff = io_max_diff(clg_module_forward(net, x), clg_tensor_load_npy(dev, p));
         free(p);
         printf("resnet_fashion.json with torch's ResNet-20: max |clgrad - torch| = %.3g\n", diff);
         CHECK_MSG(diff <= 1e-5, "resnet_fashion.json differs from torch's ResNet-20 by %g (%s)", diff,

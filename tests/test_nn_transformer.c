@@ -148,21 +148,6 @@ static int python(const char *dir)
     return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-static double max_diff(clg_tensor *got, clg_tensor *want)
-{
-    int64_t n = got && want ? clg_tensor_numel(got) : 0;
-    float *g = calloc((size_t)n + 1, 4), *w = calloc((size_t)n + 1, 4);
-    double diff = INFINITY;
-    if (g && w && n == clg_tensor_numel(want) && clg_tensor_to_host(got, g, (size_t)n * 4) == CLG_OK &&
-        clg_tensor_to_host(want, w, (size_t)n * 4) == CLG_OK) {
-        diff = 0;
-        for (int64_t k = 0; k < n; k++) diff = fmax(diff, fabs((double)g[k] - w[k]));
-    }
-    free(g);
-    free(w);
-    return diff;
-}
-
 /* torch's weights, loaded strictly, give torch's outputs on the same inputs. */
 static void torch_side(clg_device *dev, const char *dir, int i, const ins *in)
 {
@@ -176,7 +161,7 @@ static void torch_side(clg_device *dev, const char *dir, int i, const ins *in)
     p = io_path(dir, file);
     clg_tensor *want = clg_tensor_load_npy(dev, p);
     free(p);
-    double diff = m ? max_diff(forward(m, i, in), want) : INFINITY;
+    double diff = m ? io_max_diff(forward(m, i, in), want) : INFINITY;
     printf("%s: torch weights in clgrad: max |clgrad - torch| = %.3g\n", names[i], diff);
     CHECK_MSG(diff <= 1e-5, "%s: clgrad's outputs from torch's weights differ by %g (%s)", names[i], diff,
               clg_device_error(dev));
@@ -197,7 +182,7 @@ static void model_file_gpt(clg_device *dev, const char *dir, const ins *in)
     CHECK_MSG(net && clg_module_load(clg_module_child_at(net, 0), p, true, NULL) == CLG_OK, "%s", clg_device_error(dev));
     free(p);
     p = io_path(dir, "gpt_torch_y.npy");
-    double diff = net ? max_diff(clg_module_forward(net, in->x), clg_tensor_load_npy(dev, p)) : INFINITY;
+    double diff = net ? io_max_diff(clg_module_forward(net, in->x), clg_tensor_load_npy(dev, p)) : INFINITY;
     free(p);
     printf("gpt model file: torch weights: max |clgrad - torch| = %.3g\n", diff);
     CHECK_MSG(diff <= 1e-5, "the model file's GPT differs from torch's by %g", diff);
@@ -227,10 +212,10 @@ static void promises(clg_device *dev)
     clg_tensor *x = clg_randn(dev, CLG_F32, CLG_SHAPE(2, 4, 8), 0, 1);
     clg_tensor *a = clg_module_forward_n(mha, 3, (clg_tensor *const[]){x, x, x});
     clg_tensor *b = clg_module_forward(mha, x);
-    CHECK(a && b && max_diff(a, b) == 0);
+    CHECK(a && b && io_max_diff(a, b) == 0);
     CHECK_OK(dev, clg_attention_set_causal(mha, true));
     clg_tensor *c = clg_module_forward(mha, x), *d = clg_mha_forward(mha, x, NULL, NULL, NULL, NULL, true);
-    CHECK(c && d && max_diff(c, d) == 0 && max_diff(b, c) > 1e-4);
+    CHECK(c && d && io_max_diff(c, d) == 0 && io_max_diff(b, c) > 1e-4);
     CHECK(!clg_mha_forward(mha, clg_randn(dev, CLG_F32, CLG_SHAPE(2, 4, 6), 0, 1), NULL, NULL, NULL, NULL, false) &&
           strstr(clg_device_error(dev), "MultiheadAttention"));
     CHECK(!clg_mha_forward(mha, x, NULL, NULL, clg_zeros(dev, CLG_I32, CLG_SHAPE(2, 3)), NULL, false) &&

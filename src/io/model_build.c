@@ -7,38 +7,35 @@
 #include "model_impl.h"
 #include "clgrad/ops.h"
 
-/* `repeat` TransformerEncoderLayers (batch-first) in a Sequential, or one alone: state names
- * <layer>.<i>.self_attn.in_proj_weight, ... as torch.nn.TransformerEncoder's layers.<i>. */
-static clg_module *transformer_stack(clg_device *dev, const model_layer *l, int64_t C)
+/* Block i of a repeated layer (transformer_block, basic_block, bottleneck); *in is its
+ * input's features or channels, updated to its output's. */
+static clg_module *block(clg_device *dev, const model_layer *l, int64_t i, int64_t *in)
 {
-    clg_transformer_options o = {l->ff ? l->ff : 4 * C, l->p, l->gelu, l->eps, true, l->norm_first, l->bias};
-    clg_module *seq = l->repeat > 1 ? clg_nn_sequential(dev, 0, NULL) : NULL;
-    for (int64_t i = 0; i < l->repeat; i++) {
+    if (l->kind == LK_TRANSFORMER) {
+        int64_t C = *in;
+        clg_transformer_options o = {l->ff ? l->ff : 4 * C, l->p, l->gelu, l->eps, true, l->norm_first, l->bias};
         clg_module *t = clg_nn_transformer_encoder_layer(dev, C, l->heads, &o);
         if (t && l->causal) clg_attention_set_causal(t, true);
-        if (l->repeat == 1 || !t) return t ? t : (clg_module_free(seq), NULL);
-        if (!seq || clg_sequential_append(seq, NULL, t) != CLG_OK) {
-            clg_module_free(t);
-            clg_module_free(seq);
-            return NULL;
-        }
+        return t;
     }
-    return seq;
+    /* torchvision's _make_layer: the first block with the stride (and a downsample where
+     * the shape changes), the rest stride 1 */
+    bool bottle = l->kind == LK_BOTTLENECK;
+    int stride = i ? 1 : (int)l->stride[0];
+    int64_t cin = *in;
+    *in = l->out * (bottle ? 4 : 1);
+    return bottle ? clg_nn_bottleneck(dev, cin, l->out, stride, false) : clg_nn_basic_block(dev, cin, l->out, stride, false);
 }
 
-/* `repeat` residual blocks as torchvision's _make_layer, in a Sequential (<layer>.<i>.conv1
- * ...), or one alone. */
-static clg_module *residual_stack(clg_device *dev, const model_layer *l, int64_t cin)
+/* `repeat` blocks in a Sequential (state names <layer>.<i>...., as torch.nn.TransformerEncoder's
+ * layers.<i> and torchvision's layer1.<i>), or one alone. */
+static clg_module *stack(clg_device *dev, const model_layer *l, int64_t in)
 {
-    bool bottle = l->kind == LK_BOTTLENECK;
-    clg_module *seq = l->repeat > 1 ? clg_nn_sequential(dev, 0, NULL) : NULL;
-    for (int64_t i = 0; i < l->repeat; i++) {
-        int stride = i ? 1 : (int)l->stride[0];
-        clg_module *b = bottle ? clg_nn_bottleneck(dev, cin, l->out, stride, false)
-                               : clg_nn_basic_block(dev, cin, l->out, stride, false);
-        cin = l->out * (bottle ? 4 : 1);
-        if (l->repeat == 1 || !b) return b ? b : (clg_module_free(seq), NULL);
-        if (!seq || clg_sequential_append(seq, NULL, b) != CLG_OK) {
+    if (l->repeat == 1) return block(dev, l, 0, &in);
+    clg_module *seq = clg_nn_sequential(dev, 0, NULL);
+    for (int64_t i = 0; seq && i < l->repeat; i++) {
+        clg_module *b = block(dev, l, i, &in);
+        if (!b || clg_sequential_append(seq, NULL, b) != CLG_OK) {
             clg_module_free(b);
             clg_module_free(seq);
             return NULL;
@@ -102,8 +99,8 @@ static clg_module *make_layer(clg_device *dev, const model_layer *l, int ndim, c
         if (a && l->causal) clg_attention_set_causal(a, true);
         return a;
     }
-    case LK_TRANSFORMER: return transformer_stack(dev, l, in[ndim - 1]);
-    case LK_BASIC_BLOCK: case LK_BOTTLENECK: return residual_stack(dev, l, in[0]);
+    case LK_TRANSFORMER: return stack(dev, l, in[ndim - 1]);
+    case LK_BASIC_BLOCK: case LK_BOTTLENECK: return stack(dev, l, in[0]);
     case LK_ADD: return clg_nn_add(dev);
     case LK_CONCAT: return clg_nn_concat(dev, (int)l->axis + 1);   /* after the batch axis */
     default: return NULL;

@@ -3,6 +3,7 @@
 #ifndef CLGRAD_TESTS_IO_UTIL_H
 #define CLGRAD_TESTS_IO_UTIL_H
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,23 @@ static inline void io_rmdir(char *dir)
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
     free(dir);
+}
+
+/* The largest |got - want| of two float32 tensors of one size; infinity if they cannot
+ * be compared. */
+static inline double io_max_diff(clg_tensor *got, clg_tensor *want)
+{
+    int64_t n = got && want ? clg_tensor_numel(got) : 0;
+    float *g = calloc((size_t)n + 1, 4), *w = calloc((size_t)n + 1, 4);
+    double diff = INFINITY;
+    if (g && w && n == clg_tensor_numel(want) && clg_tensor_to_host(got, g, (size_t)n * 4) == CLG_OK &&
+        clg_tensor_to_host(want, w, (size_t)n * 4) == CLG_OK) {
+        diff = 0;
+        for (int64_t k = 0; k < n; k++) diff = fmax(diff, fabs((double)g[k] - w[k]));
+    }
+    free(g);
+    free(w);
+    return diff;
 }
 
 static inline char *io_path(const char *dir, const char *name)
