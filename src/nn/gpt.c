@@ -21,19 +21,6 @@ clg_gpt_config clg_gpt_defaults(void)
     return (clg_gpt_config){50304, 1024, 12, 12, 768, 0.0, true};
 }
 
-static clg_tensor *child(clg_module *m, const char *name, clg_tensor *x)
-{
-    return clg_module_forward(clg_module_child(m, name), x);
-}
-
-static clg_status add_new_child(clg_module *m, const char *name, clg_module *c)
-{
-    if (!c) return m->dev->status ? m->dev->status : CLG_ERR_OUT_OF_MEMORY;
-    clg_status st = clg_module_add_child(m, name, c);
-    if (st) clg_module_free(c);
-    return st;
-}
-
 /* A module with data d (freed with it) of interface i; NULL (d freed) on failure. */
 static clg_module *with_data(clg_device *dev, const clg_module_i *i, const clg_gpt_config *c)
 {
@@ -100,13 +87,13 @@ static clg_tensor *attn_forward(clg_module *m, clg_tensor *x)
     const clg_gpt_config *c = m->data;
     const int64_t *s = clg_tensor_shape(x);
     int64_t B = s[0], T = s[1], C = c->n_embd, H = c->n_head;
-    clg_tensor *qkv = child(m, "c_attn", x), *h[3];
+    clg_tensor *qkv = clg__nn_child(m, "c_attn", x), *h[3];
     for (int i = 0; i < 3; i++)
         h[i] = clg_permute(clg_reshape(clg_narrow(qkv, 2, i * C, C), 4, (int64_t[]){B, T, H, C / H}), 4,
                            (const int[]){0, 2, 1, 3});
     double p = m->training ? c->dropout : 0;
     clg_tensor *y = clg_scaled_dot_product_attention(h[0], h[1], h[2], NULL, true, p, 0);
-    y = child(m, "c_proj", clg__nn_merge_heads(y));
+    y = clg__nn_child(m, "c_proj", clg__nn_merge_heads(y));
     return clg_dropout(y, c->dropout, m->training);   /* resid_dropout */
 }
 
@@ -115,7 +102,7 @@ static const clg_module_i attn_i = {"CausalSelfAttention", attn_forward, NULL, f
 static clg_tensor *mlp_forward(clg_module *m, clg_tensor *x)
 {
     const clg_gpt_config *c = m->data;
-    return clg_dropout(child(m, "c_proj", clg_gelu(child(m, "c_fc", x))), c->dropout, m->training);
+    return clg_dropout(clg__nn_child(m, "c_proj", clg_gelu(clg__nn_child(m, "c_fc", x))), c->dropout, m->training);
 }
 
 static const clg_module_i mlp_i = {"MLP", mlp_forward, NULL, free};
@@ -124,8 +111,8 @@ static const clg_module_i mlp_i = {"MLP", mlp_forward, NULL, free};
 
 static clg_tensor *block_forward(clg_module *m, clg_tensor *x)
 {
-    x = clg_add(x, child(m, "attn", child(m, "ln_1", x)));
-    return clg_add(x, child(m, "mlp", child(m, "ln_2", x)));
+    x = clg_add(x, clg__nn_child(m, "attn", clg__nn_child(m, "ln_1", x)));
+    return clg_add(x, clg__nn_child(m, "mlp", clg__nn_child(m, "ln_2", x)));
 }
 
 static void block_describe(const clg_module *m, char *buf, size_t len)
@@ -158,18 +145,18 @@ clg_module *clg_nn_gpt_block(clg_device *dev, const clg_gpt_config *cfg)
     double std = 0.02, proj_std = 0.02 / sqrt(2.0 * (double)c.n_layer);
     clg_module *m = with_data(dev, &block_i, &c), *attn = with_data(dev, &attn_i, &c), *mlp = with_data(dev, &mlp_i, &c);
     clg_status st = m && attn && mlp ? CLG_OK : dev->status ? dev->status : CLG_ERR_OUT_OF_MEMORY;
-    if (!st) st = add_new_child(attn, "c_attn", linear(dev, C, 3 * C, c.bias, std));
-    if (!st) st = add_new_child(attn, "c_proj", linear(dev, C, C, c.bias, proj_std));
-    if (!st) st = add_new_child(mlp, "c_fc", linear(dev, C, 4 * C, c.bias, std));
-    if (!st) st = add_new_child(mlp, "c_proj", linear(dev, 4 * C, C, c.bias, proj_std));
-    if (!st) st = add_new_child(m, "ln_1", clg__nn_layer_norm(dev, C, 1e-5, c.bias));
+    if (!st) st = clg__nn_adopt(attn, "c_attn", linear(dev, C, 3 * C, c.bias, std));
+    if (!st) st = clg__nn_adopt(attn, "c_proj", linear(dev, C, C, c.bias, proj_std));
+    if (!st) st = clg__nn_adopt(mlp, "c_fc", linear(dev, C, 4 * C, c.bias, std));
+    if (!st) st = clg__nn_adopt(mlp, "c_proj", linear(dev, 4 * C, C, c.bias, proj_std));
+    if (!st) st = clg__nn_adopt(m, "ln_1", clg__nn_layer_norm(dev, C, 1e-5, c.bias));
     if (!st) {
-        st = add_new_child(m, "attn", attn);
+        st = clg__nn_adopt(m, "attn", attn);
         attn = NULL;
     }
-    if (!st) st = add_new_child(m, "ln_2", clg__nn_layer_norm(dev, C, 1e-5, c.bias));
+    if (!st) st = clg__nn_adopt(m, "ln_2", clg__nn_layer_norm(dev, C, 1e-5, c.bias));
     if (!st) {
-        st = add_new_child(m, "mlp", mlp);
+        st = clg__nn_adopt(m, "mlp", mlp);
         mlp = NULL;
     }
     clg_module_free(attn);
@@ -193,10 +180,10 @@ static clg_tensor *gpt_forward(clg_module *m, clg_tensor *idx)
     clg_module *tr = clg_module_child(m, "transformer"), *h = clg_module_child(tr, "h");
     int64_t T = clg_tensor_dim(idx, 1);
     clg_tensor *pos = clg_narrow(clg_module_buffer(m, "pos"), 0, 0, T);
-    clg_tensor *x = clg_add(child(tr, "wte", idx), child(tr, "wpe", pos));
+    clg_tensor *x = clg_add(clg__nn_child(tr, "wte", idx), clg__nn_child(tr, "wpe", pos));
     x = clg_dropout(x, c->dropout, m->training);
     for (int i = 0; i < clg_module_child_count(h); i++) x = clg_module_forward(clg_module_child_at(h, i), x);
-    return child(m, "lm_head", child(tr, "ln_f", x));
+    return clg__nn_child(m, "lm_head", clg__nn_child(tr, "ln_f", x));
 }
 
 static void gpt_describe(const clg_module *m, char *buf, size_t len)
@@ -224,19 +211,19 @@ static clg_status gpt_build(clg_module *m, const clg_gpt_config *c)
 {
     clg_device *dev = m->dev;
     clg_module *tr = clg_module_new(dev, &dict_i, NULL);
-    clg_status st = add_new_child(m, "transformer", tr);
-    if (!st) st = add_new_child(tr, "wte", embedding(dev, c->vocab_size, c->n_embd));
-    if (!st) st = add_new_child(tr, "wpe", embedding(dev, c->block_size, c->n_embd));
+    clg_status st = clg__nn_adopt(m, "transformer", tr);
+    if (!st) st = clg__nn_adopt(tr, "wte", embedding(dev, c->vocab_size, c->n_embd));
+    if (!st) st = clg__nn_adopt(tr, "wpe", embedding(dev, c->block_size, c->n_embd));
     clg_module *h = st ? NULL : clg_module_new(dev, &list_i, NULL);
-    if (!st) st = add_new_child(tr, "h", h);
+    if (!st) st = clg__nn_adopt(tr, "h", h);
     for (int64_t i = 0; !st && i < c->n_layer; i++) {
         char name[24];
         snprintf(name, sizeof name, "%lld", (long long)i);
-        st = add_new_child(h, name, clg_nn_gpt_block(dev, c));
+        st = clg__nn_adopt(h, name, clg_nn_gpt_block(dev, c));
     }
-    if (!st) st = add_new_child(tr, "ln_f", clg__nn_layer_norm(dev, c->n_embd, 1e-5, c->bias));
+    if (!st) st = clg__nn_adopt(tr, "ln_f", clg__nn_layer_norm(dev, c->n_embd, 1e-5, c->bias));
     clg_module *head = st ? NULL : clg_nn_linear(dev, c->n_embd, c->vocab_size, false);
-    if (!st) st = add_new_child(m, "lm_head", head);
+    if (!st) st = clg__nn_adopt(m, "lm_head", head);
     if (!st) st = clg_module_tie_param(head, "weight", clg_module_param(clg_module_child(tr, "wte"), "weight"));
     clg_tensor *pos = st ? NULL : clg_arange(dev, CLG_I32, 0, (double)c->block_size, 1);
     if (!st && (st = pos ? clg_module_register_buffer(m, "pos", pos, false) : dev->status) != CLG_OK)

@@ -389,3 +389,16 @@ clg_tensor *clg__nn_uniform_param(clg_device *dev, int ndim, const int64_t *shap
     if (t) clg__tensor_unscope(t);
     return t;
 }
+
+clg_tensor *clg__nn_child(clg_module *m, const char *name, clg_tensor *x)
+{
+    return clg_module_forward(clg_module_child(m, name), x);
+}
+
+clg_status clg__nn_adopt(clg_module *m, const char *name, clg_module *c)
+{
+    if (!c) return m->dev->status ? m->dev->status : CLG_ERR_OUT_OF_MEMORY;
+    clg_status st = clg_module_add_child(m, name, c);
+    if (st) clg_module_free(c);
+    return st;
+}

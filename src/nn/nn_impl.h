@@ -40,6 +40,11 @@ clg_tensor *clg__nn_uniform_param(clg_device *dev, int ndim, const int64_t *shap
  * them; returns m, or NULL with m freed. */
 clg_module *clg__nn_affine_params(clg_module *m, int ndim, const int64_t *shape);
 
+/* The output of m's child `name` on x. */
+clg_tensor *clg__nn_child(clg_module *m, const char *name, clg_tensor *x);
+/* Add a just-made child c (NULL: it failed; the device's status) to m; c is freed when
+ * it cannot be added. */
+clg_status clg__nn_adopt(clg_module *m, const char *name, clg_module *c);
 /* Remove m's parameter `name` (a layer made without one of its usual parameters). */
 void clg__module_drop_param(clg_module *m, const char *name);
 /* LayerNorm over the last axis of size C, with or without its bias (nanoGPT's option). */

@@ -200,22 +200,17 @@ clg_transformer_options clg_transformer_defaults(void)
     return (clg_transformer_options){2048, 0.1, false, 1e-5, false, false, true};
 }
 
-static clg_tensor *child(clg_module *m, const char *name, clg_tensor *x)
-{
-    return clg_module_forward(clg_module_child(m, name), x);
-}
-
 static clg_tensor *sa_block(clg_module *m, clg_tensor *x, clg_tensor *mask, clg_tensor *kpm, bool causal)
 {
-    return child(m, "dropout1", clg_mha_forward(clg_module_child(m, "self_attn"), x, x, x, kpm, mask, causal));
+    return clg__nn_child(m, "dropout1", clg_mha_forward(clg_module_child(m, "self_attn"), x, x, x, kpm, mask, causal));
 }
 
 static clg_tensor *ff_block(clg_module *m, clg_tensor *x)
 {
     const tel_data *d = m->data;
-    clg_tensor *h = child(m, "linear1", x);
+    clg_tensor *h = clg__nn_child(m, "linear1", x);
     h = d->o.gelu ? clg_gelu(h) : clg_relu(h);
-    return child(m, "dropout2", child(m, "linear2", child(m, "dropout", h)));
+    return clg__nn_child(m, "dropout2", clg__nn_child(m, "linear2", clg__nn_child(m, "dropout", h)));
 }
 
 clg_tensor *clg_transformer_layer_forward(clg_module *m, clg_tensor *src, clg_tensor *src_mask,
@@ -228,11 +223,11 @@ clg_tensor *clg_transformer_layer_forward(clg_module *m, clg_tensor *src, clg_te
     const tel_data *d = m->data;
     clg_tensor *x = src;
     if (d->o.norm_first) {
-        x = clg_add(x, sa_block(m, child(m, "norm1", x), src_mask, src_key_padding_mask, is_causal));
-        return clg_add(x, ff_block(m, child(m, "norm2", x)));
+        x = clg_add(x, sa_block(m, clg__nn_child(m, "norm1", x), src_mask, src_key_padding_mask, is_causal));
+        return clg_add(x, ff_block(m, clg__nn_child(m, "norm2", x)));
     }
-    x = child(m, "norm1", clg_add(x, sa_block(m, x, src_mask, src_key_padding_mask, is_causal)));
-    return child(m, "norm2", clg_add(x, ff_block(m, x)));
+    x = clg__nn_child(m, "norm1", clg_add(x, sa_block(m, x, src_mask, src_key_padding_mask, is_causal)));
+    return clg__nn_child(m, "norm2", clg_add(x, ff_block(m, x)));
 }
 
 static clg_tensor *tel_forward_n(clg_module *m, int n, clg_tensor *const *in)
@@ -255,14 +250,6 @@ static void tel_describe(const clg_module *m, char *buf, size_t len)
 
 static const clg_module_i tel_i = {"TransformerEncoderLayer", tel_forward, tel_describe, free};
 
-static clg_status add_new_child(clg_module *m, const char *name, clg_module *c)
-{
-    if (!c) return m->dev->status ? m->dev->status : CLG_ERR_OUT_OF_MEMORY;
-    clg_status st = clg_module_add_child(m, name, c);
-    if (st) clg_module_free(c);
-    return st;
-}
-
 clg_module *clg_nn_transformer_encoder_layer(clg_device *dev, int64_t d_model, int64_t nhead,
                                              const clg_transformer_options *opt)
 {
@@ -282,16 +269,16 @@ clg_module *clg_nn_transformer_encoder_layer(clg_device *dev, int64_t d_model, i
     }
     *d = (tel_data){o, false};
     clg_module_set_forward_n(m, tel_forward_n);
-    clg_status st = add_new_child(m, "self_attn", clg_nn_multihead_attention(dev, d_model, nhead, o.dropout, o.bias,
+    clg_status st = clg__nn_adopt(m, "self_attn", clg_nn_multihead_attention(dev, d_model, nhead, o.dropout, o.bias,
                                                                              o.batch_first));
     /* The projections inside see [B, T, E] or [T, B, E] alike: Linear and LayerNorm act on the last axis. */
-    if (!st) st = add_new_child(m, "linear1", clg_nn_linear(dev, d_model, o.dim_feedforward, o.bias));
-    if (!st) st = add_new_child(m, "dropout", clg_nn_dropout(dev, o.dropout));
-    if (!st) st = add_new_child(m, "linear2", clg_nn_linear(dev, o.dim_feedforward, d_model, o.bias));
-    if (!st) st = add_new_child(m, "norm1", clg__nn_layer_norm(dev, d_model, o.layer_norm_eps, o.bias));
-    if (!st) st = add_new_child(m, "norm2", clg__nn_layer_norm(dev, d_model, o.layer_norm_eps, o.bias));
-    if (!st) st = add_new_child(m, "dropout1", clg_nn_dropout(dev, o.dropout));
-    if (!st) st = add_new_child(m, "dropout2", clg_nn_dropout(dev, o.dropout));
+    if (!st) st = clg__nn_adopt(m, "linear1", clg_nn_linear(dev, d_model, o.dim_feedforward, o.bias));
+    if (!st) st = clg__nn_adopt(m, "dropout", clg_nn_dropout(dev, o.dropout));
+    if (!st) st = clg__nn_adopt(m, "linear2", clg_nn_linear(dev, o.dim_feedforward, d_model, o.bias));
+    if (!st) st = clg__nn_adopt(m, "norm1", clg__nn_layer_norm(dev, d_model, o.layer_norm_eps, o.bias));
+    if (!st) st = clg__nn_adopt(m, "norm2", clg__nn_layer_norm(dev, d_model, o.layer_norm_eps, o.bias));
+    if (!st) st = clg__nn_adopt(m, "dropout1", clg_nn_dropout(dev, o.dropout));
+    if (!st) st = clg__nn_adopt(m, "dropout2", clg_nn_dropout(dev, o.dropout));
     if (st) {
         clg_module_free(m);
         return NULL;
