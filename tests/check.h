@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <clgrad.h>
 
@@ -49,6 +50,27 @@ static inline clg_device *check_open_device(void)
         exit(1);
     }
     return dev;
+}
+
+/* Tests that compare graph replays with eager steps bit for bit need both to run the
+ * same kernels. A graph cannot record CLBlast's launches, so products that a device sends
+ * to CLBlast (gemm = clblast, or tune when the tuner picks it) run in a graph on clgrad's
+ * tiled kernels: such a device's bit-for-bit comparisons pin gemm = tiled (call before
+ * the first product). test_graph checks the CLBlast case itself, to float32 rounding. */
+static inline void check_same_gemm_in_graphs(clg_device *dev)
+{
+    char line[256], gemm[32] = "";
+    FILE *f = tmpfile();
+    if (f && clg_device_params_print(dev, f) == CLG_OK) {
+        rewind(f);
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "gemm = %31s", gemm) == 1) break;
+    }
+    if (f) fclose(f);
+    if ((!strcmp(gemm, "tune") || !strcmp(gemm, "clblast")) && clg_device_set_param(dev, "gemm", "tiled") != CLG_OK) {
+        fprintf(stderr, "FAIL: gemm = tiled refused: %s\n", clg_device_error(dev));
+        exit(1);
+    }
 }
 
 static inline int check_report(const char *name)

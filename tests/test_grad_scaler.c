@@ -299,6 +299,7 @@ static void trainer_mixed(clg_device *dev)
 int main(void)
 {
     clg_device *dev = check_open_device();
+    check_same_gemm_in_graphs(dev);   /* trainer_mixed compares replays bit for bit */
     same_as_unscaled(dev);
     overflow(dev);
     misuse(dev);

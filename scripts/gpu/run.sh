@@ -2,7 +2,7 @@
 # Run on the lent NVIDIA machine, from the project's root (issue 12), after
 # scripts/gpu/fetch.sh filled .gpu-kit/ here and it travelled:
 #   bash scripts/gpu/run.sh [STAGE...]      stages: setup build suite conformance gemm train
-#                                           graph precision models trainers startup (default: all, in that order)
+#                                           graph precision models trainers startup mma (default: all, in that order)
 # Each stage appends to <stage>.log under $OUT (the device tool's folder, which returns at
 # most 8 files) or ./gpu-out, and stops at its own time limit, so that a hung stage cannot
 # eat the others' time.
@@ -29,7 +29,9 @@ stage_build() {
   cmake -S . -B $b -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLGRAD_WERROR=ON || { cat $b/CMakeFiles/CMakeError.log; return 1; }
   cmake --build $b -j"$jobs" && $b/tools/clgrad devices --params
 }
-stage_suite() { (cd $b && ctest --output-on-failure -j8 -LE oclgrind --timeout 300); }
+# test_dist_pocl_rusticl needs POCL and rusticl, which the GPU machine does not have.
+stage_suite() { (cd $b && ctest --output-on-failure -j8 -LE oclgrind -E test_dist_pocl_rusticl --timeout 300); }
+stage_mma() { $b/bench/bench_mma_probe; }   # issue 35: NVIDIA's matrix instructions from OpenCL (inline PTX)
 stage_conformance() { $b/tools/clgrad conformance; }
 stage_gemm() {
   $b/bench/bench_matmul --no-numpy --engine auto,tiled,clblast --repeats 5
@@ -90,8 +92,8 @@ stage_startup() {   # cold: empty clgrad cache (the NVIDIA driver's own cache mo
 }
 
 declare -A limit=([setup]=60 [build]=240 [suite]=300 [conformance]=180 [gemm]=240 [train]=300 [graph]=240 [precision]=420
-                  [models]=300 [trainers]=420 [startup]=180)
-stages=${*:-setup build suite conformance gemm train graph precision models trainers startup}
+                  [models]=300 [trainers]=420 [startup]=180 [mma]=60)
+stages=${*:-setup build suite conformance gemm train graph precision models trainers startup mma}
 for s in $stages; do
   echo "=== $s"
   start=$(date +%s)

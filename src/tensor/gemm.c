@@ -96,6 +96,10 @@ clg_status clg__gemm_run(clg_device *dev, clg_gemm_engine engine, const clg_gemm
      * plain: an empty sum, so C = beta * C. */
     if (g->k == 0) return clg__gemm_scale(dev, g);
     if (engine == CLG_GEMM_AUTO) engine = clg__gemm_engine_for(dev);
+    /* A graph records the launches clgrad enqueues; CLBlast enqueues its own, which no
+     * capture sees (a replay without them silently skipped every product). While a
+     * capture is open, products that would go to CLBlast run on the tiled kernels. */
+    if (engine == CLG_GEMM_CLBLAST && clg__capturing(dev)) engine = CLG_GEMM_TILED;
     /* The packed kernels read and write 16-bit storage themselves; the others compute
      * on float32 copies. */
     if (clg__gemm_type_is_half(g->type) && !(engine == CLG_GEMM_PACKED && clg__gemm_kernel_fits(g)))
@@ -105,7 +109,7 @@ clg_status clg__gemm_run(clg_device *dev, clg_gemm_engine engine, const clg_gemm
         if (!tiled) tiled = clg__gemm_tiled_for(dev, g->type);
         return tiled ? clg__gemm_tiled(dev, g, tiled) : dev->status;
     }
-    if (engine == CLG_GEMM_PACKED && clg__gemm_kernel_fits(g)) return clg__gemm_kernel(dev, g);
+    if ((engine == CLG_GEMM_PACKED || clg__capturing(dev)) && clg__gemm_kernel_fits(g)) return clg__gemm_kernel(dev, g);
     return clg__gemm_clblast(dev, g);
 }
 

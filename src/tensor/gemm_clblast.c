@@ -77,6 +77,11 @@ clg_status clg__gemm_clblast(clg_device *dev, const clg_gemm_args *g)
      * was seen to honour that on POCL, but nothing documents it for every kernel path
      * (direct, indirect with its padded copy of C, batched), and a NaN left in a fresh
      * pooled buffer must never leak into a result: zero C first (one cheap pass). */
+    /* Only sizes past the tiled kernels' 32-bit indexing get here while capturing: run
+     * them, and make the capture fail, since a replay could not repeat them. */
+    if (clg__capturing(dev))
+        clg__cap_refuse(dev, "a product too large for clgrad's own GEMM kernels went to CLBlast, whose launches a "
+                             "graph cannot record");
     clg_status st = clg__gemm_note_clblast(dev);
     if (!st && g->beta == 0.0) st = clg__gemm_scale(dev, g);
     if (st) return st;

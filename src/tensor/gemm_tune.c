@@ -612,7 +612,11 @@ static gemm_state *chosen(clg_device *dev)
     if (!s || s->origin != ORIGIN_NONE) return s;
     const char *want = clg__device_params(dev)->gemm;
     if (!strcmp(want, "tune")) {
+        /* The first product may come inside a capture: the tuner's trial runs (and its
+         * reads of their results) are not part of the step. */
+        clg_capture *c = clg__cap_pause(dev);
         clg__gemm_tune(dev, 0);
+        clg__cap_resume(dev, c);
         return s;
     }
     s->engine = !strcmp(want, "tiled") ? CLG_GEMM_TILED : !strcmp(want, "clblast") ? CLG_GEMM_CLBLAST : CLG_GEMM_PACKED;

@@ -6,6 +6,7 @@
 # same bytes for the same seed, top-k 1 and a tiny top-p the most likely bytes; and every misuse fails with one line. Usage: cli_text.sh CLGRAD
 CLI_DATA=none
 . "$(dirname "$0")/common.sh"
+same_gemm_in_graphs   # --graph runs are compared with eager ones bit for bit
 cd "$T"
 
 # ~7 KB: a few sentences in a shuffled order (a fixed one), so that bytes follow bytes

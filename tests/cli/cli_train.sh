@@ -2,6 +2,7 @@
 # cli_train: clgrad train, resume, eval, predict, info and plot end to end on a small
 # cut of Fashion-MNIST (tests/cli/make_data.py). Usage: cli_train.sh CLGRAD
 . "$(dirname "$0")/common.sh"
+same_gemm_in_graphs   # --graph runs are compared with eager ones bit for bit
 cd "$T"
 D="--data $T/data --steps 4"
 

@@ -11,6 +11,16 @@ fail() {
     exit 1
 }
 
+# Graph runs are compared with eager ones bit for bit, so both must run the same
+# kernels. A graph cannot record CLBlast's launches: products a device sends to CLBlast
+# (gemm = clblast, or tune when the tuner picks it) run in graphs on the tiled kernels.
+# Such a device pins gemm = tiled here (tests/check.h, check_same_gemm_in_graphs).
+same_gemm_in_graphs() {
+    case $("$CLGRAD" devices --params 2>/dev/null | sed -n 's/^gemm = //p' | head -n 1) in
+    tune | clblast) export CLG_PARAMS="${CLG_PARAMS:+$CLG_PARAMS,}gemm=tiled" ;;
+    esac
+}
+
 # ok NAME ARGS...: clgrad ARGS must succeed; its output is in $T/NAME.out.
 ok() {
     name=$1

@@ -84,7 +84,7 @@ class GPT(nn.Module):
         self.transformer.wte.weight = self.lm_head.weight   # tied, as nanoGPT
 
     def forward(self, idx):
-        pos = torch.arange(idx.shape[1])
+        pos = torch.arange(idx.shape[1], device=idx.device)
         x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))
         for blk in self.transformer.h:
             x = blk(x)
