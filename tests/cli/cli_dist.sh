@@ -1,6 +1,7 @@
 # cli_dist.sh: data-parallel `clgrad train` under mpirun (2 ranks on this machine).
-# Two ranks on the same global batch train the weights one process trains, to float32
-# rounding: the reference MLP and CNN (no batch norm, no dropout) for 40 steps, and a
+# Two ranks on the same global batch train the weights one process trains: the reference
+# MLP and CNN (no batch norm, no dropout) to float32 rounding over 2 steps and within 2e-3
+# over 10 (see close()), and a
 # small model on data whose last batch leaves one rank with nothing, and a model with
 # batch norm synchronised over the ranks (--sync-bn). Rank 0 alone writes
 # the checkpoint and metrics; a 2-rank run resumes bit-exactly on 2 ranks and is refused
@@ -26,22 +27,29 @@ ranks() {
     fi
 }
 # close A B WHAT [TOL]: the weights and optimizer state of A and B differ by at most
-# TOL of their norm (default 1e-5: float32 rounding, the sums split differently).
+# TOL of their norm (default 2e-3). The ranks split the gradients' sums, so the runs
+# differ by float32 rounding (1e-8 to 1e-7 of the norm after 10 steps), until a ReLU's
+# input or a max pool's two largest values lie within rounding of each other: then one
+# run takes the other side, and the runs part by about 1e-4 at once and more later
+# (measured: the MLP on the tiled GEMM at step 21, 1.3e-7 then 1.8e-4; the CNN at step
+# 9). Such a tie comes with every engine, sooner or later; which step brings it depends on
+# the engine's rounding. Errors of the averaging are far larger: after 10 steps a rate
+# 10% off parts the runs by 0.04 (MLP) and 0.17 (CNN), half the batch by 0.18 and 0.44.
 close() {
-    "$PY" "$HERE/st_compare.py" "$1" "$2" close '.*' "${4:-1e-5}" >"$T/cmp.out" 2>&1 ||
+    "$PY" "$HERE/st_compare.py" "$1" "$2" close '.*' "${4:-2e-3}" >"$T/cmp.out" 2>&1 ||
         fail "$3: not the same weights: $(cat "$T/cmp.out")"
 }
 export CLG_DIST_TIMEOUT=300
 
 # Fashion-MNIST's training set, the test cut's 256 samples (evaluation is not the point).
 # The CNN at batch 32: at 128 its first steps are chaotic (lr 0.0501 instead of 0.05 moves
-# its 40-step weights by 0.26 of their norm), and rounding differences grow to 1e-3.
+# its 40-step weights by 0.26 of their norm).
 for m in fashion_mlp fashion_cnn; do
     b=128
     [ $m = fashion_cnn ] && b=32
-    ok one_$m train "$ROOT/examples/models/$m.json" --epochs 1 --steps 40 --batch $b --test-data "$T/data" \
+    ok one_$m train "$ROOT/examples/models/$m.json" --epochs 1 --steps 10 --batch $b --test-data "$T/data" \
         --out "$T/one_$m.ckpt"
-    ranks two_$m 2 train "$ROOT/examples/models/$m.json" --epochs 1 --steps 40 --batch $b --test-data "$T/data" \
+    ranks two_$m 2 train "$ROOT/examples/models/$m.json" --epochs 1 --steps 10 --batch $b --test-data "$T/data" \
         --out "$T/two_$m.ckpt" --metrics "$T/two_$m.csv"
     has two_$m "data-parallel: 2 ranks"
     close "$T/one_$m.ckpt" "$T/two_$m.ckpt" "$m, 2 ranks against 1"
@@ -51,6 +59,10 @@ for m in fashion_mlp fashion_cnn; do
     [ -n "$l1" ] && [ "$l1" = "$l2" ] || fail "$m: one process says $l1, two ranks $l2"
     [ "$(grep -c '^1,' "$T/two_$m.csv")" = 1 ] || fail "$m: the metrics file has not one row per epoch: $(cat "$T/two_$m.csv")"
 done
+# Two steps: no tie yet, float32 rounding alone.
+ok one_2 train "$ROOT/examples/models/fashion_mlp.json" --epochs 1 --steps 2 --test-data "$T/data" --out "$T/one_2.ckpt"
+ranks two_2 2 train "$ROOT/examples/models/fashion_mlp.json" --epochs 1 --steps 2 --test-data "$T/data" --out "$T/two_2.ckpt"
+close "$T/one_2.ckpt" "$T/two_2.ckpt" "fashion_mlp, 2 steps, 2 ranks against 1" 1e-6
 
 # Uneven: 512 samples in batches of 73 leave a last batch of 1, which rank 1 has no part of.
 cat >"$T/u.json" <<'JSON'

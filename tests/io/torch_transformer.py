@@ -49,7 +49,7 @@ class CausalSelfAttention(nn.Module):
         b, t, c = x.shape
         q, k, v = (z.view(b, t, self.h, c // self.h).transpose(1, 2) for z in self.c_attn(x).split(c, dim=2))
         att = q @ k.transpose(-2, -1) / math.sqrt(c // self.h)
-        att = att.masked_fill(torch.ones(t, t).tril() == 0, float("-inf")).softmax(-1)
+        att = att.masked_fill(torch.ones(t, t, device=x.device).tril() == 0, float("-inf")).softmax(-1)
         return self.c_proj((att @ v).transpose(1, 2).contiguous().view(b, t, c))
 
 
