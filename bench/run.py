@@ -4,6 +4,7 @@ side in one run on the same data, repeats interleaved so that the machine's drif
 both alike. Prints a Markdown table of ratios with min/median/max over the repeats.
 
     python3 bench/run.py [--build build] [--repeats 3] [--quick] [--graph-only] [--precision-only]
+                         [--models-only] [--ops-only [--only NAME/CLASS]]
 
 First it installs what the references need (scripts/install-deps.sh --test: PyTorch,
 NumPy, and libopenblas0-pthread, without which both run the reference BLAS). PyTorch and
@@ -187,6 +188,39 @@ def model_rows(build, repeats, quick):
         ours, theirs = models(build, model, repeats, 3 if quick else 10)
         print(row(label, ours, theirs, "", "torch"), flush=True)
 
+def parse_cases(out):
+    """bench_ops / torch_ops.py output: {(case, mode): median ms}."""
+    res = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 6 and f[0] == "case":
+            res[(f[1], f[2])] = float(f[4])
+    return res
+
+def op_rows(build, repeats, only=None):
+    """The per-op table: bench_ops against bench/torch_ops.py, whole runs alternating; the
+    ratio is PyTorch's time over clgrad's (above 1: clgrad faster), per round."""
+    extra = ["--only", only] if only else []
+    ours, theirs = [], []
+    for _ in range(repeats):
+        ours.append(parse_cases(run([os.path.join(build, "bench", "bench_ops"), "--repeats", "3"] + extra)))
+        theirs.append(parse_cases(run([PYTHON, os.path.join(HERE, "torch_ops.py"), "--repeats", "3"] + extra,
+                                      env=ref_env())))
+    print("| op / shape class | pass | clgrad ms | PyTorch ms | speed ratio min / median / max |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    slow = []
+    for key in ours[0]:
+        if not all(key in o for o in ours) or not all(key in t for t in theirs):
+            print("| %s | %s | %.3g | (no case) | |" % (key[0], key[1], ours[0][key]))
+            continue
+        r = [t[key] / o[key] for o, t in zip(ours, theirs)]
+        lo, med, hi = stats(r)
+        slow.append((med, key))
+        print("| %s | %s | %.3g | %.3g | %.2f / %.2f / %.2f |" % (key[0], key[1], statistics.median(o[key] for o in ours),
+              statistics.median(t[key] for t in theirs), lo, med, hi), flush=True)
+    slow.sort()
+    print("\nslowest against PyTorch (median ratio): " + ", ".join("%s %s %.3f" % (k[0], k[1], m) for m, k in slow[:15]))
+
 def startup(build, model, repeats):
     """Seconds from process start to the first step done: cold (empty clgrad and POCL
     caches), warm (the caches a first run left: on POCL its own kernel cache, since
@@ -233,6 +267,8 @@ def main():
     ap.add_argument("--graph-only", action="store_true", help="only the graph-against-eager rows")
     ap.add_argument("--precision-only", action="store_true", help="only the mixed-precision rows")
     ap.add_argument("--models-only", action="store_true", help="only the GPT and ResNet rows")
+    ap.add_argument("--ops-only", action="store_true", help="only the per-op table (bench_ops, torch_ops.py)")
+    ap.add_argument("--only", help="with --ops-only: the cases whose NAME/CLASS contains this")
     a = ap.parse_args()
     steps = 20 if a.quick else 100
     rusticl = dict(os.environ, RUSTICL_ENABLE="swrast", CLG_DEVICE="llvmpipe")
@@ -249,6 +285,9 @@ def main():
         graph_rows(a.build, a.repeats, 10 if a.quick else 20, "rusticl", rusticl)
         return
     setup()
+    if a.ops_only:
+        op_rows(a.build, a.repeats, a.only)
+        return
     print("| benchmark | clgrad | reference | ratio min / median / max |")
     print("| --- | ---: | ---: | ---: |")
     if a.models_only:

@@ -7,15 +7,22 @@
 # third with ThreadSanitizer for the data loader's threads and the gradient reducer's.
 set -eu
 cd "$(dirname "$0")/.."
-sh scripts/install-deps.sh --test
+# timed NAME COMMAND...: run a stage, then say how long it took (CI's budget is per run).
+timed() {
+  name=$1
+  shift
+  echo "== $name"
+  start=$(date +%s)
+  "$@"
+  echo "== $name: $(( $(date +%s) - start )) s"
+}
+timed "packages" sh scripts/install-deps.sh --test
 export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$PWD/build/pocl-cache}
-BUILD_DIR=build BUILD_TYPE=RelWithDebInfo sh scripts/build.sh -DCLGRAD_WERROR=ON
-echo "== the suite on POCL"
-(cd build && ctest --output-on-failure -j2 -LE oclgrind)
-echo "== the suite on Mesa rusticl (llvmpipe)"
-(cd build && RUSTICL_ENABLE=swrast CLG_DEVICE=llvmpipe ctest --output-on-failure -j2 -LE oclgrind)
-echo "== every kernel under Oclgrind"
-(cd build && ctest --output-on-failure -j2 -L oclgrind)
+BUILD_DIR=build BUILD_TYPE=RelWithDebInfo timed "build" sh scripts/build.sh -DCLGRAD_WERROR=ON
+timed "the suite on POCL" env -C build ctest --output-on-failure -j2 -LE oclgrind
+timed "the suite on Mesa rusticl (llvmpipe)" env -C build RUSTICL_ENABLE=swrast CLG_DEVICE=llvmpipe \
+  ctest --output-on-failure -j2 -LE oclgrind
+timed "every kernel under Oclgrind" env -C build ctest --output-on-failure -j2 -L oclgrind
 if [ "${1:-}" = "--sanitize" ]; then
   # The sanitizers check clgrad's host code, on POCL alone. tests/lsan.supp covers
   # rusticl's own leaks too (12 KB in 45 blocks from its SPIR-V parser in test_tensor);
@@ -26,15 +33,17 @@ if [ "${1:-}" = "--sanitize" ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
   export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  BUILD_DIR=build-asan BUILD_TYPE=Debug sh scripts/build.sh -DCLGRAD_WERROR=ON \
+  BUILD_DIR=build-asan BUILD_TYPE=Debug timed "build with ASan and UBSan" sh scripts/build.sh -DCLGRAD_WERROR=ON \
     "-DCLGRAD_SANITIZE=address;undefined" -DCLGRAD_BUILD_EXAMPLES=OFF -DCLGRAD_BUILD_BENCH=OFF
-  (cd build-asan && ctest --output-on-failure -j2 -LE 'install|oclgrind|two_impls|mpi')
+  timed "the suite under ASan and UBSan" env -C build-asan ctest --output-on-failure -j2 -LE 'install|oclgrind|two_impls|mpi'
   # The MPI runs without the leak check: Open MPI leaves allocations in components it
   # dlcloses at MPI_Finalize, frames no suppression can name. Memory errors are still
   # fatal; the reducer's own allocations are leak-checked by test_dist above.
-  (cd build-asan && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 ctest --output-on-failure -L mpi)
+  timed "the MPI tests under ASan" env -C build-asan ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+    ctest --output-on-failure -L mpi
   export TSAN_OPTIONS=halt_on_error=1
-  BUILD_DIR=build-tsan BUILD_TYPE=Debug sh scripts/build.sh -DCLGRAD_WERROR=ON -DCLGRAD_SANITIZE=thread \
-    -DCLGRAD_BUILD_EXAMPLES=OFF -DCLGRAD_BUILD_BENCH=OFF -DCLGRAD_BUILD_TOOLS=OFF
-  (cd build-tsan && ctest --output-on-failure -R '^test_(data_(loader|fashion)|dist)$' -LE oclgrind)
+  BUILD_DIR=build-tsan BUILD_TYPE=Debug timed "build with TSan" sh scripts/build.sh -DCLGRAD_WERROR=ON \
+    -DCLGRAD_SANITIZE=thread -DCLGRAD_BUILD_EXAMPLES=OFF -DCLGRAD_BUILD_BENCH=OFF -DCLGRAD_BUILD_TOOLS=OFF
+  timed "the threads under TSan" env -C build-tsan ctest --output-on-failure -R '^test_(data_(loader|fashion)|dist)$' \
+    -LE oclgrind
 fi

@@ -61,18 +61,21 @@ clg_status clg__iter_launch(clg_device *dev, const clg_iter *it, const char *pro
     if (it->numel > INT32_MAX)
         return clg__fail(dev, CLG_ERR_UNSUPPORTED, "%s: %lld elements; kernels index up to 2^31 - 1", kernel,
                          (long long)it->numel);
-    /* Two or three axes with rows long enough to fill a work-group run as rows: no
-     * index division per element. Two are passed as one plane of rows (a leading axis of
-     * size 1, stride 0). */
+    /* One, two or three axes with rows long enough to fill a work-group run as rows: no
+     * index division per element. Fewer than three are padded with leading axes of size
+     * 1 and stride 0: one axis is one row (a broadcast scalar's gradient, a strided
+     * slice), two are one plane of rows. */
     int64_t inner = it->shape[it->ndim - 1];
-    bool rows = !it->flat && (it->ndim == 2 || it->ndim == 3) && inner >= CLG_ITER_ROW_MIN;
+    bool rows = !it->flat && it->ndim <= 3 && inner >= CLG_ITER_ROW_MIN;
     clg_iter padded;
-    if (rows && it->ndim == 2) {
+    if (rows && it->ndim < 3) {
+        int pad = 3 - it->ndim;
         padded = *it;
         padded.ndim = 3;
-        padded.shape[0] = 1, padded.shape[1] = it->shape[0], padded.shape[2] = it->shape[1];
-        for (int i = 0; i < it->n; i++)
-            padded.strides[i][0] = 0, padded.strides[i][1] = it->strides[i][0], padded.strides[i][2] = it->strides[i][1];
+        for (int d = 2; d >= 0; d--) {
+            padded.shape[d] = d >= pad ? it->shape[d - pad] : 1;
+            for (int i = 0; i < it->n; i++) padded.strides[i][d] = d >= pad ? it->strides[i][d - pad] : 0;
+        }
         it = &padded;
     }
     char name[96];
