@@ -71,6 +71,45 @@ __kernel void softmax_bwd(int R, int nk, int8 kshape, int nr, int8 rshape,
     }
 }
 
+// The same two kernels with a work-item per row (the device table's row_reduce = items:
+// CPUs, where a group's barriers cost more than a short row): the row's passes in
+// element order, no local memory. The host keeps 3 R within item_loops.
+__kernel void softmax_fwd_item(int R, int nk, int8 kshape, int nr, int8 rshape,
+                               __global const TS *x, int ox, int8 kx, int8 rx,
+                               __global TS *y, int oy, int8 ky, int8 ry, int log_mode)
+{
+    int row = get_global_id(0);
+    int bx = clg_rowbase(row, nk, kshape, ox, kx), by = clg_rowbase(row, nk, kshape, oy, ky);
+    T m = -INFINITY;
+    for (int r = 0; r < R; r++) m = clg_nanmax(m, CLG_LD(x, bx + clg_roff(r, nr, rshape, rx)));
+    T sum = 0;
+    for (int r = 0; r < R; r++) sum += exp(CLG_LD(x, bx + clg_roff(r, nr, rshape, rx)) - m);
+    T lsum = log(sum), inv = (T)1 / sum;
+    for (int r = 0; r < R; r++) {
+        T d = CLG_LD(x, bx + clg_roff(r, nr, rshape, rx)) - m;
+        CLG_ST(y, by + clg_roff(r, nr, rshape, ry), log_mode ? d - lsum : exp(d) * inv);
+    }
+}
+
+__kernel void softmax_bwd_item(int R, int nk, int8 kshape, int nr, int8 rshape,
+                               __global const TS *y, int oy, int8 ky, int8 ry,
+                               __global const TS *g, int og, int8 kg, int8 rg,
+                               __global TS *dx, int od, int8 kd, int8 rd, int log_mode)
+{
+    int row = get_global_id(0);
+    int by = clg_rowbase(row, nk, kshape, oy, ky), bg = clg_rowbase(row, nk, kshape, og, kg);
+    int bd = clg_rowbase(row, nk, kshape, od, kd);
+    T dot = 0;
+    for (int r = 0; r < R; r++) {
+        T gv = CLG_LD(g, bg + clg_roff(r, nr, rshape, rg));
+        dot += log_mode ? gv : gv * CLG_LD(y, by + clg_roff(r, nr, rshape, ry));
+    }
+    for (int r = 0; r < R; r++) {
+        T yv = CLG_LD(y, by + clg_roff(r, nr, rshape, ry)), gv = CLG_LD(g, bg + clg_roff(r, nr, rshape, rg));
+        CLG_ST(dx, bd + clg_roff(r, nr, rshape, rd), log_mode ? gv - exp(yv) * dot : yv * (gv - dot));
+    }
+}
+
 // ---- variance ------------------------------------------------------------------------------
 // Two passes over the row: the mean, then the sum of squared deviations (stabler
 // than sum(x^2) - n mean^2, which cancels catastrophically for large means).
@@ -113,6 +152,42 @@ __kernel void var_bwd(int R, int nk, int8 kshape, int nr, int8 rshape,
         CLG_ST(dx, bd + clg_roff(r, nr, rshape, rd), scale * (CLG_LD(x, bx + clg_roff(r, nr, rshape, rx)) - mean));
 }
 
+// Per row, one work-item (row_reduce = items).
+inline T clg_row_mean_item(int R, int nr, int8 rshape, __global const TS *x, int bx, int8 rx)
+{
+    T acc = 0;
+    for (int r = 0; r < R; r++) acc += CLG_LD(x, bx + clg_roff(r, nr, rshape, rx));
+    return acc / (T)R;
+}
+
+__kernel void var_fwd_item(int R, int nk, int8 kshape, int nr, int8 rshape,
+                           __global const TS *x, int ox, int8 kx, int8 rx,
+                           __global TS *y, int oy, int8 ky, int8 ry, const T div)
+{
+    int row = get_global_id(0);
+    int bx = clg_rowbase(row, nk, kshape, ox, kx);
+    T mean = clg_row_mean_item(R, nr, rshape, x, bx, rx);
+    T ss = 0;
+    for (int r = 0; r < R; r++) {
+        T d = CLG_LD(x, bx + clg_roff(r, nr, rshape, rx)) - mean;
+        ss += d * d;
+    }
+    CLG_ST(y, clg_rowbase(row, nk, kshape, oy, ky), ss / div);
+}
+
+__kernel void var_bwd_item(int R, int nk, int8 kshape, int nr, int8 rshape,
+                           __global const TS *x, int ox, int8 kx, int8 rx,
+                           __global const TS *g, int og, int8 kg, int8 rg,
+                           __global TS *dx, int od, int8 kd, int8 rd, const T div)
+{
+    int row = get_global_id(0);
+    int bx = clg_rowbase(row, nk, kshape, ox, kx), bd = clg_rowbase(row, nk, kshape, od, kd);
+    T mean = clg_row_mean_item(R, nr, rshape, x, bx, rx);
+    T scale = (T)2 * CLG_LD(g, clg_rowbase(row, nk, kshape, og, kg)) / div;
+    for (int r = 0; r < R; r++)
+        CLG_ST(dx, bd + clg_roff(r, nr, rshape, rd), scale * (CLG_LD(x, bx + clg_roff(r, nr, rshape, rx)) - mean));
+}
+
 // ---- cross-entropy -------------------------------------------------------------------------
 // logits [N, C] with strides (sn, sc); labels int32 [N] with stride sl.
 // Row i: loss = (max - x[label]) + log(sum exp(x - max)), which keeps full precision
@@ -133,6 +208,28 @@ __kernel void ce_fwd(int C, __global const T *x, int ox, int sn, int sc,
     for (int c = l; c < C; c += wg) acc += exp(xr[c * sc] - m);
     T lsum = log(clg_group_sum(acc, s));
     if (l != 0) return;
+    int label = lab[ol + row * sl];
+    bool ok = label >= 0 && label < C;
+    if (!ok) clg_report(err, code, label, C);
+    T nan = (T)NAN;
+    loss[olo + row] = ok ? (m - xr[label * sc]) + lsum : nan;
+    stats[2 * row] = ok ? m : nan;
+    stats[2 * row + 1] = lsum;
+}
+
+// The same with a work-item per row (row_reduce = items; the host keeps 2 C within
+// item_loops).
+__kernel void ce_fwd_item(int C, __global const T *x, int ox, int sn, int sc,
+                          __global const int *lab, int ol, int sl,
+                          __global T *loss, int olo, __global T *stats, __global int *err, int code)
+{
+    int row = get_global_id(0);
+    __global const T *xr = x + ox + row * sn;
+    T m = -INFINITY;
+    for (int c = 0; c < C; c++) m = clg_nanmax(m, xr[c * sc]);
+    T acc = 0;
+    for (int c = 0; c < C; c++) acc += exp(xr[c * sc] - m);
+    T lsum = log(acc);
     int label = lab[ol + row * sl];
     bool ok = label >= 0 && label < C;
     if (!ok) clg_report(err, code, label, C);

@@ -252,6 +252,12 @@ typedef struct clg_device_params {
      * across rows ("rows": SIMD-wide work-items, ~10x faster on POCL), or a work-group per
      * row sharing tiles of keys through local memory ("tiles": the GPU shape). */
     bool attention_rows;
+    /* Row-wise reductions of softmax.cl (softmax, log_softmax, var, cross-entropy): a
+     * work-item per row walking it alone, vectorized across rows ("items": CPUs, where a
+     * work-group's barriers cost more than a short row's work), or a work-group per row
+     * combining in local memory ("groups": GPUs). Rows longer than item_loops / 3 take
+     * the group kernels either way. */
+    bool row_items;
 } clg_device_params;
 
 const clg_device_params *clg__device_params(const clg_device *dev);

@@ -62,6 +62,7 @@ static void defaults(clg_device *dev)
     p->conv_keep_columns = true;
     p->item_loops = 32768;
     p->attention_rows = wide_items;
+    p->row_items = wide_items;
 }
 
 /* ---- overrides ------------------------------------------------------------------------ */
@@ -121,6 +122,7 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
         return st;
     }
     if (!strcmp(key, "attention")) return parse_choice(dev, key, value, origin, "rows", "tiles", &p->attention_rows);
+    if (!strcmp(key, "row_reduce")) return parse_choice(dev, key, value, origin, "items", "groups", &p->row_items);
     if (!strcmp(key, "item_loops")) return parse_size(dev, key, value, origin, 64, 65535, &p->item_loops);
     if (!strcmp(key, "max_group")) {   /* likewise: emulate a device with smaller groups */
         clg_status st = parse_size(dev, key, value, origin, 1, p->max_group, &p->max_group);
@@ -132,7 +134,8 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
     }
     return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
                      "device parameters (%s): unknown key \"%s\" (known: gemm, group_1d, group_1d_min, group_reduce, "
-                     "local_mem, max_group, binary_cache, col2im, gemm_dot, conv_columns, item_loops, attention)", origin, key);
+                     "local_mem, max_group, binary_cache, col2im, gemm_dot, conv_columns, item_loops, attention, "
+                     "row_reduce)", origin, key);
 }
 
 static char *trim(char *s)
@@ -190,12 +193,14 @@ void clg__params_format(const clg_device_params *p, char *buf, size_t len)
 {
     snprintf(buf, len,
              "gemm = %s\ngroup_1d = %zu\ngroup_1d_min = %zu\ngroup_reduce = %zu\nvector_float = %d\n"
-             "max_group = %zu\nmax_item = %zu %zu %zu\nlocal_mem = %llu%s\nbinary_cache = %s\ncol2im = %s\ngemm_dot = %s\nconv_columns = %s\nitem_loops = %zu\nattention = %s\n",
+             "max_group = %zu\nmax_item = %zu %zu %zu\nlocal_mem = %llu%s\nbinary_cache = %s\ncol2im = %s\ngemm_dot = %s\nconv_columns = %s\nitem_loops = %zu\nattention = %s\n"
+             "row_reduce = %s\n",
              p->gemm, p->group_1d, p->group_1d_min, p->group_reduce, p->vector_float, p->max_group, p->max_item[0],
              p->max_item[1], p->max_item[2], (unsigned long long)p->local_mem,
              p->local_is_global ? " (emulated in global memory)" : "", p->binary_cache ? "on" : "off",
              p->col2im_planes ? "planes" : "gather", p->gemm_dot ? "on" : "off",
-             p->conv_keep_columns ? "keep" : "rebuild", p->item_loops, p->attention_rows ? "rows" : "tiles");
+             p->conv_keep_columns ? "keep" : "rebuild", p->item_loops, p->attention_rows ? "rows" : "tiles",
+             p->row_items ? "items" : "groups");
 }
 
 clg_status clg_device_set_param(clg_device *dev, const char *key, const char *value)

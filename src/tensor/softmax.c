@@ -90,15 +90,31 @@ static size_t rows_wg(const clg_device *dev, const clg_kernel *k, int64_t R)
 /* Launch `kernel` with one work-group per row: arguments (R, nk, kshape, nr, rshape,
  * per operand: buffer, offset, kept strides, reduced strides, extra..., then local
  * scratch of one T per work-item, plus one int when int_scratch). */
+/* Whether rows of R elements take kernel's work-item-per-row variant (NAME_item): on
+ * devices whose table says row_reduce = items, for the kernels that have one, when the
+ * row's three passes stay within item_loops. */
+static bool rows_by_item(const clg_device *dev, const char *kernel, int64_t R)
+{
+    static const char *const with_item[] = {"softmax_fwd", "softmax_bwd", "var_fwd", "var_bwd"};
+    const clg_device_params *dp = clg__device_params(dev);
+    if (!dp->row_items || 3 * R > (int64_t)dp->item_loops) return false;
+    for (size_t i = 0; i < sizeof with_item / sizeof *with_item; i++)
+        if (!strcmp(kernel, with_item[i])) return true;
+    return false;
+}
+
 static clg_status rows_launch(clg_device *dev, clg_dtype dtype, const char *kernel, const rows_plan *p,
                               const rows_operand *ops, const clg_arg *extra, int nextra, bool int_scratch)
 {
     if (p->rows == 0) return CLG_OK;
+    bool item = rows_by_item(dev, kernel, p->R);
+    char name[64];
+    snprintf(name, sizeof name, "%s%s", kernel, item ? "_item" : "");
     /* 16-bit tensors reach only the kernels that store TS (softmax.cl), and compute in
      * float32: their local scratch is float32 too. */
-    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(dtype), kernel);
+    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(dtype), name);
     if (!k) return dev->status;
-    size_t wg = rows_wg(dev, k, p->R), global = (size_t)p->rows * wg;
+    size_t wg = item ? 1 : rows_wg(dev, k, p->R), global = (size_t)p->rows * wg;
     clg_arg a[5 + 4 * ROWS_MAX_OPS + 4];
     int na = 0;
     a[na++] = CLG_ARG_I(p->R);
@@ -113,6 +129,7 @@ static clg_status rows_launch(clg_device *dev, clg_dtype dtype, const char *kern
         a[na++] = clg__arg_int8(p->rstr[i], p->nr);
     }
     for (int i = 0; i < nextra && i < 2; i++) a[na++] = extra[i];
+    if (item) return clg__launch_1d(dev, k, a, na, (size_t)p->rows);
     a[na++] = CLG_ARG_LOCAL(wg * (clg__is_half(dtype) ? sizeof(cl_float) : clg_dtype_size(dtype)));
     if (int_scratch) a[na++] = CLG_ARG_LOCAL(wg * sizeof(cl_int));
     return clg__launch(dev, k, a, na, 1, &global, &wg);
@@ -345,14 +362,21 @@ static clg_status cross_entropy_rows(clg_tensor *x, clg_tensor *lab, clg_tensor 
     clg_device *dev = x->dev;
     int code;
     clg_buffer *word = clg__index_check("cross_entropy", "label", lab, x->shape[1], x, &code);
-    clg_kernel *k = word ? clg__kernel_get(dev, PROGRAM, clg__dtype_options(x->dtype), "ce_fwd") : NULL;
+    const clg_device_params *dp = clg__device_params(dev);
+    bool item = dp->row_items && 2 * x->shape[1] <= (int64_t)dp->item_loops;   /* see rows_by_item */
+    clg_kernel *k = word ? clg__kernel_get(dev, PROGRAM, clg__dtype_options(x->dtype), item ? "ce_fwd_item" : "ce_fwd")
+                         : NULL;
     if (!k) return dev->status;
-    size_t wg = rows_wg(dev, k, x->shape[1]), global = (size_t)x->shape[0] * wg;
+    size_t wg = item ? 1 : rows_wg(dev, k, x->shape[1]), global = (size_t)x->shape[0] * wg;
     clg_arg a[] = {CLG_ARG_I(x->shape[1]), CLG_ARG_M(x->buf->mem), CLG_ARG_I(x->offset),
                    CLG_ARG_I(x->strides[0]), CLG_ARG_I(x->strides[1]), CLG_ARG_M(lab->buf->mem),
                    CLG_ARG_I(lab->offset), CLG_ARG_I(lab->strides[0]), CLG_ARG_M(loss->buf->mem),
                    CLG_ARG_I(loss->offset), CLG_ARG_M(stats->buf->mem), CLG_ARG_LOCAL(wg * clg_dtype_size(x->dtype)),
                    CLG_ARG_M(word->mem), CLG_ARG_I(code)};
+    if (item) {   /* the same arguments without the local scratch */
+        memmove(&a[11], &a[12], 2 * sizeof *a);
+        return clg__launch_1d(dev, k, a, (int)(sizeof a / sizeof *a) - 1, (size_t)x->shape[0]);
+    }
     return clg__launch(dev, k, a, (int)(sizeof a / sizeof *a), 1, &global, &wg);
 }
 
