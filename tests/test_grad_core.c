@@ -21,6 +21,12 @@ static clg_tensor *f_scalars(clg_tensor **x, void *c)
     return clg_add(clg_rsub_scalar(2.0, a), clg_rdiv_scalar(1.5, x[0]));
 }
 static clg_tensor *f_pow_scalar(clg_tensor **x, void *c) { (void)c; return clg_pow_scalar(x[0], 2.5); }
+/* exponents 2 and 3 run kernels of their own (products), the others pow() */
+static clg_tensor *f_pow_scalar23(clg_tensor **x, void *c)
+{
+    (void)c;
+    return clg_add(clg_pow_scalar(x[0], 2), clg_pow_scalar(x[0], 3));
+}
 static clg_tensor *f_sum01(clg_tensor **x, void *c) { (void)c; return clg_sum(x[0], CLG_AXES(0, 2), false); }
 static clg_tensor *f_sum_all(clg_tensor **x, void *c) { (void)c; return clg_sum(x[0], 0, NULL, true); }
 static clg_tensor *f_mean1(clg_tensor **x, void *c) { (void)c; return clg_mean(x[0], CLG_AXES(-1), true); }
@@ -125,6 +131,7 @@ int main(void)
     optest_gradcheck(dev, "minimum", f_minimum, NULL, 2, IN({SH(3, 4)}, {SH(3, 1)}));
     optest_gradcheck(dev, "scalar ops", f_scalars, NULL, 1, IN({SH(2, 3), pos_lo, pos_hi}));
     optest_gradcheck(dev, "pow_scalar", f_pow_scalar, NULL, 1, IN({SH(2, 3), pos_lo, pos_hi}));
+    optest_gradcheck(dev, "pow_scalar 2 and 3", f_pow_scalar23, NULL, 1, IN({SH(2, 3)}));
     optest_gradcheck(dev, "sum axes 0,2", f_sum01, NULL, 1, IN({SH(2, 3, 4)}));
     optest_gradcheck(dev, "sum all keepdim", f_sum_all, NULL, 1, IN({SH(3, 5)}));
     optest_gradcheck(dev, "mean last", f_mean1, NULL, 1, IN({SH(3, 5)}));

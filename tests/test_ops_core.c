@@ -99,6 +99,10 @@ static void scalars_and_ieee(clg_device *dev)
     optest_close("sub_scalar", clg_sub_scalar(t, 1), w, 8, atol, 0);
     for (int i = 0; i < 8; i++) w[i] = pow(x[i], 2.0);
     optest_close("pow_scalar", clg_pow_scalar(t, 2.0), w, 8, atol, rtol);
+    for (int i = 0; i < 8; i++) w[i] = pow(x[i], 3.0);   /* squares and cubes by products */
+    optest_close("pow_scalar 3", clg_pow_scalar(t, 3.0), w, 8, atol, rtol);
+    for (int i = 0; i < 8; i++) w[i] = pow(fabs(x[i]), 0.5);
+    optest_close("pow_scalar 0.5", clg_pow_scalar(clg_abs(t), 0.5), w, 8, atol, rtol);
     /* NaN wins in maximum/minimum and max/min reductions; sums propagate NaN and Inf */
     double y[8] = {1, 1, 1, 1, 1, 1, 1, 1};
     clg_tensor *ones = optest_tensor(dev, dt, CLG_SHAPE(8), y, OPTEST_CONTIGUOUS);

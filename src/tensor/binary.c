@@ -127,9 +127,17 @@ static clg_status rdiv_scalar_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     return (gin[0] = clg_mul(g, clg_div(clg_mul_scalar(n->out, -1.0), n->inputs[0]))) ? CLG_OK : g->dev->status;
 }
 
+/* pow_scalar's kernel for exponent p, or its gradient's: squares and cubes by products */
+static const char *pow_kernel(double p, bool grad)
+{
+    if (p == 2) return grad ? "pow_scalar_2_grad" : "pow_scalar_2";
+    if (p == 3) return grad ? "pow_scalar_3_grad" : "pow_scalar_3";
+    return grad ? "pow_scalar_grad" : "pow_scalar";
+}
+
 static clg_status pow_scalar_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
 {
-    clg_tensor *d = scalar_op("pow_scalar", "pow_scalar_grad", n->inputs[0], n->f[0], false);
+    clg_tensor *d = scalar_op("pow_scalar", pow_kernel(n->f[0], true), n->inputs[0], n->f[0], false);
     return (gin[0] = clg_mul(g, d)) ? CLG_OK : g->dev->status;
 }
 
@@ -168,5 +176,5 @@ clg_tensor *clg_rdiv_scalar(double s, clg_tensor *a)
 }
 clg_tensor *clg_pow_scalar(clg_tensor *a, double p)
 {
-    return scalar_taped("pow_scalar", "pow_scalar", a, p, false, CLG_OP_pow_scalar, pow_scalar_bw);
+    return scalar_taped("pow_scalar", pow_kernel(p, false), a, p, false, CLG_OP_pow_scalar, pow_scalar_bw);
 }
