@@ -8,6 +8,7 @@
  *   ./two_layer_net --style autograd   clg_backward, update in a no-grad region
  *   ./two_layer_net --style module     Sequential(Linear, ReLU, Linear), mse, SGD
  *   ./two_layer_net --style all        all three, side by side (the default)
+ *   ./two_layer_net --steps 100        fewer steps (at most 500; the suite's short run)
  *
  * All three start from the same weights (the same seed) and agree step for step to
  * float32 rounding (1e-3 relative); the loss falls by far more than 100x.
@@ -20,12 +21,12 @@
 
 #include <clgrad.h>
 
-enum { N = 64, D_IN = 1000, H = 100, D_OUT = 10, STEPS = 500 };
+enum { N = 64, D_IN = 1000, H = 100, D_OUT = 10, STEPS = 500 };   /* STEPS: the default, and the most --steps takes */
 static const double LR = 1e-6;
 
 /* The data and the first weights, from the device's seeded generator. w1 [D_in, H] and
  * w2 [H, D_out], as in the lecture (a Linear layer stores the transpose). */
-typedef struct problem { clg_tensor *x, *y, *w1, *w2; } problem;
+typedef struct problem { clg_tensor *x, *y, *w1, *w2; int steps; } problem;
 
 static problem make_problem(clg_device *dev)
 {
@@ -43,7 +44,7 @@ static problem make_problem(clg_device *dev)
 static int run_manual(clg_device *dev, const problem *p, double *losses)
 {
     clg_tensor *w1 = clg_clone(p->w1), *w2 = clg_clone(p->w2);
-    for (int t = 0; t < STEPS; t++) {
+    for (int t = 0; t < p->steps; t++) {
         clg_scope_begin(dev);
         clg_tensor *h = clg_matmul(p->x, w1);                        /* [N, H] */
         clg_tensor *h_relu = clg_relu(h);
@@ -72,7 +73,7 @@ static int run_autograd(clg_device *dev, const problem *p, double *losses)
     clg_tensor *w1 = clg_clone(p->w1), *w2 = clg_clone(p->w2);
     clg_tensor_set_requires_grad(w1, true);
     clg_tensor_set_requires_grad(w2, true);
-    for (int t = 0; t < STEPS; t++) {
+    for (int t = 0; t < p->steps; t++) {
         clg_scope_begin(dev);
         clg_tensor *y_pred = clg_matmul(clg_relu(clg_matmul(p->x, w1)), w2);
         clg_tensor *diff = clg_sub(y_pred, p->y);
@@ -106,7 +107,7 @@ static int run_module(clg_device *dev, const problem *p, double *losses)
     clg_tensor *params[2];
     int n = clg_module_parameters(model, params, 2, true);
     clg_optimizer *opt = clg_sgd_new(n, params, &(clg_sgd_options){.lr = LR});
-    for (int t = 0; opt && t < STEPS; t++) {
+    for (int t = 0; opt && t < p->steps; t++) {
         clg_scope_begin(dev);
         clg_optimizer_zero_grad(opt);
         clg_tensor *loss = clg_mse(clg_module_forward(model, p->x), p->y, CLG_REDUCE_SUM);
@@ -122,11 +123,14 @@ static int run_module(clg_device *dev, const problem *p, double *losses)
 int main(int argc, char **argv)
 {
     const char *style = "all";
-    static const struct option opts[] = {{"style", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    for (int c; (c = getopt_long(argc, argv, "s:h", opts, NULL)) != -1;) {
+    int steps = STEPS;
+    static const struct option opts[] = {{"style", required_argument, 0, 's'}, {"steps", required_argument, 0, 'n'},
+                                         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    for (int c; (c = getopt_long(argc, argv, "s:n:h", opts, NULL)) != -1;) {
         if (c == 's') style = optarg;
+        else if (c == 'n' && atoi(optarg) >= 2 && atoi(optarg) <= STEPS) steps = atoi(optarg);
         else {
-            printf("usage: two_layer_net [--style manual|autograd|module|all]\n");
+            printf("usage: two_layer_net [--style manual|autograd|module|all] [--steps N (2 to %d)]\n", STEPS);
             return c == 'h' ? 0 : 2;
         }
     }
@@ -145,8 +149,9 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("two-layer net on %s: N=%d D_in=%d H=%d D_out=%d, %d steps of SGD (lr %g)\n",
-           clg_device_get_info(dev)->name, N, D_IN, H, D_OUT, STEPS, LR);
+           clg_device_get_info(dev)->name, N, D_IN, H, D_OUT, steps, LR);
     problem p = make_problem(dev);
+    p.steps = steps;
     static double losses[3][STEPS];
     for (int i = 0; i < 3; i++)
         if (on[i] && runs[i](dev, &p, losses[i])) {
@@ -157,7 +162,7 @@ int main(int argc, char **argv)
     printf("%6s", "step");
     for (int i = 0; i < 3; i++) if (on[i]) printf(" %14s", names[i]);
     printf("\n");
-    for (int t = 0; t < STEPS; t += 50) {
+    for (int t = 0; t < steps; t += 50) {
         printf("%6d", t);
         for (int i = 0; i < 3; i++) if (on[i]) printf(" %14.6g", losses[i][t]);
         printf("\n");
@@ -165,8 +170,8 @@ int main(int argc, char **argv)
     int status = 0;
     for (int i = 0; i < 3; i++) {
         if (!on[i]) continue;
-        double ratio = losses[i][0] / losses[i][STEPS - 1];
-        printf("%s: loss %.6g -> %.6g, fell %.0fx\n", names[i], losses[i][0], losses[i][STEPS - 1], ratio);
+        double ratio = losses[i][0] / losses[i][steps - 1];
+        printf("%s: loss %.6g -> %.6g, fell %.0fx\n", names[i], losses[i][0], losses[i][steps - 1], ratio);
         if (!(ratio > 100)) status = 1;
     }
     /* The styles agree step for step, up to float32 rounding: 1e-3 relative while the
@@ -180,11 +185,11 @@ int main(int argc, char **argv)
     for (int i = 1; i < 3; i++) {
         if (!on[0] || !on[i]) continue;
         double worst = 0;
-        for (int t = 0; t < STEPS; t++) {
+        for (int t = 0; t < steps; t++) {
             double rel = fabs(losses[i][t] - losses[0][t]) / (fabs(losses[0][t]) > 1.0 ? fabs(losses[0][t]) : 1.0);
             if (rel > worst) worst = rel;
         }
-        printf("%s vs manual: largest relative difference over %d steps %.3g\n", names[i], STEPS, worst);
+        printf("%s vs manual: largest relative difference over %d steps %.3g\n", names[i], steps, worst);
         if (!(worst <= 1e-3)) status = 1;
     }
     if (!status && !strcmp(style, "all")) printf("the three styles agree step for step\n");
