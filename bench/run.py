@@ -203,7 +203,9 @@ def op_rows(build, repeats, only=None):
     extra = ["--only", only] if only else []
     ours, theirs = [], []
     for _ in range(repeats):
-        ours.append(parse_cases(run([os.path.join(build, "bench", "bench_ops"), "--repeats", "3"] + extra)))
+        out = run([os.path.join(build, "bench", "bench_ops"), "--repeats", "3"] + extra)
+        skipped = [l[5:] for l in out.splitlines() if l.startswith("skip ")]
+        ours.append(parse_cases(out))
         theirs.append(parse_cases(run([PYTHON, os.path.join(HERE, "torch_ops.py"), "--repeats", "3"] + extra,
                                       env=ref_env())))
     print("| op / shape class | pass | clgrad ms | PyTorch ms | speed ratio min / median / max |")
@@ -219,6 +221,8 @@ def op_rows(build, repeats, only=None):
         print("| %s | %s | %.3g | %.3g | %.2f / %.2f / %.2f |" % (key[0], key[1], statistics.median(o[key] for o in ours),
               statistics.median(t[key] for t in theirs), lo, med, hi), flush=True)
     slow.sort()
+    for line in skipped:
+        print("| %s | not run: %s | | | |" % tuple(line.split(" ", 1)))
     print("\nslowest against PyTorch (median ratio): " + ", ".join("%s %s %.3f" % (k[0], k[1], m) for m, k in slow[:15]))
 
 def startup(build, model, repeats):
