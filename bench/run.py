@@ -222,7 +222,8 @@ def op_rows(build, repeats, only=None):
               statistics.median(t[key] for t in theirs), lo, med, hi), flush=True)
     slow.sort()
     for line in skipped:
-        print("| %s | not run: %s | | | |" % tuple(line.split(" ", 1)))
+        name, why = line.split(" ", 1)
+        print("| %s | not run: %s | | | |" % (name.rstrip(":"), why))
     print("\nslowest against PyTorch (median ratio): " + ", ".join("%s %s %.3f" % (k[0], k[1], m) for m, k in slow[:15]))
 
 def startup(build, model, repeats):

@@ -38,6 +38,23 @@ __kernel void index_select(int n, int nd, int8 yshape, int axis, __global T *y, 
     y[oy + i] = a[oa + clg_offset(c, nd, sa)];
 }
 
+// The same for a contiguous a seen as [outer, na, inner] (an embedding's lookup: outer
+// 1, inner its width): work-item (c, r, q) copies element c of picked row r of block q,
+// with no division (y is [outer, k, inner]). Launched over exactly (inner, k, outer).
+__kernel void index_select_rows(int inner, int k, int na, __global T *y, int oy, __global const T *a, int oa,
+                                __global const int *idx, int oi, int si, __global int *err, int code)
+{
+    int c = get_global_id(0), r = get_global_id(1), q = get_global_id(2);
+    size_t at = oy + ((size_t)q * k + r) * inner + c;
+    int j = idx[oi + r * si];
+    if (j < 0 || j >= na) {
+        y[at] = CLG_BAD;
+        clg_report(err, code, j, na);
+        return;
+    }
+    y[at] = a[oa + ((size_t)q * na + j) * inner + c];
+}
+
 // ga[c] = sum of g[c with c[axis] = m] over the m (ascending) with idx[m] == c[axis].
 // One work item per element of ga, looping over all k indices: O(numel(a) * k) reads of
 // the index list, but no atomics, so repeated indices add up in the same order on

@@ -162,6 +162,9 @@ static void test_index_select(clg_device *dev)
     check_index_select(dev, "[7,33] axis 1", CLG_SHAPE(7, 33), 1, 40, NULL);
     check_index_select(dev, "[4,5,6] axis -1", CLG_SHAPE(4, 5, 6), -1, 9, NULL);
     check_index_select(dev, "[4,5,6] axis 1", CLG_SHAPE(4, 5, 6), 1, 7, NULL);
+    /* rows at least 16 wide of a contiguous input (index_select_rows): blocks and rows */
+    check_index_select(dev, "[3,5,20] axis 1", CLG_SHAPE(3, 5, 20), 1, 11, NULL);
+    check_index_select(dev, "[50,16] axis 0 k 300", CLG_SHAPE(50, 16), 0, 300, NULL);
     check_index_select(dev, "[1,1] axis 0 repeated", CLG_SHAPE(1, 1), 0, 3, (const double[]){0, 0, 0});
     check_index_select(dev, "[1000,3] axis 0 k 1037", CLG_SHAPE(1000, 3), 0, 1037, NULL);
     check_index_select(dev, "[3,1000] axis -1 k 1", CLG_SHAPE(3, 1000), -1, 1, (const double[]){999});
