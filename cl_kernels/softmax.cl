@@ -195,6 +195,18 @@ __kernel void var_bwd_item(int R, int nk, int8 kshape, int nr, int8 rshape,
 // stats[2i + 1] = log(sum) are kept for the backward. A label outside [0, C) makes the
 // row's loss and stats NaN and is reported in the device's error word (clg_report),
 // so that the loss's readout fails with it.
+// Row `row`'s loss and stats from its max m and log-sum-exp lsum (both kernels below).
+inline void clg_ce_row(int row, int C, __global const T *xr, int sc, int label, T m, T lsum, __global T *loss,
+                       __global T *stats, __global int *err, int code)
+{
+    bool ok = label >= 0 && label < C;
+    if (!ok) clg_report(err, code, label, C);
+    T nan = (T)NAN;
+    loss[row] = ok ? (m - xr[label * sc]) + lsum : nan;
+    stats[2 * row] = ok ? m : nan;
+    stats[2 * row + 1] = lsum;
+}
+
 __kernel void ce_fwd(int C, __global const T *x, int ox, int sn, int sc,
                      __global const int *lab, int ol, int sl,
                      __global T *loss, int olo, __global T *stats, __local T *s, __global int *err, int code)
@@ -207,14 +219,7 @@ __kernel void ce_fwd(int C, __global const T *x, int ox, int sn, int sc,
     T acc = 0;
     for (int c = l; c < C; c += wg) acc += exp(xr[c * sc] - m);
     T lsum = log(clg_group_sum(acc, s));
-    if (l != 0) return;
-    int label = lab[ol + row * sl];
-    bool ok = label >= 0 && label < C;
-    if (!ok) clg_report(err, code, label, C);
-    T nan = (T)NAN;
-    loss[olo + row] = ok ? (m - xr[label * sc]) + lsum : nan;
-    stats[2 * row] = ok ? m : nan;
-    stats[2 * row + 1] = lsum;
+    if (l == 0) clg_ce_row(row, C, xr, sc, lab[ol + row * sl], m, lsum, loss + olo, stats, err, code);
 }
 
 // The same with a work-item per row (row_reduce = items; the host keeps 2 C within
@@ -229,14 +234,7 @@ __kernel void ce_fwd_item(int C, __global const T *x, int ox, int sn, int sc,
     for (int c = 0; c < C; c++) m = clg_nanmax(m, xr[c * sc]);
     T acc = 0;
     for (int c = 0; c < C; c++) acc += exp(xr[c * sc] - m);
-    T lsum = log(acc);
-    int label = lab[ol + row * sl];
-    bool ok = label >= 0 && label < C;
-    if (!ok) clg_report(err, code, label, C);
-    T nan = (T)NAN;
-    loss[olo + row] = ok ? (m - xr[label * sc]) + lsum : nan;
-    stats[2 * row] = ok ? m : nan;
-    stats[2 * row + 1] = lsum;
+    clg_ce_row(row, C, xr, sc, lab[ol + row * sl], m, log(acc), loss + olo, stats, err, code);
 }
 
 // y = sum(loss[0..n)) / div, by one work-group (div: n for the mean, 1 for the sum).

@@ -92,10 +92,10 @@ static size_t rows_wg(const clg_device *dev, const clg_kernel *k, int64_t R)
  * scratch of one T per work-item, plus one int when int_scratch). */
 /* Whether rows of R elements take kernel's work-item-per-row variant (NAME_item): on
  * devices whose table says row_reduce = items, for the kernels that have one, when the
- * row's three passes stay within item_loops. */
+ * row's passes (three at most) stay within item_loops. */
 static bool rows_by_item(const clg_device *dev, const char *kernel, int64_t R)
 {
-    static const char *const with_item[] = {"softmax_fwd", "softmax_bwd", "var_fwd", "var_bwd"};
+    static const char *const with_item[] = {"softmax_fwd", "softmax_bwd", "var_fwd", "var_bwd", "ce_fwd"};
     const clg_device_params *dp = clg__device_params(dev);
     if (!dp->row_items || 3 * R > (int64_t)dp->item_loops) return false;
     for (size_t i = 0; i < sizeof with_item / sizeof *with_item; i++)
@@ -362,22 +362,22 @@ static clg_status cross_entropy_rows(clg_tensor *x, clg_tensor *lab, clg_tensor 
     clg_device *dev = x->dev;
     int code;
     clg_buffer *word = clg__index_check("cross_entropy", "label", lab, x->shape[1], x, &code);
-    const clg_device_params *dp = clg__device_params(dev);
-    bool item = dp->row_items && 2 * x->shape[1] <= (int64_t)dp->item_loops;   /* see rows_by_item */
+    bool item = rows_by_item(dev, "ce_fwd", x->shape[1]);
     clg_kernel *k = word ? clg__kernel_get(dev, PROGRAM, clg__dtype_options(x->dtype), item ? "ce_fwd_item" : "ce_fwd")
                          : NULL;
     if (!k) return dev->status;
     size_t wg = item ? 1 : rows_wg(dev, k, x->shape[1]), global = (size_t)x->shape[0] * wg;
-    clg_arg a[] = {CLG_ARG_I(x->shape[1]), CLG_ARG_M(x->buf->mem), CLG_ARG_I(x->offset),
-                   CLG_ARG_I(x->strides[0]), CLG_ARG_I(x->strides[1]), CLG_ARG_M(lab->buf->mem),
-                   CLG_ARG_I(lab->offset), CLG_ARG_I(lab->strides[0]), CLG_ARG_M(loss->buf->mem),
-                   CLG_ARG_I(loss->offset), CLG_ARG_M(stats->buf->mem), CLG_ARG_LOCAL(wg * clg_dtype_size(x->dtype)),
-                   CLG_ARG_M(word->mem), CLG_ARG_I(code)};
-    if (item) {   /* the same arguments without the local scratch */
-        memmove(&a[11], &a[12], 2 * sizeof *a);
-        return clg__launch_1d(dev, k, a, (int)(sizeof a / sizeof *a) - 1, (size_t)x->shape[0]);
-    }
-    return clg__launch(dev, k, a, (int)(sizeof a / sizeof *a), 1, &global, &wg);
+    clg_arg a[14];
+    int na = 0;
+    a[na++] = CLG_ARG_I(x->shape[1]);
+    a[na++] = CLG_ARG_M(x->buf->mem), a[na++] = CLG_ARG_I(x->offset);
+    a[na++] = CLG_ARG_I(x->strides[0]), a[na++] = CLG_ARG_I(x->strides[1]);
+    a[na++] = CLG_ARG_M(lab->buf->mem), a[na++] = CLG_ARG_I(lab->offset), a[na++] = CLG_ARG_I(lab->strides[0]);
+    a[na++] = CLG_ARG_M(loss->buf->mem), a[na++] = CLG_ARG_I(loss->offset), a[na++] = CLG_ARG_M(stats->buf->mem);
+    if (!item) a[na++] = CLG_ARG_LOCAL(wg * clg_dtype_size(x->dtype));   /* the group kernel's scratch */
+    a[na++] = CLG_ARG_M(word->mem), a[na++] = CLG_ARG_I(code);
+    if (item) return clg__launch_1d(dev, k, a, na, (size_t)x->shape[0]);
+    return clg__launch(dev, k, a, na, 1, &global, &wg);
 }
 
 /* y = sum(loss) / div by one work-group. */
