@@ -1,5 +1,5 @@
-// index.cl: index_select and gather with their backward passes (src/tensor/index.c).
-// Built with -DT=float|double|int; the backward kernels are used with float types only.
+// index.cl: index_select and gather, and the segment sums behind their backward passes,
+// index_add and scatter_add (src/tensor/index.c). Built with -DT=float|double|int.
 //
 // Outputs are contiguous, so an output element's coordinates come from unravelling
 // its flat index; inputs, gradients and index tensors may have any strides. An index
@@ -55,44 +55,6 @@ __kernel void index_select_rows(int inner, int k, int na, __global T *y, int oy,
     y[at] = a[oa + ((size_t)q * na + j) * inner + c];
 }
 
-// ga[c] = sum of g[c with c[axis] = m] over the m (ascending) with idx[m] == c[axis].
-// One work item per element of ga, looping over all k indices: O(numel(a) * k) reads of
-// the index list, but no atomics, so repeated indices add up in the same order on
-// every run and every device.
-__kernel void index_select_bw(int n, int nd, int8 ashape, int axis, __global T *ga, int oga,
-                              __global const T *g, int og, int8 sg, int k,
-                              __global const int *idx, int oi, int si)
-{
-    int i = get_global_id(0);
-    if (i >= n) return;
-    clg_coords c = clg_unravel(i, nd, ashape);
-    int j = c.c[axis];
-    T acc = (T)0;
-    for (int m = 0; m < k; m++) {
-        if (idx[oi + m * si] != j) continue;
-        c.c[axis] = m;
-        acc += g[og + clg_offset(c, nd, sg)];
-    }
-    ga[oga + i] = acc;
-}
-
-// The same along axis 0 with g contiguous [k, D] (an embedding's backward): one work-item
-// per row j of ga scans the index list once and adds the rows of g that picked j, in
-// index order, as above (the same bits): O(rows * k + numel(g)) instead of
-// O(numel(a) * k). Launched over exactly `rows` items.
-__kernel void index_select_bw_rows(int rows, int D, __global T *ga, int oga, __global const T *g, int og, int k,
-                                   __global const int *idx, int oi, int si)
-{
-    int j = get_global_id(0);
-    __global T *out = ga + oga + (size_t)j * D;
-    for (int d = 0; d < D; d++) out[d] = (T)0;
-    for (int m = 0; m < k; m++) {
-        if (idx[oi + m * si] != j) continue;
-        __global const T *src = g + og + (size_t)m * D;
-        for (int d = 0; d < D; d++) out[d] += src[d];
-    }
-}
-
 // torch.gather: y[c] = a[c with c[axis] = index[c]]; y has index's shape.
 __kernel void gather(int n, int nd, int8 yshape, int axis, __global T *y, int oy,
                      __global const T *a, int oa, int8 sa, int na,
@@ -111,72 +73,69 @@ __kernel void gather(int n, int nd, int8 yshape, int axis, __global T *y, int oy
     y[oy + i] = a[oa + clg_offset(c, nd, sa)];
 }
 
-// ga[c] = sum of g[p] over the index positions p that agree with c off the axis and
-// have index[p] == c[axis], p[axis] ascending. One work item per element of ga looping
-// over the index's extent along axis: O(numel(a) * index.shape[axis]), deterministic.
-__kernel void gather_bw(int n, int nd, int8 ashape, int axis, __global T *ga, int oga,
-                        __global const T *g, int og, int8 sg, int8 ishape,
-                        __global const int *idx, int oi, int8 si)
+// Scatter-adds without atomics (index.c's segment_sum): y[q, j, c] = the sum of
+// src[q, m, c] over the m with key[m] == j, for index_select's and gather's backward,
+// index_add and scatter_add. The keys of each list (one shared by every q, or one per
+// q) come sorted stably (sk, with their positions sp, [lists, R]; sort.cl), so the m
+// that add into j are one run of the sorted list, found by binary search, and they add
+// in ascending order: the same bits on every run and device. A run spanning whole
+// chunks of L adds the chunks' sums, so that no work-item loops over more than about
+// 2L + R / L elements however often one index repeats.
+
+// bounds[l, j] = the first place in sorted list l with key >= j, for j in [0, na].
+// Keys outside [0, na) sort to the ends of the list; item j == 0 reports them (code 0:
+// the forward did).
+__kernel void segsum_bounds(int na, int R, __global const int *sk, __global int *bounds, __global int *err, int code)
 {
-    int i = get_global_id(0);
-    if (i >= n) return;
-    clg_coords c = clg_unravel(i, nd, ashape);
-    int j = c.c[axis];
+    int j = get_global_id(0), l = get_global_id(1);
+    __global const int *keys = sk + (size_t)l * R;
+    if (code && j == 0 && R > 0) {
+        if (keys[0] < 0) clg_report(err, code, keys[0], na);
+        if (keys[R - 1] >= na) clg_report(err, code, keys[R - 1], na);
+    }
+    int lo = 0, hi = R;
+    while (lo < hi) {   // 32 steps at most
+        int m = lo + (hi - lo) / 2;
+        if (keys[m] < j) lo = m + 1;
+        else hi = m;
+    }
+    bounds[(size_t)l * (na + 1) + j] = lo;
+}
+
+// part[q, h, c] = the sum of chunk h's sources when the whole chunk [hL, hL + L) of the
+// list lies in one run (the only chunks segsum reads here).
+__kernel void segsum_chunks(int inner, int R, int L, int nch, int per_q, __global const T *src, int os,
+                            __global const int *sk, __global const int *sp, __global T *part)
+{
+    int c = get_global_id(0), h = get_global_id(1), q = get_global_id(2);
+    size_t list = (size_t)(per_q ? q : 0) * R;
+    int m0 = h * L;
+    if (sk[list + m0] != sk[list + m0 + L - 1]) return;
+    __global const T *s = src + os + (size_t)q * R * inner + c;
     T acc = (T)0;
-    bool inside = true;   // index may be smaller than a off the axis
-    for (int d = 0; d < nd; d++)
-        if (d != axis && c.c[d] >= clg_at(ishape, d)) inside = false;
-    int k = inside ? clg_at(ishape, axis) : 0;
-    for (int m = 0; m < k; m++) {
-        c.c[axis] = m;
-        if (idx[oi + clg_offset(c, nd, si)] == j) acc += g[og + clg_offset(c, nd, sg)];
-    }
-    ga[oga + i] = acc;
+    for (int m = m0; m < m0 + L; m++) acc += s[(size_t)sp[list + m] * inner];
+    part[((size_t)q * nch + h) * inner + c] = acc;
 }
 
-// torch.index_add: y[c] = a[c] + the sum of src[c with c[axis] = m] over the m (ascending)
-// with idx[m] == c[axis]. y and a have a's shape, src has k along axis. The items at
-// c[axis] == 0 report indices out of [0, na) (every item reads all k anyway).
-__kernel void index_add(int n, int nd, int8 ashape, int axis, __global T *y, int oy,
-                        __global const T *a, int oa, int8 sa, __global const T *src, int os, int8 ss, int k,
-                        __global const int *idx, int oi, int si, __global int *err, int code)
+// y[q, j, c] from the run of j: its sources one by one, whole chunks by their sums.
+__kernel void segsum(int inner, int na, int R, int L, int nch, int per_q, __global const T *src, int os,
+                     __global const int *sp, __global const int *bounds, __global const T *part,
+                     __global T *y, int oy)
 {
-    int i = get_global_id(0);
-    if (i >= n) return;
-    clg_coords c = clg_unravel(i, nd, ashape);
-    int j = c.c[axis], na = clg_at(ashape, axis);
-    T acc = a[oa + clg_offset(c, nd, sa)];
-    for (int m = 0; m < k; m++) {
-        int v = idx[oi + m * si];
-        if (j == 0 && (v < 0 || v >= na)) clg_report(err, code, v, na);
-        if (v != j) continue;
-        c.c[axis] = m;
-        acc += src[os + clg_offset(c, nd, ss)];
+    int c = get_global_id(0), j = get_global_id(1), q = get_global_id(2);
+    size_t l = per_q ? q : 0, list = l * R;
+    int m = bounds[l * (na + 1) + j], hi = bounds[l * (na + 1) + j + 1];
+    __global const T *s = src + os + (size_t)q * R * inner + c;
+    __global const T *ps = part + (size_t)q * nch * inner + c;
+    T acc = (T)0;
+    while (m < hi) {
+        if (m % L == 0 && m + L <= hi) {
+            acc += ps[(size_t)(m / L) * inner];
+            m += L;
+        } else {
+            acc += s[(size_t)sp[list + m] * inner];
+            m++;
+        }
     }
-    y[oy + i] = acc;
-}
-
-// torch.scatter_add: y[c] = a[c] + the sum of src[p] over the index positions p that
-// agree with c off the axis and have index[p] == c[axis], p[axis] ascending. src has
-// index's shape (the host checks); index may be smaller than a off the axis.
-__kernel void scatter_add(int n, int nd, int8 ashape, int axis, __global T *y, int oy,
-                          __global const T *a, int oa, int8 sa, __global const T *src, int os, int8 ss,
-                          int8 ishape, __global const int *idx, int oi, int8 si, __global int *err, int code)
-{
-    int i = get_global_id(0);
-    if (i >= n) return;
-    clg_coords c = clg_unravel(i, nd, ashape);
-    int j = c.c[axis], na = clg_at(ashape, axis);
-    T acc = a[oa + clg_offset(c, nd, sa)];
-    bool inside = true;
-    for (int d = 0; d < nd; d++)
-        if (d != axis && c.c[d] >= clg_at(ishape, d)) inside = false;
-    int k = inside ? clg_at(ishape, axis) : 0;
-    for (int m = 0; m < k; m++) {
-        c.c[axis] = m;
-        int v = idx[oi + clg_offset(c, nd, si)];
-        if (j == 0 && (v < 0 || v >= na)) clg_report(err, code, v, na);
-        if (v == j) acc += src[os + clg_offset(c, nd, ss)];
-    }
-    y[oy + i] = acc;
+    y[oy + ((size_t)q * na + j) * inner + c] = acc;
 }

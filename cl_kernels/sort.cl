@@ -36,18 +36,48 @@ inline bool clg_before(T a, int i, T b, int j, int descending)
     return descending ? a > b : a < b;
 }
 
-// Rows of R: element i of row m goes to its rank, the number of elements that sort
-// before it. One work-item per element, O(R) each: O(R^2) per row, no local memory,
-// any R; for rows of a few thousand.
-__kernel void sort_rank(int n, int R, __global const T *x, int ox, __global T *vals, __global int *idx,
-                        int descending)
+// Stable merge sort of rows of R in passes (src/tensor/sort.c), so that no work-item
+// walks a row: ranks within blocks of 16, then merges of neighbouring runs, one element
+// per work-item placed by a binary search (32 steps at most). Elements carry their
+// position in the row; clg_before breaks ties by it, so every order is total and the
+// result is PyTorch's stable sort. Launched over exactly n = rows * R items.
+
+// Each block of 16 of a row sorted by rank: vals and pos of the element that goes there.
+__kernel void sort_blocks(int n, int R, __global const T *x, int ox, __global T *vals, __global int *pos,
+                          int descending)
 {
     int gid = get_global_id(0);
     int i = gid % R;
     size_t row = (size_t)(gid / R) * R;
+    int b0 = i & ~15, b1 = min(b0 + 16, R);
     T v = x[ox + row + i];
-    int rank = 0;
-    for (int j = 0; j < R; j++) rank += clg_before(x[ox + row + j], j, v, i, descending);
+    int rank = b0;
+    for (int j = b0; j < b1; j++) rank += clg_before(x[ox + row + j], j, v, i, descending);
     vals[row + rank] = v;
-    idx[row + rank] = i;
+    pos[row + rank] = i;
+}
+
+// The sorted runs [s, s + w) and [s + w, s + 2w) of each row merged into [s, s + 2w):
+// an element's place is its offset in its own run plus the number of elements of the
+// other run that sort before it.
+__kernel void sort_merge(int n, int R, int w, __global const T *kin, __global const int *pin, __global T *kout,
+                         __global int *pout, int descending)
+{
+    int gid = get_global_id(0);
+    int i = gid % R;
+    size_t row = (size_t)(gid / R) * R;
+    long s = (long)(i / w / 2) * 2 * w;
+    int mid = (int)min(s + w, (long)R), end = (int)min(s + 2L * w, (long)R);
+    bool left = i < mid;
+    T v = kin[row + i];
+    int p = pin[row + i];
+    int lo = left ? mid : (int)s, hi = left ? end : mid, o = lo;
+    while (lo < hi) {   // the first element of the other run that does not sort before v
+        int m = lo + (hi - lo) / 2;
+        if (clg_before(kin[row + m], pin[row + m], v, p, descending)) lo = m + 1;
+        else hi = m;
+    }
+    int at = (int)s + (i - (left ? (int)s : mid)) + (lo - o);
+    kout[row + at] = v;
+    pout[row + at] = p;
 }

@@ -35,8 +35,8 @@ static clg_tensor *f_split(clg_tensor **x, void *c)
     return clg_concat(4, (clg_tensor *[]){p[2], p[0], p[1], p[2]}, *(int *)c);
 }
 
-/* index_select's backward along axis 0 scans the indices per row when the gradient is
- * contiguous, per element otherwise: both add the same terms in the same order. */
+/* index_select's backward gives the same bits whether the gradient is contiguous or a
+ * transposed view (copied first): the sums add the same terms in the same order. */
 static void embedding_backward_paths_agree(clg_device *dev)
 {
     int32_t ids[40];

@@ -9,13 +9,14 @@
  * bounds: such an output element is NaN (0 for int32 values), and the backward gives
  * that position no gradient.
  *
- * Backward passes are scatter-adds done without atomics: one work item per element
- * of the input's gradient loops over the index list and adds the gradients of the
- * positions that picked it, always in the same order. Repeated indices add up, and
- * the sums are the same bits on every run. The cost is O(numel(a) * k) for
- * index_select with k indices (O(numel(a) * index.shape[axis]) for gather): fine for
- * embedding tables of a few thousand rows and the batches that index them; a sorted
- * segment-sum would be the way for much larger ones.
+ * Backward passes, index_add and scatter_add are scatter-adds done without atomics
+ * (segment_sum): the index list is sorted stably on the device, each output element
+ * finds the run of positions that picked it by binary search and adds their values in
+ * ascending position order. Repeated indices add up, the sums are the same bits on
+ * every run, and the work is O(k log^2 k) for the sort plus O(numel) for the sums,
+ * with no work-item looping over more than the device's item_loops, however long the
+ * list or however often one index repeats (runs longer than a chunk add the chunk's
+ * sum, computed by one work-item per chunk).
  *
  * concat and stack copy each input into a view of the output; their backward passes
  * hand each input a view of the gradient. split returns narrow views, so their
@@ -61,34 +62,155 @@ static bool check_index(const char *op, const clg_tensor *a, const clg_tensor *i
     return clg__check_numel(op, a->dev, a->numel) && clg__check_numel(op, a->dev, idx->numel);
 }
 
+/* ---- segment sums: the scatter-adds --------------------------------------------------------- */
+
+/* The chunk of a sorted list whose whole-run sums segsum adds: a work-item adds at most
+ * L - 1 single terms on either side of its whole chunks and R / L chunks, least near
+ * L = sqrt(R / 2): the power of two from 16 up nearest that, when the total (and the
+ * binary search's 32 steps) stays within the device's item_loops. 0: R is too long. */
+static int64_t chunk_len(clg_device *dev, int64_t R)
+{
+    int64_t L = 16;
+    while (2 * L * L < R) L *= 2;
+    return 2 * L + R / L + 64 <= (int64_t)clg__device_params(dev)->item_loops ? L : 0;
+}
+
+static clg_status launch_rows3(clg_device *dev, clg_dtype dtype, const char *name, const clg_arg *args, int nargs,
+                               int64_t inner, int64_t rows, int64_t planes)
+{
+    if (inner * rows * planes == 0) return CLG_OK;
+    clg_kernel *k = clg__kernel_get(dev, "index", clg__dtype_options(dtype), name);
+    return k ? clg__launch_rows3(dev, k, args, nargs, (size_t)inner, (size_t)rows, (size_t)planes) : dev->status;
+}
+
+/* y (ndim, shape: Q * na * inner elements, seen as [Q, na, inner]) with y[q, j, c] = the
+ * sum of src[q, m, c] (contiguous [Q, R, inner]) over the m with key[m] == j, keys the
+ * contiguous int32 [R] (one list for every q) or [Q, R] (per_q). Keys outside [0, na)
+ * add nothing; with code != 0 they are reported into word (the forward's check). Off
+ * the tape. */
+static clg_tensor *segment_sum(const char *op, clg_tensor *src, int64_t Q, int64_t R, int64_t inner,
+                               clg_tensor *keys, bool per_q, int64_t na, clg_buffer *word, int code, int ndim,
+                               const int64_t *shape)
+{
+    clg_device *dev = src->dev;
+    clg_tensor *y = clg__tensor_new(dev, src->dtype, ndim, shape);
+    if (!y || y->numel == 0) return y;
+    if (R == 0) {
+        if (clg_fill_(y, 0.0) == CLG_OK) return y;
+        clg_tensor_free(y);
+        return NULL;
+    }
+    int64_t L = chunk_len(dev, R), lists = per_q ? Q : 1, nch = R / (L ? L : 1);
+    if (!L) {
+        clg_tensor_free(y);
+        return clg__op_fail(dev, CLG_ERR_SHAPE, op, "%lld indices in one list: over what the device's item_loops "
+                            "(%zu) lets its scatter-add split", (long long)R, clg__device_params(dev)->item_loops);
+    }
+    clg_tensor *sk = NULL, *sp = NULL, *bounds = NULL, *part = NULL;
+    clg_status st = clg__sort_rows(keys, R, false, &sk, &sp);
+    if (!st) {
+        bounds = clg__tensor_new(dev, CLG_I32, 2, (int64_t[]){lists, na + 1});
+        part = bounds ? clg__tensor_new(dev, src->dtype, 3, (int64_t[]){Q, nch ? nch : 1, inner}) : NULL;
+        st = part ? CLG_OK : dev->status;
+    }
+    if (!st) {
+        clg_arg b[] = {CLG_ARG_I(na), CLG_ARG_I(R), CLG_ARG_M(sk->buf->mem), CLG_ARG_M(bounds->buf->mem),
+                       CLG_ARG_M(word ? word->mem : sk->buf->mem), CLG_ARG_I(word ? code : 0)};
+        st = launch_rows3(dev, CLG_I32, "segsum_bounds", b, 6, na + 1, lists, 1);
+    }
+    if (!st) {
+        clg_arg c[] = {CLG_ARG_I(inner), CLG_ARG_I(R), CLG_ARG_I(L), CLG_ARG_I(nch), CLG_ARG_I(per_q),
+                       CLG_ARG_M(src->buf->mem), CLG_ARG_I(src->offset), CLG_ARG_M(sk->buf->mem),
+                       CLG_ARG_M(sp->buf->mem), CLG_ARG_M(part->buf->mem)};
+        st = launch_rows3(dev, src->dtype, "segsum_chunks", c, 10, inner, nch, Q);
+    }
+    if (!st) {
+        clg_arg s[] = {CLG_ARG_I(inner), CLG_ARG_I(na), CLG_ARG_I(R), CLG_ARG_I(L), CLG_ARG_I(nch), CLG_ARG_I(per_q),
+                       CLG_ARG_M(src->buf->mem), CLG_ARG_I(src->offset), CLG_ARG_M(sp->buf->mem),
+                       CLG_ARG_M(bounds->buf->mem), CLG_ARG_M(part->buf->mem), CLG_ARG_M(y->buf->mem),
+                       CLG_ARG_I(y->offset)};
+        st = launch_rows3(dev, src->dtype, "segsum", s, 13, inner, na, Q);
+    }
+    clg_tensor_free(sk), clg_tensor_free(sp), clg_tensor_free(bounds), clg_tensor_free(part);
+    if (st) {
+        clg_tensor_free(y);
+        return NULL;
+    }
+    return y;
+}
+
+/* The sums into an a-shaped tensor (ndim, shape) of src's values along axis ax at the
+ * 1-D indices idx (index_select's backward, index_add): src has k = idx's length along
+ * ax and a's sizes elsewhere. */
+static clg_tensor *add_along(const char *op, int ndim, const int64_t *shape, int ax, clg_tensor *idx,
+                             clg_tensor *src, clg_buffer *word, int code)
+{
+    int64_t Q = 1, inner = 1;
+    for (int d = 0; d < ax; d++) Q *= shape[d];
+    for (int d = ax + 1; d < ndim; d++) inner *= shape[d];
+    clg_tensor *sc = clg_tensor_is_contiguous(src) ? src : clg__copy_as(src, src->dtype);
+    clg_tensor *ic = clg_tensor_is_contiguous(idx) ? idx : clg__copy_as(idx, CLG_I32);
+    clg_tensor *y = sc && ic ? segment_sum(op, sc, Q, idx->shape[0], inner, ic, false, shape[ax], word, code, ndim,
+                                           shape)
+                             : NULL;
+    if (sc != src) clg_tensor_free(sc);
+    if (ic != idx) clg_tensor_free(ic);
+    return y;
+}
+
+/* The same along axis ax at an index of ndim axes (gather's backward, scatter_add): src
+ * has index's shape, which may be smaller than a's (ndim, shape) off the axis. Each line
+ * of the index along ax is a list of its own: the axis is moved last, summed into
+ * [lines, na], moved back and placed into zeros where a is larger. */
+static clg_tensor *add_at_lines(const char *op, int ndim, const int64_t *shape, int ax, clg_tensor *index,
+                                clg_tensor *src, clg_buffer *word, int code)
+{
+    clg_device *dev = src->dev;
+    int last = ndim - 1;
+    int64_t lshape[CLG_MAX_DIMS], Q = 1;
+    memcpy(lshape, index->shape, sizeof lshape);
+    lshape[ax] = index->shape[last];
+    lshape[last] = shape[ax];
+    for (int d = 0; d < last; d++) Q *= lshape[d];
+    clg_no_grad_begin(dev);
+    clg_tensor *it = ax == last ? index : clg_transpose(index, ax, last);
+    clg_tensor *st = ax == last ? src : clg_transpose(src, ax, last);
+    clg_tensor *ic = it ? clg__copy_as(it, CLG_I32) : NULL, *sc = st ? clg__copy_as(st, src->dtype) : NULL;
+    clg_tensor *lines = ic && sc ? segment_sum(op, sc, Q, index->shape[ax], 1, ic, true, shape[ax], word, code,
+                                               ndim, lshape)
+                                 : NULL;
+    clg_tensor *back = lines && ax != last ? clg_transpose(lines, ax, last) : lines;
+    bool whole = true;
+    for (int d = 0; d < ndim; d++) whole = whole && (d == ax || index->shape[d] == shape[d]);
+    clg_tensor *y = NULL;
+    if (back && whole) y = back == lines ? lines : clg__copy_as(back, src->dtype);
+    else if (back && (y = clg_zeros(dev, src->dtype, ndim, shape))) {   /* the index's corner of a */
+        int64_t cshape[CLG_MAX_DIMS];
+        memcpy(cshape, index->shape, sizeof cshape);
+        cshape[ax] = shape[ax];
+        clg_tensor *corner = clg__tensor_view(y, ndim, cshape, y->strides, y->offset);
+        if (!corner || clg_copy_(corner, back) != CLG_OK) {
+            clg_tensor_free(y);
+            y = NULL;
+        }
+        clg_tensor_free(corner);
+    }
+    clg_no_grad_end(dev);
+    if (it != index) clg_tensor_free(it);
+    if (st != src) clg_tensor_free(st);
+    clg_tensor_free(ic), clg_tensor_free(sc);
+    if (back != lines) clg_tensor_free(back);
+    if (lines != y) clg_tensor_free(lines);
+    return y;
+}
+
 /* ---- index_select ------------------------------------------------------------------------------ */
 
 static clg_status index_select_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
 {
     clg_tensor *a = n->inputs[0], *idx = n->inputs[1];
-    int ax = (int)n->i[0];
-    clg_tensor *ga = clg__tensor_new(g->dev, a->dtype, a->ndim, a->shape);
-    if (!ga) return g->dev->status;
-    if (ax == 0 && clg_tensor_is_contiguous(g) && a->shape[0] > 0) {   /* rows: the embedding's case */
-        int64_t D = ga->numel / a->shape[0];
-        clg_arg rows[] = {CLG_ARG_I(a->shape[0]), CLG_ARG_I(D), CLG_ARG_M(ga->buf->mem), CLG_ARG_I(ga->offset),
-                          CLG_ARG_M(g->buf->mem), CLG_ARG_I(g->offset), CLG_ARG_I(idx->shape[0]),
-                          CLG_ARG_M(idx->buf->mem), CLG_ARG_I(idx->offset), CLG_ARG_I(idx->strides[0])};
-        if (launch(g->dev, ga->dtype, "index_select_bw_rows", rows, 10, a->shape[0]) != CLG_OK) {
-            clg_tensor_free(ga);
-            return g->dev->status;
-        }
-        gin[0] = ga;
-        return CLG_OK;
-    }
-    clg_arg args[] = {CLG_ARG_I(ga->numel), CLG_ARG_I(a->ndim), clg__arg_int8(a->shape, a->ndim), CLG_ARG_I(ax),
-                      CLG_ARG_M(ga->buf->mem), CLG_ARG_I(ga->offset),
-                      CLG_ARG_M(g->buf->mem), CLG_ARG_I(g->offset), clg__arg_int8(g->strides, g->ndim),
-                      CLG_ARG_I(idx->shape[0]),
-                      CLG_ARG_M(idx->buf->mem), CLG_ARG_I(idx->offset), CLG_ARG_I(idx->strides[0])};
-    if (launch(g->dev, ga->dtype, "index_select_bw", args, 13, ga->numel) != CLG_OK) return g->dev->status;
-    gin[0] = ga;
-    return CLG_OK;
+    gin[0] = add_along("index_select", a->ndim, a->shape, (int)n->i[0], idx, g, NULL, 0);
+    return gin[0] ? CLG_OK : g->dev->status;
 }
 
 clg_tensor *clg_index_select(clg_tensor *a, int axis, clg_tensor *indices)
@@ -144,17 +266,8 @@ clg_tensor *clg_index_select(clg_tensor *a, int axis, clg_tensor *indices)
 static clg_status gather_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
 {
     clg_tensor *a = n->inputs[0], *idx = n->inputs[1];
-    int ax = (int)n->i[0];
-    clg_tensor *ga = clg__tensor_new(g->dev, a->dtype, a->ndim, a->shape);
-    if (!ga) return g->dev->status;
-    clg_arg args[] = {CLG_ARG_I(ga->numel), CLG_ARG_I(a->ndim), clg__arg_int8(a->shape, a->ndim), CLG_ARG_I(ax),
-                      CLG_ARG_M(ga->buf->mem), CLG_ARG_I(ga->offset),
-                      CLG_ARG_M(g->buf->mem), CLG_ARG_I(g->offset), clg__arg_int8(g->strides, g->ndim),
-                      clg__arg_int8(idx->shape, idx->ndim),
-                      CLG_ARG_M(idx->buf->mem), CLG_ARG_I(idx->offset), clg__arg_int8(idx->strides, idx->ndim)};
-    if (launch(g->dev, ga->dtype, "gather_bw", args, 13, ga->numel) != CLG_OK) return g->dev->status;
-    gin[0] = ga;
-    return CLG_OK;
+    gin[0] = add_at_lines("gather", a->ndim, a->shape, (int)n->i[0], idx, g, NULL, 0);
+    return gin[0] ? CLG_OK : g->dev->status;
 }
 
 clg_tensor *clg_gather(clg_tensor *a, int axis, clg_tensor *index)
@@ -204,20 +317,15 @@ static clg_status scatter_add_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     return CLG_OK;
 }
 
-/* What both share: same device and dtype for a and src, int32 indices, the launch and
- * the tape. args[0..5] are filled here (n, nd, shape, axis, y, oy). */
-static clg_tensor *add_at(const char *op, int opid, clg_backward_fn bw, clg_tensor *a, int ax, clg_tensor *index,
-                          clg_tensor *src, clg_arg *args, int nargs)
+/* y = a + sums (the scatter-add of src), on the tape as op with inputs a, index, src. */
+static clg_tensor *plus_sums(int opid, clg_backward_fn bw, clg_tensor *a, int ax, clg_tensor *index,
+                             clg_tensor *src, clg_tensor *sums)
 {
-    clg_tensor *y = clg__tensor_new(a->dev, a->dtype, a->ndim, a->shape);
-    if (!y) return NULL;
-    args[0] = CLG_ARG_I(y->numel);
-    args[1] = CLG_ARG_I(a->ndim);
-    args[2] = clg__arg_int8(a->shape, a->ndim);
-    args[3] = CLG_ARG_I(ax);
-    args[4] = CLG_ARG_M(y->buf->mem);
-    args[5] = CLG_ARG_I(y->offset);
-    if (launch(a->dev, a->dtype, op, args, nargs, y->numel) != CLG_OK) return fail_launch(op, y, a);
+    if (!sums) return NULL;
+    clg_no_grad_begin(a->dev);
+    clg_tensor *y = clg_add(a, sums);
+    clg_no_grad_end(a->dev);
+    clg_tensor_free(sums);
     clg_node *node = NULL;
     y = clg__taped(y, opid, bw, 3, (clg_tensor *const[]){a, index, src}, &node);
     if (node) node->i[0] = ax;
@@ -240,13 +348,8 @@ clg_tensor *clg_index_add(clg_tensor *a, int axis, clg_tensor *indices, clg_tens
     int code;
     clg_buffer *word = clg__index_check(op, "index", indices, a->shape[ax], a, &code);
     if (!word) return NULL;
-    clg_arg args[] = {{0}, {0}, {0}, {0}, {0}, {0},
-                      CLG_ARG_M(a->buf->mem), CLG_ARG_I(a->offset), clg__arg_int8(a->strides, a->ndim),
-                      CLG_ARG_M(src->buf->mem), CLG_ARG_I(src->offset), clg__arg_int8(src->strides, src->ndim),
-                      CLG_ARG_I(indices->shape[0]),
-                      CLG_ARG_M(indices->buf->mem), CLG_ARG_I(indices->offset), CLG_ARG_I(indices->strides[0]),
-                      CLG_ARG_M(word->mem), CLG_ARG_I(code)};
-    return add_at(op, CLG_OP_index_add, index_add_bw, a, ax, indices, src, args, 18);
+    return plus_sums(CLG_OP_index_add, index_add_bw, a, ax, indices, src,
+                     add_along(op, a->ndim, a->shape, ax, indices, src, word, code));
 }
 
 clg_tensor *clg_scatter_add(clg_tensor *a, int axis, clg_tensor *index, clg_tensor *src)
@@ -269,13 +372,8 @@ clg_tensor *clg_scatter_add(clg_tensor *a, int axis, clg_tensor *index, clg_tens
     int code;
     clg_buffer *word = clg__index_check(op, "index", index, a->shape[ax], a, &code);
     if (!word) return NULL;
-    clg_arg args[] = {{0}, {0}, {0}, {0}, {0}, {0},
-                      CLG_ARG_M(a->buf->mem), CLG_ARG_I(a->offset), clg__arg_int8(a->strides, a->ndim),
-                      CLG_ARG_M(src->buf->mem), CLG_ARG_I(src->offset), clg__arg_int8(src->strides, src->ndim),
-                      clg__arg_int8(index->shape, index->ndim),
-                      CLG_ARG_M(index->buf->mem), CLG_ARG_I(index->offset), clg__arg_int8(index->strides, index->ndim),
-                      CLG_ARG_M(word->mem), CLG_ARG_I(code)};
-    return add_at(op, CLG_OP_scatter_add, scatter_add_bw, a, ax, index, src, args, 18);
+    return plus_sums(CLG_OP_scatter_add, scatter_add_bw, a, ax, index, src,
+                     add_at_lines(op, a->ndim, a->shape, ax, index, src, word, code));
 }
 
 /* a with value where mask is true (nonzero), mask broadcast to a: where(mask, value, a),

@@ -2,7 +2,9 @@
  *
  * Both work on a contiguous copy with the axis moved where the kernels want it (cumsum:
  * [M, R, K], the axis in the middle, a free view when the input is contiguous; sort:
- * the axis last). cumsum's backward is the reverse cumsum of the gradient; sort's (and
+ * the axis last). Sorting is a stable merge sort in log2(R / 16) + 1 launches
+ * (clg__sort_rows, which index.c's scatter-adds share), each work-item placing one
+ * element by a binary search: O(R log^2 R) work per row, no loop over the row. cumsum's backward is the reverse cumsum of the gradient; sort's (and
  * topk's) sends each gradient back to the position its value came from, a scatter_add
  * into zeros (the indices are a permutation: nothing adds up). */
 #include <string.h>
@@ -68,6 +70,37 @@ static clg_status sort_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     return (gin[0] = clg_scatter_add(z, (int)n->i[0], idx, g)) ? CLG_OK : g->dev->status;
 }
 
+clg_status clg__sort_rows(clg_tensor *t, int64_t R, bool descending, clg_tensor **vals, clg_tensor **pos)
+{
+    clg_device *dev = t->dev;
+    *vals = *pos = NULL;
+    clg_tensor *k[2] = {NULL, NULL}, *p[2] = {NULL, NULL};
+    for (int b = 0; b < 2; b++) {
+        k[b] = clg__tensor_new(dev, t->dtype, t->ndim, t->shape);
+        p[b] = k[b] ? clg__tensor_new(dev, CLG_I32, t->ndim, t->shape) : NULL;
+    }
+    clg_status st = p[1] ? CLG_OK : dev->status;
+    if (!st) {
+        clg_arg args[] = {CLG_ARG_I(t->numel), CLG_ARG_I(R), CLG_ARG_M(t->buf->mem), CLG_ARG_I(t->offset),
+                          CLG_ARG_M(k[0]->buf->mem), CLG_ARG_M(p[0]->buf->mem), CLG_ARG_I(descending)};
+        st = launch(dev, t->dtype, "sort_blocks", args, 7, t->numel);
+    }
+    int cur = 0;
+    for (int64_t w = 16; !st && w < R; w *= 2, cur ^= 1) {   /* log2(R / 16) passes */
+        clg_arg args[] = {CLG_ARG_I(t->numel), CLG_ARG_I(R), CLG_ARG_I(w), CLG_ARG_M(k[cur]->buf->mem),
+                          CLG_ARG_M(p[cur]->buf->mem), CLG_ARG_M(k[cur ^ 1]->buf->mem),
+                          CLG_ARG_M(p[cur ^ 1]->buf->mem), CLG_ARG_I(descending)};
+        st = launch(dev, t->dtype, "sort_merge", args, 8, t->numel);
+    }
+    clg_tensor_free(k[cur ^ 1]), clg_tensor_free(p[cur ^ 1]);
+    if (st) {
+        clg_tensor_free(k[cur]), clg_tensor_free(p[cur]);
+        return st;
+    }
+    *vals = k[cur], *pos = p[cur];
+    return CLG_OK;
+}
+
 /* Values and int32 indices of a sorted along ax, both contiguous, off the tape. */
 static clg_status sort_raw(clg_tensor *a, int ax, bool descending, clg_tensor **vals, clg_tensor **idx)
 {
@@ -78,15 +111,8 @@ static clg_status sort_raw(clg_tensor *a, int ax, bool descending, clg_tensor **
     clg_tensor *src = moved ? clg__copy_as(moved, a->dtype) : NULL;   /* contiguous, axis last */
     clg_no_grad_end(dev);
     if (moved != a) clg_tensor_free(moved);
-    clg_tensor *v = src ? clg__tensor_new(dev, a->dtype, src->ndim, src->shape) : NULL;
-    clg_tensor *ix = v ? clg__tensor_new(dev, CLG_I32, src->ndim, src->shape) : NULL;
-    clg_status st = ix ? CLG_OK : dev->status;
-    int64_t R = a->shape[ax];
-    if (!st) {
-        clg_arg args[] = {CLG_ARG_I(src->numel), CLG_ARG_I(R), CLG_ARG_M(src->buf->mem), CLG_ARG_I(src->offset),
-                          CLG_ARG_M(v->buf->mem), CLG_ARG_M(ix->buf->mem), CLG_ARG_I(descending)};
-        st = launch(dev, a->dtype, "sort_rank", args, 7, src->numel);
-    }
+    clg_tensor *v = NULL, *ix = NULL;
+    clg_status st = src ? clg__sort_rows(src, a->shape[ax], descending, &v, &ix) : dev->status;
     clg_tensor_free(src);
     if (!st && ax != last) {   /* the axis back in place, contiguous */
         clg_no_grad_begin(dev);

@@ -241,6 +241,10 @@ clg_node *clg__record(clg_tensor *out, int op, clg_backward_fn backward, int n, 
  * error word (common.cl's clg_report), which this returns, with the op's *code. */
 clg_buffer *clg__index_check(const char *op, const char *what, const clg_tensor *idx, int64_t bound,
                              const clg_tensor *of, int *code);
+/* Each row of R of the contiguous t (numel a multiple of R) sorted stably, off the tape:
+ * new contiguous tensors of the values and of their int32 positions in the row
+ * (sort.c; ascending with NaN last, descending with NaN first). */
+clg_status clg__sort_rows(clg_tensor *t, int64_t R, bool descending, clg_tensor **vals, clg_tensor **pos);
 /* Keep another tensor for the backward (retained until the node goes). */
 void clg__node_save(clg_node *node, int slot, clg_tensor *t);
 /* t's storage was written in place (its version counter moves on). */
