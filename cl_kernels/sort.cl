@@ -3,18 +3,37 @@
 // Launched over exactly their range (clg__launch_1d): no bounds checks (common.cl).
 
 // y[m, r, k] = the sum of x[m, 0..r, k] (reverse: of x[m, r..R-1, k]), in order, so the
-// same inputs give the same bits. One work-item per (m, k): O(R) each.
-__kernel void cumsum(int n, int R, int K, __global const T *x, int ox, __global T *y, int oy, int reverse)
+// same inputs give the same bits. The axis is cut into pieces of P (sort.c keeps P
+// within the device's item_loops): work-item (k, m, piece) scans its piece and, when
+// there are several, leaves the piece's total in tot[piece, m, k]; the
+// totals are scanned in turn and cumsum_add adds each piece's carry. `r` counts in scan
+// order: from the end when reverse.
+__kernel void cumsum(int n, int R, int K, int M, int P, __global const T *x, int ox, __global T *y, int oy,
+                     int reverse, __global T *tot, int pieces)
 {
     int gid = get_global_id(0);
-    int k = gid % K, m = gid / K;
+    int k = gid % K, m = gid / K % M, piece = gid / K / M;
     size_t base = (size_t)m * R * K + k;
+    int r1 = min(piece * P + P, R);
     T acc = (T)0;
-    for (int r = 0; r < R; r++) {
+    for (int r = piece * P; r < r1; r++) {
         size_t at = base + (size_t)(reverse ? R - 1 - r : r) * K;
         acc += x[ox + at];
         y[oy + at] = acc;
     }
+    if (pieces > 1) tot[((size_t)piece * M + m) * K + k] = acc;
+}
+
+// Piece piece + 1 of cumsum's scan gets the scanned totals of the pieces before it.
+__kernel void cumsum_add(int n, int R, int K, int M, int P, __global T *y, int oy, int reverse,
+                         __global const T *ctot)
+{
+    int gid = get_global_id(0);
+    int k = gid % K, m = gid / K % M, piece = gid / K / M + 1;
+    size_t base = (size_t)m * R * K + k;
+    T carry = ctot[((size_t)(piece - 1) * M + m) * K + k];
+    int r1 = min(piece * P + P, R);
+    for (int r = piece * P; r < r1; r++) y[oy + base + (size_t)(reverse ? R - 1 - r : r) * K] += carry;
 }
 
 #ifdef CLG_I32

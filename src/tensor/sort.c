@@ -21,6 +21,38 @@ static clg_status launch(clg_device *dev, clg_dtype dtype, const char *name, con
 
 /* ---- cumsum --------------------------------------------------------------------------------------- */
 
+/* The scan of src ([M, R, K] contiguous) into y, in pieces of P along R that no
+ * work-item's loop outgrows (item_loops): each piece scans on its own, the pieces'
+ * totals are scanned in turn (a scan of [pieces, M, K], itself in pieces when long) and
+ * each piece adds the carry of those before it. Pieces are halved while they leave
+ * fewer than 256 work-items, so that one long row still runs in parallel. */
+static clg_status scan(clg_device *dev, clg_tensor *src, clg_tensor *y, int64_t M, int64_t R, int64_t K,
+                       bool reverse)
+{
+    int64_t P = (int64_t)clg__device_params(dev)->item_loops / 2, np;
+    while (P > 1024 && M * K * ((R + P - 1) / P) < 256) P /= 2;
+    np = (R + P - 1) / P;
+    clg_tensor *tot = np > 1 ? clg__tensor_new(dev, src->dtype, 3, (int64_t[]){np, M, K}) : NULL;
+    if (np > 1 && !tot) return dev->status;
+    clg_arg a[] = {CLG_ARG_I(M * K * np), CLG_ARG_I(R), CLG_ARG_I(K), CLG_ARG_I(M), CLG_ARG_I(P),
+                   CLG_ARG_M(src->buf->mem), CLG_ARG_I(src->offset), CLG_ARG_M(y->buf->mem), CLG_ARG_I(y->offset),
+                   CLG_ARG_I(reverse), CLG_ARG_M(tot ? tot->buf->mem : y->buf->mem), CLG_ARG_I(np)};
+    clg_status st = launch(dev, src->dtype, "cumsum", a, 12, M * K * np);
+    if (!st && tot) {
+        clg_tensor *ctot = clg__tensor_new(dev, src->dtype, 3, tot->shape);
+        st = ctot ? scan(dev, tot, ctot, 1, np, M * K, false) : dev->status;
+        if (!st) {
+            clg_arg c[] = {CLG_ARG_I(M * K * (np - 1)), CLG_ARG_I(R), CLG_ARG_I(K), CLG_ARG_I(M), CLG_ARG_I(P),
+                           CLG_ARG_M(y->buf->mem), CLG_ARG_I(y->offset), CLG_ARG_I(reverse),
+                           CLG_ARG_M(ctot->buf->mem)};
+            st = launch(dev, src->dtype, "cumsum_add", c, 9, M * K * (np - 1));
+        }
+        clg_tensor_free(ctot);
+    }
+    clg_tensor_free(tot);
+    return st;
+}
+
 /* y = the cumulative sum of t along ax (reverse: from the end), off the tape. */
 static clg_tensor *cumsum_raw(clg_tensor *t, int ax, bool reverse)
 {
@@ -34,9 +66,7 @@ static clg_tensor *cumsum_raw(clg_tensor *t, int ax, bool reverse)
     for (int d = 0; d < ax; d++) M *= t->shape[d];
     for (int d = ax + 1; d < t->ndim; d++) K *= t->shape[d];
     int64_t R = t->ndim ? t->shape[ax] : 1;
-    clg_arg a[] = {CLG_ARG_I(M * K), CLG_ARG_I(R), CLG_ARG_I(K), CLG_ARG_M(src->buf->mem), CLG_ARG_I(src->offset),
-                   CLG_ARG_M(y->buf->mem), CLG_ARG_I(y->offset), CLG_ARG_I(reverse)};
-    clg_status st = R ? launch(t->dev, t->dtype, "cumsum", a, 8, M * K) : CLG_OK;
+    clg_status st = R > 0 && M * K > 0 ? scan(t->dev, src, y, M, R, K, reverse) : CLG_OK;
     if (src != t) clg_tensor_free(src);
     if (st != CLG_OK) {
         clg_tensor_free(y);
