@@ -85,6 +85,33 @@ static clg_status check_call(clg_device *dev, const clg_gemm_args *g)
 
 /* ---- the entry points ------------------------------------------------------------------- */
 
+/* The longest k one launch of engine may take: each work-item loops over all of k (with
+ * a few loop iterations per k in the tiled kernel's tile loads, and in the packed
+ * engine's packing), and some drivers end a work-item's loops silently past a count
+ * (item_loops, device table). CLBlast's kernels are its own. */
+static size_t k_slice(clg_device *dev, clg_gemm_engine engine)
+{
+    size_t loops = clg__device_params(dev)->item_loops / (engine == CLG_GEMM_TILED ? 3 : 4) / 16 * 16;
+    return engine == CLG_GEMM_CLBLAST ? SIZE_MAX : loops > 16 ? loops : 16;
+}
+
+/* g as products over slices of k of at most `slice`, each adding into C (the first with
+ * g's beta): sums in a different order than one launch's, none past the loop limit. */
+static clg_status gemm_k_slices(clg_device *dev, clg_gemm_engine engine, const clg_gemm_tiled_config *tiled,
+                                const clg_gemm_args *g, size_t slice)
+{
+    for (size_t k0 = 0; k0 < g->k; k0 += slice) {
+        clg_gemm_args s = *g;
+        s.k = g->k - k0 < slice ? g->k - k0 : slice;
+        s.a_off += g->trans_a ? k0 * g->lda : k0;
+        s.b_off += g->trans_b ? k0 : k0 * g->ldb;
+        if (k0) s.beta = 1.0;
+        clg_status st = clg__gemm_run(dev, engine, tiled, &s);
+        if (st) return st;
+    }
+    return CLG_OK;
+}
+
 clg_status clg__gemm_run(clg_device *dev, clg_gemm_engine engine, const clg_gemm_tiled_config *tiled,
                          const clg_gemm_args *g)
 {
@@ -100,9 +127,14 @@ clg_status clg__gemm_run(clg_device *dev, clg_gemm_engine engine, const clg_gemm
      * capture sees (a replay without them silently skipped every product). While a
      * capture is open, products that would go to CLBlast run on the tiled kernels. */
     if (engine == CLG_GEMM_CLBLAST && clg__capturing(dev)) engine = CLG_GEMM_TILED;
+    /* Past the loop limit, slices of k; 16-bit results in float32 first, so that each
+     * is still rounded once. */
+    size_t slice = k_slice(dev, engine);
+    if (g->k > slice && (!clg__gemm_type_is_half(g->type) || g->c_f32))
+        return gemm_k_slices(dev, engine, tiled, g, slice);
     /* The packed kernels read and write 16-bit storage themselves; the others compute
      * on float32 copies. */
-    if (clg__gemm_type_is_half(g->type) && !(engine == CLG_GEMM_PACKED && clg__gemm_kernel_fits(g)))
+    if (clg__gemm_type_is_half(g->type) && !(engine == CLG_GEMM_PACKED && clg__gemm_kernel_fits(g) && g->k <= slice))
         return clg__gemm_widened(dev, engine, tiled, g);
     /* Sizes past the kernels' 32-bit indexing go to CLBlast, which indexes with size_t. */
     if (engine == CLG_GEMM_TILED && clg__gemm_tiled_fits(g)) {
