@@ -33,7 +33,7 @@ typedef struct options {
 static int usage(void)
 {
     printf("usage: clgrad conformance [--device SPEC] [--dtype f32|f64] [--size small|normal] [--verbose]\n"
-           "                          [--only TEXT] [--no-bench]\n"
+           "                          [--long N] [--only TEXT] [--no-bench]\n"
            "Runs every op forward and backward, and every optimizer's step, against plain-C\n"
            "references computed in double on the host, on every OpenCL device (or the one\n"
            "--device SPEC / $CLG_DEVICE names), and prints one table per device: each case's\n"
@@ -49,6 +49,9 @@ static int usage(void)
            "  --size small|normal small shapes (default, fast), contiguous inputs; or shapes spanning\n"
            "                      many work-groups, with inputs also sliced (every other element)\n"
            "                      and transposed (rows: the worst of the three layouts)\n"
+           "  --long N            the long-axis cases' length (default 70001): scans, sorts,\n"
+           "                      index lists and sums past what one work-item may loop over\n"
+           "                      (products' inner size 3N/7, index repeats 2N/7)\n"
            "  --only TEXT         only the cases whose name contains TEXT\n"
            "  --no-bench          skip the GEMM timing\n"
            "  --verbose           the worst element of every case, and times\n"
@@ -87,6 +90,7 @@ static int parse(int argc, char **argv, options *o)
         {"device", required_argument, 0, 'd'}, {"dtype", required_argument, 0, 't'},
         {"size", required_argument, 0, 's'},   {"verbose", no_argument, 0, 'v'},
         {"only", required_argument, 0, 'o'},   {"no-bench", no_argument, 0, 'B'},
+        {"long", required_argument, 0, 'L'},
         {"inject-fault", required_argument, 0, 'F'},   /* hidden: the self-check */
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
     *o = (options){.cf = {.dtype = CLG_F32}, .spec = getenv("CLG_DEVICE"), .bench = true};
@@ -104,6 +108,14 @@ static int parse(int argc, char **argv, options *o)
             o->cf.big = o->cf.layouts = !strcmp(optarg, "normal");
             break;
         case 'v': o->cf.verbose = true; break;
+        case 'L': {
+            char *end;
+            long long v = strtoll(optarg, &end, 10);
+            if (*end || end == optarg || v < 64 || v > 10000000)
+                return cli_usage_error(CMD, "--long takes a length from 64 to 10000000");
+            o->cf.long_n = v;
+            break;
+        }
         case 'o': o->only = optarg; break;
         case 'B': o->bench = false; break;
         case 'F':

@@ -41,6 +41,7 @@ typedef struct cf_arr {
 
 typedef struct cf_prob {
     bool big;             /* --size normal */
+    int64_t long_n;       /* the long-axis cases' length (--long) */
     clg_dtype dtype;      /* the float dtype on the device */
     bool fp64;            /* the device has float64 */
     int nin, nout;
@@ -109,6 +110,7 @@ extern const char *const cf_layout_names[CF_LAYOUT_COUNT];
 
 typedef struct cf_options {
     bool big;
+    int64_t long_n;               /* the long-axis cases' length (--long; 0: 70,001) */
     bool layouts;                 /* also the sliced and transposed layouts (rows: the worst of all) */
     clg_dtype dtype;
     bool verbose;

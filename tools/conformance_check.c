@@ -305,7 +305,7 @@ static void check_layout(clg_device *dev, const cf_case *c, const cf_options *o,
     memset(r, 0, sizeof *r);
     r->pass = true;
     double t0 = now();
-    cf_prob p = {.big = o->big, .dtype = o->dtype, .fp64 = clg_device_get_info(dev)->fp64, .tol = 1, .arg = c->arg};
+    cf_prob p = {.big = o->big, .long_n = o->long_n ? o->long_n : 70001, .dtype = o->dtype, .fp64 = clg_device_get_info(dev)->fp64, .tol = 1, .arg = c->arg};
     c->setup(&p);
     char op[64];
     cf_op_name(c, op, sizeof op);

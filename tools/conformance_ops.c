@@ -762,6 +762,67 @@ static void sort_ref(const cf_prob *p, double *const *in, double *const *out)
     free(row);
 }
 
+/* ---- long axes: past what one work-item may loop over ------------------------------------------ */
+
+/* Lengths from cf_prob.long_n (--long): scans, sorts and index lists of N, products with
+ * an inner size of 3N/7, an index repeated 2N/7 times. Integral values keep the long
+ * float32 sums exact where the case allows. */
+static void long_cumsum_setup(cf_prob *p)
+{
+    p->ia[0] = 1;
+    cf_in(p, CF_GRAD, -3, 3, 2, 2, (int)p->long_n)->integral = true;
+    cf_out_like(p, 0);
+}
+static void long_matmul_setup(cf_prob *p)
+{
+    int k = (int)(p->long_n * 3 / 7);
+    p->ia[0] = 2, p->ia[1] = k, p->ia[2] = 3;
+    cf_in(p, CF_GRAD, -2, 2, 2, 2, k)->integral = true;
+    cf_in(p, CF_GRAD, -2, 2, 2, k, 3)->integral = true;
+    cf_out(p, 2, 2, 3);
+}
+static void long_linear_setup(cf_prob *p)
+{
+    int N = (int)p->long_n;
+    cf_in(p, CF_CONST, -1, 1, 2, N, 4), cf_out(p, 2, N, 4);
+    cf_in(p, CF_GRAD, -1, 1, 2, 4, 4);
+    cf_in(p, CF_GRAD, -1, 1, 1, 4);
+    p->tol = 4;
+}
+static void long_index_select_setup(cf_prob *p)
+{
+    int K = (int)(p->long_n * 2 / 7);
+    p->ia[0] = 0;
+    cf_in(p, CF_GRAD, -1, 1, 2, 3, 4), cf_in(p, CF_INDEX, 0, 3, 1, K), cf_out(p, 2, K, 4);
+    p->tol = 4;
+}
+static void long_index_add_setup(cf_prob *p)
+{
+    int K = (int)p->long_n;
+    cf_in(p, CF_GRAD, -1, 1, 2, 2, 5);
+    cf_in(p, CF_INDEX, 0, 5, 1, K);
+    cf_in(p, CF_GRAD, -1, 1, 2, 2, K);
+    cf_out(p, 2, 2, 5);
+    p->tol = 4;
+}
+/* topk 3 of one long row, values spread far enough apart for the central differences */
+static void long_topk_setup(cf_prob *p)
+{
+    p->ia[0] = 3;
+    cf_in(p, CF_GRAD, -1000, 1000, 2, 1, (int)p->long_n)->spread = true;
+    cf_out(p, 2, 1, 3);
+}
+static void long_topk_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    int64_t n = p->in[0].n;
+    for (int j = 0; j < 3; j++) {   /* the largest below the one before (distinct values) */
+        double best = -INFINITY;
+        for (int64_t i = 0; i < n; i++)
+            if (in[0][i] > best && (j == 0 || in[0][i] < out[0][j - 1])) best = in[0][i];
+        out[0][j] = best;
+    }
+}
+
 /* index_add(a [A, B], axis 1, indices [K], src [A, K]) with repeats */
 static void index_add_setup(cf_prob *p)
 {
@@ -965,6 +1026,12 @@ const cf_case cf_ops_cases[] = {
     {"topk (3, axis 1)", sort_setup, sort_run, sort_ref, NULL, ""},
     {"index_add (axis 1, repeats)", index_add_setup, index_add_run, index_add_ref, NULL, NULL},
     {"scatter_add (axis 1, repeats)", scatter_add_setup, scatter_add_run, scatter_add_ref, NULL, NULL},
+    {"cumsum (long axis)", long_cumsum_setup, cumsum_run, cumsum_ref, NULL, NULL},
+    {"matmul (long inner size)", long_matmul_setup, matmul_run, matmul_ref, NULL, &MM_E[MM_2D]},
+    {"linear (long batch: weight gradient)", long_linear_setup, linear_run, linear_ref, NULL, NULL},
+    {"index_select (long repeats)", long_index_select_setup, index_select_run, index_select_ref, NULL, NULL},
+    {"index_add (long index)", long_index_add_setup, index_add_run, index_add_ref, NULL, NULL},
+    {"topk (3 of a long axis)", long_topk_setup, sort_run, long_topk_ref, NULL, ""},
     {"concat (axis 1)", join_setup, join_run, join_ref, NULL, &J_E[J_CONCAT]},
     {"stack (axis 1)", join_setup, join_run, join_ref, NULL, &J_E[J_STACK]},
     {"split (axis 1, three parts)", join_setup, join_run, join_ref, NULL, &J_E[J_SPLIT]},

@@ -7,7 +7,8 @@
 #   oclgrind_cli_conformance  every case under Oclgrind (label oclgrind) through
 #                          tests/oclgrind/run.sh, which fails on any report;
 #                          GEMM on the tiled engine (tuning would time every engine in the
-#                          simulator, minutes).
+#                          simulator, minutes); the long-axis cases at 700, past a lowered
+#                          item_loops (256), so that they split as long ones do elsewhere.
 if(CLGRAD_BUILD_TOOLS)
   set(_conf "\"$0\" conformance --device \"\${CLG_DEVICE:-default}\" --no-bench")
   add_test(NAME cli_conformance COMMAND sh -c
@@ -21,7 +22,7 @@ if(CLGRAD_BUILD_TOOLS)
   set_tests_properties(cli_conformance cli_conformance_fault PROPERTIES
     ENVIRONMENT "CLG_CACHE_DIR=${CMAKE_BINARY_DIR}/test-cache" TIMEOUT 600 LABELS "cli;device")
   add_test(NAME oclgrind_cli_conformance COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/oclgrind/run.sh
-    $<TARGET_FILE:clgrad_cli> conformance --no-bench)
+    $<TARGET_FILE:clgrad_cli> conformance --no-bench --long 700)
   set_tests_properties(oclgrind_cli_conformance PROPERTIES
-    ENVIRONMENT "CLG_CACHE_DIR=${CMAKE_BINARY_DIR}/oclgrind-cache;CLG_PARAMS=gemm=tiled" TIMEOUT 900 LABELS oclgrind)
+    ENVIRONMENT "CLG_CACHE_DIR=${CMAKE_BINARY_DIR}/oclgrind-cache;CLG_PARAMS=gemm=tiled,item_loops=256" TIMEOUT 900 LABELS oclgrind)
 endif()
