@@ -309,19 +309,6 @@ static void run_case(clg_device *dev, const kase *k, const char *cls, inputs *in
     for (int i = 0; i < k->nin; i++) clg_tensor_set_requires_grad(t[i], false);
 }
 
-/* Kernels whose cost is the axis squared per row: the scatter-adds without atomics
- * (index.c: each output element walks the whole index axis; gather's backward is one)
- * and the rank sort (sort.cl: each element counts the elements before it; topk sorts,
- * and sort's backward scatters). On the long class they take minutes to hours (sort
- * forward alone: 7.7 s per call on a 2-core POCL). */
-static bool quadratic(const char *name)
-{
-    static const char *const q[] = {"gather", "scatter_add", "index_add", "sort", "topk"};
-    for (size_t i = 0; i < sizeof q / sizeof *q; i++)
-        if (!strcmp(name, q[i])) return true;
-    return false;
-}
-
 int main(int argc, char **argv)
 {
     int repeats = 3;
@@ -353,10 +340,6 @@ int main(int argc, char **argv)
             char name[96];
             snprintf(name, sizeof name, "%s/%s", CASES[k].name, CLASSES[c].name);
             if (CASES[k].special || (only && !strstr(name, only))) continue;
-            if (c == 2 && quadratic(CASES[k].name)) {
-                printf("skip %s: quadratic in the axis (65,536 x 1M steps; minutes to hours)\n", name);
-                continue;
-            }
             clg_tensor *t[2] = {in.x, in.y};
             run_case(dev, &CASES[k], CLASSES[c].name, &in, t, repeats);
         }

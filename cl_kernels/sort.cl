@@ -56,19 +56,20 @@ inline bool clg_before(T a, int i, T b, int j, int descending)
 }
 
 // Stable merge sort of rows of R in passes (src/tensor/sort.c), so that no work-item
-// walks a row: ranks within blocks of 16, then merges of neighbouring runs, one element
-// per work-item placed by a binary search (32 steps at most). Elements carry their
-// position in the row; clg_before breaks ties by it, so every order is total and the
-// result is PyTorch's stable sort. Launched over exactly n = rows * R items.
+// walks a long row: ranks within blocks of B (at most 256: B comparisons per item), then
+// merges of neighbouring runs, one element per work-item placed by a binary search (32
+// steps at most). Elements carry their position in the row; clg_before breaks ties by
+// it, so every order is total and the result is PyTorch's stable sort. Launched over
+// exactly n = rows * R items.
 
-// Each block of 16 of a row sorted by rank: vals and pos of the element that goes there.
-__kernel void sort_blocks(int n, int R, __global const T *x, int ox, __global T *vals, __global int *pos,
+// Each block of B of a row sorted by rank: vals and pos of the element that goes there.
+__kernel void sort_blocks(int n, int R, int B, __global const T *x, int ox, __global T *vals, __global int *pos,
                           int descending)
 {
     int gid = get_global_id(0);
     int i = gid % R;
     size_t row = (size_t)(gid / R) * R;
-    int b0 = i & ~15, b1 = min(b0 + 16, R);
+    int b0 = i / B * B, b1 = min(b0 + B, R);
     T v = x[ox + row + i];
     int rank = b0;
     for (int j = b0; j < b1; j++) rank += clg_before(x[ox + row + j], j, v, i, descending);
@@ -76,27 +77,46 @@ __kernel void sort_blocks(int n, int R, __global const T *x, int ox, __global T 
     pos[row + rank] = i;
 }
 
-// The sorted runs [s, s + w) and [s + w, s + 2w) of each row merged into [s, s + 2w):
-// an element's place is its offset in its own run plus the number of elements of the
-// other run that sort before it.
-__kernel void sort_merge(int n, int R, int w, __global const T *kin, __global const int *pin, __global T *kout,
-                         __global int *pout, int descending)
+// The sorted runs [s, s + w) and [s + w, s + 2w) of each row merged into [s, s + 2w), by
+// merge paths: work-item (row, seg) writes the S = 32 outputs from o0 = seg * S (2w is a
+// multiple of S, so they lie in one pair of runs). A binary search over the diagonal
+// finds how many of the first o0 - s outputs come from the left run; then S steps of an
+// ordinary merge. Launched over exactly rows * segs items, segs = ceil(R / 32).
+__kernel void sort_merge(int n, int R, int w, int segs, __global const T *kin, __global const int *pin,
+                         __global T *kout, __global int *pout, int descending)
 {
     int gid = get_global_id(0);
-    int i = gid % R;
-    size_t row = (size_t)(gid / R) * R;
-    long s = (long)(i / w / 2) * 2 * w;
+    int seg = gid % segs;
+    size_t row = (size_t)(gid / segs) * R;
+    int o0 = seg * 32, o1 = min(o0 + 32, R);
+    long s = (long)(o0 / w / 2) * 2 * w;
     int mid = (int)min(s + w, (long)R), end = (int)min(s + 2L * w, (long)R);
-    bool left = i < mid;
-    T v = kin[row + i];
-    int p = pin[row + i];
-    int lo = left ? mid : (int)s, hi = left ? end : mid, o = lo;
-    while (lo < hi) {   // the first element of the other run that does not sort before v
+    int lenA = mid - (int)s, lenB = end - mid, d = o0 - (int)s;
+    __global const T *A = kin + row + s, *Bv = kin + row + mid;
+    __global const int *pA = pin + row + s, *pB = pin + row + mid;
+    int lo = max(0, d - lenB), hi = min(d, lenA);
+    while (lo < hi) {   // the fewest taken from A such that B's next sorts before A's next
         int m = lo + (hi - lo) / 2;
-        if (clg_before(kin[row + m], pin[row + m], v, p, descending)) lo = m + 1;
-        else hi = m;
+        if (clg_before(Bv[d - m - 1], pB[d - m - 1], A[m], pA[m], descending)) hi = m;
+        else lo = m + 1;
     }
-    int at = (int)s + (i - (left ? (int)s : mid)) + (lo - o);
-    kout[row + at] = v;
-    pout[row + at] = p;
+    int ia = lo, ib = d - lo;
+    for (int o = o0; o < o1; o++) {
+        bool take_a = ia < lenA && (ib >= lenB || !clg_before(Bv[ib], pB[ib], A[ia], pA[ia], descending));
+        kout[row + o] = take_a ? A[ia] : Bv[ib];
+        pout[row + o] = take_a ? pA[ia] : pB[ib];
+        ia += take_a;
+        ib += !take_a;
+    }
+}
+
+// Sort's and topk's backward along the last axis: the k gradients of each row go back to
+// the positions their values came from (distinct, so no two items write one place):
+// ga[row, idx[row, j]] = g[row, j]. ga comes zeroed. Launched over exactly rows * k.
+__kernel void unsort(int n, int k, int R, __global const T *g, int og, __global const int *idx, int oi,
+                     __global T *ga, int oga)
+{
+    int gid = get_global_id(0);
+    size_t row = (size_t)(gid / k);
+    ga[oga + row * R + idx[oi + gid]] = g[og + gid];
 }

@@ -55,9 +55,8 @@ static clg_tensor *f_sort(clg_tensor **x, void *c)
 }
 static clg_tensor *f_topk(clg_tensor **x, void *c)
 {
-    (void)c;
     clg_tensor *v, *i;
-    return clg_topk(x[0], 2, 1, true, &v, &i) == CLG_OK ? v : NULL;
+    return clg_topk(x[0], 2, c ? *(int *)c : 1, true, &v, &i) == CLG_OK ? v : NULL;
 }
 static clg_tensor *f_views(clg_tensor **x, void *c)
 {
@@ -157,6 +156,7 @@ int main(void)
     optest_gradcheck(dev, "sort last axis", f_sort, &last, 1, IN({SH(3, 4), .values = distinct}));
     optest_gradcheck(dev, "sort axis 0", f_sort, &first, 1, IN({SH(3, 4), .values = distinct}));
     optest_gradcheck(dev, "topk 2 axis 1", f_topk, NULL, 1, IN({SH(3, 4), .values = distinct}));
+    optest_gradcheck(dev, "topk 2 axis 0", f_topk, &first, 1, IN({SH(4, 3), .values = distinct}));
     optest_gradcheck(dev, "repeat {2, 1, 3}", f_repeat, NULL, 1, IN({SH(2, 3)}));
     clg_pad_mode modes[3] = {CLG_PAD_CONSTANT, CLG_PAD_REFLECT, CLG_PAD_REPLICATE};
     optest_gradcheck(dev, "pad constant", f_pad, &modes[0], 1, IN({SH(2, 3, 4)}));

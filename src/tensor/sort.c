@@ -2,11 +2,11 @@
  *
  * Both work on a contiguous copy with the axis moved where the kernels want it (cumsum:
  * [M, R, K], the axis in the middle, a free view when the input is contiguous; sort:
- * the axis last). Sorting is a stable merge sort in log2(R / 16) + 1 launches
- * (clg__sort_rows, which index.c's scatter-adds share), each work-item placing one
- * element by a binary search: O(R log^2 R) work per row, no loop over the row. cumsum's backward is the reverse cumsum of the gradient; sort's (and
- * topk's) sends each gradient back to the position its value came from, a scatter_add
- * into zeros (the indices are a permutation: nothing adds up). */
+ * the axis last). Sorting is a stable merge sort in log2(R / 64) + 1 launches
+ * (clg__sort_rows, which index.c's scatter-adds share), each work-item merging 32
+ * outputs from one binary search: O(R log R) work per row, no loop over the row. cumsum's backward is the reverse cumsum of the gradient; sort's (and
+ * topk's) sends each gradient back to the position its value came from (unsort: the
+ * positions of a row are distinct, so nothing adds up and no two items write one place). */
 #include <string.h>
 
 #include "tensor_impl.h"
@@ -93,11 +93,44 @@ clg_tensor *clg_cumsum(clg_tensor *a, int axis)
 
 /* ---- sort and topk ---------------------------------------------------------------------------------- */
 
+/* Each gradient back to the position its value came from: a scatter without conflicts
+ * (the positions of a row are distinct), along the last axis (moved there when ax is
+ * not). */
 static clg_status sort_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
 {
+    clg_device *dev = g->dev;
     clg_tensor *a = n->inputs[0], *idx = n->saved[0];
-    clg_tensor *z = clg_zeros(g->dev, g->dtype, a->ndim, a->shape);
-    return (gin[0] = clg_scatter_add(z, (int)n->i[0], idx, g)) ? CLG_OK : g->dev->status;
+    int ax = (int)n->i[0], last = a->ndim - 1;
+    int64_t k = g->shape[ax], R = a->shape[ax], shape[CLG_MAX_DIMS];
+    memcpy(shape, a->shape, sizeof shape);   /* a's shape with the axis last */
+    shape[ax] = a->shape[last], shape[last] = R;
+    clg_no_grad_begin(dev);
+    clg_tensor *gm = ax == last ? g : clg_transpose(g, ax, last), *im = ax == last ? idx : clg_transpose(idx, ax, last);
+    clg_tensor *gc = gm ? clg__copy_as(gm, g->dtype) : NULL, *ic = im ? clg__copy_as(im, CLG_I32) : NULL;
+    clg_tensor *ga = gc && ic ? clg_zeros(dev, g->dtype, a->ndim, shape) : NULL;
+    clg_status st = ga ? CLG_OK : dev->status;
+    if (!st) {
+        clg_arg args[] = {CLG_ARG_I(gc->numel), CLG_ARG_I(k), CLG_ARG_I(R), CLG_ARG_M(gc->buf->mem),
+                          CLG_ARG_I(gc->offset), CLG_ARG_M(ic->buf->mem), CLG_ARG_I(ic->offset),
+                          CLG_ARG_M(ga->buf->mem), CLG_ARG_I(ga->offset)};
+        st = launch(dev, g->dtype, "unsort", args, 9, gc->numel);
+    }
+    if (!st && ax != last) {   /* the axis back in place */
+        clg_tensor *back = clg_transpose(ga, ax, last), *c = back ? clg__copy_as(back, g->dtype) : NULL;
+        clg_tensor_free(back), clg_tensor_free(ga);
+        ga = c;
+        if (!ga) st = dev->status;
+    }
+    clg_no_grad_end(dev);
+    if (gm != g) clg_tensor_free(gm);
+    if (im != idx) clg_tensor_free(im);
+    clg_tensor_free(gc), clg_tensor_free(ic);
+    if (st) {
+        clg_tensor_free(ga);
+        return st;
+    }
+    gin[0] = ga;
+    return CLG_OK;
 }
 
 clg_status clg__sort_rows(clg_tensor *t, int64_t R, bool descending, clg_tensor **vals, clg_tensor **pos)
@@ -110,17 +143,22 @@ clg_status clg__sort_rows(clg_tensor *t, int64_t R, bool descending, clg_tensor 
         p[b] = k[b] ? clg__tensor_new(dev, CLG_I32, t->ndim, t->shape) : NULL;
     }
     clg_status st = p[1] ? CLG_OK : dev->status;
+    /* Rows up to 256 sort by rank in one pass (a loop the items run in step, which
+     * vectorizes); longer ones from blocks of 64. */
+    int64_t B = R <= 256 ? R : 64;
     if (!st) {
-        clg_arg args[] = {CLG_ARG_I(t->numel), CLG_ARG_I(R), CLG_ARG_M(t->buf->mem), CLG_ARG_I(t->offset),
-                          CLG_ARG_M(k[0]->buf->mem), CLG_ARG_M(p[0]->buf->mem), CLG_ARG_I(descending)};
-        st = launch(dev, t->dtype, "sort_blocks", args, 7, t->numel);
+        clg_arg args[] = {CLG_ARG_I(t->numel), CLG_ARG_I(R), CLG_ARG_I(B), CLG_ARG_M(t->buf->mem),
+                          CLG_ARG_I(t->offset), CLG_ARG_M(k[0]->buf->mem), CLG_ARG_M(p[0]->buf->mem),
+                          CLG_ARG_I(descending)};
+        st = launch(dev, t->dtype, "sort_blocks", args, 8, t->numel);
     }
     int cur = 0;
-    for (int64_t w = 16; !st && w < R; w *= 2, cur ^= 1) {   /* log2(R / 16) passes */
-        clg_arg args[] = {CLG_ARG_I(t->numel), CLG_ARG_I(R), CLG_ARG_I(w), CLG_ARG_M(k[cur]->buf->mem),
-                          CLG_ARG_M(p[cur]->buf->mem), CLG_ARG_M(k[cur ^ 1]->buf->mem),
-                          CLG_ARG_M(p[cur ^ 1]->buf->mem), CLG_ARG_I(descending)};
-        st = launch(dev, t->dtype, "sort_merge", args, 8, t->numel);
+    for (int64_t w = B; !st && w < R; w *= 2, cur ^= 1) {   /* log2(R / B) passes */
+        int64_t segs = (R + 31) / 32, items = t->numel / R * segs;
+        clg_arg args[] = {CLG_ARG_I(items), CLG_ARG_I(R), CLG_ARG_I(w), CLG_ARG_I(segs),
+                          CLG_ARG_M(k[cur]->buf->mem), CLG_ARG_M(p[cur]->buf->mem),
+                          CLG_ARG_M(k[cur ^ 1]->buf->mem), CLG_ARG_M(p[cur ^ 1]->buf->mem), CLG_ARG_I(descending)};
+        st = launch(dev, t->dtype, "sort_merge", args, 9, items);
     }
     clg_tensor_free(k[cur ^ 1]), clg_tensor_free(p[cur ^ 1]);
     if (st) {
