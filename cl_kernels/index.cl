@@ -73,6 +73,37 @@ __kernel void gather(int n, int nd, int8 yshape, int axis, __global T *y, int oy
     y[oy + i] = a[oa + clg_offset(c, nd, sa)];
 }
 
+// The same for a contiguous a [Q, na, inner] and index [Q, k, inner] (y's shape): no
+// index division. gather_inner over exactly (inner, k, Q) items; gather_last (inner 1,
+// the gather of a row's picks) over exactly (k, Q).
+__kernel void gather_inner(int inner, int k, int na, __global T *y, int oy, __global const T *a, int oa,
+                           __global const int *idx, int oi, __global int *err, int code)
+{
+    int c = get_global_id(0), m = get_global_id(1), q = get_global_id(2);
+    size_t at = ((size_t)q * k + m) * inner + c;
+    int j = idx[oi + at];
+    if (j < 0 || j >= na) {
+        y[oy + at] = CLG_BAD;
+        clg_report(err, code, j, na);
+        return;
+    }
+    y[oy + at] = a[oa + ((size_t)q * na + j) * inner + c];
+}
+
+__kernel void gather_last(int k, int na, __global T *y, int oy, __global const T *a, int oa,
+                          __global const int *idx, int oi, __global int *err, int code)
+{
+    int m = get_global_id(0), q = get_global_id(1);
+    size_t at = (size_t)q * k + m;
+    int j = idx[oi + at];
+    if (j < 0 || j >= na) {
+        y[oy + at] = CLG_BAD;
+        clg_report(err, code, j, na);
+        return;
+    }
+    y[oy + at] = a[oa + (size_t)q * na + j];
+}
+
 // Scatter-adds without atomics (index.c's segment_sum): y[q, j, c] = the sum of
 // src[q, m, c] over the m with key[m] == j, for index_select's and gather's backward,
 // index_add and scatter_add. The keys of each list (one shared by every q, or one per

@@ -285,13 +285,33 @@ clg_tensor *clg_gather(clg_tensor *a, int axis, clg_tensor *index)
     clg_buffer *word = clg__index_check(op, "index", index, a->shape[ax], a, &code);
     clg_tensor *y = word ? clg__tensor_new(a->dev, a->dtype, index->ndim, index->shape) : NULL;
     if (!y) return NULL;
-    clg_arg args[] = {CLG_ARG_I(y->numel), CLG_ARG_I(y->ndim), clg__arg_int8(y->shape, y->ndim), CLG_ARG_I(ax),
-                      CLG_ARG_M(y->buf->mem), CLG_ARG_I(y->offset),
-                      CLG_ARG_M(a->buf->mem), CLG_ARG_I(a->offset), clg__arg_int8(a->strides, a->ndim),
-                      CLG_ARG_I(a->shape[ax]),
-                      CLG_ARG_M(index->buf->mem), CLG_ARG_I(index->offset), clg__arg_int8(index->strides, index->ndim),
-                      CLG_ARG_M(word->mem), CLG_ARG_I(code)};
-    if (launch(a->dev, a->dtype, "gather", args, 15, y->numel) != CLG_OK) return fail_launch(op, y, a);
+    /* Contiguous a and index of a's size off the axis: rows without index division. */
+    bool rows = clg_tensor_is_contiguous(a) && clg_tensor_is_contiguous(index) && y->numel > 0;
+    int64_t Q = 1, inner = 1;
+    for (int d = 0; d < a->ndim; d++) {
+        if (d != ax && index->shape[d] != a->shape[d]) rows = false;
+        if (d < ax) Q *= a->shape[d];
+        if (d > ax) inner *= a->shape[d];
+    }
+    if (rows) {
+        int64_t k = index->shape[ax];
+        clg_arg args[] = {CLG_ARG_I(inner), CLG_ARG_I(k), CLG_ARG_I(a->shape[ax]), CLG_ARG_M(y->buf->mem),
+                          CLG_ARG_I(y->offset), CLG_ARG_M(a->buf->mem), CLG_ARG_I(a->offset),
+                          CLG_ARG_M(index->buf->mem), CLG_ARG_I(index->offset), CLG_ARG_M(word->mem), CLG_ARG_I(code)};
+        bool last = inner == 1;
+        clg_kernel *kk = clg__kernel_get(a->dev, "index", clg__dtype_options(a->dtype), last ? "gather_last" : "gather_inner");
+        if (!kk || (last ? clg__launch_rows(a->dev, kk, args + 1, 10, (size_t)k, (size_t)Q)
+                         : clg__launch_rows3(a->dev, kk, args, 11, (size_t)inner, (size_t)k, (size_t)Q)))
+            return fail_launch(op, y, a);
+    } else {
+        clg_arg args[] = {CLG_ARG_I(y->numel), CLG_ARG_I(y->ndim), clg__arg_int8(y->shape, y->ndim), CLG_ARG_I(ax),
+                          CLG_ARG_M(y->buf->mem), CLG_ARG_I(y->offset),
+                          CLG_ARG_M(a->buf->mem), CLG_ARG_I(a->offset), clg__arg_int8(a->strides, a->ndim),
+                          CLG_ARG_I(a->shape[ax]),
+                          CLG_ARG_M(index->buf->mem), CLG_ARG_I(index->offset),
+                          clg__arg_int8(index->strides, index->ndim), CLG_ARG_M(word->mem), CLG_ARG_I(code)};
+        if (launch(a->dev, a->dtype, "gather", args, 15, y->numel) != CLG_OK) return fail_launch(op, y, a);
+    }
     clg_node *node = NULL;
     y = clg__taped(y, CLG_OP_gather, gather_bw, 2, (clg_tensor *const[]){a, index}, &node);
     if (node) node->i[0] = ax;
