@@ -1,4 +1,4 @@
-/* Gradient checks for var, softmax, log_softmax, cross_entropy and mse: finite
+/* Gradient checks for var, std, softmax, log_softmax, cross_entropy and mse: finite
  * differences against clg_backward over contiguous, permuted and sliced inputs. */
 #include "optest.h"
 
@@ -26,6 +26,12 @@ static clg_tensor *f_log_softmax_mean(clg_tensor **x, void *c)
     (void)c;
     return clg_mean(clg_mul(clg_log_softmax(x[0], 1), x[0]), CLG_AXES(0), false);
 }
+static clg_tensor *f_std(clg_tensor **x, void *c)
+{
+    var_ctx *v = c;
+    return clg_std(x[0], v->naxes, v->axes, v->correction, v->keepdim);
+}
+
 static clg_tensor *f_var_sum(clg_tensor **x, void *c)
 {
     (void)c;
@@ -65,6 +71,8 @@ int main(void)
     optest_gradcheck(dev, "var all axes", f_var, &vall, 1, IN({SH(3, 5)}));
     optest_gradcheck(dev, "var axis -1 keepdim", f_var, &vneg, 1, IN({SH(2, 3, 4)}));
     optest_gradcheck(dev, "var axis 0", f_var, &v0, 1, IN({SH(5, 3)}));
+    optest_gradcheck(dev, "std axis 1 unbiased", f_std, &v1, 1, IN({SH(3, 4)}));
+    optest_gradcheck(dev, "std axes 0,2 keepdim", f_std, &v02, 1, IN({SH(2, 3, 4)}));
     optest_gradcheck(dev, "var times sum", f_var_sum, NULL, 1, IN({SH(3, 4)}));
 
     const double labels[5] = {2, 0, 4, 4, 1};

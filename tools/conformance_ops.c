@@ -364,7 +364,7 @@ static void where_ref(const cf_prob *p, double *const *in, double *const *out)
 
 /* ---- reductions: ia[0] kind, ia[1] naxes (0: all), ia[2..3] axes, ia[4] keepdim, ia[5] correction */
 
-enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_VAR, R_PROD, R_NORM2, R_LSE, R_ARGMIN, R_ARGMAX };
+enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_VAR, R_STD, R_PROD, R_NORM2, R_LSE, R_ARGMIN, R_ARGMAX };
 
 typedef struct reduce_entry {
     int kind, naxes, axes[2];
@@ -382,6 +382,7 @@ static const reduce_entry R_MIN_ALL = {R_MIN, 0, {0, 0}, false, 0};
 static const reduce_entry R_MIN_12 = {R_MIN, 2, {1, 2}, false, 0};
 static const reduce_entry R_VAR_1 = {R_VAR, 1, {1, 0}, false, 1};
 static const reduce_entry R_VAR_ALL = {R_VAR, 0, {0, 0}, false, 0};
+static const reduce_entry R_STD_1 = {R_STD, 1, {1, 0}, true, 1};
 static const reduce_entry R_PROD_0 = {R_PROD, 1, {0, 0}, false, 0};
 static const reduce_entry R_NORM2_12 = {R_NORM2, 2, {1, 2}, true, 0};
 static const reduce_entry R_LSE_1 = {R_LSE, 1, {1, 0}, false, 0};
@@ -410,7 +411,7 @@ static void reduce_setup(cf_prob *p)
     }
     for (int d = 0; d < o->nd; d++) o->n *= o->shape[d];
     p->no_backward = arg;
-    if (e->kind == R_VAR || p->big) p->tol = 4;   /* long sums in float32 */
+    if (e->kind == R_VAR || e->kind == R_STD || p->big) p->tol = 4;   /* long sums in float32 */
 }
 
 static void reduce_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
@@ -423,6 +424,7 @@ static void reduce_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
     case R_MAX: out[0] = clg_max(in[0], e->naxes, ax, e->keepdim); break;
     case R_MIN: out[0] = clg_min(in[0], e->naxes, ax, e->keepdim); break;
     case R_VAR: out[0] = clg_var(in[0], e->naxes, ax, e->correction, e->keepdim); break;
+    case R_STD: out[0] = clg_std(in[0], e->naxes, ax, e->correction, e->keepdim); break;
     case R_PROD: out[0] = clg_prod(in[0], e->naxes, ax, e->keepdim); break;
     case R_NORM2: out[0] = clg_norm(in[0], 2, e->naxes, ax, e->keepdim); break;
     case R_LSE: out[0] = clg_logsumexp(in[0], e->naxes, ax, e->keepdim); break;
@@ -439,7 +441,8 @@ static void reduce_ref(const cf_prob *p, double *const *in, double *const *out)
     double *acc = out[0];
     double *mean = calloc((size_t)m, sizeof *mean);
     int64_t *arg = calloc((size_t)m, sizeof *arg), *seen = calloc((size_t)m, sizeof *seen);
-    for (int pass = 0; pass < (e->kind == R_VAR || e->kind == R_LSE ? 2 : 1); pass++) {
+    bool var = e->kind == R_VAR || e->kind == R_STD;
+    for (int pass = 0; pass < (var || e->kind == R_LSE ? 2 : 1); pass++) {
         for (int64_t j = 0; j < m; j++) acc[j] = 0, seen[j] = 0;
         for (int64_t i = 0; i < a->n; i++) {
             int64_t c[CLG_MAX_DIMS], j = 0;
@@ -452,7 +455,8 @@ static void reduce_ref(const cf_prob *p, double *const *in, double *const *out)
             case R_SUM: case R_MEAN: acc[j] += x; break;
             case R_MAX: if (first || x > acc[j]) acc[j] = x; break;
             case R_MIN: if (first || x < acc[j]) acc[j] = x; break;
-            case R_VAR: if (pass == 0) acc[j] += x; else acc[j] += (x - mean[j]) * (x - mean[j]); break;
+            case R_VAR:
+            case R_STD: if (pass == 0) acc[j] += x; else acc[j] += (x - mean[j]) * (x - mean[j]); break;
             case R_PROD: acc[j] = first ? x : acc[j] * x; break;
             case R_NORM2: acc[j] += x * x; break;
             case R_LSE: if (pass == 0) { if (first || x > acc[j]) acc[j] = x; } else acc[j] += exp(x - mean[j]); break;
@@ -460,14 +464,15 @@ static void reduce_ref(const cf_prob *p, double *const *in, double *const *out)
             default: if (first || x > mean[j]) mean[j] = x, arg[j] = seen[j] - 1; break;
             }
         }
-        if (e->kind == R_VAR && pass == 0)
+        if (var && pass == 0)
             for (int64_t j = 0; j < m; j++) mean[j] = acc[j] / (double)cnt;
         if (e->kind == R_LSE && pass == 0)   /* mean holds the maximum */
             for (int64_t j = 0; j < m; j++) mean[j] = acc[j];
     }
     for (int64_t j = 0; j < m; j++) {
         if (e->kind == R_MEAN) acc[j] /= (double)cnt;
-        if (e->kind == R_VAR) acc[j] /= (double)(cnt - e->correction);
+        if (var) acc[j] /= (double)(cnt - e->correction);
+        if (e->kind == R_STD) acc[j] = sqrt(acc[j]);
         if (e->kind == R_ARGMAX || e->kind == R_ARGMIN) acc[j] = (double)arg[j];
         if (e->kind == R_NORM2) acc[j] = sqrt(acc[j]);
         if (e->kind == R_LSE) acc[j] = mean[j] + log(acc[j]);
@@ -996,6 +1001,7 @@ const cf_case cf_ops_cases[] = {
     REDUCE("min (axes 1, 2)", R_MIN_12),
     REDUCE("var (axis 1, unbiased)", R_VAR_1),
     REDUCE("var (all, population)", R_VAR_ALL),
+    REDUCE("std (axis 1, unbiased, keepdim)", R_STD_1),
     REDUCE("prod (axis 0)", R_PROD_0),
     REDUCE("norm (p 2, axes 1, 2, keepdim)", R_NORM2_12),
     REDUCE("logsumexp (axis 1)", R_LSE_1),

@@ -59,11 +59,12 @@ static clg_status pow_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     return CLG_OK;
 }
 
-/* maximum/minimum: the gradient goes to the chosen operand, halved on ties. */
+/* maximum/minimum: the gradient goes to the chosen operand, halved on ties, whole to
+ * both where one is NaN. */
 static clg_status extremum_bw(clg_node *n, clg_tensor *g, clg_tensor **gin, bool is_max)
 {
-    /* max_share(x, z) is 1 where x > z: input 0 of maximum wins where a > b, of
-     * minimum where b > a. */
+    /* max_share(x, z) is 0 where x < z: input 0 of maximum loses where a < b, of
+     * minimum where b < a. */
     clg_tensor *a = n->inputs[0], *b = n->inputs[1];
     clg_tensor *first = is_max ? a : b, *second = is_max ? b : a;
     if (clg__wants_grad(n, 0) && !(gin[0] = clg_mul(g, binary_op("max_share", first, second, false))))

@@ -239,8 +239,13 @@ static clg_status norm2_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     return (gin[0] = clg_mul(d, spread(n, g))) ? CLG_OK : g->dev->status;
 }
 
+/* f(a) for a 16-bit a: computed in float32 and rounded once, as tensor.h promises of
+ * reductions (the casts carry the gradient both ways). */
+static clg_tensor *in_float32(clg_tensor *y32, clg_dtype dtype) { return y32 ? clg_cast(y32, dtype) : NULL; }
+
 clg_tensor *clg_norm(clg_tensor *a, double p, int naxes, const int *axes, bool keepdim)
 {
+    if (a && clg__is_half(a->dtype)) return in_float32(clg_norm(clg_cast(a, CLG_F32), p, naxes, axes, keepdim), a->dtype);
     if (!a || !clg__check_float("norm", a)) return NULL;
     if (p == 1) return clg_sum(clg_abs(a), naxes, axes, keepdim);
     if (p == INFINITY) return clg_max(clg_abs(a), naxes, axes, keepdim);
@@ -261,12 +266,16 @@ clg_tensor *clg_norm(clg_tensor *a, double p, int naxes, const int *axes, bool k
 /* log(sum(exp(a))) = m + log(sum(exp(a - m))) with m the maximum (a constant: its
  * gradient cancels), taken as 0 where it is infinite, so that all -inf gives -inf
  * and any +inf gives +inf rather than NaN. The gradient is softmax(a), through the
- * ops it is made of. */
+ * ops it is made of. Over an empty axis it is log(0) = -inf, as PyTorch's (there is
+ * no maximum to subtract). */
 clg_tensor *clg_logsumexp(clg_tensor *a, int naxes, const int *axes, bool keepdim)
 {
     if (!a) return NULL;
+    if (clg__is_half(a->dtype))
+        return in_float32(clg_logsumexp(clg_cast(a, CLG_F32), naxes, axes, keepdim), a->dtype);
     reduce_plan rp;
     if (!clg__check_float("logsumexp", a) || !plan_axes("logsumexp", a, naxes, axes, true, &rp)) return NULL;
+    if (rp.R == 0) return clg_log(clg_sum(clg_exp(a), naxes, axes, keepdim));
     clg_device *dev = a->dev;
     clg_no_grad_begin(dev);
     clg_tensor *m = clg_max(a, naxes, axes, true);
@@ -280,10 +289,25 @@ clg_tensor *clg_logsumexp(clg_tensor *a, int naxes, const int *axes, bool keepdi
     return clg_reshape(y, rp.out_ndim, rp.out_shape);
 }
 
-/* The standard deviation, sqrt(var); its gradient through sqrt is inf where var is 0. */
+/* sqrt's gradient g / 2y is g / 0 where var is 0: PyTorch takes 0 there (a constant
+ * input has no spread to move; NaN would poison the whole backward pass of a
+ * normalisation over a constant feature). var's backward does the rest. */
+static clg_status std_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    clg_tensor *y = n->out, *zero = clg_zeros(g->dev, g->dtype, 0, NULL);
+    gin[0] = clg_where(clg_eq(y, zero), zero, clg_div(g, clg_mul_scalar(y, 2.0)));
+    return gin[0] ? CLG_OK : g->dev->status;
+}
+
+/* The standard deviation, sqrt(var), with the gradient 0 where it is 0. */
 clg_tensor *clg_std(clg_tensor *a, int naxes, const int *axes, int correction, bool keepdim)
 {
-    return clg_sqrt(clg_var(a, naxes, axes, correction, keepdim));
+    clg_tensor *v = clg_var(a, naxes, axes, correction, keepdim);
+    if (!v) return NULL;
+    clg_no_grad_begin(v->dev);
+    clg_tensor *y = clg_sqrt(v);
+    clg_no_grad_end(v->dev);
+    return clg__taped(y, CLG_OP_std, std_bw, 1, &v, NULL);
 }
 
 clg_tensor *clg__sum_to_shape(clg_tensor *g, int ndim, const int64_t *shape)

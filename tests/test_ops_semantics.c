@@ -1,0 +1,117 @@
+/* What a port from PyTorch meets at the edges, each case checked against what PyTorch
+ * 1.13 gives: gradients at zero spread (std, var, norm, the normalisations of a
+ * constant input) are 0, not NaN; a NaN operand of maximum/minimum sends the whole
+ * gradient to both, so that the NaN reaches the backward pass; reductions of 16-bit
+ * tensors compute in float32 and round once (logsumexp, norm); logsumexp over an empty
+ * axis is -inf. */
+#include <math.h>
+#include <string.h>
+
+#include "optest.h"
+
+/* Every element of t's gradient finite and equal to want. */
+static void grad_is(const char *what, clg_tensor *t, double want)
+{
+    double *g = optest_read(clg_tensor_grad(t));
+    int64_t n = clg_tensor_numel(t), bad = 0;
+    for (int64_t i = 0; g && i < n; i++) bad += !(g[i] == want);
+    CHECK_MSG(g && bad == 0, "%s: %lld of %lld gradient elements are not %g (first %g)", what, (long long)bad,
+              (long long)n, want, g ? g[0] : NAN);
+    free(g);
+}
+
+static clg_tensor *leaf(clg_device *dev, clg_dtype dt, int nd, const int64_t *shape, const double *v)
+{
+    clg_tensor *t = optest_tensor(dev, dt, nd, shape, v, OPTEST_CONTIGUOUS);
+    CHECK_OK(dev, clg_tensor_set_requires_grad(t, true));
+    return t;
+}
+
+static void test_zero_spread(clg_device *dev)
+{
+    const double two[6] = {2, 2, 2, 2, 2, 2}, zero[6] = {0};
+    clg_dtype dts[2];
+    int nd = optest_float_dtypes(dev, dts);
+    for (int i = 0; i < nd; i++) {
+        clg_scope_begin(dev);
+        clg_tensor *x = leaf(dev, dts[i], 1, (int64_t[]){3}, two);
+        CHECK_OK(dev, clg_backward(clg_std(x, 0, NULL, 1, false), NULL));
+        grad_is("std of [2, 2, 2]", x, 0);
+        x = leaf(dev, dts[i], 2, (int64_t[]){2, 3}, two);
+        CHECK_OK(dev, clg_backward(clg_sum(clg_std(x, CLG_AXES(1), 0, true), 0, NULL, false), NULL));
+        grad_is("std of constant rows", x, 0);
+        x = leaf(dev, dts[i], 1, (int64_t[]){3}, two);
+        CHECK_OK(dev, clg_backward(clg_var(x, 0, NULL, 1, false), NULL));
+        grad_is("var of [2, 2, 2]", x, 0);
+        x = leaf(dev, dts[i], 1, (int64_t[]){3}, zero);
+        CHECK_OK(dev, clg_backward(clg_norm(x, 2, 0, NULL, false), NULL));
+        grad_is("norm of zeros", x, 0);
+        /* layer norm and batch norm over a constant feature: finite, 0 for the input */
+        x = leaf(dev, dts[i], 2, (int64_t[]){2, 3}, two);
+        clg_tensor *w = clg_ones(dev, dts[i], 1, (int64_t[]){3});
+        CHECK_OK(dev, clg_backward(clg_sum(clg_mul(clg_layer_norm(x, 1, w, NULL, 1e-5), x), 0, NULL, false), NULL));
+        grad_is("layer_norm of constant rows (times x)", x, 0);
+        clg_scope_end(dev);
+    }
+}
+
+static void test_nan_extremum(clg_device *dev)
+{
+    clg_scope_begin(dev);
+    clg_tensor *a = leaf(dev, CLG_F32, 1, (int64_t[]){3}, (const double[]){NAN, 1, 5});
+    clg_tensor *b = leaf(dev, CLG_F32, 1, (int64_t[]){3}, (const double[]){2, NAN, 3});
+    CHECK_OK(dev, clg_backward(clg_sum(clg_maximum(a, b), 0, NULL, false), NULL));
+    optest_close("maximum with NaN: a's gradient", clg_tensor_grad(a), (const double[]){1, 1, 1}, 3, 0, 0);
+    optest_close("maximum with NaN: b's gradient", clg_tensor_grad(b), (const double[]){1, 1, 0}, 3, 0, 0);
+    clg_tensor_clear_grad(a), clg_tensor_clear_grad(b);
+    CHECK_OK(dev, clg_backward(clg_sum(clg_minimum(a, b), 0, NULL, false), NULL));
+    optest_close("minimum with NaN: a's gradient", clg_tensor_grad(a), (const double[]){1, 1, 0}, 3, 0, 0);
+    optest_close("minimum with NaN: b's gradient", clg_tensor_grad(b), (const double[]){1, 1, 1}, 3, 0, 0);
+    clg_tensor_clear_grad(a), clg_tensor_clear_grad(b);
+    CHECK_OK(dev, clg_backward(clg_sum(clg_maximum(a, a), 0, NULL, false), NULL));
+    /* ties halve and add up to 1; NaN (no tie: NaN != NaN) gives the whole to both, 2 */
+    optest_close("maximum(a, a)", clg_tensor_grad(a), (const double[]){2, 1, 1}, 3, 0, 0);
+    clg_scope_end(dev);
+}
+
+static void test_half_reductions(clg_device *dev)
+{
+    const double x[6] = {0.5, -1, 2, 0.25, 3, -2};
+    for (int h = 0; h < 2; h++) {
+        clg_dtype dt = h ? CLG_BF16 : CLG_F16;
+        clg_scope_begin(dev);
+        clg_tensor *t = leaf(dev, dt, 2, (int64_t[]){2, 3}, x);
+        clg_tensor *l = clg_logsumexp(t, CLG_AXES(1), false), *n = clg_norm(t, 2, CLG_AXES(1), false);
+        CHECK_MSG(l && clg_tensor_dtype(l) == dt, "logsumexp of %s: %s", clg_dtype_name(dt), clg_device_error(dev));
+        CHECK_MSG(n && clg_tensor_dtype(n) == dt, "norm of %s: %s", clg_dtype_name(dt), clg_device_error(dev));
+        double want_l[2], want_n[2];
+        for (int r = 0; r < 2; r++) {
+            double s = 0, q = 0;
+            for (int c = 0; c < 3; c++) s += exp(x[r * 3 + c]), q += x[r * 3 + c] * x[r * 3 + c];
+            want_l[r] = log(s), want_n[r] = sqrt(q);
+        }
+        double tol = h ? 8e-3 : 1e-3;   /* one rounding to the 16-bit type */
+        optest_close(h ? "logsumexp bfloat16" : "logsumexp float16", l, want_l, 2, 0, tol);
+        optest_close(h ? "norm bfloat16" : "norm float16", n, want_n, 2, 0, tol);
+        CHECK_OK(dev, clg_backward(clg_sum(l, 0, NULL, false), NULL));
+        CHECK_MSG(clg_tensor_grad(t) && clg_tensor_dtype(clg_tensor_grad(t)) == dt, "logsumexp's gradient dtype");
+        clg_scope_end(dev);
+    }
+    /* over an empty axis: -inf, as PyTorch's */
+    clg_scope_begin(dev);
+    clg_tensor *e = clg_logsumexp(clg_zeros(dev, CLG_F32, 2, (int64_t[]){2, 0}), CLG_AXES(1), false);
+    CHECK_MSG(e != NULL, "logsumexp over an empty axis: %s", clg_device_error(dev));
+    optest_close("logsumexp over an empty axis", e, (const double[]){-INFINITY, -INFINITY}, 2, 0, 0);
+    clg_scope_end(dev);
+}
+
+int main(void)
+{
+    clg_device *dev = check_open_device();
+    test_zero_spread(dev);
+    test_nan_extremum(dev);
+    test_half_reductions(dev);
+    CHECK_MSG(clg_tensor_live_count(dev) == 0, "%lld tensors leaked", (long long)clg_tensor_live_count(dev));
+    clg_device_close(dev);
+    return check_report("test_ops_semantics");
+}
