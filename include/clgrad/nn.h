@@ -85,6 +85,12 @@ CLG_API bool clg_module_is_training(const clg_module *m);
 CLG_API void clg_module_set_trainable(clg_module *m, bool trainable);
 /* Freeze or unfreeze one parameter by its full name ("0.weight"). */
 CLG_API clg_status clg_module_set_param_trainable(clg_module *m, const char *name, bool trainable);
+/* Every float parameter and buffer of m and its children converted to dtype, float32 or
+ * float64 (PyTorch's model.double() / .float()): modules are made in float32, and a
+ * model in float64 then takes float64 inputs (16-bit: autocast, autograd.h). Integer buffers (counters) stay; tied parameters stay one
+ * tensor; gradients, and optimizers made before, belong to the old tensors (make the
+ * optimizer after); stateful recurrent layers start again from a zero state. */
+CLG_API clg_status clg_module_to(clg_module *m, clg_dtype dtype);
 
 /* Everything in state_dict order: parameters and buffers with their full dotted names.
  * Fills at most cap entries; returns how many there are. Names stay valid while m lives. */

@@ -251,6 +251,74 @@ void clg_module_set_trainable(clg_module *m, bool trainable)
     for (int i = 0; i < m->nchildren; i++) clg_module_set_trainable(m->children[i], trainable);
 }
 
+/* ---- changing the dtype ------------------------------------------------------------------ */
+
+/* The float tensors converted so far (old -> new), so that a tied parameter stays one tensor. */
+typedef struct dtype_map {
+    clg_tensor **old, **new_;
+    int n, cap;
+} dtype_map;
+
+/* The converted twin of t: made once, out of every scope, a parameter again when t was. */
+static clg_tensor *converted(dtype_map *map, clg_tensor *t, clg_dtype dtype)
+{
+    for (int i = 0; i < map->n; i++)
+        if (map->old[i] == t) return map->new_[i];
+    if (map->n == map->cap) {
+        int cap = map->cap ? 2 * map->cap : 16;
+        clg_tensor **o = realloc(map->old, sizeof *o * (size_t)cap), **n = o ? realloc(map->new_, sizeof *n * (size_t)cap) : NULL;
+        if (o) map->old = o;
+        if (!n) return NULL;
+        map->new_ = n, map->cap = cap;
+    }
+    clg_tensor *c = clg__copy_as(t, dtype);
+    if (!c) return NULL;
+    clg__tensor_unscope(c);
+    c->requires_grad = t->requires_grad;
+    map->old[map->n] = t, map->new_[map->n++] = c;
+    return c;
+}
+
+static clg_status entries_to(clg_module *m, clg_entries *e, dtype_map *map, clg_dtype dtype)
+{
+    for (int i = 0; i < e->n; i++) {
+        clg_tensor *t = e->items[i].t;
+        if (!clg__is_float(t->dtype) && !clg__is_half(t->dtype)) continue;   /* counters stay integers */
+        if (t->dtype == dtype) continue;
+        clg_tensor *c = converted(map, t, dtype);
+        if (!c) return m->dev->status ? m->dev->status : CLG_ERR_OUT_OF_MEMORY;
+        clg__tensor_retain(c);
+        clg__tensor_release(t);
+        e->items[i].t = c;
+    }
+    return CLG_OK;
+}
+
+static clg_status module_to(clg_module *m, dtype_map *map, clg_dtype dtype)
+{
+    clg_status st = entries_to(m, &m->params, map, dtype);
+    if (!st) st = entries_to(m, &m->buffers, map, dtype);
+    clg__rnn_drop_state(m);   /* a carried state of the old dtype starts again from zeros */
+    for (int i = 0; !st && i < m->nchildren; i++) st = module_to(m->children[i], map, dtype);
+    drop_state(m);
+    return st;
+}
+
+clg_status clg_module_to(clg_module *m, clg_dtype dtype)
+{
+    if (!m) return CLG_ERR_INVALID_ARGUMENT;
+    if (dtype != CLG_F32 && dtype != CLG_F64)
+        return clg__fail(m->dev, CLG_ERR_DTYPE, "clg_module_to: %s: modules compute in float32 or float64 (16-bit "
+                         "training: autocast, clgrad/autograd.h)", clg_dtype_name(dtype));
+    if (dtype == CLG_F64 && !clg_device_get_info(m->dev)->fp64)
+        return clg__fail(m->dev, CLG_ERR_DTYPE, "clg_module_to: the device has no float64 (cl_khr_fp64)");
+    dtype_map map = {0};
+    clg_status st = module_to(m, &map, dtype);
+    for (int i = 0; i < map.n; i++) clg__tensor_release(map.new_[i]);   /* the entries hold them now */
+    free(map.old), free(map.new_);
+    return st;
+}
+
 /* ---- the state_dict walk ------------------------------------------------------------------ */
 
 typedef struct walk {

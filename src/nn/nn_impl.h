@@ -40,6 +40,10 @@ clg_tensor *clg__nn_uniform_param(clg_device *dev, int ndim, const int64_t *shap
  * them; returns m, or NULL with m freed. */
 clg_module *clg__nn_affine_params(clg_module *m, int ndim, const int64_t *shape);
 
+/* A recurrent layer's carried state dropped (the next step starts from zeros made in
+ * its input's dtype); other modules are left alone. */
+void clg__rnn_drop_state(clg_module *m);
+
 /* The output of m's child `name` on x. */
 clg_tensor *clg__nn_child(clg_module *m, const char *name, clg_tensor *x);
 /* Add a just-made child c (NULL: it failed; the device's status) to m; c is freed when

@@ -222,6 +222,11 @@ void clg_rnn_reset_state(clg_module *m)
 
 bool clg_module_is_recurrent(const clg_module *m) { return m && m->iface->free_data == rnn_free; }
 
+void clg__rnn_drop_state(clg_module *m)
+{
+    if (clg_module_is_recurrent(m)) drop_state(m->data);
+}
+
 static void rnn_describe(const clg_module *m, char *buf, size_t len)
 {
     const rnn_data *d = m->data;
