@@ -43,6 +43,12 @@ static clg_tensor *f_flip(clg_tensor **x, void *c) { (void)c; return clg_flip(x[
 static clg_tensor *f_tril(clg_tensor **x, void *c) { return clg_tril(x[0], *(int64_t *)c); }
 static clg_tensor *f_triu(clg_tensor **x, void *c) { return clg_triu(x[0], *(int64_t *)c); }
 static clg_tensor *f_repeat(clg_tensor **x, void *c) { (void)c; return clg_repeat(x[0], CLG_SHAPE(2, 1, 3)); }
+static clg_tensor *f_pad_crop(clg_tensor **x, void *c)
+{
+    (void)c;
+    return clg_pad(x[0], 4, (const int64_t[]){-1, 2, 1, -1}, CLG_PAD_CONSTANT, 0.5);
+}
+
 static clg_tensor *f_pad(clg_tensor **x, void *c)
 {
     return clg_pad(x[0], 4, (const int64_t[]){2, 1, 0, 1}, *(clg_pad_mode *)c, 0.5);
@@ -160,6 +166,7 @@ int main(void)
     optest_gradcheck(dev, "repeat {2, 1, 3}", f_repeat, NULL, 1, IN({SH(2, 3)}));
     clg_pad_mode modes[3] = {CLG_PAD_CONSTANT, CLG_PAD_REFLECT, CLG_PAD_REPLICATE};
     optest_gradcheck(dev, "pad constant", f_pad, &modes[0], 1, IN({SH(2, 3, 4)}));
+    optest_gradcheck(dev, "pad cropping", f_pad_crop, NULL, 1, IN({SH(2, 3, 4)}));
     optest_gradcheck(dev, "pad reflect", f_pad, &modes[1], 1, IN({SH(2, 3, 4)}));
     optest_gradcheck(dev, "pad replicate", f_pad, &modes[2], 1, IN({SH(2, 3, 4)}));
     optest_gradcheck(dev, "views", f_views, NULL, 1, IN({SH(2, 3, 4)}));

@@ -390,12 +390,22 @@ static void test_errors(clg_device *dev)
                  "clg_gather: index [5, 1]");
     expect_error(dev, "concat shapes", !clg_concat(2, (clg_tensor *[]){a, b}, 0), "clg_concat: input 1 [2, 5]");
     expect_error(dev, "concat ndim", !clg_concat(2, (clg_tensor *[]){a, fidx}, 0), "clg_concat: input 1 [2] float32");
-    expect_error(dev, "concat dtypes", !clg_concat(2, (clg_tensor *[]){a, ai}, 0), "clg_concat: dtypes differ");
     expect_error(dev, "concat axis", !clg_concat(2, (clg_tensor *[]){a, a}, 2), "clg_concat: axis 2 out of range");
     expect_error(dev, "concat scalars", !clg_concat(2, (clg_tensor *[]){s, s}, 0), "clg_concat");
     expect_error(dev, "stack shapes", !clg_stack(2, (clg_tensor *[]){a, b}, 0), "clg_stack: input 1 [2, 5]");
-    expect_error(dev, "stack dtypes", !clg_stack(2, (clg_tensor *[]){a, ai}, 1), "clg_stack: dtypes differ");
     expect_error(dev, "stack axis", !clg_stack(2, (clg_tensor *[]){a, a}, 3), "clg_stack: axis 3 out of range");
+
+    /* mixed dtypes promote as torch.cat's: int32 with float32 is float32 */
+    clg_tensor *mixed = clg_concat(2, (clg_tensor *[]){a, ai}, 0), *smixed = clg_stack(2, (clg_tensor *[]){ai, a}, 1);
+    CHECK_MSG(mixed && clg_tensor_dtype(mixed) == CLG_F32 && clg_tensor_dim(mixed, 0) == 8, "concat of float32 and int32: %s",
+              clg_device_error(dev));
+    CHECK_MSG(smixed && clg_tensor_dtype(smixed) == CLG_F32, "stack of int32 and float32: %s", clg_device_error(dev));
+    if (optest_fp64(dev)) {
+        clg_tensor *h = clg_cast(a, CLG_F16), *d = clg_cast(a, CLG_F64), *bf = clg_cast(a, CLG_BF16);
+        clg_tensor *hd = clg_concat(2, (clg_tensor *[]){h, d}, 0), *hb = clg_concat(2, (clg_tensor *[]){h, bf}, 0);
+        CHECK_MSG(hd && clg_tensor_dtype(hd) == CLG_F64, "concat of float16 and float64");
+        CHECK_MSG(hb && clg_tensor_dtype(hb) == CLG_F32, "concat of float16 and bfloat16");
+    }
 
     clg_tensor *out[3] = {a, a, a};
     expect_error(dev, "split sum", clg_split(a, 1, 2, (const int64_t[]){1, 1}, out) != CLG_OK, "clg_split");

@@ -151,7 +151,23 @@ static void test_pad(clg_device *dev)
               clg_device_error(dev));
     CHECK(clg_pad(t, 3, (const int64_t[]){1, 1, 1}, CLG_PAD_CONSTANT, 0) == NULL);   /* not pairs */
     CHECK(clg_pad(t, 8, (const int64_t[]){1, 1, 1, 1, 1, 1, 1, 1}, CLG_PAD_CONSTANT, 0) == NULL);
-    CHECK(clg_pad(t, 2, (const int64_t[]){-1, 0}, CLG_PAD_CONSTANT, 0) == NULL);
+    /* negative pads crop, as PyTorch's: [A, B, C] with last-axis pads {-1, 2} and {1, -2} on B */
+    {
+        clg_tensor *y = clg_pad(t, 4, (const int64_t[]){-1, 2, 1, -2}, CLG_PAD_CONSTANT, 9);
+        int OB = B - 1, OC = C + 1;
+        double *want = malloc(sizeof(double) * (size_t)(A * OB * OC));
+        for (int i = 0; i < A; i++)
+            for (int j = 0; j < OB; j++)
+                for (int k = 0; k < OC; k++) {
+                    int sj = j - 1, sk = k + 1;   /* row 0 padded; column 0 cropped, 2 padded at the end */
+                    want[(i * OB + j) * OC + k] = sj < 0 || sk >= C ? 9 : x[(i * B + sj) * C + sk];
+                }
+        CHECK_MSG(y && clg_tensor_dim(y, 1) == OB && clg_tensor_dim(y, 2) == OC, "pad crop: %s", clg_device_error(dev));
+        optest_close("pad with negative (cropping) pads", y, want, A * OB * OC, 0, 0);
+        free(want);
+    }
+    CHECK(clg_pad(t, 2, (const int64_t[]){-1, 0}, CLG_PAD_REFLECT, 0) == NULL);   /* cropping: constant only */
+    CHECK(clg_pad(t, 2, (const int64_t[]){-(int64_t)C, -1}, CLG_PAD_CONSTANT, 0) == NULL);   /* crops past the axis */
     CHECK(clg_pad(t, 2, (const int64_t[]){1, 0}, (clg_pad_mode)7, 0) == NULL);
     clg_tensor *same = clg_pad(t, 0, NULL, CLG_PAD_CONSTANT, 0);
     CHECK(same && same != t);

@@ -3,7 +3,7 @@
  * constant input) are 0, not NaN; a NaN operand of maximum/minimum sends the whole
  * gradient to both, so that the NaN reaches the backward pass; reductions of 16-bit
  * tensors compute in float32 and round once (logsumexp, norm); logsumexp over an empty
- * axis is -inf. */
+ * axis is -inf; concat promotes mixed dtypes as torch.cat. */
 #include <math.h>
 #include <string.h>
 
@@ -105,12 +105,28 @@ static void test_half_reductions(clg_device *dev)
     clg_scope_end(dev);
 }
 
+/* concat of float32 and float64 is float64; each input's gradient in its own dtype */
+static void test_concat_promotion(clg_device *dev)
+{
+    if (!optest_fp64(dev)) return;
+    clg_scope_begin(dev);
+    const double v[4] = {1, 2, 3, 4};
+    clg_tensor *a = leaf(dev, CLG_F32, 1, (int64_t[]){4}, v), *b = leaf(dev, CLG_F64, 1, (int64_t[]){4}, v);
+    clg_tensor *y = clg_concat(2, (clg_tensor *[]){a, b}, 0);
+    CHECK_MSG(y && clg_tensor_dtype(y) == CLG_F64, "concat float32 + float64: %s", clg_device_error(dev));
+    CHECK_OK(dev, clg_backward(clg_sum(clg_mul(y, y), 0, NULL, false), NULL));
+    CHECK(clg_tensor_dtype(clg_tensor_grad(a)) == CLG_F32 && clg_tensor_dtype(clg_tensor_grad(b)) == CLG_F64);
+    optest_close("concat promotion: float32 input's gradient", clg_tensor_grad(a), (const double[]){2, 4, 6, 8}, 4, 0, 0);
+    clg_scope_end(dev);
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
     test_zero_spread(dev);
     test_nan_extremum(dev);
     test_half_reductions(dev);
+    test_concat_promotion(dev);
     CHECK_MSG(clg_tensor_live_count(dev) == 0, "%lld tensors leaked", (long long)clg_tensor_live_count(dev));
     clg_device_close(dev);
     return check_report("test_ops_semantics");

@@ -105,7 +105,9 @@ CLG_API clg_tensor *clg_sum(clg_tensor *a, int naxes, const int *axes, bool keep
 CLG_API clg_tensor *clg_mean(clg_tensor *a, int naxes, const int *axes, bool keepdim);
 CLG_API clg_tensor *clg_max(clg_tensor *a, int naxes, const int *axes, bool keepdim); /* ties share the gradient */
 CLG_API clg_tensor *clg_min(clg_tensor *a, int naxes, const int *axes, bool keepdim);
-/* Variance with `correction` (1: unbiased, as torch.var's default; 0: population). */
+/* Variance with `correction` (1: unbiased, as torch.var's default; 0: population). The
+ * divisor is max(0, N - correction), as PyTorch's: with correction >= N (one element,
+ * unbiased) it is 0, and the variance inf, or NaN where the spread is 0 too. */
 CLG_API clg_tensor *clg_var(clg_tensor *a, int naxes, const int *axes, int correction, bool keepdim);
 /* Index of the largest element along one axis (first on ties), int32. Not differentiable. */
 CLG_API clg_tensor *clg_argmax(clg_tensor *a, int axis, bool keepdim);
@@ -218,12 +220,15 @@ CLG_API clg_tensor *clg_tril(clg_tensor *a, int64_t diagonal);
 CLG_API clg_tensor *clg_triu(clg_tensor *a, int64_t diagonal);
 typedef enum clg_pad_mode { CLG_PAD_CONSTANT, CLG_PAD_REFLECT, CLG_PAD_REPLICATE } clg_pad_mode;
 /* torch.nn.functional.pad: pads = {last axis before, after, next-to-last before, after,
- * ...}; constant fills with value; reflect mirrors without the edge (pads < size);
- * replicate repeats the edge. */
+ * ...}; constant fills with value (a negative pad crops that side, as PyTorch's);
+ * reflect mirrors without the edge (pads < size); replicate repeats the edge. */
 CLG_API clg_tensor *clg_pad(clg_tensor *a, int npads, const int64_t *pads, clg_pad_mode mode, double value);
 
 /* a with value where mask (broadcast to a) is nonzero; the gradient reaches a elsewhere. */
 CLG_API clg_tensor *clg_masked_fill(clg_tensor *a, clg_tensor *mask, double value);
+/* torch.cat and torch.stack. Inputs of different dtypes promote as PyTorch's do (int32
+ * to the float type, to the wider float type, float16 with bfloat16 to float32); each
+ * input's gradient comes back in its own dtype. */
 CLG_API clg_tensor *clg_concat(int n, clg_tensor *const *ts, int axis);
 CLG_API clg_tensor *clg_stack(int n, clg_tensor *const *ts, int axis);
 /* Split a along axis into n parts of the given sizes (summing to the axis size);

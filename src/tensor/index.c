@@ -21,6 +21,7 @@
  * concat and stack copy each input into a view of the output; their backward passes
  * hand each input a view of the gradient. split returns narrow views, so their
  * gradients flow through narrow's backward. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "tensor_impl.h"
@@ -407,7 +408,31 @@ clg_tensor *clg_masked_fill(clg_tensor *a, clg_tensor *mask, double value)
 
 /* ---- concat and stack ------------------------------------------------------------------------------ */
 
-/* The list of tensors to join: n > 0 non-NULL entries on one device with one dtype.
+/* The type two joined tensors promote to, as torch.cat's: the float type over int32,
+ * the wider float type, float32 for float16 with bfloat16. */
+static clg_dtype promoted(clg_dtype a, clg_dtype b)
+{
+    if (a == b || b == CLG_I32) return a;
+    if (a == CLG_I32) return b;
+    if (a == CLG_F64 || b == CLG_F64) return CLG_F64;
+    return CLG_F32;
+}
+
+/* ts itself when its tensors share a dtype; else a list of them cast to the promoted one
+ * (casts on the tape: each input's gradient comes back in its own dtype), in *buf. */
+static clg_tensor *const *promote_list(int n, clg_tensor *const *ts, clg_tensor **buf)
+{
+    clg_dtype to = ts[0]->dtype;
+    for (int i = 1; i < n; i++) to = promoted(to, ts[i]->dtype);
+    bool same = true;
+    for (int i = 0; i < n; i++) same = same && ts[i]->dtype == to;
+    if (same) return ts;
+    for (int i = 0; i < n; i++)
+        if (!(buf[i] = ts[i]->dtype == to ? ts[i] : clg_cast(ts[i], to))) return NULL;
+    return buf;
+}
+
+/* The list of tensors to join: n > 0 non-NULL entries on one device.
  * A NULL list or entry returns false with nothing recorded: there may be no device
  * to record on, and a NULL entry carries an earlier op's error, which stays. */
 static bool check_list(const char *op, int n, clg_tensor *const *ts)
@@ -421,7 +446,7 @@ static bool check_list(const char *op, int n, clg_tensor *const *ts)
     for (int i = 0; i < n; i++)
         if (!ts[i]) return false;
     for (int i = 1; i < n; i++)
-        if (!clg__check_same_dtype(op, ts[0], ts[i])) return false;
+        if (!clg__check_same_device(op, ts[0], ts[i])) return false;
     return true;
 }
 
@@ -473,10 +498,9 @@ static clg_status concat_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     return CLG_OK;
 }
 
-clg_tensor *clg_concat(int n, clg_tensor *const *ts, int axis)
+static clg_tensor *concat_same(int n, clg_tensor *const *ts, int axis)
 {
     static const char op[] = "concat";
-    if (!check_list(op, n, ts)) return NULL;
     const clg_tensor *t0 = ts[0];
     int ax = clg__axis(op, t0, axis, t0->ndim);
     if (ax < 0) return NULL;
@@ -507,10 +531,9 @@ static clg_status stack_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     return CLG_OK;
 }
 
-clg_tensor *clg_stack(int n, clg_tensor *const *ts, int axis)
+static clg_tensor *stack_same(int n, clg_tensor *const *ts, int axis)
 {
     static const char op[] = "stack";
-    if (!check_list(op, n, ts)) return NULL;
     const clg_tensor *t0 = ts[0];
     if (t0->ndim == CLG_MAX_DIMS)
         return clg__op_fail(t0->dev, CLG_ERR_SHAPE, op, "%s has the most axes a tensor can", CLG_DESC(t0));
@@ -529,6 +552,23 @@ clg_tensor *clg_stack(int n, clg_tensor *const *ts, int axis)
     if (node) node->i[0] = ax;
     return y;
 }
+
+/* Mixed dtypes promote first (promote_list), then the tensors of one dtype join. */
+static clg_tensor *join_promoted(const char *op, int n, clg_tensor *const *ts, int axis,
+                                 clg_tensor *(*same)(int, clg_tensor *const *, int))
+{
+    if (!check_list(op, n, ts)) return NULL;
+    clg_tensor **buf = malloc((size_t)n * sizeof *buf);
+    if (!buf) return clg__op_fail(ts[0]->dev, CLG_ERR_OUT_OF_MEMORY, op, "%d inputs: out of host memory", n);
+    clg_tensor *const *use = promote_list(n, ts, buf);
+    clg_tensor *y = use ? same(n, use, axis) : NULL;
+    free(buf);
+    return y;
+}
+
+clg_tensor *clg_concat(int n, clg_tensor *const *ts, int axis) { return join_promoted("concat", n, ts, axis, concat_same); }
+
+clg_tensor *clg_stack(int n, clg_tensor *const *ts, int axis) { return join_promoted("stack", n, ts, axis, stack_same); }
 
 /* ---- split ------------------------------------------------------------------------------------------- */
 

@@ -129,8 +129,11 @@ clg_tensor *clg_pad(clg_tensor *a, int npads, const int64_t *pads, clg_pad_mode 
     for (int k = 0; k < npads / 2; k++) {
         int ax = a->ndim - 1 - k;
         int64_t lo = pads[2 * k], hi = pads[2 * k + 1], n = a->shape[ax];
-        if (lo < 0 || hi < 0)
-            return clg__op_fail(a->dev, CLG_ERR_SHAPE, "pad", "negative pad %lld, %lld on axis %d of %s",
+        if ((lo < 0 || hi < 0) && mode != CLG_PAD_CONSTANT)
+            return clg__op_fail(a->dev, CLG_ERR_SHAPE, "pad", "negative pad %lld, %lld on axis %d of %s: cropping is "
+                                "for constant pads", (long long)lo, (long long)hi, ax, CLG_DESC(a));
+        if (n + lo + hi < 0 || (lo < 0 && -lo > n) || (hi < 0 && -hi > n))
+            return clg__op_fail(a->dev, CLG_ERR_SHAPE, "pad", "pads %lld, %lld crop more than axis %d of %s has",
                                 (long long)lo, (long long)hi, ax, CLG_DESC(a));
         if ((mode == CLG_PAD_REFLECT && (lo >= n || hi >= n)) || (mode == CLG_PAD_REPLICATE && n == 0 && (lo || hi)))
             return clg__op_fail(a->dev, CLG_ERR_SHAPE, "pad", "%s pads %lld, %lld on axis %d of size %lld (reflect "
@@ -142,7 +145,13 @@ clg_tensor *clg_pad(clg_tensor *a, int npads, const int64_t *pads, clg_pad_mode 
         int ax = a->ndim - 1 - k;
         int64_t lo = pads[2 * k], hi = pads[2 * k + 1];
         if (!lo && !hi) continue;
+        if (lo < 0 || hi < 0) {   /* negative pads crop (a narrow view), then the rest pads */
+            int64_t from = lo < 0 ? -lo : 0, len = y->shape[ax] - from - (hi < 0 ? -hi : 0);
+            y = clg_narrow(y, ax, from, len < 0 ? 0 : len);
+            lo = lo < 0 ? 0 : lo, hi = hi < 0 ? 0 : hi;
+            if (!y || (!lo && !hi)) continue;
+        }
         y = mode == CLG_PAD_CONSTANT ? pad_constant(y, ax, lo, hi, value) : pad_by_index(y, ax, lo, hi, mode);
     }
-    return y == a ? clg_clone(a) : y;
+    return y == a ? clg_clone(a) : y && !clg_tensor_is_contiguous(y) ? clg_contiguous(y) : y;
 }
