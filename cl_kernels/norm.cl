@@ -163,19 +163,34 @@ __kernel void ln_bwd_x(int D, __global const TS *x, __global const TS *g, __glob
     }
 }
 
-// dw[d] = sum over rows of g xhat, db[d] = sum of g: one work-item per feature, rows
-// in order (neighbouring work-items read neighbouring addresses).
-__kernel void ln_bwd_wb(int rows, int D, __global const TS *x, __global const TS *g, __global const T *stats,
-                        int want_dw, __global T *dw, int want_db, __global T *db)
+// dw[d] = sum over rows of g xhat, db[d] = sum of g, in two launches so that no
+// work-item walks every row: work-item (d, c) sums rows [c L, c L + L) in order into
+// pw[c, d] and pb[c, d] (neighbouring work-items read neighbouring addresses), then
+// ln_bwd_wb_sum adds the chunks' sums of each feature in order. Exact launches.
+__kernel void ln_bwd_wb(int rows, int D, int L, __global const TS *x, __global const TS *g, __global const T *stats,
+                        __global T *pw, __global T *pb)
 {
-    int d = get_global_id(0);
-    if (d >= D) return;
+    int d = get_global_id(0), c = get_global_id(1);
     T sw = 0, sb = 0;
-    for (int r = 0; r < rows; r++) {
+    int r1 = min(rows, c * L + L);
+    for (int r = c * L; r < r1; r++) {
         size_t i = (size_t)r * D + d;
         T gi = CLG_LD(g, i);
         sb += gi;
         sw += gi * (CLG_LD(x, i) - stats[2 * r]) * stats[2 * r + 1];
+    }
+    pw[(size_t)c * D + d] = sw;
+    pb[(size_t)c * D + d] = sb;
+}
+
+__kernel void ln_bwd_wb_sum(int chunks, int D, __global const T *pw, __global const T *pb, int want_dw,
+                            __global T *dw, int want_db, __global T *db)
+{
+    int d = get_global_id(0);
+    T sw = 0, sb = 0;
+    for (int c = 0; c < chunks; c++) {
+        sw += pw[(size_t)c * D + d];
+        sb += pb[(size_t)c * D + d];
     }
     if (want_dw) dw[d] = sw;
     if (want_db) db[d] = sb;

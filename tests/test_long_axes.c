@@ -2,7 +2,8 @@
  * past what such a loop survives on Mesa's llvmpipe (65,535 iterations in all, then the
  * loop ends silently): 70,000-element scans and sorts, 20,000 repeats of one index,
  * products with k = 30,000, weight gradients over 70,000 rows. Counts of ones make the
- * expected values exact in float32. Under CLG_TEST_SMALL (Oclgrind) the sizes shrink and
+ * expected values exact in float32. test_long_axes_kernels runs it again with the
+ * packed GEMM engine and col2im by planes (engine-dependent loops). Under CLG_TEST_SMALL (Oclgrind) the sizes shrink and
  * the oclgrind entry lowers the device's item_loops instead, so that the same splitting
  * runs at sizes the simulator can afford. */
 #include <math.h>
@@ -12,7 +13,8 @@
 #include "optest.h"
 
 static int64_t N_SCAN = 70000, N_REPEAT = 20000, N_ADD = 70001, N_SORT = 70001, K_DOT = 30000, N_ROWS = 70000,
-               N_SIGNAL = 40000, W_UP = 70000;
+               N_SIGNAL = 40000, W_UP = 70000, N_COLS_SUM = 66000, N_ROW = 200000, N_PLANE = 1000, N_CLASSES = 70000,
+               N_PACKED = 1536;
 
 static double *filled(int64_t n, double v)
 {
@@ -194,12 +196,111 @@ static void test_upsample(clg_device *dev)
     free(four);
 }
 
+/* A sum over the long axis of [N, 1024]: 1,024 results, each over N rows (no spreading
+ * over work-groups for lack of results). */
+static void test_sum_columns(clg_device *dev)
+{
+    int64_t n = N_COLS_SUM;
+    double *want = filled(1024, (double)n);
+    clg_scope_begin(dev);
+    clg_tensor *x = clg_ones(dev, CLG_F32, 2, (int64_t[]){n, 1024});
+    optest_close("sum over 1,024 long columns", clg_sum(x, CLG_AXES(0), false), want, 1024, 0, 0);
+    /* the bias gradient of a linear layer over as many rows is the same sum */
+    clg_tensor *w = clg_zeros(dev, CLG_F32, 2, (int64_t[]){1024, 1}), *b = ones_grad(dev, 1, (int64_t[]){1024});
+    clg_tensor *x1 = clg_ones(dev, CLG_F32, 2, (int64_t[]){n, 1});
+    CHECK_OK(dev, clg_backward(clg_sum(clg_linear(x1, w, b), 0, NULL, false), NULL));
+    optest_close("linear bias gradient over 1,024 long columns", clg_tensor_grad(b), want, 1024, 0, 0);
+    clg_scope_end(dev);
+    free(want);
+}
+
+/* Rows of the normalisations and softmax (float32 sums of 10^5 terms: relative 1e-3):
+ * layer norm's weight and bias gradients over many rows, batch norm over a large plane, softmax, log_softmax and var over a long
+ * row, global average pooling over a large plane, label smoothing over many classes. */
+static void test_norms_and_rows(clg_device *dev)
+{
+    int64_t rows = N_ROWS, R = N_ROW, P = N_PLANE, C = N_CLASSES;
+    clg_scope_begin(dev);
+    /* layer norm of [rows, 4] with x = (0, 1, 2, 3) per row: db = rows, dw = rows * xhat */
+    double *x4 = malloc((size_t)(rows * 4) * sizeof *x4);
+    for (int64_t i = 0; i < rows * 4; i++) x4[i] = (double)(i % 4);
+    clg_tensor *x = optest_tensor(dev, CLG_F32, 2, (int64_t[]){rows, 4}, x4, OPTEST_CONTIGUOUS);
+    clg_tensor *w = ones_grad(dev, 1, (int64_t[]){4}), *b = ones_grad(dev, 1, (int64_t[]){4});
+    CHECK_OK(dev, clg_backward(clg_sum(clg_layer_norm(x, 1, w, b, 1e-5), 0, NULL, false), NULL));
+    double want_b[4] = {(double)rows, (double)rows, (double)rows, (double)rows}, want_w[4];
+    for (int d = 0; d < 4; d++) want_w[d] = (double)rows * (d - 1.5) / sqrt(1.25 + 1e-5);
+    optest_close("layer_norm bias gradient over many rows", clg_tensor_grad(b), want_b, 4, 0, 0);
+    optest_close("layer_norm weight gradient over many rows", clg_tensor_grad(w), want_w, 4, 0, 1e-3);
+    free(x4);
+    /* batch norm in training over [1, 2, P, P]: channel 0 all 3 -> 0 out; channel 1 checkered +-1 -> +-1 */
+    int64_t plane = P * P;
+    double *xb = malloc((size_t)(2 * plane) * sizeof *xb), *yb = malloc((size_t)(2 * plane) * sizeof *yb);
+    for (int64_t i = 0; i < plane; i++) xb[i] = 3, yb[i] = 0;
+    for (int64_t i = 0; i < plane; i++) xb[plane + i] = (i % 2) ? 1 : -1, yb[plane + i] = xb[plane + i] / sqrt(1 + 1e-5);
+    clg_tensor *xbt = optest_tensor(dev, CLG_F32, 4, (int64_t[]){1, 2, P, P}, xb, OPTEST_CONTIGUOUS);
+    clg_tensor *rm = clg_zeros(dev, CLG_F32, 1, (int64_t[]){2}), *rv = clg_ones(dev, CLG_F32, 1, (int64_t[]){2});
+    optest_close("batch_norm over a large plane", clg_batch_norm(xbt, rm, rv, NULL, NULL, true, 0.1, 1e-5), yb, 2 * plane,
+                 1e-5, 1e-4);
+    clg_tensor *gp = clg_global_avg_pool2d(xbt);
+    optest_close("global_avg_pool2d over a large plane", gp, (const double[]){3, 0}, 2, 1e-6, 0);
+    free(xb), free(yb);
+    /* softmax and var over one long row of ones: 1/R each, variance 0; of 0, 1, 0, 1...: 1/4 */
+    clg_tensor *row = clg_ones(dev, CLG_F32, 2, (int64_t[]){1, R});
+    double *sm = filled(R, 1.0 / (double)R), *lsm = filled(R, -log((double)R));
+    optest_close("softmax over a long row", clg_softmax(row, 1), sm, R, 0, 1e-5);
+    optest_close("log_softmax over a long row", clg_log_softmax(row, 1), lsm, R, 0, 1e-5);
+    double *alt = malloc((size_t)R * sizeof *alt);
+    for (int64_t i = 0; i < R; i++) alt[i] = (double)(i % 2);
+    clg_tensor *ta = optest_tensor(dev, CLG_F32, 2, (int64_t[]){1, R}, alt, OPTEST_CONTIGUOUS);
+    optest_close("var over a long row", clg_var(ta, CLG_AXES(1), 0, false), (const double[]){0.25}, 1, 0, 1e-5);
+    free(sm), free(lsm), free(alt);
+    /* cross-entropy with label smoothing over C classes of equal logits: log C */
+    clg_tensor *logits = clg_zeros(dev, CLG_F32, 2, (int64_t[]){2, C});
+    clg_tensor *labels = clg_zeros(dev, CLG_I32, 1, (int64_t[]){2});
+    optest_close("cross_entropy with label smoothing over many classes",
+                 clg_cross_entropy_smooth(logits, labels, CLG_REDUCE_MEAN, 0.1), (const double[]){log((double)C)}, 1, 0,
+                 1e-3);
+    clg_scope_end(dev);
+}
+
+/* conv2d's input gradient over a 128 x 128 plane, 3 x 3 window with padding 1: 9 inside,
+ * 6 on the edges, 4 in the corners (col2im by planes walks the whole plane per item). */
+static void test_conv2d_plane(clg_device *dev)
+{
+    int64_t H = N_PLANE > 128 ? 128 : N_PLANE;
+    double *want = malloc((size_t)(H * H) * sizeof *want);
+    for (int64_t i = 0; i < H; i++)
+        for (int64_t j = 0; j < H; j++)
+            want[i * H + j] = (double)((1 + (i > 0) + (i < H - 1)) * (1 + (j > 0) + (j < H - 1)));
+    clg_scope_begin(dev);
+    clg_tensor *x = ones_grad(dev, 4, (int64_t[]){1, 1, H, H});
+    clg_tensor *w = clg_ones(dev, CLG_F32, 4, (int64_t[]){1, 1, 3, 3});
+    clg_conv2d_params p = {.padding = {1, 1}};
+    CHECK_OK(dev, clg_backward(clg_sum(clg_conv2d(x, w, NULL, &p), 0, NULL, false), NULL));
+    optest_close("conv2d input gradient over a large plane", clg_tensor_grad(x), want, H * H, 0, 0);
+    clg_scope_end(dev);
+    free(want);
+}
+
+/* A product the packed engine splits into many micro-tiles per work-item, with k past a
+ * thousand: k slices alone do not bound its loops. */
+static void test_packed_tiles(clg_device *dev)
+{
+    int64_t m = N_PACKED, n = 512, k = 1100;
+    double *want = filled(m * n, (double)k);
+    clg_scope_begin(dev);
+    clg_tensor *y = clg_matmul(clg_ones(dev, CLG_F32, 2, (int64_t[]){m, k}), clg_ones(dev, CLG_F32, 2, (int64_t[]){k, n}));
+    optest_close("matmul 1536 x 512 x 1100", y, want, m * n, 0, 0);
+    clg_scope_end(dev);
+    free(want);
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
     if (optest_small()) {   /* past item_loops as the oclgrind entry sets it, within Oclgrind's patience */
         N_SCAN = 3000, N_REPEAT = 2000, N_ADD = 2001, N_SORT = 3001, K_DOT = 1500, N_ROWS = 3000, N_SIGNAL = 2000,
-        W_UP = 1500;
+        W_UP = 1500, N_COLS_SUM = 300, N_ROW = 3000, N_PLANE = 40, N_CLASSES = 3000, N_PACKED = 96;
     }
     test_cumsum(dev);
     test_index_select_repeats(dev);
@@ -209,6 +310,10 @@ int main(void)
     test_linear(dev);
     test_conv1d(dev);
     test_upsample(dev);
+    test_sum_columns(dev);
+    test_norms_and_rows(dev);
+    test_packed_tiles(dev);
+    test_conv2d_plane(dev);
     CHECK_MSG(clg_tensor_live_count(dev) == 0, "%lld tensors leaked", (long long)clg_tensor_live_count(dev));
     clg_device_close(dev);
     return check_report("test_long_axes");

@@ -307,12 +307,15 @@ clg_tensor *clg__conv_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, 
 }
 
 /* dx = the sum of dcol's entries per input pixel: gathered (col2im), or accumulated
- * plane by plane (col2im_planes, where the device table says so). The planes' sums
- * are float32 for 16-bit tensors (conv.cl): into a float32 scratch, then rounded. */
+ * plane by plane (col2im_planes, where the device table says so, and where a plane's
+ * work-item, which clears the plane and walks every window position, stays within
+ * item_loops). The planes' sums are float32 for 16-bit tensors (conv.cl): into a
+ * float32 scratch, then rounded. */
 static clg_status col2im(clg_tensor *dcol, clg_tensor *dx, const conv_geo *g)
 {
     clg_device *dev = dx->dev;
-    if (!clg__device_params(dev)->col2im_planes) {
+    int64_t plane_loops = g->H * g->W + g->KH * g->KW * (g->OH * g->OW + 1);
+    if (!clg__device_params(dev)->col2im_planes || plane_loops > (int64_t)clg__device_params(dev)->item_loops) {
         clg_arg a[] = {CLG_ARG_M(dcol->buf->mem), CLG_ARG_M(dx->buf->mem), geo_arg(g), win_arg(g, 0, 0)};
         return clg__conv_launch_grid(dev, dx->dtype, "col2im", a, 4, (const int64_t[]){g->W, g->H, g->N * g->C});
     }

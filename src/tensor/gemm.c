@@ -86,13 +86,15 @@ static clg_status check_call(clg_device *dev, const clg_gemm_args *g)
 /* ---- the entry points ------------------------------------------------------------------- */
 
 /* The longest k one launch of engine may take: each work-item loops over all of k (with
- * a few loop iterations per k in the tiled kernel's tile loads, and in the packed
- * engine's packing), and some drivers end a work-item's loops silently past a count
- * (item_loops, device table). CLBlast's kernels are its own. */
-static size_t k_slice(clg_device *dev, clg_gemm_engine engine)
+ * a few loop iterations per k in the tiled kernel's tile loads; over several
+ * micro-tiles in the packed engine), and some drivers end a work-item's loops silently
+ * past a count (item_loops, device table). CLBlast's kernels are its own. */
+static size_t k_slice(clg_device *dev, clg_gemm_engine engine, const clg_gemm_args *g)
 {
-    size_t loops = clg__device_params(dev)->item_loops / (engine == CLG_GEMM_TILED ? 3 : 4) / 16 * 16;
-    return engine == CLG_GEMM_CLBLAST ? SIZE_MAX : loops > 16 ? loops : 16;
+    if (engine == CLG_GEMM_CLBLAST) return SIZE_MAX;
+    if (engine != CLG_GEMM_TILED) return clg__gemm_kernel_k_limit(dev, g);
+    size_t loops = clg__device_params(dev)->item_loops / 3 / 16 * 16;
+    return loops > 16 ? loops : 16;
 }
 
 /* g as products over slices of k of at most `slice`, each adding into C (the first with
@@ -129,7 +131,7 @@ clg_status clg__gemm_run(clg_device *dev, clg_gemm_engine engine, const clg_gemm
     if (engine == CLG_GEMM_CLBLAST && clg__capturing(dev)) engine = CLG_GEMM_TILED;
     /* Past the loop limit, slices of k; 16-bit results in float32 first, so that each
      * is still rounded once. */
-    size_t slice = k_slice(dev, engine);
+    size_t slice = k_slice(dev, engine, g);
     if (g->k > slice && (!clg__gemm_type_is_half(g->type) || g->c_f32))
         return gemm_k_slices(dev, engine, tiled, g, slice);
     /* The packed kernels read and write 16-bit storage themselves; the others compute

@@ -155,6 +155,9 @@ clg_status clg__gemm_tiled(clg_device *dev, const clg_gemm_args *g, const clg_ge
  * (then gemm.c uses CLBlast). */
 bool clg__gemm_kernel_fits(const clg_gemm_args *g);
 clg_status clg__gemm_kernel(clg_device *dev, const clg_gemm_args *g);
+/* The longest k one call of the packed engine may take for g's m, n and batch, so that
+ * no work-item loops past the device's item_loops (gemm.c slices longer ones). */
+size_t clg__gemm_kernel_k_limit(const clg_device *dev, const clg_gemm_args *g);
 /* 16-bit operands on an engine that computes only float32 or float64 (tiled, CLBlast):
  * widen A and B (and C when beta != 0) into float32 scratch, run g as float32 there,
  * round the results into C (gemm_widen.c). */

@@ -72,6 +72,16 @@ static tiles_plan plan_tiles(const clg_device *dev, const clg_gemm_args *g)
     return t;
 }
 
+size_t clg__gemm_kernel_k_limit(const clg_device *dev, const clg_gemm_args *g)
+{
+    /* gemm_tiles: a work-item walks pi x pj micro-tiles, each over all of k; gemm_pack
+     * and gemm_dot stay within item_loops / 4 (PACK_KC steps; 16 columns of k / 4). */
+    size_t loops = clg__device_params(dev)->item_loops;
+    tiles_plan t = plan_tiles(dev, g);
+    size_t per = (size_t)t.pi * (size_t)t.pj + 1, lim = loops / (per > 4 ? per : 4) / 16 * 16;
+    return lim > 16 ? lim : 16;
+}
+
 /* Pack op(X) (panel side P, depth K) into dst, panels of w; X's batch stride 0 means one
  * matrix for every batch, packed once. */
 static clg_status pack(clg_device *dev, clg_kernel *kp, const clg_buffer *src, size_t off, size_t ld,

@@ -67,13 +67,14 @@ static bool check_index(const char *op, const clg_tensor *a, const clg_tensor *i
 
 /* The chunk of a sorted list whose whole-run sums segsum adds: a work-item adds at most
  * L - 1 single terms on either side of its whole chunks and R / L chunks, least near
- * L = sqrt(R / 2): the power of two from 16 up nearest that, when the total (and the
- * binary search's 32 steps) stays within the device's item_loops. 0: R is too long. */
+ * L = sqrt(R / 2): the power of two from 16 up nearest that, when the total stays within
+ * the device's item_loops (segsum_bounds' binary search takes 32 steps at most). 0: R
+ * is too long. */
 static int64_t chunk_len(clg_device *dev, int64_t R)
 {
     int64_t L = 16;
     while (2 * L * L < R) L *= 2;
-    return 2 * L + R / L + 64 <= (int64_t)clg__device_params(dev)->item_loops ? L : 0;
+    return 2 * L + R / L <= (int64_t)clg__device_params(dev)->item_loops ? L : 0;
 }
 
 static clg_status launch_rows3(clg_device *dev, clg_dtype dtype, const char *name, const clg_arg *args, int nargs,

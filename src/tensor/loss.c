@@ -189,6 +189,15 @@ static clg_tensor *nll_smooth_f(const char *op, clg_tensor *logp, clg_tensor *la
                                 double eps)
 {
     if (!check_nll(op, logp, labels, reduction)) return NULL;
+    /* With smoothing, nll_fwd's work-item walks its row's C classes: past item_loops,
+     * (1 - eps) nll - eps mean(logp) per row from a reduction that splits long sums. */
+    if (eps != 0 && logp->shape[1] > (int64_t)clg__device_params(logp->dev)->item_loops / 2) {
+        clg_tensor *rows = clg_sub(clg_mul_scalar(nll_smooth_f(op, logp, labels, CLG_REDUCE_NONE, 0), 1 - eps),
+                                   clg_mul_scalar(clg_mean(logp, CLG_AXES(1), false), eps));
+        return reduction == CLG_REDUCE_NONE ? rows
+               : reduction == CLG_REDUCE_SUM ? clg_sum(rows, 0, NULL, false)
+                                             : clg_mean(rows, 0, NULL, false);
+    }
     clg_node *node = NULL;
     clg_tensor *y = reduce_loss(nll_rows(op, logp, labels, eps), reduction);
     y = clg__taped(y, CLG_OP_nll_loss, nll_bw, 2, (clg_tensor *const[]){logp, labels}, &node);

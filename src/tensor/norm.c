@@ -169,6 +169,52 @@ static clg_status bn_train(clg_tensor *x, clg_tensor *y, clg_tensor *stats, clg_
     return launch_groups(x->dev, x->dtype, "bn_train_fwd", a, n, d.C, d.N * d.S);
 }
 
+/* Whether one work-group per channel walks more of x than item_loops allows: the
+ * training forward makes 3 passes over a channel's M values, wg at a time (2 steps
+ * each, for the loop and its index arithmetic). */
+static bool bn_too_long(clg_tensor *x)
+{
+    clg_device *dev = x->dev;
+    bn_dims d = bn_dims_of(x);
+    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(x->dtype), "bn_train_fwd");
+    if (!k) return false;   /* the launch reports the build error */
+    int64_t wg = (int64_t)group_size(dev, k, d.N * d.S);
+    return 6 * ((d.N * d.S + wg - 1) / wg) > (int64_t)clg__device_params(dev)->item_loops;
+}
+
+/* Training over channels too long for that: the same statistics from reductions (which
+ * split long sums) and elementwise ops, on the tape, and the running averages updated
+ * in place (unbiased variance), as PyTorch's. */
+static clg_tensor *bn_composed(clg_tensor *x, clg_tensor *rm, clg_tensor *rv, clg_tensor *w, clg_tensor *b,
+                               double momentum, double eps)
+{
+    clg_device *dev = x->dev;
+    int nd = x->ndim, axes[CLG_MAX_DIMS], na = 0;
+    int64_t cshape[CLG_MAX_DIMS], C = x->shape[1];
+    for (int a = 0; a < nd; a++) {
+        if (a != 1) axes[na++] = a;
+        cshape[a] = a == 1 ? C : 1;
+    }
+    double count = (double)(x->numel / C);
+    clg_tensor *xf = clg__is_half(x->dtype) ? clg_cast(x, CLG_F32) : x;
+    clg_tensor *mean = clg_mean(xf, na, axes, true);
+    clg_tensor *xc = clg_sub(xf, mean);
+    clg_tensor *var = clg_mean(clg_mul(xc, xc), na, axes, true);
+    clg_tensor *y = clg_mul(xc, clg_rsqrt(clg_add_scalar(var, eps)));
+    if (w) y = clg_mul(y, clg_reshape(w, nd, cshape));
+    if (b) y = clg_add(y, clg_reshape(b, nd, cshape));
+    if (y && rm) {
+        clg_no_grad_begin(dev);
+        clg_tensor *nm = clg_add(clg_mul_scalar(rm, 1 - momentum), clg_mul_scalar(clg_reshape(mean, 1, &C), momentum));
+        clg_tensor *nv = clg_add(clg_mul_scalar(rv, 1 - momentum),
+                                 clg_mul_scalar(clg_reshape(var, 1, &C), momentum * count / (count - 1)));
+        clg_status st = nm && nv && !clg_copy_(rm, nm) ? clg_copy_(rv, nv) : dev->status;
+        clg_no_grad_end(dev);
+        if (st) return NULL;
+    }
+    return y && xf != x ? clg_cast(y, x->dtype) : y;
+}
+
 /* The evaluation forward: stats from the running averages, then y elementwise. */
 static clg_status bn_eval(clg_tensor *x, clg_tensor *y, clg_tensor *stats, clg_tensor *rm, clg_tensor *rv,
                           clg_tensor *w, clg_tensor *b, double eps)
@@ -232,6 +278,8 @@ static clg_tensor *batch_norm(clg_tensor *x, clg_tensor *running_mean, clg_tenso
                               clg_tensor *bias, bool training, double momentum, double eps)
 {
     if (!bn_check(x, running_mean, running_var, weight, bias, training)) return NULL;
+    if (training && x->numel && bn_too_long(x))
+        return bn_composed(x, running_mean, running_var, weight, bias, momentum, eps);
     clg_device *dev = x->dev;
     bn_dims d = bn_dims_of(x);
     clg_tensor *xc = clg__contiguous_at0(x);
@@ -289,6 +337,42 @@ static bool ln_check_vec(const clg_tensor *x, int naxes, const clg_tensor *v, co
     return true;
 }
 
+/* dw and db (either may be NULL) of layer norm's backward: the rows in chunks of L, no
+ * longer than item_loops, and halved while they leave fewer than 1,024 work-items; then
+ * the chunks' sums per feature. */
+static clg_status ln_weight_grads(clg_tensor *x, clg_tensor *gc, clg_tensor *stats, int64_t rows, int64_t D,
+                                  clg_tensor *dw, clg_tensor *db)
+{
+    clg_device *dev = x->dev;
+    if (D == 0) return CLG_OK;
+    int64_t cap = (int64_t)clg__device_params(dev)->item_loops, L = cap, chunks;
+    while (L > 64 && D * ((rows + L - 1) / L) < 1024) L /= 2;
+    chunks = rows ? (rows + L - 1) / L : 1;
+    if (chunks > cap)
+        return clg__fail(dev, CLG_ERR_SHAPE, "clg_layer_norm: %lld rows: over the device's item_loops (%lld) squared",
+                         (long long)rows, (long long)cap);
+    clg_dtype ct = clg__compute_dtype(x->dtype);
+    clg_tensor *pw = clg__tensor_new(dev, ct, 2, (int64_t[]){chunks, D});
+    clg_tensor *pb = pw ? clg__tensor_new(dev, ct, 2, (int64_t[]){chunks, D}) : NULL;
+    clg_kernel *k1 = pb ? clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(x->dtype), "ln_bwd_wb") : NULL;
+    clg_kernel *k2 = k1 ? clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(x->dtype), "ln_bwd_wb_sum") : NULL;
+    clg_status st = k2 ? CLG_OK : dev->status;
+    if (!st && rows == 0) st = clg_fill_(pw, 0.0) || clg_fill_(pb, 0.0) ? dev->status : CLG_OK;
+    if (!st && rows > 0) {
+        clg_arg a[] = {CLG_ARG_I(rows), CLG_ARG_I(D), CLG_ARG_I(L), CLG_ARG_M(x->buf->mem), CLG_ARG_M(gc->buf->mem),
+                       CLG_ARG_M(stats->buf->mem), CLG_ARG_M(pw->buf->mem), CLG_ARG_M(pb->buf->mem)};
+        st = clg__launch_rows(dev, k1, a, 8, (size_t)D, (size_t)chunks);
+    }
+    if (!st) {
+        clg_arg b[8] = {CLG_ARG_I(chunks), CLG_ARG_I(D), CLG_ARG_M(pw->buf->mem), CLG_ARG_M(pb->buf->mem)};
+        int n = 4 + out_args(b + 4, dw, x);
+        n += out_args(b + n, db, x);
+        st = clg__launch_1d(dev, k2, b, n, (size_t)D);
+    }
+    clg_tensor_free(pw), clg_tensor_free(pb);
+    return st;
+}
+
 /* inputs: x, weight, bias; saved: stats [rows, 2], the contiguous x, the contiguous weight. */
 static clg_status layer_norm_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
 {
@@ -310,12 +394,8 @@ static clg_status layer_norm_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
     if (st == CLG_OK && pv) {
         clg_tensor *dw = clg__wants_grad(node, 1) ? clg__tensor_new(dev, pv->dtype, pv->ndim, pv->shape) : NULL;
         clg_tensor *db = clg__wants_grad(node, 2) ? clg__tensor_new(dev, pv->dtype, pv->ndim, pv->shape) : NULL;
-        clg_arg a[10] = {CLG_ARG_I(rows), CLG_ARG_I(D), CLG_ARG_M(x->buf->mem), CLG_ARG_M(gc->buf->mem),
-                         CLG_ARG_M(stats->buf->mem)};
-        int n = 5 + out_args(a + 5, dw, x);
-        n += out_args(a + n, db, x);
         if ((clg__wants_grad(node, 1) && !dw) || (clg__wants_grad(node, 2) && !db)) st = dev->status;
-        else if (dw || db) st = launch_items(dev, x->dtype, "ln_bwd_wb", a, n, D);
+        else if (dw || db) st = ln_weight_grads(x, gc, stats, rows, D, dw, db);
         gin[1] = dw;
         gin[2] = db;
     }

@@ -56,6 +56,12 @@ static bool pool_check(const char *op, clg_tensor *x, int kh, int kw, int sh, in
     if (kh > g->H + 2 * ph || kw > g->W + 2 * pw)
         return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "x %s: kernel (%d, %d) larger than the padded input (%lld, %lld)",
                             CLG_DESC(x), kh, kw, (long long)(g->H + 2 * ph), (long long)(g->W + 2 * pw)), false;
+    /* A work-item walks its window (kh rows of kw + 1 loop steps): some drivers end
+     * longer loops silently. */
+    size_t loops = clg__device_params(x->dev)->item_loops;
+    if ((size_t)kh * ((size_t)kw + 1) > loops)
+        return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "x %s: a (%d, %d) window is over the device's item_loops (%zu)",
+                            CLG_DESC(x), kh, kw, loops), false;
     g->OH = (g->H + 2 * ph - kh) / sh + 1;
     g->OW = (g->W + 2 * pw - kw) / sw + 1;
     return clg__check_numel(op, x->dev, x->numel) && clg__check_numel(op, x->dev, g->N * g->C * g->OH * g->OW);
@@ -212,6 +218,9 @@ clg_tensor *clg_global_avg_pool2d(clg_tensor *x)
         return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "want x [N, C, H, W] with H, W >= 1, got %s", CLG_DESC(x));
     pool_geo g;
     int h = (int)x->shape[2], w = (int)x->shape[3];
+    /* A plane larger than one work-item may walk: the mean over both axes, whose
+     * reduction splits long sums. */
+    if ((size_t)h * ((size_t)w + 1) > clg__device_params(x->dev)->item_loops) return clg_mean(x, CLG_AXES(2, 3), true);
     if (!pool_check(op, x, h, w, 1, 1, 0, 0, &g)) return NULL;
     return avg_pool(op, x, &g);
 }

@@ -55,35 +55,52 @@ static bool mrk_view(const clg_tensor *t, const bool *mask, int64_t *M, int64_t 
     return true;
 }
 
-/* Launch kernel over src as [M, R, K] into dst (numel M*K), in one or two passes. */
+/* One pass of kernel over src as [M, R, K] in C chunks into out [M, C, K]: `in16` when
+ * src holds 16-bit values (else the compute type), `out16` when out does. */
+static clg_status mrk_pass(clg_device *dev, const char *kernel, clg_dtype dtype, bool in16, bool out16,
+                           clg_tensor *src, int64_t M, int64_t R, int64_t K, int64_t C, clg_tensor *out, double scale)
+{
+    bool half = clg__is_half(dtype);
+    char opts[96];
+    snprintf(opts, sizeof opts, "%s%s%s", clg__dtype_options_ew(dtype), half && !out16 ? " -DCLG_RED_PARTIAL" : "",
+             half && !in16 ? " -DCLG_RED_FINAL" : "");
+    clg_kernel *k = clg__kernel_get(dev, "reduce", opts, kernel);
+    if (!k) return dev->status;
+    int64_t L = (R + C - 1) / C;
+    clg_arg a[] = {CLG_ARG_I(M), CLG_ARG_I(R), CLG_ARG_I(K), CLG_ARG_I(C), CLG_ARG_I(L), CLG_ARG_M(src->buf->mem),
+                   CLG_ARG_I(src->offset), CLG_ARG_M(out->buf->mem), CLG_ARG_I(out->offset),
+                   clg__arg_scalar(dtype, scale)};
+    return clg__launch_1d(dev, k, a, 10, (size_t)(M * C * K));
+}
+
+/* Launch kernel over src as [M, R, K] into dst (numel M*K): passes over chunks of the
+ * reduced axis until one result is left per (m, k). A few long reductions spread over
+ * chunks to use the whole device; and no work-item walks more than item_loops rows
+ * (some drivers end longer loops silently), however long R. 16-bit values accumulate
+ * in float32, and the partial results stay float32, so that only the end rounds. */
 static clg_status run_mrk(clg_device *dev, const char *kernel, clg_tensor *src, int64_t M, int64_t R, int64_t K,
                           clg_tensor *dst, double scale)
 {
-    int64_t C = 1;
-    if (M * K < 1024 && R >= 4096) C = R / 2048 < 256 ? R / 2048 : 256;   /* spread long reductions */
-    int64_t L = (R + C - 1) / C;
-    /* 16-bit floats accumulate in float32, and two passes keep their partials so */
-    bool half = clg__is_half(src->dtype);
-    char opts[96], opts2[96];
-    snprintf(opts, sizeof opts, "%s%s", clg__dtype_options_ew(src->dtype), half && C > 1 ? " -DCLG_RED_PARTIAL" : "");
-    snprintf(opts2, sizeof opts2, "%s%s", clg__dtype_options_ew(src->dtype), half ? " -DCLG_RED_FINAL" : "");
-    clg_kernel *k = clg__kernel_get(dev, "reduce", opts, kernel);
-    clg_kernel *k2 = k && C > 1 ? clg__kernel_get(dev, "reduce", opts2, kernel) : k;
-    if (!k || !k2) return dev->status;
-    clg_tensor *part = dst;
-    if (C > 1 && !(part = clg__tensor_new(dev, half ? CLG_F32 : src->dtype, 1, (const int64_t[]){M * C * K})))
-        return dev->status;
-    clg_arg a[] = {CLG_ARG_I(M), CLG_ARG_I(R), CLG_ARG_I(K), CLG_ARG_I(C), CLG_ARG_I(L), CLG_ARG_M(src->buf->mem),
-                   CLG_ARG_I(src->offset), CLG_ARG_M(part->buf->mem), CLG_ARG_I(part->offset),
-                   clg__arg_scalar(src->dtype, C > 1 ? 1.0 : scale)};
-    clg_status st = clg__launch_1d(dev, k, a, 10, (size_t)(M * C * K));
-    if (st == CLG_OK && C > 1) {
-        clg_arg b[] = {CLG_ARG_I(M), CLG_ARG_I(C), CLG_ARG_I(K), CLG_ARG_I(1), CLG_ARG_I(C), CLG_ARG_M(part->buf->mem),
-                       CLG_ARG_I(0), CLG_ARG_M(dst->buf->mem), CLG_ARG_I(dst->offset),
-                       clg__arg_scalar(src->dtype, scale)};
-        st = clg__launch_1d(dev, k2, b, 10, (size_t)(M * K));
+    clg_dtype dtype = src->dtype;
+    int64_t cap = (int64_t)clg__device_params(dev)->item_loops;
+    clg_tensor *cur = src;
+    bool first = true;
+    clg_status st = CLG_OK;
+    for (;;) {
+        int64_t C = 1;
+        if (M * K < 1024 && R >= 4096) C = R / 2048 < 256 ? R / 2048 : 256;   /* spread long reductions */
+        if (C * cap < R) C = (R + cap - 1) / cap;
+        if (C == 1) {
+            st = mrk_pass(dev, kernel, dtype, first, true, cur, M, R, K, 1, dst, scale);
+            break;
+        }
+        clg_tensor *part = clg__tensor_new(dev, clg__compute_dtype(dtype), 1, (const int64_t[]){M * C * K});
+        st = part ? mrk_pass(dev, kernel, dtype, first, false, cur, M, R, K, C, part, 1.0) : dev->status;
+        if (cur != src) clg_tensor_free(cur);
+        cur = part, R = C, first = false;
+        if (st) break;
     }
-    if (part != dst) clg_tensor_free(part);
+    if (cur != src) clg_tensor_free(cur);
     return st;
 }
 

@@ -93,14 +93,32 @@ static size_t rows_wg(const clg_device *dev, const clg_kernel *k, int64_t R)
 /* Whether rows of R elements take kernel's work-item-per-row variant (NAME_item): on
  * devices whose table says row_reduce = items, for the kernels that have one, when the
  * row's passes (three at most) stay within item_loops. */
+/* A row kernel's work-item makes up to 3 passes over its part of the row, with index
+ * arithmetic that some drivers (llvmpipe) count as loop steps even on branches not
+ * taken: 12 steps per element visited, measured there, is the cost that item_loops
+ * bounds. */
+enum { ROW_STEPS = 12 };
+
 static bool rows_by_item(const clg_device *dev, const char *kernel, int64_t R)
 {
     static const char *const with_item[] = {"softmax_fwd", "softmax_bwd", "var_fwd", "var_bwd", "ce_fwd"};
     const clg_device_params *dp = clg__device_params(dev);
-    if (!dp->row_items || 3 * R > (int64_t)dp->item_loops) return false;
+    if (!dp->row_items || ROW_STEPS * R > (int64_t)dp->item_loops) return false;
     for (size_t i = 0; i < sizeof with_item / sizeof *with_item; i++)
         if (!strcmp(kernel, with_item[i])) return true;
     return false;
+}
+
+/* Whether rows of R are too long for kernel on this device: its work-items (one per row,
+ * or a group of wg per row) would step past item_loops. The ops then compose the same
+ * result from reductions, which split long sums. */
+static bool rows_too_long(clg_device *dev, clg_dtype dtype, const char *kernel, int64_t R)
+{
+    if (rows_by_item(dev, kernel, R)) return false;
+    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(dtype), kernel);
+    if (!k) return false;   /* the launch reports the build error */
+    int64_t wg = (int64_t)rows_wg(dev, k, R);
+    return ROW_STEPS * ((R + wg - 1) / wg) > (int64_t)clg__device_params(dev)->item_loops;
 }
 
 static clg_status rows_launch(clg_device *dev, clg_dtype dtype, const char *kernel, const rows_plan *p,
@@ -166,12 +184,29 @@ static clg_status softmax_bw_common(clg_node *n, clg_tensor *g, clg_tensor **gin
     return CLG_OK;
 }
 
+/* Long rows: z = a - max (a constant), log_softmax = z - log(sum(exp(z))), softmax its
+ * exp; in float32 for 16-bit a, on the tape. */
+static clg_tensor *softmax_composed(clg_tensor *a, int ax, int log_mode)
+{
+    clg_device *dev = a->dev;
+    clg_tensor *af = clg__is_half(a->dtype) ? clg_cast(a, CLG_F32) : a;
+    clg_no_grad_begin(dev);
+    clg_tensor *m = af ? clg_max(af, 1, &ax, true) : NULL;
+    clg_no_grad_end(dev);
+    clg_tensor *z = clg_sub(af, m);
+    clg_tensor *ls = clg_sub(z, clg_log(clg_sum(clg_exp(z), 1, &ax, true)));
+    clg_tensor *y = log_mode ? ls : clg_exp(ls);
+    return y && af != a ? clg_cast(y, a->dtype) : y;
+}
+
 static clg_tensor *softmax_op(const char *op, int id, clg_tensor *a, int axis, int log_mode)
 {
     if (!a) return NULL;
     if (!clg__check_floating(op, a) || !clg__check_numel(op, a->dev, a->numel)) return NULL;
     int ax = clg__axis(op, a, axis, a->ndim ? a->ndim : 1);   /* a 0-d tensor is one row of one */
     if (ax < 0) return NULL;
+    if (a->ndim && a->numel && rows_too_long(a->dev, a->dtype, "softmax_fwd", a->shape[ax]))
+        return softmax_composed(a, ax, log_mode);
     clg_tensor *y = clg__tensor_new(a->dev, a->dtype, a->ndim, a->shape);
     if (!y) return NULL;
     bool mask[CLG_MAX_DIMS] = {false};
@@ -257,10 +292,16 @@ clg_tensor *clg_var(clg_tensor *a, int naxes, const int *axes, int correction, b
     if (!clg__check_floating("var", a) || !clg__check_numel("var", a->dev, a->numel) ||
         !plan_axes("var", a, naxes, axes, keepdim, &ap))
         return NULL;
-    clg_tensor *y = clg__tensor_new(a->dev, a->dtype, ap.out_ndim, ap.out_shape);
-    if (!y) return NULL;
     /* PyTorch's divisor: max(0, R - correction); a zero one gives NaN (or inf). */
     double div = (double)ap.R - correction > 0 ? (double)ap.R - correction : 0.0;
+    if (a->numel && rows_too_long(a->dev, a->dtype, "var_fwd", ap.R)) {   /* long rows: by reductions */
+        clg_tensor *af = clg__is_half(a->dtype) ? clg_cast(a, CLG_F32) : a;
+        clg_tensor *d = clg_sub(af, clg_mean(af, naxes, axes, true));
+        clg_tensor *v = clg_div_scalar(clg_sum(clg_mul(d, d), naxes, axes, keepdim), div);
+        return v && af != a ? clg_cast(v, a->dtype) : v;
+    }
+    clg_tensor *y = clg__tensor_new(a->dev, a->dtype, ap.out_ndim, ap.out_shape);
+    if (!y) return NULL;
     rows_operand ops[2] = {operand(a), {y->buf->mem, y->offset, ap.keep_shape, ap.keep_strides}};
     rows_plan p;
     rows_init(&p, a->ndim, a->shape, ap.mask, 2, ops);
@@ -404,6 +445,10 @@ clg_tensor *clg_cross_entropy(clg_tensor *logits, clg_tensor *labels, clg_reduct
         return loss;
     }
     if (!check_cross_entropy(logits, labels, reduction)) return NULL;
+    /* Rows of more classes than one work-group's loops may walk: log_softmax (which
+     * composes them from reductions) and the negative log-likelihood. */
+    if (logits->numel && rows_too_long(logits->dev, logits->dtype, "ce_fwd", logits->shape[1]))
+        return clg_nll_loss(clg_log_softmax(logits, 1), labels, reduction);
     clg_device *dev = logits->dev;
     int64_t N = logits->shape[0];
     clg_tensor *loss = clg__tensor_new(dev, logits->dtype, 1, (const int64_t[]){N});
