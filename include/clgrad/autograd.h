@@ -46,7 +46,9 @@ CLG_API bool clg_tensor_has_history(const clg_tensor *t);
 CLG_API clg_status clg_backward(clg_tensor *root, clg_tensor *grad);
 
 /* Keep the gradient of a non-leaf (a tensor made by an op) in clg_tensor_grad after
- * each backward pass, as leaves keep theirs (torch's retain_grad). Accumulates alike. */
+ * each backward pass, as leaves keep theirs (torch's retain_grad). Accumulates alike.
+ * A tensor's hooks (below) run first: what is kept, or accumulated into a leaf, is the
+ * gradient as the last hook left it (PyTorch 2's order). */
 CLG_API clg_status clg_tensor_retain_grad(clg_tensor *t);
 /* A function run on t's gradient in every backward pass, before t's gradient is used
  * (accumulated into a leaf, or passed on). It may replace *grad by a tensor of the same

@@ -245,7 +245,6 @@ typedef struct clg_conv2d_params {
 /* x [N, C, H, W], w [O, C/groups, kh, kw], b [O] or NULL; p NULL: stride 1, no padding.
  * Out [N, O, (H + 2p - d(kh-1) - 1)/s + 1, ...], as torch.nn.functional.conv2d. */
 CLG_API clg_tensor *clg_conv2d(clg_tensor *x, clg_tensor *w, clg_tensor *b, const clg_conv2d_params *p);
-/* Windows of kh x kw every (sh, sw), padded by (ph, pw) (padding never wins a max). */
 /* x [N, C, L], w [O, C/groups, k], b [O] or NULL: torch.nn.functional.conv1d. */
 typedef struct clg_conv1d_params {
     int stride, padding, dilation, groups;   /* 0: stride 1, no padding, dilation 1, 1 group */
@@ -263,6 +262,9 @@ CLG_API clg_tensor *clg_conv_transpose2d(clg_tensor *x, clg_tensor *w, clg_tenso
  * (align_corners false). Gradients sum back into the sampled pixels. */
 CLG_API clg_tensor *clg_upsample_nearest2d(clg_tensor *x, int64_t oh, int64_t ow);
 CLG_API clg_tensor *clg_upsample_bilinear2d(clg_tensor *x, int64_t oh, int64_t ow);
+/* Windows of kh x kw every (sh, sw), padded by (ph, pw) on each side (at most half the
+ * window; padding never wins a max). A stride of 0 is the window's size, as PyTorch's
+ * stride=None. Windows may walk at most the device's item_loops elements. */
 CLG_API clg_tensor *clg_max_pool2d(clg_tensor *x, int kh, int kw, int sh, int sw, int ph, int pw);
 /* count_include_pad as PyTorch's (true there by default). */
 CLG_API clg_tensor *clg_avg_pool2d(clg_tensor *x, int kh, int kw, int sh, int sw, int ph, int pw,

@@ -84,10 +84,10 @@ typedef struct clg_tensor clg_tensor;
 
 /* ---- creation (shape: ndim sizes, ndim 0 is a scalar) ---------------------------- */
 CLG_API clg_tensor *clg_empty(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape);
-/* Copies numel * dtype size bytes from host memory (row-major). */
 /* int64 index data (NumPy's, PyTorch's) as the int32 tensor index ops take; fails
  * naming the first value outside int32. */
 CLG_API clg_tensor *clg_indices_from_int64(clg_device *dev, int ndim, const int64_t *shape, const int64_t *data);
+/* Copies numel * dtype size bytes from host memory (row-major). */
 CLG_API clg_tensor *clg_tensor_from_host(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape,
                                          const void *data);
 CLG_API clg_tensor *clg_zeros(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape);

@@ -3,7 +3,7 @@
  * terminal), and metrics appended to a CSV file.
  *
  *   clg_meter *meter = clg_meter_new(dev);
- *   clg_progress *bar = clg_progress_new(stdout, steps_per_epoch, "epoch 1/5");
+ *   clg_progress *bar = clg_progress_new(stdout, steps_per_epoch, "epoch 1/5", 0);
  *   for (int64_t step = 0; ...; step++) {
  *       ... loss = clg_cross_entropy(logits, y, CLG_REDUCE_MEAN) ...
  *       clg_meter_add(meter, loss, logits, y);      // device work only: no wait

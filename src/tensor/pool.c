@@ -46,6 +46,8 @@ static clg_status launch(clg_device *dev, clg_dtype dtype, const char *kernel, c
 static bool pool_check(const char *op, clg_tensor *x, int kh, int kw, int sh, int sw, int ph, int pw, pool_geo *g)
 {
     if (!clg__check_floating(op, x)) return false;
+    if (sh == 0) sh = kh;   /* PyTorch's stride=None: the window's size */
+    if (sw == 0) sw = kw;
     if (x->ndim != 4)
         return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "want x [N, C, H, W], got %s", CLG_DESC(x)), false;
     if (kh < 1 || kw < 1 || sh < 1 || sw < 1 || ph < 0 || pw < 0 || 2 * ph > kh || 2 * pw > kw)
