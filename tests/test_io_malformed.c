@@ -131,7 +131,7 @@ static void check_short_and_binary(void)
     CHECK(clg_safetensors_parse(five, 0, "empty", &st, err, sizeof err) == CLG_ERR_FORMAT && st == NULL);
     CHECK_MSG(strstr(err, "0 bytes, too short for the 8-byte header length"), "%s", err);
     CHECK(clg_safetensors_parse(five, 5, "five", &st, err, sizeof err) == CLG_ERR_FORMAT);
-    CHECK_MSG(strstr(err, "five: 5 bytes, too short"), "%s", err);
+    CHECK_MSG(strstr(err, "five: not a safetensors file: 5 bytes, too short"), "%s", err);
     /* a NUL inside the header */
     static const char nul_header[] = "{\"a\0\":{}}";
     size_t len;

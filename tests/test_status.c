@@ -6,6 +6,8 @@
 int main(void)
 {
     CHECK(!strcmp(clg_status_str(CLG_OK), "CLG_OK"));
+    /* the library's version is the headers' (the same build) */
+    CHECK_MSG(!strcmp(clg_version(), CLG_VERSION), "clg_version() %s, CLG_VERSION %s", clg_version(), CLG_VERSION);
     CHECK(!strcmp(clg_status_str(CLG_ERR_BUILD), "CLG_ERR_BUILD"));
     for (int s = 0; s < CLG_STATUS_COUNT; s++)
         CHECK_MSG(!strncmp(clg_status_str((clg_status)s), "CLG_", 4), "status %d unnamed", s);

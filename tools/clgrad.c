@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <clgrad.h>
+
 #include "commands.h"
 
 static const struct command {
@@ -27,7 +29,7 @@ static void usage(FILE *out)
     fprintf(out, "usage: clgrad COMMAND [OPTIONS]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out, "\n`clgrad COMMAND --help` describes a command's options.\n"
+    fprintf(out, "\n`clgrad COMMAND --help` describes a command's options; `clgrad --version` the version.\n"
                  "Environment: CLG_DEVICE picks the device (gpu, cpu, N, P:D or a name fragment).\n");
 }
 
@@ -39,6 +41,10 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+        printf("clgrad %s (library %s)\n", CLG_VERSION, clg_version());
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)

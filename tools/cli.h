@@ -10,6 +10,10 @@
 /* "clgrad CMD: message" on stderr as ONE line (newlines in library messages become
  * "; "). Returns 1, the exit status of a failure. */
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* 0 when path (given with option opt) can be written: not a folder, writable if it
+ * exists, and its folder takes new files; else 1 after saying why (before a run that
+ * would find out only when it first saves). NULL: nothing to check. */
+int cli_check_writable(const char *cmd, const char *opt, const char *path);
 /* The usual answer to a bad flag or a missing argument: exit status 2. */
 int cli_usage_error(const char *cmd, const char *what);
 

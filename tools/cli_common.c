@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -111,7 +113,9 @@ int cli_checkpoint_model(const char *cmd, const char *path, clg_model **desc, cl
     char err[1024], name[1100];
     char *json = NULL;
     *desc = NULL;
-    if (clg_checkpoint_info(path, ts, &json, err, sizeof err) != CLG_OK) return cli_fail(cmd, "%s", err);
+    if (clg_checkpoint_info(path, ts, &json, err, sizeof err) != CLG_OK)
+        return cli_fail(cmd, "%s%s", err, strstr(err, "begins with text")
+                                             ? " (a model file? clgrad train MODEL makes a checkpoint of it)" : "");
     if (!json) return cli_fail(cmd, "%s: no model description inside (not a checkpoint of clgrad train)", path);
     snprintf(name, sizeof name, "%s (its model description)", path);
     clg_status st = clg_model_parse(json, strlen(json), name, desc, err, sizeof err);
@@ -126,5 +130,29 @@ int cli_load_checkpoint(const char *cmd, const char *path, clg_device *dev, clg_
     if (rc) return rc;
     *net = clg_model_build(*desc, dev);
     if (!*net || clg_checkpoint_load(*net, NULL, path, NULL, NULL) != CLG_OK) return cli_fail(cmd, "%s", clg_device_error(dev));
+    return 0;
+}
+
+int cli_check_writable(const char *cmd, const char *opt, const char *path)
+{
+    if (!path) return 0;
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) return cli_fail(cmd, "%s %s: is a directory", opt, path);
+    if (stat(path, &sb) == 0 && access(path, W_OK) != 0)
+        return cli_fail(cmd, "%s %s: cannot write it (%s)", opt, path, strerror(errno));
+    /* Files are written beside their final name and renamed into place: the folder
+     * must take a new file. */
+    char probe[4200];
+    const char *slash = strrchr(path, '/');
+    int dirlen = slash ? (int)(slash - path) : 1;
+    if (snprintf(probe, sizeof probe, "%.*s/.clgrad-probe-XXXXXX", dirlen ? dirlen : 1, slash ? (dirlen ? path : "/") : ".") >=
+        (int)sizeof probe)
+        return cli_fail(cmd, "%s %s: the path is too long", opt, path);
+    int fd = mkstemp(probe);
+    if (fd < 0)
+        return cli_fail(cmd, "%s %s: cannot write in %.*s (%s)", opt, path, slash ? (dirlen ? dirlen : 1) : 1,
+                        slash ? (dirlen ? path : "/") : ".", strerror(errno));
+    close(fd);
+    unlink(probe);
     return 0;
 }

@@ -10,23 +10,34 @@
 #include "cli.h"
 #include "commands.h"
 
-typedef struct predict_opts { const char *ckpt, *input, *out, *device; long long top, batch; } predict_opts;
+typedef struct predict_opts {
+    const char *ckpt, *input, *out, *device;
+    long long top, batch;
+    bool scaled;   /* INPUT already scaled: the checkpoint's scale is skipped */
+} predict_opts;
 
 static int parse(int argc, char **argv, predict_opts *o)
 {
-    static const struct option longs[] = {{"out", 1, 0, 'o'}, {"top", 1, 0, 'k'}, {"device", 1, 0, 'd'},
-                                          {"batch", 1, 0, 'b'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    static const struct option longs[] = {{"out", 1, 0, 'o'},   {"top", 1, 0, 'k'},    {"device", 1, 0, 'd'},
+                                          {"batch", 1, 0, 'b'}, {"scaled", 0, 0, 's'}, {"help", 0, 0, 'h'},
+                                          {0, 0, 0, 0}};
     opterr = 0;
     for (int c; (c = getopt_long(argc, argv, ":h", longs, NULL)) != -1;) {
         if (c == 'h') {
-            printf("usage: clgrad predict CKPT INPUT [--out OUT.npy] [--top K] [--batch N] [--device SPEC]\n"
+            printf("usage: clgrad predict CKPT INPUT [--out OUT.npy] [--top K] [--batch N] [--scaled] [--device SPEC]\n"
                    "Runs the network of a clgrad checkpoint (in eval mode) on INPUT, an .npy array or an\n"
-                   "IDX file (gzip too) of raw samples, [N, ...] or one sample, after the input transforms\n"
-                   "recorded in the checkpoint. --out writes the logits, float32 [N, classes], as .npy;\n"
-                   "otherwise the top K classes (default 3) of each input are printed.\n");
+                   "IDX file (gzip too) of raw samples, [N, ...] or one sample (its size-1 axes may be\n"
+                   "left out: [28, 28] for a model of [1, 28, 28]), after the input transforms recorded\n"
+                   "in the checkpoint: raw values as the training data had them (Fashion-MNIST: bytes\n"
+                   "0-255, scaled by the checkpoint). Floats all within [0, 1] for a model that scales\n"
+                   "by 1/255 are refused as already scaled unless --scaled says so (then the scale is\n"
+                   "skipped; normalisation still applies). --out writes the logits, float32\n"
+                   "[N, classes], as .npy; otherwise the top K classes (default 3) of each input are\n"
+                   "printed.\n");
             return 0;
         }
         if (c == 'o') o->out = optarg;
+        else if (c == 's') o->scaled = true;
         else if (c == 'd') o->device = optarg;
         else if (c == 'k' && cli_int(optarg, 1, 1000, &o->top)) continue;
         else if (c == 'b' && cli_int(optarg, 1, 1 << 20, &o->batch)) continue;
@@ -39,8 +50,21 @@ static int parse(int argc, char **argv, predict_opts *o)
     return -1;
 }
 
+/* Whether two shapes are the same once their size-1 axes are dropped ([28, 28] is one
+ * [1, 28, 28] sample). */
+static bool same_squeezed(int na, const int64_t *a, int nb, const int64_t *b)
+{
+    int i = 0, j = 0;
+    for (;;) {
+        while (i < na && a[i] == 1) i++;
+        while (j < nb && b[j] == 1) j++;
+        if (i == na || j == nb) return i == na && j == nb;
+        if (a[i++] != b[j++]) return false;
+    }
+}
+
 /* INPUT as floats [n, input numel]: .npy by its magic, else IDX. */
-static int read_input(const char *path, const clg_model *m, float **x, int64_t *n)
+static int read_input(const char *path, const clg_model *m, bool scaled, float **x, int64_t *n)
 {
     char err[1024], magic[6] = {0};
     FILE *f = fopen(path, "rb");
@@ -53,7 +77,7 @@ static int read_input(const char *path, const clg_model *m, float **x, int64_t *
         return cli_fail("predict", "%s%s", err, npy ? "" : " (the input is an .npy or IDX file)");
     int64_t shape[CLG_MAX_DIMS], per = clg_model_input_numel(m), total = clg_host_array_numel(&a);
     int nd = clg_model_input(m, shape);
-    bool single = a.ndim == nd && !memcmp(a.shape, shape, (size_t)nd * sizeof *shape);
+    bool single = same_squeezed(a.ndim, a.shape, nd, shape);
     *n = single ? 1 : a.ndim >= 1 ? a.shape[0] : 0;
     if (*n < 1 || *n * per != total) {
         clg_host_array_free(&a);
@@ -67,8 +91,21 @@ static int read_input(const char *path, const clg_model *m, float **x, int64_t *
                 : a.type == CLG_ELEM_I64 ? (float)((const int64_t *)d)[i] : a.type == CLG_ELEM_F32 ? ((const float *)d)[i]
                                                                                                   : (float)((const double *)d)[i];
     }
+    bool floats = a.type == CLG_ELEM_F32 || a.type == CLG_ELEM_F64;
     clg_host_array_free(&a);
-    return *x ? 0 : cli_fail("predict", "out of host memory");
+    if (!*x) return cli_fail("predict", "out of host memory");
+    /* Floats within [0, 1] for a model that scales raw values by 1/255: scaled twice,
+     * every prediction would be wrong, silently. */
+    double scale = clg_model_get_data(m)->scale, lo = 0, hi = 0;
+    for (int64_t i = 0; i < total; i++) lo = fmin(lo, (*x)[i]), hi = fmax(hi, (*x)[i]);
+    if (floats && !scaled && scale > 0 && scale < 0.5 && lo >= 0 && hi > 0 && hi <= 1) {
+        free(*x);
+        *x = NULL;
+        return cli_fail("predict", "%s: its values lie in [0, %g], but the model scales raw inputs by %g (it was "
+                        "trained on values up to %g): give raw values, or --scaled if these are already scaled",
+                        path, hi, scale, 1 / scale);
+    }
+    return 0;
 }
 
 /* Logits [n, classes] for the transformed inputs, in batches. */
@@ -124,8 +161,12 @@ static int predict(const predict_opts *o, clg_device *dev, clg_model *m, clg_mod
 {
     float *x = NULL, *logits = NULL;
     int64_t n = 0, k = clg_model_outputs(m);
-    int rc = read_input(o->input, m, &x, &n);
+    int rc = read_input(o->input, m, o->scaled, &x, &n);
     if (!rc && !(logits = malloc((size_t)(n * k) * sizeof *logits))) rc = cli_fail("predict", "out of host memory");
+    if (!rc && o->scaled) {   /* the transforms without the scale */
+        double s = clg_model_get_data(m)->scale;
+        for (int64_t i = 0; s > 0 && i < n * clg_model_input_numel(m); i++) x[i] = (float)(x[i] / s);
+    }
     if (!rc) clg_model_transform(m, x, n);
     if (!rc) rc = run(dev, m, net, x, n, o->batch ? o->batch : clg_model_get_train(m)->batch, logits);
     char err[1024];

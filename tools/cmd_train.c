@@ -148,6 +148,11 @@ int cmd_train(int argc, char **argv)
         clg_model_free(m);
         return rc;
     }
+    if (cli_check_writable("train", "--out", r.out) || cli_check_writable("train", "--metrics", r.metrics)) {
+        clg_dist_free(r.dist);
+        clg_model_free(m);
+        return 1;
+    }
     rc = train_setup(&o, &r, m);
     if (!rc) rc = r.text_mode ? train_text_epochs(&r) : train_epochs(&r);
     clg_dist *dist = r.dist;

@@ -40,6 +40,15 @@ typedef enum clg_status {
 /* "CLG_OK", "CLG_ERR_OPENCL", ...; never NULL. */
 CLG_API const char *clg_status_str(clg_status status);
 
+/* The version of these headers, and clg_version(), of the library the program runs
+ * with ("0.1.0"): the two differ when a program runs with another build than the one it
+ * was compiled against. */
+#define CLG_VERSION_MAJOR 0
+#define CLG_VERSION_MINOR 1
+#define CLG_VERSION_PATCH 0
+#define CLG_VERSION "0.1.0"
+CLG_API const char *clg_version(void);
+
 /* Failures of calls that have no device to record them on (clg_concat of an empty
  * list, for one): the calling thread's last such status and message, CLG_OK and ""
  * when there was none. Every other failure is recorded on its device

@@ -296,6 +296,29 @@ static clg_status parse_header(const parse_ctx *c, const json_t *root, const uns
     return status;
 }
 
+/* Whether the file's first 8 bytes (its header length, in a safetensors file: a small
+ * number, so mostly zero bytes) are all printable text, as a model file's or a CSV's. */
+static bool begins_with_text(const unsigned char *buf, size_t len)
+{
+    for (size_t i = 0; i < 8 && i < len; i++)
+        if (buf[i] < 0x20 || buf[i] > 0x7e) return buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t' ? i > 0 : false;
+    return true;
+}
+
+/* The file's first bytes as a quote: up to 24, runs of white space as one space. */
+static const char *text_quote(const unsigned char *buf, size_t len, char *q, size_t qlen)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len && i < 64 && n + 1 < qlen && n < 24; i++) {
+        bool space = buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t';
+        if (space && (n == 0 || q[n - 1] == ' ')) continue;
+        if (!space && (buf[i] < 0x20 || buf[i] > 0x7e)) break;
+        q[n++] = space ? ' ' : (char)buf[i];
+    }
+    q[n] = '\0';
+    return q;
+}
+
 clg_status clg__st_parse(unsigned char *buf, size_t len, bool owned, const char *name, clg_safetensors **out,
                          char *err, size_t errlen)
 {
@@ -318,17 +341,20 @@ clg_status clg__st_parse(unsigned char *buf, size_t len, bool owned, const char 
     if (!buf && len) {
         status = FAIL(&c, "no bytes given");
     } else if (len < 8) {
-        status = FAIL(&c, "%zu bytes, too short for the 8-byte header length", len);
+        status = FAIL(&c, "not a safetensors file: %zu bytes, too short for the 8-byte header length", len);
+    } else if (begins_with_text(buf, len)) {   /* a JSON model file, a CSV, a script... */
+        char q[32];
+        status = FAIL(&c, "not a safetensors file: it begins with text (%s...)", text_quote(buf, len, q, sizeof q));
     } else {
         for (int i = 7; i >= 0; i--) hlen = hlen << 8 | buf[i];
         if (hlen > CLG_SAFETENSORS_MAX_HEADER)
-            status = FAIL(&c, "header length %llu is over the limit of %d bytes", (unsigned long long)hlen,
-                          CLG_SAFETENSORS_MAX_HEADER);
+            status = FAIL(&c, "not a safetensors file: header length %llu is over the limit of %d bytes",
+                          (unsigned long long)hlen, CLG_SAFETENSORS_MAX_HEADER);
         else if (hlen > len - 8)
-            status = FAIL(&c, "header length %llu runs past the end of the file (%zu bytes after the length)",
-                          (unsigned long long)hlen, len - 8);
+            status = FAIL(&c, "not a whole safetensors file (truncated?): header length %llu runs past the end of the "
+                          "file (%zu bytes after the length)", (unsigned long long)hlen, len - 8);
         else if (hlen == 0 || buf[8] != '{')
-            status = FAIL(&c, "the header does not start with '{'");
+            status = FAIL(&c, "not a safetensors file: the header does not start with '{'");
     }
     if (!status) {
         /* Bound the parse before it starts: every tensor is a JSON object, opened by a '{'

@@ -59,6 +59,12 @@ bad t14 "--init and --resume do not go together" train m.json --init good.ckpt -
 bad t15 "no t10k-images-idx3-ubyte" train m.json --data "$T/data" --test-data "$T"
 bad t16 "--lr must be a number" train m.json --lr -1
 
+# outputs that cannot be written are found before training starts, not after an epoch
+bad t18 "--out /nonexistent/dir/o.ckpt: cannot write in /nonexistent/dir" train m.json --data "$T/data" --out /nonexistent/dir/o.ckpt
+grep -q "epoch" t18.out && fail "t18: it trained before finding that --out cannot be written: $(cat t18.out)"
+mkdir -p adir
+bad t19 "--metrics adir: is a directory" train m.json --data "$T/data" --metrics adir
+
 printf 'label,a,b,c,d,e\n1,0,0,0,0,0\n' >tiny.csv
 bad t17 "samples of 5 values do not fit the model's input of 784" train m.json --data tiny.csv
 
@@ -72,6 +78,9 @@ bad e7 "/nonexistent" eval good.ckpt --data /nonexistent
 RUN_PATH=/nonexistent bad e8 "cannot run gnuplot: is it installed? (apt-get install gnuplot-nox)" eval good.ckpt --data "$T/data" --confusion-png cm.png
 unset RUN_PATH
 bad e9 "unknown option --frobnicate" eval good.ckpt --frobnicate
+bad e10 "m.json: not a safetensors file: it begins with text ({" eval m.json
+grep -qF "(a model file? clgrad train MODEL makes a checkpoint of it)" e10.err || fail "e10: $(cat e10.err)"
+bad e11 "truncated.ckpt: not a whole safetensors file (truncated?)" eval truncated.ckpt
 
 bad p1 "give CKPT and INPUT" predict good.ckpt
 bad p2 "missing.npy: cannot open the input" predict good.ckpt missing.npy

@@ -59,6 +59,12 @@ png cm.png
 ok p1 predict c.ckpt x.npy --out p1.npy
 ok p2 predict c.ckpt x.idx --out p2.npy
 ok p3 predict c.ckpt one.npy --out p3.npy
+# one [28, 28] image is one sample of a [1, 28, 28] model; floats already in [0, 1] are
+# refused (they would be scaled twice), and taken with --scaled
+ok p5 predict c.ckpt one2d.npy --out p5.npy
+! "$CLGRAD" predict c.ckpt scaled.npy >p6.out 2>&1 || fail "p6: predict took already scaled floats"
+grep -qF "give raw values, or --scaled if these are already scaled" p6.out || fail "p6: $(cat p6.out)"
+ok p7 predict c.ckpt scaled.npy --scaled --out p7.npy
 "$PY" - <<'PY' || fail "predict's logits"
 import numpy as np
 a, b, c = np.load("p1.npy"), np.load("p2.npy"), np.load("p3.npy")
@@ -66,6 +72,9 @@ assert a.shape == (5, 10) and b.shape == (7, 10) and c.shape == (1, 10), (a.shap
 assert a.dtype == np.float32 and np.isfinite(a).all() and a.std() > 0
 assert np.array_equal(a, b[:5]), "npy and IDX inputs give other logits"
 assert np.array_equal(c[0], a[0]), "a float sample gives other logits than its bytes"
+d, e = np.load("p5.npy"), np.load("p7.npy")
+assert d.shape == (1, 10) and np.array_equal(d[0], a[0]), "a [28, 28] image gives other logits"
+assert e.shape == (5, 10) and np.allclose(e, a, rtol=1e-4, atol=1e-4), "scaled inputs with --scaled: other logits"
 PY
 ok p4 predict c.ckpt x.npy --top 2
 [ "$(grep -c '^[0-4]: [0-9] .*%), [0-9] .*%)$' p4.out)" -eq 5 ] || fail "predict --top 2: $(cat p4.out)"

@@ -41,6 +41,8 @@ def main(out):
     np.save(os.path.join(out, "x.npy"), test[:5])
     idx_write(os.path.join(out, "x.idx"), test[:7])
     np.save(os.path.join(out, "one.npy"), test[0].astype(np.float32)[None])   # one sample [1, 28, 28]
+    np.save(os.path.join(out, "one2d.npy"), test[0].astype(np.float32))       # the same as [28, 28]
+    np.save(os.path.join(out, "scaled.npy"), test[:5].astype(np.float32) / 255)   # already in [0, 1]
     np.save(os.path.join(out, "bad_shape.npy"), np.zeros((3, 5), np.float32))
 
 
