@@ -132,10 +132,12 @@ static int one_epoch(train_run *r, int epoch, double *test_acc)
 int train_epochs(train_run *r)
 {
     int epochs = clg_model_get_train(r->m)->epochs;
-    int first = (int)clg_loader_get_position(r->train).epoch;
+    /* a checkpoint's epoch may be any counter up to 2^53: compared as it is */
+    int64_t at = (int64_t)clg_loader_get_position(r->train).epoch;
+    int first = at < epochs ? (int)at : epochs;
     double test_acc = NAN;
-    if (first >= epochs) {
-        printf("the checkpoint is at epoch %d of %d: nothing to train\n", first, epochs);
+    if (at >= epochs) {
+        printf("the checkpoint is at epoch %lld of %d: nothing to train\n", (long long)at, epochs);
         /* --out is still written (the same state), so that the line below is true */
         int rc = r->out ? save(r) : 0;
         if (rc) return rc;

@@ -116,10 +116,12 @@ static int text_epoch(train_run *r, int epoch)
 
 int train_text_epochs(train_run *r)
 {
-    int epochs = clg_model_get_train(r->m)->epochs, first = (int)r->text.epoch;
-    if (first >= epochs) {
-        printf("the checkpoint is at epoch %d of %d: nothing to train\n", first, epochs);
-        int rc = r->out ? train_save(r, first, 0, 0) : 0;
+    int epochs = clg_model_get_train(r->m)->epochs;
+    int64_t at = r->text.epoch;   /* any counter up to 2^53: compared as it is */
+    int first = at < epochs ? (int)at : epochs;
+    if (at >= epochs) {
+        printf("the checkpoint is at epoch %lld of %d: nothing to train\n", (long long)at, epochs);
+        int rc = r->out ? train_save(r, at, 0, 0) : 0;
         if (rc) return rc;
     }
     for (int e = first; e < epochs; e++) {

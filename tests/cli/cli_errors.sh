@@ -59,6 +59,23 @@ bad t14 "--init and --resume do not go together" train m.json --init good.ckpt -
 bad t15 "no t10k-images-idx3-ubyte" train m.json --data "$T/data" --test-data "$T"
 bad t16 "--lr must be a number" train m.json --lr -1
 
+# a checkpoint whose epoch counter passes 2^31 (the reader takes counters up to 2^53):
+# nothing to train, at once, rather than epochs counted negative for ever
+"$PY" - <<'PY' || fail "cannot make huge_epoch.ckpt"
+import json, struct
+b = open("good.ckpt", "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+h["__metadata__"]["train.epoch"] = str(2**31)
+t = json.dumps(h).encode()
+t += b" " * (-len(t) % 8)
+open("huge_epoch.ckpt", "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
+PY
+timeout 120 "$CLGRAD" train m.json --data "$T/data" --resume huge_epoch.ckpt --out he.ckpt >he.out 2>&1 ||
+    fail "he: resume at epoch 2^31: $(cat he.out)"
+grep -qF "the checkpoint is at epoch 2147483648 of" he.out || fail "he: $(cat he.out)"
+grep -q "^epoch -" he.out && fail "he: negative epochs: $(cat he.out)"
+
 # outputs that cannot be written are found before training starts, not after an epoch
 bad t18 "--out /nonexistent/dir/o.ckpt: cannot write in /nonexistent/dir" train m.json --data "$T/data" --out /nonexistent/dir/o.ckpt
 grep -q "epoch" t18.out && fail "t18: it trained before finding that --out cannot be written: $(cat t18.out)"
