@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "device_impl.h"
@@ -125,6 +127,57 @@ static void test_overrides(void)
     dev = open_with(NULL, "/nonexistent/params");
     CHECK_MSG(clg_device_last_status(dev) == CLG_ERR_IO, "missing file: %s", clg_device_error(dev));
     clg_device_close(dev);
+    /* a folder, an endless device, a FIFO (whose open must not block) and a NUL byte are
+     * each refused, saying so (they were skipped, or hung) */
+    const char *dir = P_tmpdir;
+    char fifo[256];
+    snprintf(fifo, sizeof fifo, "%s/clgrad-params-fifo-%ld", P_tmpdir, (long)getpid());
+    CHECK(mkfifo(fifo, 0600) == 0);
+    const struct { const char *file, *want; } refused[] = {
+        {dir, "is a directory"}, {"/dev/zero", "not a regular file"}, {fifo, "not a regular file (a FIFO)"}};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        dev = open_with(NULL, refused[i].file);
+        CHECK_MSG(clg_device_last_status(dev) == CLG_ERR_IO && strstr(clg_device_error(dev), refused[i].want) &&
+                      strstr(clg_device_error(dev), "CLG_PARAMS_FILE"),
+                  "CLG_PARAMS_FILE %s: %s", refused[i].file, clg_device_error(dev));
+        clg_device_close(dev);
+    }
+    unlink(fifo);
+    /* kernel sources under CLG_KERNEL_DIR that are FIFOs: an error, not a blocked open */
+    char kdir[256], kfile[300];
+    snprintf(kdir, sizeof kdir, "%s/clgrad-kdir-%ld", P_tmpdir, (long)getpid());
+    CHECK(mkdir(kdir, 0700) == 0);
+    const char *names[] = {"common", "axpy"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(kfile, sizeof kfile, "%s/%s.cl", kdir, names[i]);
+        CHECK(mkfifo(kfile, 0600) == 0);
+    }
+    const char *cache = getenv("CLG_CACHE_DIR");
+    char *cache_was = cache ? strdup(cache) : NULL;
+    setenv("CLG_KERNEL_DIR", kdir, 1);
+    setenv("CLG_CACHE_DIR", "off", 1);
+    dev = open_with(NULL, NULL);
+    clg_kernel *k = clg__kernel_get(dev, "axpy", "-DT=float", "fill");
+    CHECK_MSG(!k && strstr(clg_device_error(dev), "not a regular file (a FIFO)"), "FIFO kernel source: %s",
+              clg_device_error(dev));
+    clg_device_close(dev);
+    unsetenv("CLG_KERNEL_DIR");
+    if (cache_was) setenv("CLG_CACHE_DIR", cache_was, 1);
+    else unsetenv("CLG_CACHE_DIR");
+    free(cache_was);
+    for (int i = 0; i < 2; i++) {
+        snprintf(kfile, sizeof kfile, "%s/%s.cl", kdir, names[i]);
+        unlink(kfile);
+    }
+    rmdir(kdir);
+    f = fopen(path, "wb");
+    fwrite("gemm = packed\n\0item_loops = 64\n", 1, 31, f);
+    fclose(f);
+    dev = open_with(NULL, path);
+    CHECK_MSG(clg_device_last_status(dev) == CLG_ERR_INVALID_ARGUMENT && strstr(clg_device_error(dev), "a NUL byte"),
+              "a NUL byte: %s", clg_device_error(dev));
+    clg_device_close(dev);
+    remove(path);
 }
 
 /* fill over n floats through clg__launch_1d, read back, all equal to v. */

@@ -1,7 +1,7 @@
 /* The on-disk program cache, checked by its mechanism rather than by time:
  *   1. a cold process compiles from source and writes an entry;
  *   2. a second process loads that entry and compiles nothing;
- *   3. a corrupt entry is ignored, rebuilt and rewritten;
+ *   3. a corrupt entry (or a FIFO in its place) is ignored, rebuilt and rewritten;
  *   4. a directory that cannot be created disables the cache with one warning, and
  *      kernels still build and run;
  *   5. programs are built lazily: opening a device compiles nothing;
@@ -117,6 +117,11 @@ int main(int argc, char **argv)
     CHECK(run_child("rebuilt", cache_dir) == 0);
     CHECK(run_child("cached", cache_dir) == 0);
     CHECK(truncate(entry, 40) == 0);
+    CHECK(run_child("rebuilt", cache_dir) == 0);
+    CHECK(run_child("cached", cache_dir) == 0);
+    /* A FIFO in the entry's place: a miss, never a blocked open; the rebuilt entry
+     * replaces it. */
+    CHECK(unlink(entry) == 0 && mkfifo(entry, 0600) == 0);
     CHECK(run_child("rebuilt", cache_dir) == 0);
     CHECK(run_child("cached", cache_dir) == 0);
 

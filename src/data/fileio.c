@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "file_read.h"
 #include "last_error.h"
 
 #include "data_impl.h"
@@ -32,46 +33,12 @@ clg_status clg__data_fail(char *err, size_t errlen, clg_status status, const cha
 
 clg_status clg__read_file(const char *path, unsigned char **data, size_t *len, char *err, size_t errlen)
 {
-    *data = NULL;
-    *len = 0;
-    if (!path) return clg__data_fail(err, errlen, CLG_ERR_INVALID_ARGUMENT, "(null)", "no file name given");
     /* Regular files only, read to the size they had when opened: /dev/urandom grew the
-     * buffer without end, and a FIFO blocked the open itself (hence O_NONBLOCK, which
-     * does nothing to a regular file). */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return clg__data_fail(err, errlen, CLG_ERR_IO, path, "cannot open: %s", strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        bool dir = S_ISDIR(sb.st_mode);
-        close(fd);
-        return clg__data_fail(err, errlen, CLG_ERR_IO, path, "%s", dir ? "is a directory" : "not a regular file");
-    }
-    size_t cap = (size_t)sb.st_size, n = 0;
-    unsigned char *buf = (uint64_t)sb.st_size < SIZE_MAX ? malloc(cap + 1) : NULL;
-    if (!buf) {
-        close(fd);
-        return clg__data_fail(err, errlen, CLG_ERR_OUT_OF_MEMORY, path, "out of memory for its %lld bytes",
-                              (long long)sb.st_size);
-    }
-    bool failed = false;
-    while (n < cap) {
-        ssize_t r = read(fd, buf + n, cap - n);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            failed = r < 0;
-            break;
-        }
-        n += (size_t)r;
-    }
-    close(fd);
-    if (failed) {
-        free(buf);
-        return clg__data_fail(err, errlen, CLG_ERR_IO, path, "read error");
-    }
-    buf[n] = 0;
-    *data = buf;
-    *len = n;
-    return CLG_OK;
+     * buffer without end, and a FIFO blocked the open itself (file_read.h). */
+    char why[256];
+    clg_status st = clg__file_read(path, SIZE_MAX - 1, data, len, why, sizeof why);
+    if (st == CLG_ERR_IO && !strncmp(why, "No such", 7)) return clg__data_fail(err, errlen, st, path, "cannot open: %s", why);
+    return st ? clg__data_fail(err, errlen, st, path ? path : "(null)", "%s", why) : CLG_OK;
 }
 
 /* Grow *out to hold at least `need` bytes more than *used (plus a NUL). */

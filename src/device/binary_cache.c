@@ -20,6 +20,7 @@
 #include <zlib.h>
 
 #include "device_impl.h"
+#include "file_read.h"
 
 #define MAGIC "CLGBIN1\n"
 #define MAX_FILE (512u << 20)
@@ -115,19 +116,18 @@ unsigned char *clg__disk_cache_load(clg_device *dev, const char *meta, size_t *l
 {
     char path[1200];
     entry_path(dev, meta, path, sizeof path);
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL; /* a miss */
+    if (access(path, F_OK) != 0) return NULL;   /* a miss */
+    /* Anything but a valid regular file of at most MAX_FILE bytes (a FIFO, a folder, a
+     * device, a truncated or foreign entry) is a miss too, counted as a reject. */
     unsigned char *buf = NULL, *bin = NULL;
-    struct stat st;
-    if (fstat(fileno(f), &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size <= MAX_FILE &&
-        (buf = malloc((size_t)st.st_size)) && fread(buf, 1, (size_t)st.st_size, f) == (size_t)st.st_size) {
-        size_t bl = 0, off = validate(buf, (size_t)st.st_size, meta, &bl);
+    size_t n = 0;
+    if (clg__file_read(path, MAX_FILE, &buf, &n, NULL, 0) == CLG_OK && n > 0) {
+        size_t bl = 0, off = validate(buf, n, meta, &bl);
         if (off && (bin = malloc(bl))) {
             memcpy(bin, buf + off, bl);
             *len = bl;
         }
     }
-    fclose(f);
     free(buf);
     if (!bin) dev->prog_stats.cache_rejects++;
     return bin;

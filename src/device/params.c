@@ -21,6 +21,7 @@
 #include <strings.h>
 
 #include "device_impl.h"
+#include "file_read.h"
 
 const clg_device_params *clg__device_params(const clg_device *dev) { return &dev->params; }
 
@@ -158,19 +159,33 @@ static clg_status apply_item(clg_device *dev, char *item, const char *origin)
     return clg__params_set(dev, trim(item), trim(eq + 1), origin);
 }
 
+/* CLG_PARAMS_FILE: key = value lines (# comments). A folder, a FIFO, a device or a file
+ * over 1 MiB is refused, as is a NUL byte or a line over 510 bytes: each says so. */
 static clg_status apply_file(clg_device *dev, const char *path)
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return clg__fail(dev, CLG_ERR_IO, "device parameters: cannot open CLG_PARAMS_FILE %s: %s", path,
-                         strerror(errno));
-    char line[512], origin[1100];
-    clg_status st = CLG_OK;
-    for (int ln = 1; !st && fgets(line, sizeof line, f); ln++) {
-        snprintf(origin, sizeof origin, "%s:%d", path, ln);
-        st = apply_item(dev, line, origin);
+    unsigned char *text;
+    size_t len;
+    char why[256], origin[1100];
+    if (clg__file_read(path, 1 << 20, &text, &len, why, sizeof why) != CLG_OK)
+        return clg__fail(dev, CLG_ERR_IO, "device parameters: CLG_PARAMS_FILE %s: %s", path, why);
+    if (memchr(text, '\0', len)) {
+        size_t at = (size_t)((unsigned char *)memchr(text, '\0', len) - text);
+        free(text);
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "device parameters: CLG_PARAMS_FILE %s: a NUL byte at offset %zu "
+                         "(not a text file)", path, at);
     }
-    fclose(f);
+    clg_status st = CLG_OK;
+    int ln = 1;
+    for (char *line = (char *)text; !st && line && *line; ln++) {
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = 0;
+        snprintf(origin, sizeof origin, "%s:%d", path, ln);
+        if (strlen(line) > 510) st = clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "device parameters (%s): a line over 510 "
+                                               "bytes", origin);
+        else st = apply_item(dev, line, origin);
+        line = nl ? nl + 1 : NULL;
+    }
+    free(text);
     return st;
 }
 

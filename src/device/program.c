@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "device_impl.h"
+#include "file_read.h"
 #include "kernel_sources.h"
 
 typedef struct program_entry {
@@ -36,25 +37,12 @@ static uint64_t fnv1a(const char *s, uint64_t h)
 
 /* ---- sources ----------------------------------------------------------------------- */
 
-static char *read_file(const char *path, size_t *len)
+/* A kernel source from CLG_KERNEL_DIR: a regular file of at most 16 MiB (a FIFO there
+ * must not hang the open), or NULL with the reason in why. */
+static char *read_file(const char *path, size_t *len, char *why, size_t whylen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long n = ftell(f);
-        if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1))) {
-            if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-                free(buf);
-                buf = NULL;
-            } else {
-                buf[n] = 0;
-                *len = (size_t)n;
-            }
-        }
-    }
-    fclose(f);
-    return buf;
+    unsigned char *buf;
+    return clg__file_read(path, 16 << 20, &buf, len, why, whylen) == CLG_OK ? (char *)buf : NULL;
 }
 
 /* The text of cl_kernels/<name>.cl: a malloc'd copy, or NULL with the error recorded. */
@@ -64,8 +52,9 @@ static char *source_text(clg_device *dev, const char *name)
     if (dev->kernel_dir[0]) {
         char path[1200];
         snprintf(path, sizeof path, "%s/%s.cl", dev->kernel_dir, name);
-        char *s = read_file(path, &len);
-        if (!s) clg__fail(dev, CLG_ERR_IO, "kernel source %s (from CLG_KERNEL_DIR) cannot be read", path);
+        char why[256];
+        char *s = read_file(path, &len, why, sizeof why);
+        if (!s) clg__fail(dev, CLG_ERR_IO, "kernel source %s (from CLG_KERNEL_DIR) cannot be read: %s", path, why);
         return s;
     }
     for (int i = 0; i < clg__kernel_source_count; i++)

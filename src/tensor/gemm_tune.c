@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "kernel_sources.h"
+#include "file_read.h"
 #include "tensor/gemm.h"
 
 #define SLOW 4.0            /* drop a candidate this many times slower than the best */
@@ -155,24 +156,9 @@ static char *source_text(clg_device *dev, const char *name)
     if (dev->kernel_dir[0]) {
         char path[1200];
         snprintf(path, sizeof path, "%s/%s.cl", dev->kernel_dir, name);
-        FILE *f = fopen(path, "rb");
-        if (!f) return NULL;
-        char *buf = NULL;
-        size_t len = 0, cap = 0, got;
-        char chunk[4096];
-        while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) {
-            if (len + got + 1 > cap) {
-                cap = (len + got + 1) * 2;
-                char *nb = realloc(buf, cap);
-                if (!nb) break;
-                buf = nb;
-            }
-            memcpy(buf + len, chunk, got);
-            len += got;
-        }
-        fclose(f);
-        if (buf) buf[len] = 0;
-        return buf;
+        unsigned char *buf = NULL;
+        size_t len = 0;
+        return clg__file_read(path, 16 << 20, &buf, &len, NULL, 0) == CLG_OK ? (char *)buf : NULL;
     }
     for (int i = 0; i < clg__kernel_source_count; i++)
         if (!strcmp(clg__kernel_sources[i].name, name)) return strdup(clg__kernel_sources[i].text);
@@ -217,12 +203,12 @@ static void cache_path(clg_device *dev, const char *meta, char *path, size_t len
 /* The choice from the file: "choice: <name>" and "gflops: <rate>" after the meta. */
 static bool cache_read(const char *path, const char *meta, candidate *out, double *gflops)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
+    unsigned char *text = NULL;   /* a record is a few hundred bytes: anything else is a miss */
+    size_t n = 0;
+    if (clg__file_read(path, 8191, &text, &n, NULL, 0) != CLG_OK) return false;
     char buf[8192];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
+    memcpy(buf, text, n + 1);
+    free(text);
     size_t ml = strlen(meta);
     if (n < ml || memcmp(buf, meta, ml) != 0) return false;
     char name[80];

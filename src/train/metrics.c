@@ -18,8 +18,15 @@ static void num(FILE *f, double v, const char *sep)
  * twice. The file is rewritten beside itself and renamed over (only when a row goes). */
 static clg_status drop_from(const char *path, int epoch, char *err, size_t errlen)
 {
+    struct stat sb;
+    if (stat(path, &sb) != 0) return CLG_OK;   /* no file yet */
+    if (!S_ISREG(sb.st_mode))   /* a FIFO would block the open, a folder fail later */
+    {
+        if (err && errlen) snprintf(err, errlen, "%s: not a regular file", path);
+        return CLG_ERR_IO;
+    }
     FILE *f = fopen(path, "r");
-    if (!f) return CLG_OK;   /* no file yet */
+    if (!f) return CLG_OK;
     char line[1024];
     size_t cap = 1 << 12, used = 0;
     char *keep = malloc(cap);
