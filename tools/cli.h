@@ -14,6 +14,10 @@ int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf
  * exists, and its folder takes new files; else 1 after saying why (before a run that
  * would find out only when it first saves). NULL: nothing to check. */
 int cli_check_writable(const char *cmd, const char *opt, const char *path);
+/* A long evaluation shows it is moving: clg_text_eval_options.progress with user a
+ * cli_eval_progress, a line at most every 5 seconds (after the device caught up). */
+typedef struct cli_eval_progress { clg_device *dev; const char *what; double start, last; } cli_eval_progress;
+void cli_eval_progress_fn(int64_t done, int64_t total, void *user);
 /* The usual answer to a bad flag or a missing argument: exit status 2. */
 int cli_usage_error(const char *cmd, const char *what);
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -157,4 +158,26 @@ int cli_check_writable(const char *cmd, const char *opt, const char *path)
     close(fd);
     unlink(probe);
     return 0;
+}
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void cli_eval_progress_fn(int64_t done, int64_t total, void *user)
+{
+    cli_eval_progress *p = user;
+    double t = wall_now();
+    if (!p->start) p->start = p->last = t;
+    if (t - p->last < 5 || done == total) return;
+    clg_device_finish(p->dev);   /* what is done, not what is queued */
+    t = wall_now();
+    p->last = t;
+    printf("  %s: %lld of %lld windows (%.0f%%), %.0f s so far, about %.0f s to go\n", p->what, (long long)done,
+           (long long)total, 100.0 * (double)done / (double)total, t - p->start,
+           (t - p->start) * (double)(total - done) / (double)done);
+    fflush(stdout);
 }

@@ -8,28 +8,35 @@
 #include "cli.h"
 #include "commands.h"
 
-typedef struct eval_opts { const char *ckpt, *data, *device, *png, *batch, *workers; } eval_opts;
+typedef struct eval_opts { const char *ckpt, *data, *device, *png, *batch, *workers, *eval_steps, *streams; } eval_opts;
 
 static int parse(int argc, char **argv, eval_opts *o)
 {
     static const struct option longs[] = {{"data", 1, 0, 'D'}, {"device", 1, 0, 'd'}, {"confusion-png", 1, 0, 'p'},
                                           {"batch", 1, 0, 'b'}, {"workers", 1, 0, 'w'}, {"help", 0, 0, 'h'},
-                                          {0, 0, 0, 0}};
+                                          {"eval-steps", 1, 0, 'n'}, {"streams", 1, 0, 's'}, {0, 0, 0, 0}};
     opterr = 0;
     for (int c; (c = getopt_long(argc, argv, ":h", longs, NULL)) != -1;) {
         if (c == 'h') {
             printf("usage: clgrad eval CKPT [--data fashion-mnist|DIR|FILE.csv|text:FILE|text:DIR]\n"
                    "         [--confusion-png FILE.png] [--batch N] [--workers N] [--device SPEC]\n"
+                   "         [--eval-steps N] [--streams S]\n"
                    "Evaluates a checkpoint of clgrad train on the test split of --data (default: the\n"
                    "data recorded in the checkpoint; a CSV file is used whole): loss, accuracy, accuracy\n"
                    "per class and the confusion matrix (rows: true class, columns: predicted).\n"
                    "A character model reads text as one sequence from a zero state and gives the mean\n"
                    "loss of predicting each byte from those before it, in nats and bits per byte: of\n"
-                   "text:PATH whole, or by default of the held-out tail of the text it was trained on.\n");
+                   "text:PATH whole, or by default of the held-out tail of the text it was trained on.\n"
+                   "  --streams S     text: read it as S contiguous streams at once, each from a zero\n"
+                   "                  state (default 1: one sequence; the training batch runs at the\n"
+                   "                  training step's speed)\n"
+                   "  --eval-steps N  text: at most N windows of each stream (a quick estimate); a long\n"
+                   "                  evaluation prints its progress\n");
             return 0;
         }
         const char **slot = c == 'D' ? &o->data : c == 'd' ? &o->device : c == 'p' ? &o->png
-                          : c == 'b' ? &o->batch : c == 'w' ? &o->workers : NULL;
+                          : c == 'b' ? &o->batch : c == 'w' ? &o->workers : c == 'n' ? &o->eval_steps
+                          : c == 's' ? &o->streams : NULL;
         if (!slot) return cli_bad_option("eval", c, argv);
         *slot = optarg;
     }
@@ -99,12 +106,15 @@ static int evaluate(const eval_opts *o, clg_device *dev, clg_model *m, clg_modul
 
 /* Text: the file given whole, else the held-out tail of the training text (all of it
  * when the model file holds none out). */
-static int text_range(const eval_opts *o, const clg_model *m, const clg_text *t, size_t *from)
+static int text_range(const eval_opts *o, const char *path, const clg_model *m, const clg_text *t, size_t *from)
 {
     const clg_model_data *d = clg_model_get_data(m);
     *from = o->data ? 0 : cli_text_split(t->len, d->holdout);
     if (t->len - *from >= 2) return 0;
-    return cli_fail("eval", "%s: %zu bytes held out of %zu: no byte to predict (give --data text:FILE)", d->text,
+    if (o->data)   /* the file given: it is the one too short */
+        return cli_fail("eval", "%s: %zu bytes: no byte to predict from one before it (a text needs 2 at least)", path,
+                        t->len);
+    return cli_fail("eval", "%s: %zu bytes held out of %zu: no byte to predict (give --data text:FILE)", path,
                     t->len - *from, t->len);
 }
 
@@ -119,17 +129,27 @@ static int evaluate_text(const eval_opts *o, clg_device *dev, const clg_model *m
                                "--data text:FILE|DIR" : "the checkpoint names no text: give --data text:FILE|DIR");
     if (o->png || o->batch || o->workers) return cli_usage_error("eval", "--confusion-png, --batch and --workers are "
                                                                  "for samples, not text");
+    long long max_windows = 0, streams = 1;
+    if (o->eval_steps && !cli_int(o->eval_steps, 1, 1LL << 40, &max_windows))
+        return cli_usage_error("eval", "--eval-steps must be a positive integer");
+    if (o->streams && !cli_int(o->streams, 1, 1 << 16, &streams))
+        return cli_usage_error("eval", "--streams must be an integer in [1, 65536]");
     clg_text t;
     size_t from = 0;
-    int rc = cli_read_text("eval", path, &t) ? 1 : text_range(o, m, &t, &from);
+    int rc = cli_read_text("eval", path, &t) ? 1 : text_range(o, path, m, &t, &from);
     int64_t in[CLG_MAX_DIMS], n = 0;
     double nats = 0;
     clg_model_input(m, in);
-    if (!rc && clg_text_loss(net, t.bytes + from, t.len - from, 1, (int)in[0], &nats, &n) != CLG_OK)
+    if (!rc && (t.len - from) / (size_t)streams < 2)
+        rc = cli_fail("eval", "%s: %zu bytes make no stream of 2 bytes in %lld streams", path, t.len - from, streams);
+    cli_eval_progress pr = {.dev = dev, .what = "evaluating"};
+    clg_text_eval_options eo = {.max_windows = max_windows, .progress = cli_eval_progress_fn, .user = &pr};
+    if (!rc && clg_text_loss_ex(net, t.bytes + from, t.len - from, (int)streams, (int)in[0], &eo, &nats, &n) != CLG_OK)
         rc = cli_fail("eval", "%s", clg_device_error(dev));
     if (!rc) {
-        printf("text: %s, bytes %zu to %zu of %zu%s\n", path, from, t.len, t.len,
-               o->data ? "" : from ? " (held out in training)" : " (the training text: none was held out)");
+        printf("text: %s, bytes %zu to %zu of %zu%s%s\n", path, from, t.len, t.len,
+               o->data ? "" : from ? " (held out in training)" : " (the training text: none was held out)",
+               max_windows ? " (the first --eval-steps windows of each stream)" : "");
         printf("bytes %lld | loss %.4f | %.4f bits per byte\n", (long long)n, nats, nats / CLI_LN2);
     }
     clg_text_free(&t);
@@ -149,6 +169,8 @@ int cmd_eval(int argc, char **argv)
     m = NULL;
     if (!rc) rc = cli_load_checkpoint("eval", o.ckpt, dev, &m, &net);
     bool text = !rc && (cli_text_path(o.data) || clg_model_takes_tokens(m));
+    if (!rc && !text && (o.eval_steps || o.streams))
+        rc = cli_usage_error("eval", "--eval-steps and --streams are for text, not samples");
     if (!rc) rc = text ? evaluate_text(&o, dev, m, net) : evaluate(&o, dev, m, net);
     clg_module_free(net);
     clg_model_free(m);

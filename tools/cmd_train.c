@@ -23,7 +23,10 @@ static void usage(void)
            "               length, the recurrent state carried between windows; the model file's\n"
            "               data.holdout (a fraction at the end) is measured after every epoch\n"
            "  --test-data  the evaluation data (default: the t10k files; none for a CSV)\n"
-           "  --steps N    at most N batches (text: windows) per epoch (short runs)\n"
+           "  --steps N    at most N batches (text: windows) per epoch (short runs); text: the held-out\n"
+           "               evaluation too, at most N windows of each stream\n"
+           "  --eval-steps N  text: at most N held-out windows of each stream per evaluation (the\n"
+           "               held-out text is read as --batch streams when it is long enough)\n"
            "  --out CKPT   save a training checkpoint there after every epoch\n"
            "  --resume CKPT  continue exactly where CKPT stopped (same model and options)\n"
            "  --init CKPT  start from the weights of CKPT whose names and shapes match (a state dict of\n"
@@ -49,11 +52,12 @@ static int parse(int argc, char **argv, train_opts *o)
         {"resume", 1, 0, 'r'}, {"init", 1, 0, 'i'}, {"freeze", 1, 0, 'f'}, {"metrics", 1, 0, 'm'},
         {"epochs", 1, 0, 'e'}, {"batch", 1, 0, 'b'}, {"lr", 1, 0, 'l'}, {"seed", 1, 0, 's'},
         {"workers", 1, 0, 'w'}, {"steps", 1, 0, 'n'}, {"graph", 0, 0, 'g'}, {"precision", 1, 0, 'p'},
-        {"sync-bn", 0, 0, 'S'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"sync-bn", 0, 0, 'S'}, {"eval-steps", 1, 0, 'E'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     const char **slot[128] = {['D'] = &o->data, ['T'] = &o->test, ['d'] = &o->device, ['o'] = &o->out,
                               ['r'] = &o->resume, ['i'] = &o->init, ['f'] = &o->freeze, ['m'] = &o->metrics,
                               ['e'] = &o->epochs, ['b'] = &o->batch, ['l'] = &o->lr, ['s'] = &o->seed,
-                              ['w'] = &o->workers, ['n'] = &o->steps, ['p'] = &o->precision};
+                              ['w'] = &o->workers, ['n'] = &o->steps, ['p'] = &o->precision,
+                              ['E'] = &o->eval_steps};
     opterr = 0;
     for (int c; (c = getopt_long(argc, argv, ":h", longs, NULL)) != -1;) {
         if (c == 'h') return usage(), 0;
@@ -134,8 +138,10 @@ int cmd_train(int argc, char **argv)
     train_opts o = {0};
     int rc = parse(argc, argv, &o);
     if (rc >= 0) return rc;
-    long long steps = 0;
+    long long steps = 0, eval_steps = 0;
     if (o.steps && !cli_int(o.steps, 1, 1LL << 40, &steps)) return cli_usage_error("train", "--steps must be a positive integer");
+    if (o.eval_steps && !cli_int(o.eval_steps, 1, 1LL << 40, &eval_steps))
+        return cli_usage_error("train", "--eval-steps must be a positive integer");
     char err[1024];
     clg_model *m;
     if (clg_model_read(o.model, &m, err, sizeof err) != CLG_OK) return cli_fail("train", "%s", err);
@@ -143,7 +149,7 @@ int cmd_train(int argc, char **argv)
         clg_model_free(m);
         return rc;
     }
-    train_run r = {.m = m, .max_steps = steps, .out = o.out, .metrics = o.metrics};
+    train_run r = {.m = m, .max_steps = steps, .eval_steps = eval_steps, .out = o.out, .metrics = o.metrics};
     if ((rc = join_ranks(&r))) {
         clg_model_free(m);
         return rc;

@@ -7,7 +7,7 @@
 /* The command line, as given (numbers are checked where they are used). */
 typedef struct train_opts {
     const char *model, *data, *test, *device, *out, *resume, *init, *freeze, *metrics;
-    const char *epochs, *batch, *lr, *seed, *workers, *steps, *precision;
+    const char *epochs, *batch, *lr, *seed, *workers, *steps, *precision, *eval_steps;
     bool graph;                 /* --graph: capture the step once, replay it */
     bool sync_bn;               /* --sync-bn: batch-norm statistics over all ranks */
 } train_opts;
@@ -36,6 +36,7 @@ typedef struct train_run {
     clg_trainer *trainer;       /* the library's step, eager or replayed (--graph) */
     int64_t step;               /* optimizer steps so far, over all epochs */
     int64_t max_steps;          /* per epoch; 0: whole epochs */
+    int64_t eval_steps;         /* text: held-out windows per evaluation; 0: all (--steps caps it too) */
     const char *out, *metrics;  /* checkpoint and metrics file, or NULL */
     clg_dist *dist;             /* the ranks under mpirun (dist.h); one rank otherwise */
     int rank, world;            /* this rank, and how many train together */

@@ -65,14 +65,23 @@ static clg_status text_windows(train_run *r, int64_t from, int64_t to, clg_progr
     return CLG_OK;
 }
 
-/* The held-out tail as one sequence from a zero state, in nats per byte; NaN when
- * there is none (holdout 0). clg_text_loss leaves the layers not stateful. */
+/* The held-out tail in nats per byte, NaN when there is none (holdout 0): as the
+ * training batch's streams when it holds a window for each (the training step's speed),
+ * else as one sequence, from a zero state; at most --eval-steps windows of each stream,
+ * or --steps in a short run; a long one prints its progress. clg_text_loss_ex leaves the
+ * layers not stateful. */
 static clg_status held_out(train_run *r, double *nats)
 {
     train_text *t = &r->text;
     size_t n = t->corpus.len - t->split;
     *nats = NAN;
-    return n < 2 ? CLG_OK : clg_text_loss(r->net, t->corpus.bytes + t->split, n, 1, t->window, nats, NULL);
+    if (n < 2) return CLG_OK;
+    int streams = n / (size_t)t->streams > (size_t)t->window ? t->streams : 1;
+    int64_t cap = r->eval_steps;
+    if (r->max_steps && (!cap || r->max_steps < cap)) cap = r->max_steps;
+    cli_eval_progress pr = {.dev = r->dev, .what = "held-out evaluation"};
+    clg_text_eval_options eo = {.max_windows = cap, .progress = cli_eval_progress_fn, .user = &pr};
+    return clg_text_loss_ex(r->net, t->corpus.bytes + t->split, n, streams, t->window, &eo, nats, NULL);
 }
 
 static int text_report(train_run *r, int epoch, double rate, double lr)

@@ -126,10 +126,13 @@ CLG_API clg_status clg_csv_read(const char *path, const clg_csv_options *opts, c
 /* A corpus read whole: a file, or every plain file of a directory (regular files, not
  * links, not strfile's ".dat" indexes, not hidden) joined in name order. The vocabulary
  * is the 256 byte values. */
+/* A single file is mapped, not copied (a corpus of gigabytes costs only the pages read);
+ * a directory's files are joined into memory. */
 typedef struct clg_text {
     uint8_t *bytes;
     size_t len;
     int files;
+    bool mapped;   /* bytes are a private mapping of the file (clg_text_free unmaps) */
 } clg_text;
 CLG_API clg_status clg_text_read(const char *path, clg_text *out, char *err, size_t errlen);
 CLG_API void clg_text_free(clg_text *t);   /* zeroes it */

@@ -4,9 +4,13 @@
  * model's sequence length, so that window w + 1 of a stream continues window w and a
  * recurrent model's state can be carried from one to the next. */
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "data_impl.h"
 #include "tensor_impl.h"
@@ -73,6 +77,35 @@ static clg_status append(clg_text *t, const char *path, size_t *cap, char *err, 
     return CLG_OK;
 }
 
+/* One file mapped privately (copy on write): its pages are read as the windows reach
+ * them, so a corpus larger than memory trains and evaluates. Regular files only (a FIFO
+ * must not block the open). */
+static clg_status map_file(clg_text *t, const char *path, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return clg__data_fail(err, errlen, CLG_ERR_IO, path, "cannot open: %s", strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return clg__data_fail(err, errlen, CLG_ERR_IO, path, "not a regular file");
+    }
+    t->files = 1;
+    t->len = (size_t)sb.st_size;
+    if (t->len > 0) {
+        void *p = mmap(NULL, t->len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) {
+            close(fd);
+            *t = (clg_text){0};
+            return clg__data_fail(err, errlen, CLG_ERR_IO, path, "cannot map it: %s", strerror(errno));
+        }
+        posix_madvise(p, t->len, POSIX_MADV_SEQUENTIAL);
+        t->bytes = p;
+        t->mapped = true;
+    }
+    close(fd);
+    return CLG_OK;
+}
+
 clg_status clg_text_read(const char *path, clg_text *out, char *err, size_t errlen)
 {
     if (!out) return clg__data_fail(err, errlen, CLG_ERR_INVALID_ARGUMENT, path, "no clg_text to fill");
@@ -81,11 +114,7 @@ clg_status clg_text_read(const char *path, clg_text *out, char *err, size_t errl
     if (!path || stat(path, &st) != 0)
         return clg__data_fail(err, errlen, CLG_ERR_IO, path ? path : "(null)", "no such file or directory");
     size_t cap = 0;
-    if (!S_ISDIR(st.st_mode)) {
-        clg_status s = append(out, path, &cap, err, errlen);
-        if (s != CLG_OK) clg_text_free(out);
-        return s;
-    }
+    if (!S_ISDIR(st.st_mode)) return map_file(out, path, err, errlen);
     int n;
     char **names = list_dir(path, &n, err, errlen), file[4096];
     clg_status s = names || n == 0 ? CLG_OK : CLG_ERR_IO;
@@ -105,7 +134,8 @@ clg_status clg_text_read(const char *path, clg_text *out, char *err, size_t errl
 void clg_text_free(clg_text *t)
 {
     if (!t) return;
-    free(t->bytes);
+    if (t->mapped) munmap(t->bytes, t->len);
+    else free(t->bytes);
     *t = (clg_text){0};
 }
 

@@ -51,9 +51,20 @@ static clg_status window_loss(clg_module *model, const uint8_t *bytes, size_t le
 clg_status clg_text_loss(clg_module *model, const uint8_t *bytes, size_t len, int streams, int window,
                          double *nats, int64_t *count)
 {
+    return clg_text_loss_ex(model, bytes, len, streams, window, NULL, nats, count);
+}
+
+clg_status clg_text_loss_ex(clg_module *model, const uint8_t *bytes, size_t len, int streams, int window,
+                            const clg_text_eval_options *opt, double *nats, int64_t *count)
+{
     if (!model || !bytes || streams < 1 || window < 1 || !nats) return CLG_ERR_INVALID_ARGUMENT;
     clg_device *dev = clg_module_device(model);
     int64_t windows = clg_text_windows(len, streams, window, true);
+    if (opt && opt->max_windows > 0 && windows > opt->max_windows) {   /* each stream's first windows */
+        size_t part = (size_t)opt->max_windows * (size_t)window + 1;
+        len = part * (size_t)streams;
+        windows = clg_text_windows(len, streams, window, true);
+    }
     if (windows == 0)
         return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg_text_loss: %zu bytes make no window of %d streams", len,
                          streams);
@@ -69,6 +80,7 @@ clg_status clg_text_loss(clg_module *model, const uint8_t *bytes, size_t len, in
         clg_scope_begin(dev);
         st = window_loss(model, bytes, len, streams, window, w, total);
         clg_scope_end(dev);
+        if (st == CLG_OK && opt && opt->progress) opt->progress(w + 1, windows, opt->user);
     }
     clg_no_grad_end(dev);
     clg_text_model_stateful(model, false);

@@ -71,6 +71,20 @@ ok e2 eval a.ckpt --data text:part.txt
 has e2 "bytes 1999 | loss "
 below_ln256 e2 "$(sed -n 's/^bytes [0-9]* | loss \([0-9.]*\) | .*/\1/p' e2.out)"
 
+# eval --streams and --eval-steps: 4 streams of 2 windows of 16 bytes (and the byte after
+# the last: 33 bytes each), 4 x 32 bytes predicted; an empty text names itself
+ok e6 eval a.ckpt --data text:part.txt --streams 4 --eval-steps 2
+has e6 "bytes 128 | loss "
+has e6 "(the first --eval-steps windows of each stream)"
+# a large corpus (200 MB, sparse: no disk used) in a smoke run: --steps caps the held-out
+# evaluation too (20 MB of it took minutes, silently), and the file is mapped, not copied
+truncate -s 200M big.txt
+head -c 4000 corpus.txt | dd of=big.txt conv=notrunc 2>/dev/null
+timeout 120 "$CLGRAD" train tiny.json --data text:big.txt --epochs 1 --steps 2 >big.out 2>&1 ||
+    fail "big: a smoke run on a large text did not finish in 2 minutes: $(tail -3 big.out)"
+has big "held-out loss"
+rm -f big.txt
+
 # sample: exactly --length bytes, the same for the same seed, others for another
 ok s1 sample a.ckpt --length 50 --seed 1
 ok s2 sample a.ckpt --length 50 --seed 1
@@ -108,6 +122,9 @@ bad() {
     [ "$(wc -l <"$name.err")" -eq 1 ] || fail "$name: want one line on stderr, got: $(cat "$name.err")"
     grep -qF -- "$pattern" "$name.err" || fail "$name: no \"$pattern\" in: $(cat "$name.err")"
 }
+: >empty.txt
+bad e4 "empty.txt: 0 bytes: no byte to predict" eval a.ckpt --data text:empty.txt
+bad e5 "--streams must be an integer in [1, 65536]" eval a.ckpt --data text:part.txt --streams 0
 printf 'too short' >short.txt
 ok img train samples.json --data small.csv --steps 1 --out img.ckpt
 bad t1 "/nonexistent: no such file or directory" train tiny.json --data text:/nonexistent
