@@ -14,6 +14,12 @@ int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf
  * exists, and its folder takes new files; else 1 after saying why (before a run that
  * would find out only when it first saves). NULL: nothing to check. */
 int cli_check_writable(const char *cmd, const char *opt, const char *path);
+/* An advisory lock on an output path (PATH.lock beside it, flock'd): -1 after saying so
+ * when another live run holds it (two runs writing one checkpoint or metrics file
+ * would mix them), else the lock's descriptor for cli_unlock_output. A run killed
+ * leaves the file, not the lock. */
+int cli_lock_output(const char *cmd, const char *opt, const char *path);
+void cli_unlock_output(int fd, const char *path);
 /* A long evaluation shows it is moving: clg_text_eval_options.progress with user a
  * cli_eval_progress, a line at most every 5 seconds (after the device caught up). */
 typedef struct cli_eval_progress { clg_device *dev; const char *what; double start, last; } cli_eval_progress;

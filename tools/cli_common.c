@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -180,4 +182,34 @@ void cli_eval_progress_fn(int64_t done, int64_t total, void *user)
            (long long)total, 100.0 * (double)done / (double)total, t - p->start,
            (t - p->start) * (double)(total - done) / (double)done);
     fflush(stdout);
+}
+
+int cli_lock_output(const char *cmd, const char *opt, const char *path)
+{
+    char lock[4200];
+    if (snprintf(lock, sizeof lock, "%s.lock", path) >= (int)sizeof lock)
+        return cli_fail(cmd, "%s %s: the path is too long", opt, path), -1;
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return cli_fail(cmd, "%s %s: cannot make its lock %s (%s)", opt, path, lock, strerror(errno)), -1;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        char pid[32] = "";
+        ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
+        pid[n > 0 ? n : 0] = '\0';
+        pid[strcspn(pid, "\n")] = '\0';
+        close(fd);
+        return cli_fail(cmd, "%s %s: another run (process %s) is writing it: give each run its own", opt, path,
+                        pid[0] ? pid : "?"), -1;
+    }
+    char pid[32];
+    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n) { /* the pid is for the message only */ }
+    return fd;
+}
+
+void cli_unlock_output(int fd, const char *path)
+{
+    if (fd < 0) return;
+    char lock[4200];
+    if (snprintf(lock, sizeof lock, "%s.lock", path) < (int)sizeof lock) unlink(lock);
+    close(fd);
 }

@@ -154,7 +154,11 @@ int cmd_train(int argc, char **argv)
         clg_model_free(m);
         return rc;
     }
-    if (cli_check_writable("train", "--out", r.out) || cli_check_writable("train", "--metrics", r.metrics)) {
+    r.out_lock = r.metrics_lock = -1;
+    if (cli_check_writable("train", "--out", r.out) || cli_check_writable("train", "--metrics", r.metrics) ||
+        (r.out && (r.out_lock = cli_lock_output("train", "--out", r.out)) < 0) ||
+        (r.metrics && (r.metrics_lock = cli_lock_output("train", "--metrics", r.metrics)) < 0)) {
+        cli_unlock_output(r.out_lock, r.out);
         clg_dist_free(r.dist);
         clg_model_free(m);
         return 1;
@@ -162,6 +166,8 @@ int cmd_train(int argc, char **argv)
     rc = train_setup(&o, &r, m);
     if (!rc) rc = r.text_mode ? train_text_epochs(&r) : train_epochs(&r);
     clg_dist *dist = r.dist;
+    cli_unlock_output(r.out_lock, r.out);
+    cli_unlock_output(r.metrics_lock, r.metrics);
     train_teardown(&r);
     if (rc && r.world > 1) clg_dist_abort(dist, rc);   /* the others would wait for this rank */
     clg_dist_free(dist);

@@ -38,6 +38,7 @@ typedef struct train_run {
     int64_t max_steps;          /* per epoch; 0: whole epochs */
     int64_t eval_steps;         /* text: held-out windows per evaluation; 0: all (--steps caps it too) */
     const char *out, *metrics;  /* checkpoint and metrics file, or NULL */
+    int out_lock, metrics_lock; /* their advisory locks (cli_lock_output), -1 when none */
     clg_dist *dist;             /* the ranks under mpirun (dist.h); one rank otherwise */
     int rank, world;            /* this rank, and how many train together */
 } train_run;

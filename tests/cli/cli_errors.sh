@@ -76,6 +76,20 @@ timeout 120 "$CLGRAD" train m.json --data "$T/data" --resume huge_epoch.ckpt --o
 grep -qF "the checkpoint is at epoch 2147483648 of" he.out || fail "he: $(cat he.out)"
 grep -q "^epoch -" he.out && fail "he: negative epochs: $(cat he.out)"
 
+# two runs sharing --out and --metrics: the second is refused while the first lives (both
+# succeeded, leaving a CSV of both runs' rows beside one run's checkpoint); a lock left
+# by a killed run does not stop the next
+"$CLGRAD" train m.json --data "$T/data" --epochs 5 --out shared.ckpt --metrics shared.csv >w1.out 2>&1 &
+w1=$!
+i=0
+while [ ! -s shared.ckpt.lock ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+bad w2 "--out shared.ckpt: another run (process $w1) is writing it" train m.json --data "$T/data" --epochs 1 --out shared.ckpt
+bad w3 "--metrics shared.csv: another run (process $w1) is writing it" train m.json --data "$T/data" --epochs 1 --metrics shared.csv
+wait $w1 || fail "w1: the first run failed: $(cat w1.out)"
+[ ! -e shared.ckpt.lock ] || fail "w1: its lock file stayed"
+echo 12345 >stale.ckpt.lock
+ok w4 train m.json --data "$T/data" --epochs 1 --steps 1 --out stale.ckpt
+
 # outputs that cannot be written are found before training starts, not after an epoch
 bad t18 "--out /nonexistent/dir/o.ckpt: cannot write in /nonexistent/dir" train m.json --data "$T/data" --out /nonexistent/dir/o.ckpt
 grep -q "epoch" t18.out && fail "t18: it trained before finding that --out cannot be written: $(cat t18.out)"
