@@ -1,5 +1,6 @@
 /* cli_data.c: datasets and text named on the command line, batches shaped for the
  * model, and the evaluation pass that train and eval share. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,8 +46,11 @@ static clg_status open_spec(const char *spec, bool train, const clg_model *m, cl
         return clg_dataset_csv(spec, &o, out, err, errlen);
     }
     if (stat(spec, &sb) == 0 && S_ISDIR(sb.st_mode)) return idx_dir(spec, train, out, err, errlen);
-    snprintf(err, errlen, "%s: %s", spec, stat(spec, &sb) == 0 ? "not fashion-mnist, a directory of IDX files or a .csv file"
-                                                               : "no such file or directory");
+    int e = stat(spec, &sb) == 0 ? 0 : errno;
+    snprintf(err, errlen, "%s: %s", spec, !e ? "not fashion-mnist, a directory of IDX files or a .csv file"
+                                          : e == ENOENT ? "no such file or directory"
+                                          : e == ELOOP  ? "a loop of symbolic links"
+                                                        : strerror(e));
     return CLG_ERR_IO;
 }
 

@@ -108,6 +108,8 @@ static int overrides(const train_opts *o, clg_model *m)
         return cli_usage_error("train", "--precision must be float32, mixed or mixed-bf16");
     if (o->lr && !cli_real(o->lr, 1e-12, 100, &lr)) return cli_usage_error("train", "--lr must be a number in (0, 100]");
     const char *text = cli_text_path(o->data);
+    if (o->data && strlen(o->data) >= 1000)   /* the model file's paths hold 1023 bytes */
+        return cli_usage_error("train", "--data: the path is over 1000 bytes");
     if (clg_model_set_train(m, &t, err, sizeof err) || (o->lr && clg_model_set_lr(m, lr, err, sizeof err)) ||
         (!text && clg_model_set_data(m, o->data, o->test, err, sizeof err)))
         return cli_usage_error("train", err);

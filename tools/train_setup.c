@@ -128,8 +128,17 @@ static int resume(train_run *r, const char *path)
                         ts.loss_scale > 0 ? "trained with" : "trained without", sc ? "has it" : "has none");
     if (sc && clg_grad_scaler_set_state(sc, ts.loss_scale, ts.loss_scale_growth))
         return cli_fail("train", "%s", clg_device_error(r->dev));
+    /* a position past this data's epoch: another dataset, or a damaged checkpoint */
+    if (r->train && ts.batch > clg_loader_num_batches(r->train))
+        return cli_fail("train", "--resume %s: it stopped at batch %lld of epoch %lld, past the %lld batches of an "
+                        "epoch of this data (another dataset or batch size?)", path, (long long)ts.batch,
+                        (long long)ts.epoch + 1, (long long)clg_loader_num_batches(r->train));
+    if (r->text_mode && ts.batch > r->text.windows)
+        return cli_fail("train", "--resume %s: it stopped at window %lld of epoch %lld, past the %lld windows of an "
+                        "epoch of this text (another text or batch size?)", path, (long long)ts.batch,
+                        (long long)ts.epoch + 1, (long long)r->text.windows);
     if (r->train && clg_loader_set_position(r->train, (clg_loader_position){(uint64_t)ts.epoch, ts.batch, ts.loader_seed}))
-        return cli_fail("train", "%s", clg_device_error(r->dev));
+        return cli_fail("train", "--resume %s: %s", path, clg_device_error(r->dev));
     printf("resumed from %s: epoch %lld, batch %lld, step %lld\n", path, (long long)ts.epoch + 1,
            (long long)ts.batch, (long long)ts.step);
     return 0;

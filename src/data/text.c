@@ -112,7 +112,10 @@ clg_status clg_text_read(const char *path, clg_text *out, char *err, size_t errl
     *out = (clg_text){0};
     struct stat st;
     if (!path || stat(path, &st) != 0)
-        return clg__data_fail(err, errlen, CLG_ERR_IO, path ? path : "(null)", "no such file or directory");
+        return clg__data_fail(err, errlen, CLG_ERR_IO, path ? path : "(null)", "%s",
+                              !path || errno == ENOENT ? "no such file or directory"
+                              : errno == ELOOP         ? "a loop of symbolic links"
+                                                       : strerror(errno));
     size_t cap = 0;
     if (!S_ISDIR(st.st_mode)) return map_file(out, path, err, errlen);
     int n;

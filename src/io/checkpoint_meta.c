@@ -63,6 +63,7 @@ static bool get_i64(const clg_safetensors *st, const char *key, int64_t *out, co
     char *end;
     errno = 0;
     long long x = strtoll(v, &end, 10);
+    if (*v && !*end && errno == ERANGE) return bad(e, key, v, "an integer of at most 2^53 (it overflows 64 bits)");
     if (!*v || *end || errno || x < 0) return bad(e, key, v, "an integer >= 0");
     *out = x;
     return true;
@@ -87,6 +88,7 @@ static bool get_f64(const clg_safetensors *st, const char *key, double *out, con
     char *end;
     errno = 0;
     double x = strtod(v, &end);
+    if (errno == ERANGE && x < 1) errno = 0;   /* underflow: a tiny number (1e-320), finite all the same */
     if (!*v || *end || errno || !(x >= 0) || x > 1e300) return bad(e, key, v, "a finite number >= 0");
     *out = x;
     return true;

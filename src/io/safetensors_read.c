@@ -296,12 +296,16 @@ static clg_status parse_header(const parse_ctx *c, const json_t *root, const uns
     return status;
 }
 
-/* Whether the file's first 8 bytes (its header length, in a safetensors file: a small
- * number, so mostly zero bytes) are all printable text, as a model file's or a CSV's. */
+/* Whether the file's first 8 bytes are text, as a model file's or a CSV's: printable
+ * or white space, none of them zero (a safetensors header length, at most 100 MB, has
+ * its upper four bytes zero). */
 static bool begins_with_text(const unsigned char *buf, size_t len)
 {
-    for (size_t i = 0; i < 8 && i < len; i++)
-        if (buf[i] < 0x20 || buf[i] > 0x7e) return buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t' ? i > 0 : false;
+    if (len < 8) return false;
+    for (size_t i = 0; i < 8; i++) {
+        bool space = buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t';
+        if (!space && (buf[i] < 0x20 || buf[i] > 0x7e)) return false;
+    }
     return true;
 }
 

@@ -61,16 +61,21 @@ bad t16 "--lr must be a number" train m.json --lr -1
 
 # a checkpoint whose epoch counter passes 2^31 (the reader takes counters up to 2^53):
 # nothing to train, at once, rather than epochs counted negative for ever
-"$PY" - <<'PY' || fail "cannot make huge_epoch.ckpt"
-import json, struct
-b = open("good.ckpt", "rb").read()
+# meta SRC DST KEY VALUE: a copy of checkpoint SRC with one metadata value changed
+meta() {
+    "$PY" - "$@" <<'PY' || fail "cannot make $2"
+import json, struct, sys
+src, dst, key, value = sys.argv[1:5]
+b = open(src, "rb").read()
 n = struct.unpack("<Q", b[:8])[0]
 h = json.loads(b[8:8 + n])
-h["__metadata__"]["train.epoch"] = str(2**31)
+h["__metadata__"][key] = value
 t = json.dumps(h).encode()
 t += b" " * (-len(t) % 8)
-open("huge_epoch.ckpt", "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
+open(dst, "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
 PY
+}
+meta good.ckpt huge_epoch.ckpt train.epoch 2147483648
 timeout 120 "$CLGRAD" train m.json --data "$T/data" --resume huge_epoch.ckpt --out he.ckpt >he.out 2>&1 ||
     fail "he: resume at epoch 2^31: $(cat he.out)"
 grep -qF "the checkpoint is at epoch 2147483648 of" he.out || fail "he: $(cat he.out)"
@@ -89,6 +94,18 @@ wait $w1 || fail "w1: the first run failed: $(cat w1.out)"
 [ ! -e shared.ckpt.lock ] || fail "w1: its lock file stayed"
 echo 12345 >stale.ckpt.lock
 ok w4 train m.json --data "$T/data" --epochs 1 --steps 1 --out stale.ckpt
+
+# counters and numbers of a checkpoint, and paths, named for what they are
+meta good.ckpt far_batch.ckpt train.batch 99999999
+bad t20 "--resume far_batch.ckpt: it stopped at batch 99999999 of epoch" train m.json --data "$T/data" --resume far_batch.ckpt
+meta good.ckpt step_overflow.ckpt train.step 99999999999999999999
+bad t21 "\"train.step\" is \"99999999999999999999\", not an integer of at most 2^53 (it overflows 64 bits)" train m.json --data "$T/data" --resume step_overflow.ckpt
+meta good.ckpt tiny_scale.ckpt train.loss_scale 1e-320
+meta tiny_scale.ckpt tiny_scale.ckpt train.loss_scale_growth 0
+bad t22 "trained with loss scaling, this run has none" train m.json --data "$T/data" --resume tiny_scale.ckpt
+ln -sf loop_b loop_a && ln -sf loop_a loop_b
+bad t23 "loop_a: a loop of symbolic links" train m.json --data loop_a
+bad t24 "--data: the path is over 1000 bytes" train m.json --data "$(printf '%01100d' 0)"
 
 # outputs that cannot be written are found before training starts, not after an epoch
 bad t18 "--out /nonexistent/dir/o.ckpt: cannot write in /nonexistent/dir" train m.json --data "$T/data" --out /nonexistent/dir/o.ckpt
