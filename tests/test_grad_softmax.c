@@ -38,6 +38,14 @@ static clg_tensor *f_var_sum(clg_tensor **x, void *c)
     return clg_mul(clg_var(x[0], CLG_AXES(1), 1, false), clg_sum(x[0], CLG_AXES(1), false));
 }
 static clg_tensor *f_ce(clg_tensor **x, void *c) { return clg_cross_entropy(x[0], x[1], *(clg_reduction *)c); }
+/* cross_entropy_ex with class weights (x[2], no gradient), ignore_index 3 and smoothing */
+static clg_tensor *f_ce_ex(clg_tensor **x, void *c)
+{
+    (void)c;
+    clg_ce_options o = clg_ce_defaults();
+    o.weight = x[2], o.ignore_index = 3, o.label_smoothing = 0.2;
+    return clg_cross_entropy_ex(x[0], x[1], &o);
+}
 /* cross_entropy after other ops, the way a classifier uses it */
 static clg_tensor *f_ce_chain(clg_tensor **x, void *c)
 {
@@ -93,6 +101,9 @@ int main(void)
     optest_gradcheck(dev, "mse same shape", f_mse, &mean, 2, IN({SH(2, 3)}, {SH(2, 3)}));
     optest_gradcheck(dev, "cross_entropy one class", f_ce, &mean, 2,
                      IN({SH(3, 1)}, {SH(3), .constant = true, .values = (double[]){0, 0, 0}, .dtype = CLG_I32}));
+    optest_gradcheck(dev, "cross_entropy_ex weights, ignore_index, smoothing", f_ce_ex, NULL, 3,
+                     IN({SH(5, 4), -3, 3}, {SH(5), .constant = true, .values = (double[]){0, 3, 2, 1, 3}, .dtype = CLG_I32},
+                        {SH(4), .constant = true, .values = (double[]){0.5, 2, 1, 1.5}}));
     optest_gradcheck(dev, "cross_entropy chain", f_ce_chain, NULL, 2,
                      IN({SH(6, 4)}, {SH(4), .constant = true, .values = (double[]){5, 0, 3, 1}, .dtype = CLG_I32}));
     clg_device_close(dev);

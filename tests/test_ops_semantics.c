@@ -3,7 +3,8 @@
  * constant input) are 0, not NaN; a NaN operand of maximum/minimum sends the whole
  * gradient to both, so that the NaN reaches the backward pass; reductions of 16-bit
  * tensors compute in float32 and round once (logsumexp, norm); logsumexp over an empty
- * axis is -inf; concat promotes mixed dtypes as torch.cat. */
+ * axis is -inf; concat promotes mixed dtypes as torch.cat; cross_entropy_ex takes class
+ * weights, ignore_index and label smoothing as torch's cross_entropy. */
 #include <math.h>
 #include <string.h>
 
@@ -120,6 +121,83 @@ static void test_concat_promotion(clg_device *dev)
     clg_scope_end(dev);
 }
 
+/* cross_entropy_ex against its definition (PyTorch's): class weights, rows labelled
+ * ignore_index skipped, label smoothing, each reduction; and its gradient. */
+static void ce_ref(const double *x, const int *y, const double *w, int N, int C, int ignore, double eps, double *rows,
+                   double *wsum)
+{
+    *wsum = 0;
+    for (int i = 0; i < N; i++) {
+        double m = x[i * C], s = 0;
+        for (int c = 1; c < C; c++) m = fmax(m, x[i * C + c]);
+        for (int c = 0; c < C; c++) s += exp(x[i * C + c] - m);
+        double lse = m + log(s), smooth = 0;
+        if (y[i] == ignore) {
+            rows[i] = 0;
+            continue;
+        }
+        for (int c = 0; c < C; c++) smooth += (w ? w[c] : 1) * (lse - x[i * C + c]);
+        double wy = w ? w[y[i]] : 1;
+        rows[i] = (1 - eps) * wy * (lse - x[i * C + y[i]]) + eps / C * smooth;
+        *wsum += wy;
+    }
+}
+
+static void test_cross_entropy_ex(clg_device *dev)
+{
+    enum { N = 5, C = 3 };
+    const double x[N * C] = {1, 2, 0.5, -1, 0, 3, 0.2, 0.1, -0.3, 2, -2, 1, 0, 0, 0};
+    const int y[N] = {0, -100, 2, 1, 7};   /* 7: another ignore_index below */
+    const double w[C] = {0.5, 1, 2};
+    for (int k = 0; k < 4; k++) {
+        bool weighted = k & 1;
+        double eps = k & 2 ? 0.1 : 0;
+        int yy[N];
+        memcpy(yy, y, sizeof yy);
+        yy[4] = 1;   /* in range for these */
+        double rows[N], wsum, sum = 0;
+        ce_ref(x, yy, weighted ? w : NULL, N, C, -100, eps, rows, &wsum);
+        for (int i = 0; i < N; i++) sum += rows[i];
+        for (int r = 0; r < 3; r++) {
+            clg_scope_begin(dev);
+            clg_tensor *tx = optest_tensor(dev, CLG_F32, 2, (int64_t[]){N, C}, x, OPTEST_PERMUTED);
+            double yd[N];
+            for (int i = 0; i < N; i++) yd[i] = yy[i];
+            clg_tensor *ty = optest_tensor(dev, CLG_I32, 1, (int64_t[]){N}, yd, OPTEST_CONTIGUOUS);
+            clg_ce_options o = clg_ce_defaults();
+            o.reduction = (clg_reduction)r, o.label_smoothing = eps;
+            if (weighted) o.weight = optest_tensor(dev, CLG_F32, 1, (int64_t[]){C}, w, OPTEST_CONTIGUOUS);
+            char what[96];
+            snprintf(what, sizeof what, "cross_entropy_ex %s%s, reduction %d", weighted ? "weighted" : "unweighted",
+                     eps ? ", smoothing 0.1" : "", r);
+            clg_tensor *l = clg_cross_entropy_ex(tx, ty, &o);
+            if (r == CLG_REDUCE_NONE) optest_close(what, l, rows, N, 1e-6, 1e-5);
+            else optest_close(what, l, (double[]){r == CLG_REDUCE_SUM ? sum : sum / wsum}, 1, 1e-6, 1e-5);
+            clg_scope_end(dev);
+        }
+    }
+    /* another ignore_index, and every row skipped: the mean is NaN (0 / 0), as PyTorch's */
+    clg_scope_begin(dev);
+    double yd[N];
+    for (int i = 0; i < N; i++) yd[i] = y[i];
+    yd[1] = 0;
+    clg_tensor *tx = optest_tensor(dev, CLG_F32, 2, (int64_t[]){N, C}, x, OPTEST_CONTIGUOUS);
+    clg_ce_options o = clg_ce_defaults();
+    o.ignore_index = 7;
+    double rows[N], wsum, sum = 0;
+    int yi[N] = {0, 0, 2, 1, 7};
+    ce_ref(x, yi, NULL, N, C, 7, 0, rows, &wsum);
+    for (int i = 0; i < N; i++) sum += rows[i];
+    optest_close("cross_entropy_ex ignore_index 7",
+                 clg_cross_entropy_ex(tx, optest_tensor(dev, CLG_I32, 1, (int64_t[]){N}, yd, OPTEST_CONTIGUOUS), &o),
+                 (double[]){sum / wsum}, 1, 1e-6, 1e-5);
+    double all[N] = {-100, -100, -100, -100, -100};
+    optest_close("cross_entropy_ex: every row ignored",
+                 clg_cross_entropy_ex(tx, optest_tensor(dev, CLG_I32, 1, (int64_t[]){N}, all, OPTEST_CONTIGUOUS), NULL),
+                 (double[]){NAN}, 1, 0, 0);
+    clg_scope_end(dev);
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
@@ -127,6 +205,7 @@ int main(void)
     test_nan_extremum(dev);
     test_half_reductions(dev);
     test_concat_promotion(dev);
+    test_cross_entropy_ex(dev);
     CHECK_MSG(clg_tensor_live_count(dev) == 0, "%lld tensors leaked", (long long)clg_tensor_live_count(dev));
     clg_device_close(dev);
     return check_report("test_ops_semantics");

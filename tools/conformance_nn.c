@@ -103,6 +103,42 @@ static const loss_entry L_SL1_NONE = {L_SMOOTH_L1, CLG_REDUCE_NONE, 0.5};
 static const loss_entry L_SL1_MEAN = {L_SMOOTH_L1, CLG_REDUCE_MEAN, 1.0};
 static const loss_entry L_BCE_MEAN = {L_BCE, CLG_REDUCE_MEAN, 0};
 
+/* cross_entropy_ex with class weights, ignore_index -1 (labels drawn from [-1, C)) and
+ * smoothing 0.1, mean over the rows kept weighted by their class (PyTorch's). */
+static void ce_ex_setup(cf_prob *p)
+{
+    int N = S(6, 33), C = S(5, 47);
+    cf_in(p, CF_GRAD, -3, 3, 2, N, C);
+    cf_in(p, CF_INDEX, -1, C, 1, N);
+    cf_in(p, CF_CONST, 0.5, 2, 1, C);
+    cf_out(p, 0);
+}
+static void ce_ex_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
+{
+    (void)p;
+    clg_ce_options o = clg_ce_defaults();
+    o.weight = in[2], o.ignore_index = -1, o.label_smoothing = 0.1;
+    out[0] = clg_cross_entropy_ex(in[0], in[1], &o);
+}
+static void ce_ex_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    int64_t N = p->in[0].shape[0], C = p->in[0].shape[1];
+    double total = 0, wsum = 0;
+    for (int64_t i = 0; i < N; i++) {
+        const double *x = in[0] + i * C, *w = in[2];
+        int64_t y = (int64_t)in[1][i];
+        if (y == -1) continue;
+        double m = x[0], s = 0, smooth = 0;
+        for (int64_t c = 1; c < C; c++) m = fmax(m, x[c]);
+        for (int64_t c = 0; c < C; c++) s += exp(x[c] - m);
+        double lse = m + log(s);
+        for (int64_t c = 0; c < C; c++) smooth += w[c] * (lse - x[c]);
+        total += 0.9 * w[y] * (lse - x[y]) + 0.1 / (double)C * smooth;
+        wsum += w[y];
+    }
+    out[0][0] = total / wsum;
+}
+
 static bool classified(int kind) { return kind == L_CE || kind == L_CE_SMOOTH || kind == L_NLL; }
 
 static void loss_setup(cf_prob *p)
@@ -593,6 +629,7 @@ const cf_case cf_nn_cases[] = {
     LOSS("cross_entropy (mean)", L_CE_MEAN),
     LOSS("cross_entropy (none)", L_CE_NONE),
     LOSS("cross_entropy_smooth (sum, 0.1)", L_CES_SUM),
+    {"cross_entropy_ex (class weights, ignore_index, smoothing 0.1)", ce_ex_setup, ce_ex_run, ce_ex_ref, NULL, NULL},
     LOSS("nll_loss (mean)", L_NLL_MEAN),
     LOSS("mse (mean)", L_MSE_MEAN),
     LOSS("mse (none)", L_MSE_NONE),

@@ -298,6 +298,20 @@ CLG_API clg_tensor *clg_nll_loss(clg_tensor *logp, clg_tensor *labels, clg_reduc
 /* Cross-entropy with label smoothing eps: targets (1 - eps) one-hot + eps / C. */
 CLG_API clg_tensor *clg_cross_entropy_smooth(clg_tensor *logits, clg_tensor *labels, clg_reduction reduction,
                                              double label_smoothing);
+/* torch.nn.functional.cross_entropy's and nll_loss's other arguments. clg_cross_entropy
+ * and clg_nll_loss take labels in [0, C) (another fails the next read); these, as
+ * PyTorch's, skip labels equal to ignore_index (-100 by default: rows of padding), and
+ * weigh each row by its class's weight: the mean is sum(w[y] loss) / sum(w[y]) over the
+ * rows not skipped (NaN when all are), as PyTorch's. */
+typedef struct clg_ce_options {
+    clg_reduction reduction;    /* CLG_REDUCE_MEAN */
+    clg_tensor *weight;         /* [C] class weights of the logits' dtype (no gradient), or NULL: all 1 */
+    int ignore_index;           /* -100 */
+    double label_smoothing;     /* 0; with weights, as PyTorch's: eps / C sum_c w_c (-logp_c) */
+} clg_ce_options;
+CLG_API clg_ce_options clg_ce_defaults(void);
+CLG_API clg_tensor *clg_cross_entropy_ex(clg_tensor *logits, clg_tensor *labels, const clg_ce_options *o);
+CLG_API clg_tensor *clg_nll_loss_ex(clg_tensor *logp, clg_tensor *labels, const clg_ce_options *o);
 /* Stable max(x,0) - x t + log(1 + exp(-|x|)) for logits x and float targets t of x's shape. */
 CLG_API clg_tensor *clg_bce_with_logits(clg_tensor *logits, clg_tensor *targets, clg_reduction reduction);
 
