@@ -19,6 +19,11 @@ static clg_tensor *f_convt_nobias(clg_tensor **x, void *c) { return clg_conv_tra
 static clg_tensor *f_nearest(clg_tensor **x, void *c) { (void)c; return clg_upsample_nearest2d(x[0], 5, 7); }
 static clg_tensor *f_nearest2(clg_tensor **x, void *c) { (void)c; return clg_upsample_nearest2d(x[0], 6, 8); }
 static clg_tensor *f_bilinear(clg_tensor **x, void *c) { (void)c; return clg_upsample_bilinear2d(x[0], 5, 7); }
+static clg_tensor *f_bilinear_aligned(clg_tensor **x, void *c)
+{
+    (void)c;
+    return clg_upsample_bilinear2d_ex(x[0], 5, 7, true);
+}
 static clg_tensor *f_group_norm(clg_tensor **x, void *c) { (void)c; return clg_group_norm(x[0], 2, x[1], x[2], 1e-5); }
 
 /* conv1d, conv_transpose2d (stride, padding, output padding, dilation, groups), the
@@ -35,6 +40,7 @@ static void more_layer_checks(clg_device *dev)
     optest_gradcheck(dev, "upsample_nearest2d", f_nearest, NULL, 1, IN({SH(1, 2, 3, 4)}));
     optest_gradcheck(dev, "upsample_nearest2d x2", f_nearest2, NULL, 1, IN({SH(1, 2, 3, 4)}));
     optest_gradcheck(dev, "upsample_bilinear2d", f_bilinear, NULL, 1, IN({SH(1, 2, 3, 4)}));
+    optest_gradcheck(dev, "upsample_bilinear2d align_corners", f_bilinear_aligned, NULL, 1, IN({SH(1, 2, 3, 4)}));
     optest_gradcheck(dev, "group_norm", f_group_norm, NULL, 3, IN({SH(2, 4, 3)}, {SH(4)}, {SH(4)}));
 }
 

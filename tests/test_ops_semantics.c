@@ -198,6 +198,24 @@ static void test_cross_entropy_ex(clg_device *dev)
     clg_scope_end(dev);
 }
 
+/* bilinear upsampling with align_corners (PyTorch's values for [[1, 2, 3], [4, 5, 6]]
+ * to 3 x 5: the corners stay, the rest interpolates on (in - 1) / (out - 1)) */
+static void test_align_corners(clg_device *dev)
+{
+    const double x[6] = {1, 2, 3, 4, 5, 6};
+    double want[15];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 5; j++) want[i * 5 + j] = 1 + 3 * (i * 0.5) + j * 0.5;   /* linear in both axes */
+    clg_scope_begin(dev);
+    clg_tensor *t = optest_tensor(dev, CLG_F32, 4, (int64_t[]){1, 1, 2, 3}, x, OPTEST_CONTIGUOUS);
+    optest_close("upsample_bilinear2d align_corners 2x3 to 3x5", clg_upsample_bilinear2d_ex(t, 3, 5, true), want, 15,
+                 1e-6, 1e-6);
+    /* one output sample per axis reads input 0 */
+    optest_close("upsample_bilinear2d align_corners to 1x1", clg_upsample_bilinear2d_ex(t, 1, 1, true),
+                 (const double[]){1}, 1, 0, 0);
+    clg_scope_end(dev);
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
@@ -206,6 +224,7 @@ int main(void)
     test_half_reductions(dev);
     test_concat_promotion(dev);
     test_cross_entropy_ex(dev);
+    test_align_corners(dev);
     CHECK_MSG(clg_tensor_live_count(dev) == 0, "%lld tensors leaked", (long long)clg_tensor_live_count(dev));
     clg_device_close(dev);
     return check_report("test_ops_semantics");

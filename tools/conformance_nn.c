@@ -103,6 +103,46 @@ static const loss_entry L_SL1_NONE = {L_SMOOTH_L1, CLG_REDUCE_NONE, 0.5};
 static const loss_entry L_SL1_MEAN = {L_SMOOTH_L1, CLG_REDUCE_MEAN, 1.0};
 static const loss_entry L_BCE_MEAN = {L_BCE, CLG_REDUCE_MEAN, 0};
 
+/* upsampling x [N, C, H, W] to [oh, ow]: ia[0] 0 nearest, 1 bilinear, 2 bilinear with
+ * align_corners */
+static void up_setup(cf_prob *p)
+{
+    p->ia[0] = *(const int *)p->arg;
+    int N = S(1, 2), C = S(2, 3), H = S(3, 9), W = S(4, 11), OH = S(5, 20), OW = S(7, 17);
+    cf_in(p, CF_GRAD, -2, 2, 4, N, C, H, W);
+    cf_out(p, 4, N, C, OH, OW);
+}
+static void up_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
+{
+    int64_t oh = p->out[0].shape[2], ow = p->out[0].shape[3];
+    out[0] = p->ia[0] == 0 ? clg_upsample_nearest2d(in[0], oh, ow) : clg_upsample_bilinear2d_ex(in[0], oh, ow, p->ia[0] == 2);
+}
+/* the source coordinate of output j of `out` along an input axis of `in` */
+static double up_src(int kind, int64_t j, int64_t in, int64_t out)
+{
+    if (kind == 0) return (double)(j * in / out);
+    if (kind == 2) return out > 1 ? (double)j * (double)(in - 1) / (double)(out - 1) : 0;
+    double s = ((double)j + 0.5) * (double)in / (double)out - 0.5;
+    return s < 0 ? 0 : s;
+}
+static void up_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    const int64_t *s = p->in[0].shape, OH = p->out[0].shape[2], OW = p->out[0].shape[3];
+    for (int64_t nc = 0; nc < s[0] * s[1]; nc++)
+        for (int64_t i = 0; i < OH; i++)
+            for (int64_t j = 0; j < OW; j++) {
+                double r = up_src(p->ia[0], i, s[2], OH), c = up_src(p->ia[0], j, s[3], OW);
+                int64_t r0 = (int64_t)r < s[2] - 1 ? (int64_t)r : s[2] - 1, c0 = (int64_t)c < s[3] - 1 ? (int64_t)c : s[3] - 1;
+                int64_t r1 = r0 + 1 < s[2] ? r0 + 1 : r0, c1 = c0 + 1 < s[3] ? c0 + 1 : c0;
+                double lr = r - (double)r0, lc = c - (double)c0;
+                const double *x = in[0] + nc * s[2] * s[3];
+                double top = x[r0 * s[3] + c0] + (x[r0 * s[3] + c1] - x[r0 * s[3] + c0]) * lc;
+                double bot = x[r1 * s[3] + c0] + (x[r1 * s[3] + c1] - x[r1 * s[3] + c0]) * lc;
+                out[0][(nc * OH + i) * OW + j] = top + (bot - top) * lr;
+            }
+}
+static const int UP_KIND[3] = {0, 1, 2};
+
 /* cross_entropy_ex with class weights, ignore_index -1 (labels drawn from [-1, C)) and
  * smoothing 0.1, mean over the rows kept weighted by their class (PyTorch's). */
 static void ce_ex_setup(cf_prob *p)
@@ -630,6 +670,9 @@ const cf_case cf_nn_cases[] = {
     LOSS("cross_entropy (none)", L_CE_NONE),
     LOSS("cross_entropy_smooth (sum, 0.1)", L_CES_SUM),
     {"cross_entropy_ex (class weights, ignore_index, smoothing 0.1)", ce_ex_setup, ce_ex_run, ce_ex_ref, NULL, NULL},
+    {"upsample_nearest2d (3x4 to 5x7)", up_setup, up_run, up_ref, NULL, &UP_KIND[0]},
+    {"upsample_bilinear2d (3x4 to 5x7)", up_setup, up_run, up_ref, NULL, &UP_KIND[1]},
+    {"upsample_bilinear2d (align_corners)", up_setup, up_run, up_ref, NULL, &UP_KIND[2]},
     LOSS("nll_loss (mean)", L_NLL_MEAN),
     LOSS("mse (mean)", L_MSE_MEAN),
     LOSS("mse (none)", L_MSE_NONE),

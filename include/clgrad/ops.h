@@ -262,6 +262,9 @@ CLG_API clg_tensor *clg_conv_transpose2d(clg_tensor *x, clg_tensor *w, clg_tenso
  * (align_corners false). Gradients sum back into the sampled pixels. */
 CLG_API clg_tensor *clg_upsample_nearest2d(clg_tensor *x, int64_t oh, int64_t ow);
 CLG_API clg_tensor *clg_upsample_bilinear2d(clg_tensor *x, int64_t oh, int64_t ow);
+/* The same with torch's align_corners: true samples input j (in - 1) / (out - 1), so
+ * the corner pixels stay on the corners. */
+CLG_API clg_tensor *clg_upsample_bilinear2d_ex(clg_tensor *x, int64_t oh, int64_t ow, bool align_corners);
 /* Windows of kh x kw every (sh, sw), padded by (ph, pw) on each side (at most half the
  * window; padding never wins a max). A stride of 0 is the window's size, as PyTorch's
  * stride=None. Windows may walk at most the device's item_loops elements. */

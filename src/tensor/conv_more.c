@@ -144,9 +144,15 @@ clg_tensor *clg_upsample_nearest2d(clg_tensor *x, int64_t oh, int64_t ow)
     return y;
 }
 
-/* Bilinear with align_corners false (torch's default): output j samples input
- * (j + 0.5) * in / out - 0.5, clamped at 0, between its two neighbours. */
 clg_tensor *clg_upsample_bilinear2d(clg_tensor *x, int64_t oh, int64_t ow)
+{
+    return clg_upsample_bilinear2d_ex(x, oh, ow, false);
+}
+
+/* Bilinear, as torch's: with align_corners false (the default) output j samples input
+ * (j + 0.5) * in / out - 0.5, clamped at 0; with it true, j * (in - 1) / (out - 1) (the
+ * corners' pixels on the corners; 0 for one output); between its two neighbours. */
+clg_tensor *clg_upsample_bilinear2d_ex(clg_tensor *x, int64_t oh, int64_t ow, bool align_corners)
 {
     static const char op[] = "upsample_bilinear2d";
     if (!x || !check_upsample(op, x, oh, ow) || !clg__check_float(op, x)) return NULL;
@@ -160,7 +166,8 @@ clg_tensor *clg_upsample_bilinear2d(clg_tensor *x, int64_t oh, int64_t ow)
             return clg__op_fail(x->dev, CLG_ERR_OUT_OF_MEMORY, op, "out of host memory");
         }
         for (int64_t j = 0; j < out; j++) {
-            double src = ((double)j + 0.5) * (double)in / (double)out - 0.5;
+            double src = align_corners ? (out > 1 ? (double)j * (double)(in - 1) / (double)(out - 1) : 0)
+                                       : ((double)j + 0.5) * (double)in / (double)out - 0.5;
             if (src < 0) src = 0;
             int64_t lo = (int64_t)src;
             if (lo > in - 1) lo = in - 1;
