@@ -2,7 +2,12 @@
  *
  *   #include <clgrad.h>
  *   clg_device *dev;
- *   if (clg_device_open(NULL, &dev) != CLG_OK) { ... clg_device_error(dev) ... }
+ *   if (clg_device_open(NULL, &dev) != CLG_OK) {
+ *       fprintf(stderr, "clgrad: %s\n", clg_device_error(dev));
+ *       return 1;
+ *   }
+ *   printf("clgrad %s on %s\n", clg_version(), clg_device_get_info(dev)->name);
+ *   clg_device_close(dev);
  *
  * Link with `pkg-config --libs clgrad` or CMake's find_package(clgrad) and clgrad::clgrad.
  *

@@ -1,14 +1,21 @@
 /* clgrad/autograd.h: reverse-mode automatic differentiation, PyTorch-style.
  *
+ *   clg_device *dev;
+ *   if (clg_device_open(NULL, &dev) != CLG_OK) return 1;
+ *   clg_tensor *x = clg_randn(dev, CLG_F32, CLG_SHAPE(8, 3), 0, 1), *y = clg_randn(dev, CLG_F32, CLG_SHAPE(8, 1), 0, 1);
+ *   clg_tensor *w = clg_zeros(dev, CLG_F32, CLG_SHAPE(3, 1));
  *   clg_tensor_set_requires_grad(w, true);           // a leaf that wants a gradient
- *   clg_scope_begin(dev);
- *   clg_tensor *loss = clg_mse(clg_matmul(x, w), y, CLG_REDUCE_MEAN);
- *   clg_backward(loss, NULL);                        // w's grad += d loss / d w
- *   clg_no_grad_begin(dev);
- *   clg_axpy_(w, -0.1, clg_tensor_grad(w));          // update outside the tape
- *   clg_no_grad_end(dev);
- *   clg_tensor_zero_grad(w);
- *   clg_scope_end(dev);                              // frees the step's tensors and tape
+ *   for (int step = 0; step < 20; step++) {
+ *       clg_scope_begin(dev);
+ *       clg_tensor *loss = clg_mse(clg_matmul(x, w), y, CLG_REDUCE_MEAN);
+ *       clg_backward(loss, NULL);                    // w's grad += d loss / d w
+ *       clg_no_grad_begin(dev);
+ *       clg_axpy_(w, -0.1, clg_tensor_grad(w));      // update outside the tape
+ *       clg_no_grad_end(dev);
+ *       clg_tensor_zero_grad(w);
+ *       clg_scope_end(dev);                          // frees the step's tensors and tape
+ *   }
+ *   clg_device_close(dev);
  *
  * An op records a node on the tape only when grad mode is on and one of its inputs
  * requires a gradient; its result then requires one too. Backward runs on the

@@ -2,26 +2,31 @@
  * DataLoader that prepares batches on CPU threads and uploads them while the device
  * computes.
  *
+ *   clg_device *dev;
+ *   if (clg_device_open(NULL, &dev) != CLG_OK) return 1;
  *   char err[512];
  *   clg_dataset *train;
- *   if (clg_dataset_fashion_mnist(NULL, true, &train, err, sizeof err) != CLG_OK)
- *       { fprintf(stderr, "%s\n", err); return 1; }
+ *   if (clg_dataset_fashion_mnist(NULL, true, &train, err, sizeof err) != CLG_OK) {
+ *       fprintf(stderr, "%s\n", err);                // apt-get install dataset-fashion-mnist
+ *       return 1;
+ *   }
  *   clg_loader_config cfg = clg_loader_defaults(128);       // batch 128
  *   cfg.shuffle = true; cfg.seed = 42; cfg.workers = 2; cfg.scale = 1.0f / 255;
  *   clg_loader *loader;
- *   if (clg_loader_new(dev, train, &cfg, &loader) != CLG_OK) { ... clg_device_error(dev) ... }
- *   for (int epoch = 0; epoch < 10; epoch++) {
- *       for (;;) {
+ *   if (clg_loader_new(dev, train, &cfg, &loader) != CLG_OK) return 1;
+ *   for (int epoch = 0; epoch < 1; epoch++) {
+ *       for (int b = 0; b < 5; b++) {                // a few batches here; an epoch: until !x
  *           clg_scope_begin(dev);
- *           clg_tensor *x, *y;                           // [128, 1, 28, 28] f32, [128] i32
- *           if (clg_loader_next(loader, &x, &y) != CLG_OK) { ... clg_device_error(dev) ... }
- *           if (!x) { clg_scope_end(dev); break; }       // end of the epoch
- *           ... forward, backward, step ...
- *           clg_scope_end(dev);
+ *           clg_tensor *x, *y;                       // [128, 1, 28, 28] f32, [128] i32
+ *           if (clg_loader_next(loader, &x, &y) != CLG_OK) return 1;
+ *           bool end = !x;                           // the end of the epoch
+ *           clg_scope_end(dev);                      // (forward, backward and step go here)
+ *           if (end) break;
  *       }
  *   }
  *   clg_loader_free(loader);
  *   clg_dataset_free(train);
+ *   clg_device_close(dev);
  *
  * ERRORS. The readers and datasets work without a device: they return a status and
  * write a message into the caller's `err` buffer (errlen bytes, always NUL-terminated;

@@ -7,8 +7,7 @@
  *       return 1;
  *   }
  *   printf("running on %s\n", clg_device_get_info(dev)->name);
- *   ...                                              // tensors, models (other headers)
- *   clg_device_close(dev);
+ *   clg_device_close(dev);                           // tensors, models: the other headers
  *
  * Device specs, for clg_device_open and the CLG_DEVICE environment variable:
  *   "gpu" / "cpu"   the first device of that type

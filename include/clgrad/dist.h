@@ -7,18 +7,29 @@
  *   char err[256];
  *   if (clg_dist_init(&argc, &argv, NULL, &d, err, sizeof err)) { puts(err); return 1; }
  *   int rank = clg_dist_rank(d), ranks = clg_dist_size(d);   // 0 and 1 without mpirun
- *   ... open the device, build the model, its optimizer over params[0..n) ...
- *   clg_dist_broadcast(d, 1, n, params);        // rank 0's initial weights on every rank
- *   cfg.batch_size = 128;                        // the global batch
- *   cfg.shard_index = rank, cfg.shard_count = ranks;   // clg_loader_config: my part of it
- *   for (each batch x, y of my shard) {
+ *   clg_device *dev;
+ *   if (clg_device_open(NULL, &dev) != CLG_OK) return 1;
+ *   clg_module *net = clg_nn_linear(dev, 4, 3, true);
+ *   clg_tensor *params[2];
+ *   int n = clg_module_parameters(net, params, 2, true);
+ *   clg_optimizer *opt = clg_sgd_new(n, params, &(clg_sgd_options){.lr = 0.1});
+ *   clg_dist_broadcast(d, 1, n, params);             // rank 0's initial weights on every rank
+ *   for (int step = 0; step < 3; step++) {           // each rank on its shard of the global batch
+ *       clg_scope_begin(dev);
+ *       clg_tensor *x = clg_randn(dev, CLG_F32, CLG_SHAPE(8, 4), 0, 1);
+ *       clg_tensor *y = clg_zeros(dev, CLG_I32, CLG_SHAPE(8));
  *       clg_optimizer_zero_grad(opt);
  *       clg_backward(clg_cross_entropy(clg_module_forward(net, x), y, CLG_REDUCE_MEAN), NULL);
  *       int64_t mine = clg_tensor_dim(x, 0);
- *       clg_dist_allreduce_grads(d, 1, n, params, &mine);   // the global batch's mean gradient
+ *       clg_dist_allreduce_grads(d, 1, n, params, &mine);    // the global batch's mean gradient
  *       clg_optimizer_step(opt);
+ *       clg_scope_end(dev);
  *   }
- *   clg_dist_free(d);                            // MPI_Finalize (before freeing the model)
+ *   printf("rank %d of %d done\n", rank, ranks);
+ *   clg_dist_free(d);                                // MPI_Finalize (before freeing the model)
+ *   clg_optimizer_free(opt);
+ *   clg_module_free(net);
+ *   clg_device_close(dev);
  *
  * Run it with `mpirun -np 4 ./prog`. Or let a trainer do it: clg_trainer_options.dist
  * (train.h), which also starts reducing gradients while backward still runs.

@@ -2,20 +2,31 @@
  * (forward, loss, backward, optimizer step) and replay it on new data without the host
  * work of an eager step: no shape checks, no allocation, no tape, no argument setting.
  *
+ *   clg_device *dev;
+ *   if (clg_device_open(NULL, &dev) != CLG_OK) return 1;
+ *   clg_module *model = clg_nn_linear(dev, 4, 3, true);
+ *   clg_tensor *params[2];
+ *   clg_optimizer *opt = clg_sgd_new(clg_module_parameters(model, params, 2, true), params, &(clg_sgd_options){.lr = 0.1});
+ *   clg_tensor *x = clg_randn(dev, CLG_F32, CLG_SHAPE(8, 4), 0, 1), *y = clg_zeros(dev, CLG_I32, CLG_SHAPE(8));
  *   clg_graph_begin(dev);
- *   clg_optimizer_zero_grad(opt);                        // one step, written as always;
+ *   clg_optimizer_zero_grad(opt);                    // one step, written as always;
  *   clg_tensor *loss = clg_cross_entropy(clg_module_forward(model, x), y, CLG_REDUCE_MEAN);
- *   clg_backward(loss, NULL);                            // it runs, and is recorded
+ *   clg_backward(loss, NULL);                        // it runs, and is recorded
  *   clg_optimizer_step(opt);
  *   clg_graph *g;
- *   clg_graph_end(dev, &g);
+ *   if (clg_graph_end(dev, &g) != CLG_OK) return 1;
  *   clg_graph_input(g, "x", x);  clg_graph_input(g, "y", y);  clg_graph_output(g, "loss", loss);
- *   for (each later batch xb, yb) {
- *       clg_graph_feed(g, "x", xb);  clg_graph_feed(g, "y", yb);   // no copy: rebinds
+ *   for (int step = 0; step < 5; step++) {           // each later batch xb, yb
+ *       clg_tensor *xb = clg_randn(dev, CLG_F32, CLG_SHAPE(8, 4), 0, 1);
+ *       clg_graph_feed(g, "x", xb);  clg_graph_feed(g, "y", y);   // no copy: rebinds
  *       clg_graph_replay(g);                                       // enqueues; no wait
  *   }
- *   clg_tensor_item(clg_graph_get(g, "loss"), &l);                  // the last replay's
+ *   double l;
+ *   clg_tensor_item(clg_graph_get(g, "loss"), &l);   // the last replay's
  *   clg_graph_free(g);
+ *   clg_optimizer_free(opt);
+ *   clg_module_free(model);
+ *   clg_device_close(dev);
  *
  * Shapes are fixed per graph: feeding another shape is an error (capture a second
  * graph for it). Capture a step after one eager step has run: first steps make

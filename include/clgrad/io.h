@@ -1,5 +1,10 @@
 /* clgrad/io.h: checkpoints in safetensors: model weights, and training state to resume.
  *
+ *   clg_device *dev;
+ *   if (clg_device_open(NULL, &dev) != CLG_OK) return 1;
+ *   clg_module *model = clg_nn_sequential(dev, 2, (clg_module *[]){clg_nn_linear(dev, 4, 8, true), clg_nn_relu(dev)});
+ *   clg_tensor *params[2];
+ *   clg_optimizer *opt = clg_sgd_new(clg_module_parameters(model, params, 2, true), params, &(clg_sgd_options){.lr = 0.1});
  *   // weights only: PyTorch state_dict names ("0.weight", "0.bias", ...) and layouts
  *   clg_module_save(model, "mlp.safetensors", 0, NULL);
  *   clg_load_report rep;
@@ -8,17 +13,19 @@
  *   clg_load_report_free(&rep);
  *
  *   // training: model, optimizer state, step/epoch/loader position, RNG, schedule
- *   clg_train_state ts = {.step = step, .epoch = epoch, .batch = batch, .base_lr = 0.01};
- *   clg_checkpoint_save(model, opt, &ts, model_json, "run.ckpt");
- *   ...                                                    // later, in a new process:
- *   clg_checkpoint_load(model, opt, "run.ckpt", &ts, NULL); // restores the RNG too
+ *   clg_train_state ts = {.step = 100, .epoch = 1, .batch = 0, .base_lr = 0.1};
+ *   clg_checkpoint_save(model, opt, &ts, NULL, "run.ckpt");   // NULL: no model file inside
+ *   clg_checkpoint_load(model, opt, "run.ckpt", &ts, NULL);   // later, in a new process (the RNG too)
  *
  *   // any safetensors file, validated before anything in it is trusted
  *   char err[512];  clg_safetensors *st;
- *   if (clg_safetensors_open("x.safetensors", &st, err, sizeof err) != CLG_OK) puts(err);
+ *   if (clg_safetensors_open("mlp.safetensors", &st, err, sizeof err) != CLG_OK) { puts(err); return 1; }
  *   for (int i = 0; i < clg_safetensors_count(st); i++)
  *       printf("%s\n", clg_safetensors_at(st, i)->name);
  *   clg_safetensors_close(st);
+ *   clg_optimizer_free(opt);
+ *   clg_module_free(model);
+ *   clg_device_close(dev);
  *
  * FORMAT (https://github.com/huggingface/safetensors): 8 bytes, the little-endian
  * length N of a JSON header; N bytes of header {"name": {"dtype": "F32", "shape": [..],

@@ -1,16 +1,24 @@
 /* clgrad/model.h: model files: a network, its loss, optimizer, schedule, training
  * settings and data in one small JSON file that `clgrad train` trains without code.
  *
+ *   clg_device *dev;
+ *   if (clg_device_open(NULL, &dev) != CLG_OK) return 1;
  *   char err[512];
  *   clg_model *desc;
- *   if (clg_model_read("examples/models/fashion_mlp.json", &desc, err, sizeof err) != CLG_OK)
- *       { fprintf(stderr, "%s\n", err); return 1; }   // "mlp.json:7:23: layers[2].out: ..."
- *   clg_module *net = clg_model_build(desc, dev);     // Sequential or Graph; NULL: clg_device_error
+ *   const char *text = "{\"input\": [4], \"layers\": [{\"type\": \"linear\", \"out\": 3}]}";
+ *   if (clg_model_parse(text, strlen(text), "tiny.json", &desc, err, sizeof err) != CLG_OK)
+ *       { fprintf(stderr, "%s\n", err); return 1; }  // "tiny.json:1:23: layers[0].out: ..."
+ *   clg_module *net = clg_model_build(desc, dev);    // Sequential or Graph; NULL: clg_device_error
  *   clg_optimizer *opt = clg_model_build_optimizer(desc, net);
- *   ... loss = clg_model_loss(desc, clg_module_forward(net, x), y) ...
- *   char *json = clg_model_json(desc);                // canonical text, for checkpoints
- *   clg_checkpoint_save(net, opt, &ts, json, "run.ckpt");
- *   free(json);  clg_model_free(desc);
+ *   clg_scope_begin(dev);
+ *   clg_tensor *x = clg_randn(dev, CLG_F32, CLG_SHAPE(2, 4), 0, 1), *y = clg_zeros(dev, CLG_I32, CLG_SHAPE(2));
+ *   clg_backward(clg_model_loss(desc, clg_module_forward(net, x), y), NULL);
+ *   clg_optimizer_step(opt);
+ *   clg_scope_end(dev);
+ *   char *json = clg_model_json(desc);               // canonical text, for checkpoints
+ *   clg_checkpoint_save(net, opt, &(clg_train_state){.step = 1}, json, "run.ckpt");
+ *   free(json);
+ *   clg_model_free(desc);  clg_optimizer_free(opt);  clg_module_free(net);  clg_device_close(dev);
  *
  * THE FORMAT. One JSON object (duplicate keys are errors, as are unknown keys):
  *

@@ -1,11 +1,17 @@
 /* clgrad/nn.h: modules: layers with parameters, composed into models.
  *
+ *   clg_device *dev;
+ *   if (clg_device_open(NULL, &dev) != CLG_OK) return 1;
  *   clg_module *model = clg_nn_sequential(dev, 3, (clg_module *[]){
  *       clg_nn_linear(dev, 784, 512, true), clg_nn_relu(dev), clg_nn_linear(dev, 512, 10, true)});
  *   clg_module_summary(model, CLG_SHAPE(1, 784), stdout);
+ *   clg_scope_begin(dev);
+ *   clg_tensor *x = clg_rand(dev, CLG_F32, CLG_SHAPE(32, 784), 0, 1);
  *   clg_tensor *logits = clg_module_forward(model, x);          // [N, 784] -> [N, 10]
- *   ...
+ *   if (!logits) fprintf(stderr, "%s\n", clg_device_error(dev));
+ *   clg_scope_end(dev);
  *   clg_module_free(model);                                     // its children and parameters too
+ *   clg_device_close(dev);
  *
  * A module has a forward function, named parameters and buffers, children, a
  * train/eval mode and a trainable flag. Names and layouts follow PyTorch's state_dict

@@ -2,8 +2,17 @@
  * tensor (NULL on error, with the message on the device), and is differentiable
  * unless it says otherwise.
  *
+ *   clg_device *dev;
+ *   if (clg_device_open(NULL, &dev) != CLG_OK) return 1;
+ *   clg_tensor *x = clg_randn(dev, CLG_F32, CLG_SHAPE(16, 8), 0, 1), *labels = clg_zeros(dev, CLG_I32, CLG_SHAPE(16));
+ *   clg_tensor *w1 = clg_randn(dev, CLG_F32, CLG_SHAPE(32, 8), 0, 0.3), *b1 = clg_zeros(dev, CLG_F32, CLG_SHAPE(32));
+ *   clg_tensor *w2 = clg_randn(dev, CLG_F32, CLG_SHAPE(4, 32), 0, 0.3), *b2 = clg_zeros(dev, CLG_F32, CLG_SHAPE(4));
  *   clg_tensor *h = clg_relu(clg_linear(x, w1, b1));           // [N, H]
  *   clg_tensor *loss = clg_cross_entropy(clg_linear(h, w2, b2), labels, CLG_REDUCE_MEAN);
+ *   double v;
+ *   if (clg_tensor_item(loss, &v) != CLG_OK) return 1;         // the first wait for the device
+ *   printf("loss %.4f\n", v);
+ *   clg_device_close(dev);                                     // frees what is left
  *
  * Binary ops broadcast as NumPy does: shapes align at the right, and a size 1 (or a
  * missing axis) stretches to the other operand's size. Operands share one dtype.

@@ -1,16 +1,22 @@
 /* clgrad/optim.h: optimizers that update parameters where they live, on the device,
  * and learning-rate schedules.
  *
+ *   clg_device *dev;
+ *   if (clg_device_open(NULL, &dev) != CLG_OK) return 1;
+ *   clg_module *model = clg_nn_linear(dev, 4, 3, true);
  *   clg_tensor *params[4];  int n = clg_module_parameters(model, params, 4, true);
  *   clg_optimizer *opt = clg_sgd_new(n, params, &(clg_sgd_options){.lr = 0.05, .momentum = 0.9});
- *   for (each step) {
+ *   for (int step = 0; step < 10; step++) {
  *       clg_scope_begin(dev);
  *       clg_optimizer_zero_grad(opt);
- *       clg_backward(loss_of(batch), NULL);
- *       clg_optimizer_step(opt);               // device kernels; nothing crosses to the host
+ *       clg_tensor *x = clg_randn(dev, CLG_F32, CLG_SHAPE(8, 4), 0, 1);
+ *       clg_backward(clg_mse(clg_module_forward(model, x), clg_zeros(dev, CLG_F32, CLG_SHAPE(8, 3)), CLG_REDUCE_MEAN), NULL);
+ *       clg_optimizer_step(opt);                 // device kernels; nothing crosses to the host
  *       clg_scope_end(dev);
  *   }
  *   clg_optimizer_free(opt);
+ *   clg_module_free(model);
+ *   clg_device_close(dev);
  *
  * The updates are the algorithms PyTorch documents for torch.optim (same defaults
  * where a field is 0 only when PyTorch's default is 0; set every field you need).

@@ -1,8 +1,10 @@
 /* clgrad/status.h: status codes returned by every fallible clgrad call.
  *
- *   clg_status st = clg_device_open("gpu", &dev);
+ *   clg_device *dev;
+ *   clg_status st = clg_device_open("cpu", &dev);   // POCL's device, say
  *   if (st != CLG_OK)
  *       fprintf(stderr, "%s: %s\n", clg_status_str(st), clg_device_error(dev));
+ *   clg_device_close(dev);                           // NULL (none opened) is fine
  *
  * The code says what kind of failure it was; the message recorded on the device
  * (clg_device_error) says which call, which OpenCL error by name, which shapes.

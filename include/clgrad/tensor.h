@@ -1,11 +1,13 @@
 /* clgrad/tensor.h: n-dimensional tensors on an OpenCL device.
  *
- *   clg_device *dev;  clg_device_open(NULL, &dev);
+ *   clg_device *dev;
+ *   if (clg_device_open(NULL, &dev) != CLG_OK) return 1;
  *   float host[6] = {1, 2, 3, 4, 5, 6};
  *   clg_tensor *x = clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(2, 3), host);
  *   clg_tensor *y = clg_mul_scalar(clg_add(x, x), 0.5f);     // ops: clgrad/ops.h
  *   if (!y) fprintf(stderr, "%s\n", clg_device_error(dev));  // one check for the chain
  *   clg_tensor_print(y, stdout, "y");
+ *   clg_device_close(dev);
  *
  * A tensor is a view (shape, strides and offset, in elements) of a pooled device
  * buffer. Views (reshape, permute, narrow, expand, ...) share the buffer; ops write

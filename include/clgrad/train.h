@@ -2,14 +2,26 @@
  * kept on the device, a progress bar (or plain lines when the output is not a
  * terminal), and metrics appended to a CSV file.
  *
+ *   clg_device *dev;
+ *   if (clg_device_open(NULL, &dev) != CLG_OK) return 1;
+ *   int64_t steps_per_epoch = 20, batch = 16;
+ *   clg_tensor *w = clg_randn(dev, CLG_F32, CLG_SHAPE(3, 8), 0, 0.3);
  *   clg_meter *meter = clg_meter_new(dev);
  *   clg_progress *bar = clg_progress_new(stdout, steps_per_epoch, "epoch 1/5", 0);
- *   for (int64_t step = 0; ...; step++) {
- *       ... loss = clg_cross_entropy(logits, y, CLG_REDUCE_MEAN) ...
+ *   for (int64_t step = 0; step < steps_per_epoch; step++) {
+ *       clg_scope_begin(dev);
+ *       clg_tensor *x = clg_randn(dev, CLG_F32, CLG_SHAPE(batch, 8), 0, 1);
+ *       clg_tensor *y = clg_zeros(dev, CLG_I32, CLG_SHAPE(batch));
+ *       clg_tensor *logits = clg_linear(x, w, NULL);
+ *       clg_tensor *loss = clg_cross_entropy(logits, y, CLG_REDUCE_MEAN);
  *       clg_meter_add(meter, loss, logits, y);      // device work only: no wait
  *       clg_progress_step(bar, meter, batch);       // reads the meter a few times a second
+ *       clg_scope_end(dev);
  *   }
  *   clg_progress_end(bar, meter);
+ *   clg_progress_free(bar);
+ *   clg_meter_free(meter);
+ *   clg_device_close(dev);
  *
  * The meter sums on the device; reading it (clg_meter_read) is the only thing that
  * moves data back, 8 bytes, and the progress bar does it at most ten times a second.
