@@ -14,7 +14,7 @@
 
 static int64_t N_SCAN = 70000, N_REPEAT = 20000, N_ADD = 70001, N_SORT = 70001, K_DOT = 30000, N_ROWS = 70000,
                N_SIGNAL = 40000, W_UP = 70000, N_COLS_SUM = 66000, N_ROW = 200000, N_PLANE = 1000, N_CLASSES = 70000,
-               N_PACKED = 1536;
+               N_PACKED = 1536, N_CE_ROWS = 2200000;
 
 static double *filled(int64_t n, double v)
 {
@@ -260,6 +260,14 @@ static void test_norms_and_rows(clg_device *dev)
     optest_close("cross_entropy with label smoothing over many classes",
                  clg_cross_entropy_smooth(logits, labels, CLG_REDUCE_MEAN, 0.1), (const double[]){log((double)C)}, 1, 0,
                  1e-3);
+    /* the mean cross-entropy over millions of rows (a language model's tokens): logits
+     * (0, ln 3) labelled 0, ln 4 each */
+    int64_t N = N_CE_ROWS;
+    clg_tensor *two = clg_tensor_from_host(dev, CLG_F32, 2, (int64_t[]){1, 2}, (const float[]){0, (float)log(3.0)});
+    clg_tensor *lg = clg_contiguous(clg_expand(two, 2, (int64_t[]){N, 2}));
+    optest_close("cross_entropy mean over millions of rows",
+                 clg_cross_entropy(lg, clg_zeros(dev, CLG_I32, 1, &N), CLG_REDUCE_MEAN), (const double[]){log(4.0)}, 1, 0,
+                 1e-4);
     clg_scope_end(dev);
 }
 
@@ -300,7 +308,8 @@ int main(void)
     clg_device *dev = check_open_device();
     if (optest_small()) {   /* past item_loops as the oclgrind entry sets it, within Oclgrind's patience */
         N_SCAN = 3000, N_REPEAT = 2000, N_ADD = 2001, N_SORT = 3001, K_DOT = 1500, N_ROWS = 3000, N_SIGNAL = 2000,
-        W_UP = 1500, N_COLS_SUM = 300, N_ROW = 3000, N_PLANE = 40, N_CLASSES = 3000, N_PACKED = 96;
+        W_UP = 1500, N_COLS_SUM = 300, N_ROW = 3000, N_PLANE = 40, N_CLASSES = 3000, N_PACKED = 96,
+        N_CE_ROWS = 5000;
     }
     test_cumsum(dev);
     test_index_select_repeats(dev);

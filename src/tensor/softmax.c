@@ -421,13 +421,22 @@ static clg_status cross_entropy_rows(clg_tensor *x, clg_tensor *lab, clg_tensor 
     return clg__launch(dev, k, a, na, 1, &global, &wg);
 }
 
-/* y = sum(loss) / div by one work-group. */
+/* y = sum(loss) / div by one work-group; by the reduction (which splits long sums) when
+ * the rows are more than the group's items may walk. */
 static clg_status cross_entropy_reduce(clg_tensor *loss, clg_tensor *y, double div)
 {
     clg_device *dev = loss->dev;
     clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options(loss->dtype), "ce_reduce");
     if (!k) return dev->status;
     size_t wg = rows_wg(dev, k, loss->numel), global = wg;
+    if (ROW_STEPS * ((loss->numel + (int64_t)wg - 1) / (int64_t)wg) > (int64_t)clg__device_params(dev)->item_loops) {
+        clg_no_grad_begin(dev);
+        clg_tensor *m = clg_mul_scalar(clg_sum(loss, 0, NULL, false), 1.0 / div);
+        clg_status st = m ? clg_copy_(y, m) : dev->status;
+        clg_tensor_free(m);
+        clg_no_grad_end(dev);
+        return st;
+    }
     clg_arg a[] = {CLG_ARG_I(loss->numel), CLG_ARG_M(loss->buf->mem), CLG_ARG_M(y->buf->mem), CLG_ARG_I(y->offset),
                    clg__arg_scalar(loss->dtype, div), CLG_ARG_LOCAL(wg * clg_dtype_size(loss->dtype))};
     return clg__launch(dev, k, a, (int)(sizeof a / sizeof *a), 1, &global, &wg);
