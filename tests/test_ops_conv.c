@@ -267,7 +267,14 @@ static void test_errors(clg_device *dev)
                  "max_pool2d", "[4, 5, 5]");
     expect_error(dev, "max pool kernel too big", clg_max_pool2d(x, 6, 2, 1, 1, 0, 0), "max_pool2d", "[2, 4, 5, 5]");
     expect_error(dev, "max pool padding over half", clg_max_pool2d(x, 2, 2, 2, 2, 2, 0), "max_pool2d", "[2, 4, 5, 5]");
-    expect_error(dev, "avg pool stride 0", clg_avg_pool2d(x, 2, 2, 0, 2, 0, 0, true), "avg_pool2d", "[2, 4, 5, 5]");
+    expect_error(dev, "avg pool stride -1", clg_avg_pool2d(x, 2, 2, -1, 2, 0, 0, true), "avg_pool2d", "[2, 4, 5, 5]");
+    /* stride 0 is the window, as PyTorch's stride=None */
+    clg_tensor *a = clg_avg_pool2d(x, 2, 3, 0, 0, 0, 0, true), *b = clg_avg_pool2d(x, 2, 3, 2, 3, 0, 0, true);
+    CHECK_MSG(a && b && clg_tensor_dim(a, 2) == 2 && clg_tensor_dim(a, 3) == 1, "avg pool stride 0: %s",
+              clg_device_error(dev));
+    double *va = a ? optest_read(a) : NULL, *vb = b ? optest_read(b) : NULL;
+    CHECK_MSG(va && vb && !memcmp(va, vb, sizeof(double) * (size_t)clg_tensor_numel(a)), "avg pool stride 0 != window");
+    free(va), free(vb);
     expect_error(dev, "global pool 2-D", clg_global_avg_pool2d(clg_zeros(dev, CLG_F32, CLG_SHAPE(4, 5))),
                  "global_avg_pool2d", "[4, 5]");
     CHECK(clg_conv2d(NULL, w, NULL, NULL) == NULL && clg_max_pool2d(NULL, 2, 2, 2, 2, 0, 0) == NULL);
