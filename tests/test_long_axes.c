@@ -14,7 +14,7 @@
 
 static int64_t N_SCAN = 70000, N_REPEAT = 20000, N_ADD = 70001, N_SORT = 70001, K_DOT = 30000, N_ROWS = 70000,
                N_SIGNAL = 40000, W_UP = 70000, N_COLS_SUM = 66000, N_ROW = 200000, N_PLANE = 1000, N_CLASSES = 70000,
-               N_PACKED = 1536, N_CE_ROWS = 2200000;
+               N_PACKED = 1536, N_CE_ROWS = 2200000, N_WIDE = 1000000;
 
 static double *filled(int64_t n, double v)
 {
@@ -260,6 +260,20 @@ static void test_norms_and_rows(clg_device *dev)
     optest_close("cross_entropy with label smoothing over many classes",
                  clg_cross_entropy_smooth(logits, labels, CLG_REDUCE_MEAN, 0.1), (const double[]){log((double)C)}, 1, 0,
                  1e-3);
+    /* argmax and argmin over a row of a million (the first of equal extremes; a NaN wins,
+     * as PyTorch's), and layer norm over a million features */
+    int64_t Wd = N_WIDE;
+    double *v = malloc((size_t)(2 * Wd) * sizeof *v), *ln = malloc((size_t)(2 * Wd) * sizeof *ln);
+    for (int64_t i = 0; i < 2 * Wd; i++) v[i] = (double)(i % 7);
+    v[Wd - 3] = 9, v[Wd - 2] = 9, v[5] = -1;   /* row 0: max at Wd - 3, min at 5 */
+    v[Wd + 10] = NAN;                           /* row 1: NaN at 10 */
+    clg_tensor *tv = optest_tensor(dev, CLG_F32, 2, (int64_t[]){2, Wd}, v, OPTEST_CONTIGUOUS);
+    optest_close("argmax over a long row", clg_argmax(tv, 1, false), (const double[]){(double)(Wd - 3), 10}, 2, 0, 0);
+    optest_close("argmin over a long row", clg_argmin(tv, 1, false), (const double[]){5, 10}, 2, 0, 0);
+    for (int64_t i = 0; i < 2 * Wd; i++) v[i] = (double)(i % 2), ln[i] = (v[i] - 0.5) / sqrt(0.25 + 1e-5);
+    tv = optest_tensor(dev, CLG_F32, 2, (int64_t[]){2, Wd}, v, OPTEST_CONTIGUOUS);
+    optest_close("layer_norm over a million features", clg_layer_norm(tv, 1, NULL, NULL, 1e-5), ln, 2 * Wd, 1e-4, 1e-4);
+    free(v), free(ln);
     /* the mean cross-entropy over millions of rows (a language model's tokens): logits
      * (0, ln 3) labelled 0, ln 4 each */
     int64_t N = N_CE_ROWS;
@@ -309,7 +323,7 @@ int main(void)
     if (optest_small()) {   /* past item_loops as the oclgrind entry sets it, within Oclgrind's patience */
         N_SCAN = 3000, N_REPEAT = 2000, N_ADD = 2001, N_SORT = 3001, K_DOT = 1500, N_ROWS = 3000, N_SIGNAL = 2000,
         W_UP = 1500, N_COLS_SUM = 300, N_ROW = 3000, N_PLANE = 40, N_CLASSES = 3000, N_PACKED = 96,
-        N_CE_ROWS = 5000;
+        N_CE_ROWS = 5000, N_WIDE = 4000;
     }
     test_cumsum(dev);
     test_index_select_repeats(dev);

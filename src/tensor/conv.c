@@ -254,7 +254,9 @@ clg_tensor *clg__conv_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, const
     clg_tensor *y = clg__tensor_new(x->dev, x->dtype, 4, (const int64_t[]){g->N, g->O, g->OH, g->OW});
     if (!y || y->numel == 0) return y;
     /* The direct kernel reads the bias from its offset with unit stride. */
-    bool direct = algo == CLG_CONV_DIRECT && (!b || clg_tensor_is_contiguous(b));
+    /* the direct kernel's work-item walks C/G x KH x KW taps: within item_loops only */
+    bool direct = algo == CLG_CONV_DIRECT && (!b || clg_tensor_is_contiguous(b)) &&
+                  g->C / g->G * g->KH * g->KW <= (int64_t)clg__device_params(x->dev)->item_loops;
     clg_status st = direct ? forward_direct(x, w, b, g, y) : forward_gemm(x, w, b, g, y, cols);
     if (st == CLG_OK) return y;
     clg_tensor_free(y);

@@ -414,6 +414,32 @@ static clg_status ln_forward(clg_tensor *xc, clg_tensor *y, clg_tensor *stats, c
     return rows > 0 && D > 0 ? launch_groups(xc->dev, xc->dtype, "ln_fwd", a, n, rows, D) : CLG_OK;
 }
 
+/* Whether one work-group per row walks more than item_loops: the forward makes 3 passes
+ * over the D normalised values, wg at a time (2 steps each, as batch norm's). */
+static bool ln_too_long(clg_tensor *x, int naxes)
+{
+    int64_t D = 1;
+    for (int k = x->ndim - naxes; k < x->ndim; k++) D *= x->shape[k];
+    clg_kernel *k = clg__kernel_get(x->dev, PROGRAM, clg__dtype_options_ew(x->dtype), "ln_fwd");
+    if (!k) return false;   /* the launch reports the build error */
+    int64_t wg = (int64_t)group_size(x->dev, k, D);
+    return 6 * ((D + wg - 1) / wg) > (int64_t)clg__device_params(x->dev)->item_loops;
+}
+
+/* Rows too long for that: mean and variance from reductions (which split long sums),
+ * the rest elementwise, on the tape; in float32 for 16-bit x. */
+static clg_tensor *ln_composed(clg_tensor *x, int naxes, clg_tensor *weight, clg_tensor *bias, double eps)
+{
+    int axes[CLG_MAX_DIMS];
+    for (int k = 0; k < naxes; k++) axes[k] = x->ndim - naxes + k;
+    clg_tensor *xf = clg__is_half(x->dtype) ? clg_cast(x, CLG_F32) : x;
+    clg_tensor *d = clg_sub(xf, clg_mean(xf, naxes, axes, true));
+    clg_tensor *y = clg_mul(d, clg_rsqrt(clg_add_scalar(clg_mean(clg_mul(d, d), naxes, axes, true), eps)));
+    if (weight) y = clg_mul(y, weight->dtype == y->dtype ? weight : clg_cast(weight, y->dtype));
+    if (bias) y = clg_add(y, bias->dtype == y->dtype ? bias : clg_cast(bias, y->dtype));
+    return y && xf != x ? clg_cast(y, x->dtype) : y;
+}
+
 static clg_tensor *layer_norm(clg_tensor *x, int naxes, clg_tensor *weight, clg_tensor *bias, double eps)
 {
     const char *op = "layer_norm";
@@ -422,6 +448,7 @@ static clg_tensor *layer_norm(clg_tensor *x, int naxes, clg_tensor *weight, clg_
         return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "cannot normalise over the last %d axes of %s", naxes,
                             CLG_DESC(x));
     if (!ln_check_vec(x, naxes, weight, "weight") || !ln_check_vec(x, naxes, bias, "bias")) return NULL;
+    if (x->numel && ln_too_long(x, naxes)) return ln_composed(x, naxes, weight, bias, eps);
     clg_device *dev = x->dev;
     int64_t D = 1, rows = 1;
     for (int k = 0; k < x->ndim; k++) *(k < x->ndim - naxes ? &rows : &D) *= x->shape[k];

@@ -323,6 +323,28 @@ clg_tensor *clg_var(clg_tensor *a, int naxes, const int *axes, int correction, b
 /* ---- argmax ---------------------------------------------------------------------------------------- */
 
 /* op: "argmax" or "argmin", whose kernel is <op>_fwd. */
+/* Rows too long for one work-group's loops: the first position of the row's extremum,
+ * or of its first NaN where it has one (PyTorch's), from reductions: the least of
+ * where(hit, position, R). Positions count in a's float type: exact up to 2^24 in
+ * float32, longer rows are refused there. */
+static clg_tensor *arg_composed(const char *op, clg_tensor *a, int ax, bool keepdim)
+{
+    clg_device *dev = a->dev;
+    int64_t R = a->shape[ax], pshape[CLG_MAX_DIMS];
+    if (a->dtype == CLG_F32 && R > (1 << 24))
+        return clg__op_fail(dev, CLG_ERR_SHAPE, op, "%s: %lld elements along axis %d: over what one work-group walks "
+                            "(item_loops) and over 2^24 positions in float32", CLG_DESC(a), (long long)R, ax);
+    for (int d = 0; d < a->ndim; d++) pshape[d] = d == ax ? R : 1;
+    clg_no_grad_begin(dev);
+    clg_tensor *m = !strcmp(op, "argmax") ? clg_max(a, 1, &ax, true) : clg_min(a, 1, &ax, true);   /* NaN wins */
+    clg_tensor *hit = clg_where(clg_ne(m, m), clg_ne(a, a), clg_eq(a, m));
+    clg_tensor *pos = clg_reshape(clg_arange(dev, a->dtype, 0, (double)R, 1), a->ndim, pshape);
+    clg_tensor *cand = clg_where(hit, pos, clg_full(dev, a->dtype, 0, NULL, (double)R));
+    clg_tensor *y = clg_cast(clg_min(cand, 1, &ax, keepdim), CLG_I32);
+    clg_no_grad_end(dev);
+    return y;
+}
+
 static clg_tensor *arg_extremum(const char *op, clg_tensor *a, int axis, bool keepdim)
 {
     if (!a) return NULL;
@@ -340,6 +362,9 @@ static clg_tensor *arg_extremum(const char *op, clg_tensor *a, int axis, bool ke
     axes_plan ap;
     if (!plan_axes(op, a, a->ndim ? 1 : 0, &ax, keepdim, &ap)) return NULL;
     if (ap.R == 0) return clg__op_fail(a->dev, CLG_ERR_SHAPE, op, "axis %d of %s is empty", axis, CLG_DESC(a));
+    char kname[16];
+    snprintf(kname, sizeof kname, "%s_fwd", op);
+    if (a->ndim && rows_too_long(a->dev, a->dtype, kname, ap.R)) return arg_composed(op, a, ax, keepdim);
     clg_tensor *y = clg__tensor_new(a->dev, CLG_I32, ap.out_ndim, ap.out_shape);
     if (!y) return NULL;
     rows_operand ops[2] = {operand(a), {y->buf->mem, y->offset, ap.keep_shape, ap.keep_strides}};
