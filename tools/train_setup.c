@@ -86,7 +86,9 @@ static int same_settings(train_run *r, const char *path)
     clg_model *was = NULL;
     if (clg_checkpoint_info(path, NULL, &desc, err, sizeof err) != CLG_OK) return cli_fail("train", "%s", err);
     if (!desc) return 0;   /* a checkpoint without its model: nothing to compare */
-    clg_status st = clg_model_parse(desc, strlen(desc), path, &was, err, sizeof err);
+    char name[1100];   /* a position in the embedded model, not in the checkpoint's bytes */
+    snprintf(name, sizeof name, "%s (its model description)", path);
+    clg_status st = clg_model_parse(desc, strlen(desc), name, &was, err, sizeof err);
     free(desc);
     if (st != CLG_OK) return cli_fail("train", "%s", err);
     const clg_model_train *a = clg_model_get_train(was), *b = clg_model_get_train(r->m);

@@ -103,6 +103,10 @@ bad t21 "\"train.step\" is \"99999999999999999999\", not an integer of at most 2
 meta good.ckpt tiny_scale.ckpt train.loss_scale 1e-320
 meta tiny_scale.ckpt tiny_scale.ckpt train.loss_scale_growth 0
 bad t22 "trained with loss scaling, this run has none" train m.json --data "$T/data" --resume tiny_scale.ckpt
+meta good.ckpt bad_model.ckpt model '{"input": [1, 28, 28],
+ "layers": [{"type": "linear", "out": 0}]}'
+bad t25 "bad_model.ckpt (its model description):2:39: layers[0].out" train m.json --data "$T/data" --resume bad_model.ckpt
+bad e12 "bad_model.ckpt (its model description):2:39: layers[0].out" eval bad_model.ckpt
 ln -sf loop_b loop_a && ln -sf loop_a loop_b
 bad t23 "loop_a: a loop of symbolic links" train m.json --data loop_a
 bad t24 "--data: the path is over 1000 bytes" train m.json --data "$(printf '%01100d' 0)"
