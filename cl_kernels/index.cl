@@ -159,14 +159,11 @@ __kernel void segsum(int inner, int na, int R, int L, int nch, int per_q, __glob
     __global const T *s = src + os + (size_t)q * R * inner + c;
     __global const T *ps = part + (size_t)q * nch * inner + c;
     T acc = (T)0;
-    while (m < hi) {
-        if (m % L == 0 && m + L <= hi) {
-            acc += ps[(size_t)(m / L) * inner];
-            m += L;
-        } else {
-            acc += s[(size_t)sp[list + m] * inner];
-            m++;
-        }
-    }
+    // singles up to the first chunk boundary, whole chunks by their sums, then singles:
+    // three plain loops (no test per step), the same terms in the same order
+    int h = min(hi, (m + L - 1) / L * L);
+    for (; m < h; m++) acc += s[(size_t)sp[list + m] * inner];
+    for (; m + L <= hi; m += L) acc += ps[(size_t)(m / L) * inner];
+    for (; m < hi; m++) acc += s[(size_t)sp[list + m] * inner];
     y[oy + ((size_t)q * na + j) * inner + c] = acc;
 }
