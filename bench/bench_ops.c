@@ -109,6 +109,19 @@ UNARY(op_mse, clg_mse(t[0], t[1], CLG_REDUCE_MEAN))
 UNARY(op_l1_loss, clg_l1_loss(t[0], t[1], CLG_REDUCE_MEAN))
 UNARY(op_smooth_l1_loss, clg_smooth_l1_loss(t[0], t[1], CLG_REDUCE_MEAN, 1))
 UNARY(op_nll_loss, clg_nll_loss(t[0], in->lab, CLG_REDUCE_MEAN))
+/* PyTorch's other arguments: the row bias as class weights (clg_ce_defaults: ignore_index -100) */
+static clg_tensor *op_cross_entropy_ex(inputs *in, clg_tensor **t)
+{
+    clg_ce_options o = clg_ce_defaults();
+    o.weight = in->bias, o.label_smoothing = 0.1;
+    return clg_cross_entropy_ex(t[0], in->lab, &o);
+}
+static clg_tensor *op_nll_loss_ex(inputs *in, clg_tensor **t)
+{
+    clg_ce_options o = clg_ce_defaults();
+    o.weight = in->bias;
+    return clg_nll_loss_ex(t[0], in->lab, &o);
+}
 UNARY(op_bce_with_logits, clg_bce_with_logits(t[0], t[1], CLG_REDUCE_MEAN))
 UNARY(op_sum_all, clg_sum(t[0], 0, NULL, false))
 UNARY(op_layer_norm, clg_layer_norm(t[0], 1, NULL, NULL, 1e-5))
@@ -168,6 +181,11 @@ static clg_tensor *op_attention(inputs *in, clg_tensor **t)
     return clg_scaled_dot_product_attention(t[0], t[1], t[2], NULL, true, 0, 0);
 }
 static clg_tensor *op_embedding(inputs *in, clg_tensor **t) { return clg_index_select(t[0], 0, in->idx); }
+static clg_tensor *op_upsample_bilinear2d_ex(inputs *in, clg_tensor **t)
+{
+    (void)in;
+    return clg_upsample_bilinear2d_ex(t[0], 28, 28, true);
+}
 
 typedef struct kase {
     const char *name;
@@ -176,7 +194,7 @@ typedef struct kase {
     int special;       /* 0: a class op; else one of the own-shape cases */
 } kase;
 
-enum { SP_NONE, SP_MATMUL, SP_LINEAR, SP_CONV, SP_CONVT, SP_POOL, SP_ATTN, SP_EMB, SP_BN };
+enum { SP_NONE, SP_MATMUL, SP_LINEAR, SP_CONV, SP_CONVT, SP_POOL, SP_ATTN, SP_EMB, SP_BN, SP_UP };
 
 static const kase CASES[] = {
     {"neg", op_neg, 1, 0}, {"exp", op_exp, 1, 0}, {"log", op_log, 1, 0}, {"sqrt", op_sqrt, 1, 0},
@@ -196,6 +214,7 @@ static const kase CASES[] = {
     {"logsumexp", op_logsumexp, 1, 0}, {"cumsum", op_cumsum, 1, 0}, {"sort", op_sort, 1, 0},
     {"topk", op_topk, 1, 0}, {"softmax", op_softmax, 1, 0}, {"log_softmax", op_log_softmax, 1, 0},
     {"cross_entropy", op_cross_entropy, 1, 0}, {"nll_loss", op_nll_loss, 1, 0}, {"mse", op_mse, 2, 0},
+    {"cross_entropy_ex", op_cross_entropy_ex, 1, 0}, {"nll_loss_ex", op_nll_loss_ex, 1, 0},
     {"l1_loss", op_l1_loss, 2, 0}, {"smooth_l1_loss", op_smooth_l1_loss, 2, 0},
     {"bce_with_logits", op_bce_with_logits, 2, 0}, {"layer_norm", op_layer_norm, 1, 0},
     {"gather", op_gather, 1, 0}, {"flip", op_flip, 1, 0}, {"tril", op_tril, 1, 0}, {"triu", op_triu, 1, 0},
@@ -205,7 +224,7 @@ static const kase CASES[] = {
     {"matmul", op_matmul, 2, SP_MATMUL}, {"linear", op_linear, 3, SP_LINEAR}, {"conv2d", op_conv2d, 3, SP_CONV},
     {"conv_transpose2d", op_conv_transpose2d, 3, SP_CONVT}, {"max_pool2d", op_max_pool2d, 1, SP_POOL},
     {"avg_pool2d", op_avg_pool2d, 1, SP_POOL}, {"attention", op_attention, 3, SP_ATTN},
-    {"embedding", op_embedding, 1, SP_EMB},
+    {"embedding", op_embedding, 1, SP_EMB}, {"upsample_bilinear2d_ex", op_upsample_bilinear2d_ex, 1, SP_UP},
 };
 
 static const struct { const char *name; int64_t r, c; } CLASSES[] = {
@@ -214,7 +233,8 @@ static const struct { const char *name; int64_t r, c; } CLASSES[] = {
 /* The tensors of an own-shape case, or of a class case (t[0] = x, t[1] = y). The GPT's and
  * ResNet's shapes: products [4096, 128] x [128, 512]; conv 3x3 [128, 16, 28, 28] -> 16;
  * attention [32, 4, 64, 32] causal; the embedding: 256 rows of 128 looked up 4096 times;
- * batch norm [128, 16, 28, 28]. */
+ * batch norm [128, 16, 28, 28]; bilinear upsampling (align_corners) of [128, 16, 14, 14] to
+ * 28 x 28. */
 static int make_special(clg_device *dev, int sp, clg_tensor **t)
 {
     switch (sp) {
@@ -243,6 +263,7 @@ static int make_special(clg_device *dev, int sp, clg_tensor **t)
         for (int i = 0; i < 3; i++) t[i] = clg_randn(dev, CLG_F32, CLG_SHAPE(32, 4, 64, 32), 0, 1);
         return 3;
     case SP_EMB: t[0] = clg_randn(dev, CLG_F32, CLG_SHAPE(256, 128), 0, 1); return 1;
+    case SP_UP: t[0] = clg_randn(dev, CLG_F32, CLG_SHAPE(128, 16, 14, 14), 0, 1); return 1;   /* to 28 x 28 */
     default: return 0;
     }
 }

@@ -49,6 +49,8 @@ def class_cases():
         "where": (2, lambda inp, t: torch.where(inp["mask"], t[0], t[1])),
         "cross_entropy": (1, lambda inp, t: F.cross_entropy(t[0], inp["lab"])),
         "nll_loss": (1, lambda inp, t: F.nll_loss(t[0], inp["lab"])),
+        "cross_entropy_ex": (1, lambda inp, t: F.cross_entropy(t[0], inp["lab"], weight=inp["bias"], label_smoothing=0.1)),
+        "nll_loss_ex": (1, lambda inp, t: F.nll_loss(t[0], inp["lab"], weight=inp["bias"])),
         "gather": (1, lambda inp, t: torch.gather(t[0], A1, inp["idx"])),
         "index_add": (2, lambda inp, t: torch.index_add(t[0], A1, inp["cidx"], t[1])),
         "scatter_add": (2, lambda inp, t: torch.scatter_add(t[0], A1, inp["idx"], t[1])),
@@ -72,6 +74,8 @@ def special_cases(dev):
         # PyTorch 1.13 has no fused attention: composed, as a 1.13 user writes it
         "attention": ([r(32, 4, 64, 32) for _ in range(3)], lambda t: attention(t[0], t[1], t[2])),
         "embedding": ([r(256, 128)], lambda t: F.embedding(tok, t[0])),
+        "upsample_bilinear2d_ex": ([r(128, 16, 14, 14)],
+                                   lambda t: F.interpolate(t[0], size=(28, 28), mode="bilinear", align_corners=True)),
     }
 
 

@@ -140,11 +140,11 @@ int cli_check_writable(const char *cmd, const char *opt, const char *path)
 {
     if (!path) return 0;
     struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) return cli_fail(cmd, "%s %s: is a directory", opt, path);
-    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))   /* a FIFO would block the write */
-        return cli_fail(cmd, "%s %s: not a regular file", opt, path);
-    if (stat(path, &sb) == 0 && access(path, W_OK) != 0)
-        return cli_fail(cmd, "%s %s: cannot write it (%s)", opt, path, strerror(errno));
+    if (stat(path, &sb) == 0) {   /* it exists: a writable regular file (a FIFO would block the write) */
+        if (S_ISDIR(sb.st_mode)) return cli_fail(cmd, "%s %s: is a directory", opt, path);
+        if (!S_ISREG(sb.st_mode)) return cli_fail(cmd, "%s %s: not a regular file", opt, path);
+        if (access(path, W_OK) != 0) return cli_fail(cmd, "%s %s: cannot write it (%s)", opt, path, strerror(errno));
+    }
     /* Files are written beside their final name and renamed into place: the folder
      * must take a new file. */
     char probe[4200];

@@ -155,10 +155,23 @@ static void ce_ex_setup(cf_prob *p)
 }
 static void ce_ex_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
 {
-    (void)p;
     clg_ce_options o = clg_ce_defaults();
-    o.weight = in[2], o.ignore_index = -1, o.label_smoothing = 0.1;
-    out[0] = clg_cross_entropy_ex(in[0], in[1], &o);
+    o.weight = in[2], o.ignore_index = -1, o.label_smoothing = p->arg ? 0 : 0.1;
+    out[0] = p->arg ? clg_nll_loss_ex(in[0], in[1], &o) : clg_cross_entropy_ex(in[0], in[1], &o);
+}
+/* nll_loss_ex (arg set): the same weights and ignore_index over log-probabilities taken as
+ * given: sum w[y] (-x[y]) / sum w[y] over the rows kept */
+static void nll_ex_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    int64_t N = p->in[0].shape[0], C = p->in[0].shape[1];
+    double total = 0, wsum = 0;
+    for (int64_t i = 0; i < N; i++) {
+        int64_t y = (int64_t)in[1][i];
+        if (y == -1) continue;
+        total -= in[2][y] * in[0][i * C + y];
+        wsum += in[2][y];
+    }
+    out[0][0] = total / wsum;
 }
 static void ce_ex_ref(const cf_prob *p, double *const *in, double *const *out)
 {
@@ -670,6 +683,7 @@ const cf_case cf_nn_cases[] = {
     LOSS("cross_entropy (none)", L_CE_NONE),
     LOSS("cross_entropy_smooth (sum, 0.1)", L_CES_SUM),
     {"cross_entropy_ex (class weights, ignore_index, smoothing 0.1)", ce_ex_setup, ce_ex_run, ce_ex_ref, NULL, NULL},
+    {"nll_loss_ex (class weights, ignore_index)", ce_ex_setup, ce_ex_run, nll_ex_ref, NULL, ""},
     {"upsample_nearest2d (3x4 to 5x7)", up_setup, up_run, up_ref, NULL, &UP_KIND[0]},
     {"upsample_bilinear2d (3x4 to 5x7)", up_setup, up_run, up_ref, NULL, &UP_KIND[1]},
     {"upsample_bilinear2d (align_corners)", up_setup, up_run, up_ref, NULL, &UP_KIND[2]},
