@@ -217,6 +217,11 @@ typedef struct clg_device_params {
      * of group_1d then the tail at an offset (what lets POCL vectorize; a second launch
      * on a GPU). */
     size_t group_1d, group_1d_min;
+    /* The tail of such a launch: 0, one launch in groups the driver picks; k > 0, groups
+     * k items wide along dimension 0, then groups one item wide (both filled out along
+     * dimensions 1 and 2 in powers of two). Set where the driver compiles a kernel for
+     * each group shape it meets (POCL): its vector width. */
+    size_t group_tail;
     size_t group_reduce;     /* most work-items in a group reducing one row (norm, softmax) */
     int vector_float;        /* CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT */
     /* Limits read from the device, which every launch honours (clg__launch checks). */

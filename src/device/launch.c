@@ -119,6 +119,50 @@ size_t clg__divisor_at_most(size_t n, size_t cap)
     return 1;
 }
 
+/* The largest power of two that divides n, at most cap. */
+static size_t pow2_divisor(size_t n, size_t cap)
+{
+    size_t d = 1;
+    while (d * 2 <= cap && n % (d * 2) == 0) d *= 2;
+    return d;
+}
+
+/* A group for part of a tail: l0 items along dimension 0 and, so that groups are not
+ * narrow slivers, up to cap items in all from dimensions 1 and 2, in powers of two that
+ * divide their sizes: few distinct group shapes. */
+static void tail_group(const clg_device *dev, size_t l0, const size_t *n, int dims, size_t cap, size_t *local)
+{
+    size_t room = cap / l0;
+    local[0] = l0;
+    local[1] = dims > 1 ? pow2_divisor(n[1], room < dev->params.max_item[1] ? room : dev->params.max_item[1]) : 1;
+    room /= local[1];
+    local[2] = dims > 2 ? pow2_divisor(n[2], room < dev->params.max_item[2] ? room : dev->params.max_item[2]) : 1;
+}
+
+/* The tail of an exact launch, tail[0] items along dimension 0 from offset at0: one
+ * launch whose groups the driver picks (group_tail = 0), or, where the driver compiles
+ * a kernel anew for every group shape it meets (POCL: ~80 ms each time, so that a test
+ * of a few hundred tensor sizes compiled 5,600 kernels), one group along dimension 0
+ * as wide as the largest multiple of group_tail in the tail, then groups one item wide:
+ * a kernel meets a few group shapes (widths 1, 256 and the multiples of group_tail in
+ * between, times powers of two across), not one per tensor size. */
+static clg_status launch_tail(clg_device *dev, clg_kernel *k, int dims, size_t at0, const size_t *tail, size_t wg)
+{
+    size_t at[3] = {at0, 0, 0}, tg = dev->params.group_tail < wg ? dev->params.group_tail : wg, local[3];
+    if (!tg) return enqueue(dev, k, dims, at, tail, NULL);
+    size_t width = tail[0] / tg * tg, cap = k->wg_max < dev->params.max_group ? k->wg_max : dev->params.max_group;
+    size_t mid[3] = {width, tail[1], tail[2]}, rest[3] = {tail[0] - mid[0], tail[1], tail[2]};
+    clg_status st = CLG_OK;
+    if (mid[0]) {
+        tail_group(dev, width, mid, dims, cap, local);
+        st = enqueue(dev, k, dims, at, mid, local);
+    }
+    if (st || !rest[0]) return st;
+    at[0] += mid[0];
+    tail_group(dev, 1, rest, dims, cap, local);
+    return enqueue(dev, k, dims, at, rest, local);
+}
+
 /* Exactly n0 x n1 x n2 work-items. One launch when a group of at least the table's
  * group_1d_min divides n0; otherwise whole groups along dimension 0, then the tail at an
  * offset. Kernels then need no bounds check, and POCL vectorizes a work-group's loop
@@ -132,9 +176,9 @@ static clg_status launch_exact(clg_device *dev, clg_kernel *k, const clg_arg *ar
     size_t wg = group_size(dev, k), fit = clg__divisor_at_most(n0, wg);
     size_t min = dev->params.group_1d_min < wg ? dev->params.group_1d_min : wg;
     size_t local[3] = {fit >= min ? fit : wg, 1, 1};
-    size_t whole[3] = {n0 / local[0] * local[0], n1, n2}, tail[3] = {n0 - whole[0], n1, n2}, at[3] = {whole[0], 0, 0};
+    size_t whole[3] = {n0 / local[0] * local[0], n1, n2}, tail[3] = {n0 - whole[0], n1, n2};
     if (whole[0] && (st = enqueue(dev, k, dims, NULL, whole, local))) return st;
-    return tail[0] ? enqueue(dev, k, dims, at, tail, NULL) : CLG_OK;
+    return tail[0] ? launch_tail(dev, k, dims, whole[0], tail, wg) : CLG_OK;
 }
 
 clg_status clg__launch_1d(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t n)
