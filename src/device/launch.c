@@ -142,7 +142,7 @@ static void tail_group(const clg_device *dev, size_t l0, const size_t *n, int di
 /* The tail of an exact launch, tail[0] items along dimension 0 from offset at0: one
  * launch whose groups the driver picks (group_tail = 0), or, where the driver compiles
  * a kernel anew for every group shape it meets (POCL: ~80 ms each time, so that a test
- * of a few hundred tensor sizes compiled 5,600 kernels), one group along dimension 0
+ * of thousands of tensor sizes compiled 5,600 kernels), one group along dimension 0
  * as wide as the largest multiple of group_tail in the tail, then groups one item wide:
  * a kernel meets a few group shapes (widths 1, 256 and the multiples of group_tail in
  * between, times powers of two across), not one per tensor size. */
