@@ -223,6 +223,13 @@ typedef struct clg_device_params {
      * each group shape it meets (POCL): its vector width. */
     size_t group_tail;
     size_t group_reduce;     /* most work-items in a group reducing one row (norm, softmax) */
+    /* Elementwise ops whose operands are strided or broadcast (iter.c) run as rows, with
+     * no index division per element, when their innermost axis has at least this many
+     * elements; shorter ones take the strided kernel. 2 where local memory is emulated in
+     * global memory (CPU implementations: POCL and llvmpipe added a [30000, 37] bias 16x
+     * and 3x faster than by the strided kernel), 64 elsewhere (a GPU: rows of 2 would
+     * leave most of a warp idle). */
+    size_t rows_min;
     int vector_float;        /* CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT */
     /* Limits read from the device, which every launch honours (clg__launch checks). */
     size_t max_group, max_item[3];

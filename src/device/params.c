@@ -65,6 +65,7 @@ static void defaults(clg_device *dev)
     p->group_1d_min = wide_items ? p->group_1d : min_size(64, p->group_1d);
     p->group_reduce = min_size(wide_items ? 16 : 256, p->max_group);
     p->group_tail = compiles_per_group_size(dev) ? min_size((size_t)p->vector_float, p->group_1d) : 0;
+    p->rows_min = p->local_is_global ? 2 : 64;
     p->binary_cache = !driver_caches_kernels(dev);
     p->col2im_planes = wide_items;
     p->gemm_dot = true;
@@ -123,6 +124,7 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
     size_t cap = min_size(p->max_group, p->max_item[0]);
     if (!strcmp(key, "group_1d")) return parse_size(dev, key, value, origin, 1, cap, &p->group_1d);
     if (!strcmp(key, "group_1d_min")) return parse_size(dev, key, value, origin, 1, cap, &p->group_1d_min);
+    if (!strcmp(key, "rows_min")) return parse_size(dev, key, value, origin, 1, (size_t)1 << 30, &p->rows_min);
     if (!strcmp(key, "group_tail")) return parse_size(dev, key, value, origin, 0, cap, &p->group_tail);
     if (!strcmp(key, "group_reduce")) return parse_size(dev, key, value, origin, 1, p->max_group, &p->group_reduce);
     if (!strcmp(key, "local_mem")) {   /* only lower: to see how kernels fare on a smaller device */
@@ -144,7 +146,7 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
         return CLG_OK;
     }
     return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
-                     "device parameters (%s): unknown key \"%s\" (known: gemm, group_1d, group_1d_min, group_tail, group_reduce, "
+                     "device parameters (%s): unknown key \"%s\" (known: gemm, group_1d, group_1d_min, group_tail, group_reduce, rows_min, "
                      "local_mem, max_group, binary_cache, col2im, gemm_dot, conv_columns, item_loops, attention, "
                      "row_reduce)", origin, key);
 }
@@ -217,10 +219,10 @@ clg_status clg__params_init(clg_device *dev)
 void clg__params_format(const clg_device_params *p, char *buf, size_t len)
 {
     snprintf(buf, len,
-             "gemm = %s\ngroup_1d = %zu\ngroup_1d_min = %zu\ngroup_tail = %zu\ngroup_reduce = %zu\nvector_float = %d\n"
+             "gemm = %s\ngroup_1d = %zu\ngroup_1d_min = %zu\ngroup_tail = %zu\ngroup_reduce = %zu\nrows_min = %zu\nvector_float = %d\n"
              "max_group = %zu\nmax_item = %zu %zu %zu\nlocal_mem = %llu%s\nbinary_cache = %s\ncol2im = %s\ngemm_dot = %s\nconv_columns = %s\nitem_loops = %zu\nattention = %s\n"
              "row_reduce = %s\n",
-             p->gemm, p->group_1d, p->group_1d_min, p->group_tail, p->group_reduce, p->vector_float, p->max_group, p->max_item[0],
+             p->gemm, p->group_1d, p->group_1d_min, p->group_tail, p->group_reduce, p->rows_min, p->vector_float, p->max_group, p->max_item[0],
              p->max_item[1], p->max_item[2], (unsigned long long)p->local_mem,
              p->local_is_global ? " (emulated in global memory)" : "", p->binary_cache ? "on" : "off",
              p->col2im_planes ? "planes" : "gather", p->gemm_dot ? "on" : "off",

@@ -61,12 +61,12 @@ clg_status clg__iter_launch(clg_device *dev, const clg_iter *it, const char *pro
     if (it->numel > INT32_MAX)
         return clg__fail(dev, CLG_ERR_UNSUPPORTED, "%s: %lld elements; kernels index up to 2^31 - 1", kernel,
                          (long long)it->numel);
-    /* One, two or three axes with rows long enough to fill a work-group run as rows: no
+    /* One, two or three axes with rows of at least the table's rows_min run as rows: no
      * index division per element. Fewer than three are padded with leading axes of size
      * 1 and stride 0: one axis is one row (a broadcast scalar's gradient, a strided
      * slice), two are one plane of rows. */
     int64_t inner = it->shape[it->ndim - 1];
-    bool rows = !it->flat && it->ndim <= 3 && inner >= CLG_ITER_ROW_MIN;
+    bool rows = !it->flat && it->ndim <= 3 && (uint64_t)inner >= (uint64_t)clg__device_params(dev)->rows_min;
     clg_iter padded;
     if (rows && it->ndim < 3) {
         int pad = 3 - it->ndim;

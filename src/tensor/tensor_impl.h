@@ -143,8 +143,6 @@ bool clg__broadcast_shapes(int na, const int64_t *sa, int nb, const int64_t *sb,
 /* ---- elementwise iteration ---------------------------------------------------------------- */
 
 #define CLG_ITER_MAX 4
-/* Innermost extent from which strided elementwise kernels run as rows (iter.c). */
-#define CLG_ITER_ROW_MIN 64
 
 /* Operands of an elementwise kernel viewed over one iteration shape: broadcast axes
  * get stride 0, size-1 axes are dropped and axes that are contiguous in every operand
