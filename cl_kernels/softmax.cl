@@ -110,6 +110,91 @@ __kernel void softmax_bwd_item(int R, int nk, int8 kshape, int nr, int8 rshape,
     }
 }
 
+// The work-item-per-row kernels again, for float32 rows whose elements lie next to each
+// other (unit stride along the row in every operand): each work-item runs its row 16
+// elements at a time in explicit vectors. A CPU implementation then computes along the
+// row in SIMD registers with contiguous loads, where the kernels above vectorize across
+// rows and gather each lane's element from a different row. The tail of a row (R % 16)
+// runs element by element. The host keeps 3 R within item_loops, as above.
+#if defined(CLG_F32) && !defined(CLG_F16_STORE) && !defined(CLG_BF16_STORE)
+inline float clg_hmax16(float16 v)
+{
+    float8 a = fmax(v.lo, v.hi);
+    float4 b = fmax(a.lo, a.hi);
+    float2 c = fmax(b.lo, b.hi);
+    return fmax(c.x, c.y);
+}
+
+inline float clg_hsum16(float16 v)
+{
+    float8 a = v.lo + v.hi;
+    float4 b = a.lo + a.hi;
+    float2 c = b.lo + b.hi;
+    return c.x + c.y;
+}
+
+__kernel void softmax_fwd_vec(int R, int nk, int8 kshape, __global const float *x, int ox, int8 kx,
+                              __global float *y, int oy, int8 ky, int log_mode)
+{
+    int row = get_global_id(0), V = R / 16;
+    __global const float *xr = x + clg_rowbase(row, nk, kshape, ox, kx);
+    __global float *yr = y + clg_rowbase(row, nk, kshape, oy, ky);
+    // NaN propagates as in clg_nanmax: a row with a NaN gives NaN everywhere.
+    float16 m16 = (float16)(-INFINITY);
+    int nan = 0;
+    for (int v = 0; v < V; v++) {
+        float16 a = vload16(v, xr);
+        nan |= any(isnan(a));
+        m16 = fmax(m16, a);
+    }
+    float m = clg_hmax16(m16);
+    for (int r = 16 * V; r < R; r++) {
+        nan |= isnan(xr[r]);
+        m = fmax(m, xr[r]);
+    }
+    if (nan) m = NAN;
+    // softmax keeps each exp in y and scales it afterwards: one exp per element, not two.
+    float16 s16 = 0;
+    for (int v = 0; v < V; v++) {
+        float16 e = exp(vload16(v, xr) - m);
+        s16 += e;
+        if (!log_mode) vstore16(e, v, yr);
+    }
+    float sum = clg_hsum16(s16);
+    for (int r = 16 * V; r < R; r++) {
+        float e = exp(xr[r] - m);
+        sum += e;
+        if (!log_mode) yr[r] = e;
+    }
+    float lsum = log(sum), inv = 1.0f / sum;
+    for (int v = 0; v < V; v++)
+        vstore16(log_mode ? vload16(v, xr) - m - lsum : vload16(v, yr) * inv, v, yr);
+    for (int r = 16 * V; r < R; r++) yr[r] = log_mode ? xr[r] - m - lsum : yr[r] * inv;
+}
+
+__kernel void softmax_bwd_vec(int R, int nk, int8 kshape, __global const float *y, int oy, int8 ky,
+                              __global const float *g, int og, int8 kg, __global float *dx, int od, int8 kd,
+                              int log_mode)
+{
+    int row = get_global_id(0), V = R / 16;
+    __global const float *yr = y + clg_rowbase(row, nk, kshape, oy, ky);
+    __global const float *gr = g + clg_rowbase(row, nk, kshape, og, kg);
+    __global float *dr = dx + clg_rowbase(row, nk, kshape, od, kd);
+    float16 d16 = 0;
+    for (int v = 0; v < V; v++) {
+        float16 gv = vload16(v, gr);
+        d16 += log_mode ? gv : gv * vload16(v, yr);
+    }
+    float dot = clg_hsum16(d16);
+    for (int r = 16 * V; r < R; r++) dot += log_mode ? gr[r] : gr[r] * yr[r];
+    for (int v = 0; v < V; v++) {
+        float16 yv = vload16(v, yr), gv = vload16(v, gr);
+        vstore16(log_mode ? gv - exp(yv) * dot : yv * (gv - dot), v, dr);
+    }
+    for (int r = 16 * V; r < R; r++) dr[r] = log_mode ? gr[r] - exp(yr[r]) * dot : yr[r] * (gr[r] - dot);
+}
+#endif
+
 // ---- variance ------------------------------------------------------------------------------
 // Two passes over the row: the mean, then the sum of squared deviations (stabler
 // than sum(x^2) - n mean^2, which cancels catastrophically for large means).

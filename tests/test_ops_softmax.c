@@ -46,6 +46,25 @@ static void ref_softmax(const double *x, int ndim, const int64_t *shape, int ax,
         }
 }
 
+/* The backward from the forward's output y and the incoming gradient g: softmax
+ * dx = y (g - sum(g y)), log_softmax dx = g - exp(y) sum(g), along each row. */
+static void ref_softmax_bwd(const double *y, const double *g, int ndim, const int64_t *shape, int ax, bool log_mode,
+                            double *dx)
+{
+    int64_t O, R, I;
+    split_axis(ndim, shape, ax, &O, &R, &I);
+    for (int64_t o = 0; o < O; o++)
+        for (int64_t i = 0; i < I; i++) {
+            int64_t b = o * R * I + i;
+            double dot = 0;
+            for (int64_t r = 0; r < R; r++) dot += log_mode ? g[b + r * I] : g[b + r * I] * y[b + r * I];
+            for (int64_t r = 0; r < R; r++) {
+                double yv = y[b + r * I], gv = g[b + r * I];
+                dx[b + r * I] = log_mode ? gv - exp(yv) * dot : yv * (gv - dot);
+            }
+        }
+}
+
 static clg_tensor *make(clg_device *dev, clg_dtype dt, int ndim, const int64_t *shape, const double *v,
                         optest_layout l)
 {
@@ -77,27 +96,44 @@ static void check_softmax(clg_device *dev, clg_dtype dt, int ndim, const int64_t
                           double hi)
 {
     int64_t n = numel_of(ndim, shape);
-    double *x = malloc((size_t)(n + 1) * sizeof *x), *want = malloc((size_t)(n + 1) * sizeof *x);
+    size_t bytes = (size_t)(n + 1) * sizeof(double);
+    double *x = malloc(bytes), *want = malloc(bytes), *g = malloc(bytes), *dx = malloc(bytes);
     optest_fill(x, n, lo, hi, (uint64_t)(n + 31 * axis));
+    optest_fill(g, n, -1, 1, (uint64_t)(n + 7));
     round_to(dt, x, n);
+    round_to(dt, g, n);
     int ax = ndim ? (axis < 0 ? axis + ndim : axis) : 0;
     for (int log_mode = 0; log_mode < 2; log_mode++) {
         ref_softmax(x, ndim, shape, ax, log_mode, want);
+        ref_softmax_bwd(want, g, ndim, shape, ax, log_mode, dx);
         for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
             clg_scope_begin(dev);
             char what[160], sh[64];
             snprintf(what, sizeof what, "%s %s %s axis %d %s", log_mode ? "log_softmax" : "softmax",
                      clg_dtype_name(dt), clg_shape_str(ndim, shape, sh, sizeof sh), axis, optest_layout_names[l]);
             clg_tensor *t = make(dev, dt, ndim, shape, x, (optest_layout)l);
+            clg_tensor_set_requires_grad(t, true);
             clg_tensor *y = log_mode ? clg_log_softmax(t, axis) : clg_softmax(t, axis);
             CHECK_MSG(shape_is(y, ndim, shape), "%s: shape: %s", what, clg_device_error(dev));
             /* log_softmax values reach |hi - lo| + log R: a relative bound as well */
             optest_close(what, y, want, n, tol(dt), log_mode ? tol(dt) * 4 : tol(dt) * 8);
+            /* the backward, with the incoming gradient in the same layout (under Oclgrind,
+             * CLG_TEST_SMALL, contiguous and permuted only: the simulator's time) */
+            if (optest_small() && l > OPTEST_PERMUTED) {
+                clg_scope_end(dev);
+                continue;
+            }
+            clg_tensor *gt = make(dev, dt, ndim, shape, g, (optest_layout)l);
+            CHECK_OK(dev, y && gt ? clg_backward(y, gt) : CLG_ERR_INVALID_ARGUMENT);
+            strncat(what, " backward", sizeof what - strlen(what) - 1);
+            optest_close(what, clg_tensor_grad(t), dx, n, tol(dt) * 4, tol(dt) * 8);
             clg_scope_end(dev);
         }
     }
     free(x);
     free(want);
+    free(g);
+    free(dx);
 }
 
 static void test_softmax(clg_device *dev, clg_dtype dt)

@@ -121,11 +121,46 @@ static bool rows_too_long(clg_device *dev, clg_dtype dtype, const char *kernel, 
     return ROW_STEPS * ((R + wg - 1) / wg) > (int64_t)clg__device_params(dev)->item_loops;
 }
 
+/* Whether the work-item-per-row launch can take kernel's NAME_vec variant (softmax.cl:
+ * 16 elements at a time along the row): softmax's float32 rows of at least 16 elements
+ * that lie next to each other in every operand. */
+static bool rows_by_vector(clg_dtype dtype, const char *kernel, const rows_plan *p)
+{
+    if (dtype != CLG_F32 || p->nr != 1 || p->R < 16) return false;
+    if (strcmp(kernel, "softmax_fwd") && strcmp(kernel, "softmax_bwd")) return false;
+    for (int i = 0; i < p->nops; i++)
+        if (p->rstr[i][0] != 1) return false;
+    return true;
+}
+
+/* The NAME_vec launch: per operand its buffer, offset and kept strides, then extra. */
+static clg_status rows_launch_vec(clg_device *dev, const char *kernel, const rows_plan *p, const rows_operand *ops,
+                                  const clg_arg *extra, int nextra)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s_vec", kernel);
+    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(CLG_F32), name);
+    if (!k) return dev->status;
+    clg_arg a[3 + 3 * ROWS_MAX_OPS + 2];
+    int na = 0;
+    a[na++] = CLG_ARG_I(p->R);
+    a[na++] = CLG_ARG_I(p->nk);
+    a[na++] = clg__arg_int8(p->kshape, p->nk);
+    for (int i = 0; i < p->nops; i++) {
+        a[na++] = CLG_ARG_M(ops[i].mem);
+        a[na++] = CLG_ARG_I(ops[i].offset);
+        a[na++] = clg__arg_int8(p->kstr[i], p->nk);
+    }
+    for (int i = 0; i < nextra && i < 2; i++) a[na++] = extra[i];
+    return clg__launch_1d(dev, k, a, na, (size_t)p->rows);
+}
+
 static clg_status rows_launch(clg_device *dev, clg_dtype dtype, const char *kernel, const rows_plan *p,
                               const rows_operand *ops, const clg_arg *extra, int nextra, bool int_scratch)
 {
     if (p->rows == 0) return CLG_OK;
     bool item = rows_by_item(dev, kernel, p->R);
+    if (item && rows_by_vector(dtype, kernel, p)) return rows_launch_vec(dev, kernel, p, ops, extra, nextra);
     char name[64];
     snprintf(name, sizeof name, "%s%s", kernel, item ? "_item" : "");
     /* 16-bit tensors reach only the kernels that store TS (softmax.cl), and compute in
