@@ -35,15 +35,20 @@ inline int clg_offset(clg_coords c, int nd, int8 strides)
     return o;
 }
 
-// Row kernels (NAME_rows) take the arguments of NAME_strided for an iteration of three
-// axes [planes, rows, inner] (iter.c merges most layouts down to two or three: a
-// broadcast bias, a transposed or sliced matrix, a permutation of a batch's axes that
-// keeps the last; two are passed as one plane), run over a 3-D range: work-item
-// (c, r, q) is element c of row r of plane q. With no division per element and the
-// offsets linear in c, POCL vectorizes the work-group loop (on stride 1, which LLVM
-// versions for). clg__launch_rows3 launches exactly (inner, rows, planes) work-items.
-#define CLG_ROW_AT(o, s) ((o) + q * (s).s0 + r * (s).s1 + c * (s).s2)
-#define CLG_ROW_IDS int c = get_global_id(0), r = get_global_id(1), q = get_global_id(2)
+// Row kernels (NAME_rows) take the arguments of NAME_strided for an iteration of four
+// axes [outer, planes, rows, inner] (iter.c merges most layouts down to two, three or
+// four and pads them to four: a broadcast bias, a transposed or sliced matrix, a
+// permutation of a batch's axes such as attention's [B, T, H, D] -> [B, H, T, D]), run
+// over a 3-D range: work-item (c, r, pq) is element c of row r of plane pq, whose outer
+// and plane coordinates are split by one division per work-item (the same for a whole
+// group's z, so POCL's work-group loop hoists it). With no division per element and
+// the offsets linear in c, POCL vectorizes the work-group loop (on stride 1, which LLVM
+// versions for). clg__launch_rows3 launches exactly (inner, rows, outer x planes)
+// work-items.
+#define CLG_ROW_AT(o, s) ((o) + p * (s).s0 + q * (s).s1 + r * (s).s2 + c * (s).s3)
+#define CLG_ROW_IDS                                                                          \
+    int c = get_global_id(0), r = get_global_id(1), pq = get_global_id(2), p = pq / shape.s1, \
+        q = pq - p * shape.s1
 
 // Storage (issue 17): the elementwise kernels below keep values as TS and compute in T.
 // Built for a float16 tensor (-DT=float -DCLG_F16_STORE) or a bfloat16 one

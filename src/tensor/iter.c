@@ -61,18 +61,18 @@ clg_status clg__iter_launch(clg_device *dev, const clg_iter *it, const char *pro
     if (it->numel > INT32_MAX)
         return clg__fail(dev, CLG_ERR_UNSUPPORTED, "%s: %lld elements; kernels index up to 2^31 - 1", kernel,
                          (long long)it->numel);
-    /* One, two or three axes with rows of at least the table's rows_min run as rows: no
-     * index division per element. Fewer than three are padded with leading axes of size
-     * 1 and stride 0: one axis is one row (a broadcast scalar's gradient, a strided
-     * slice), two are one plane of rows. */
+    /* One to four axes with rows of at least the table's rows_min run as rows: no index
+     * division per element (one per work-item for the outer two of four). Fewer than
+     * four are padded with leading axes of size 1 and stride 0: one axis is one row (a
+     * broadcast scalar's gradient, a strided slice), two are one plane of rows. */
     int64_t inner = it->shape[it->ndim - 1];
-    bool rows = !it->flat && it->ndim <= 3 && (uint64_t)inner >= (uint64_t)clg__device_params(dev)->rows_min;
+    bool rows = !it->flat && it->ndim <= 4 && (uint64_t)inner >= (uint64_t)clg__device_params(dev)->rows_min;
     clg_iter padded;
-    if (rows && it->ndim < 3) {
-        int pad = 3 - it->ndim;
+    if (rows && it->ndim < 4) {
+        int pad = 4 - it->ndim;
         padded = *it;
-        padded.ndim = 3;
-        for (int d = 2; d >= 0; d--) {
+        padded.ndim = 4;
+        for (int d = 3; d >= 0; d--) {
             padded.shape[d] = d >= pad ? it->shape[d - pad] : 1;
             for (int i = 0; i < it->n; i++) padded.strides[i][d] = d >= pad ? it->strides[i][d - pad] : 0;
         }
@@ -96,7 +96,8 @@ clg_status clg__iter_launch(clg_device *dev, const clg_iter *it, const char *pro
     }
     for (int i = 0; i < nextra && i < 8; i++) args[na++] = extra[i];
     if (rows)
-        return clg__launch_rows3(dev, k, args, na, (size_t)inner, (size_t)it->shape[1], (size_t)it->shape[0]);
+        return clg__launch_rows3(dev, k, args, na, (size_t)inner, (size_t)it->shape[2],
+                                 (size_t)(it->shape[0] * it->shape[1]));
     return clg__launch_1d(dev, k, args, na, (size_t)it->numel);
 }
 
