@@ -99,26 +99,43 @@ static size_t rows_wg(const clg_device *dev, const clg_kernel *k, int64_t R)
  * bounds. */
 enum { ROW_STEPS = 12 };
 
-static bool rows_by_item(const clg_device *dev, const char *kernel, int64_t R)
+/* With vec (the launch can take NAME_vec), a work-item's loops step 16 elements at a
+ * time, plus at most 15 one by one. */
+static int64_t item_steps(int64_t R, bool vec)
+{
+    return ROW_STEPS * (vec ? R / 16 + 16 : R);
+}
+
+static bool rows_by_item_as(const clg_device *dev, const char *kernel, int64_t R, bool vec)
 {
     static const char *const with_item[] = {"softmax_fwd", "softmax_bwd", "var_fwd", "var_bwd", "ce_fwd"};
     const clg_device_params *dp = clg__device_params(dev);
-    if (!dp->row_items || ROW_STEPS * R > (int64_t)dp->item_loops) return false;
+    if (!dp->row_items || item_steps(R, vec) > (int64_t)dp->item_loops) return false;
     for (size_t i = 0; i < sizeof with_item / sizeof *with_item; i++)
         if (!strcmp(kernel, with_item[i])) return true;
     return false;
 }
 
+static bool rows_by_item(const clg_device *dev, const char *kernel, int64_t R)
+{
+    return rows_by_item_as(dev, kernel, R, false);
+}
+
 /* Whether rows of R are too long for kernel on this device: its work-items (one per row,
  * or a group of wg per row) would step past item_loops. The ops then compose the same
  * result from reductions, which split long sums. */
-static bool rows_too_long(clg_device *dev, clg_dtype dtype, const char *kernel, int64_t R)
+static bool rows_too_long_as(clg_device *dev, clg_dtype dtype, const char *kernel, int64_t R, bool vec)
 {
-    if (rows_by_item(dev, kernel, R)) return false;
+    if (rows_by_item_as(dev, kernel, R, vec)) return false;
     clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(dtype), kernel);
     if (!k) return false;   /* the launch reports the build error */
     int64_t wg = (int64_t)rows_wg(dev, k, R);
     return ROW_STEPS * ((R + wg - 1) / wg) > (int64_t)clg__device_params(dev)->item_loops;
+}
+
+static bool rows_too_long(clg_device *dev, clg_dtype dtype, const char *kernel, int64_t R)
+{
+    return rows_too_long_as(dev, dtype, kernel, R, false);
 }
 
 /* Whether the work-item-per-row launch can take kernel's NAME_vec variant (softmax.cl:
@@ -155,12 +172,23 @@ static clg_status rows_launch_vec(clg_device *dev, const char *kernel, const row
     return clg__launch_1d(dev, k, a, na, (size_t)p->rows);
 }
 
+/* On devices whose table says row_reduce = items, rows too long for a work-item each
+ * (past item_loops) are few and long: a work-group per row leaves most of a CPU's cores
+ * idle and pays POCL's barriers, where the composed reductions split each row over many
+ * work-items (softmax on POCL: [16, 65536] 9.2 -> 3.2 ms, [64, 16384] 8.2 -> 3.0 ms). */
+static bool rows_by_reductions(const clg_device *dev, int64_t R, bool vec)
+{
+    const clg_device_params *dp = clg__device_params(dev);
+    return dp->row_items && item_steps(R, vec) > (int64_t)dp->item_loops;
+}
+
 static clg_status rows_launch(clg_device *dev, clg_dtype dtype, const char *kernel, const rows_plan *p,
                               const rows_operand *ops, const clg_arg *extra, int nextra, bool int_scratch)
 {
     if (p->rows == 0) return CLG_OK;
+    bool vec = rows_by_vector(dtype, kernel, p);
+    if (vec && rows_by_item_as(dev, kernel, p->R, true)) return rows_launch_vec(dev, kernel, p, ops, extra, nextra);
     bool item = rows_by_item(dev, kernel, p->R);
-    if (item && rows_by_vector(dtype, kernel, p)) return rows_launch_vec(dev, kernel, p, ops, extra, nextra);
     char name[64];
     snprintf(name, sizeof name, "%s%s", kernel, item ? "_item" : "");
     /* 16-bit tensors reach only the kernels that store TS (softmax.cl), and compute in
@@ -240,7 +268,10 @@ static clg_tensor *softmax_op(const char *op, int id, clg_tensor *a, int axis, i
     if (!clg__check_floating(op, a) || !clg__check_numel(op, a->dev, a->numel)) return NULL;
     int ax = clg__axis(op, a, axis, a->ndim ? a->ndim : 1);   /* a 0-d tensor is one row of one */
     if (ax < 0) return NULL;
-    if (a->ndim && a->numel && rows_too_long(a->dev, a->dtype, "softmax_fwd", a->shape[ax]))
+    /* Whether the rows can take softmax_fwd_vec: float32 with the axis contiguous (y is) */
+    bool vec = a->ndim && a->dtype == CLG_F32 && a->strides[ax] == 1 && a->shape[ax] >= 16;
+    if (a->ndim && a->numel && (rows_too_long_as(a->dev, a->dtype, "softmax_fwd", a->shape[ax], vec) ||
+                                rows_by_reductions(a->dev, a->shape[ax], vec)))
         return softmax_composed(a, ax, log_mode);
     clg_tensor *y = clg__tensor_new(a->dev, a->dtype, a->ndim, a->shape);
     if (!y) return NULL;
