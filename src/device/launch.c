@@ -150,7 +150,9 @@ static clg_status launch_tail(clg_device *dev, clg_kernel *k, int dims, size_t a
 {
     size_t at[3] = {at0, 0, 0}, tg = dev->params.group_tail < wg ? dev->params.group_tail : wg, local[3];
     if (!tg) return enqueue(dev, k, dims, at, tail, NULL);
-    size_t width = tail[0] / tg * tg, cap = k->wg_max < dev->params.max_group ? k->wg_max : dev->params.max_group;
+    /* groups of at most wg items, as the whole groups: a driver that keeps each item's
+     * private arrays on its thread's stack (POCL) overflowed it with groups of 4,096 */
+    size_t width = tail[0] / tg * tg, cap = wg;
     size_t mid[3] = {width, tail[1], tail[2]}, rest[3] = {tail[0] - mid[0], tail[1], tail[2]};
     clg_status st = CLG_OK;
     if (mid[0]) {
