@@ -387,3 +387,196 @@ __kernel void attn_bwd_dkv_rows(int L, int S, int E, int Ev, int nb, int8 bshape
         dv[at] = (first ? (T)0 : dv[at]) + av[d];
     }
 }
+
+// ---- one work-item per row, along the head in vectors (float32, unit column strides) ----------
+// The rows kernels above vectorize across rows: each lane gathers its own query's elements.
+// These run each row's dot products and accumulators 16 columns at a time in explicit
+// float16 vectors (contiguous loads of whole key, value and query rows), for E and Ev
+// multiples of 16 up to 16 ATT_VN. Keys (queries in dK/dV) go in blocks of 16: their
+// scores gather into one vector, which takes one vector exp and, in the forward, one
+// rescale of the running state per block. Arguments as the rows kernels'; one launch
+// covers every column (d0 = 0, nd >= E, Ev), and each work-item stops at its own causal
+// bound. The host keeps a launch's keys (queries) within item_loops.
+#if defined(CLG_F32) && !defined(CLG_F16_STORE) && !defined(CLG_BF16_STORE)
+#define ATT_VN 8
+
+// scale q.k + mask, q held in vectors, k at kr.
+inline float att_vscore(const float16 *qv, __global const float *kr, int ne, float scale,
+                        __global const float *mask, int mb, int has_mask)
+{
+    float16 s = qv[0] * vload16(0, kr);
+    for (int u = 1; u < ne; u++) s = fma(qv[u], vload16(u, kr), s);
+    return clg_hsum16(s) * scale + (has_mask ? mask[mb] : 0.0f);
+}
+
+inline float att_vdot(const float16 *a, __global const float *br, int n)
+{
+    float16 s = a[0] * vload16(0, br);
+    for (int u = 1; u < n; u++) s = fma(a[u], vload16(u, br), s);
+    return clg_hsum16(s);
+}
+
+__kernel void attn_fwd_vec(int L, int S, int E, int Ev, int nb, int8 bshape,
+                           __global const float *q, int oq, int8 bq, int rq, int cq,
+                           __global const float *k, int ok, int8 bk, int rk, int ck,
+                           __global const float *v, int ov, int8 bv, int rv, int cv,
+                           __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
+                           __global float *o, __global float *lse, __global float *acc_s, __global float *ml_s,
+                           int j0, int j1, int d0, int nd, int first, int last, int causal, const float scale,
+                           uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const float dscale, int drop)
+{
+    int i = get_global_id(0), b = get_global_id(1), row = b * L + i, ne = E / 16, nv = Ev / 16;
+    __global const float *qr = q + att_boff(b, nb, bshape, oq, bq) + i * rq;
+    __global const float *kb = k + att_boff(b, nb, bshape, ok, bk), *vb = v + att_boff(b, nb, bshape, ov, bv);
+    int mb = has_mask ? att_boff(b, nb, bshape, om, bm) + i * rm : 0;
+    float16 qv[ATT_VN], acc[ATT_VN];
+    for (int u = 0; u < ne; u++) qv[u] = vload16(u, qr);
+    for (int u = 0; u < nv; u++) acc[u] = first ? (float16)0 : vload16(u, acc_s + (long)row * Ev);
+    float m = first ? -INFINITY : ml_s[2 * row], l = first ? 0.0f : ml_s[2 * row + 1];
+    int jend = causal ? min(j1, i + 1) : j1;
+    for (int jt = j0; jt < jend; jt += 16) {
+        int n = min(16, jend - jt);
+        float s[16];
+        for (int t = 0; t < 16; t++)
+            s[t] = t < n ? att_vscore(qv, kb + (jt + t) * rk, ne, scale, mask, mb + (jt + t) * cm, has_mask) : -INFINITY;
+        float16 sv = vload16(0, s);
+        // NaN propagates as in clg_nanmax: a NaN score makes the row's max NaN.
+        float mnew = any(isnan(sv)) ? NAN : fmax(m, clg_hmax16(sv));
+        if (isnan(m)) mnew = NAN;
+        float alpha = m == -INFINITY ? 0.0f : exp(m - mnew);
+        float16 p = select(exp(sv - mnew), (float16)0, isinf(sv) && sv < 0);
+        l = l * alpha + clg_hsum16(p);
+        vstore16(p, 0, s);
+        for (int u = 0; u < nv; u++) acc[u] *= alpha;
+        for (int t = 0; t < n; t++) {
+            float pt = s[t];
+            if (drop) pt = att_keep(((long)row) * S + jt + t, seed_lo, seed_hi, ctr_lo, ctr_hi, thr) ? pt * dscale : 0;
+            for (int u = 0; u < nv; u++) acc[u] = fma(pt, vload16(u, vb + (jt + t) * rv), acc[u]);
+        }
+        m = mnew;
+    }
+    for (int u = 0; u < nv; u++) {
+        if (last) vstore16(S ? acc[u] / l : (float16)0, u, o + (long)row * Ev);
+        else vstore16(acc[u], u, acc_s + (long)row * Ev);
+    }
+    if (!last) {
+        ml_s[2 * row] = m;
+        ml_s[2 * row + 1] = l;
+    }
+    if (last) lse[row] = m + log(l);
+}
+
+// Dr_i = sum_d dO_i O_i.
+__kernel void attn_bwd_pre_vec(int L, int Ev, int nb, int8 bshape, __global const float *o,
+                               __global const float *g, int og, int8 bg, int rg, int cg, __global float *dr)
+{
+    int i = get_global_id(0), b = get_global_id(1), row = b * L + i;
+    __global const float *gr = g + att_boff(b, nb, bshape, og, bg) + i * rg, *orow = o + (long)row * Ev;
+    float16 s = 0;
+    for (int u = 0; u < Ev / 16; u++) s = fma(vload16(u, orow), vload16(u, gr), s);
+    dr[row] = clg_hsum16(s);
+}
+
+__kernel void attn_bwd_dq_vec(int L, int S, int E, int Ev, int nb, int8 bshape,
+                              __global const float *q, int oq, int8 bq, int rq, int cq,
+                              __global const float *k, int ok, int8 bk, int rk, int ck,
+                              __global const float *v, int ov, int8 bv, int rv, int cv,
+                              __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
+                              __global const float *g, int og, int8 bg, int rg, int cg,
+                              __global const float *lse, __global const float *dr, __global float *dq,
+                              int j0, int j1, int d0, int nd, int first, int causal, const float scale,
+                              uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const float dscale, int drop)
+{
+    int i = get_global_id(0), b = get_global_id(1), row = b * L + i, ne = E / 16, nv = Ev / 16;
+    __global const float *qr = q + att_boff(b, nb, bshape, oq, bq) + i * rq;
+    __global const float *gr = g + att_boff(b, nb, bshape, og, bg) + i * rg;
+    __global const float *kb = k + att_boff(b, nb, bshape, ok, bk), *vb = v + att_boff(b, nb, bshape, ov, bv);
+    int mb = has_mask ? att_boff(b, nb, bshape, om, bm) + i * rm : 0;
+    float16 qv[ATT_VN], gv[ATT_VN], acc[ATT_VN];
+    for (int u = 0; u < ne; u++) {
+        qv[u] = vload16(u, qr);
+        acc[u] = 0;
+    }
+    for (int u = 0; u < nv; u++) gv[u] = vload16(u, gr);
+    float li = lse[row], di = dr[row];
+    int jend = causal ? min(j1, i + 1) : j1;
+    for (int jt = j0; jt < jend; jt += 16) {
+        int n = min(16, jend - jt);
+        float s[16], dp[16];
+        for (int t = 0; t < 16; t++) {
+            int j = jt + t;
+            s[t] = t < n ? att_vscore(qv, kb + j * rk, ne, scale, mask, mb + j * cm, has_mask) - li : -INFINITY;
+            dp[t] = t < n ? att_vdot(gv, vb + j * rv, nv) : 0.0f;
+            if (drop && t < n) dp[t] = att_keep(((long)row) * S + j, seed_lo, seed_hi, ctr_lo, ctr_hi, thr) ? dp[t] * dscale : 0;
+        }
+        float16 ds = exp(vload16(0, s)) * (vload16(0, dp) - di);
+        vstore16(ds, 0, s);
+        for (int t = 0; t < n; t++)
+            for (int u = 0; u < ne; u++) acc[u] = fma(s[t], vload16(u, kb + (jt + t) * rk), acc[u]);
+    }
+    for (int u = 0; u < ne; u++) {
+        __global float *at = dq + (long)row * E;
+        vstore16((first ? (float16)0 : vload16(u, at)) + acc[u] * scale, u, at);
+    }
+}
+
+__kernel void attn_bwd_dkv_vec(int L, int S, int E, int Ev, int nb, int8 bshape,
+                               __global const float *q, int oq, int8 bq, int rq, int cq,
+                               __global const float *k, int ok, int8 bk, int rk, int ck,
+                               __global const float *v, int ov, int8 bv, int rv, int cv,
+                               __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
+                               __global const float *g, int og, int8 bg, int rg, int cg,
+                               __global const float *lse, __global const float *dr, __global float *dk,
+                               __global float *dv, int i0, int i1, int d0, int nd, int first, int causal,
+                               const float scale, uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr,
+                               const float dscale, int drop)
+{
+    int j = get_global_id(0), b = get_global_id(1), ne = E / 16, nv = Ev / 16;
+    __global const float *qb = q + att_boff(b, nb, bshape, oq, bq), *gb = g + att_boff(b, nb, bshape, og, bg);
+    __global const float *kr = k + att_boff(b, nb, bshape, ok, bk) + j * rk;
+    __global const float *vr = v + att_boff(b, nb, bshape, ov, bv) + j * rv;
+    int mb = has_mask ? att_boff(b, nb, bshape, om, bm) + j * cm : 0;
+    float16 kv[ATT_VN], vv[ATT_VN], ak[ATT_VN], av[ATT_VN];
+    for (int u = 0; u < ne; u++) {
+        kv[u] = vload16(u, kr);
+        ak[u] = 0;
+    }
+    for (int u = 0; u < nv; u++) {
+        vv[u] = vload16(u, vr);
+        av[u] = 0;
+    }
+    int ibeg = causal ? max(i0, j) : i0;   // query i sees key j when j <= i
+    for (int it = ibeg; it < i1; it += 16) {
+        int n = min(16, i1 - it);
+        float s[16], dp[16], z[16];
+        for (int t = 0; t < 16; t++) {
+            int i = it + t, row = b * L + i;
+            z[t] = 1;
+            if (t >= n) {
+                s[t] = -INFINITY;
+                dp[t] = 0;
+                continue;
+            }
+            s[t] = att_vscore(kv, qb + i * rq, ne, scale, mask, mb + i * rm, has_mask) - lse[row];
+            if (drop) z[t] = att_keep(((long)row) * S + j, seed_lo, seed_hi, ctr_lo, ctr_hi, thr) ? dscale : 0;
+            dp[t] = att_vdot(vv, gb + i * rg, nv) * z[t] - dr[row];
+        }
+        float16 p = exp(vload16(0, s));
+        vstore16(p * vload16(0, dp), 0, dp);   // dS
+        vstore16(p * vload16(0, z), 0, z);     // P Z
+        for (int t = 0; t < n; t++) {
+            int i = it + t;
+            for (int u = 0; u < ne; u++) ak[u] = fma(dp[t], vload16(u, qb + i * rq), ak[u]);
+            for (int u = 0; u < nv; u++) av[u] = fma(z[t], vload16(u, gb + i * rg), av[u]);
+        }
+    }
+    for (int u = 0; u < ne; u++) {
+        __global float *at = dk + (long)(b * S + j) * E;
+        vstore16((first ? (float16)0 : vload16(u, at)) + ak[u] * scale, u, at);
+    }
+    for (int u = 0; u < nv; u++) {
+        __global float *at = dv + (long)(b * S + j) * Ev;
+        vstore16((first ? (float16)0 : vload16(u, at)) + av[u], u, at);
+    }
+}
+#endif

@@ -263,3 +263,21 @@ inline void clg_report(__global int *err, int code, int value, int bound)
         err[2] = bound;
     }
 }
+
+// The largest and the sum of a float16's lanes (the vector kernels of softmax.cl and
+// attention.cl).
+inline float clg_hmax16(float16 v)
+{
+    float8 a = fmax(v.lo, v.hi);
+    float4 b = fmax(a.lo, a.hi);
+    float2 c = fmax(b.lo, b.hi);
+    return fmax(c.x, c.y);
+}
+
+inline float clg_hsum16(float16 v)
+{
+    float8 a = v.lo + v.hi;
+    float4 b = a.lo + a.hi;
+    float2 c = b.lo + b.hi;
+    return c.x + c.y;
+}

@@ -117,22 +117,6 @@ __kernel void softmax_bwd_item(int R, int nk, int8 kshape, int nr, int8 rshape,
 // rows and gather each lane's element from a different row. The tail of a row (R % 16)
 // runs element by element. The host keeps 3 R within item_loops, as above.
 #if defined(CLG_F32) && !defined(CLG_F16_STORE) && !defined(CLG_BF16_STORE)
-inline float clg_hmax16(float16 v)
-{
-    float8 a = fmax(v.lo, v.hi);
-    float4 b = fmax(a.lo, a.hi);
-    float2 c = fmax(b.lo, b.hi);
-    return fmax(c.x, c.y);
-}
-
-inline float clg_hsum16(float16 v)
-{
-    float8 a = v.lo + v.hi;
-    float4 b = a.lo + a.hi;
-    float2 c = b.lo + b.hi;
-    return c.x + c.y;
-}
-
 __kernel void softmax_fwd_vec(int R, int nk, int8 kshape, __global const float *x, int ox, int8 kx,
                               __global float *y, int oy, int8 ky, int log_mode)
 {

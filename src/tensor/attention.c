@@ -147,26 +147,41 @@ static int log2i(size_t w)
     return n;
 }
 
-/* A kernel of either shape (the device table's attention): "rows" (a work-item per row,
- * tiles of 1, ATT_RD columns) or "tiles" (a group of w per row, ATT_ND w columns). */
+/* A kernel of one of three shapes (the device table's attention): "rows" (a work-item per
+ * row, tiles of 1, ATT_RD columns), the rows kernels along the head in vectors (vec: a
+ * work-item per row, every column; chosen by att_vectors) or "tiles" (a group of w per
+ * row, ATT_ND w columns). */
 #define ATT_RD 64   /* cl_kernels/attention.cl: columns per work-item in the rows kernels */
+#define ATT_VN 8    /* cl_kernels/attention.cl: float16 vectors per row in the vector kernels */
 
 typedef struct att_kernel {
     clg_kernel *k;
-    bool rows;
+    bool rows, vec;
     size_t w;          /* keys (or queries) per loop trip */
     int64_t ncols;     /* output columns per launch */
 } att_kernel;
 
-static bool att_get(clg_device *dev, const att_call *c, const char *name, att_kernel *ak)
+/* Whether the vector kernels take the call: float32, head and value sizes in whole
+ * vectors of 16 (ATT_VN at most), and adjacent columns in every operand they read (g: the
+ * incoming gradient, NULL in the forward). */
+static bool att_vectors(const att_call *c, const att_operand *g)
+{
+    const att_dims *d = &c->d;
+    bool heads = d->E > 0 && d->Ev > 0 && d->E % 16 == 0 && d->Ev % 16 == 0 && d->E <= 16 * ATT_VN &&
+                 d->Ev <= 16 * ATT_VN;
+    return c->dtype == CLG_F32 && heads && c->q.col == 1 && c->k.col == 1 && c->v.col == 1 && (!g || g->col == 1);
+}
+
+static bool att_get(clg_device *dev, const att_call *c, const char *name, const att_operand *g, att_kernel *ak)
 {
     char full[32];
     ak->rows = clg__device_params(dev)->attention_rows;
-    snprintf(full, sizeof full, "%s%s", name, ak->rows ? "_rows" : "");
+    ak->vec = ak->rows && att_vectors(c, g);
+    snprintf(full, sizeof full, "%s%s", name, ak->vec ? "_vec" : ak->rows ? "_rows" : "");
     ak->k = clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(c->dtype), full);
     if (!ak->k) return false;
     ak->w = ak->rows ? 1 : group_width(dev, ak->k);
-    ak->ncols = ak->rows ? ATT_RD : (int64_t)ATT_ND * (int64_t)ak->w;
+    ak->ncols = ak->vec ? 16 * ATT_VN : ak->rows ? ATT_RD : (int64_t)ATT_ND * (int64_t)ak->w;
     return true;
 }
 
@@ -226,9 +241,12 @@ static int push_common(clg_arg *a, const att_call *c)
 static clg_status forward(clg_device *dev, const att_call *c, clg_tensor *o, clg_tensor *lse)
 {
     att_kernel ak;
-    if (!att_get(dev, c, "attn_fwd", &ak)) return dev->status;
+    if (!att_get(dev, c, "attn_fwd", NULL, &ak)) return dev->status;
     int64_t w = (int64_t)ak.w, nu = ak.rows ? min64(ATT_RD, c->d.Ev) : min64(ATT_ND, cdiv(c->d.Ev, w));
-    int64_t per = rows_per_launch(dev, ak.w, c->d.E + nu * w + (ak.rows ? 4 : 4 * log2i(ak.w) + 8), 2 * nu + 4, &c->d);
+    int64_t ne = c->d.E / 16, nv = c->d.Ev / 16;   /* the vector kernels' trips per key */
+    int64_t per = ak.vec ? rows_per_launch(dev, 1, ne + nv + 3, 2 * (ne + nv) + 8, &c->d)
+                         : rows_per_launch(dev, ak.w, c->d.E + nu * w + (ak.rows ? 4 : 4 * log2i(ak.w) + 8),
+                                           2 * nu + 4, &c->d);
     if (!per) return dev->status;
     int64_t nkeys = c->d.S ? cdiv(c->d.S, per) : 1, ncol = c->d.Ev ? cdiv(c->d.Ev, ak.ncols) : 1;
     clg_tensor *acc = NULL, *ml = NULL;
@@ -275,7 +293,7 @@ static clg_status forward(clg_device *dev, const att_call *c, clg_tensor *o, clg
 static clg_tensor *row_dots(clg_device *dev, const att_call *c, clg_tensor *o, const att_operand *g)
 {
     att_kernel ak;
-    if (!att_get(dev, c, "attn_bwd_pre", &ak)) return NULL;
+    if (!att_get(dev, c, "attn_bwd_pre", g, &ak)) return NULL;
     if (cdiv(c->d.Ev, (int64_t)ak.w) + log2i(ak.w) + 4 > (int64_t)clg__device_params(dev)->item_loops)
         return clg__op_fail(dev, CLG_ERR_INVALID_ARGUMENT, OP, "value size Ev = %lld over the device's loop limit "
                             "(item_loops = %zu)", (long long)c->d.Ev, clg__device_params(dev)->item_loops);
@@ -306,9 +324,11 @@ static clg_status grad_q(clg_device *dev, const att_call *c, const att_operand *
                          clg_tensor *dq)
 {
     att_kernel ak;
-    if (!att_get(dev, c, "attn_bwd_dq", &ak)) return dev->status;
+    if (!att_get(dev, c, "attn_bwd_dq", g, &ak)) return dev->status;
     int64_t w = (int64_t)ak.w, nu = ak.rows ? min64(ATT_RD, c->d.E) : min64(ATT_ND, cdiv(c->d.E, w));
-    int64_t per = rows_per_launch(dev, ak.w, c->d.E + c->d.Ev + nu * w + 8, nu + 4, &c->d);
+    int64_t ne = c->d.E / 16, nv = c->d.Ev / 16;   /* the vector kernels' trips per key */
+    int64_t per = ak.vec ? rows_per_launch(dev, 1, 2 * ne + nv + 3, 2 * ne + nv + 8, &c->d)
+                         : rows_per_launch(dev, ak.w, c->d.E + c->d.Ev + nu * w + 8, nu + 4, &c->d);
     if (!per) return dev->status;
     int64_t nkeys = c->d.S ? cdiv(c->d.S, per) : 1, ncol = cdiv(c->d.E, ak.ncols);
     clg_status st = CLG_OK;
@@ -341,10 +361,12 @@ static clg_status grad_kv(clg_device *dev, const att_call *c, const att_operand 
                           clg_tensor *dk, clg_tensor *dv)
 {
     att_kernel ak;
-    if (!att_get(dev, c, "attn_bwd_dkv", &ak)) return dev->status;
+    if (!att_get(dev, c, "attn_bwd_dkv", g, &ak)) return dev->status;
     int64_t wide = c->d.E > c->d.Ev ? c->d.E : c->d.Ev, w = (int64_t)ak.w;
     int64_t nu = ak.rows ? min64(ATT_RD, wide) : min64(ATT_ND, cdiv(wide, w));
-    int64_t per = rows_per_launch(dev, ak.w, c->d.E + c->d.Ev + 2 * nu * w + 8, 2 * nu + 4, &c->d);
+    int64_t ne = c->d.E / 16, nv = c->d.Ev / 16;   /* the vector kernels' trips per query */
+    int64_t per = ak.vec ? rows_per_launch(dev, 1, 2 * (ne + nv) + 3, 2 * (ne + nv) + 8, &c->d)
+                         : rows_per_launch(dev, ak.w, c->d.E + c->d.Ev + 2 * nu * w + 8, 2 * nu + 4, &c->d);
     if (!per) return dev->status;
     int64_t nq = c->d.L ? cdiv(c->d.L, per) : 1, ncol = wide ? cdiv(wide, ak.ncols) : 1;
     clg_status st = CLG_OK;
