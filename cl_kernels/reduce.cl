@@ -56,3 +56,23 @@ CLG_REDUCE(reduce_prod, (T)1, acc *= v)
 // NaN wins, as in NumPy and PyTorch; R >= 1 (checked on the host).
 CLG_REDUCE(reduce_max, LDX(p, (size_t)r0 * K), acc = (v != v || v > acc) ? v : acc)
 CLG_REDUCE(reduce_min, LDX(p, (size_t)r0 * K), acc = (v != v || v < acc) ? v : acc)
+
+// The sum over rows that lie next to each other in memory (K = 1), float32: each
+// work-item adds its chunk 16 elements at a time in a float16 vector, with contiguous
+// loads, where reduce_sum's lanes (neighbouring work-items) each read a different row.
+// The lanes' partial sums then add in a fixed order, the tail (L % 16) after them.
+#if defined(CLG_F32) && !defined(CLG_F16_STORE) && !defined(CLG_BF16_STORE)
+__kernel void reduce_sum_vec(int M, int R, int K, int C, int L, __global const float *x, int ox,
+                             __global float *y, int oy, const float scale)
+{
+    int gid = get_global_id(0), c = gid % C, m = gid / C;
+    int r0 = c * L, r1 = min(R, r0 + L);
+    __global const float *p = x + ox + (size_t)m * R + r0;
+    int n = r1 - r0, V = n / 16;
+    float16 acc = 0;
+    for (int v = 0; v < V; v++) acc += vload16(v, p);
+    float s = clg_hsum16(acc);
+    for (int r = 16 * V; r < n; r++) s += p[r];
+    y[oy + gid] = s * scale;
+}
+#endif

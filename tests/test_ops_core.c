@@ -171,21 +171,32 @@ static void reductions(clg_device *dev)
     /* long reductions take the two-pass path (R >= 4096): float64 exact to 1e-12,
      * float32 within the roundings of its partial sums of ~2000 terms each */
     const int64_t n = optest_small() ? 9001 : 300007;
-    clg_dtype dt = optest_precise(dev);
-    double *v = malloc((size_t)n * sizeof *v), s = 0;
-    optest_fill(v, n, 0, 1, 5);
-    optest_round(dt, v, n);
-    for (int64_t i = 0; i < n; i++) s += v[i];
-    clg_scope_begin(dev);
-    clg_tensor *t = optest_tensor(dev, dt, CLG_SHAPE(n), v, OPTEST_CONTIGUOUS);
-    char what[64];
-    snprintf(what, sizeof what, "sum of %lld %s", (long long)n, clg_dtype_name(dt));
-    optest_close(what, clg_sum(t, 0, NULL, false), &s, 1, optest_tol(dt, 1e-9, 0), optest_tol(dt, 1e-12, 2e-5));
-    double m = s / (double)n;
-    snprintf(what, sizeof what, "mean of %lld %s", (long long)n, clg_dtype_name(dt));
-    optest_close(what, clg_mean(t, CLG_AXES(0), false), &m, 1, optest_tol(dt, 1e-12, 0), optest_tol(dt, 1e-12, 2e-5));
-    clg_scope_end(dev);
-    free(v);
+    /* float32 too where the precise type is float64: its rows add in vectors (reduce_sum_vec) */
+    clg_dtype dts[2] = {optest_precise(dev), CLG_F32};
+    for (int d = 0; d < (dts[0] == CLG_F32 ? 1 : 2); d++) {
+        clg_dtype dt = dts[d];
+        double *v = malloc((size_t)n * sizeof *v), s = 0;
+        optest_fill(v, n, 0, 1, 5);
+        optest_round(dt, v, n);
+        for (int64_t i = 0; i < n; i++) s += v[i];
+        clg_scope_begin(dev);
+        clg_tensor *t = optest_tensor(dev, dt, CLG_SHAPE(n), v, OPTEST_CONTIGUOUS);
+        char what[64];
+        snprintf(what, sizeof what, "sum of %lld %s", (long long)n, clg_dtype_name(dt));
+        optest_close(what, clg_sum(t, 0, NULL, false), &s, 1, optest_tol(dt, 1e-9, 0), optest_tol(dt, 1e-12, 2e-5));
+        double m = s / (double)n;
+        snprintf(what, sizeof what, "mean of %lld %s", (long long)n, clg_dtype_name(dt));
+        optest_close(what, clg_mean(t, CLG_AXES(0), false), &m, 1, optest_tol(dt, 1e-12, 0), optest_tol(dt, 1e-12, 2e-5));
+        /* three rows of n / 3 + 1: rows side by side, each split over launches */
+        int64_t r = n / 3;
+        double rs[3] = {0, 0, 0};
+        for (int64_t i = 0; i < 3 * r; i++) rs[i / r] += v[i];
+        clg_tensor *rows = clg_reshape(clg_narrow(t, 0, 0, 3 * r), CLG_SHAPE(3, r));
+        snprintf(what, sizeof what, "row sums of [3, %lld] %s", (long long)r, clg_dtype_name(dt));
+        optest_close(what, clg_sum(rows, CLG_AXES(1), false), rs, 3, optest_tol(dt, 1e-9, 0), optest_tol(dt, 1e-12, 2e-5));
+        clg_scope_end(dev);
+        free(v);
+    }
 }
 
 /* prod, logsumexp, std, the norms and argmin against references over every set of
