@@ -106,6 +106,33 @@ static clg_status run_mrk(clg_device *dev, const char *kernel, clg_tensor *src, 
     return st;
 }
 
+/* A contiguous t whose reduced axes are not one block (as a batch norm's or a conv
+ * bias's sum over N, H and W of [N, C, H, W]): the innermost run of reduced axes first,
+ * t viewed in place as [M, R, K], into a tensor with those axes of size 1 (R taken out of
+ * p->R). The caller repeats it until the rest is one block: no copy of t. A mean is the
+ * mean of equal-sized means. */
+static clg_tensor *reduce_inner_run(const char *kernel, clg_tensor *t, reduce_plan *p, bool mean)
+{
+    int b = t->ndim - 1;
+    while (b >= 0 && !(p->mask[b] && t->shape[b] != 1)) b--;
+    int a = b;
+    while (a > 0 && p->mask[a - 1]) a--;
+    int64_t M = 1, R = 1, K = 1, shape[CLG_MAX_DIMS];
+    for (int d = 0; d < t->ndim; d++) {
+        shape[d] = d >= a && d <= b ? 1 : t->shape[d];
+        if (d < a) M *= t->shape[d];
+        else if (d <= b) R *= t->shape[d];
+        else K *= t->shape[d];
+    }
+    clg_tensor *part = clg__tensor_new(t->dev, t->dtype, t->ndim, shape);
+    if (part && run_mrk(t->dev, kernel, t, M, R, K, part, mean ? 1.0 / (double)R : 1.0) != CLG_OK) {
+        clg_tensor_free(part);
+        return NULL;
+    }
+    p->R /= R;
+    return part;
+}
+
 /* The reduction itself, off the tape. */
 static clg_tensor *reduce(const char *op, const char *kernel, clg_tensor *t, const reduce_plan *p, bool mean)
 {
@@ -123,7 +150,18 @@ static clg_tensor *reduce(const char *op, const char *kernel, clg_tensor *t, con
     }
     int64_t M, K;
     clg_tensor *src = t, *tmp = NULL;
-    if (!mrk_view(t, p->mask, &M, &K)) {
+    reduce_plan cur = *p;
+    /* 16-bit values keep the copy below: their partial results would round twice */
+    while (!clg__is_half(t->dtype) && clg_tensor_is_contiguous(src) && !mrk_view(src, cur.mask, &M, &K)) {
+        clg_tensor *part = reduce_inner_run(kernel, src, &cur, mean);
+        clg_tensor_free(tmp);
+        tmp = src = part;
+        if (!part) {
+            clg_tensor_free(y);
+            return NULL;
+        }
+    }
+    if (!mrk_view(src, cur.mask, &M, &K)) {
         /* Kept axes first, reduced last, copied contiguous: [M, R, 1]. */
         int ax[CLG_MAX_DIMS], n = 0;
         for (int d = 0; d < t->ndim; d++) if (!p->mask[d]) ax[n++] = d;
@@ -140,7 +178,7 @@ static clg_tensor *reduce(const char *op, const char *kernel, clg_tensor *t, con
         M = y->numel;
         K = 1;
     }
-    clg_status st = run_mrk(dev, kernel, src, M, p->R, K, y, mean ? 1.0 / (double)p->R : 1.0);
+    clg_status st = run_mrk(dev, kernel, src, M, cur.R, K, y, mean ? 1.0 / (double)cur.R : 1.0);
     clg_tensor_free(tmp);
     if (st != CLG_OK) {
         clg_tensor_free(y);
