@@ -472,9 +472,9 @@ int main(void)
     printf("test_gemm on %s: gemm = %s, engine %s", info->name, clg__device_params(dev)->gemm, choice);
     if (rate > 0) printf(" (%.3g GFLOP/s)", rate);
     printf("%s\n", small_mode ? ", small shapes" : "");
-    CHECK(own == CLG_GEMM_PACKED || own == CLG_GEMM_TILED || own == CLG_GEMM_CLBLAST);
+    CHECK(own == CLG_GEMM_PACKED || own == CLG_GEMM_TILED || own == CLG_GEMM_CLBLAST || own == CLG_GEMM_HOST);
 
-    /* Every engine: the packed kernels, every tiled configuration that fits, CLBlast. */
+    /* Every engine: the packed kernels, every tiled configuration that fits, CLBlast, host. */
     engine engines[32];
     int n = 0;
     engines[n++] = (engine){.e = CLG_GEMM_PACKED, .name = "packed"};
@@ -493,6 +493,9 @@ int main(void)
         snprintf(engines[n++].name, sizeof engines[0].name, "tiled %s", d);
     }
     engines[n++] = (engine){.e = CLG_GEMM_CLBLAST, .name = "clblast"};
+    /* The host's BLAS on the queue, where the device runs host functions (POCL). */
+    if (clg__gemm_host_available(dev)) engines[n++] = (engine){.e = CLG_GEMM_HOST, .name = "host"};
+    else printf("  host: %s runs no host functions, or no CBLAS library: not run\n", info->name);
     for (int i = 0; i < n; i++) {
         double t0 = clg__now();
         /* The device's own engine gets every case; AUTO is that engine. */

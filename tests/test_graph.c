@@ -389,9 +389,47 @@ static void test_clblast_graph(void)
     clg_device_close(dev);
 }
 
+/* The host's BLAS as the engine (gemm = host: native.c, gemm_host.c). A capture records
+ * its calls as it records launches and replays them on the planned buffers: the same
+ * bits as the eager steps. A device that runs no host functions (rusticl) refuses the
+ * engine with an error that says why. */
+static void test_host_graph(void)
+{
+    clg_device *dev = check_open_device();
+    CHECK_OK(dev, clg_device_set_param(dev, "gemm", "host"));
+    clg_scope_begin(dev);
+    clg_tensor *probe = clg_matmul(clg_ones(dev, CLG_F32, CLG_SHAPE(3, 4)), clg_ones(dev, CLG_F32, CLG_SHAPE(4, 5)));
+    float v[15] = {0};
+    bool runs = probe && clg_tensor_to_host(probe, v, sizeof v) == CLG_OK;
+    clg_scope_end(dev);
+    if (!runs) {
+        CHECK_MSG(strstr(clg_device_error(dev), "host functions") || strstr(clg_device_error(dev), "CBLAS"),
+                  "gemm = host refused without saying why: %s", clg_device_error(dev));
+        clg_device_close(dev);
+        return;
+    }
+    CHECK_MSG(v[0] == 4 && v[14] == 4, "gemm = host: 3x4 ones times 4x5 ones gave %g ... %g, want 4", v[0], v[14]);
+    const int STEPS = small() ? 4 : 20;
+    run a, b;
+    setup(dev, &a, 0, 1);
+    eager_run(dev, &a, 0, STEPS);
+    setup(dev, &b, 0, 1);
+    clg_graph *g = graph_run(dev, &b, 0, STEPS, false, 1);
+    CHECK_MSG(g != NULL, "%s", clg_device_error(dev));
+    for (int s = 0; s < STEPS; s++)
+        CHECK_MSG(!memcmp(&a.losses[s], &b.losses[s], sizeof(float)), "gemm = host: the loss of step %d: eager %.9g, "
+                  "graph %.9g", s, a.losses[s], b.losses[s]);
+    CHECK_MSG(same_params(a.model, b.model), "gemm = host: the weights after %d steps differ", STEPS);
+    clg_graph_free(g);
+    teardown(&a);
+    teardown(&b);
+    clg_device_close(dev);
+}
+
 int main(void)
 {
     test_clblast_graph();
+    test_host_graph();
     clg_device *dev = check_open_device();
     check_same_gemm_in_graphs(dev);
     test_bit_identical(dev, 0, 0, false, 1);   /* MLP with dropout, SGD with momentum */

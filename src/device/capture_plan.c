@@ -248,6 +248,7 @@ static clg_status make_kernels(clg_capture *c)
         if (l->dropped) continue;
         for (int a = 0; a < l->nargs; a++)
             if (l->val[a] >= 0) l->args[a].v.mem = c->vals[l->val[a]].use->mem;
+        if (l->k->native) continue;   /* a host function: replay passes l->args as they are */
         cl_program prog;
         CLG_CL_TRY(dev, clGetKernelInfo(l->k->k, CL_KERNEL_PROGRAM, sizeof prog, &prog, NULL), "clGetKernelInfo",
                    l->k->name);
@@ -299,6 +300,7 @@ clg_status clg__capture_rebind(clg_capture *c, int v, clg_buffer *b)
         for (int a = 0; a < l->nargs && !l->dropped; a++) {
             if (l->val[a] != v) continue;
             l->args[a].v.mem = b->mem;
+            if (l->k->native) continue;
             CLG_CL_TRY(c->dev, clSetKernelArg(l->clone, (cl_uint)a, sizeof(cl_mem), &b->mem), "clSetKernelArg",
                        l->k->name);
         }

@@ -27,7 +27,7 @@ static clg_status refresh(clg_capture *c, cap_launch *l)
     int n = l->nargs < CLG_CAP_MAX_REFRESH_ARGS ? l->nargs : CLG_CAP_MAX_REFRESH_ARGS;
     memcpy(old, l->args, (size_t)n * sizeof *old);
     l->refresh(l->refresh_data, c->regs, l->args, l->nargs);
-    for (int a = 0; a < l->nargs; a++) {
+    for (int a = 0; a < l->nargs && !l->k->native; a++) {
         if (l->val[a] >= 0 || l->args[a].kind == CLG_ARG_LOCAL || (a < n && same_arg(&old[a], &l->args[a]))) continue;
         clg_status st = clg__set_arg_on(c->dev, l->clone, l->k->name, a, &l->args[a]);
         if (st != CLG_OK) return st;
@@ -40,11 +40,16 @@ static clg_status enqueue(clg_capture *c, const cap_cmd *cmd)
     clg_device *dev = c->dev;
     cap_launch *l = &c->launches[cmd->launch];
     cl_event ev = NULL;
-    if (dev->prof.host_timed) clg__profile_before_enqueue(dev);
-    cl_int e = clEnqueueNDRangeKernel(dev->queue, l->clone, (cl_uint)cmd->dims, cmd->has_offset ? cmd->offset : NULL,
-                                      cmd->global, cmd->has_local ? cmd->local : NULL, 0, NULL,
-                                      dev->prof.enabled ? &ev : NULL);
-    if (e != CL_SUCCESS) return clg__cl_fail(dev, e, "clEnqueueNDRangeKernel (graph replay)", l->k->name);
+    if (l->k->native) {   /* a host function (native.c), its arguments as planned */
+        clg_status st = clg__enqueue_native(dev, l->k, l->args, l->nargs, dev->prof.enabled ? &ev : NULL);
+        if (st != CLG_OK) return st;
+    } else {
+        if (dev->prof.host_timed) clg__profile_before_enqueue(dev);
+        cl_int e = clEnqueueNDRangeKernel(dev->queue, l->clone, (cl_uint)cmd->dims,
+                                          cmd->has_offset ? cmd->offset : NULL, cmd->global,
+                                          cmd->has_local ? cmd->local : NULL, 0, NULL, dev->prof.enabled ? &ev : NULL);
+        if (e != CL_SUCCESS) return clg__cl_fail(dev, e, "clEnqueueNDRangeKernel (graph replay)", l->k->name);
+    }
     if (ev) {
         if (l->k->prof_slot < 0) l->k->prof_slot = clg__profile_slot(dev, l->k->name);
         clg__profile_launch(dev, l->k->prof_slot, ev);

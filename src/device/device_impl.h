@@ -91,8 +91,14 @@ clg_status clg__read_async(clg_device *dev, const clg_buffer *src, size_t off, v
 
 /* ---- programs and kernels (program.c, binary_cache.c) ------------------------------- */
 
+struct clg_arg;
+/* A host function run as a command of the device's queue (native.c): its arguments as
+ * a launch's, each buffer argument's v.mem holding the buffer's host address instead. */
+typedef void (*clg_native_fn)(const struct clg_arg *args, int nargs);
+
 typedef struct clg_kernel {
-    cl_kernel k;
+    cl_kernel k;        /* NULL for a native function */
+    clg_native_fn native;
     char name[64];
     int prof_slot;      /* index into the profiler's per-kernel table, -1 until first launch */
     size_t wg_max;      /* CL_KERNEL_WORK_GROUP_SIZE */
@@ -167,6 +173,23 @@ clg_status clg__launch_rows(clg_device *dev, clg_kernel *k, const clg_arg *args,
 clg_status clg__launch_rows3(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t inner,
                              size_t rows, size_t planes);
 
+/* ---- host functions on the queue (native.c) ------------------------------------------ */
+
+/* Whether the device runs host functions as commands (CL_EXEC_NATIVE_KERNEL: POCL does;
+ * GPUs and rusticl do not). Its buffers are then host memory the function may use. */
+bool clg__native_supported(clg_device *dev);
+/* The native function `fn` as a kernel named `name` (for profiles, captures and
+ * errors), made once per device and name; NULL with the error recorded where the device
+ * runs none. */
+clg_kernel *clg__native_kernel(clg_device *dev, const char *name, clg_native_fn fn);
+/* Enqueue k's function with args, in queue order like a launch, recorded by a capture
+ * and timed by the profiler like one. Nothing waits. */
+clg_status clg__launch_native(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs);
+/* The same without the capture's record: what a graph replay enqueues. */
+clg_status clg__enqueue_native(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, cl_event *ev);
+/* A buffer argument's host address inside a native function. */
+static inline void *clg__native_ptr(const clg_arg *a) { return (void *)a->v.mem; }
+
 /* ---- profiling (profile.c) ----------------------------------------------------------- */
 
 typedef struct clg_prof_kernel { char name[64]; uint64_t count; uint64_t ns, min_ns, max_ns; } clg_prof_kernel;
@@ -209,9 +232,14 @@ void clg__profile_free(clg_device *dev);
 typedef struct clg_device_params {
     /* GEMM engine: "packed" (gemm.cl, register-blocked per work-item: CPUs whose
      * work-items are SIMD-wide), "tiled" (gemm_tiled.cl, local-memory tiles shared by a
-     * work-group: GPU-shaped devices), "clblast", or "tune": time them on first use,
+     * work-group: GPU-shaped devices), "clblast", "host" (the host's CBLAS as a command
+     * of the queue: devices that run host functions), or "tune": time them on first use,
      * validate against a reference, keep the fastest (cached on disk per device). */
     char gemm[16];
+    /* Whether "tune" also times the engines built for GPU-shaped devices (the tiled
+     * configurations and CLBlast), or only packed and host: off where work-items are
+     * SIMD-wide (POCL), where they lose every time and CLBlast's build takes ~20 s. */
+    bool gemm_tiles;
     /* Exact 1-D and row launches (launch.c): work-items per group, and the smallest
      * group accepted for a single launch whose size divides n; below it, whole groups
      * of group_1d then the tail at an offset (what lets POCL vectorize; a second launch

@@ -60,7 +60,12 @@ static void defaults(clg_device *dev)
     p->local_is_global = lt == CL_GLOBAL;
 
     bool wide_items = p->vector_float > 1;
+    /* Where work-items are SIMD-wide: the packed kernels. The host's BLAS ("host") is
+     * faster alone (1024^3 0.95x NumPy against 0.53-0.77x) but slowed the tiny GPT
+     * (16.6-22.8k against 22.3-25.6k tokens/s) and ResNet-20 (155 against 216-249
+     * images/s) on 2 cores: bench/RESULTS.md, session 17. */
     snprintf(p->gemm, sizeof p->gemm, "%s", wide_items ? "packed" : "tune");
+    p->gemm_tiles = !wide_items;
     p->group_1d = min_size(256, min_size(p->max_group, p->max_item[0]));
     p->group_1d_min = wide_items ? p->group_1d : min_size(64, p->group_1d);
     p->group_reduce = min_size(wide_items ? 16 : 256, p->max_group);
@@ -106,17 +111,18 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
 {
     clg_device_params *p = &dev->params;
     if (!strcmp(key, "gemm")) {
-        static const char *engines[] = {"tune", "packed", "tiled", "clblast"};
+        static const char *engines[] = {"tune", "packed", "tiled", "clblast", "host"};
         for (size_t i = 0; i < sizeof engines / sizeof *engines; i++)
             if (!strcmp(value, engines[i])) {
                 snprintf(p->gemm, sizeof p->gemm, "%s", value);
                 return CLG_OK;
             }
         return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
-                         "device parameters (%s): gemm = \"%s\": want tune, packed, tiled or clblast", origin, value);
+                         "device parameters (%s): gemm = \"%s\": want tune, packed, tiled, clblast or host", origin, value);
     }
     if (!strcmp(key, "binary_cache")) return parse_choice(dev, key, value, origin, "on", "off", &p->binary_cache);
     if (!strcmp(key, "gemm_dot")) return parse_choice(dev, key, value, origin, "on", "off", &p->gemm_dot);
+    if (!strcmp(key, "gemm_tiles")) return parse_choice(dev, key, value, origin, "on", "off", &p->gemm_tiles);
     if (!strcmp(key, "col2im")) return parse_choice(dev, key, value, origin, "planes", "gather", &p->col2im_planes);
     if (!strcmp(key, "conv_columns"))
         return parse_choice(dev, key, value, origin, "keep", "rebuild", &p->conv_keep_columns);
@@ -146,7 +152,7 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
         return CLG_OK;
     }
     return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
-                     "device parameters (%s): unknown key \"%s\" (known: gemm, group_1d, group_1d_min, group_tail, group_reduce, rows_min, "
+                     "device parameters (%s): unknown key \"%s\" (known: gemm, gemm_tiles, group_1d, group_1d_min, group_tail, group_reduce, rows_min, "
                      "local_mem, max_group, binary_cache, col2im, gemm_dot, conv_columns, item_loops, attention, "
                      "row_reduce)", origin, key);
 }
@@ -219,10 +225,10 @@ clg_status clg__params_init(clg_device *dev)
 void clg__params_format(const clg_device_params *p, char *buf, size_t len)
 {
     snprintf(buf, len,
-             "gemm = %s\ngroup_1d = %zu\ngroup_1d_min = %zu\ngroup_tail = %zu\ngroup_reduce = %zu\nrows_min = %zu\nvector_float = %d\n"
+             "gemm = %s\ngemm_tiles = %s\ngroup_1d = %zu\ngroup_1d_min = %zu\ngroup_tail = %zu\ngroup_reduce = %zu\nrows_min = %zu\nvector_float = %d\n"
              "max_group = %zu\nmax_item = %zu %zu %zu\nlocal_mem = %llu%s\nbinary_cache = %s\ncol2im = %s\ngemm_dot = %s\nconv_columns = %s\nitem_loops = %zu\nattention = %s\n"
              "row_reduce = %s\n",
-             p->gemm, p->group_1d, p->group_1d_min, p->group_tail, p->group_reduce, p->rows_min, p->vector_float, p->max_group, p->max_item[0],
+             p->gemm, p->gemm_tiles ? "on" : "off", p->group_1d, p->group_1d_min, p->group_tail, p->group_reduce, p->rows_min, p->vector_float, p->max_group, p->max_item[0],
              p->max_item[1], p->max_item[2], (unsigned long long)p->local_mem,
              p->local_is_global ? " (emulated in global memory)" : "", p->binary_cache ? "on" : "off",
              p->col2im_planes ? "planes" : "gather", p->gemm_dot ? "on" : "off",

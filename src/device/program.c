@@ -231,17 +231,16 @@ static bool grow(clg_kernel_table *t)
     return true;
 }
 
-clg_kernel *clg__kernel_get(clg_device *dev, const char *program, const char *options, const char *kernel)
+static uint64_t key_hash(const char *program, const char *options, const char *kernel)
 {
-    clg_kernel_table *t = table(dev);
-    if (!t) {
-        clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "kernel table: out of host memory");
-        return NULL;
-    }
-    if (!options) options = "";
-    uint64_t h = fnv1a(kernel, fnv1a(options, fnv1a(program, 0xcbf29ce484222325ULL) * 31) * 31);
-    size_t j = h & (t->cap - 1);
-    for (; t->slots[j].key; j = (j + 1) & (t->cap - 1)) {
+    return fnv1a(kernel, fnv1a(options, fnv1a(program, 0xcbf29ce484222325ULL) * 31) * 31);
+}
+
+/* The table's kernel for (program, options, kernel), or NULL. */
+static clg_kernel *lookup(clg_kernel_table *t, uint64_t h, const char *program, const char *options,
+                          const char *kernel)
+{
+    for (size_t j = h & (t->cap - 1); t->slots[j].key; j = (j + 1) & (t->cap - 1)) {
         kernel_entry *e = &t->slots[j];
         if (e->hash != h) continue;
         const char *k = e->key;
@@ -250,6 +249,52 @@ clg_kernel *clg__kernel_get(clg_device *dev, const char *program, const char *op
             k[pl + 1 + ol] == '\n' && !strcmp(k + pl + ol + 2, kernel))
             return e->kernel;
     }
+    return NULL;
+}
+
+/* A new entry for kernel object k (NULL for a native function fn); NULL with the error
+ * recorded (k released) when out of memory. */
+static clg_kernel *insert(clg_device *dev, clg_kernel_table *t, uint64_t h, const char *program,
+                          const char *options, const char *kernel, cl_kernel k, clg_native_fn fn)
+{
+    size_t keylen = strlen(program) + strlen(options) + strlen(kernel) + 3;
+    char *key = malloc(keylen);
+    clg_kernel *ck = calloc(1, sizeof *ck);
+    bool room = (t->n + 1) * 2 <= t->cap || grow(t);
+    if (!key || !ck || !room) {
+        free(key);
+        free(ck);
+        if (k) clReleaseKernel(k);
+        clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "kernel table: out of host memory");
+        return NULL;
+    }
+    snprintf(key, keylen, "%s\n%s\n%s", program, options, kernel);
+    ck->key = key;
+    ck->k = k;
+    ck->native = fn;
+    snprintf(ck->name, sizeof ck->name, "%s", kernel);
+    ck->prof_slot = -1;
+    if (!k || clGetKernelWorkGroupInfo(k, dev->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof ck->wg_max, &ck->wg_max,
+                                       NULL) != CL_SUCCESS)
+        ck->wg_max = 1;
+    size_t j = h & (t->cap - 1);
+    while (t->slots[j].key) j = (j + 1) & (t->cap - 1);
+    t->slots[j] = (kernel_entry){.hash = h, .key = key, .kernel = ck};
+    t->n++;
+    return ck;
+}
+
+clg_kernel *clg__kernel_get(clg_device *dev, const char *program, const char *options, const char *kernel)
+{
+    clg_kernel_table *t = table(dev);
+    if (!t) {
+        clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "kernel table: out of host memory");
+        return NULL;
+    }
+    if (!options) options = "";
+    uint64_t h = key_hash(program, options, kernel);
+    clg_kernel *found = lookup(t, h, program, options, kernel);
+    if (found) return found;
     cl_program p = get_program(dev, t, program, options);
     if (!p) return NULL;
     cl_int err;
@@ -260,30 +305,24 @@ clg_kernel *clg__kernel_get(clg_device *dev, const char *program, const char *op
         clg__cl_fail(dev, err, "clCreateKernel", what);
         return NULL;
     }
-    size_t keylen = strlen(program) + strlen(options) + strlen(kernel) + 3;
-    char *key = malloc(keylen);
-    clg_kernel *ck = calloc(1, sizeof *ck);
-    bool room = (t->n + 1) * 2 <= t->cap || grow(t);
-    if (!key || !ck || !room) {
-        free(key);
-        free(ck);
-        clReleaseKernel(k);
+    return insert(dev, t, h, program, options, kernel, k, NULL);
+}
+
+clg_kernel *clg__native_kernel(clg_device *dev, const char *name, clg_native_fn fn)
+{
+    clg_kernel_table *t = table(dev);
+    if (!t) {
         clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "kernel table: out of host memory");
         return NULL;
     }
-    snprintf(key, keylen, "%s\n%s\n%s", program, options, kernel);
-    ck->key = key;
-    ck->k = k;
-    snprintf(ck->name, sizeof ck->name, "%s", kernel);
-    ck->prof_slot = -1;
-    if (clGetKernelWorkGroupInfo(k, dev->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof ck->wg_max, &ck->wg_max,
-                                 NULL) != CL_SUCCESS)
-        ck->wg_max = 1;
-    j = h & (t->cap - 1);
-    while (t->slots[j].key) j = (j + 1) & (t->cap - 1);
-    t->slots[j] = (kernel_entry){.hash = h, .key = key, .kernel = ck};
-    t->n++;
-    return ck;
+    if (!clg__native_supported(dev)) {
+        clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "%s: %s runs no host functions as commands (CL_EXEC_NATIVE_KERNEL)",
+                  name, dev->info.name);
+        return NULL;
+    }
+    uint64_t h = key_hash("(native)", "", name);
+    clg_kernel *found = lookup(t, h, "(native)", "", name);
+    return found ? found : insert(dev, t, h, "(native)", "", name, NULL, fn);
 }
 
 clg_kernel *clg__kernel_variant(clg_device *dev, const clg_kernel *k, const char *extra)
@@ -309,7 +348,7 @@ void clg__programs_free(clg_device *dev)
     if (!t) return;
     for (size_t i = 0; i < t->cap; i++)
         if (t->slots[i].key) {
-            clReleaseKernel(t->slots[i].kernel->k);
+            if (t->slots[i].kernel->k) clReleaseKernel(t->slots[i].kernel->k);
             free(t->slots[i].kernel);
             free(t->slots[i].key);
         }

@@ -12,6 +12,7 @@ const char *clg__gemm_engine_name(clg_gemm_engine engine)
     case CLG_GEMM_CLBLAST: return "clblast";
     case CLG_GEMM_PACKED: return "packed";
     case CLG_GEMM_TILED: return "tiled";
+    case CLG_GEMM_HOST: return "host";
     }
     return "unknown";
 }
@@ -91,7 +92,7 @@ static clg_status check_call(clg_device *dev, const clg_gemm_args *g)
  * past a count (item_loops, device table). CLBlast's kernels are its own. */
 static size_t k_slice(clg_device *dev, clg_gemm_engine engine, const clg_gemm_args *g)
 {
-    if (engine == CLG_GEMM_CLBLAST) return SIZE_MAX;
+    if (engine == CLG_GEMM_CLBLAST || engine == CLG_GEMM_HOST) return SIZE_MAX;
     if (engine != CLG_GEMM_TILED) return clg__gemm_kernel_k_limit(dev, g);
     size_t loops = clg__device_params(dev)->item_loops / 3 / 16 * 16;
     return loops > 16 ? loops : 16;
@@ -129,6 +130,12 @@ clg_status clg__gemm_run(clg_device *dev, clg_gemm_engine engine, const clg_gemm
      * capture sees (a replay without them silently skipped every product). While a
      * capture is open, products that would go to CLBlast run on the tiled kernels. */
     if (engine == CLG_GEMM_CLBLAST && clg__capturing(dev)) engine = CLG_GEMM_TILED;
+    /* The host's BLAS takes float32 and float64 (a capture records it like a launch);
+     * 16-bit operands stay on the packed kernels, which read 16-bit storage. */
+    if (engine == CLG_GEMM_HOST) {
+        if (clg__gemm_host_fits(g)) return clg__gemm_host(dev, g);
+        engine = CLG_GEMM_PACKED;
+    }
     /* Past the loop limit, slices of k; 16-bit results in float32 first, so that each
      * is still rounded once. */
     size_t slice = k_slice(dev, engine, g);

@@ -4,7 +4,7 @@
  *   clg_status st = clg__gemm(dev, CLG_GEMM_F32, false, true, 128, 512, 784, 1.0,
  *                             x, 0, 784, 0, w, 0, 784, 0, 0.0, y, 0, 512, 0, 1);
  *
- * Three engines behind one call; the device's parameter table (`gemm`, params.c) names
+ * Four engines behind one call; the device's parameter table (`gemm`, params.c) names
  * one, or says "tune" (gemm_tune.c): time them on first use, keep the fastest that
  * computes correctly, remember the choice on disk. No op asks what kind of device it is.
  *   - packed (gemm_kernel.c, cl_kernels/gemm.cl), for devices whose work-items are SIMD
@@ -15,7 +15,9 @@
  *     memory, each item keeps a block of results in registers; a handful of
  *     configurations (tile sizes, results per item), the tuner picks among those that
  *     fit the device;
- *   - CLBlast: CLBlastXgemm and CLBlastXgemmStridedBatched with its tuned parameters.
+ *   - CLBlast: CLBlastXgemm and CLBlastXgemmStridedBatched with its tuned parameters;
+ *   - host (gemm_host.c): the host's CBLAS (OpenBLAS) run as a command of the queue, on
+ *     devices whose buffers are host memory and that run host functions (POCL).
  * Each program (per element type and configuration) serves every transpose and shape,
  * so a training step compiles one program, not one per shape.
  */
@@ -65,7 +67,8 @@ typedef enum clg_gemm_engine {
     CLG_GEMM_AUTO,     /* what clg__gemm uses: the device's engine (clg__gemm_engine_for) */
     CLG_GEMM_CLBLAST,  /* CLBlast */
     CLG_GEMM_PACKED,   /* clgrad's packed register-blocked kernels (cl_kernels/gemm.cl): CPUs */
-    CLG_GEMM_TILED     /* clgrad's local-memory tiled kernels (cl_kernels/gemm_tiled.cl): GPUs */
+    CLG_GEMM_TILED,    /* clgrad's local-memory tiled kernels (cl_kernels/gemm_tiled.cl): GPUs */
+    CLG_GEMM_HOST      /* the host's CBLAS on the device's queue (gemm_host.c): CPUs that run host functions */
 } clg_gemm_engine;
 
 /* The engine clg__gemm uses on dev, from its parameter table's `gemm`: "packed",
@@ -141,6 +144,13 @@ clg_status clg__gemm_run(clg_device *dev, clg_gemm_engine engine, const clg_gemm
                          const clg_gemm_args *g);
 
 clg_status clg__gemm_clblast(clg_device *dev, const clg_gemm_args *g);
+/* The host's BLAS (gemm_host.c): the library found ("libopenblas.so.0"), or NULL; whether
+ * dev can run it (a library, and a device that runs host functions as commands);
+ * whether it takes g (float32 or float64, sizes within CBLAS's int); and the product. */
+const char *clg__gemm_host_library(void);
+bool clg__gemm_host_available(clg_device *dev);
+bool clg__gemm_host_fits(const clg_gemm_args *g);
+clg_status clg__gemm_host(clg_device *dev, const clg_gemm_args *g);
 /* CLBlast ran on dev: its program cache is cleared when dev closes (gemm_tune.c). */
 clg_status clg__gemm_note_clblast(clg_device *dev);
 /* false when an operand's extent does not fit the tiled kernel's 32-bit indexing. */

@@ -1,8 +1,9 @@
 /* gemm_tune.c: which GEMM engine runs on a device, kept per device in CLG_SLOT_GEMM.
  *
- * The parameter table's `gemm` names it ("packed", "tiled", "clblast"), or says "tune":
- * on first use, time the candidates (the tiled configurations that fit the device, CLBlast
- * and the packed kernels) on representative shapes, validate each one's results against
+ * The parameter table's `gemm` names it ("packed", "tiled", "clblast", "host"), or says
+ * "tune": on first use, time the candidates (the host's BLAS where the device runs host
+ * functions; the tiled configurations that fit the device and CLBlast where the table's
+ * gemm_tiles says so; the packed kernels) on representative shapes, validate each one's results against
  * a host reference, keep the fastest. The choice is written to the program cache's
  * directory under a key made of the device, its driver and platform, the kernels'
  * sources and the candidate list, so the next process reads it and does not tune again;
@@ -22,6 +23,8 @@
  * releases them later against a dead context.
  */
 #include <clblast_c.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,7 +127,8 @@ static const tune_shape full_shapes[] = {{256, 256, 256, false, false}, {128, 51
 /* For tests (CLG_GEMM_TUNE_QUICK): small shapes, no CLBlast (its compile takes long). */
 static const tune_shape quick_shapes[] = {{64, 64, 64, false, false}, {32, 96, 80, false, true}};
 
-/* The tiled configurations, then CLBlast, then the packed kernels: the fast ones first,
+/* The host's BLAS where the device can run it, the tiled configurations and CLBlast
+ * where the table's gemm_tiles says so, then the packed kernels: the fast ones first,
  * so that the slow ones are dropped after one run. With `fitting`, only the tiled
  * configurations that fit dev (each is built to learn the compiled kernel's group
  * limit); a configuration whose build fails stays, and the tuning rejects it, saying
@@ -132,7 +136,9 @@ static const tune_shape quick_shapes[] = {{64, 64, 64, false, false}, {32, 96, 8
 static int candidates(clg_device *dev, int flags, bool fitting, candidate *out, int cap)
 {
     int n = 0;
-    for (int i = 0; i < clg__gemm_tiled_count() && n < cap; i++) {
+    if (clg__gemm_host_available(dev) && n < cap) out[n++] = (candidate){.engine = CLG_GEMM_HOST, .name = "host"};
+    bool tiles = clg__device_params(dev)->gemm_tiles;
+    for (int i = 0; tiles && i < clg__gemm_tiled_count() && n < cap; i++) {
         clg_kernel *k = NULL;
         if (fitting && clg__gemm_tiled_kernel(dev, clg__gemm_tiled_config(i), CLG_GEMM_F32, &k) == CLG_OK && !k)
             continue;
@@ -142,7 +148,7 @@ static int candidates(clg_device *dev, int flags, bool fitting, candidate *out, 
         snprintf(out[n].name, sizeof out[n].name, "tiled %s", cfg);
         n++;
     }
-    if (!(flags & CLG_GEMM_TUNE_QUICK) && n < cap)
+    if (tiles && !(flags & CLG_GEMM_TUNE_QUICK) && n < cap)
         out[n++] = (candidate){.engine = CLG_GEMM_CLBLAST, .name = "clblast"};
     if (n < cap) out[n++] = (candidate){.engine = CLG_GEMM_PACKED, .name = "packed"};
     return n;
@@ -182,9 +188,10 @@ static void cache_meta(clg_device *dev, int flags, const candidate *cand, int nc
     const clg_device_info *in = clg_device_get_info(dev);
     int w = snprintf(meta, len,
                      CACHE_MAGIC "platform: %s | %s\ndevice: %s\nvendor: %s\ndriver: %s\nsources: %s %s %s\n"
-                     "clblast: %d.%d.%d\nprofile: %s\ncandidates:",
+                     "clblast: %d.%d.%d\nblas: %s\nprofile: %s\ncandidates:",
                      in->platform, pver, in->name, in->vendor, in->driver, hashes[0], hashes[1], hashes[2],
                      CLBLAST_VERSION_MAJOR, CLBLAST_VERSION_MINOR, CLBLAST_VERSION_PATCH,
+                     clg__gemm_host_library() ? clg__gemm_host_library() : "none",
                      flags & CLG_GEMM_TUNE_QUICK ? "quick" : "full");
     for (int i = 0; i < ncand && w > 0 && (size_t)w < len; i++)
         w += snprintf(meta + w, len - (size_t)w, " %s%s", cand[i].name, i + 1 < ncand ? "," : "");
@@ -218,6 +225,7 @@ static bool cache_read(const char *path, const char *meta, candidate *out, doubl
     snprintf(c.name, sizeof c.name, "%s", name);
     if (!strcmp(name, "packed")) c.engine = CLG_GEMM_PACKED;
     else if (!strcmp(name, "clblast")) c.engine = CLG_GEMM_CLBLAST;
+    else if (!strcmp(name, "host")) c.engine = CLG_GEMM_HOST;
     else if (!strncmp(name, "tiled ", 6) && clg__gemm_tiled_parse(name + 6, &c.tiled)) c.engine = CLG_GEMM_TILED;
     else return false;
     if (!strstr(buf + ml, "\nend\n")) return false;
@@ -555,6 +563,40 @@ static void tune_now(clg_device *dev, gemm_state *s, int flags, const candidate 
              path);
 }
 
+/* The choice cached at path, adopted into s; false when there is none (or it is stale). */
+static bool adopt_cached(gemm_state *s, const char *path, const char *meta)
+{
+    candidate c;
+    double rate;
+    if (!cache_read(path, meta, &c, &rate)) return false;
+    s->engine = c.engine;
+    s->have_tiled = c.engine == CLG_GEMM_TILED;
+    if (s->have_tiled) s->tiled = c.tiled;
+    s->gflops = rate;
+    s->origin = ORIGIN_CACHED;
+    describe_choice(s);
+    /* Not logged: every process would say it (clg__gemm_choice tells who asks). */
+    return true;
+}
+
+/* An exclusive lock on the .lock file beside path (waiting for it), held until the descriptor
+ * closes; -1 where none can be had (then tuning goes on unlocked). */
+static int lock_path(const char *path)
+{
+    char lp[1300];   /* gemm-<key>.tune -> gemm-<key>.lock */
+    size_t n = strlen(path);
+    snprintf(lp, sizeof lp, "%.*s.lock", (int)(n > 5 ? n - 5 : n), path);
+    int fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return -1;
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    while (fcntl(fd, F_SETLKW, &fl) != 0)
+        if (errno != EINTR) {
+            close(fd);
+            return -1;
+        }
+    return fd;
+}
+
 clg_status clg__gemm_tune(clg_device *dev, int flags)
 {
     if (!dev || !dev->ctx) return CLG_ERR_INVALID_ARGUMENT;
@@ -567,16 +609,14 @@ clg_status clg__gemm_tune(clg_device *dev, int flags)
     cache_path(dev, meta, path, sizeof path);
     s->resolved[0] = s->resolved[1] = false;
     s->have_tiled = false;
-    candidate c;
-    double rate;
-    if (!(flags & CLG_GEMM_TUNE_FORCE) && path[0] && cache_read(path, meta, &c, &rate)) {
-        s->engine = c.engine;
-        s->have_tiled = c.engine == CLG_GEMM_TILED;
-        if (s->have_tiled) s->tiled = c.tiled;
-        s->gflops = rate;
-        s->origin = ORIGIN_CACHED;
-        describe_choice(s);
-        /* Not logged: every process would say it (clg__gemm_choice tells who asks). */
+    bool reuse = !(flags & CLG_GEMM_TUNE_FORCE) && path[0];
+    if (reuse && adopt_cached(s, path, meta)) return CLG_OK;
+    /* One process tunes at a time: one that starts meanwhile waits for the choice and
+     * reads it, so that processes side by side (a test suite) run the same engine, and
+     * their products agree bit for bit. */
+    int lock = path[0] ? lock_path(path) : -1;
+    if (reuse && lock >= 0 && adopt_cached(s, path, meta)) {
+        close(lock);
         return CLG_OK;
     }
     if (path[0] && access(path, F_OK) == 0)
@@ -587,6 +627,7 @@ clg_status clg__gemm_tune(clg_device *dev, int flags)
     restore_error(dev, &saved);
     free(saved.text);
     tune_now(dev, s, flags, cand, ncand, meta, path);
+    if (lock >= 0) close(lock);   /* releases the lock */
     return CLG_OK;
 }
 
@@ -597,6 +638,15 @@ static gemm_state *chosen(clg_device *dev)
     gemm_state *s = state(dev);
     if (!s || s->origin != ORIGIN_NONE) return s;
     const char *want = clg__device_params(dev)->gemm;
+    candidate one[2];
+    if (!strcmp(want, "tune") && candidates(dev, 0, false, one, 2) == 1) {
+        /* nothing to choose from (packed alone, where the host's BLAS is missing) */
+        s->engine = one[0].engine;
+        s->origin = ORIGIN_TABLE;
+        s->gflops = 0;
+        describe_choice(s);
+        return s;
+    }
     if (!strcmp(want, "tune")) {
         /* The first product may come inside a capture: the tuner's trial runs (and its
          * reads of their results) are not part of the step. */
@@ -605,7 +655,10 @@ static gemm_state *chosen(clg_device *dev)
         clg__cap_resume(dev, c);
         return s;
     }
-    s->engine = !strcmp(want, "tiled") ? CLG_GEMM_TILED : !strcmp(want, "clblast") ? CLG_GEMM_CLBLAST : CLG_GEMM_PACKED;
+    s->engine = !strcmp(want, "tiled")     ? CLG_GEMM_TILED
+                : !strcmp(want, "clblast") ? CLG_GEMM_CLBLAST
+                : !strcmp(want, "host")    ? CLG_GEMM_HOST
+                                           : CLG_GEMM_PACKED;
     s->origin = ORIGIN_TABLE;
     s->gflops = 0;
     describe_choice(s);

@@ -1,0 +1,113 @@
+/* gemm_host.c: the host's BLAS as a GEMM engine ("host"), for devices that run host
+ * functions as commands of their queue (native.c; POCL on a CPU, whose buffers are host
+ * memory). cblas_sgemm / cblas_dgemm run on the buffers in queue order, one call per
+ * batch entry, like a kernel: nothing waits. The engine a CPU's BLAS library took years
+ * to tune (OpenBLAS: per-core kernels, cache blocking, its own threads) then serves
+ * every product, where the packed kernels reach a fraction of it.
+ *
+ * The library is found at run time (no build dependency): libopenblas.so.0, else
+ * libblas.so.3 (Debian's alternative: OpenBLAS, BLIS or the reference), with
+ * cblas_sgemm and cblas_dgemm. Like every engine, the tuner (gemm_tune.c) times it
+ * and validates its results against a host reference before it is chosen. 16-bit
+ * operands stay on the packed kernels (they read 16-bit storage themselves).
+ */
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tensor/gemm.h"
+
+/* CBLAS's enums and the two functions, as the CBLAS interface fixes them. */
+enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
+typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *, int, const float *, int, float,
+                         float *, int);
+typedef void (*dgemm_fn)(int, int, int, int, int, int, double, const double *, int, const double *, int, double,
+                         double *, int);
+
+static struct {
+    pthread_once_t once;
+    sgemm_fn sgemm;
+    dgemm_fn dgemm;
+    char name[32];
+} blas = {.once = PTHREAD_ONCE_INIT};
+
+static void load(void)
+{
+    static const char *const libs[] = {"libopenblas.so.0", "libblas.so.3"};
+    for (size_t i = 0; i < sizeof libs / sizeof *libs; i++) {
+        void *h = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
+        if (!h) continue;
+        sgemm_fn s = (sgemm_fn)(uintptr_t)dlsym(h, "cblas_sgemm");
+        dgemm_fn d = (dgemm_fn)(uintptr_t)dlsym(h, "cblas_dgemm");
+        if (s && d) {
+            blas.sgemm = s;
+            blas.dgemm = d;
+            snprintf(blas.name, sizeof blas.name, "%s", libs[i]);
+            return;   /* kept open for the process's life */
+        }
+        dlclose(h);
+    }
+}
+
+const char *clg__gemm_host_library(void)
+{
+    pthread_once(&blas.once, load);
+    return blas.sgemm ? blas.name : NULL;
+}
+
+bool clg__gemm_host_available(clg_device *dev)
+{
+    return clg__gemm_host_library() && clg__native_supported(dev);
+}
+
+bool clg__gemm_host_fits(const clg_gemm_args *g)
+{
+    return (g->type == CLG_GEMM_F32 || g->type == CLG_GEMM_F64) && g->m <= INT_MAX && g->n <= INT_MAX &&
+           g->k <= INT_MAX && g->lda <= INT_MAX && g->ldb <= INT_MAX && g->ldc <= INT_MAX;
+}
+
+/* Arguments, in order: type, trans_a, trans_b, m, n, k, batch, alpha, beta, then
+ * (buffer, offset, ld, batch stride) for A, B and C. */
+enum { A_TYPE, A_TA, A_TB, A_M, A_N, A_K, A_BATCH, A_ALPHA, A_BETA, A_A, A_AOFF, A_LDA, A_SA, A_B, A_BOFF, A_LDB,
+       A_SB, A_C, A_COFF, A_LDC, A_SC, A_COUNT };
+
+static void run(const clg_arg *a, int nargs)
+{
+    if (nargs != A_COUNT) return;
+    int ta = a[A_TA].v.i32 ? TRANS : NO_TRANS, tb = a[A_TB].v.i32 ? TRANS : NO_TRANS;
+    int m = (int)a[A_M].v.i64, n = (int)a[A_N].v.i64, k = (int)a[A_K].v.i64;
+    int lda = (int)a[A_LDA].v.i64, ldb = (int)a[A_LDB].v.i64, ldc = (int)a[A_LDC].v.i64;
+    for (int64_t b = 0; b < a[A_BATCH].v.i64; b++) {
+        int64_t oa = a[A_AOFF].v.i64 + b * a[A_SA].v.i64, ob = a[A_BOFF].v.i64 + b * a[A_SB].v.i64;
+        int64_t oc = a[A_COFF].v.i64 + b * a[A_SC].v.i64;
+        if (a[A_TYPE].v.i32 == CLG_GEMM_F64)
+            blas.dgemm(ROW_MAJOR, ta, tb, m, n, k, a[A_ALPHA].v.f64, (const double *)clg__native_ptr(&a[A_A]) + oa,
+                       lda, (const double *)clg__native_ptr(&a[A_B]) + ob, ldb, a[A_BETA].v.f64,
+                       (double *)clg__native_ptr(&a[A_C]) + oc, ldc);
+        else
+            blas.sgemm(ROW_MAJOR, ta, tb, m, n, k, (float)a[A_ALPHA].v.f64, (const float *)clg__native_ptr(&a[A_A]) + oa,
+                       lda, (const float *)clg__native_ptr(&a[A_B]) + ob, ldb, (float)a[A_BETA].v.f64,
+                       (float *)clg__native_ptr(&a[A_C]) + oc, ldc);
+    }
+}
+
+clg_status clg__gemm_host(clg_device *dev, const clg_gemm_args *g)
+{
+    if (!clg__gemm_host_library())
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg__gemm (host): no CBLAS library found "
+                                                        "(libopenblas.so.0 or libblas.so.3 with cblas_sgemm)");
+    clg_kernel *k = clg__native_kernel(dev, "gemm_host", run);
+    if (!k) return dev->status;
+    clg_arg a[A_COUNT] = {
+        [A_TYPE] = CLG_ARG_I(g->type), [A_TA] = CLG_ARG_I(g->trans_a), [A_TB] = CLG_ARG_I(g->trans_b),
+        [A_M] = CLG_ARG_L(g->m), [A_N] = CLG_ARG_L(g->n), [A_K] = CLG_ARG_L(g->k), [A_BATCH] = CLG_ARG_L(g->batch),
+        [A_ALPHA] = CLG_ARG_D(g->alpha), [A_BETA] = CLG_ARG_D(g->beta),
+        [A_A] = CLG_ARG_M(g->a->mem), [A_AOFF] = CLG_ARG_L(g->a_off), [A_LDA] = CLG_ARG_L(g->lda),
+        [A_SA] = CLG_ARG_L(g->stride_a), [A_B] = CLG_ARG_M(g->b->mem), [A_BOFF] = CLG_ARG_L(g->b_off),
+        [A_LDB] = CLG_ARG_L(g->ldb), [A_SB] = CLG_ARG_L(g->stride_b), [A_C] = CLG_ARG_M(g->c->mem),
+        [A_COFF] = CLG_ARG_L(g->c_off), [A_LDC] = CLG_ARG_L(g->ldc), [A_SC] = CLG_ARG_L(g->stride_c),
+    };
+    return clg__launch_native(dev, k, a, A_COUNT);
+}
