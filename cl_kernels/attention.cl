@@ -396,7 +396,9 @@ __kernel void attn_bwd_dkv_rows(int L, int S, int E, int Ev, int nb, int8 bshape
 // scores gather into one vector, which takes one vector exp and, in the forward, one
 // rescale of the running state per block. Arguments as the rows kernels'; one launch
 // covers every column (d0 = 0, nd >= E, Ev), and each work-item stops at its own causal
-// bound. The host keeps a launch's keys (queries) within item_loops.
+// bound. The host keeps a launch's keys (queries) within item_loops. Launched in groups
+// of 16 rows, rounded up (the items past the last row return): one group shape, so POCL
+// compiles each kernel once, not once per tail of every length.
 #if defined(CLG_F32) && !defined(CLG_F16_STORE) && !defined(CLG_BF16_STORE)
 #define ATT_VN 8
 
@@ -426,6 +428,7 @@ __kernel void attn_fwd_vec(int L, int S, int E, int Ev, int nb, int8 bshape,
                            uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const float dscale, int drop)
 {
     int i = get_global_id(0), b = get_global_id(1), row = b * L + i, ne = E / 16, nv = Ev / 16;
+    if (i >= L) return;
     __global const float *qr = q + att_boff(b, nb, bshape, oq, bq) + i * rq;
     __global const float *kb = k + att_boff(b, nb, bshape, ok, bk), *vb = v + att_boff(b, nb, bshape, ov, bv);
     int mb = has_mask ? att_boff(b, nb, bshape, om, bm) + i * rm : 0;
@@ -471,6 +474,7 @@ __kernel void attn_bwd_pre_vec(int L, int Ev, int nb, int8 bshape, __global cons
                                __global const float *g, int og, int8 bg, int rg, int cg, __global float *dr)
 {
     int i = get_global_id(0), b = get_global_id(1), row = b * L + i;
+    if (i >= L) return;
     __global const float *gr = g + att_boff(b, nb, bshape, og, bg) + i * rg, *orow = o + (long)row * Ev;
     float16 s = 0;
     for (int u = 0; u < Ev / 16; u++) s = fma(vload16(u, orow), vload16(u, gr), s);
@@ -488,6 +492,7 @@ __kernel void attn_bwd_dq_vec(int L, int S, int E, int Ev, int nb, int8 bshape,
                               uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const float dscale, int drop)
 {
     int i = get_global_id(0), b = get_global_id(1), row = b * L + i, ne = E / 16, nv = Ev / 16;
+    if (i >= L) return;
     __global const float *qr = q + att_boff(b, nb, bshape, oq, bq) + i * rq;
     __global const float *gr = g + att_boff(b, nb, bshape, og, bg) + i * rg;
     __global const float *kb = k + att_boff(b, nb, bshape, ok, bk), *vb = v + att_boff(b, nb, bshape, ov, bv);
@@ -532,6 +537,7 @@ __kernel void attn_bwd_dkv_vec(int L, int S, int E, int Ev, int nb, int8 bshape,
                                const float dscale, int drop)
 {
     int j = get_global_id(0), b = get_global_id(1), ne = E / 16, nv = Ev / 16;
+    if (j >= S) return;
     __global const float *qb = q + att_boff(b, nb, bshape, oq, bq), *gb = g + att_boff(b, nb, bshape, og, bg);
     __global const float *kr = k + att_boff(b, nb, bshape, ok, bk) + j * rk;
     __global const float *vr = v + att_boff(b, nb, bshape, ov, bv) + j * rv;

@@ -514,6 +514,9 @@ int main(void)
     int64_t live0 = clg_tensor_live_count(dev);
     clg_dtype dts[2];
     int ndt = optest_float_dtypes(dev, dts);
+    /* The simulator (CLG_TEST_SMALL) runs every kernel in one float type: the float64
+     * builds index as the float32 ones do (T is the only difference). */
+    if (optest_small()) ndt = 1;
     for (int i = 0; i < ndt; i++) {
         test_softmax(dev, dts[i]);
         test_softmax_extremes(dev, dts[i]);

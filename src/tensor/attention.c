@@ -185,11 +185,16 @@ static bool att_get(clg_device *dev, const att_call *c, const char *name, const 
     return true;
 }
 
-/* Launch over n rows of each of the B batch entries: exactly (rows), or a group of w per
+/* Launch over n rows of each of the B batch entries: exactly (rows), in groups of 16
+ * rounded up (vec: POCL compiles one group shape, not one per tail), or a group of w per
  * row with `nlocal` local scratch arrays of w values (tiles). */
 static clg_status att_launch(clg_device *dev, const att_kernel *ak, clg_arg *a, int n, int nlocal, int64_t rows,
                              const att_call *c)
 {
+    if (ak->vec) {   /* groups of 16 rows, the last one checked in the kernel */
+        size_t global[2] = {((size_t)rows + 15) / 16 * 16, (size_t)c->d.B}, local[2] = {16, 1};
+        return clg__launch(dev, ak->k, a, n, 2, global, local);
+    }
     if (ak->rows) return clg__launch_rows(dev, ak->k, a, n, (size_t)rows, (size_t)c->d.B);
     for (int i = 0; i < nlocal; i++) a[n++] = CLG_ARG_LOCAL(ak->w * clg_dtype_size(c->cdt));
     size_t global[3] = {ak->w, (size_t)rows, (size_t)c->d.B}, local[3] = {ak->w, 1, 1};
