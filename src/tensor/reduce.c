@@ -90,7 +90,15 @@ static clg_status run_mrk(clg_device *dev, const char *kernel, clg_tensor *src, 
     clg_status st = CLG_OK;
     for (;;) {
         int64_t C = 1;
-        if (M * K < 1024 && R >= 4096) C = R / 2048 < 256 ? R / 2048 : 256;   /* spread long reductions */
+        /* Few results over long rows (a bias's gradient: [2048, 128] summed over its rows)
+         * leave most of the device idle: chunks of 64 rows or more, up to ~4,096 work-items
+         * in all, and a second pass adds the chunks. */
+        if (M * K < 4096 && R >= 128) {
+            C = 4096 / (M * K);
+            if (C > R / 64) C = R / 64;
+            if (C > 256) C = 256;
+            if (C < 1) C = 1;
+        }
         if (C * cap < R) C = (R + cap - 1) / cap;
         if (C == 1) {
             st = mrk_pass(dev, kernel, dtype, first, true, cur, M, R, K, 1, dst, scale);
