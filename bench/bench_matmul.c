@@ -8,9 +8,11 @@
  *
  *   ./build/bench/bench_matmul [--repeats N] [--engine E[,E...]] [--tiled CONFIG]... [--clblast]
  *                              [--no-numpy] [--no-compile] [--no-1024] [--shape "m n k ta tb"]...
+ *                              [--type f32|f16|bf16]
  * --engine: the engines timed, one column each: auto (what clg__gemm uses on the device:
  * the parameter table's engine, or the tuner's choice), packed, tiled (the device's tiled
- * configuration), clblast; default auto. --tiled adds a column for the tiled kernel in
+ * configuration), clblast, mma (matrix units: 16-bit types only); default auto. --type f16
+ * or bf16: A, B and C in 16 bits (float32 sums), no NumPy column. --tiled adds a column for the tiled kernel in
  * one configuration ("64x64x16/4x4/v4/m0", see gemm.h). --clblast is --engine auto,clblast
  * (on a CPU CLBlast's GEMM takes ~20 s to compile). --shape replaces the default shapes;
  * --no-1024 leaves out 1024^3 (slow devices: llvmpipe).
@@ -46,6 +48,9 @@ static const shape default_shapes[] = {
     {128, 10, 256, 0, 1, "fc3 fwd  h.W3^T"},
     {10, 256, 128, 1, 0, "fc3 bwd  dW3 = dY^T.H"},
 };
+
+/* The element type timed (--type). */
+static clg_gemm_type g_type = CLG_GEMM_F32;
 
 #define MAX_SHAPES 32
 #define MAX_ENGINES 12
@@ -83,7 +88,8 @@ static stats summarize(double *v, int n)
 /* A device buffer of n random floats (or doubles). */
 static clg_buffer *random_buffer(clg_device *dev, size_t n, bool f64)
 {
-    size_t es = f64 ? sizeof(double) : sizeof(float);
+    bool half = !f64 && clg__gemm_type_is_half(g_type);
+    size_t es = f64 ? sizeof(double) : half ? 2 : sizeof(float);
     clg_buffer *b = clg__buffer_alloc(dev, n * es);
     void *h = malloc(n * es);
     if (!b || !h) {
@@ -96,6 +102,7 @@ static clg_buffer *random_buffer(clg_device *dev, size_t n, bool f64)
         s = s * 1664525u + 1013904223u;
         double v = (double)(s >> 8) / (double)(1u << 24) - 0.5;
         if (f64) ((double *)h)[i] = v;
+        else if (half) ((uint16_t *)h)[i] = g_type == CLG_GEMM_F16 ? clg_f32_to_f16((float)v) : clg_f32_to_bf16((float)v);
         else ((float *)h)[i] = (float)v;
     }
     clg_status st = clg__write(dev, b, 0, h, n * es);
@@ -112,7 +119,7 @@ static clg_status gemm_once(clg_device *dev, const column *e, bool f64, const sh
                             clg_buffer *b, clg_buffer *c)
 {
     clg_gemm_args g = {
-        .type = f64 ? CLG_GEMM_F64 : CLG_GEMM_F32, .trans_a = s->ta, .trans_b = s->tb, .m = s->m, .n = s->n,
+        .type = f64 ? CLG_GEMM_F64 : g_type, .trans_a = s->ta, .trans_b = s->tb, .m = s->m, .n = s->n,
         .k = s->k, .batch = 1, .alpha = 1.0, .beta = 0.0, .a = a, .b = b, .c = c, .lda = s->ta ? s->m : s->k,
         .ldb = s->tb ? s->k : s->n, .ldc = s->n,
     };
@@ -123,7 +130,7 @@ static clg_status gemm_once(clg_device *dev, const column *e, bool f64, const sh
 static int time_engine(clg_device *dev, const column *e, const shape *s, int repeats, stats *out)
 {
     clg_buffer *a = random_buffer(dev, s->m * s->k, false), *b = random_buffer(dev, s->k * s->n, false);
-    clg_buffer *c = clg__buffer_alloc(dev, s->m * s->n * sizeof(float));
+    clg_buffer *c = clg__buffer_alloc(dev, s->m * s->n * (clg__gemm_type_is_half(g_type) ? 2 : sizeof(float)));
     double *rate = calloc((size_t)repeats, sizeof *rate);
     clg_status st = a && b && c && rate ? gemm_once(dev, e, false, s, a, b, c) : CLG_ERR_OUT_OF_MEMORY;
     if (!st) st = clg_device_finish(dev);
@@ -251,6 +258,7 @@ static int parse_engine(const char *name, column *out)
 {
     static const struct { const char *name; clg_gemm_engine e; } known[] = {
         {"auto", CLG_GEMM_AUTO}, {"packed", CLG_GEMM_PACKED}, {"tiled", CLG_GEMM_TILED}, {"clblast", CLG_GEMM_CLBLAST},
+        {"mma", CLG_GEMM_MMA},
     };
     for (size_t i = 0; i < sizeof known / sizeof *known; i++)
         if (!strcmp(name, known[i].name)) {
@@ -263,8 +271,8 @@ static int parse_engine(const char *name, column *out)
 
 static int usage(const char *argv0)
 {
-    fprintf(stderr, "usage: %s [--repeats N] [--engine auto|packed|tiled|clblast[,...]] [--tiled CONFIG]... "
-            "[--clblast] [--no-numpy] [--no-compile] [--no-1024] [--shape \"m n k ta tb\"]...\n", argv0);
+    fprintf(stderr, "usage: %s [--repeats N] [--engine auto|packed|tiled|clblast|mma[,...]] [--tiled CONFIG]... "
+            "[--clblast] [--no-numpy] [--no-compile] [--no-1024] [--shape \"m n k ta tb\"]... [--type f32|f16|bf16]\n", argv0);
     return 2;
 }
 
@@ -296,6 +304,13 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--no-numpy")) with_numpy = false;
         else if (!strcmp(argv[i], "--no-compile")) with_compile = false;
         else if (!strcmp(argv[i], "--no-1024")) no_1024 = true;
+        else if (!strcmp(argv[i], "--type") && i + 1 < argc) {
+            const char *t = argv[++i];
+            if (!strcmp(t, "f32")) g_type = CLG_GEMM_F32;
+            else if (!strcmp(t, "f16")) g_type = CLG_GEMM_F16;
+            else if (!strcmp(t, "bf16")) g_type = CLG_GEMM_BF16;
+            else return fprintf(stderr, "bench_matmul: --type wants f32, f16 or bf16\n"), 2;
+        }
         else if (!strcmp(argv[i], "--shape") && i + 1 < argc && nshapes < MAX_SHAPES) {
             shape s = {0, 0, 0, 0, 0, "custom"};
             if (sscanf(argv[++i], "%zu %zu %zu %d %d", &s.m, &s.n, &s.k, &s.ta, &s.tb) != 5 || !s.m || !s.n || !s.k)
@@ -306,6 +321,7 @@ int main(int argc, char **argv)
         }
     }
     if (repeats < 1) repeats = 1;
+    if (clg__gemm_type_is_half(g_type)) with_numpy = false;   /* NumPy has no 16-bit BLAS */
     if (!ncols) parse_engine("auto", &cols[ncols++]);
     bool defaults = nshapes == 0;
     for (size_t i = 0; defaults && i < sizeof default_shapes / sizeof default_shapes[0]; i++)
@@ -339,8 +355,13 @@ int main(int argc, char **argv)
     bool np_ratio = have_np && !strstr(blas, "reference");
     if (have_np && !np_ratio)
         fprintf(stderr, "bench_matmul: NumPy runs %s, not OpenBLAS: no ratios (install libopenblas0-pthread)\n", blas);
-    printf("float32 GEMM, GFLOP/s (min / median / max of %d); clgrad's choice on this device: %s", repeats,
-           choice_text);
+    printf("%s GEMM, GFLOP/s (min / median / max of %d); clgrad's choice on this device: %s",
+           g_type == CLG_GEMM_F16 ? "float16 (float32 sums)" : g_type == CLG_GEMM_BF16 ? "bfloat16 (float32 sums)" : "float32",
+           repeats, choice_text);
+    if (clg__gemm_type_is_half(g_type))
+        printf("; matrix units (mma = %s): %s", clg__device_params(dev)->mma == CLG_MMA_PTX ? "ptx"
+                                                : clg__device_params(dev)->mma == CLG_MMA_EMULATE ? "emulate" : "none",
+               clg__gemm_mma_ready(dev, g_type) ? "validated" : "not used");
     if (tuned_rate > 0) printf(" (tuned: %.3g GFLOP/s)", tuned_rate);
     if (with_numpy) printf("; NumPy (%s, 2 threads)", blas);
     printf("\ndevice: %s | %s | driver %s | %u compute units\n\n", in->name, in->platform, in->driver,

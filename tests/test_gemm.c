@@ -266,6 +266,82 @@ static void sweep(clg_device *dev, const engine *eng, clg_gemm_type type, bool f
     }
 }
 
+/* The matrix-unit engine (gemm_mma.c, cl_kernels/gemm_mma.cl), with its warp instruction
+ * emulated by the work-items (mma = emulate): the kernel's tiles, fragment layouts, loads
+ * and write-out on any device. Then what a device without the instruction does with
+ * mma = ptx: refuses it once (the build fails), and 16-bit products keep their old path. */
+static void mma_sweep(clg_device *dev, const engine *mma)
+{
+    for (int h = 0; h < 2; h++) {
+        clg_gemm_type type = h ? CLG_GEMM_BF16 : CLG_GEMM_F16;
+        sweep(dev, mma, type, false);
+        /* 128 x 128 blocks (8 warps), chosen where there are enough of them for the
+         * device's compute units (2 on POCL here), k over two tiles, the second partial. */
+        gcase big = {.ta = h, .tb = !h, .m = 260, .n = 136, .k = 40, .batch = 1, .alpha = 1.0, .beta = 0.5};
+        if (!small_mode) run_case(dev, mma, type, &big);
+        /* Whole 64 x 64 blocks read 8 values at a time (offsets and ld multiples of 8),
+         * with and without transposes, and blocks cut at every edge. */
+        for (int t = 0; t < 4; t++) {
+            gcase w = {.ta = t & 1, .tb = t >> 1, .m = 128, .n = 64, .k = 96, .batch = 2, .alpha = 1.0, .beta = 0.0};
+            run_case(dev, mma, type, &w);
+            gcase e = {.ta = t & 1, .tb = t >> 1, .m = 65, .n = 71, .k = 49, .batch = 1, .alpha = -1.0, .beta = 2.0,
+                       .a_off = 8, .b_off = 16, .c_off = 1, .pad = 8};
+            run_case(dev, mma, type, &e);
+        }
+    }
+}
+
+static void mma_engine(clg_device *dev)
+{
+    double t0 = clg__now();
+    bool ptx = clg__device_params(dev)->mma == CLG_MMA_PTX;   /* the device's own table */
+    if (ptx) {   /* the matrix units themselves (NVIDIA) */
+        engine hw = {.e = CLG_GEMM_MMA, .name = "mma (ptx)"};
+        CHECK_MSG(clg__gemm_mma_ready(dev, CLG_GEMM_F16) && clg__gemm_mma_ready(dev, CLG_GEMM_BF16),
+                  "the device table says mma = ptx, and the engine is refused");
+        mma_sweep(dev, &hw);
+        printf("  %-32s f16, bf16 %.1f s\n", hw.name, clg__now() - t0);
+        t0 = clg__now();
+    }
+    engine mma = {.e = CLG_GEMM_MMA, .name = "mma (emulated)"};
+    CHECK_OK(dev, clg_device_set_param(dev, "mma", "emulate"));
+    CHECK(clg__gemm_mma_ready(dev, CLG_GEMM_F16) && clg__gemm_mma_ready(dev, CLG_GEMM_BF16));
+    mma_sweep(dev, &mma);
+    /* k past one launch's loop budget: float32 C in slices of k; a 16-bit C is not taken
+     * by name (one rounding), and clg__gemm's own choice computes it elsewhere. */
+    CHECK_OK(dev, clg_device_set_param(dev, "item_loops", "256"));
+    gcase sl = {.tb = true, .m = 40, .n = 24, .k = 100, .batch = 2, .alpha = 1.0, .beta = 0.5, .c32 = true};
+    run_case(dev, &mma, CLG_GEMM_F16, &sl);
+    gcase sl16 = {.m = 20, .n = 12, .k = 100, .batch = 1, .alpha = 1.0, .beta = 0.0};
+    engine autoe = {.e = CLG_GEMM_AUTO, .name = "auto (mma past its k)"};
+    run_case(dev, &autoe, CLG_GEMM_BF16, &sl16);
+    clg_buffer *buf = clg__buffer_alloc(dev, 4096);
+    clg_gemm_args g = {.type = CLG_GEMM_F16, .m = 20, .n = 12, .k = 100, .batch = 1, .alpha = 1.0, .a = buf,
+                       .lda = 100, .b = buf, .ldb = 12, .c = buf, .ldc = 12};
+    CHECK(clg__gemm_run(dev, CLG_GEMM_MMA, NULL, &g) == CLG_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(clg_device_error(dev), "matrix-unit engine does not take it"), "%s", clg_device_error(dev));
+    CHECK_OK(dev, clg_device_set_param(dev, "item_loops", "32768"));
+    /* float32 is not the engine's. */
+    g.type = CLG_GEMM_F32;
+    g.k = 4;
+    g.lda = 4;
+    CHECK(clg__gemm_run(dev, CLG_GEMM_MMA, NULL, &g) == CLG_ERR_INVALID_ARGUMENT);
+    /* mma = ptx where the table does not say so (the compiler takes no PTX): refused,
+     * and products stay right. */
+    CHECK_OK(dev, clg_device_set_param(dev, "mma", "ptx"));
+    if (!ptx) {
+        CHECK(!clg__gemm_mma_ready(dev, CLG_GEMM_F16));
+        gcase p = {.tb = true, .m = 33, .n = 17, .k = 40, .batch = 1, .alpha = 1.0, .beta = 0.0};
+        engine autop = {.e = CLG_GEMM_AUTO, .name = "auto (ptx refused)"};
+        run_case(dev, &autop, CLG_GEMM_F16, &p);
+        g.type = CLG_GEMM_F16;
+        CHECK(clg__gemm_run(dev, CLG_GEMM_MMA, NULL, &g) == CLG_ERR_INVALID_ARGUMENT);
+    }
+    clg__buffer_release(buf);
+    CHECK_OK(dev, clg_device_set_param(dev, "mma", ptx ? "ptx" : "none"));
+    printf("  %-32s f16, bf16 %.1f s\n", mma.name, clg__now() - t0);
+}
+
 /* A buffer of 12 floats holding 0, 1, ..., 11. */
 static clg_buffer *counting_buffer(clg_device *dev)
 {
@@ -527,6 +603,7 @@ int main(void)
         printf("  %-32s %s%s, f16, bf16 %.1f s\n", engines[i].name, mine ? "all cases" : "a third", f64 ? ", f32, f64" : ", f32",
                clg__now() - t0);
     }
+    mma_engine(dev);
     engine autoe = {.e = CLG_GEMM_AUTO, .name = "auto"};
     gcase c = {.ta = false, .tb = true, .m = 37, .n = 41, .k = 43, .batch = 1, .alpha = 1.0, .beta = 0.0};
     run_case(dev, &autoe, CLG_GEMM_F32, &c);

@@ -151,8 +151,9 @@ int main(void)
     check_linear(dev, 33, 7, small ? 300 : 1000);
     check_linear(dev, small ? 65 : 129, small ? 100 : 784, 10);
     check_batched(dev);
-    /* 16-bit storage: every layout, partial tiles, A . B^T (linear) and batches */
-    for (dt = CLG_F16; dt <= CLG_BF16; dt++) {
+    /* 16-bit storage: every layout, partial tiles, A . B^T (linear) and batches (float16
+     * alone on a simulator: the kernels address bfloat16 alike) */
+    for (dt = CLG_F16; dt <= (small ? CLG_F16 : CLG_BF16); dt++) {
         for (int i = 0; i < 4; i++) check_2d(dev, sizes[i], sizes[(i + 1) % 4], sizes[(i + 2) % 4], 0, 0);
         for (int la = 0; la < OPTEST_LAYOUT_COUNT; la++)
             for (int lb = 0; lb < OPTEST_LAYOUT_COUNT; lb++) check_2d(dev, 13, 33, 17, la, lb);

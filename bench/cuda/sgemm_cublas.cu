@@ -4,11 +4,15 @@
 // can be read side by side on one GPU.
 //
 //   nvcc -O2 -o sgemm_cublas bench/cuda/sgemm_cublas.cu -lcublas   (compiles without a GPU)
-//   ./sgemm_cublas [--repeats N]
+//   ./sgemm_cublas [--repeats N] [--type f32|f16|bf16]
+// --type f16 / bf16: A, B and C in 16 bits with float32 sums (cublasGemmEx,
+// CUBLAS_COMPUTE_32F: tensor cores), the reference of bench_matmul --type f16 / bf16.
 //
 // Row-major through column-major cuBLAS: C = op(A) op(B) row-major is C^T = op(B)^T op(A)^T
 // column-major, so the call swaps the operands and keeps their transpose flags.
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -53,30 +57,61 @@ static const Shape shapes[] = {
         }                                                                                             \
     } while (0)
 
+// The element type (--type): 0 float32, 1 float16, 2 bfloat16.
+static int g_type = 0;
+static size_t esize() { return g_type ? 2 : 4; }
+static cudaDataType dtype() { return g_type == 1 ? CUDA_R_16F : g_type == 2 ? CUDA_R_16BF : CUDA_R_32F; }
+static void to_dev_type(const std::vector<float> &h, std::vector<unsigned char> &out)
+{
+    out.resize(h.size() * esize());
+    for (size_t i = 0; i < h.size(); i++) {
+        if (g_type == 1) { __half x = __float2half(h[i]); memcpy(&out[2 * i], &x, 2); }
+        else if (g_type == 2) { __nv_bfloat16 x = __float2bfloat16(h[i]); memcpy(&out[2 * i], &x, 2); }
+        else memcpy(&out[4 * i], &h[i], 4);
+    }
+}
+static float from_dev_type(const unsigned char *p)
+{
+    if (g_type == 1) { __half x; memcpy(&x, p, 2); return __half2float(x); }
+    if (g_type == 2) { __nv_bfloat16 x; memcpy(&x, p, 2); return __bfloat162float(x); }
+    float x;
+    memcpy(&x, p, 4);
+    return x;
+}
+
 // One row-major product on device buffers; A stored k x m when ta, else m x k (likewise B).
-static cublasStatus_t gemm(cublasHandle_t h, const Shape &s, const float *a, const float *b, float *c)
+static cublasStatus_t gemm(cublasHandle_t h, const Shape &s, const void *a, const void *b, void *c)
 {
     const float one = 1.0f, zero = 0.0f;
     int lda = s.ta ? s.m : s.k, ldb = s.tb ? s.k : s.n;
-    return cublasSgemm(h, s.tb ? CUBLAS_OP_T : CUBLAS_OP_N, s.ta ? CUBLAS_OP_T : CUBLAS_OP_N, s.n, s.m, s.k, &one,
-                       b, ldb, a, lda, &zero, c, s.n);
+    cublasOperation_t opb = s.tb ? CUBLAS_OP_T : CUBLAS_OP_N, opa = s.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (!g_type)
+        return cublasSgemm(h, opb, opa, s.n, s.m, s.k, &one, (const float *)b, ldb, (const float *)a, lda, &zero,
+                           (float *)c, s.n);
+    return cublasGemmEx(h, opb, opa, s.n, s.m, s.k, &one, b, dtype(), ldb, a, dtype(), lda, &zero, c, dtype(), s.n,
+                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 
 // C[0][0..] checked against a host dot product: a reference that is right for every transpose.
-static bool check(const Shape &s, const std::vector<float> &ha, const std::vector<float> &hb, const float *dc)
+static bool check(const Shape &s, const std::vector<float> &ha, const std::vector<float> &hb, const void *dc)
 {
     int cols = std::min(s.n, 8);
-    std::vector<float> row(cols);
-    if (cudaMemcpy(row.data(), dc, cols * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess) return false;
+    unsigned char raw[8 * 4];
+    if (cudaMemcpy(raw, dc, cols * esize(), cudaMemcpyDeviceToHost) != cudaSuccess) return false;
+    // 16-bit inputs are rounded before the product, and C once after it.
+    std::vector<unsigned char> one;
+    auto rounded = [&](float v) { std::vector<float> x(1, v); to_dev_type(x, one); return from_dev_type(one.data()); };
     for (int j = 0; j < cols; j++) {
         double want = 0;
         for (int p = 0; p < s.k; p++) {
-            double av = s.ta ? ha[(size_t)p * s.m] : ha[p];
-            double bv = s.tb ? hb[(size_t)j * s.k + p] : hb[(size_t)p * s.n + j];
+            double av = rounded(s.ta ? ha[(size_t)p * s.m] : ha[p]);
+            double bv = rounded(s.tb ? hb[(size_t)j * s.k + p] : hb[(size_t)p * s.n + j]);
             want += av * bv;
         }
-        if (std::abs(row[j] - want) > 1e-3 * (1 + std::abs(want)) * s.k / 64) {
-            fprintf(stderr, "sgemm_cublas: %s: C[0][%d] = %g, want %g\n", s.what, j, row[j], want);
+        float got = from_dev_type(raw + j * esize());
+        double tol = (g_type == 2 ? 1e-2 : g_type == 1 ? 2e-3 : 1e-3) * (1 + std::abs(want)) * (g_type ? 1 : s.k / 64.0);
+        if (std::abs(got - want) > tol) {
+            fprintf(stderr, "sgemm_cublas: %s: C[0][%d] = %g, want %g\n", s.what, j, got, want);
             return false;
         }
     }
@@ -88,8 +123,12 @@ int main(int argc, char **argv)
     int repeats = 10;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = atoi(argv[++i]);
-        else {
-            fprintf(stderr, "usage: sgemm_cublas [--repeats N]\n");
+        else if (!strcmp(argv[i], "--type") && i + 1 < argc) {
+            i++;
+            g_type = !strcmp(argv[i], "f16") ? 1 : !strcmp(argv[i], "bf16") ? 2 : !strcmp(argv[i], "f32") ? 0 : -1;
+            if (g_type < 0) return fprintf(stderr, "sgemm_cublas: --type wants f32, f16 or bf16\n"), 2;
+        } else {
+            fprintf(stderr, "usage: sgemm_cublas [--repeats N] [--type f32|f16|bf16]\n");
             return 2;
         }
     }
@@ -101,7 +140,9 @@ int main(int argc, char **argv)
     cudaRuntimeGetVersion(&runtime);
     cublasHandle_t h;
     CUBLAS_TRY(cublasCreate(&h));
-    printf("float32 GEMM through cuBLAS, GFLOP/s (min / median / max of %d)\n", repeats);
+    printf("%s GEMM through cuBLAS, GFLOP/s (min / median / max of %d)\n",
+           g_type == 1 ? "float16 (float32 sums, cublasGemmEx)" : g_type == 2 ? "bfloat16 (float32 sums, cublasGemmEx)" : "float32",
+           repeats);
     printf("device: %s | CUDA driver %d, runtime %d\n\n", prop.name, driver, runtime);
     printf("| product                  | m x n x k        | cublas                   |\n| --- | --- | ---: |\n");
     cudaEvent_t t0, t1;
@@ -113,12 +154,15 @@ int main(int argc, char **argv)
         unsigned seed = 1;
         for (auto &v : ha) v = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / (1 << 24) - 0.5f;
         for (auto &v : hb) v = (float)((seed = seed * 1664525u + 1013904223u) >> 8) / (1 << 24) - 0.5f;
-        float *a, *b, *c;
-        CUDA_TRY(cudaMalloc(&a, na * sizeof(float)));
-        CUDA_TRY(cudaMalloc(&b, nb * sizeof(float)));
-        CUDA_TRY(cudaMalloc(&c, nc * sizeof(float)));
-        CUDA_TRY(cudaMemcpy(a, ha.data(), na * sizeof(float), cudaMemcpyHostToDevice));
-        CUDA_TRY(cudaMemcpy(b, hb.data(), nb * sizeof(float), cudaMemcpyHostToDevice));
+        void *a, *b, *c;
+        std::vector<unsigned char> ra, rb;
+        to_dev_type(ha, ra);
+        to_dev_type(hb, rb);
+        CUDA_TRY(cudaMalloc(&a, na * esize()));
+        CUDA_TRY(cudaMalloc(&b, nb * esize()));
+        CUDA_TRY(cudaMalloc(&c, nc * esize()));
+        CUDA_TRY(cudaMemcpy(a, ra.data(), na * esize(), cudaMemcpyHostToDevice));
+        CUDA_TRY(cudaMemcpy(b, rb.data(), nb * esize(), cudaMemcpyHostToDevice));
         CUBLAS_TRY(gemm(h, s, a, b, c));   // warm-up: cuBLAS picks and loads its kernel
         CUDA_TRY(cudaDeviceSynchronize());
         if (!check(s, ha, hb, c)) return 1;

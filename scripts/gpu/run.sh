@@ -3,6 +3,8 @@
 # scripts/gpu/fetch.sh filled .gpu-kit/ here and it travelled:
 #   bash scripts/gpu/run.sh [STAGE...]      stages: setup build suite conformance gemm train
 #                                           graph precision models trainers startup mma (default: all, in that order)
+#                                           glance (not in the default: one run of each training
+#                                           measurement, when device time is short)
 # Each stage appends to <stage>.log under $OUT (the device tool's folder, which returns at
 # most 8 files) or ./gpu-out, and stops at its own time limit, so that a hung stage cannot
 # eat the others' time.
@@ -31,7 +33,18 @@ stage_build() {
 }
 # test_dist_pocl_rusticl needs POCL and rusticl, which the GPU machine does not have.
 stage_suite() { (cd $b && ctest --output-on-failure -j8 -LE oclgrind -E test_dist_pocl_rusticl --timeout 300); }
-stage_mma() { $b/bench/bench_mma_probe; }   # issue 35: NVIDIA's matrix instructions from OpenCL (inline PTX)
+stage_mma() {   # issue 35: NVIDIA's matrix instructions from OpenCL (inline PTX), and the 16-bit GEMM on them
+  $b/bench/bench_mma_probe
+  $b/tools/clgrad devices --params | grep -E "^mma|Device|device"
+  for t in f16 bf16; do
+    # auto: the matrix-unit engine where validated; tiled: what 16-bit products ran on before (float32 copies)
+    $b/bench/bench_matmul --no-compile --type $t --engine auto,tiled --repeats 5 --shape "4096 4096 4096 0 0" \
+      --shape "4096 4096 4096 1 0" --shape "4096 4096 4096 0 1" --shape "1024 1024 1024 0 0" --shape "256 256 256 0 0" \
+      --shape "128 512 784 0 1" --shape "128 784 512 0 0" --shape "512 784 128 1 0" --shape "128 10 256 0 1"
+    .gpu-kit/bin/sgemm_cublas --repeats 5 --type $t
+  done
+  CLG_PROFILE=1 $b/bench/bench_matmul --no-compile --type f16 --engine auto --repeats 3 --shape "4096 4096 4096 0 0" | tail -12
+}
 stage_conformance() { $b/tools/clgrad conformance; }
 stage_gemm() {
   $b/bench/bench_matmul --no-numpy --engine auto,tiled,clblast --repeats 5
@@ -75,6 +88,16 @@ stage_models() {   # issue 31: the GPT and the ResNet against PyTorch with CUDA,
     echo "== $m clgrad profile"; CLG_PROFILE=1 $b/bench/bench_models --model $m --steps 5 --repeats 1 --profile | head -40
   done
 }
+stage_glance() {   # one run of each training measurement: a first look when device time is short
+  for m in mlp cnn; do
+    for p in float32 mixed; do echo "== $m $p"; $b/bench/bench_train --model $m --repeats 1 --precision $p; done
+  done
+  for m in gpt_tiny resnet; do
+    echo "== $m clgrad"; $b/bench/bench_models --model $m --steps 20 --repeats 1
+    echo "== $m PyTorch CUDA"; python3 bench/torch_models.py --model $m --steps 20 --repeats 1 --device cuda
+  done
+  echo "== resnet clgrad profile"; CLG_PROFILE=1 $b/bench/bench_models --model resnet --steps 5 --repeats 1 --profile | head -30
+}
 stage_trainers() {
   $b/examples/fashion_mlp --epochs 5 --workers 4
   $b/examples/fashion_cnn --workers 4
@@ -92,7 +115,7 @@ stage_startup() {   # cold: empty clgrad cache (the NVIDIA driver's own cache mo
 }
 
 declare -A limit=([setup]=60 [build]=240 [suite]=300 [conformance]=180 [gemm]=240 [train]=300 [graph]=240 [precision]=420
-                  [models]=300 [trainers]=420 [startup]=180 [mma]=60)
+                  [models]=300 [trainers]=420 [startup]=180 [mma]=200 [glance]=180)
 stages=${*:-setup build suite conformance gemm train graph precision models trainers startup mma}
 for s in $stages; do
   echo "=== $s"

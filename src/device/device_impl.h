@@ -26,6 +26,8 @@ clg_status clg__fail(clg_device *dev, clg_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Record a failed OpenCL call: "<call>(<what>): CL_ERROR_NAME (code)". */
 clg_status clg__cl_fail(clg_device *dev, cl_int err, const char *call, const char *what);
+/* The device lists the extension (discover.c). */
+bool clg__has_extension(cl_device_id d, const char *ext);
 void clg__log(clg_device *dev, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Check an OpenCL call; on failure record it and return its status from the caller. */
@@ -229,6 +231,8 @@ void clg__profile_free(clg_device *dev);
  * device they run on. Filled at open from the device's properties, then overridden by
  * $CLG_PARAMS_FILE (lines "key = value", # comments) and $CLG_PARAMS ("key=value,...").
  * `clgrad devices --params` prints the table. */
+typedef enum clg_mma_kind { CLG_MMA_NONE, CLG_MMA_PTX, CLG_MMA_EMULATE } clg_mma_kind;
+
 typedef struct clg_device_params {
     /* GEMM engine: "packed" (gemm.cl, register-blocked per work-item: CPUs whose
      * work-items are SIMD-wide), "tiled" (gemm_tiled.cl, local-memory tiles shared by a
@@ -298,6 +302,12 @@ typedef struct clg_device_params {
      * combining in local memory ("groups": GPUs). Rows longer than item_loops / 3 take
      * the group kernels either way. */
     bool row_items;
+    /* The matrix unit 16-bit products run on (gemm_mma.c, cl_kernels/gemm_mma.cl): "ptx"
+     * (NVIDIA's mma.sync through inline PTX: the default where the device reports compute
+     * capability 8.0 or later through cl_nv_device_attribute_query), "emulate" (the same
+     * kernel with the instruction computed by the warp's work-items: any device, for the
+     * suite), or "none". Validated on the device before first use either way. */
+    clg_mma_kind mma;
 } clg_device_params;
 
 const clg_device_params *clg__device_params(const clg_device *dev);
@@ -336,7 +346,7 @@ void clg__kernel_errors_free(clg_device *dev);
 
 /* State that a layer above keeps per device (tensors, GEMM choices), made lazily by
  * that layer and freed at close, in slot order, before the pool and programs go. */
-typedef enum clg_slot_id { CLG_SLOT_TENSOR, CLG_SLOT_GEMM, CLG_SLOT_COUNT } clg_slot_id;
+typedef enum clg_slot_id { CLG_SLOT_TENSOR, CLG_SLOT_GEMM, CLG_SLOT_MMA, CLG_SLOT_COUNT } clg_slot_id;
 typedef struct clg_slot {
     void *data;
     void (*free)(clg_device *dev, void *data);

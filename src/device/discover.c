@@ -50,7 +50,7 @@ static uint32_t get_u32(cl_device_id d, cl_device_info what)
     return clGetDeviceInfo(d, what, sizeof v, &v, NULL) == CL_SUCCESS ? (uint32_t)v : 0;
 }
 
-static bool has_extension(cl_device_id d, const char *ext)
+bool clg__has_extension(cl_device_id d, const char *ext)
 {
     size_t n = 0;
     if (clGetDeviceInfo(d, CL_DEVICE_EXTENSIONS, 0, NULL, &n) != CL_SUCCESS || !n) return false;
@@ -90,8 +90,8 @@ static void fill_info(clg_device_info *in, cl_platform_id p, cl_device_id d)
     if (clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) != CL_SUCCESS) wg = 1;
     in->max_work_group = wg;
     in->base_align = get_u32(d, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8; /* reported in bits */
-    in->fp64 = has_extension(d, "cl_khr_fp64") || get_u64(d, CL_DEVICE_DOUBLE_FP_CONFIG) != 0;
-    in->fp16 = has_extension(d, "cl_khr_fp16");
+    in->fp64 = clg__has_extension(d, "cl_khr_fp64") || get_u64(d, CL_DEVICE_DOUBLE_FP_CONFIG) != 0;
+    in->fp16 = clg__has_extension(d, "cl_khr_fp16");
 }
 
 /* Enumerate everything; the handles too when asked (clg_device_open needs them). */

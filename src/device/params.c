@@ -42,6 +42,15 @@ static bool compiles_per_group_size(const clg_device *dev)
     return strstr(dev->info.platform, "Portable Computing Language") != NULL;
 }
 
+/* NVIDIA's compute capability (cl_nv_device_attribute_query) is 8.0 or more: mma.sync
+ * m16n8k16 with float16 and bfloat16 inputs exists (PTX ISA 7.0, sm_80). */
+static bool nvidia_sm80(const clg_device *dev)
+{
+    if (!clg__has_extension(dev->id, "cl_nv_device_attribute_query")) return false;
+    cl_uint major = 0;   /* CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV */
+    return clGetDeviceInfo(dev->id, 0x4000, sizeof major, &major, NULL) == CL_SUCCESS && major >= 8;
+}
+
 static void defaults(clg_device *dev)
 {
     clg_device_params *p = &dev->params;
@@ -78,6 +87,7 @@ static void defaults(clg_device *dev)
     p->item_loops = 32768;
     p->attention_rows = wide_items;
     p->row_items = wide_items;
+    p->mma = nvidia_sm80(dev) ? CLG_MMA_PTX : CLG_MMA_NONE;
 }
 
 /* ---- overrides ------------------------------------------------------------------------ */
@@ -141,6 +151,16 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
     }
     if (!strcmp(key, "attention")) return parse_choice(dev, key, value, origin, "rows", "tiles", &p->attention_rows);
     if (!strcmp(key, "row_reduce")) return parse_choice(dev, key, value, origin, "items", "groups", &p->row_items);
+    if (!strcmp(key, "mma")) {
+        static const char *kinds[] = {"none", "ptx", "emulate"};
+        for (int i = 0; i < 3; i++)
+            if (!strcmp(value, kinds[i])) {
+                p->mma = (clg_mma_kind)i;
+                return CLG_OK;
+            }
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "device parameters (%s): mma = \"%s\": want none, ptx or emulate",
+                         origin, value);
+    }
     if (!strcmp(key, "item_loops")) return parse_size(dev, key, value, origin, 64, 65535, &p->item_loops);
     if (!strcmp(key, "max_group")) {   /* likewise: emulate a device with smaller groups */
         clg_status st = parse_size(dev, key, value, origin, 1, p->max_group, &p->max_group);
@@ -154,7 +174,7 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
     return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
                      "device parameters (%s): unknown key \"%s\" (known: gemm, gemm_tiles, group_1d, group_1d_min, group_tail, group_reduce, rows_min, "
                      "local_mem, max_group, binary_cache, col2im, gemm_dot, conv_columns, item_loops, attention, "
-                     "row_reduce)", origin, key);
+                     "row_reduce, mma)", origin, key);
 }
 
 static char *trim(char *s)
@@ -227,13 +247,13 @@ void clg__params_format(const clg_device_params *p, char *buf, size_t len)
     snprintf(buf, len,
              "gemm = %s\ngemm_tiles = %s\ngroup_1d = %zu\ngroup_1d_min = %zu\ngroup_tail = %zu\ngroup_reduce = %zu\nrows_min = %zu\nvector_float = %d\n"
              "max_group = %zu\nmax_item = %zu %zu %zu\nlocal_mem = %llu%s\nbinary_cache = %s\ncol2im = %s\ngemm_dot = %s\nconv_columns = %s\nitem_loops = %zu\nattention = %s\n"
-             "row_reduce = %s\n",
+             "row_reduce = %s\nmma = %s\n",
              p->gemm, p->gemm_tiles ? "on" : "off", p->group_1d, p->group_1d_min, p->group_tail, p->group_reduce, p->rows_min, p->vector_float, p->max_group, p->max_item[0],
              p->max_item[1], p->max_item[2], (unsigned long long)p->local_mem,
              p->local_is_global ? " (emulated in global memory)" : "", p->binary_cache ? "on" : "off",
              p->col2im_planes ? "planes" : "gather", p->gemm_dot ? "on" : "off",
              p->conv_keep_columns ? "keep" : "rebuild", p->item_loops, p->attention_rows ? "rows" : "tiles",
-             p->row_items ? "items" : "groups");
+             p->row_items ? "items" : "groups", p->mma == CLG_MMA_PTX ? "ptx" : p->mma == CLG_MMA_EMULATE ? "emulate" : "none");
 }
 
 clg_status clg_device_set_param(clg_device *dev, const char *key, const char *value)

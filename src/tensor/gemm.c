@@ -13,6 +13,7 @@ const char *clg__gemm_engine_name(clg_gemm_engine engine)
     case CLG_GEMM_PACKED: return "packed";
     case CLG_GEMM_TILED: return "tiled";
     case CLG_GEMM_HOST: return "host";
+    case CLG_GEMM_MMA: return "mma";
     }
     return "unknown";
 }
@@ -93,6 +94,7 @@ static clg_status check_call(clg_device *dev, const clg_gemm_args *g)
 static size_t k_slice(clg_device *dev, clg_gemm_engine engine, const clg_gemm_args *g)
 {
     if (engine == CLG_GEMM_CLBLAST || engine == CLG_GEMM_HOST) return SIZE_MAX;
+    if (engine == CLG_GEMM_MMA) return clg__gemm_mma_k_limit(dev);
     if (engine != CLG_GEMM_TILED) return clg__gemm_kernel_k_limit(dev, g);
     size_t loops = clg__device_params(dev)->item_loops / 3 / 16 * 16;
     return loops > 16 ? loops : 16;
@@ -125,6 +127,21 @@ clg_status clg__gemm_run(clg_device *dev, clg_gemm_engine engine, const clg_gemm
     /* BLAS libraries reject k == 0 (CLBlast: CLBlastInvalidDimension), yet its meaning is
      * plain: an empty sum, so C = beta * C. */
     if (g->k == 0) return clg__gemm_scale(dev, g);
+    /* 16-bit products go to the matrix units where the device has them (validated on
+     * first use); asked for by name where they are not, an error. */
+    bool mma = (engine == CLG_GEMM_AUTO || engine == CLG_GEMM_MMA) && clg__gemm_type_is_half(g->type) &&
+               clg__gemm_mma_ready(dev, g->type) && clg__gemm_mma_fits(dev, g);
+    if (!mma && engine == CLG_GEMM_MMA)
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
+                         "clg__gemm (mma, %s, m=%zu n=%zu k=%zu): the matrix-unit engine does not take it on %s "
+                         "(16-bit operands only; device table mma = %s, validated on first use; see the log)",
+                         g->type == CLG_GEMM_F16 ? "float16" : g->type == CLG_GEMM_BF16 ? "bfloat16" : "float32/64",
+                         g->m, g->n, g->k, clg_device_get_info(dev)->name,
+                         clg__device_params(dev)->mma == CLG_MMA_NONE ? "none" : "ptx or emulate");
+    if (mma) {
+        size_t slice = clg__gemm_mma_k_limit(dev);
+        return g->k > slice ? gemm_k_slices(dev, CLG_GEMM_MMA, NULL, g, slice) : clg__gemm_mma(dev, g);
+    }
     if (engine == CLG_GEMM_AUTO) engine = clg__gemm_engine_for(dev);
     /* A graph records the launches clgrad enqueues; CLBlast enqueues its own, which no
      * capture sees (a replay without them silently skipped every product). While a

@@ -4,7 +4,7 @@
  *   clg_status st = clg__gemm(dev, CLG_GEMM_F32, false, true, 128, 512, 784, 1.0,
  *                             x, 0, 784, 0, w, 0, 784, 0, 0.0, y, 0, 512, 0, 1);
  *
- * Four engines behind one call; the device's parameter table (`gemm`, params.c) names
+ * Five engines behind one call; the device's parameter table (`gemm`, params.c) names
  * one, or says "tune" (gemm_tune.c): time them on first use, keep the fastest that
  * computes correctly, remember the choice on disk. No op asks what kind of device it is.
  *   - packed (gemm_kernel.c, cl_kernels/gemm.cl), for devices whose work-items are SIMD
@@ -17,7 +17,9 @@
  *     fit the device;
  *   - CLBlast: CLBlastXgemm and CLBlastXgemmStridedBatched with its tuned parameters;
  *   - host (gemm_host.c): the host's CBLAS (OpenBLAS) run as a command of the queue, on
- *     devices whose buffers are host memory and that run host functions (POCL).
+ *     devices whose buffers are host memory and that run host functions (POCL);
+ *   - mma (gemm_mma.c): float16 and bfloat16 products on matrix units (NVIDIA's mma.sync
+ *     from inline PTX), where the device table says the device has them.
  * Each program (per element type and configuration) serves every transpose and shape,
  * so a training step compiles one program, not one per shape.
  */
@@ -68,7 +70,8 @@ typedef enum clg_gemm_engine {
     CLG_GEMM_CLBLAST,  /* CLBlast */
     CLG_GEMM_PACKED,   /* clgrad's packed register-blocked kernels (cl_kernels/gemm.cl): CPUs */
     CLG_GEMM_TILED,    /* clgrad's local-memory tiled kernels (cl_kernels/gemm_tiled.cl): GPUs */
-    CLG_GEMM_HOST      /* the host's CBLAS on the device's queue (gemm_host.c): CPUs that run host functions */
+    CLG_GEMM_HOST,     /* the host's CBLAS on the device's queue (gemm_host.c): CPUs that run host functions */
+    CLG_GEMM_MMA       /* matrix units, 16-bit operands only (gemm_mma.c, cl_kernels/gemm_mma.cl) */
 } clg_gemm_engine;
 
 /* The engine clg__gemm uses on dev, from its parameter table's `gemm`: "packed",
@@ -151,6 +154,16 @@ const char *clg__gemm_host_library(void);
 bool clg__gemm_host_available(clg_device *dev);
 bool clg__gemm_host_fits(const clg_gemm_args *g);
 clg_status clg__gemm_host(clg_device *dev, const clg_gemm_args *g);
+/* The matrix-unit engine (gemm_mma.c), for float16 and bfloat16 operands where the
+ * device table's `mma` is not "none": whether it is validated on dev for type (the first
+ * call validates it: a few small products against the host's), whether it takes g, the
+ * longest k one launch may take (gemm.c slices longer ones when C is float32), and the
+ * product. clg__gemm uses it for every 16-bit product it takes; CLG_GEMM_MMA asked for
+ * where it is absent or refused is an error. */
+bool clg__gemm_mma_ready(clg_device *dev, clg_gemm_type type);
+bool clg__gemm_mma_fits(const clg_device *dev, const clg_gemm_args *g);
+size_t clg__gemm_mma_k_limit(const clg_device *dev);
+clg_status clg__gemm_mma(clg_device *dev, const clg_gemm_args *g);
 /* CLBlast ran on dev: its program cache is cleared when dev closes (gemm_tune.c). */
 clg_status clg__gemm_note_clblast(clg_device *dev);
 /* false when an operand's extent does not fit the tiled kernel's 32-bit indexing. */

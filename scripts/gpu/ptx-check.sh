@@ -1,0 +1,43 @@
+#!/bin/sh
+# Compile-check the matrix-unit GEMM (cl_kernels/gemm_mma.cl with mma = ptx) for NVIDIA
+# without a GPU (issue 35): every variant src/tensor/gemm_mma.c builds (three block
+# shapes, float16 and bfloat16, float32 or 16-bit C) through clang's OpenCL front end to
+# PTX (libclc's NVPTX builtins), then CUDA's ptxas for sm_90, which checks the inline
+# PTX and reports registers and spills. Fails on any error or spill.
+#   sh scripts/gpu/ptx-check.sh        (needs clang-15, libclc-15, and ptxas from CUDA)
+set -eu
+cd "$(dirname "$0")/../.."
+clang=${CLANG:-clang-15}
+ptxas=${PTXAS:-$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)}
+clc=${LIBCLC:-/usr/lib/clc/nvptx64--nvidiacl.bc}
+for tool in "$clang" "$ptxas" "$clc"; do
+  [ -e "$tool" ] || command -v "$tool" >/dev/null || { echo "ptx-check: $tool not found" >&2; exit 1; }
+done
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+{ cat cl_kernels/common.cl; echo '#line 1 "gemm_mma.cl"'; cat cl_kernels/gemm_mma.cl; } > "$tmp/k.cl"
+fail=0
+# configs[] of src/tensor/gemm_mma.c: warps_m warps_n fm fn tk
+for cfg in "2 4 4 4 32" "2 2 2 4 32" "1 1 2 4 32"; do
+  set -- $cfg
+  for type in CLG_F16_STORE CLG_BF16_STORE; do
+    for cf32 in 0 1; do
+      what="$type CF32=$cf32 warps $1x$2 fragments $3x$4 tk $5"
+      # NVIDIA's compiler takes `asm`; clang's OpenCL mode only the GNU spelling.
+      if ! "$clang" -target nvptx64-nvidia-nvcl -cl-std=CL1.2 -O2 -S -Xclang -finclude-default-header \
+          -Xclang -mlink-builtin-bitcode -Xclang "$clc" -march=sm_80 -Wno-linker-warnings -Dasm=__asm__ \
+          -DT=float -D$type -DCF32=$cf32 -DWARPS_M=$1 -DWARPS_N=$2 -DFM=$3 -DFN=$4 -DTK=$5 -DMMA=1 \
+          "$tmp/k.cl" -o "$tmp/k.ptx" 2> "$tmp/err"; then
+        echo "FAIL $what: clang"; cat "$tmp/err"; fail=1; continue
+      fi
+      if ! "$ptxas" -arch=sm_90 -v "$tmp/k.ptx" -o "$tmp/k.cubin" 2> "$tmp/err"; then
+        echo "FAIL $what: ptxas"; cat "$tmp/err"; fail=1; continue
+      fi
+      info=$(grep -E "Used [0-9]+ registers" "$tmp/err" | sed 's/.*Used/used/')
+      spill=$(grep -Eo "[0-9]+ bytes spill stores" "$tmp/err" | head -1)
+      n=$(grep -c "mma.sync" "$tmp/k.ptx" || true)
+      echo "$what: $n mma.sync, $info, $spill"
+      case "$spill" in 0\ *) ;; *) echo "FAIL $what: spills"; fail=1 ;; esac
+    done
+  done
+done
+exit $fail

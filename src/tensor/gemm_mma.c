@@ -1,0 +1,227 @@
+/* gemm_mma.c: 16-bit products on matrix units (issue 35; cl_kernels/gemm_mma.cl).
+ *
+ * Where the device table's `mma` names a warp instruction, float16 and bfloat16 products
+ * (mixed precision's, or a 16-bit model's) run on gemm_mma.cl rather than on float32
+ * copies: "ptx" is NVIDIA's mma.sync through inline PTX (the table's default on devices
+ * that report compute capability 8.0 or later through cl_nv_device_attribute_query);
+ * "emulate" runs the same kernel with the instruction computed by the warp's work-items
+ * (any device: what the suite uses to prove the kernel on POCL, rusticl and Oclgrind);
+ * "none" (elsewhere) keeps the other engines.
+ *
+ * Before its first product of a type, the engine is validated on the device: two small
+ * products (both transposes, partial tiles) must equal the host's exact integer results.
+ * A device whose compiler rejects the kernel, or whose results differ, refuses the engine
+ * once, with a log line naming why; its products then take the path they took before.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor/gemm.h"
+#include "tensor/tensor_impl.h"
+
+/* A kernel shape: warps along m and n, 16 x 8 fragments per warp along m and n, k tile. */
+typedef struct mma_config { int warps_m, warps_n, fm, fn, tk; } mma_config;
+
+/* 128 x 128 blocks of 8 warps with 64 x 32 each (64 accumulators per work-item; 4
+ * warps of 64 x 64 needed 255 registers and spilled in ptxas for sm_90,
+ * scripts/gpu/ptx-check.sh); 64 x 64 blocks of 4 warps and 32 x 32 blocks of one warp
+ * for products too small to fill the device with larger ones, and where groups hold no
+ * more. */
+static const mma_config configs[] = {
+    {2, 4, 4, 4, 32},   /* 128 x 128, 256 work-items */
+    {2, 2, 2, 4, 32},   /* 64 x 64, 128 */
+    {1, 1, 2, 4, 32},   /* 32 x 32, one warp: devices whose groups hold 32 items (llvmpipe) */
+};
+#define NCONFIGS (int)(sizeof configs / sizeof configs[0])
+
+static int items(const mma_config *c) { return c->warps_m * c->warps_n * 32; }
+static int tile_m(const mma_config *c) { return c->warps_m * c->fm * 16; }
+static int tile_n(const mma_config *c) { return c->warps_n * c->fn * 8; }
+
+/* Per device, per kind of instruction (device table) and 16-bit type (float16,
+ * bfloat16): 0 untried, 1 validated, -1 refused. */
+typedef struct mma_state { int ready[3][2]; } mma_state;
+
+static void state_free(clg_device *dev, void *p)
+{
+    (void)dev;
+    free(p);
+}
+
+static mma_state *state(clg_device *dev)
+{
+    clg_slot *slot = &dev->slots[CLG_SLOT_MMA];
+    if (!slot->data) {
+        slot->data = calloc(1, sizeof(mma_state));
+        if (!slot->data) return NULL;
+        slot->free = state_free;
+    }
+    return slot->data;
+}
+
+static bool emulated(const clg_device *dev) { return clg__device_params(dev)->mma == CLG_MMA_EMULATE; }
+
+/* The first configuration to try for g: the largest that makes at least two blocks per
+ * compute unit, else the smallest (most blocks, least padding). */
+static int first_config(clg_device *dev, const clg_gemm_args *g)
+{
+    size_t cus = clg_device_get_info(dev)->compute_units;
+    for (int i = 0; i < NCONFIGS; i++) {
+        size_t tm = (size_t)tile_m(&configs[i]), tn = (size_t)tile_n(&configs[i]);
+        if ((g->m + tm - 1) / tm * ((g->n + tn - 1) / tn) * g->batch >= 2 * (cus ? cus : 1)) return i;
+    }
+    return NCONFIGS - 1;
+}
+
+/* The compiled kernel of c, or NULL: with the error recorded when the build failed, with
+ * none when its group does not fit the device or the compiled kernel (*fits false). */
+static clg_kernel *kernel(clg_device *dev, const mma_config *c, clg_gemm_type type, bool cf32, bool *fits)
+{
+    *fits = (size_t)items(c) <= clg__device_params(dev)->max_group;
+    if (!*fits) return NULL;
+    char opts[200];
+    /* -w: "loop not unrolled" notes where a count is not a constant (POCL). */
+    snprintf(opts, sizeof opts, "-DT=float -D%s -DCF32=%d -DWARPS_M=%d -DWARPS_N=%d -DFM=%d -DFN=%d -DTK=%d -DMMA=%d -w",
+             type == CLG_GEMM_BF16 ? "CLG_BF16_STORE" : "CLG_F16_STORE", cf32, c->warps_m, c->warps_n, c->fm,
+             c->fn, c->tk, emulated(dev) ? 2 : 1);
+    clg_kernel *k = clg__kernel_get(dev, "gemm_mma", opts, "gemm_mma");
+    *fits = !k || k->wg_max >= (size_t)items(c);
+    return *fits ? k : NULL;
+}
+
+/* Loop trips per k tile, all loops counted: loads and stores of both tiles (8 stores per
+ * load when transposing), then per 16 of k the fragments and the products (each 66
+ * trips when emulated: 4 results of 16 products, and its own). */
+static size_t trips_per_tile(const clg_device *dev, const mma_config *c)
+{
+    size_t loads = (size_t)(tile_m(c) + tile_n(c)) * (size_t)c->tk / 8 / (size_t)items(c);
+    size_t per16 = (size_t)(c->fm + c->fn + c->fm * c->fn * (emulated(dev) ? 66 : 1));
+    return 10 * loads + (size_t)c->tk / 16 * per16;
+}
+
+size_t clg__gemm_mma_k_limit(const clg_device *dev)
+{
+    size_t most = 1;
+    for (int i = 0; i < NCONFIGS; i++) {
+        size_t t = trips_per_tile(dev, &configs[i]);
+        most = t > most ? t : most;
+    }
+    size_t tiles = clg__device_params(dev)->item_loops / most;
+    return (tiles > 1 ? tiles : 1) * (size_t)configs[0].tk;
+}
+
+/* Rows of 8 values on 16-byte boundaries in every matrix of the batch. */
+static int vec_ok(size_t off, size_t ld, size_t stride, size_t batch)
+{
+    return off % 8 == 0 && ld % 8 == 0 && (batch == 1 || stride % 8 == 0);
+}
+
+clg_status clg__gemm_mma(clg_device *dev, const clg_gemm_args *g)
+{
+    const mma_config *c = NULL;
+    clg_kernel *k = NULL;
+    bool fits = false;
+    for (int i = first_config(dev, g); i < NCONFIGS && !k; i++) {
+        c = &configs[i];
+        k = kernel(dev, c, g->type, g->c_f32, &fits);
+        if (!k && fits) return dev->status;   /* the build failed */
+    }
+    if (!k)
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg__gemm (mma): no configuration of gemm_mma.cl fits %s "
+                         "(groups of %zu work-items at most, 32 needed)", clg_device_get_info(dev)->name,
+                         clg__device_params(dev)->max_group);
+    clg_arg args[] = {
+        CLG_ARG_I(g->m), CLG_ARG_I(g->n), CLG_ARG_I(g->k), CLG_ARG_I(g->trans_a), CLG_ARG_I(g->trans_b),
+        CLG_ARG_M(g->a->mem), CLG_ARG_L(g->a_off), CLG_ARG_I(g->lda), CLG_ARG_L(g->stride_a),
+        CLG_ARG_I(vec_ok(g->a_off, g->lda, g->stride_a, g->batch)),
+        CLG_ARG_M(g->b->mem), CLG_ARG_L(g->b_off), CLG_ARG_I(g->ldb), CLG_ARG_L(g->stride_b),
+        CLG_ARG_I(vec_ok(g->b_off, g->ldb, g->stride_b, g->batch)),
+        CLG_ARG_M(g->c->mem), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc), CLG_ARG_L(g->stride_c),
+        CLG_ARG_F(g->alpha), CLG_ARG_F(g->beta),
+    };
+    size_t tm = (size_t)tile_m(c), tn = (size_t)tile_n(c);
+    size_t local[3] = {(size_t)items(c), 1, 1};
+    size_t global[3] = {(g->n + tn - 1) / tn * local[0], (g->m + tm - 1) / tm, g->batch};
+    return clg__launch(dev, k, args, (int)(sizeof args / sizeof args[0]), 3, global, local);
+}
+
+/* ---- validation before first use -------------------------------------------------------- */
+
+/* One product of small integers (exact in 16 bits and in float32 sums, in any order):
+ * m x k times k x n over 3 k tiles, the last partial, and partial blocks along m and n. */
+static clg_status check_product(clg_device *dev, clg_gemm_type type, bool ta, bool tb, bool *same)
+{
+    enum { M = 40, N = 36, K = 72 };
+    clg_dtype dt = type == CLG_GEMM_BF16 ? CLG_BF16 : CLG_F16;
+    uint16_t ha[M * K], hb[K * N];
+    float want[M * N], got[M * N];
+    for (int i = 0; i < M * K; i++) ha[i] = clg__half_from_double(dt, (double)((i * 7 + 3) % 9 - 4));
+    for (int i = 0; i < K * N; i++) hb[i] = clg__half_from_double(dt, (double)((i * 5 + 1) % 7 - 3));
+    for (int r = 0; r < M; r++)
+        for (int col = 0; col < N; col++) {
+            double s = 0;
+            for (int x = 0; x < K; x++)
+                s += clg__half_to_double(dt, ha[ta ? x * M + r : r * K + x]) *
+                     clg__half_to_double(dt, hb[tb ? col * K + x : x * N + col]);
+            want[r * N + col] = (float)s;
+        }
+    clg_buffer *a = clg__buffer_alloc(dev, sizeof ha), *b = a ? clg__buffer_alloc(dev, sizeof hb) : NULL;
+    clg_buffer *cb = b ? clg__buffer_alloc(dev, sizeof got) : NULL;
+    clg_status st = cb ? CLG_OK : dev->status;
+    clg_gemm_args g = {
+        .type = type, .trans_a = ta, .trans_b = tb, .m = M, .n = N, .k = K, .batch = 1, .alpha = 1.0,
+        .beta = 0.0, .a = a, .b = b, .c = cb, .lda = ta ? M : K, .ldb = tb ? K : N, .ldc = N, .c_f32 = true,
+    };
+    if (!st) st = clg__write(dev, a, 0, ha, sizeof ha);
+    if (!st) st = clg__write(dev, b, 0, hb, sizeof hb);
+    if (!st) st = clg__gemm_mma(dev, &g);
+    if (!st) st = clg__read(dev, cb, 0, got, sizeof got);
+    *same = !st && !memcmp(want, got, sizeof got);
+    clg__buffer_release(a);
+    clg__buffer_release(b);
+    clg__buffer_release(cb);
+    return st;
+}
+
+static int validate(clg_device *dev, clg_gemm_type type)
+{
+    const char *name = type == CLG_GEMM_BF16 ? "bfloat16" : "float16";
+    clg_status saved = dev->status;
+    char *saved_text = strdup(dev->error);
+    clg_capture *cap = clg__cap_pause(dev);   /* not part of a step being recorded */
+    bool same = false;
+    clg_status st = check_product(dev, type, false, true, &same);
+    if (!st && same) st = check_product(dev, type, true, false, &same);
+    clg__cap_resume(dev, cap);
+    int ready = !st && same ? 1 : -1;
+    if (ready < 0)
+        clg__log(dev, 2, "GEMM on %s: the matrix-unit engine (mma = %s) is refused for %s: %s", clg_device_get_info(dev)->name,
+                 emulated(dev) ? "emulate" : "ptx", name, st ? dev->error : "its results differ from the host's");
+    else
+        clg__log(dev, 1, "GEMM on %s: %s products on the matrix-unit engine (mma = %s)", clg_device_get_info(dev)->name,
+                 name, emulated(dev) ? "emulate" : "ptx");
+    dev->status = saved;
+    snprintf(dev->error, sizeof dev->error, "%s", saved_text ? saved_text : "");
+    free(saved_text);
+    return ready;
+}
+
+bool clg__gemm_mma_ready(clg_device *dev, clg_gemm_type type)
+{
+    if (!clg__gemm_type_is_half(type) || clg__device_params(dev)->mma == CLG_MMA_NONE) return false;
+    mma_state *s = state(dev);
+    if (!s) return false;
+    int *r = &s->ready[clg__device_params(dev)->mma][type == CLG_GEMM_BF16];
+    if (!*r) *r = validate(dev, type);
+    return *r > 0;
+}
+
+bool clg__gemm_mma_fits(const clg_device *dev, const clg_gemm_args *g)
+{
+    /* 32-bit indexing of rows, columns and leading dimensions, as the tiled kernel; k
+     * within one launch's loop budget unless C is float32 (gemm.c then slices k). */
+    return clg__gemm_tiled_fits(g) && (g->c_f32 || g->k <= clg__gemm_mma_k_limit(dev));
+}
