@@ -1,8 +1,8 @@
 // norm.cl: batch_norm, layer_norm and dropout (src/tensor/norm.c).
 //
 // The normalisations give one work-group to each set of elements that share
-// statistics (a channel for batch_norm, a row for layer_norm): work-item l takes
-// elements l, l + WG, ... and the group combines its partial sums in local memory
+// statistics (a chunk of a channel for batch_norm, a row for layer_norm): work-item l
+// takes elements l, l + WG, ... and the group combines its partial sums in local memory
 // (WG a power of two). Mean first, then the sum of squared deviations from it (two
 // passes over the data: no cancellation of E[x^2] - E[x]^2). The order of operations
 // depends on WG alone, so the same inputs give the same bits.
@@ -30,42 +30,6 @@ inline int bn_index(int m, int C, int S, int c)
     return (n * C + c) * S + (m - n * S);
 }
 
-// Training: one group per channel computes the batch mean and biased variance, keeps
-// (mean, invstd) in stats [2, C], updates the running averages in place (with the
-// unbiased variance, as PyTorch), and writes y = (x - mean) invstd w + b.
-__kernel void bn_train_fwd(int N, int C, int S, __global const TS *x, __global TS *y, __global T *stats,
-                           int has_w, __global const T *w, int ow, int sw,
-                           int has_b, __global const T *b, int ob, int sb,
-                           int has_run, __global T *rm, int orm, int srm, __global T *rv, int orv, int srv,
-                           const T momentum, const T eps, __local T *s)
-{
-    int c = get_group_id(0), l = get_local_id(0), wg = get_local_size(0), M = N * S;
-    T acc = 0;
-    for (int m = l; m < M; m += wg) acc += CLG_LD(x, bn_index(m, C, S, c));
-    T mean = clg_group_sum(acc, s) / (T)M;
-    acc = 0;
-    for (int m = l; m < M; m += wg) {
-        T d = CLG_LD(x, bn_index(m, C, S, c)) - mean;
-        acc += d * d;
-    }
-    T var = clg_group_sum(acc, s) / (T)M;
-    T invstd = (T)1 / sqrt(var + eps);
-    if (l == 0) {
-        stats[c] = mean;
-        stats[C + c] = invstd;
-        if (has_run) {
-            T unbiased = var * (T)M / (T)(M - 1);
-            rm[orm + c * srm] = ((T)1 - momentum) * rm[orm + c * srm] + momentum * mean;
-            rv[orv + c * srv] = ((T)1 - momentum) * rv[orv + c * srv] + momentum * unbiased;
-        }
-    }
-    T scale = invstd * opt_at(has_w, w, ow, sw, c, (T)1), shift = opt_at(has_b, b, ob, sb, c, (T)0);
-    for (int m = l; m < M; m += wg) {
-        int i = bn_index(m, C, S, c);
-        CLG_ST(y, i, (CLG_LD(x, i) - mean) * scale + shift);
-    }
-}
-
 // Evaluation: (mean, invstd) from the running averages, one work-item per channel.
 // Kept as stats so the backward sees the values the forward used, whatever updates
 // the running averages get in between.
@@ -78,30 +42,80 @@ __kernel void bn_eval_stats(int C, __global const T *rm, int orm, int srm, __glo
     stats[C + c] = (T)1 / sqrt(rv[orv + c * srv] + eps);
 }
 
-// y = (x - mean) invstd w + b elementwise, x contiguous [N, C, S].
-__kernel void bn_apply(int n, int C, int S, __global const TS *x, __global TS *y, __global const T *stats,
-                       int has_w, __global const T *w, int ow, int sw, int has_b, __global const T *b, int ob, int sb)
+// ---- batch_norm in chunks --------------------------------------------------------------------
+// The same statistics and gradients with a channel's M values split into P chunks of L
+// (the last shorter), one work-group per (channel, chunk): many groups for a device
+// with many cores, and no work-item walks more than L / WG values per pass, however
+// long the channel (item_loops). Three launches each way: chunk statistics, a
+// combination per channel, then y (or dx) elementwise.
+
+// Group (c, p): the chunk's mean and sum of squared deviations from it, two passes over
+// it, into part[(c P + p) 2 + {0, 1}].
+__kernel void bn_part_stats(int N, int C, int S, int L, int P, __global const TS *x, __global T *part, __local T *s)
 {
-    int i = get_global_id(0);
-    if (i >= n) return;
-    int c = (i / S) % C;
+    int c = get_group_id(0), p = get_group_id(1), l = get_local_id(0), wg = get_local_size(0), M = N * S;
+    int m0 = p * L, m1 = min(M, m0 + L);
+    T acc = 0;
+    for (int m = m0 + l; m < m1; m += wg) acc += CLG_LD(x, bn_index(m, C, S, c));
+    T mean = clg_group_sum(acc, s) / (T)(m1 - m0);
+    acc = 0;
+    for (int m = m0 + l; m < m1; m += wg) {
+        T d = CLG_LD(x, bn_index(m, C, S, c)) - mean;
+        acc += d * d;
+    }
+    T m2 = clg_group_sum(acc, s);
+    if (l == 0) {
+        part[(c * P + p) * 2] = mean;
+        part[(c * P + p) * 2 + 1] = m2;
+    }
+}
+
+// One work-item per channel: the chunks combined (Chan et al.: the squared deviations
+// of the chunks' means from the whole mean, weighted by their counts, added to theirs;
+// no E[x^2] - E[x]^2 cancellation), then stats and the running averages as bn_train_fwd.
+__kernel void bn_combine(int N, int C, int S, int L, int P, __global const T *part, __global T *stats,
+                         int has_run, __global T *rm, int orm, int srm, __global T *rv, int orv, int srv,
+                         const T momentum, const T eps)
+{
+    int c = get_global_id(0), M = N * S;
+    if (c >= C) return;
+    __global const T *q = part + c * P * 2;
+    T sum = 0;
+    for (int p = 0; p < P; p++) sum += (T)min(L, M - p * L) * q[2 * p];
+    T mean = sum / (T)M, m2 = 0;
+    for (int p = 0; p < P; p++) {
+        T d = q[2 * p] - mean;
+        m2 += q[2 * p + 1] + (T)min(L, M - p * L) * d * d;
+    }
+    T var = m2 / (T)M;
+    stats[c] = mean;
+    stats[C + c] = (T)1 / sqrt(var + eps);
+    if (has_run) {
+        T unbiased = var * (T)M / (T)(M - 1);
+        rm[orm + c * srm] = ((T)1 - momentum) * rm[orm + c * srm] + momentum * mean;
+        rv[orv + c * srv] = ((T)1 - momentum) * rv[orv + c * srv] + momentum * unbiased;
+    }
+}
+
+// y = (x - mean) invstd w + b over rows of S (x contiguous [N, C, S], row r = n C + c):
+// exactly S x (N C) work-items (clg__launch_rows), no division per element.
+__kernel void bn_apply_rows(int C, int S, __global const TS *x, __global TS *y, __global const T *stats,
+                            int has_w, __global const T *w, int ow, int sw, int has_b, __global const T *b, int ob,
+                            int sb)
+{
+    int s = get_global_id(0), r = get_global_id(1), c = r % C, i = r * S + s;
     T scale = stats[C + c] * opt_at(has_w, w, ow, sw, c, (T)1);
     CLG_ST(y, i, (CLG_LD(x, i) - stats[c]) * scale + opt_at(has_b, b, ob, sb, c, (T)0));
 }
 
-// Backward, one group per channel. With xhat = (x - mean) invstd:
-//   db = sum g, dw = sum g xhat,
-//   training:   dx = w invstd (g - db / M - xhat dw / M)   (mean and var depend on x)
-//   evaluation: dx = w invstd g                             (they are constants)
-__kernel void bn_bwd(int N, int C, int S, __global const TS *x, __global const TS *g, __global const T *stats,
-                     int has_w, __global const T *w, int ow, int sw, int training,
-                     int want_dx, __global TS *dx, int want_dw, __global T *dw, int want_db, __global T *db,
-                     __local T *s)
+// Backward, group (c, p): the chunk's sums of g and of g xhat into part.
+__kernel void bn_part_grad(int N, int C, int S, int L, int P, __global const TS *x, __global const TS *g,
+                           __global const T *stats, __global T *part, __local T *s)
 {
-    int c = get_group_id(0), l = get_local_id(0), wg = get_local_size(0), M = N * S;
-    T mean = stats[c], invstd = stats[C + c];
-    T sg = 0, sgx = 0;
-    for (int m = l; m < M; m += wg) {
+    int c = get_group_id(0), p = get_group_id(1), l = get_local_id(0), wg = get_local_size(0), M = N * S;
+    int m0 = p * L, m1 = min(M, m0 + L);
+    T mean = stats[c], invstd = stats[C + c], sg = 0, sgx = 0;
+    for (int m = m0 + l; m < m1; m += wg) {
         int i = bn_index(m, C, S, c);
         T gi = CLG_LD(g, i);
         sg += gi;
@@ -109,15 +123,39 @@ __kernel void bn_bwd(int N, int C, int S, __global const TS *x, __global const T
     }
     sg = clg_group_sum(sg, s);
     sgx = clg_group_sum(sgx, s);
-    if (l == 0 && want_dw) dw[c] = sgx;
-    if (l == 0 && want_db) db[c] = sg;
-    if (!want_dx) return;
-    T k = invstd * opt_at(has_w, w, ow, sw, c, (T)1);
-    T mg = training ? sg / (T)M : (T)0, mgx = training ? sgx / (T)M : (T)0;
-    for (int m = l; m < M; m += wg) {
-        int i = bn_index(m, C, S, c);
-        CLG_ST(dx, i, k * (CLG_LD(g, i) - mg - (CLG_LD(x, i) - mean) * invstd * mgx));
+    if (l == 0) {
+        part[(c * P + p) * 2] = sg;
+        part[(c * P + p) * 2 + 1] = sgx;
     }
+}
+
+// One work-item per channel: db = sum g, dw = sum g xhat over the chunks (in order), and
+// the coefficients of dx = k (g - mg - xhat mgx) into coef[3 C] (k, mg, mgx), as bn_bwd.
+__kernel void bn_grad_combine(int N, int C, int S, int P, __global const T *part, __global const T *stats,
+                              int has_w, __global const T *w, int ow, int sw, int training, int want_dw,
+                              __global T *dw, int want_db, __global T *db, __global T *coef)
+{
+    int c = get_global_id(0), M = N * S;
+    if (c >= C) return;
+    T sg = 0, sgx = 0;
+    for (int p = 0; p < P; p++) {
+        sg += part[(c * P + p) * 2];
+        sgx += part[(c * P + p) * 2 + 1];
+    }
+    if (want_dw) dw[c] = sgx;
+    if (want_db) db[c] = sg;
+    coef[c] = stats[C + c] * opt_at(has_w, w, ow, sw, c, (T)1);
+    coef[C + c] = training ? sg / (T)M : (T)0;
+    coef[2 * C + c] = training ? sgx / (T)M : (T)0;
+}
+
+// dx over rows of S, as bn_apply_rows.
+__kernel void bn_dx_rows(int C, int S, __global const TS *x, __global const TS *g, __global const T *stats,
+                         __global const T *coef, __global TS *dx)
+{
+    int s = get_global_id(0), r = get_global_id(1), c = r % C, i = r * S + s;
+    T xhat = (CLG_LD(x, i) - stats[c]) * stats[C + c];
+    CLG_ST(dx, i, coef[c] * (CLG_LD(g, i) - coef[C + c] - xhat * coef[2 * C + c]));
 }
 
 // ---- layer_norm -------------------------------------------------------------------------------

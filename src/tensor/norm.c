@@ -6,11 +6,13 @@
  * gradients are float32, as PyTorch's autocast keeps them. 16-bit weight and bias are
  * widened first (a taped cast: their gradients come back in 16 bits).
  *
- * Each runs as one or two kernels forward and one or two backward (they run every
- * training step): batch_norm in training is a single kernel that computes the batch
- * statistics, updates the running averages in place and normalises; its backward is
- * a single kernel giving dx, dweight and dbias. The normalisations read x as
- * contiguous memory; a non-contiguous x (or gradient) is copied first.
+ * Each runs as a few kernels each way (they run every training step): batch_norm in
+ * training computes statistics per (channel, chunk) of its values, combines them per
+ * channel (updating the running averages in place), then normalises elementwise; its
+ * backward likewise gives dweight, dbias and dx. Chunks give a GPU many groups however
+ * few the channels, and keep every work-item's loops short however long the channel.
+ * The normalisations read x as contiguous memory; a non-contiguous x (or gradient) is
+ * copied first.
  *
  * dropout keeps no mask: the node records the generator position the forward drew
  * from, and the backward draws the same bits again. */
@@ -145,14 +147,55 @@ static bool bn_check(const clg_tensor *x, const clg_tensor *rm, const clg_tensor
     return true;
 }
 
-/* The training forward: stats, running averages and y in one kernel. */
-static clg_status bn_train(clg_tensor *x, clg_tensor *y, clg_tensor *stats, clg_tensor *rm, clg_tensor *rv,
-                           clg_tensor *w, clg_tensor *b, double momentum, double eps)
+/* How a channel's M values split into chunks (norm.cl, "batch_norm in chunks"): groups
+ * of wg work-items, P chunks of L values. Enough (channel, chunk) groups for 4 per
+ * compute unit, chunks of at least 4 groups' worth, and none longer than a work-item
+ * may walk in two passes (loop and index: 4 trips per wg values, under item_loops), nor
+ * more chunks than the combining work-item may loop over. */
+typedef struct bn_split { size_t wg; int64_t L, P; } bn_split;
+
+static clg_status bn_split_of(clg_device *dev, clg_kernel *k, bn_dims d, bn_split *out)
+{
+    int64_t M = d.N * d.S, loops = (int64_t)clg__device_params(dev)->item_loops;
+    size_t wg = group_size(dev, k, M);
+    int64_t cu = clg_device_get_info(dev)->compute_units, want = 4 * (cu > 0 ? cu : 1);
+    int64_t per_channel = (want + d.C - 1) / d.C, L = (M + per_channel - 1) / per_channel;
+    int64_t lmin = 4 * (int64_t)wg, lmax = loops / 4 * (int64_t)wg;
+    if (L < lmin) L = lmin;
+    if (L > lmax) L = lmax;
+    if (L > M) L = M;
+    if ((M + L - 1) / L > loops / 2) {
+        L = (M + loops / 2 - 1) / (loops / 2);
+        if (L > lmax)
+            return clg__fail(dev, CLG_ERR_SHAPE, "%lld values per channel: over what the device's item_loops (%lld) "
+                             "allows in chunks", (long long)M, (long long)loops);
+    }
+    *out = (bn_split){wg, L, (M + L - 1) / L};
+    return CLG_OK;
+}
+
+/* Launch a chunk kernel (bn_part_stats, bn_part_grad): a group per (channel, chunk). */
+static clg_status launch_chunks(clg_device *dev, clg_dtype dtype, clg_kernel *k, clg_arg *args, int nargs, bn_dims d,
+                                bn_split sp)
+{
+    args[nargs++] = CLG_ARG_LOCAL(sp.wg * clg_dtype_size(clg__compute_dtype(dtype)));
+    size_t global[2] = {(size_t)d.C * sp.wg, (size_t)sp.P}, local[2] = {sp.wg, 1};
+    return clg__launch(dev, k, args, nargs, 2, global, local);
+}
+
+static clg_kernel *norm_kernel(clg_device *dev, clg_dtype dtype, const char *name)
+{
+    return clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(dtype), name);
+}
+
+/* y = (x - mean) invstd w + b from stats, as rows of S. */
+static clg_status bn_apply(clg_tensor *x, clg_tensor *y, clg_tensor *stats, clg_tensor *w, clg_tensor *b)
 {
     bn_dims d = bn_dims_of(x);
-    clg_arg a[32];
+    clg_kernel *k = norm_kernel(x->dev, x->dtype, "bn_apply_rows");
+    if (!k) return x->dev->status;
+    clg_arg a[16];
     int n = 0;
-    a[n++] = CLG_ARG_I(d.N);
     a[n++] = CLG_ARG_I(d.C);
     a[n++] = CLG_ARG_I(d.S);
     a[n++] = CLG_ARG_M(x->buf->mem);
@@ -160,59 +203,44 @@ static clg_status bn_train(clg_tensor *x, clg_tensor *y, clg_tensor *stats, clg_
     a[n++] = CLG_ARG_M(stats->buf->mem);
     n += vec_args(a + n, w, x);
     n += vec_args(a + n, b, x);
+    return clg__launch_rows(x->dev, k, a, n, (size_t)d.S, (size_t)(d.N * d.C));
+}
+
+/* The training forward: chunk statistics, their combination (stats, running averages
+ * in place), then y. */
+static clg_status bn_train(clg_tensor *x, clg_tensor *y, clg_tensor *stats, clg_tensor *rm, clg_tensor *rv,
+                           clg_tensor *w, clg_tensor *b, double momentum, double eps)
+{
+    clg_device *dev = x->dev;
+    bn_dims d = bn_dims_of(x);
+    clg_kernel *kp = norm_kernel(dev, x->dtype, "bn_part_stats"), *kc = norm_kernel(dev, x->dtype, "bn_combine");
+    bn_split sp;
+    clg_status st = kp && kc ? bn_split_of(dev, kp, d, &sp) : dev->status;
+    if (st) return st;
+    clg_tensor *part = clg__tensor_new(dev, stats->dtype, 1, (const int64_t[]){2 * d.C * sp.P});
+    if (!part) return dev->status;
+    clg_arg a[24];
+    int n = 0;
+    a[n++] = CLG_ARG_I(d.N);
+    a[n++] = CLG_ARG_I(d.C);
+    a[n++] = CLG_ARG_I(d.S);
+    a[n++] = CLG_ARG_I(sp.L);
+    a[n++] = CLG_ARG_I(sp.P);
+    a[n++] = CLG_ARG_M(x->buf->mem);
+    a[n++] = CLG_ARG_M(part->buf->mem);
+    st = launch_chunks(dev, x->dtype, kp, a, n, d, sp);
+    n = 5;
+    a[n++] = CLG_ARG_M(part->buf->mem);
+    a[n++] = CLG_ARG_M(stats->buf->mem);
     n += vec_args(a + n, rm, x);   /* has_run, then running_mean */
     clg_arg rva[4];
     vec_args(rva, rv, x);            /* running_var without a flag of its own */
     for (int k = 1; k < 4; k++) a[n++] = rva[k];
     a[n++] = clg__arg_scalar(x->dtype, momentum);   /* float32 for 16-bit x */
     a[n++] = clg__arg_scalar(x->dtype, eps);
-    return launch_groups(x->dev, x->dtype, "bn_train_fwd", a, n, d.C, d.N * d.S);
-}
-
-/* Whether one work-group per channel walks more of x than item_loops allows: the
- * training forward makes 3 passes over a channel's M values, wg at a time (2 steps
- * each, for the loop and its index arithmetic). */
-static bool bn_too_long(clg_tensor *x)
-{
-    clg_device *dev = x->dev;
-    bn_dims d = bn_dims_of(x);
-    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(x->dtype), "bn_train_fwd");
-    if (!k) return false;   /* the launch reports the build error */
-    int64_t wg = (int64_t)group_size(dev, k, d.N * d.S);
-    return 6 * ((d.N * d.S + wg - 1) / wg) > (int64_t)clg__device_params(dev)->item_loops;
-}
-
-/* Training over channels too long for that: the same statistics from reductions (which
- * split long sums) and elementwise ops, on the tape, and the running averages updated
- * in place (unbiased variance), as PyTorch's. */
-static clg_tensor *bn_composed(clg_tensor *x, clg_tensor *rm, clg_tensor *rv, clg_tensor *w, clg_tensor *b,
-                               double momentum, double eps)
-{
-    clg_device *dev = x->dev;
-    int nd = x->ndim, axes[CLG_MAX_DIMS], na = 0;
-    int64_t cshape[CLG_MAX_DIMS], C = x->shape[1];
-    for (int a = 0; a < nd; a++) {
-        if (a != 1) axes[na++] = a;
-        cshape[a] = a == 1 ? C : 1;
-    }
-    double count = (double)(x->numel / C);
-    clg_tensor *xf = clg__is_half(x->dtype) ? clg_cast(x, CLG_F32) : x;
-    clg_tensor *mean = clg_mean(xf, na, axes, true);
-    clg_tensor *xc = clg_sub(xf, mean);
-    clg_tensor *var = clg_mean(clg_mul(xc, xc), na, axes, true);
-    clg_tensor *y = clg_mul(xc, clg_rsqrt(clg_add_scalar(var, eps)));
-    if (w) y = clg_mul(y, clg_reshape(w, nd, cshape));
-    if (b) y = clg_add(y, clg_reshape(b, nd, cshape));
-    if (y && rm) {
-        clg_no_grad_begin(dev);
-        clg_tensor *nm = clg_add(clg_mul_scalar(rm, 1 - momentum), clg_mul_scalar(clg_reshape(mean, 1, &C), momentum));
-        clg_tensor *nv = clg_add(clg_mul_scalar(rv, 1 - momentum),
-                                 clg_mul_scalar(clg_reshape(var, 1, &C), momentum * count / (count - 1)));
-        clg_status st = nm && nv && !clg_copy_(rm, nm) ? clg_copy_(rv, nv) : dev->status;
-        clg_no_grad_end(dev);
-        if (st) return NULL;
-    }
-    return y && xf != x ? clg_cast(y, x->dtype) : y;
+    if (!st) st = clg__launch_1d(dev, kc, a, n, (size_t)d.C);
+    clg_tensor_free(part);
+    return st ? st : bn_apply(x, y, stats, w, b);
 }
 
 /* The evaluation forward: stats from the running averages, then y elementwise. */
@@ -224,18 +252,60 @@ static clg_status bn_eval(clg_tensor *x, clg_tensor *y, clg_tensor *stats, clg_t
                    CLG_ARG_M(rv->buf->mem), CLG_ARG_I(rv->offset), CLG_ARG_I(rv->strides[0]),
                    CLG_ARG_M(stats->buf->mem), clg__arg_scalar(x->dtype, eps)};
     clg_status st = launch_items(x->dev, x->dtype, "bn_eval_stats", s, 9, d.C);
-    if (st != CLG_OK) return st;
-    clg_arg a[16];
+    return st ? st : bn_apply(x, y, stats, w, b);
+}
+
+/* The backward in chunks: sums of g and g xhat per (channel, chunk), per channel dw, db
+ * and dx's coefficients, then dx as rows. dx, dw, db: NULL where not wanted. */
+static clg_status bn_backward(clg_tensor *x, clg_tensor *g, clg_tensor *stats, clg_tensor *w, bool training,
+                              clg_tensor *dx, clg_tensor *dw, clg_tensor *db)
+{
+    clg_device *dev = x->dev;
+    bn_dims d = bn_dims_of(x);
+    clg_kernel *kp = norm_kernel(dev, x->dtype, "bn_part_grad"), *kc = norm_kernel(dev, x->dtype, "bn_grad_combine");
+    clg_kernel *kx = dx ? norm_kernel(dev, x->dtype, "bn_dx_rows") : NULL;
+    bn_split sp;
+    clg_status st = kp && kc && (kx || !dx) ? bn_split_of(dev, kp, d, &sp) : dev->status;
+    if (st) return st;
+    clg_tensor *part = clg__tensor_new(dev, stats->dtype, 1, (const int64_t[]){2 * d.C * sp.P});
+    clg_tensor *coef = part ? clg__tensor_new(dev, stats->dtype, 1, (const int64_t[]){3 * d.C}) : NULL;
+    if (!coef) {
+        clg_tensor_free(part);
+        return dev->status;
+    }
+    clg_arg a[24];
     int n = 0;
-    a[n++] = CLG_ARG_I(x->numel);
+    a[n++] = CLG_ARG_I(d.N);
     a[n++] = CLG_ARG_I(d.C);
     a[n++] = CLG_ARG_I(d.S);
+    a[n++] = CLG_ARG_I(sp.L);
+    a[n++] = CLG_ARG_I(sp.P);
     a[n++] = CLG_ARG_M(x->buf->mem);
-    a[n++] = CLG_ARG_M(y->buf->mem);
+    a[n++] = CLG_ARG_M(g->buf->mem);
+    a[n++] = CLG_ARG_M(stats->buf->mem);
+    a[n++] = CLG_ARG_M(part->buf->mem);
+    st = launch_chunks(dev, x->dtype, kp, a, n, d, sp);
+    n = 0;
+    a[n++] = CLG_ARG_I(d.N);
+    a[n++] = CLG_ARG_I(d.C);
+    a[n++] = CLG_ARG_I(d.S);
+    a[n++] = CLG_ARG_I(sp.P);
+    a[n++] = CLG_ARG_M(part->buf->mem);
     a[n++] = CLG_ARG_M(stats->buf->mem);
     n += vec_args(a + n, w, x);
-    n += vec_args(a + n, b, x);
-    return launch_items(x->dev, x->dtype, "bn_apply", a, n, x->numel);
+    a[n++] = CLG_ARG_I(training);
+    n += out_args(a + n, dw, x);
+    n += out_args(a + n, db, x);
+    a[n++] = CLG_ARG_M(coef->buf->mem);
+    if (!st) st = clg__launch_1d(dev, kc, a, n, (size_t)d.C);
+    if (!st && dx) {
+        clg_arg b[] = {CLG_ARG_I(d.C), CLG_ARG_I(d.S), CLG_ARG_M(x->buf->mem), CLG_ARG_M(g->buf->mem),
+                       CLG_ARG_M(stats->buf->mem), CLG_ARG_M(coef->buf->mem), CLG_ARG_M(dx->buf->mem)};
+        st = clg__launch_rows(dev, kx, b, 7, (size_t)d.S, (size_t)(d.N * d.C));
+    }
+    clg_tensor_free(part);
+    clg_tensor_free(coef);
+    return st;
 }
 
 /* inputs: x, weight, bias; saved: stats [2, C] (mean, invstd), the contiguous x. */
@@ -251,22 +321,8 @@ static clg_status batch_norm_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
     clg_tensor *db = clg__wants_grad(node, 2) ? clg__tensor_new(dev, pt, 1, &d.C) : NULL;
     clg_status st = dev->status;
     if (gc && (dx || !clg__wants_grad(node, 0)) && (dw || !clg__wants_grad(node, 1)) &&
-        (db || !clg__wants_grad(node, 2))) {
-        clg_arg a[24];
-        int n = 0;
-        a[n++] = CLG_ARG_I(d.N);
-        a[n++] = CLG_ARG_I(d.C);
-        a[n++] = CLG_ARG_I(d.S);
-        a[n++] = CLG_ARG_M(x->buf->mem);
-        a[n++] = CLG_ARG_M(gc->buf->mem);
-        a[n++] = CLG_ARG_M(stats->buf->mem);
-        n += vec_args(a + n, w, x);
-        a[n++] = CLG_ARG_I(node->f[0] != 0);
-        n += out_args(a + n, dx, x);
-        n += out_args(a + n, dw, x);
-        n += out_args(a + n, db, x);
-        st = launch_groups(dev, x->dtype, "bn_bwd", a, n, d.C, d.N * d.S);
-    }
+        (db || !clg__wants_grad(node, 2)))
+        st = bn_backward(x, gc, stats, w, node->f[0] != 0, dx, dw, db);
     clg__release_copy(gc, g);
     gin[0] = dx;
     gin[1] = dw;
@@ -278,8 +334,6 @@ static clg_tensor *batch_norm(clg_tensor *x, clg_tensor *running_mean, clg_tenso
                               clg_tensor *bias, bool training, double momentum, double eps)
 {
     if (!bn_check(x, running_mean, running_var, weight, bias, training)) return NULL;
-    if (training && x->numel && bn_too_long(x))
-        return bn_composed(x, running_mean, running_var, weight, bias, momentum, eps);
     clg_device *dev = x->dev;
     bn_dims d = bn_dims_of(x);
     clg_tensor *xc = clg__contiguous_at0(x);
