@@ -197,6 +197,19 @@ static void reductions(clg_device *dev)
         clg_scope_end(dev);
         free(v);
     }
+    /* Many columns summed over rows far apart (a convolution's weight gradients over the
+     * batch): in chunks of 16 rows, the last shorter, then over the chunks. */
+    enum { CR = 101, CK = 4099 };
+    double *v = malloc((size_t)CR * CK * sizeof *v), *cs = calloc(CK, sizeof *cs);
+    optest_fill(v, CR * CK, -1, 1, 8);
+    optest_round(CLG_F32, v, CR * CK);
+    for (int i = 0; i < CR * CK; i++) cs[i % CK] += v[i];
+    clg_scope_begin(dev);
+    clg_tensor *t = optest_tensor(dev, CLG_F32, CLG_SHAPE(CR, CK), v, OPTEST_CONTIGUOUS);
+    optest_close("column sums of [101, 4099]", clg_sum(t, CLG_AXES(0), false), cs, CK, 1e-5, 1e-5);
+    clg_scope_end(dev);
+    free(v);
+    free(cs);
 }
 
 /* prod, logsumexp, std, the norms and argmin against references over every set of

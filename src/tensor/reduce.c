@@ -99,6 +99,11 @@ static clg_status run_mrk(clg_device *dev, const char *kernel, clg_tensor *src, 
             if (C > 256) C = 256;
             if (C < 1) C = 1;
         }
+        /* Many results over rows far apart (a convolution's per-image weight gradients
+         * summed over the batch: [128, 36864] over its rows): a work-item walking all R
+         * rows reads R streams at once, past what the CPU's prefetchers follow; chunks of
+         * 16 rows, then a pass over the chunks. */
+        else if (M * K >= 4096 && R >= 64) C = R / 16;
         if (C * cap < R) C = (R + cap - 1) / cap;
         if (C == 1) {
             st = mrk_pass(dev, kernel, dtype, first, true, cur, M, R, K, 1, dst, scale);
