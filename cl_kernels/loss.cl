@@ -15,7 +15,7 @@ inline T loss_sign(T d) { return d > 0 ? (T)1 : d < 0 ? (T)-1 : d == d ? (T)0 : 
 
 // log(1 + exp(-|x|)) + max(x, 0): never overflows. (x > 0 ? x : 0), not fmax, so a NaN
 // x stays NaN.
-inline T loss_bce(T x, T z) { return (x > 0 ? x : (T)0) - x * z + log1p(exp(-fabs(x))); }
+inline T loss_bce(T x, T z) { return (x > 0 ? x : (T)0) - x * z + clg_log1p(exp(-fabs(x))); }
 
 inline T loss_sigmoid(T x)
 {

@@ -12,7 +12,7 @@ CLG_ELEMENTWISE1(logical_not, (T)(x == (T)0))
 
 CLG_ELEMENTWISE1(neg, -x)
 CLG_ELEMENTWISE1(exp, exp(x))
-CLG_ELEMENTWISE1(log, log(x))
+CLG_ELEMENTWISE1(log, clg_log(x))   // common.cl: vectorizable for float32
 CLG_ELEMENTWISE1(sqrt, sqrt(x))
 CLG_ELEMENTWISE1(abs, fabs(x))
 // clamp(x, lo = s0, hi = s1) = min(max(x, lo), hi), as PyTorch: hi wins when lo > hi.
@@ -79,14 +79,13 @@ CLG_ELEMENTWISE1(gelu, x * (T)0.5 * ((T)1 + clg_erf(x * CLG_SQRT1_2)))
 // which neither overflows for large t nor loses the tail for very negative t.
 inline T clg_softplus(T x, T beta, T threshold)
 {
-    T t = x * beta;
-    if (t > threshold) return x;
-    return ((t > (T)0 ? t : (T)0) + log1p(exp(-fabs(t)))) / beta;
+    T t = x * beta, r = ((t > (T)0 ? t : (T)0) + clg_log1p(exp(-fabs(t)))) / beta;
+    return t > threshold ? x : r;   // no early return: POCL vectorizes selects, not branches
 }
 CLG_ELEMENTWISE1(softplus, clg_softplus(x, s0, s1))
 // silu(x) = x sigmoid(x); elu(x; alpha = s0) = x above 0, alpha (e^x - 1) at or below.
 CLG_ELEMENTWISE1(silu, x * clg_sigmoid(x))
-CLG_ELEMENTWISE1(elu, x > (T)0 ? x : s0 * expm1(x))
+CLG_ELEMENTWISE1(elu, x > (T)0 ? x : s0 * clg_expm1(x))
 // gelu's tanh approximation (PyTorch's approximate='tanh'):
 // x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); the tanh saturates as clg_tanh does.
 #define CLG_SQRT_2_PI ((T)0.79788456080286535588)
@@ -98,8 +97,8 @@ CLG_ELEMENTWISE1(gelu_tanh, (T)0.5 * x * ((T)1 + clg_tanh_sat(clg_gelu_inner(x))
 CLG_ELEMENTWISE1(sin, sin(x))
 CLG_ELEMENTWISE1(cos, cos(x))
 CLG_ELEMENTWISE1(tan, tan(x))
-CLG_ELEMENTWISE1(log1p, log1p(x))
-CLG_ELEMENTWISE1(expm1, expm1(x))
+CLG_ELEMENTWISE1(log1p, clg_log1p(x))
+CLG_ELEMENTWISE1(expm1, clg_expm1(x))
 CLG_ELEMENTWISE1(rsqrt, rsqrt(x))
 CLG_ELEMENTWISE1(erf, clg_erf(x))
 CLG_ELEMENTWISE1(sign, x > (T)0 ? (T)1 : x < (T)0 ? (T)-1 : x)   // keeps 0, -0 and NaN

@@ -2,7 +2,9 @@
  * forward against plain-C references in double, in every layout and at sizes around
  * the work-group size; NaN and Inf; zero-size tensors; bad inputs; and that each
  * backward is a single kernel, launched as the device's parameter table says. */
+#include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -420,6 +422,58 @@ static void test_one_kernel_backward(clg_device *dev, const unary_case *c)
     clg_scope_end(dev);
 }
 
+/* float32 log, log1p and expm1 (common.cl's own: the library's are scalar calls on POCL)
+ * against float64 references in units in the last place, over floats of every exponent
+ * (subnormals, around 1 and 0, the largest), with a bound on each: an error in the
+ * polynomials or the reductions shows as ulps long before a tolerance sees it. */
+static double ulps(float got, double want)
+{
+    if (isnan(want) || isinf(want)) return (isnan(want) ? isnan(got) : got == (float)want) ? 0 : INFINITY;
+    if (want == 0) return got == 0 ? 0 : INFINITY;
+    int e;
+    frexp(want, &e);
+    double u = ldexp(1.0, (e - 24 < -149 ? -149 : e - 24));
+    return fabs((double)got - want) / u;
+}
+
+static void float_accuracy(clg_device *dev)
+{
+    enum { N = 60000 };
+    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+    uint32_t s = 99;
+    for (int i = 0; i < N; i++) {   /* bits stepping over all exponents, both signs, plus specials */
+        s = s * 1664525u + 1013904223u;
+        uint32_t bits = (uint32_t)i * 71569u % 0x7f800000u ^ (s & 0xffu);
+        memcpy(&x[i], &bits, 4);
+        if (i % 3 == 1) x[i] = -x[i];
+        if (i % 7 == 2) x[i] = ldexpf((float)(s >> 9) / (float)(1 << 23), -(int)(i % 40));   /* near 0 */
+        if (i % 11 == 3) x[i] = 1.0f + ((float)(s >> 9) / (float)(1 << 23) - 0.5f) * 0.1f;   /* near 1 */
+    }
+    const float special[] = {0.0f, -0.0f, 1.0f, -1.0f, INFINITY, -INFINITY, NAN, 1e-45f, -1e-45f, 88.0f, 89.0f, -104.0f};
+    memcpy(x, special, sizeof special);
+    static const struct { const char *name; clg_tensor *(*op)(clg_tensor *); double (*ref)(double); double bound; } f[] = {
+        {"log", clg_log, log, 2.5}, {"log1p", clg_log1p, log1p, 2.5}, {"expm1", clg_expm1, expm1, 4},
+    };
+    for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
+        clg_scope_begin(dev);
+        clg_tensor *t = clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(N), x);
+        clg_tensor *r = t ? f[k].op(t) : NULL;
+        CHECK_OK(dev, r ? clg_tensor_to_host(r, y, N * sizeof *y) : clg_device_last_status(dev));
+        double worst = 0;
+        int at = 0;
+        for (int i = 0; i < N; i++) {
+            double want = f[k].ref((double)x[i]), e = isnan(want) && isnan(y[i]) ? 0 : ulps(y[i], want);
+            if ((float)want != want && fabs(want) > 3.4e38) e = isinf(y[i]) || fabsf(y[i]) == FLT_MAX ? 0 : INFINITY;
+            if (e > worst) worst = e, at = i;
+        }
+        CHECK_MSG(worst <= f[k].bound, "float32 %s: %.3g ulp at %.9g (got %.9g, want %.17g)", f[k].name, worst,
+                  (double)x[at], (double)y[at], f[k].ref((double)x[at]));
+        clg_scope_end(dev);
+    }
+    free(x);
+    free(y);
+}
+
 int main(void)
 {
     /* Profiling counts the kernels each op launches. */
@@ -440,6 +494,7 @@ int main(void)
     }
     test_bad_params(dev);
     test_where(dev);
+    float_accuracy(dev);
     clg_device_close(dev);
     return check_report("test_ops_unary");
 }
