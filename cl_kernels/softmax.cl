@@ -306,6 +306,50 @@ __kernel void ce_fwd_item(int C, __global const T *x, int ox, int sn, int sc,
     clg_ce_row(row, C, xr, sc, lab[ol + row * sl], m, log(acc), loss + olo, stats, err, code);
 }
 
+// The same for float32 rows with unit stride (sc = 1), 16 logits at a time in explicit
+// vectors, as softmax_fwd_vec (the kernel above vectorizes across rows, gathering).
+#if defined(CLG_F32)
+__kernel void ce_fwd_vec(int C, __global const float *x, int ox, int sn, int sc,
+                         __global const int *lab, int ol, int sl,
+                         __global float *loss, int olo, __global float *stats, __global int *err, int code)
+{
+    int row = get_global_id(0), V = C / 16;
+    __global const float *xr = x + ox + row * sn;
+    float16 m16 = (float16)(-INFINITY);
+    int nan = 0;
+    for (int v = 0; v < V; v++) {
+        float16 a = vload16(v, xr);
+        nan |= any(isnan(a));
+        m16 = fmax(m16, a);
+    }
+    float m = clg_hmax16(m16);
+    for (int c = 16 * V; c < C; c++) m = clg_nanmax(m, xr[c]);
+    if (nan) m = NAN;
+    float16 s16 = 0;
+    for (int v = 0; v < V; v++) s16 += exp(vload16(v, xr) - m);
+    float acc = clg_hsum16(s16);
+    for (int c = 16 * V; c < C; c++) acc += exp(xr[c] - m);
+    clg_ce_row(row, C, xr, 1, lab[ol + row * sl], m, log(acc), loss + olo, stats, err, code);
+}
+
+// ce_bwd by rows, 16 logits at a time (float32, sc = 1): a work-item per row.
+__kernel void ce_bwd_vec(int N, int C, __global const float *x, int ox, int sn, int sc,
+                         __global const int *lab, int ol, int sl, __global const float *stats,
+                         __global const float *g, int og, int sg, const float scale, __global float *dx)
+{
+    int i = get_global_id(0), V = C / 16, label = lab[ol + i * sl];
+    __global const float *xr = x + ox + i * sn;
+    __global float *dr = dx + i * C;
+    float m = stats[2 * i], lsum = stats[2 * i + 1], k = g[og + i * sg] * scale;
+    int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (int v = 0; v < V; v++) {
+        float16 p = exp((vload16(v, xr) - m) - lsum);
+        vstore16(k * (p - select((float16)0.0f, (float16)1.0f, lane + 16 * v == label)), v, dr);
+    }
+    for (int c = 16 * V; c < C; c++) dr[c] = k * (exp((xr[c] - m) - lsum) - (c == label ? 1.0f : 0.0f));
+}
+#endif
+
 // y = sum(loss[0..n)) / div, by one work-group (div: n for the mean, 1 for the sum).
 __kernel void ce_reduce(int n, __global const T *loss, __global T *y, int oy, const T div, __local T *s)
 {
@@ -328,6 +372,18 @@ __kernel void ce_bwd(int N, int C, __global const T *x, int ox, int sn, int sc,
     T p = exp((x[ox + i * sn + c * sc] - stats[2 * i]) - stats[2 * i + 1]);
     T hot = lab[ol + i * sl] == c ? (T)1 : (T)0;
     dx[gid] = g[og + i * sg] * scale * (p - hot);
+}
+
+// The same over exactly C x N work-items (clg__launch_rows): (c, i) from the two ids, no
+// division per element.
+__kernel void ce_bwd_rows(int N, int C, __global const T *x, int ox, int sn, int sc,
+                          __global const int *lab, int ol, int sl, __global const T *stats,
+                          __global const T *g, int og, int sg, const T scale, __global T *dx)
+{
+    int c = get_global_id(0), i = get_global_id(1);
+    T p = exp((x[ox + i * sn + c * sc] - stats[2 * i]) - stats[2 * i + 1]);
+    T hot = lab[ol + i * sl] == c ? (T)1 : (T)0;
+    dx[i * C + c] = g[og + i * sg] * scale * (p - hot);
 }
 
 // ---- mse's elementwise parts (reductions reuse reduce.cl) -----------------------------

@@ -369,6 +369,13 @@ static void check_cross_entropy(clg_device *dev, clg_dtype dt, int64_t N, int64_
     double sum = 0;
     for (int64_t i = 0; i < N; i++) sum += loss[i];
     double mean = sum / (double)N, rtol = dt == CLG_F64 ? 1e-11 : 1e-5;
+    double *dx = malloc((size_t)(N * C + 1) * sizeof *dx);
+    for (int64_t i = 0; i < N; i++) {
+        double m = -INFINITY, z = 0;
+        for (int64_t c = 0; c < C; c++) m = fmax(m, x[i * C + c]);
+        for (int64_t c = 0; c < C; c++) z += exp(x[i * C + c] - m);
+        for (int64_t c = 0; c < C; c++) dx[i * C + c] = exp(x[i * C + c] - m) / z - (c == (int64_t)lab[i]);
+    }
     for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
         clg_scope_begin(dev);
         char what[160];
@@ -383,11 +390,19 @@ static void check_cross_entropy(clg_device *dev, clg_dtype dt, int64_t N, int64_
         CHECK(shape_is(m, 0, NULL) && shape_is(s, 0, NULL));
         optest_close(what, m, &mean, 1, tol(dt), rtol);
         optest_close(what, s, &sum, 1, tol(dt), rtol);
+        /* the gradient of the sum: softmax(x) - onehot(label), row by row */
+        clg_tensor_set_requires_grad(xt, true);
+        clg_tensor *s2 = clg_cross_entropy(xt, lt, CLG_REDUCE_SUM);
+        CHECK_OK(dev, s2 ? clg_backward(s2, NULL) : clg_device_last_status(dev));
+        char gwhat[176];
+        snprintf(gwhat, sizeof gwhat, "%s gradient", what);
+        optest_close(gwhat, clg_tensor_grad(xt), dx, N * C, tol(dt), rtol);
         clg_scope_end(dev);
     }
     free(x);
     free(lab);
     free(loss);
+    free(dx);
 }
 
 static double sum_of(clg_tensor *t, bool *finite)
@@ -410,6 +425,7 @@ static void test_cross_entropy(clg_device *dev, clg_dtype dt)
     check_cross_entropy(dev, dt, 33, L1000, -3, 3);
     check_cross_entropy(dev, dt, 5, L1300, -3, 3);
     check_cross_entropy(dev, dt, L1000, 7, -3, 3);
+    check_cross_entropy(dev, dt, 9, 37, -3, 3);   /* rows of 16-wide vectors and a tail */
     check_cross_entropy(dev, dt, 6, 10, -1e4, 1e4);   /* huge logits: finite and exact */
 
     clg_scope_begin(dev);

@@ -455,13 +455,24 @@ static clg_status cross_entropy_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     int64_t N = x->shape[0], C = x->shape[1];
     clg_tensor *dx = clg__tensor_new(dev, x->dtype, 2, x->shape);
     if (!dx) return dev->status;
-    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options(x->dtype), "ce_bwd");
+    /* A work-item per row, 16 logits at a time, where the forward ran so (float32 rows of
+     * unit stride); else as rows where they are long enough (no division per element),
+     * else flat. */
+    bool vec = x->dtype == CLG_F32 && x->strides[1] == 1 && rows_by_item_as(dev, "ce_fwd", C, true);
+    bool rows = !vec && C >= (int64_t)clg__device_params(dev)->rows_min;
+    const char *name = vec ? "ce_bwd_vec" : rows ? "ce_bwd_rows" : "ce_bwd";
+    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options(x->dtype), name);
     clg_arg a[] = {CLG_ARG_I(N), CLG_ARG_I(C), CLG_ARG_M(x->buf->mem), CLG_ARG_I(x->offset),
                    CLG_ARG_I(x->strides[0]), CLG_ARG_I(x->strides[1]), CLG_ARG_M(lab->buf->mem),
                    CLG_ARG_I(lab->offset), CLG_ARG_I(lab->strides[0]), CLG_ARG_M(stats->buf->mem),
                    CLG_ARG_M(g->buf->mem), CLG_ARG_I(g->offset), CLG_ARG_I(g->ndim ? g->strides[0] : 0),
                    clg__arg_scalar(x->dtype, n->f[0]), CLG_ARG_M(dx->buf->mem)};
-    if (!k || clg__launch_1d(dev, k, a, (int)(sizeof a / sizeof *a), (size_t)(N * C)) != CLG_OK) {
+    int na = (int)(sizeof a / sizeof *a);
+    clg_status st = !k ? dev->status
+                    : vec  ? clg__launch_1d(dev, k, a, na, (size_t)N)
+                    : rows ? clg__launch_rows(dev, k, a, na, (size_t)C, (size_t)N)
+                           : clg__launch_1d(dev, k, a, na, (size_t)(N * C));
+    if (st != CLG_OK) {
         clg_tensor_free(dx);
         return dev->status;
     }
@@ -494,9 +505,11 @@ static clg_status cross_entropy_rows(clg_tensor *x, clg_tensor *lab, clg_tensor 
     clg_device *dev = x->dev;
     int code;
     clg_buffer *word = clg__index_check("cross_entropy", "label", lab, x->shape[1], x, &code);
-    bool item = rows_by_item(dev, "ce_fwd", x->shape[1]);
-    clg_kernel *k = word ? clg__kernel_get(dev, PROGRAM, clg__dtype_options(x->dtype), item ? "ce_fwd_item" : "ce_fwd")
-                         : NULL;
+    /* float32 rows with unit stride: 16 logits at a time (ce_fwd_vec) */
+    bool vec = x->dtype == CLG_F32 && x->strides[1] == 1 && rows_by_item_as(dev, "ce_fwd", x->shape[1], true);
+    bool item = vec || rows_by_item(dev, "ce_fwd", x->shape[1]);
+    const char *name = vec ? "ce_fwd_vec" : item ? "ce_fwd_item" : "ce_fwd";
+    clg_kernel *k = word ? clg__kernel_get(dev, PROGRAM, clg__dtype_options(x->dtype), name) : NULL;
     if (!k) return dev->status;
     size_t wg = item ? 1 : rows_wg(dev, k, x->shape[1]), global = (size_t)x->shape[0] * wg;
     clg_arg a[14];
