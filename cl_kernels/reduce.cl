@@ -57,22 +57,52 @@ CLG_REDUCE(reduce_prod, (T)1, acc *= v)
 CLG_REDUCE(reduce_max, LDX(p, (size_t)r0 * K), acc = (v != v || v > acc) ? v : acc)
 CLG_REDUCE(reduce_min, LDX(p, (size_t)r0 * K), acc = (v != v || v < acc) ? v : acc)
 
-// The sum over rows that lie next to each other in memory (K = 1), float32: each
-// work-item adds its chunk 16 elements at a time in a float16 vector, with contiguous
-// loads, where reduce_sum's lanes (neighbouring work-items) each read a different row.
-// The lanes' partial sums then add in a fixed order, the tail (L % 16) after them.
+// The reductions over rows that lie next to each other in memory (K = 1), float32:
+// each work-item runs its chunk 16 elements at a time in a float16 vector, with
+// contiguous loads, where the kernels above vectorize across work-items and each lane
+// reads a different row. The lanes then combine in a fixed order, the tail (L % 16)
+// after them. max and min: NaN wins (any NaN in the chunk gives NaN), as above.
 #if defined(CLG_F32) && !defined(CLG_F16_STORE) && !defined(CLG_BF16_STORE)
-__kernel void reduce_sum_vec(int M, int R, int K, int C, int L, __global const float *x, int ox,
-                             __global float *y, int oy, const float scale)
-{
-    int gid = get_global_id(0), c = gid % C, m = gid / C;
-    int r0 = c * L, r1 = min(R, r0 + L);
-    __global const float *p = x + ox + (size_t)m * R + r0;
-    int n = r1 - r0, V = n / 16;
-    float16 acc = 0;
-    for (int v = 0; v < V; v++) acc += vload16(v, p);
-    float s = clg_hsum16(acc);
-    for (int r = 16 * V; r < n; r++) s += p[r];
-    y[oy + gid] = s * scale;
+#define CLG_REDUCE_VEC(NAME, INIT, STEP16, HREDUCE, STEP)                                      \
+__kernel void NAME##_vec(int M, int R, int K, int C, int L, __global const float *x, int ox,   \
+                         __global float *y, int oy, const float scale)                          \
+{                                                                                              \
+    int gid = get_global_id(0), c = gid % C, m = gid / C;                                      \
+    int r0 = c * L, r1 = min(R, r0 + L);                                                       \
+    __global const float *p = x + ox + (size_t)m * R + r0;                                     \
+    int n = r1 - r0, V = n / 16, nan = 0;                                                      \
+    float16 acc = (float16)(INIT);                                                             \
+    for (int v = 0; v < V; v++) {                                                              \
+        float16 a = vload16(v, p);                                                             \
+        nan |= any(isnan(a));                                                                  \
+        STEP16;                                                                                \
+    }                                                                                          \
+    float s = HREDUCE(acc);                                                                    \
+    for (int r = 16 * V; r < n; r++) {                                                         \
+        float v = p[r];                                                                        \
+        nan |= isnan(v);                                                                       \
+        STEP;                                                                                  \
+    }                                                                                          \
+    y[oy + gid] = (nan ? NAN : s) * scale;                                                     \
 }
+inline float clg_hprod16(float16 v)
+{
+    float8 a = v.lo * v.hi;
+    float4 b = a.lo * a.hi;
+    float2 d = b.lo * b.hi;
+    return d.x * d.y;
+}
+inline float clg_hmin16(float16 v)
+{
+    float8 a = fmin(v.lo, v.hi);
+    float4 b = fmin(a.lo, a.hi);
+    float2 d = fmin(b.lo, b.hi);
+    return fmin(d.x, d.y);
+}
+// Sums and products carry NaN by themselves; the flag only matters for max and min
+// (fmax and fmin drop a NaN), and is harmless for the others.
+CLG_REDUCE_VEC(reduce_sum, 0.0f, acc += a, clg_hsum16, s += v)
+CLG_REDUCE_VEC(reduce_prod, 1.0f, acc *= a, clg_hprod16, s *= v)
+CLG_REDUCE_VEC(reduce_max, -INFINITY, acc = fmax(acc, a), clg_hmax16, s = fmax(s, v))
+CLG_REDUCE_VEC(reduce_min, INFINITY, acc = fmin(acc, a), clg_hmin16, s = fmin(s, v))
 #endif

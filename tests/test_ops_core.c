@@ -117,6 +117,28 @@ static void scalars_and_ieee(clg_device *dev)
     optest_close("sum with Inf", clg_sum(no_nan, 0, NULL, false), &inf, 1, 0, 0);
     double mn = -INFINITY;
     optest_close("min with -Inf", clg_min(clg_narrow(t, 0, 0, 7), 0, NULL, false), &mn, 1, 0, 0);
+    /* Rows of 37 in float32 (two 16-wide vectors and a tail: the vector kernels): NaN in a
+     * vector's lane, in the tail, or nowhere; max, min, sum and prod along them. */
+    double rows[3 * 37], want[4][3];
+    for (int r = 0; r < 3; r++) {
+        double mxr = -INFINITY, mnr = INFINITY, smr = 0, pr = 1;
+        for (int c = 0; c < 37; c++) {
+            double v = 0.5 + 0.03 * ((r * 37 + c) % 29);
+            if ((r == 0 && c == 21) || (r == 1 && c == 35)) v = NAN;
+            optest_round(CLG_F32, &v, 1);
+            rows[r * 37 + c] = v;
+            mxr = isnan(v) || isnan(mxr) ? NAN : fmax(mxr, v);
+            mnr = isnan(v) || isnan(mnr) ? NAN : fmin(mnr, v);
+            smr += v;
+            pr *= v;
+        }
+        want[0][r] = mxr, want[1][r] = mnr, want[2][r] = smr, want[3][r] = pr;
+    }
+    clg_tensor *rt = optest_tensor(dev, CLG_F32, CLG_SHAPE(3, 37), rows, OPTEST_CONTIGUOUS);
+    optest_close("max of rows of 37 with NaN", clg_max(rt, CLG_AXES(1), false), want[0], 3, 0, 0);
+    optest_close("min of rows of 37 with NaN", clg_min(rt, CLG_AXES(1), false), want[1], 3, 0, 0);
+    optest_close("sum of rows of 37 with NaN", clg_sum(rt, CLG_AXES(1), false), want[2], 3, 1e-6, 1e-6);
+    optest_close("prod of rows of 37 with NaN", clg_prod(rt, CLG_AXES(1), false), want[3], 3, 1e-6, 1e-5);
     clg_scope_end(dev);
 }
 

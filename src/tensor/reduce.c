@@ -64,9 +64,13 @@ static clg_status mrk_pass(clg_device *dev, const char *kernel, clg_dtype dtype,
     char opts[96];
     snprintf(opts, sizeof opts, "%s%s%s", clg__dtype_options_ew(dtype), half && !out16 ? " -DCLG_RED_PARTIAL" : "",
              half && !in16 ? " -DCLG_RED_FINAL" : "");
-    /* rows side by side (K = 1) in float32: summed along each row in vectors */
-    bool vec = K == 1 && dtype == CLG_F32 && !strcmp(kernel, "reduce_sum") && clg__device_params(dev)->row_items;
-    clg_kernel *k = clg__kernel_get(dev, "reduce", opts, vec ? "reduce_sum_vec" : kernel);
+    /* rows side by side (K = 1) in float32: reduced along each row in vectors */
+    bool vec = K == 1 && dtype == CLG_F32 && clg__device_params(dev)->row_items &&
+               (!strcmp(kernel, "reduce_sum") || !strcmp(kernel, "reduce_prod") || !strcmp(kernel, "reduce_max") ||
+                !strcmp(kernel, "reduce_min"));
+    char vname[32];
+    snprintf(vname, sizeof vname, "%s_vec", kernel);
+    clg_kernel *k = clg__kernel_get(dev, "reduce", opts, vec ? vname : kernel);
     if (!k) return dev->status;
     int64_t L = (R + C - 1) / C;
     clg_arg a[] = {CLG_ARG_I(M), CLG_ARG_I(R), CLG_ARG_I(K), CLG_ARG_I(C), CLG_ARG_I(L), CLG_ARG_M(src->buf->mem),
