@@ -201,6 +201,75 @@ __kernel void ln_bwd_x(int D, __global const TS *x, __global const TS *g, __glob
     }
 }
 
+// The two kernels above with a work-item per row, 16 values at a time in explicit
+// vectors (float32 rows; row_reduce = items): where work-items are SIMD-wide (POCL), a
+// group per row costs a barrier per step and the kernels above vectorize across the
+// group's items. The tail of a row (D % 16) runs value by value.
+#if defined(CLG_F32)
+inline float16 ln_vec_or(int has, __global const float *v, int i, float dflt)
+{
+    return has ? vload16(i, v) : (float16)dflt;
+}
+inline float ln_or(int has, __global const float *v, int d, float dflt) { return has ? v[d] : dflt; }
+
+__kernel void ln_fwd_vec(int D, __global const float *x, __global float *y, __global float *stats,
+                         int has_w, __global const float *w, int has_b, __global const float *b, const float eps)
+{
+    int row = get_global_id(0), V = D / 16;
+    __global const float *xr = x + (size_t)row * D;
+    __global float *yr = y + (size_t)row * D;
+    float16 a16 = 0;
+    for (int v = 0; v < V; v++) a16 += vload16(v, xr);
+    float sum = clg_hsum16(a16);
+    for (int d = 16 * V; d < D; d++) sum += xr[d];
+    float mean = sum / (float)D;
+    a16 = 0;
+    for (int v = 0; v < V; v++) {
+        float16 c = vload16(v, xr) - mean;
+        a16 += c * c;
+    }
+    float ss = clg_hsum16(a16);
+    for (int d = 16 * V; d < D; d++) ss += (xr[d] - mean) * (xr[d] - mean);
+    float invstd = 1.0f / sqrt(ss / (float)D + eps);
+    stats[2 * row] = mean;
+    stats[2 * row + 1] = invstd;
+    for (int v = 0; v < V; v++)
+        vstore16((vload16(v, xr) - mean) * invstd * ln_vec_or(has_w, w, v, 1.0f) + ln_vec_or(has_b, b, v, 0.0f), v, yr);
+    for (int d = 16 * V; d < D; d++) yr[d] = (xr[d] - mean) * invstd * ln_or(has_w, w, d, 1.0f) + ln_or(has_b, b, d, 0.0f);
+}
+
+__kernel void ln_bwd_x_vec(int D, __global const float *x, __global const float *g, __global const float *stats,
+                           int has_w, __global const float *w, __global float *dx)
+{
+    int row = get_global_id(0), V = D / 16;
+    size_t base = (size_t)row * D;
+    __global const float *xr = x + base, *gr = g + base;
+    __global float *dr = dx + base;
+    float mean = stats[2 * row], invstd = stats[2 * row + 1];
+    float16 a16 = 0, b16 = 0;
+    for (int v = 0; v < V; v++) {
+        float16 gw = vload16(v, gr) * ln_vec_or(has_w, w, v, 1.0f);
+        a16 += gw;
+        b16 += gw * (vload16(v, xr) - mean) * invstd;
+    }
+    float a = clg_hsum16(a16), bsum = clg_hsum16(b16);
+    for (int d = 16 * V; d < D; d++) {
+        float gw = gr[d] * ln_or(has_w, w, d, 1.0f);
+        a += gw;
+        bsum += gw * (xr[d] - mean) * invstd;
+    }
+    float mgw = a / (float)D, mgwx = bsum / (float)D;
+    for (int v = 0; v < V; v++) {
+        float16 gw = vload16(v, gr) * ln_vec_or(has_w, w, v, 1.0f);
+        vstore16(invstd * (gw - mgw - (vload16(v, xr) - mean) * invstd * mgwx), v, dr);
+    }
+    for (int d = 16 * V; d < D; d++) {
+        float gw = gr[d] * ln_or(has_w, w, d, 1.0f);
+        dr[d] = invstd * (gw - mgw - (xr[d] - mean) * invstd * mgwx);
+    }
+}
+#endif
+
 // dw[d] = sum over rows of g xhat, db[d] = sum of g, in two launches so that no
 // work-item walks every row: work-item (d, c) sums rows [c L, c L + L) in order into
 // pw[c, d] and pb[c, d] (neighbouring work-items read neighbouring addresses), then

@@ -151,6 +151,30 @@ static void ln_ref(const double *x, int64_t rows, int64_t D, const double *w, co
     }
 }
 
+/* dx of sum(y * g) for y = layer_norm(x): invstd (gw - mean(gw) - xhat mean(gw xhat)),
+ * gw = g w, row by row. */
+static void ln_ref_dx(const double *x, const double *g, int64_t rows, int64_t D, const double *w, double eps,
+                      double *dx)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const double *xr = x + r * D, *gr = g + r * D;
+        double mean = 0, var = 0, a = 0, c = 0;
+        for (int64_t d = 0; d < D; d++) mean += xr[d];
+        mean /= (double)D;
+        for (int64_t d = 0; d < D; d++) var += (xr[d] - mean) * (xr[d] - mean);
+        double invstd = 1 / sqrt(var / (double)D + eps);
+        for (int64_t d = 0; d < D; d++) {
+            double gw = gr[d] * (w ? w[d] : 1);
+            a += gw;
+            c += gw * (xr[d] - mean) * invstd;
+        }
+        for (int64_t d = 0; d < D; d++) {
+            double gw = gr[d] * (w ? w[d] : 1);
+            dx[r * D + d] = invstd * (gw - a / (double)D - (xr[d] - mean) * invstd * c / (double)D);
+        }
+    }
+}
+
 static void ln_case(clg_device *dev, clg_dtype dt, int ndim, const int64_t *shape, int naxes, bool affine,
                     optest_layout lay)
 {
@@ -168,8 +192,19 @@ static void ln_case(clg_device *dev, clg_dtype dt, int ndim, const int64_t *shap
     clg_tensor *tw = affine ? optest_tensor(dev, dt, naxes, shape + ndim - naxes, w, lay) : NULL;
     clg_tensor *tb = affine ? optest_tensor(dev, dt, naxes, shape + ndim - naxes, b, OPTEST_CONTIGUOUS) : NULL;
     optest_close(what, clg_layer_norm(tx, naxes, tw, tb, 1e-5), y, n, tol_of(dt), 10 * tol_of(dt));
+    /* the input's gradient under an incoming gradient g */
+    double *g = dalloc(n), *dx = dalloc(n);
+    optest_fill(g, n, -1, 1, 24);
+    optest_round(dt, g, n);
+    ln_ref_dx(x, g, rows, D, affine ? w : NULL, 1e-5, dx);
+    clg_tensor_set_requires_grad(tx, true);
+    clg_tensor *ly = clg_layer_norm(tx, naxes, tw, tb, 1e-5), *tg = optest_tensor(dev, dt, ndim, shape, g, lay);
+    CHECK_OK(dev, ly && tg ? clg_backward(ly, tg) : clg_device_last_status(dev));
+    char gwhat[176];
+    snprintf(gwhat, sizeof gwhat, "%s dx", what);
+    optest_close(gwhat, clg_tensor_grad(tx), dx, n, 10 * tol_of(dt), 100 * tol_of(dt));
     clg_scope_end(dev);
-    free(x), free(y), free(w), free(b);
+    free(x), free(y), free(w), free(b), free(g), free(dx);
 }
 
 static void layer_norm_forward(clg_device *dev)

@@ -427,6 +427,15 @@ static clg_status ln_weight_grads(clg_tensor *x, clg_tensor *gc, clg_tensor *sta
     return st;
 }
 
+/* Whether layer_norm over rows of D runs a work-item per row in vectors (ln_fwd_vec,
+ * ln_bwd_x_vec): float32 where the table says row_reduce = items, and the row's 3 passes
+ * of D / 16 steps plus the tails (2 trips each) within item_loops. */
+static bool ln_by_vector(const clg_device *dev, clg_dtype dtype, int64_t D)
+{
+    const clg_device_params *p = clg__device_params(dev);
+    return dtype == CLG_F32 && p->row_items && 6 * (D / 16 + 16) <= (int64_t)p->item_loops;
+}
+
 /* inputs: x, weight, bias; saved: stats [rows, 2], the contiguous x, the contiguous weight. */
 static clg_status layer_norm_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
 {
@@ -441,6 +450,8 @@ static clg_status layer_norm_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
         int n = 4 + out_args(a + 4, w, x);
         if (dx) a[n++] = CLG_ARG_M(dx->buf->mem);
         if (!dx) st = dev->status;
+        else if (rows > 0 && D > 0 && ln_by_vector(dev, x->dtype, D))
+            st = launch_items(dev, x->dtype, "ln_bwd_x_vec", a, n, rows);
         else if (rows > 0 && D > 0) st = launch_groups(dev, x->dtype, "ln_bwd_x", a, n, rows, D);
         gin[0] = dx;
     }
@@ -465,7 +476,9 @@ static clg_status ln_forward(clg_tensor *xc, clg_tensor *y, clg_tensor *stats, c
     int n = 4 + out_args(a + 4, wc, xc);
     n += out_args(a + n, bc, xc);
     a[n++] = clg__arg_scalar(xc->dtype, eps);
-    return rows > 0 && D > 0 ? launch_groups(xc->dev, xc->dtype, "ln_fwd", a, n, rows, D) : CLG_OK;
+    if (rows <= 0 || D <= 0) return CLG_OK;
+    if (ln_by_vector(xc->dev, xc->dtype, D)) return launch_items(xc->dev, xc->dtype, "ln_fwd_vec", a, n, rows);
+    return launch_groups(xc->dev, xc->dtype, "ln_fwd", a, n, rows, D);
 }
 
 /* Whether one work-group per row walks more than item_loops: the forward makes 3 passes
@@ -474,6 +487,7 @@ static bool ln_too_long(clg_tensor *x, int naxes)
 {
     int64_t D = 1;
     for (int k = x->ndim - naxes; k < x->ndim; k++) D *= x->shape[k];
+    if (ln_by_vector(x->dev, x->dtype, D)) return false;
     clg_kernel *k = clg__kernel_get(x->dev, PROGRAM, clg__dtype_options_ew(x->dtype), "ln_fwd");
     if (!k) return false;   /* the launch reports the build error */
     int64_t wg = (int64_t)group_size(x->dev, k, D);
