@@ -14,7 +14,7 @@
 // The warp instruction, by -DMMA:
 //   1 (ptx): NVIDIA's mma.sync through inline PTX, which NVIDIA's OpenCL compiler takes
 //     (sm_80 and later: float16 and bfloat16 inputs, float32 sums);
-//   2 (emulate): the same instruction computed by the warp's 32 work-items through local
+//   2 (emulate): the same instructions computed by the warp's 32 work-items through local
 //     memory, fragment layouts and all: on every other device it runs this kernel's
 //     tiling, loads and write-out, so that the suite proves them on POCL, rusticl and
 //     Oclgrind. Products are exact in float32 either way; only the order of the 16
@@ -72,40 +72,50 @@
 
 #if MMA == 1
 // d += a . b on the warp's matrix unit (PTX mma.sync.aligned.m16n8k16.row.col).
-#define MMA_STEP(d, a, b, s, lane)                                                               \
+#define MMA_STEP(d, a, b)                                                                        \
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." KIND "." KIND ".f32 {%0,%1,%2,%3}, "    \
                  "{%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};"                                    \
                  : "=f"((d)[0]), "=f"((d)[1]), "=f"((d)[2]), "=f"((d)[3])                         \
                  : "r"((a)[0]), "r"((a)[1]), "r"((a)[2]), "r"((a)[3]), "r"((b)[0]), "r"((b)[1]),  \
                    "f"((d)[0]), "f"((d)[1]), "f"((d)[2]), "f"((d)[3]))
 #elif MMA == 2
-// The same step by the warp's 32 work-items: each writes its fragments, widened to
-// float32, to the warp's scratch s (A as 16 rows of 16, then B as 8 columns of 16), then
-// computes its own four results from them. Called alike by the whole group (barriers).
+// The warp's FM x FN instructions of one k step of 16 computed by its 32 work-items:
+// each writes its fragments, widened to float32, to the warp's scratch s (FM A
+// fragments as 16 rows of 16, then FN B fragments as 8 columns of 16), then computes its
+// own four results of every product from them. Two barriers per k step, called alike
+// by the whole group.
 inline void put_pair(__local float *s, const uint x)
 {
     s[0] = H2F(x & 0xffffu);
     s[1] = H2F(x >> 16);
 }
-inline void mma_emulated(float *d, const uint *a, const uint *b, __local float *s, int lane)
+inline void mma_emulated_step(float acc[FM][FN][4], uint af[FM][4], uint bf[FN][2], __local float *s, int lane)
 {
     int g = lane >> 2, t = lane & 3;
-    put_pair(s + g * 16 + 2 * t, a[0]);
-    put_pair(s + (g + 8) * 16 + 2 * t, a[1]);
-    put_pair(s + g * 16 + 2 * t + 8, a[2]);
-    put_pair(s + (g + 8) * 16 + 2 * t + 8, a[3]);
-    put_pair(s + 256 + g * 16 + 2 * t, b[0]);
-    put_pair(s + 256 + g * 16 + 2 * t + 8, b[1]);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int i = 0; i < 4; i++) {
-        __local const float *x = s + (g + (i >> 1) * 8) * 16, *y = s + 256 + (2 * t + (i & 1)) * 16;
-        float sum = 0.0f;
-        for (int j = 0; j < 16; j++) sum += x[j] * y[j];
-        d[i] += sum;
+    for (int i = 0; i < FM; i++) {
+        __local float *a = s + i * 256;
+        put_pair(a + g * 16 + 2 * t, af[i][0]);
+        put_pair(a + (g + 8) * 16 + 2 * t, af[i][1]);
+        put_pair(a + g * 16 + 2 * t + 8, af[i][2]);
+        put_pair(a + (g + 8) * 16 + 2 * t + 8, af[i][3]);
+    }
+    for (int j = 0; j < FN; j++) {
+        __local float *b = s + FM * 256 + j * 128;
+        put_pair(b + g * 16 + 2 * t, bf[j][0]);
+        put_pair(b + g * 16 + 2 * t + 8, bf[j][1]);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+    for (int i = 0; i < FM; i++)
+        for (int j = 0; j < FN; j++)
+            for (int e = 0; e < 4; e++) {
+                __local const float *x = s + i * 256 + (g + (e >> 1) * 8) * 16;
+                __local const float *y = s + FM * 256 + j * 128 + (2 * t + (e & 1)) * 16;
+                float sum = 0.0f;
+                for (int k = 0; k < 16; k++) sum += x[k] * y[k];
+                acc[i][j][e] += sum;
+            }
+    barrier(CLK_LOCAL_MEM_FENCE);
 }
-#define MMA_STEP(d, a, b, s, lane) mma_emulated(d, a, b, s, lane)
 #else
 #error "gemm_mma: -DMMA=1 (ptx) or 2 (emulate)"
 #endif
@@ -175,7 +185,7 @@ void gemm_mma(const int M, const int N, const int K, const int ta, const int tb,
     __local uint4 As4[TM * LK / 8], Bs4[TN * LK / 8];
     __local ushort *As = (__local ushort *)As4, *Bs = (__local ushort *)Bs4;
 #if MMA == 2
-    __local float scratch[NT / 32][384];
+    __local float scratch[NT / 32][FM * 256 + FN * 128];
 #endif
     const int tid = get_local_id(0), lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
     const int wm = warp / WARPS_N * WTM, wn = warp % WARPS_N * WTN;
@@ -227,10 +237,14 @@ void gemm_mma(const int M, const int N, const int K, const int ta, const int tb,
                 bf[j][0] = LW(Bs, c, k);
                 bf[j][1] = LW(Bs, c, k + 8);
             }
-            #pragma unroll
+            #if MMA == 1
+#pragma unroll
             for (int i = 0; i < FM; i++)
 #pragma unroll
-                for (int j = 0; j < FN; j++) MMA_STEP(acc[i][j], af[i], bf[j], s, lane);
+                for (int j = 0; j < FN; j++) MMA_STEP(acc[i][j], af[i], bf[j]);
+#else
+            mma_emulated_step(acc, af, bf, s, lane);
+#endif
         }
     }
 

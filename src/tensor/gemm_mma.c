@@ -78,9 +78,19 @@ static int first_config(clg_device *dev, const clg_gemm_args *g)
 
 /* The compiled kernel of c, or NULL: with the error recorded when the build failed, with
  * none when its group does not fit the device or the compiled kernel (*fits false). */
+/* Bytes of local memory: the two k-contiguous tiles of 16-bit values (rows of tk + 8),
+ * and when emulated each warp's float32 fragments of a k step. */
+static size_t local_bytes(const clg_device *dev, const mma_config *c)
+{
+    size_t tiles = (size_t)(tile_m(c) + tile_n(c)) * (size_t)(c->tk + 8) * 2;
+    size_t scratch = (size_t)(c->warps_m * c->warps_n) * (size_t)(c->fm * 256 + c->fn * 128) * sizeof(float);
+    return tiles + (emulated(dev) ? scratch : 0);
+}
+
 static clg_kernel *kernel(clg_device *dev, const mma_config *c, clg_gemm_type type, bool cf32, bool *fits)
 {
-    *fits = (size_t)items(c) <= clg__device_params(dev)->max_group;
+    const clg_device_params *p = clg__device_params(dev);
+    *fits = (size_t)items(c) <= p->max_group && local_bytes(dev, c) <= p->local_mem;
     if (!*fits) return NULL;
     char opts[200];
     /* -w: "loop not unrolled" notes where a count is not a constant (POCL). */
@@ -93,12 +103,13 @@ static clg_kernel *kernel(clg_device *dev, const mma_config *c, clg_gemm_type ty
 }
 
 /* Loop trips per k tile, all loops counted: loads and stores of both tiles (8 stores per
- * load when transposing), then per 16 of k the fragments and the products (each 66
- * trips when emulated: 4 results of 16 products, and its own). */
+ * load when transposing), then per 16 of k the fragments and the products (when
+ * emulated: 4 stores per fragment, and per product 4 results of 16 terms and the loops
+ * around them, 70). */
 static size_t trips_per_tile(const clg_device *dev, const mma_config *c)
 {
     size_t loads = (size_t)(tile_m(c) + tile_n(c)) * (size_t)c->tk / 8 / (size_t)items(c);
-    size_t per16 = (size_t)(c->fm + c->fn + c->fm * c->fn * (emulated(dev) ? 66 : 1));
+    size_t per16 = (size_t)(4 * (c->fm + c->fn) + c->fm * c->fn * (emulated(dev) ? 70 : 1));
     return 10 * loads + (size_t)c->tk / 16 * per16;
 }
 
