@@ -174,18 +174,40 @@ static clg_status bn_split_of(clg_device *dev, clg_kernel *k, bn_dims d, bn_spli
     return CLG_OK;
 }
 
-/* Launch a chunk kernel (bn_part_stats, bn_part_grad): a group per (channel, chunk). */
-static clg_status launch_chunks(clg_device *dev, clg_dtype dtype, clg_kernel *k, clg_arg *args, int nargs, bn_dims d,
-                                bn_split sp)
-{
-    args[nargs++] = CLG_ARG_LOCAL(sp.wg * clg_dtype_size(clg__compute_dtype(dtype)));
-    size_t global[2] = {(size_t)d.C * sp.wg, (size_t)sp.P}, local[2] = {sp.wg, 1};
-    return clg__launch(dev, k, args, nargs, 2, global, local);
-}
-
 static clg_kernel *norm_kernel(clg_device *dev, clg_dtype dtype, const char *name)
 {
     return clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(dtype), name);
+}
+
+/* A chunk kernel (bn_part_stats, or bn_part_grad with g and stats): a group per
+ * (channel, chunk) writes its two partial results into *part [C, P, 2], which the caller
+ * frees; *sp gets the split. */
+static clg_status bn_chunks(clg_tensor *x, const char *kernel, clg_tensor *g, clg_tensor *stats, bn_split *sp,
+                            clg_tensor **part)
+{
+    clg_device *dev = x->dev;
+    bn_dims d = bn_dims_of(x);
+    clg_kernel *k = norm_kernel(dev, x->dtype, kernel);
+    clg_status st = k ? bn_split_of(dev, k, d, sp) : dev->status;
+    clg_dtype pt = clg__compute_dtype(x->dtype);
+    *part = st ? NULL : clg__tensor_new(dev, pt, 1, (const int64_t[]){2 * d.C * sp->P});
+    if (!*part) return dev->status;
+    clg_arg a[12];
+    int n = 0;
+    a[n++] = CLG_ARG_I(d.N);
+    a[n++] = CLG_ARG_I(d.C);
+    a[n++] = CLG_ARG_I(d.S);
+    a[n++] = CLG_ARG_I(sp->L);
+    a[n++] = CLG_ARG_I(sp->P);
+    a[n++] = CLG_ARG_M(x->buf->mem);
+    if (g) {
+        a[n++] = CLG_ARG_M(g->buf->mem);
+        a[n++] = CLG_ARG_M(stats->buf->mem);
+    }
+    a[n++] = CLG_ARG_M((*part)->buf->mem);
+    a[n++] = CLG_ARG_LOCAL(sp->wg * clg_dtype_size(pt));
+    size_t global[2] = {(size_t)d.C * sp->wg, (size_t)sp->P}, local[2] = {sp->wg, 1};
+    return clg__launch(dev, k, a, n, 2, global, local);
 }
 
 /* y = (x - mean) invstd w + b from stats, as rows of S. */
@@ -213,12 +235,11 @@ static clg_status bn_train(clg_tensor *x, clg_tensor *y, clg_tensor *stats, clg_
 {
     clg_device *dev = x->dev;
     bn_dims d = bn_dims_of(x);
-    clg_kernel *kp = norm_kernel(dev, x->dtype, "bn_part_stats"), *kc = norm_kernel(dev, x->dtype, "bn_combine");
+    clg_kernel *kc = norm_kernel(dev, x->dtype, "bn_combine");
     bn_split sp;
-    clg_status st = kp && kc ? bn_split_of(dev, kp, d, &sp) : dev->status;
-    if (st) return st;
-    clg_tensor *part = clg__tensor_new(dev, stats->dtype, 1, (const int64_t[]){2 * d.C * sp.P});
-    if (!part) return dev->status;
+    clg_tensor *part = NULL;
+    clg_status st = kc ? bn_chunks(x, "bn_part_stats", NULL, NULL, &sp, &part) : dev->status;
+    if (!part) return st;
     clg_arg a[24];
     int n = 0;
     a[n++] = CLG_ARG_I(d.N);
@@ -226,10 +247,6 @@ static clg_status bn_train(clg_tensor *x, clg_tensor *y, clg_tensor *stats, clg_
     a[n++] = CLG_ARG_I(d.S);
     a[n++] = CLG_ARG_I(sp.L);
     a[n++] = CLG_ARG_I(sp.P);
-    a[n++] = CLG_ARG_M(x->buf->mem);
-    a[n++] = CLG_ARG_M(part->buf->mem);
-    st = launch_chunks(dev, x->dtype, kp, a, n, d, sp);
-    n = 5;
     a[n++] = CLG_ARG_M(part->buf->mem);
     a[n++] = CLG_ARG_M(stats->buf->mem);
     n += vec_args(a + n, rm, x);   /* has_run, then running_mean */
@@ -262,30 +279,19 @@ static clg_status bn_backward(clg_tensor *x, clg_tensor *g, clg_tensor *stats, c
 {
     clg_device *dev = x->dev;
     bn_dims d = bn_dims_of(x);
-    clg_kernel *kp = norm_kernel(dev, x->dtype, "bn_part_grad"), *kc = norm_kernel(dev, x->dtype, "bn_grad_combine");
+    clg_kernel *kc = norm_kernel(dev, x->dtype, "bn_grad_combine");
     clg_kernel *kx = dx ? norm_kernel(dev, x->dtype, "bn_dx_rows") : NULL;
     bn_split sp;
-    clg_status st = kp && kc && (kx || !dx) ? bn_split_of(dev, kp, d, &sp) : dev->status;
-    if (st) return st;
-    clg_tensor *part = clg__tensor_new(dev, stats->dtype, 1, (const int64_t[]){2 * d.C * sp.P});
-    clg_tensor *coef = part ? clg__tensor_new(dev, stats->dtype, 1, (const int64_t[]){3 * d.C}) : NULL;
+    clg_tensor *part = NULL;
+    clg_status st = kc && (kx || !dx) ? bn_chunks(x, "bn_part_grad", g, stats, &sp, &part) : dev->status;
+    if (!part) return st;
+    clg_tensor *coef = clg__tensor_new(dev, stats->dtype, 1, (const int64_t[]){3 * d.C});
     if (!coef) {
         clg_tensor_free(part);
         return dev->status;
     }
     clg_arg a[24];
     int n = 0;
-    a[n++] = CLG_ARG_I(d.N);
-    a[n++] = CLG_ARG_I(d.C);
-    a[n++] = CLG_ARG_I(d.S);
-    a[n++] = CLG_ARG_I(sp.L);
-    a[n++] = CLG_ARG_I(sp.P);
-    a[n++] = CLG_ARG_M(x->buf->mem);
-    a[n++] = CLG_ARG_M(g->buf->mem);
-    a[n++] = CLG_ARG_M(stats->buf->mem);
-    a[n++] = CLG_ARG_M(part->buf->mem);
-    st = launch_chunks(dev, x->dtype, kp, a, n, d, sp);
-    n = 0;
     a[n++] = CLG_ARG_I(d.N);
     a[n++] = CLG_ARG_I(d.C);
     a[n++] = CLG_ARG_I(d.S);
