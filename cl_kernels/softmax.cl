@@ -117,15 +117,11 @@ __kernel void softmax_bwd_item(int R, int nk, int8 kshape, int nr, int8 rshape,
 // rows and gather each lane's element from a different row. The tail of a row (R % 16)
 // runs element by element. The host keeps 3 R within item_loops, as above.
 #if defined(CLG_F32) && !defined(CLG_F16_STORE) && !defined(CLG_BF16_STORE)
-__kernel void softmax_fwd_vec(int R, int nk, int8 kshape, __global const float *x, int ox, int8 kx,
-                              __global float *y, int oy, int8 ky, int log_mode)
+// The largest of a row's R values, 16 at a time; NaN if any is NaN.
+inline float row_max_vec(__global const float *xr, int R)
 {
-    int row = get_global_id(0), V = R / 16;
-    __global const float *xr = x + clg_rowbase(row, nk, kshape, ox, kx);
-    __global float *yr = y + clg_rowbase(row, nk, kshape, oy, ky);
-    // NaN propagates as in clg_nanmax: a row with a NaN gives NaN everywhere.
+    int V = R / 16, nan = 0;
     float16 m16 = (float16)(-INFINITY);
-    int nan = 0;
     for (int v = 0; v < V; v++) {
         float16 a = vload16(v, xr);
         nan |= any(isnan(a));
@@ -136,7 +132,17 @@ __kernel void softmax_fwd_vec(int R, int nk, int8 kshape, __global const float *
         nan |= isnan(xr[r]);
         m = fmax(m, xr[r]);
     }
-    if (nan) m = NAN;
+    return nan ? NAN : m;
+}
+
+__kernel void softmax_fwd_vec(int R, int nk, int8 kshape, __global const float *x, int ox, int8 kx,
+                              __global float *y, int oy, int8 ky, int log_mode)
+{
+    int row = get_global_id(0), V = R / 16;
+    __global const float *xr = x + clg_rowbase(row, nk, kshape, ox, kx);
+    __global float *yr = y + clg_rowbase(row, nk, kshape, oy, ky);
+    // NaN propagates as in clg_nanmax: a row with a NaN gives NaN everywhere.
+    float m = row_max_vec(xr, R);
     // softmax keeps each exp in y and scales it afterwards: one exp per element, not two.
     float16 s16 = 0;
     for (int v = 0; v < V; v++) {
@@ -308,23 +314,14 @@ __kernel void ce_fwd_item(int C, __global const T *x, int ox, int sn, int sc,
 
 // The same for float32 rows with unit stride (sc = 1), 16 logits at a time in explicit
 // vectors, as softmax_fwd_vec (the kernel above vectorizes across rows, gathering).
-#if defined(CLG_F32)
+#if defined(CLG_F32) && !defined(CLG_F16_STORE) && !defined(CLG_BF16_STORE)
 __kernel void ce_fwd_vec(int C, __global const float *x, int ox, int sn, int sc,
                          __global const int *lab, int ol, int sl,
                          __global float *loss, int olo, __global float *stats, __global int *err, int code)
 {
     int row = get_global_id(0), V = C / 16;
     __global const float *xr = x + ox + row * sn;
-    float16 m16 = (float16)(-INFINITY);
-    int nan = 0;
-    for (int v = 0; v < V; v++) {
-        float16 a = vload16(v, xr);
-        nan |= any(isnan(a));
-        m16 = fmax(m16, a);
-    }
-    float m = clg_hmax16(m16);
-    for (int c = 16 * V; c < C; c++) m = clg_nanmax(m, xr[c]);
-    if (nan) m = NAN;
+    float m = row_max_vec(xr, C);
     float16 s16 = 0;
     for (int v = 0; v < V; v++) s16 += exp(vload16(v, xr) - m);
     float acc = clg_hsum16(s16);
