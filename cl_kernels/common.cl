@@ -94,7 +94,7 @@ CLG_F16_CONVERSIONS(8, uint8, float8)   // 16 lanes: in gemm.cl (16-lane argumen
 // log, log1p and expm1 of float32 without the library's calls, which POCL makes per
 // element, unvectorized (log of 1M floats 7.7 ms, exp 0.67 ms): bit operations, one
 // division and a polynomial each, and selects, no branches (a branch left POCL's kernel
-// unvectorized), written for any vector width N with IN its int type (float only so far). Over 40M random floats against float64 references:
+// unvectorized). Over 40M random floats against float64 references:
 // log within 1.9 ulp, log1p 1.7, expm1 1.3 (with glibc's exp); specials as the
 // library (log: 0 -> -inf, < 0 -> NaN, NaN stays, inf -> inf).
 // log(m 2^e) = e ln 2 + 2 atanh(t), t = (m - 1) / (m + 1), m in [0.75, 1.5): |t| <= 0.2,
@@ -104,49 +104,46 @@ CLG_F16_CONVERSIONS(8, uint8, float8)   // 16 lanes: in gemm.cl (16-lane argumen
 // u = 1 + x (Goldberg: the factor corrects u's rounding).
 // expm1(x): Taylor to x^11 for |x| < 0.7; else e^x - 1, which loses at most a bit there
 // (e^x - 1 >= (e^x) / 2). (Kahan's (u - 1) x / log(u) left POCL's kernel unvectorized.)
-#define CLG_FLOAT_MATH(N, IN)                                                               \
-inline float##N clg_atanh2_poly##N(float##N t2)   /* (2 atanh(t) - 2t) / t^3 */            \
-{                                                                                            \
-    float##N p = 2.0f / 11.0f;                                                               \
-    p = p * t2 + 2.0f / 9.0f;                                                                \
-    p = p * t2 + 2.0f / 7.0f;                                                                \
-    p = p * t2 + 2.0f / 5.0f;                                                                \
-    return p * t2 + 2.0f / 3.0f;                                                             \
-}                                                                                            \
-inline float##N clg_logf##N(float##N x)                                                      \
-{                                                                                            \
-    IN sub = x < 0x1p-126f;                   /* subnormals (and <= 0) scaled up first */    \
-    float##N y = select(x, x * 0x1p23f, sub);                                                \
-    IN e = ((as_##IN(y * (1.0f / 0.75f)) >> 23) & 0xff) - 127;                              \
-    float##N m = as_float##N(as_##IN(y) - (e << 23)), t = (m - 1.0f) / (m + 1.0f), t2 = t * t; \
-    float##N r = t * (clg_atanh2_poly##N(t2) * t2) + 2.0f * t +                              \
-                 convert_float##N(select(e, e - 23, sub)) * 0.693147180559945309f;           \
-    r = select(r, x, x == INFINITY);                                                         \
-    r = select(r, (float##N)(-INFINITY), x == 0.0f);                                         \
-    r = select(r, (float##N)NAN, x < 0.0f);                                                  \
-    return select(r, x, isnan(x));                                                           \
-}                                                                                            \
-inline float##N clg_log1pf##N(float##N x)                                                    \
-{                                                                                            \
-    float##N u = 1.0f + x, r = clg_logf##N(u) * (x / (u - 1.0f));                            \
-    float##N t = x / (2.0f + x), t2 = t * t;                                                 \
-    r = select(r, (x - t * x) + t * (clg_atanh2_poly##N(t2) * t2), fabs(x) < 0.4f);          \
-    return select(r, x, x == INFINITY);   /* u - 1 would be inf / inf */                     \
-}                                                                                            \
-inline float##N clg_expm1f##N(float##N x)                                                    \
-{                                                                                            \
-    float##N q = 1.0f / 3628800.0f;                                                          \
-    q = q * x + 1.0f / 362880.0f;                                                            \
-    q = q * x + 1.0f / 40320.0f;                                                             \
-    q = q * x + 1.0f / 5040.0f;                                                              \
-    q = q * x + 1.0f / 720.0f;                                                               \
-    q = q * x + 1.0f / 120.0f;                                                               \
-    q = q * x + 1.0f / 24.0f;                                                                \
-    q = q * x + 1.0f / 6.0f;                                                                 \
-    q = q * x + 0.5f;                                                                        \
-    return select(exp(x) - 1.0f, x + x * (x * q), fabs(x) < 0.7f);                           \
+inline float clg_atanh2_poly(float t2)   // (2 atanh(t) - 2t) / t^3
+{
+    float p = 2.0f / 11.0f;
+    p = p * t2 + 2.0f / 9.0f;
+    p = p * t2 + 2.0f / 7.0f;
+    p = p * t2 + 2.0f / 5.0f;
+    return p * t2 + 2.0f / 3.0f;
 }
-CLG_FLOAT_MATH(, int)
+inline float clg_logf(float x)
+{
+    int sub = x < 0x1p-126f;   // subnormals (and <= 0) scaled up first
+    float y = select(x, x * 0x1p23f, sub);
+    int e = ((as_int(y * (1.0f / 0.75f)) >> 23) & 0xff) - 127;
+    float m = as_float(as_int(y) - (e << 23)), t = (m - 1.0f) / (m + 1.0f), t2 = t * t;
+    float r = t * (clg_atanh2_poly(t2) * t2) + 2.0f * t + (float)(sub ? e - 23 : e) * 0.693147180559945309f;
+    r = select(r, x, x == INFINITY);
+    r = select(r, -INFINITY, x == 0.0f);
+    r = select(r, NAN, x < 0.0f);
+    return select(r, x, isnan(x));
+}
+inline float clg_log1pf(float x)
+{
+    float u = 1.0f + x, r = clg_logf(u) * (x / (u - 1.0f));
+    float t = x / (2.0f + x), t2 = t * t;
+    r = select(r, (x - t * x) + t * (clg_atanh2_poly(t2) * t2), fabs(x) < 0.4f);
+    return select(r, x, x == INFINITY);   // u - 1 would be inf / inf
+}
+inline float clg_expm1f(float x)
+{
+    float q = 1.0f / 3628800.0f;
+    q = q * x + 1.0f / 362880.0f;
+    q = q * x + 1.0f / 40320.0f;
+    q = q * x + 1.0f / 5040.0f;
+    q = q * x + 1.0f / 720.0f;
+    q = q * x + 1.0f / 120.0f;
+    q = q * x + 1.0f / 24.0f;
+    q = q * x + 1.0f / 6.0f;
+    q = q * x + 0.5f;
+    return select(exp(x) - 1.0f, x + x * (x * q), fabs(x) < 0.7f);
+}
 
 #ifdef CLG_F64
 #define clg_log(x) log(x)

@@ -185,7 +185,7 @@ void gemm_mma(const int M, const int N, const int K, const int ta, const int tb,
     __local uint4 As4[TM * LK / 8], Bs4[TN * LK / 8];
     __local ushort *As = (__local ushort *)As4, *Bs = (__local ushort *)Bs4;
 #if MMA == 2
-    __local float scratch[NT / 32][FM * 256 + FN * 128];
+    __local float scratch[NT / 32][FM * 256 + FN * 128];   // each warp's fragments of a k step
 #endif
     const int tid = get_local_id(0), lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
     const int wm = warp / WARPS_N * WTM, wn = warp % WARPS_N * WTN;
@@ -194,11 +194,6 @@ void gemm_mma(const int M, const int N, const int K, const int ta, const int tb,
     A += a_off + z * stride_a;
     B += b_off + z * stride_b;
     C += c_off + z * stride_c;
-#if MMA == 2
-    __local float *s = scratch[warp];
-#else
-    __local float *s = 0;
-#endif
 
     float acc[FM][FN][4];
     #pragma unroll
@@ -243,7 +238,7 @@ void gemm_mma(const int M, const int N, const int K, const int ta, const int tb,
 #pragma unroll
                 for (int j = 0; j < FN; j++) MMA_STEP(acc[i][j], af[i], bf[j]);
 #else
-            mma_emulated_step(acc, af, bf, s, lane);
+            mma_emulated_step(acc, af, bf, scratch[warp], lane);
 #endif
         }
     }

@@ -94,7 +94,6 @@ static clg_status check_call(clg_device *dev, const clg_gemm_args *g)
 static size_t k_slice(clg_device *dev, clg_gemm_engine engine, const clg_gemm_args *g)
 {
     if (engine == CLG_GEMM_CLBLAST || engine == CLG_GEMM_HOST) return SIZE_MAX;
-    if (engine == CLG_GEMM_MMA) return clg__gemm_mma_k_limit(dev);
     if (engine != CLG_GEMM_TILED) return clg__gemm_kernel_k_limit(dev, g);
     size_t loops = clg__device_params(dev)->item_loops / 3 / 16 * 16;
     return loops > 16 ? loops : 16;

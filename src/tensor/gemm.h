@@ -81,7 +81,7 @@ typedef enum clg_gemm_engine {
  * tuning that finds nothing usable falls back to the packed kernels, with a warning. */
 clg_gemm_engine clg__gemm_engine_for(clg_device *dev);
 
-/* "auto", "clblast", "packed", "tiled". */
+/* "auto", "clblast", "packed", "tiled", "host", "mma". */
 const char *clg__gemm_engine_name(clg_gemm_engine engine);
 
 /* What clg__gemm runs on dev, for conformance tables and logs: "packed", "clblast", or

@@ -13,8 +13,6 @@
  * A device whose compiler rejects the kernel, or whose results differ, refuses the engine
  * once, with a log line naming why; its products then take the path they took before.
  */
-#include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

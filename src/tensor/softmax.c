@@ -449,6 +449,13 @@ clg_tensor *clg_argmin(clg_tensor *a, int axis, bool keepdim) { return arg_extre
 
 /* ---- cross_entropy ---------------------------------------------------------------------------------- */
 
+/* Whether cross_entropy's logits take the vector kernels (ce_fwd_vec, ce_bwd_vec):
+ * float32 rows of unit stride, a work-item per row. */
+static bool ce_by_vector(const clg_tensor *x)
+{
+    return x->dtype == CLG_F32 && x->strides[1] == 1 && rows_by_item_as(x->dev, "ce_fwd", x->shape[1], true);
+}
+
 /* dx = scale * g_i * (softmax(x) - onehot(label)); for MEAN/SUM g is one value. */
 static clg_status cross_entropy_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
 {
@@ -460,7 +467,7 @@ static clg_status cross_entropy_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     /* A work-item per row, 16 logits at a time, where the forward ran so (float32 rows of
      * unit stride); else as rows where they are long enough (no division per element),
      * else flat. */
-    bool vec = x->dtype == CLG_F32 && x->strides[1] == 1 && rows_by_item_as(dev, "ce_fwd", C, true);
+    bool vec = ce_by_vector(x);
     bool rows = !vec && C >= (int64_t)clg__device_params(dev)->rows_min;
     const char *name = vec ? "ce_bwd_vec" : rows ? "ce_bwd_rows" : "ce_bwd";
     clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options(x->dtype), name);
@@ -508,7 +515,7 @@ static clg_status cross_entropy_rows(clg_tensor *x, clg_tensor *lab, clg_tensor 
     int code;
     clg_buffer *word = clg__index_check("cross_entropy", "label", lab, x->shape[1], x, &code);
     /* float32 rows with unit stride: 16 logits at a time (ce_fwd_vec) */
-    bool vec = x->dtype == CLG_F32 && x->strides[1] == 1 && rows_by_item_as(dev, "ce_fwd", x->shape[1], true);
+    bool vec = ce_by_vector(x);
     bool item = vec || rows_by_item(dev, "ce_fwd", x->shape[1]);
     const char *name = vec ? "ce_fwd_vec" : item ? "ce_fwd_item" : "ce_fwd";
     clg_kernel *k = word ? clg__kernel_get(dev, PROGRAM, clg__dtype_options(x->dtype), name) : NULL;
