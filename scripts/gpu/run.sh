@@ -4,7 +4,8 @@
 #   bash scripts/gpu/run.sh [STAGE...]      stages: setup build suite conformance gemm train
 #                                           graph precision models trainers startup mma (default: all, in that order)
 #                                           glance (not in the default: one run of each training
-#                                           measurement, when device time is short)
+#                                           measurement, when device time is short), blocks (not
+#                                           in the default: the matrix-unit engine's block swept)
 # Each stage appends to <stage>.log under $OUT (the device tool's folder, which returns at
 # most 8 files) or ./gpu-out, and stops at its own time limit, so that a hung stage cannot
 # eat the others' time.
@@ -44,6 +45,17 @@ stage_mma() {   # issue 35: NVIDIA's matrix instructions from OpenCL (inline PTX
     .gpu-kit/bin/sgemm_cublas --repeats 5 --type $t
   done
   CLG_PROFILE=1 $b/bench/bench_matmul --no-compile --type f16 --engine auto --repeats 3 --shape "4096 4096 4096 0 0" | tail -12
+}
+stage_blocks() {   # issue 35: the matrix-unit engine's block (device table: mma_block), swept at 4096^3
+  nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv -lms 250 > "$out/clocks.csv" &
+  local smi=$!
+  for blk in 2x4x4x4x32 2x4x4x4x64 2x2x4x4x32 2x2x4x4x64 4x2x2x4x32 4x4x2x4x32 4x2x4x4x32 2x4x2x8x32 2x2x2x4x32 1x1x2x4x32; do
+    echo "== mma_block $blk"
+    CLG_PARAMS=mma_block=$blk $b/bench/bench_matmul --no-numpy --no-compile --type f16 --engine auto --repeats 10 \
+      --shape "4096 4096 4096 0 0" --shape "4096 4096 4096 0 1" --shape "4096 4096 4096 1 0" --shape "8192 8192 8192 0 1" \
+      | grep -E "custom|refused|error"
+  done
+  kill $smi
 }
 stage_conformance() { $b/tools/clgrad conformance; }
 stage_gemm() {
@@ -115,12 +127,12 @@ stage_startup() {   # cold: empty clgrad cache (the NVIDIA driver's own cache mo
 }
 
 declare -A limit=([setup]=60 [build]=240 [suite]=300 [conformance]=180 [gemm]=240 [train]=300 [graph]=240 [precision]=420
-                  [models]=300 [trainers]=420 [startup]=180 [mma]=200 [glance]=180)
+                  [models]=300 [trainers]=420 [startup]=180 [mma]=200 [glance]=180 [blocks]=240)
 stages=${*:-setup build suite conformance gemm train graph precision models trainers startup mma}
 for s in $stages; do
   echo "=== $s"
   start=$(date +%s)
-  export -f stage_$s; export b jobs
+  export -f stage_$s; export b jobs out
   timeout "${limit[$s]}" bash -c "stage_$s" >> "$out/$s.log" 2>&1
   rc=$?
   echo "=== $s: rc $rc, $(( $(date +%s) - start )) s"

@@ -9,7 +9,8 @@
  * "none" (elsewhere) keeps the other engines.
  *
  * Before its first product of a type, the engine is validated on the device: two small
- * products (both transposes, partial tiles) must equal the host's exact integer results.
+ * products (both transposes, partial tiles) on each of its blocks must equal the host's
+ * exact integer results.
  * A device whose compiler rejects the kernel, or whose results differ, refuses the engine
  * once, with a log line naming why; its products then take the path they took before.
  */
@@ -23,25 +24,30 @@
 /* A kernel shape: warps along m and n, 16 x 8 fragments per warp along m and n, k tile. */
 typedef struct mma_config { int warps_m, warps_n, fm, fn, tk; } mma_config;
 
-/* 128 x 128 blocks of 8 warps with 64 x 32 each (64 accumulators per work-item; 4
- * warps of 64 x 64 needed 255 registers and spilled in ptxas for sm_90,
- * scripts/gpu/ptx-check.sh); 64 x 64 blocks of 4 warps and 32 x 32 blocks of one warp
- * for products too small to fill the device with larger ones, and where groups hold no
- * more. */
-static const mma_config configs[] = {
-    {2, 4, 4, 4, 32},   /* 128 x 128, 256 work-items */
-    {2, 2, 2, 4, 32},   /* 64 x 64, 128 */
-    {1, 1, 2, 4, 32},   /* 32 x 32, one warp: devices whose groups hold 32 items (llvmpipe) */
-};
-#define NCONFIGS (int)(sizeof configs / sizeof configs[0])
+/* The device table's block first (mma_block; by default 128 x 128 blocks of 8 warps with
+ * 64 x 32 each, 64 accumulators per work-item: 4 warps of 64 x 64 needed 255 registers
+ * and spilled in ptxas for sm_90, scripts/gpu/ptx-check.sh), then 64 x 64 blocks of 4
+ * warps and 32 x 32 blocks of one warp for products too small to fill the device with
+ * larger ones, and where groups hold no more. */
+#define NCONFIGS 3
+static mma_config config_at(const clg_device *dev, int i)
+{
+    const int *b = clg__device_params(dev)->mma_block;
+    static const mma_config smaller[NCONFIGS - 1] = {
+        {2, 2, 2, 4, 32},   /* 64 x 64, 128 work-items */
+        {1, 1, 2, 4, 32},   /* 32 x 32, one warp: devices whose groups hold 32 items (llvmpipe) */
+    };
+    return i ? smaller[i - 1] : (mma_config){b[0], b[1], b[2], b[3], b[4]};
+}
 
 static int items(const mma_config *c) { return c->warps_m * c->warps_n * 32; }
 static int tile_m(const mma_config *c) { return c->warps_m * c->fm * 16; }
 static int tile_n(const mma_config *c) { return c->warps_n * c->fn * 8; }
 
 /* Per device, per kind of instruction (device table) and 16-bit type (float16,
- * bfloat16): 0 untried, 1 validated, -1 refused. */
-typedef struct mma_state { int ready[3][2]; } mma_state;
+ * bfloat16): 0 untried, 1 validated, -1 refused; for the table's block `block` (a new
+ * one is validated anew). */
+typedef struct mma_state { int ready[3][2], block[5]; } mma_state;
 
 static void state_free(clg_device *dev, void *p)
 {
@@ -68,7 +74,8 @@ static int first_config(clg_device *dev, const clg_gemm_args *g)
 {
     size_t cus = clg_device_get_info(dev)->compute_units;
     for (int i = 0; i < NCONFIGS; i++) {
-        size_t tm = (size_t)tile_m(&configs[i]), tn = (size_t)tile_n(&configs[i]);
+        mma_config c = config_at(dev, i);
+        size_t tm = (size_t)tile_m(&c), tn = (size_t)tile_n(&c);
         if ((g->m + tm - 1) / tm * ((g->n + tn - 1) / tn) * g->batch >= 2 * (cus ? cus : 1)) return i;
     }
     return NCONFIGS - 1;
@@ -88,7 +95,10 @@ static size_t local_bytes(const clg_device *dev, const mma_config *c)
 static clg_kernel *kernel(clg_device *dev, const mma_config *c, clg_gemm_type type, bool cf32, bool *fits)
 {
     const clg_device_params *p = clg__device_params(dev);
-    *fits = (size_t)items(c) <= p->max_group && local_bytes(dev, c) <= p->local_mem;
+    /* Each work-item moves whole shares of 8 values of both tiles (gemm_mma.cl). */
+    size_t n = (size_t)items(c), a8 = (size_t)(tile_m(c) * c->tk / 8), b8 = (size_t)(tile_n(c) * c->tk / 8);
+    *fits = n <= p->max_group && local_bytes(dev, c) <= p->local_mem && a8 % n == 0 && b8 % n == 0 && a8 >= n &&
+            b8 >= n;
     if (!*fits) return NULL;
     char opts[200];
     /* -w: "loop not unrolled" notes where a count is not a constant (POCL). */
@@ -113,13 +123,15 @@ static size_t trips_per_tile(const clg_device *dev, const mma_config *c)
 
 size_t clg__gemm_mma_k_limit(const clg_device *dev)
 {
-    size_t most = 1;
+    size_t most = 1, tk = 1 << 30;
     for (int i = 0; i < NCONFIGS; i++) {
-        size_t t = trips_per_tile(dev, &configs[i]);
+        mma_config c = config_at(dev, i);
+        size_t t = trips_per_tile(dev, &c);
         most = t > most ? t : most;
+        tk = (size_t)c.tk < tk ? (size_t)c.tk : tk;
     }
     size_t tiles = clg__device_params(dev)->item_loops / most;
-    return (tiles > 1 ? tiles : 1) * (size_t)configs[0].tk;
+    return (tiles > 1 ? tiles : 1) * tk;
 }
 
 /* Rows of 8 values on 16-byte boundaries in every matrix of the batch. */
@@ -128,16 +140,20 @@ static int vec_ok(size_t off, size_t ld, size_t stride, size_t batch)
     return off % 8 == 0 && ld % 8 == 0 && (batch == 1 || stride % 8 == 0);
 }
 
-clg_status clg__gemm_mma(clg_device *dev, const clg_gemm_args *g)
+/* g on configuration `only` (validation; *ran false where the device cannot hold it), or
+ * from the first that suits g (-1). */
+static clg_status run_mma(clg_device *dev, const clg_gemm_args *g, int only, bool *ran)
 {
-    const mma_config *c = NULL;
+    mma_config c = {0};
     clg_kernel *k = NULL;
     bool fits = false;
-    for (int i = first_config(dev, g); i < NCONFIGS && !k; i++) {
-        c = &configs[i];
-        k = kernel(dev, c, g->type, g->c_f32, &fits);
+    for (int i = only < 0 ? first_config(dev, g) : only; i < (only < 0 ? NCONFIGS : only + 1) && !k; i++) {
+        c = config_at(dev, i);
+        k = kernel(dev, &c, g->type, g->c_f32, &fits);
         if (!k && fits) return dev->status;   /* the build failed */
     }
+    if (ran) *ran = k != NULL;
+    if (!k && only >= 0) return CLG_OK;   /* a block this device cannot hold is never chosen */
     if (!k)
         return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg__gemm (mma): no configuration of gemm_mma.cl fits %s "
                          "(groups of %zu work-items at most, 32 needed)", clg_device_get_info(dev)->name,
@@ -151,17 +167,20 @@ clg_status clg__gemm_mma(clg_device *dev, const clg_gemm_args *g)
         CLG_ARG_M(g->c->mem), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc), CLG_ARG_L(g->stride_c),
         CLG_ARG_F(g->alpha), CLG_ARG_F(g->beta),
     };
-    size_t tm = (size_t)tile_m(c), tn = (size_t)tile_n(c);
-    size_t local[3] = {(size_t)items(c), 1, 1};
+    size_t tm = (size_t)tile_m(&c), tn = (size_t)tile_n(&c);
+    size_t local[3] = {(size_t)items(&c), 1, 1};
     size_t global[3] = {(g->n + tn - 1) / tn * local[0], (g->m + tm - 1) / tm, g->batch};
     return clg__launch(dev, k, args, (int)(sizeof args / sizeof args[0]), 3, global, local);
 }
 
+clg_status clg__gemm_mma(clg_device *dev, const clg_gemm_args *g) { return run_mma(dev, g, -1, NULL); }
+
 /* ---- validation before first use -------------------------------------------------------- */
 
 /* One product of small integers (exact in 16 bits and in float32 sums, in any order):
- * m x k times k x n over 3 k tiles, the last partial, and partial blocks along m and n. */
-static clg_status check_product(clg_device *dev, clg_gemm_type type, bool ta, bool tb, bool *same)
+ * m x k times k x n over k tiles the last of which is partial, and partial blocks along m
+ * and n. */
+static clg_status check_product(clg_device *dev, clg_gemm_type type, int config, bool ta, bool tb, bool *same)
 {
     enum { M = 40, N = 36, K = 72 };
     clg_dtype dt = type == CLG_GEMM_BF16 ? CLG_BF16 : CLG_F16;
@@ -186,9 +205,10 @@ static clg_status check_product(clg_device *dev, clg_gemm_type type, bool ta, bo
     };
     if (!st) st = clg__write(dev, a, 0, ha, sizeof ha);
     if (!st) st = clg__write(dev, b, 0, hb, sizeof hb);
-    if (!st) st = clg__gemm_mma(dev, &g);
-    if (!st) st = clg__read(dev, cb, 0, got, sizeof got);
-    *same = !st && !memcmp(want, got, sizeof got);
+    bool ran = false;
+    if (!st) st = run_mma(dev, &g, config, &ran);
+    if (!st && ran) st = clg__read(dev, cb, 0, got, sizeof got);
+    *same = !st && (!ran || !memcmp(want, got, sizeof got));
     clg__buffer_release(a);
     clg__buffer_release(b);
     clg__buffer_release(cb);
@@ -202,8 +222,11 @@ static int validate(clg_device *dev, clg_gemm_type type)
     char *saved_text = strdup(dev->error);
     clg_capture *cap = clg__cap_pause(dev);   /* not part of a step being recorded */
     bool same = false;
-    clg_status st = check_product(dev, type, false, true, &same);
-    if (!st && same) st = check_product(dev, type, true, false, &same);
+    clg_status st = CLG_OK;
+    for (int i = 0; i < NCONFIGS && !st && (same || !i); i++) {   /* every block the engine may choose */
+        st = check_product(dev, type, i, false, true, &same);
+        if (!st && same) st = check_product(dev, type, i, true, false, &same);
+    }
     clg__cap_resume(dev, cap);
     int ready = !st && same ? 1 : -1;
     if (ready < 0)
@@ -223,6 +246,11 @@ bool clg__gemm_mma_ready(clg_device *dev, clg_gemm_type type)
     if (!clg__gemm_type_is_half(type) || clg__device_params(dev)->mma == CLG_MMA_NONE) return false;
     mma_state *s = state(dev);
     if (!s) return false;
+    const int *block = clg__device_params(dev)->mma_block;
+    if (memcmp(s->block, block, sizeof s->block)) {
+        memset(s->ready, 0, sizeof s->ready);
+        memcpy(s->block, block, sizeof s->block);
+    }
     int *r = &s->ready[clg__device_params(dev)->mma][type == CLG_GEMM_BF16];
     if (!*r) *r = validate(dev, type);
     return *r > 0;
