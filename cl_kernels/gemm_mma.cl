@@ -6,19 +6,25 @@
 // A work-group of WARPS_M x WARPS_N warps (32 work-items each) computes a TM x TN block
 // of C; each warp a WTM x WTN part of it as FM x FN fragments of 16 x 8, the shape of
 // PTX's mma.sync.m16n8k16 (row-major A, column-major B, float32 accumulators). Over k in
-// tiles of TK, the group stages op(A)'s TM x TK and op(B)^T's TN x TK tiles in local
-// memory, k-contiguous (a fragment register is two neighbouring k), while the next
-// tile's global loads are already in registers (the loads of tile t+1 overlap the
-// products of tile t).
+// tiles of TK, the group stages op(A)'s and op(B)'s tiles in local memory, STAGES tiles
+// deep: while the warps multiply tile t, the copies of tiles t+1 .. t+STAGES-1 are in
+// flight (the engine was bound by global loads' latency with one tile in registers).
+// Each operand's tile keeps the layout it has in global memory, so that 16-byte runs
+// copy straight: k-contiguous (A not transposed, B transposed) as R rows of TK + 8
+// values, else as TK rows of R + 8 (the 8: 16-byte rows whose 8-row runs fall in
+// distinct banks). Fragments are read with PTX's ldmatrix (.trans for the second
+// layout), which hands each lane the two neighbouring k of its fragment register.
 //
-// The warp instruction, by -DMMA:
-//   1 (ptx): NVIDIA's mma.sync through inline PTX, which NVIDIA's OpenCL compiler takes
-//     (sm_80 and later: float16 and bfloat16 inputs, float32 sums);
-//   2 (emulate): the same instructions computed by the warp's 32 work-items through local
-//     memory, fragment layouts and all: on every other device it runs this kernel's
-//     tiling, loads and write-out, so that the suite proves them on POCL, rusticl and
-//     Oclgrind. Products are exact in float32 either way; only the order of the 16
-//     additions of one instruction may differ.
+// By -DMMA:
+//   1 (ptx): NVIDIA's cp.async (16-byte copies, zero-filled past the matrix), ldmatrix
+//     and mma.sync through inline PTX, which NVIDIA's OpenCL compiler takes (sm_80 and
+//     later: float16 and bfloat16 inputs, float32 sums);
+//   2 (emulate): the same copies as plain loads and stores, and ldmatrix and mma.sync
+//     computed by the warp's 32 work-items through local memory, layouts, addresses and
+//     all: on every other device it runs this kernel's staging, addressing and
+//     write-out, so that the suite proves them on POCL, rusticl and Oclgrind. Products
+//     are exact in float32 either way; only the order of the 16 additions of one
+//     instruction may differ.
 //
 // Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16"), lane = 4 g + t:
 //   A (16 x 16): a0 = A[g][2t, 2t+1], a1 = A[g+8][2t, 2t+1], a2 = A[g][2t+8, 2t+9],
@@ -26,28 +32,35 @@
 //                lower k in the low half)
 //   B (16 x 8):  b0 = B[2t, 2t+1][g], b1 = B[2t+8, 2t+9][g]
 //   C (16 x 8):  c0, c1 = C[g][2t, 2t+1], c2, c3 = C[g+8][2t, 2t+1]
+// ldmatrix.x4: lanes 8i .. 8i+7 give the addresses of the 8 rows (16 bytes each) of
+// matrix i; lane 4g + t receives, of each matrix, row g's values 2t and 2t+1, or with
+// .trans rows 2t and 2t+1's value g.
 //
 // Every size (tiles past the matrix hold zeros, results past it are not stored), all
 // four transposes (ta, tb: arguments, taken alike by the whole group), offsets, leading
 // dimensions and batch strides (the batch is the launch's third dimension); a_vec,
 // b_vec: the operand's rows start on 16-byte boundaries (offset, leading dimension and
-// batch stride multiples of 8), so its global loads go 8 values at once. beta == 0
-// writes C without reading it.
+// batch stride multiples of 8), so that its copies go 8 values at once (cp.async needs
+// it; other operands are copied by plain loads, in step). beta == 0 writes C without
+// reading it.
 //
 // Options: -DCLG_F16_STORE or -DCLG_BF16_STORE, -DCF32=0|1, -DWARPS_M -DWARPS_N -DFM
-// -DFN -DTK (a multiple of 16), -DMMA=1|2.
+// -DFN (even) -DTK (a multiple of 16) -DSTAGES (2..4), -DMMA=1|2.
 
 #define WTM (FM * 16)
 #define WTN (FN * 8)
 #define TM (WARPS_M * WTM)
 #define TN (WARPS_N * WTN)
 #define NT (WARPS_M * WARPS_N * 32)   // work-items per group
-#define LK (TK + 8)                   // local row length: 16-byte rows, banks staggered
-#define AL (TM * TK / 8 / NT)         // 8-value loads per work-item and tile
+#define LK (TK + 8)                   // a k-contiguous tile's row length
+#define MAXI(a, b) ((a) > (b) ? (a) : (b))
+#define SA MAXI(TM * LK, TK * (TM + 8))   // 16-bit values of one stage's tiles, either layout
+#define SB MAXI(TN * LK, TK * (TN + 8))
+#define AL (TM * TK / 8 / NT)         // 16-byte copies per work-item and tile
 #define BL (TN * TK / 8 / NT)
 
-#if TK % 16 || AL * NT * 8 != TM * TK || BL * NT * 8 != TN * TK || AL < 1 || BL < 1
-#error "gemm_mma: TK must be a multiple of 16, and the group must load whole tiles in equal shares"
+#if TK % 16 || FN % 2 || AL * NT * 8 != TM * TK || BL * NT * 8 != TN * TK || AL < 1 || BL < 1 || STAGES < 2 || STAGES > 4
+#error "gemm_mma: TK a multiple of 16, FN even, 2 to 4 stages, and whole tiles copied in equal shares"
 #endif
 
 #if defined(CLG_F16_STORE)
@@ -78,7 +91,35 @@
                  : "=f"((d)[0]), "=f"((d)[1]), "=f"((d)[2]), "=f"((d)[3])                         \
                  : "r"((a)[0]), "r"((a)[1]), "r"((a)[2]), "r"((a)[3]), "r"((b)[0]), "r"((b)[1]),  \
                    "f"((d)[0]), "f"((d)[1]), "f"((d)[2]), "f"((d)[3]))
+#if STAGES == 2
+#define WAIT_ALL_BUT "0"
+#elif STAGES == 3
+#define WAIT_ALL_BUT "1"
+#else
+#define WAIT_ALL_BUT "2"
+#endif
+// 16 bytes from global p to local q, of which the first `bytes` are read and the rest
+// zeroed (cp.async.cg: through L2 only, the copy completes asynchronously).
+inline void copy16_async(__local ushort *q, __global const ushort *p, const int bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"l"((ulong)q), "l"(p), "r"(bytes) : "memory");
+}
+// The copies issued so far form a group; wait until at most STAGES - 2 groups are pending.
+#define COPIES_COMMIT() asm volatile("cp.async.commit_group;" ::: "memory")
+#define COPIES_WAIT() asm volatile("cp.async.wait_group " WAIT_ALL_BUT ";" ::: "memory")
+// Four 8 x 8 matrices of 16-bit values from local memory (see above), this lane's row at q.
+inline void ldsm4(uint r[4], __local const ushort *q, const int trans)
+{
+    if (trans)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "l"((ulong)q) : "memory");
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "l"((ulong)q) : "memory");
+}
 #elif MMA == 2
+#define COPIES_COMMIT()
+#define COPIES_WAIT()
 // The warp's FM x FN instructions of one k step of 16 computed by its 32 work-items:
 // each writes its fragments, widened to float32, to the warp's scratch s (FM A
 // fragments as 16 rows of 16, then FN B fragments as 8 columns of 16), then computes its
@@ -116,63 +157,87 @@ inline void mma_emulated_step(float acc[FM][FN][4], uint af[FM][4], uint bf[FN][
             }
     barrier(CLK_LOCAL_MEM_FENCE);
 }
+// ldmatrix.x4 for the warp's FM + FN / 2 loads of one k step: every lane publishes its
+// row offsets (in 16-bit values from the tile's start) in the warp's scratch `at`, then
+// takes its values from the rows the other lanes named. Two barriers, called alike by
+// the whole group.
+inline void ldsm4_emulated(uint af[FM][4], uint bf[FN][2], __local const ushort *LA, const int oa[FM],
+                           const int ta, __local const ushort *LB, const int ob[FN / 2], const int tb,
+                           __local int *at, const int lane)
+{
+    int g = lane >> 2, t = lane & 3;
+    for (int i = 0; i < FM; i++) at[i * 32 + lane] = oa[i];
+    for (int j = 0; j < FN / 2; j++) at[(FM + j) * 32 + lane] = ob[j];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int q = 0; q < FM + FN / 2; q++) {
+        __local const ushort *L = q < FM ? LA : LB;
+        __local const int *rows = at + q * 32;
+        int trans = q < FM ? ta : tb;
+        uint r[4];
+        for (int m = 0; m < 4; m++) {
+            int lo = trans ? rows[m * 8 + 2 * t] + g : rows[m * 8 + g] + 2 * t;
+            int hi = trans ? rows[m * 8 + 2 * t + 1] + g : lo + 1;
+            r[m] = (uint)L[lo] | (uint)L[hi] << 16;
+        }
+        if (q < FM) {
+            for (int m = 0; m < 4; m++) af[q][m] = r[m];
+        } else {
+            int j = (q - FM) * 2;
+            bf[j][0] = r[0];
+            bf[j][1] = r[1];
+            bf[j + 1][0] = r[2];
+            bf[j + 1][1] = r[3];
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
 #else
 #error "gemm_mma: -DMMA=1 (ptx) or 2 (emulate)"
 #endif
 
-// Tile loads. op(X) is R x K (rows of A, or columns of B); its tile at (r0, k0) goes to
-// local L[r * LK + k]. kcontig: op(X)[r][k] = X[r * ld + k] (k contiguous: A not
-// transposed, B transposed), else X[k * ld + r]. Each work-item moves `n` runs of 8
-// values contiguous in X: fetch reads them into registers, put stores them.
-inline ushort8 fetch8(__global const ushort *p, const int vec, const int full, const int avail)
+// Tile copies. op(X) is R x K (rows of A, or columns of B); its tile at (r0, k0) goes to
+// local L: kcontig (op(X)[r][k] = X[r * ld + k]: A not transposed, B transposed) as
+// L[r * LK + k], else (X[k * ld + r]) as L[k * (R + 8) + r]. Each work-item copies n
+// runs of 8 values contiguous in both; `avail` of a run lie inside the matrix.
+inline ushort8 fetch8(__global const ushort *p, const int vec, const int avail)
 {
-    if (full && vec) return as_ushort8(*(__global const uint4 *)p);
-    if (full) return vload8(0, p);
+    if (avail >= 8 && vec) return as_ushort8(*(__global const uint4 *)p);
+    if (avail >= 8) return vload8(0, p);
     ushort x[8];
     for (int e = 0; e < 8; e++) x[e] = e < avail ? p[e] : (ushort)0;
     return vload8(0, x);
 }
 
-inline void fetch_tile(ushort8 *v, const int n, const int R, __global const ushort *X, const int ld,
-                       const int kcontig, const int vec, const int r0, const int RT, const int k0, const int KT,
-                       const int tid)
+inline void copy_tile(__local ushort *L, const int n, const int R, __global const ushort *X, const int ld,
+                      const int kcontig, const int vec, const int r0, const int RT, const int k0, const int KT,
+                      const int tid)
 {
-    const bool full = r0 + R <= RT && k0 + TK <= KT;
     #pragma unroll
     for (int i = 0; i < n; i++) {
-        int u = tid + i * NT, r, k, avail;
+        int u = tid + i * NT, r, k, avail, at;
         if (kcontig) {
             r = u / (TK / 8);
             k = u % (TK / 8) * 8;
             avail = r0 + r < RT ? KT - (k0 + k) : 0;
+            at = r * LK + k;
         } else {
             k = u / (R / 8);
             r = u % (R / 8) * 8;
             avail = k0 + k < KT ? RT - (r0 + r) : 0;
+            at = k * (R + 8) + r;
         }
         // Past the matrix, point at its start: nothing there is read (avail <= 0).
-        long at = kcontig ? (long)(r0 + r) * ld + k0 + k : (long)(k0 + k) * ld + r0 + r;
-        v[i] = fetch8(X + (avail > 0 ? at : 0), vec, full, avail);
-    }
-}
-
-inline void put_tile(__local ushort *L, const ushort8 *v, const int n, const int R, const int kcontig, const int tid)
-{
-    #pragma unroll
-    for (int i = 0; i < n; i++) {
-        int u = tid + i * NT;
-        if (kcontig) {
-            *(__local uint4 *)(L + u / (TK / 8) * LK + u % (TK / 8) * 8) = as_uint4(v[i]);
-        } else {
-            int k = u / (R / 8), r = u % (R / 8) * 8;
-            ushort x[8];
-            vstore8(v[i], 0, x);
-            for (int e = 0; e < 8; e++) L[(r + e) * LK + k] = x[e];
+        long from = kcontig ? (long)(r0 + r) * ld + k0 + k : (long)(k0 + k) * ld + r0 + r;
+        __global const ushort *p = X + (avail > 0 ? from : 0);
+#if MMA == 1
+        if (vec) {
+            copy16_async(L + at, p, clamp(avail, 0, 8) * 2);
+            continue;
         }
+#endif
+        *(__local uint4 *)(L + at) = as_uint4(fetch8(p, vec, avail));
     }
 }
-
-#define LW(L, r, k) (*(__local const uint *)((L) + (r) * LK + (k)))
 
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void gemm_mma(const int M, const int N, const int K, const int ta, const int tb,
@@ -181,11 +246,12 @@ void gemm_mma(const int M, const int N, const int K, const int ta, const int tb,
               __global CT *C, const long c_off, const int ldc, const long stride_c, const float alpha,
               const float beta)
 {
-    // uint4 arrays: 16-byte aligned rows for put_tile's vector stores.
-    __local uint4 As4[TM * LK / 8], Bs4[TN * LK / 8];
+    // uint4 arrays: 16-byte aligned rows for the copies and ldmatrix.
+    __local uint4 As4[STAGES * SA / 8], Bs4[STAGES * SB / 8];
     __local ushort *As = (__local ushort *)As4, *Bs = (__local ushort *)Bs4;
 #if MMA == 2
     __local float scratch[NT / 32][FM * 256 + FN * 128];   // each warp's fragments of a k step
+    __local int rows_at[NT / 32][(FM + FN / 2) * 32];      // each warp's ldmatrix row offsets
 #endif
     const int tid = get_local_id(0), lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
     const int wm = warp / WARPS_N * WTM, wn = warp % WARPS_N * WTN;
@@ -195,6 +261,24 @@ void gemm_mma(const int M, const int N, const int K, const int ta, const int tb,
     B += b_off + z * stride_b;
     C += c_off + z * stride_c;
 
+    // This lane's ldmatrix rows (see above), as offsets in a stage's tile, for k step 0;
+    // a k step of 16 adds dka (dkb) to them.
+    const int ka = !ta, kb = tb;   // k-contiguous tiles
+    int oa[FM], ob[FN / 2];
+    #pragma unroll
+    for (int i = 0; i < FM; i++) {
+        int r = wm + i * 16;
+        oa[i] = ka ? (r + (lane & 15)) * LK + (lane >> 4) * 8
+                   : ((lane & 7) + (lane >> 4) * 8) * (TM + 8) + r + (lane >> 3 & 1) * 8;
+    }
+    #pragma unroll
+    for (int j = 0; j < FN / 2; j++) {
+        int c = wn + j * 16;
+        ob[j] = kb ? (c + (lane & 7) + (lane >> 4) * 8) * LK + (lane >> 3 & 1) * 8
+                   : ((lane & 7) + (lane >> 3 & 1) * 8) * (TN + 8) + c + (lane >> 4) * 8;
+    }
+    const int dka = ka ? 16 : 16 * (TM + 8), dkb = kb ? 16 : 16 * (TN + 8);
+
     float acc[FM][FN][4];
     #pragma unroll
     for (int i = 0; i < FM; i++)
@@ -203,41 +287,49 @@ void gemm_mma(const int M, const int N, const int K, const int ta, const int tb,
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
 
-    ushort8 ra[AL], rb[BL];
-    fetch_tile(ra, AL, TM, A, lda, !ta, a_vec, m0, M, 0, K, tid);
-    fetch_tile(rb, BL, TN, B, ldb, tb, b_vec, n0, N, 0, K, tid);
-    for (int k0 = 0; k0 < K; k0 += TK) {
-        barrier(CLK_LOCAL_MEM_FENCE);   // the last tile's fragments are read
-        put_tile(As, ra, AL, TM, !ta, tid);
-        put_tile(Bs, rb, BL, TN, tb, tid);
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (k0 + TK < K) {
-            fetch_tile(ra, AL, TM, A, lda, !ta, a_vec, m0, M, k0 + TK, K, tid);
-            fetch_tile(rb, BL, TN, B, ldb, tb, b_vec, n0, N, k0 + TK, K, tid);
+    const int tiles = (K + TK - 1) / TK;
+    for (int s = 0; s < STAGES - 1; s++) {   // the first tiles in flight
+        if (s < tiles) {
+            copy_tile(As + s * SA, AL, TM, A, lda, ka, a_vec, m0, M, s * TK, K, tid);
+            copy_tile(Bs + s * SB, BL, TN, B, ldb, kb, b_vec, n0, N, s * TK, K, tid);
         }
+        COPIES_COMMIT();
+    }
+    for (int kt = 0; kt < tiles; kt++) {
+        COPIES_WAIT();                    // tile kt's copies are done (this work-item's) ...
+        barrier(CLK_LOCAL_MEM_FENCE);     // ... and everyone's; the stage tile kt - 1 used is free
+        int next = kt + STAGES - 1;
+        if (next < tiles) {
+            int s = next % STAGES;
+            copy_tile(As + s * SA, AL, TM, A, lda, ka, a_vec, m0, M, next * TK, K, tid);
+            copy_tile(Bs + s * SB, BL, TN, B, ldb, kb, b_vec, n0, N, next * TK, K, tid);
+        }
+        COPIES_COMMIT();
+        __local const ushort *LA = As + kt % STAGES * SA, *LB = Bs + kt % STAGES * SB;
         #pragma unroll
-        for (int ks = 0; ks < TK; ks += 16) {
+        for (int ks = 0; ks < TK / 16; ks++) {
             uint af[FM][4], bf[FN][2];
+#if MMA == 1
             #pragma unroll
-            for (int i = 0; i < FM; i++) {
-                int r = wm + i * 16 + g, k = ks + 2 * t;
-                af[i][0] = LW(As, r, k);
-                af[i][1] = LW(As, r + 8, k);
-                af[i][2] = LW(As, r, k + 8);
-                af[i][3] = LW(As, r + 8, k + 8);
-            }
+            for (int i = 0; i < FM; i++) ldsm4(af[i], LA + oa[i] + ks * dka, !ka);
             #pragma unroll
-            for (int j = 0; j < FN; j++) {
-                int c = wn + j * 8 + g, k = ks + 2 * t;
-                bf[j][0] = LW(Bs, c, k);
-                bf[j][1] = LW(Bs, c, k + 8);
+            for (int j = 0; j < FN / 2; j++) {
+                uint r[4];
+                ldsm4(r, LB + ob[j] + ks * dkb, !kb);
+                bf[2 * j][0] = r[0];
+                bf[2 * j][1] = r[1];
+                bf[2 * j + 1][0] = r[2];
+                bf[2 * j + 1][1] = r[3];
             }
-            #if MMA == 1
 #pragma unroll
             for (int i = 0; i < FM; i++)
 #pragma unroll
                 for (int j = 0; j < FN; j++) MMA_STEP(acc[i][j], af[i], bf[j]);
 #else
+            int pa[FM], pb[FN / 2];
+            for (int i = 0; i < FM; i++) pa[i] = oa[i] + ks * dka;
+            for (int j = 0; j < FN / 2; j++) pb[j] = ob[j] + ks * dkb;
+            ldsm4_emulated(af, bf, LA, pa, !ka, LB, pb, !kb, rows_at[warp], lane);
             mma_emulated_step(acc, af, bf, scratch[warp], lane);
 #endif
         }

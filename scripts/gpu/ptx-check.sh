@@ -16,16 +16,17 @@ done
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 { cat cl_kernels/common.cl; echo '#line 1 "gemm_mma.cl"'; cat cl_kernels/gemm_mma.cl; } > "$tmp/k.cl"
 fail=0
-# configs[] of src/tensor/gemm_mma.c: warps_m warps_n fm fn tk
-for cfg in "2 4 4 4 32" "2 2 2 4 32" "1 1 2 4 32"; do
+# the blocks of src/tensor/gemm_mma.c (the table's default and the smaller two) and
+# candidates for the table: warps_m warps_n fm fn tk stages
+for cfg in ${PTX_CHECK_BLOCKS:-"2 4 4 4 32 2" "2 2 2 4 32 3" "1 1 2 4 32 3" "4 2 2 4 32 3"}; do
   set -- $cfg
   for type in CLG_F16_STORE CLG_BF16_STORE; do
     for cf32 in 0 1; do
-      what="$type CF32=$cf32 warps $1x$2 fragments $3x$4 tk $5"
+      what="$type CF32=$cf32 warps $1x$2 fragments $3x$4 tk $5 stages $6"
       # NVIDIA's compiler takes `asm`; clang's OpenCL mode only the GNU spelling.
       if ! "$clang" -target nvptx64-nvidia-nvcl -cl-std=CL1.2 -O2 -S -Xclang -finclude-default-header \
           -Xclang -mlink-builtin-bitcode -Xclang "$clc" -march=sm_80 -Wno-linker-warnings -Dasm=__asm__ \
-          -DT=float -D$type -DCF32=$cf32 -DWARPS_M=$1 -DWARPS_N=$2 -DFM=$3 -DFN=$4 -DTK=$5 -DMMA=1 \
+          -DT=float -D$type -DCF32=$cf32 -DWARPS_M=$1 -DWARPS_N=$2 -DFM=$3 -DFN=$4 -DTK=$5 -DSTAGES=$6 -DMMA=1 \
           "$tmp/k.cl" -o "$tmp/k.ptx" 2> "$tmp/err"; then
         echo "FAIL $what: clang"; cat "$tmp/err"; fail=1; continue
       fi

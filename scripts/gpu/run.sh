@@ -49,12 +49,14 @@ stage_mma() {   # issue 35: NVIDIA's matrix instructions from OpenCL (inline PTX
 stage_blocks() {   # issue 35: the matrix-unit engine's block (device table: mma_block), swept at 4096^3
   nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv -lms 250 > "$out/clocks.csv" &
   local smi=$!
-  for blk in 2x4x4x4x32 2x4x4x4x64 2x2x4x4x32 2x2x4x4x64 4x2x2x4x32 4x4x2x4x32 4x2x4x4x32 2x4x2x8x32 2x2x2x4x32 1x1x2x4x32; do
+  $b/tests/test_gemm 2>&1 | grep -E "mma|checks|FAIL"
+  for blk in 2x4x4x4x32x2 4x2x2x4x32x3 2x2x4x4x32x3 4x4x2x4x32x2 2x2x2x4x32x4 4x2x2x4x32x2; do
     echo "== mma_block $blk"
     CLG_PARAMS=mma_block=$blk $b/bench/bench_matmul --no-numpy --no-compile --type f16 --engine auto --repeats 10 \
-      --shape "4096 4096 4096 0 0" --shape "4096 4096 4096 0 1" --shape "4096 4096 4096 1 0" --shape "8192 8192 8192 0 1" \
-      | grep -E "custom|refused|error"
+      --shape "4096 4096 4096 0 0" --shape "4096 4096 4096 0 1" --shape "4096 4096 4096 1 0" --shape "4096 4096 4096 1 1" \
+      --shape "1024 1024 1024 0 0" 2>&1 | grep -E "custom|refused|rror"
   done
+  .gpu-kit/bin/sgemm_cublas --repeats 10 --type f16 | grep -E "square|\\| fc"
   kill $smi
 }
 stage_conformance() { $b/tools/clgrad conformance; }

@@ -309,9 +309,10 @@ typedef struct clg_device_params {
      * suite), or "none". Validated on the device before first use either way. */
     clg_mma_kind mma;
     /* The matrix-unit engine's largest block: warps along m and n, 16 x 8 fragments per
-     * warp along m and n, and the k tile ("2x4x4x4x32": 128 x 128 blocks of 8 warps). Its
-     * smaller blocks (64 x 64, 32 x 32) serve products too small to fill the device. */
-    int mma_block[5];
+     * warp along m and n, the k tile and the number of tiles staged ("2x4x4x4x32x2":
+     * 128 x 128 blocks of 8 warps, two tiles of 32). Its smaller blocks (64 x 64, 32 x 32)
+     * serve products too small to fill the device. */
+    int mma_block[6];
 } clg_device_params;
 
 const clg_device_params *clg__device_params(const clg_device *dev);

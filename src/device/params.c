@@ -88,20 +88,21 @@ static void defaults(clg_device *dev)
     p->attention_rows = wide_items;
     p->row_items = wide_items;
     p->mma = nvidia_sm80(dev) ? CLG_MMA_PTX : CLG_MMA_NONE;
-    memcpy(p->mma_block, (int[5]){2, 4, 4, 4, 32}, sizeof p->mma_block);
+    memcpy(p->mma_block, (int[6]){2, 4, 4, 4, 32, 2}, sizeof p->mma_block);
 }
 
-/* "WMxWNxFMxFNxTK": warps 1..8 each way, fragments 1..8 each way, k tile 16..128 in
- * steps of 16. Whether a block fits a device (group size, local memory, whole shares of
+/* "WMxWNxFMxFNxTKxS": warps 1..8 each way, fragments 1..8 each way (along n even), k
+ * tile 16..128 in steps of 16, 2..4 stages. Whether a block fits a device (group size, local memory, whole shares of
  * the tile loads) is gemm_mma.c's to judge. */
-static clg_status parse_block(clg_device *dev, const char *key, const char *v, const char *origin, int out[5])
+static clg_status parse_block(clg_device *dev, const char *key, const char *v, const char *origin, int out[6])
 {
-    int b[5], used = 0;
-    if (sscanf(v, "%dx%dx%dx%dx%d%n", &b[0], &b[1], &b[2], &b[3], &b[4], &used) != 5 || v[used] ||
-        b[0] < 1 || b[0] > 8 || b[1] < 1 || b[1] > 8 || b[2] < 1 || b[2] > 8 || b[3] < 1 || b[3] > 8 ||
-        b[4] < 16 || b[4] > 128 || b[4] % 16)
-        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "device parameters (%s): %s = \"%s\": want WMxWNxFMxFNxTK (warps "
-                         "1..8, fragments 1..8, k tile 16..128 in steps of 16), e.g. 2x4x4x4x32", origin, key, v);
+    int b[6], used = 0;
+    if (sscanf(v, "%dx%dx%dx%dx%dx%d%n", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &used) != 6 || v[used] ||
+        b[0] < 1 || b[0] > 8 || b[1] < 1 || b[1] > 8 || b[2] < 1 || b[2] > 8 || b[3] < 2 || b[3] > 8 || b[3] % 2 ||
+        b[4] < 16 || b[4] > 128 || b[4] % 16 || b[5] < 2 || b[5] > 4)
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "device parameters (%s): %s = \"%s\": want WMxWNxFMxFNxTKxS "
+                         "(warps 1..8, fragments 1..8 and along n even, k tile 16..128 in steps of 16, 2..4 stages), "
+                         "e.g. 2x4x4x4x32x2", origin, key, v);
     memcpy(out, b, sizeof b);
     return CLG_OK;
 }
@@ -264,14 +265,15 @@ void clg__params_format(const clg_device_params *p, char *buf, size_t len)
     snprintf(buf, len,
              "gemm = %s\ngemm_tiles = %s\ngroup_1d = %zu\ngroup_1d_min = %zu\ngroup_tail = %zu\ngroup_reduce = %zu\nrows_min = %zu\nvector_float = %d\n"
              "max_group = %zu\nmax_item = %zu %zu %zu\nlocal_mem = %llu%s\nbinary_cache = %s\ncol2im = %s\ngemm_dot = %s\nconv_columns = %s\nitem_loops = %zu\nattention = %s\n"
-             "row_reduce = %s\nmma = %s\nmma_block = %dx%dx%dx%dx%d\n",
+             "row_reduce = %s\nmma = %s\nmma_block = %dx%dx%dx%dx%dx%d\n",
              p->gemm, p->gemm_tiles ? "on" : "off", p->group_1d, p->group_1d_min, p->group_tail, p->group_reduce, p->rows_min, p->vector_float, p->max_group, p->max_item[0],
              p->max_item[1], p->max_item[2], (unsigned long long)p->local_mem,
              p->local_is_global ? " (emulated in global memory)" : "", p->binary_cache ? "on" : "off",
              p->col2im_planes ? "planes" : "gather", p->gemm_dot ? "on" : "off",
              p->conv_keep_columns ? "keep" : "rebuild", p->item_loops, p->attention_rows ? "rows" : "tiles",
              p->row_items ? "items" : "groups", p->mma == CLG_MMA_PTX ? "ptx" : p->mma == CLG_MMA_EMULATE ? "emulate" : "none",
-             p->mma_block[0], p->mma_block[1], p->mma_block[2], p->mma_block[3], p->mma_block[4]);
+             p->mma_block[0], p->mma_block[1], p->mma_block[2], p->mma_block[3], p->mma_block[4],
+             p->mma_block[5]);
 }
 
 clg_status clg_device_set_param(clg_device *dev, const char *key, const char *value)

@@ -21,8 +21,9 @@
 #include "tensor/gemm.h"
 #include "tensor/tensor_impl.h"
 
-/* A kernel shape: warps along m and n, 16 x 8 fragments per warp along m and n, k tile. */
-typedef struct mma_config { int warps_m, warps_n, fm, fn, tk; } mma_config;
+/* A kernel shape: warps along m and n, 16 x 8 fragments per warp along m and n, k tile,
+ * tiles staged. */
+typedef struct mma_config { int warps_m, warps_n, fm, fn, tk, stages; } mma_config;
 
 /* The device table's block first (mma_block; by default 128 x 128 blocks of 8 warps with
  * 64 x 32 each, 64 accumulators per work-item: 4 warps of 64 x 64 needed 255 registers
@@ -34,10 +35,10 @@ static mma_config config_at(const clg_device *dev, int i)
 {
     const int *b = clg__device_params(dev)->mma_block;
     static const mma_config smaller[NCONFIGS - 1] = {
-        {2, 2, 2, 4, 32},   /* 64 x 64, 128 work-items */
-        {1, 1, 2, 4, 32},   /* 32 x 32, one warp: devices whose groups hold 32 items (llvmpipe) */
+        {2, 2, 2, 4, 32, 3},   /* 64 x 64, 128 work-items */
+        {1, 1, 2, 4, 32, 3},   /* 32 x 32, one warp: devices whose groups hold 32 items (llvmpipe) */
     };
-    return i ? smaller[i - 1] : (mma_config){b[0], b[1], b[2], b[3], b[4]};
+    return i ? smaller[i - 1] : (mma_config){b[0], b[1], b[2], b[3], b[4], b[5]};
 }
 
 static int items(const mma_config *c) { return c->warps_m * c->warps_n * 32; }
@@ -47,7 +48,7 @@ static int tile_n(const mma_config *c) { return c->warps_n * c->fn * 8; }
 /* Per device, per kind of instruction (device table) and 16-bit type (float16,
  * bfloat16): 0 untried, 1 validated, -1 refused; for the table's block `block` (a new
  * one is validated anew). */
-typedef struct mma_state { int ready[3][2], block[5]; } mma_state;
+typedef struct mma_state { int ready[3][2], block[6]; } mma_state;
 
 static void state_free(clg_device *dev, void *p)
 {
@@ -83,12 +84,16 @@ static int first_config(clg_device *dev, const clg_gemm_args *g)
 
 /* The compiled kernel of c, or NULL: with the error recorded when the build failed, with
  * none when its group does not fit the device or the compiled kernel (*fits false). */
-/* Bytes of local memory: the two k-contiguous tiles of 16-bit values (rows of tk + 8),
- * and when emulated each warp's float32 fragments of a k step. */
+/* 16-bit values of one operand's tile of r rows (of k) in either layout (gemm_mma.cl). */
+static size_t tile_values(size_t r, size_t tk) { return r * (tk + 8) > tk * (r + 8) ? r * (tk + 8) : tk * (r + 8); }
+
+/* Bytes of local memory: the stages' tiles of 16-bit values, and when emulated each
+ * warp's float32 fragments of a k step and its ldmatrix row offsets. */
 static size_t local_bytes(const clg_device *dev, const mma_config *c)
 {
-    size_t tiles = (size_t)(tile_m(c) + tile_n(c)) * (size_t)(c->tk + 8) * 2;
-    size_t scratch = (size_t)(c->warps_m * c->warps_n) * (size_t)(c->fm * 256 + c->fn * 128) * sizeof(float);
+    size_t tk = (size_t)c->tk, warps = (size_t)(c->warps_m * c->warps_n);
+    size_t tiles = (size_t)c->stages * (tile_values((size_t)tile_m(c), tk) + tile_values((size_t)tile_n(c), tk)) * 2;
+    size_t scratch = warps * ((size_t)(c->fm * 256 + c->fn * 128) * sizeof(float) + (size_t)(c->fm + c->fn / 2) * 32 * sizeof(int));
     return tiles + (emulated(dev) ? scratch : 0);
 }
 
@@ -98,26 +103,27 @@ static clg_kernel *kernel(clg_device *dev, const mma_config *c, clg_gemm_type ty
     /* Each work-item moves whole shares of 8 values of both tiles (gemm_mma.cl). */
     size_t n = (size_t)items(c), a8 = (size_t)(tile_m(c) * c->tk / 8), b8 = (size_t)(tile_n(c) * c->tk / 8);
     *fits = n <= p->max_group && local_bytes(dev, c) <= p->local_mem && a8 % n == 0 && b8 % n == 0 && a8 >= n &&
-            b8 >= n;
+            b8 >= n && c->fn % 2 == 0;
     if (!*fits) return NULL;
     char opts[200];
     /* -w: "loop not unrolled" notes where a count is not a constant (POCL). */
-    snprintf(opts, sizeof opts, "-DT=float -D%s -DCF32=%d -DWARPS_M=%d -DWARPS_N=%d -DFM=%d -DFN=%d -DTK=%d -DMMA=%d -w",
+    snprintf(opts, sizeof opts,
+             "-DT=float -D%s -DCF32=%d -DWARPS_M=%d -DWARPS_N=%d -DFM=%d -DFN=%d -DTK=%d -DSTAGES=%d -DMMA=%d -w",
              type == CLG_GEMM_BF16 ? "CLG_BF16_STORE" : "CLG_F16_STORE", cf32, c->warps_m, c->warps_n, c->fm,
-             c->fn, c->tk, emulated(dev) ? 2 : 1);
+             c->fn, c->tk, c->stages, emulated(dev) ? 2 : 1);
     clg_kernel *k = clg__kernel_get(dev, "gemm_mma", opts, "gemm_mma");
     *fits = !k || k->wg_max >= (size_t)items(c);
     return *fits ? k : NULL;
 }
 
-/* Loop trips per k tile, all loops counted: loads and stores of both tiles (8 stores per
- * load when transposing), then per 16 of k the fragments and the products (when
- * emulated: 4 stores per fragment, and per product 4 results of 16 terms and the loops
- * around them, 70). */
+/* Loop trips per k tile, all loops counted: the copies of both tiles (up to 10 trips each,
+ * 8 values at a matrix's edge), then per 16 of k the fragments and the products (when
+ * emulated: per ldmatrix a row offset and 4 matrices, per fragment 4 stores, and per
+ * product 4 results of 16 terms and the loops around them, 70). */
 static size_t trips_per_tile(const clg_device *dev, const mma_config *c)
 {
     size_t loads = (size_t)(tile_m(c) + tile_n(c)) * (size_t)c->tk / 8 / (size_t)items(c);
-    size_t per16 = (size_t)(4 * (c->fm + c->fn) + c->fm * c->fn * (emulated(dev) ? 70 : 1));
+    size_t per16 = (size_t)(4 * (c->fm + c->fn) + 6 * (c->fm + c->fn / 2) + c->fm * c->fn * (emulated(dev) ? 70 : 1));
     return 10 * loads + (size_t)c->tk / 16 * per16;
 }
 
