@@ -521,6 +521,25 @@ static clg_tensor *rand16(clg_device *dev, const fmt16 *f, int ndim, const int64
     return t;
 }
 
+/* The device table's matrix-unit engine ("ptx", "emulate"), or NULL where it has none. */
+static const char *table_mma(clg_device *dev)
+{
+    char buf[4096] = "";
+    FILE *out = fmemopen(buf, sizeof buf - 1, "w");
+    if (!out) return NULL;
+    clg_device_params_print(dev, out);
+    fclose(out);
+    return strstr(buf, "mma = ptx") ? "ptx" : strstr(buf, "mma = emulate") ? "emulate" : NULL;
+}
+
+/* got against float32's result rounded to 16 bits (want): bit for bit when within is 0,
+ * else within that fraction of the largest value. */
+static void compare16(const fmt16 *f, clg_tensor *got, clg_tensor *want, double within, const char *what)
+{
+    if (within == 0) same16(f, got, want, what);
+    else close16(f, got, want ? clg_cast(want, CLG_F32) : NULL, within, what);
+}
+
 /* Convolutions, pooling, normalisations and dropout in 16 bits: forward bit for bit the
  * float32 op of the widened inputs, rounded once (the same sums in the same order);
  * the running statistics bit for bit float32's; gradients to 16-bit precision. */
@@ -532,10 +551,19 @@ static void conv_norm(clg_device *dev, const fmt16 *f)
     clg_tensor *b = rand16(dev, f, CLG_SHAPE(6), 3, &b32), *wg = rand16(dev, f, CLG_SHAPE(6, 2, 3, 3), 4, &wg32);
     clg_tensor *w1 = rand16(dev, f, CLG_SHAPE(5, 4, 1, 1), 5, &w1_32);
     const clg_conv2d_params same = {{1, 1}, {1, 1}, {1, 1}, 1}, grouped = {{2, 2}, {1, 1}, {1, 1}, 2};
-    same16(f, clg_conv2d(x, w, b, &same), clg_cast(clg_conv2d(x32, w32, b32, &same), f->dtype), "conv2d");
-    same16(f, clg_conv2d(x, wg, NULL, &grouped), clg_cast(clg_conv2d(x32, wg32, NULL, &grouped), f->dtype),
-           "conv2d grouped, stride 2");
-    same16(f, clg_conv2d(x, w1, NULL, NULL), clg_cast(clg_conv2d(x32, w1_32, NULL, NULL), f->dtype), "conv2d 1x1");
+    /* The device table's matrix-unit engine sums in its own order: bit for bit without
+     * it, within a 16-bit rounding with it. */
+    const char *mma = table_mma(dev);
+    for (int pass = 0; pass < (mma ? 2 : 1); pass++) {
+        CHECK_OK(dev, clg_device_set_param(dev, "mma", pass ? mma : "none"));
+        double one = pass ? (f->dtype == CLG_F16 ? 1e-3 : 8e-3) : 0;
+        compare16(f, clg_conv2d(x, w, b, &same), clg_cast(clg_conv2d(x32, w32, b32, &same), f->dtype), one, "conv2d");
+        compare16(f, clg_conv2d(x, wg, NULL, &grouped), clg_cast(clg_conv2d(x32, wg32, NULL, &grouped), f->dtype), one,
+                  "conv2d grouped, stride 2");
+        compare16(f, clg_conv2d(x, w1, NULL, NULL), clg_cast(clg_conv2d(x32, w1_32, NULL, NULL), f->dtype), one,
+                  "conv2d 1x1");
+    }
+    CHECK_OK(dev, clg_device_set_param(dev, "mma", "none"));   /* the forward checks below are bit for bit */
     clg_tensor *xe = clg_narrow(x, 3, 0, 8), *xe32 = clg_narrow(x32, 3, 0, 8);   /* even, strided */
     same16(f, clg_max_pool2d(clg_contiguous(xe), 2, 2, 2, 2, 0, 0),
            clg_cast(clg_max_pool2d(clg_contiguous(xe32), 2, 2, 2, 2, 0, 0), f->dtype), "max_pool2d 2x2");
@@ -597,6 +625,7 @@ static void conv_norm(clg_device *dev, const fmt16 *f)
     CHECK_OK(dev, clg_backward(clg_sum(clg_cast(clg_mul(m16, q), CLG_F32), 0, NULL, false), NULL));
     CHECK_OK(dev, clg_backward(clg_sum(clg_mul(m32, q32), 0, NULL, false), NULL));
     same16(f, clg_tensor_grad(x), clg_cast(clg_tensor_grad(x32), f->dtype), "max_pool2d dx");
+    if (mma) CHECK_OK(dev, clg_device_set_param(dev, "mma", mma));
     clg_scope_end(dev);
 }
 

@@ -466,6 +466,7 @@ static void float_accuracy(clg_device *dev)
             if ((float)want != want && fabs(want) > 3.4e38) e = isinf(y[i]) || fabsf(y[i]) == FLT_MAX ? 0 : INFINITY;
             if (e > worst) worst = e, at = i;
         }
+        printf("  float32 %-6s worst %.2f ulp (bound %.1f)\n", f[k].name, worst, f[k].bound);
         CHECK_MSG(worst <= f[k].bound, "float32 %s: %.3g ulp at %.9g (got %.9g, want %.17g)", f[k].name, worst,
                   (double)x[at], (double)y[at], f[k].ref((double)x[at]));
         clg_scope_end(dev);
