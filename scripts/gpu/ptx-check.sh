@@ -17,9 +17,9 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 { cat cl_kernels/common.cl; echo '#line 1 "gemm_mma.cl"'; cat cl_kernels/gemm_mma.cl; } > "$tmp/k.cl"
 fail=0
 # the blocks of src/tensor/gemm_mma.c (the table's default and the smaller two) and
-# candidates for the table: warps_m warps_n fm fn tk stages
-for cfg in ${PTX_CHECK_BLOCKS:-"2 4 4 4 32 2" "2 2 2 4 32 3" "1 1 2 4 32 3" "4 2 2 4 32 3"}; do
-  set -- $cfg
+# candidates for the table, as the table's mma_block: WMxWNxFMxFNxTKxS
+for cfg in ${PTX_CHECK_BLOCKS:-2x4x4x4x32x2 2x2x2x4x32x3 1x1x2x4x32x3 4x2x2x4x32x3}; do
+  IFS=x; set -- $cfg; unset IFS
   for type in CLG_F16_STORE CLG_BF16_STORE; do
     for cf32 in 0 1; do
       what="$type CF32=$cf32 warps $1x$2 fragments $3x$4 tk $5 stages $6"
