@@ -10,12 +10,10 @@
 // deep: while the warps multiply tile t, the copies of tiles t+1 .. t+STAGES-1 are in
 // flight (the engine was bound by global loads' latency with one tile in registers).
 // Each operand's tile keeps the layout it has in global memory, so that 16-byte runs
-// copy straight: k-contiguous (A not transposed, B transposed) as R rows of TK values,
-// else as TK rows of R, with the 16-byte chunks of each row permuted (XOR swizzle, see
-// chunk_at) so that the 8 rows one ldmatrix phase reads fall in distinct banks without
-// padding (three 128 x 128 x 32 stages fill 48 KiB exactly). Fragments are read with
-// PTX's ldmatrix (.trans for the second layout), which hands each lane the two
-// neighbouring k of its fragment register.
+// copy straight: k-contiguous (A not transposed, B transposed) as R rows of TK + 8
+// values, else as TK rows of R + 8 (the 8: 16-byte rows whose 8-row runs fall in
+// distinct banks). Fragments are read with PTX's ldmatrix (.trans for the second
+// layout), which hands each lane the two neighbouring k of its fragment register.
 //
 // By -DMMA:
 //   1 (ptx): NVIDIA's cp.async (16-byte copies, zero-filled past the matrix), ldmatrix
@@ -54,26 +52,16 @@
 #define TM (WARPS_M * WTM)
 #define TN (WARPS_N * WTN)
 #define NT (WARPS_M * WARPS_N * 32)   // work-items per group
-#define SA (TM * TK)                   // 16-bit values of one stage's tiles
-#define SB (TN * TK)
+#define LK (TK + 8)                   // a k-contiguous tile's row length
+#define MAXI(a, b) ((a) > (b) ? (a) : (b))
+#define SA MAXI(TM * LK, TK * (TM + 8))   // 16-bit values of one stage's tiles, either layout
+#define SB MAXI(TN * LK, TK * (TN + 8))
 #define AL (TM * TK / 8 / NT)         // 16-byte copies per work-item and tile
 #define BL (TN * TK / 8 / NT)
 
-// Rows of 2, 4 or a multiple of 8 chunks, so that the swizzle stays inside a row.
-#define ROW_OK(c) ((c) == 2 || (c) == 4 || (c) % 8 == 0)
-#if TK % 16 || FN % 2 || AL * NT * 8 != TM * TK || BL * NT * 8 != TN * TK || AL < 1 || BL < 1 || STAGES < 2 || \
-    STAGES > 4 || !ROW_OK(TK / 8) || !ROW_OK(TM / 8) || !ROW_OK(TN / 8)
-#error "gemm_mma: TK a multiple of 16, FN even, 2 to 4 stages, whole tiles copied in equal shares, rows of 2, 4 or 8n chunks"
+#if TK % 16 || FN % 2 || AL * NT * 8 != TM * TK || BL * NT * 8 != TN * TK || AL < 1 || BL < 1 || STAGES < 2 || STAGES > 4
+#error "gemm_mma: TK a multiple of 16, FN even, 2 to 4 stages, and whole tiles copied in equal shares"
 #endif
-
-// Where chunk c (8 values) of row r of a tile with rows of `cpr` chunks lies, in values
-// from the tile's start: c XOR a function of r that differs across any 8 consecutive
-// rows' bank groups (a bank group: 8 chunks, 128 bytes).
-inline int chunk_at(const int r, const int c, const int cpr)
-{
-    int f = cpr >= 8 ? r & 7 : r / (8 / cpr) & (cpr - 1);
-    return (r * cpr + (c ^ f)) * 8;
-}
 
 #if defined(CLG_F16_STORE)
 #define KIND "f16"
@@ -209,9 +197,8 @@ inline void ldsm4_emulated(uint af[FM][4], uint bf[FN][2], __local const ushort 
 
 // Tile copies. op(X) is R x K (rows of A, or columns of B); its tile at (r0, k0) goes to
 // local L: kcontig (op(X)[r][k] = X[r * ld + k]: A not transposed, B transposed) as
-// rows r of TK values, else (X[k * ld + r]) as rows k of R values, chunks swizzled. Each
-// work-item copies n runs of 8 values contiguous in both; `avail` of a run lie inside
-// the matrix.
+// L[r * LK + k], else (X[k * ld + r]) as L[k * (R + 8) + r]. Each work-item copies n
+// runs of 8 values contiguous in both; `avail` of a run lie inside the matrix.
 inline ushort8 fetch8(__global const ushort *p, const int vec, const int avail)
 {
     if (avail >= 8 && vec) return as_ushort8(*(__global const uint4 *)p);
@@ -232,12 +219,12 @@ inline void copy_tile(__local ushort *L, const int n, const int R, __global cons
             r = u / (TK / 8);
             k = u % (TK / 8) * 8;
             avail = r0 + r < RT ? KT - (k0 + k) : 0;
-            at = chunk_at(r, k / 8, TK / 8);
+            at = r * LK + k;
         } else {
             k = u / (R / 8);
             r = u % (R / 8) * 8;
             avail = k0 + k < KT ? RT - (r0 + r) : 0;
-            at = chunk_at(k, r / 8, R / 8);
+            at = k * (R + 8) + r;
         }
         // Past the matrix, point at its start: nothing there is read (avail <= 0).
         long from = kcontig ? (long)(r0 + r) * ld + k0 + k : (long)(k0 + k) * ld + r0 + r;
@@ -259,7 +246,7 @@ void gemm_mma(const int M, const int N, const int K, const int ta, const int tb,
               __global CT *C, const long c_off, const int ldc, const long stride_c, const float alpha,
               const float beta)
 {
-    // uint4 arrays: 16-byte aligned chunks for the copies and ldmatrix.
+    // uint4 arrays: 16-byte aligned rows for the copies and ldmatrix.
     __local uint4 As4[STAGES * SA / 8], Bs4[STAGES * SB / 8];
     __local ushort *As = (__local ushort *)As4, *Bs = (__local ushort *)Bs4;
 #if MMA == 2
@@ -274,25 +261,23 @@ void gemm_mma(const int M, const int N, const int K, const int ta, const int tb,
     B += b_off + z * stride_b;
     C += c_off + z * stride_c;
 
-    // This lane's ldmatrix rows (see above), as the row and chunk it names in a stage's
-    // tile at k step 0: a k step of 16 moves k-contiguous tiles 2 chunks along their
-    // rows, the others 16 rows down (the swizzle repeats every 8 rows).
+    // This lane's ldmatrix rows (see above), as offsets in a stage's tile, for k step 0;
+    // a k step of 16 adds dka (dkb) to them.
     const int ka = !ta, kb = tb;   // k-contiguous tiles
-    int ra[FM], ca[FM], rb[FN / 2], cb[FN / 2];
+    int oa[FM], ob[FN / 2];
     #pragma unroll
     for (int i = 0; i < FM; i++) {
-        int m = wm + i * 16;
-        ra[i] = ka ? m + (lane & 15) : (lane & 7) + (lane >> 4) * 8;
-        ca[i] = ka ? lane >> 4 : m / 8 + (lane >> 3 & 1);
+        int r = wm + i * 16;
+        oa[i] = ka ? (r + (lane & 15)) * LK + (lane >> 4) * 8
+                   : ((lane & 7) + (lane >> 4) * 8) * (TM + 8) + r + (lane >> 3 & 1) * 8;
     }
     #pragma unroll
     for (int j = 0; j < FN / 2; j++) {
-        int n = wn + j * 16;
-        rb[j] = kb ? n + (lane & 7) + (lane >> 4) * 8 : (lane & 7) + (lane >> 3 & 1) * 8;
-        cb[j] = kb ? lane >> 3 & 1 : n / 8 + (lane >> 4);
+        int c = wn + j * 16;
+        ob[j] = kb ? (c + (lane & 7) + (lane >> 4) * 8) * LK + (lane >> 3 & 1) * 8
+                   : ((lane & 7) + (lane >> 3 & 1) * 8) * (TN + 8) + c + (lane >> 4) * 8;
     }
-#define A_AT(i, ks) (ka ? chunk_at(ra[i], ca[i] + 2 * (ks), TK / 8) : chunk_at(ra[i] + 16 * (ks), ca[i], TM / 8))
-#define B_AT(j, ks) (kb ? chunk_at(rb[j], cb[j] + 2 * (ks), TK / 8) : chunk_at(rb[j] + 16 * (ks), cb[j], TN / 8))
+    const int dka = ka ? 16 : 16 * (TM + 8), dkb = kb ? 16 : 16 * (TN + 8);
 
     float acc[FM][FN][4];
     #pragma unroll
@@ -326,11 +311,11 @@ void gemm_mma(const int M, const int N, const int K, const int ta, const int tb,
             uint af[FM][4], bf[FN][2];
 #if MMA == 1
             #pragma unroll
-            for (int i = 0; i < FM; i++) ldsm4(af[i], LA + A_AT(i, ks), !ka);
+            for (int i = 0; i < FM; i++) ldsm4(af[i], LA + oa[i] + ks * dka, !ka);
             #pragma unroll
             for (int j = 0; j < FN / 2; j++) {
                 uint r[4];
-                ldsm4(r, LB + B_AT(j, ks), !kb);
+                ldsm4(r, LB + ob[j] + ks * dkb, !kb);
                 bf[2 * j][0] = r[0];
                 bf[2 * j][1] = r[1];
                 bf[2 * j + 1][0] = r[2];
@@ -342,8 +327,8 @@ void gemm_mma(const int M, const int N, const int K, const int ta, const int tb,
                 for (int j = 0; j < FN; j++) MMA_STEP(acc[i][j], af[i], bf[j]);
 #else
             int pa[FM], pb[FN / 2];
-            for (int i = 0; i < FM; i++) pa[i] = A_AT(i, ks);
-            for (int j = 0; j < FN / 2; j++) pb[j] = B_AT(j, ks);
+            for (int i = 0; i < FM; i++) pa[i] = oa[i] + ks * dka;
+            for (int j = 0; j < FN / 2; j++) pb[j] = ob[j] + ks * dkb;
             ldsm4_emulated(af, bf, LA, pa, !ka, LB, pb, !kb, rows_at[warp], lane);
             mma_emulated_step(acc, af, bf, scratch[warp], lane);
 #endif

@@ -92,22 +92,17 @@ static void defaults(clg_device *dev)
 }
 
 /* "WMxWNxFMxFNxTKxS": warps 1..8 each way, fragments 1..8 each way (along n even), k
- * tile 16, 32, 64 or 128, 2..4 stages; the tiles' rows (TK, TM = 16 WM FM and
- * TN = 8 WN FN values) of 2, 4 or a multiple of 8 chunks of 8 (gemm_mma.cl's swizzle).
- * Whether a block fits a device (group size, local memory, whole shares of the tile
- * copies) is gemm_mma.c's to judge. */
-static bool chunks_ok(int values) { return values / 8 == 2 || values / 8 == 4 || values % 64 == 0; }
-
+ * tile 16..128 in steps of 16, 2..4 stages. Whether a block fits a device (group size, local memory, whole shares of
+ * the tile loads) is gemm_mma.c's to judge. */
 static clg_status parse_block(clg_device *dev, const char *key, const char *v, const char *origin, int out[6])
 {
     int b[6], used = 0;
     if (sscanf(v, "%dx%dx%dx%dx%dx%d%n", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &used) != 6 || v[used] ||
         b[0] < 1 || b[0] > 8 || b[1] < 1 || b[1] > 8 || b[2] < 1 || b[2] > 8 || b[3] < 2 || b[3] > 8 || b[3] % 2 ||
-        (b[4] != 16 && b[4] != 32 && b[4] != 64 && b[4] != 128) || b[5] < 2 || b[5] > 4 ||
-        !chunks_ok(16 * b[0] * b[2]) || !chunks_ok(8 * b[1] * b[3]))
+        b[4] < 16 || b[4] > 128 || b[4] % 16 || b[5] < 2 || b[5] > 4)
         return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "device parameters (%s): %s = \"%s\": want WMxWNxFMxFNxTKxS "
-                         "(warps 1..8, fragments 1..8 and along n even, k tile 16, 32, 64 or 128, 2..4 stages; "
-                         "16 WM FM and 8 WN FN are 16, 32 or multiples of 64), e.g. 2x4x4x4x32x2", origin, key, v);
+                         "(warps 1..8, fragments 1..8 and along n even, k tile 16..128 in steps of 16, 2..4 stages), "
+                         "e.g. 2x4x4x4x32x2", origin, key, v);
     memcpy(out, b, sizeof b);
     return CLG_OK;
 }

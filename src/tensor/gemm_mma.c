@@ -84,12 +84,15 @@ static int first_config(clg_device *dev, const clg_gemm_args *g)
 
 /* The compiled kernel of c, or NULL: with the error recorded when the build failed, with
  * none when its group does not fit the device or the compiled kernel (*fits false). */
+/* 16-bit values of one operand's tile of r rows (of k) in either layout (gemm_mma.cl). */
+static size_t tile_values(size_t r, size_t tk) { return r * (tk + 8) > tk * (r + 8) ? r * (tk + 8) : tk * (r + 8); }
+
 /* Bytes of local memory: the stages' tiles of 16-bit values, and when emulated each
  * warp's float32 fragments of a k step and its ldmatrix row offsets. */
 static size_t local_bytes(const clg_device *dev, const mma_config *c)
 {
     size_t tk = (size_t)c->tk, warps = (size_t)(c->warps_m * c->warps_n);
-    size_t tiles = (size_t)c->stages * (size_t)(tile_m(c) + tile_n(c)) * tk * 2;
+    size_t tiles = (size_t)c->stages * (tile_values((size_t)tile_m(c), tk) + tile_values((size_t)tile_n(c), tk)) * 2;
     size_t scratch = warps * ((size_t)(c->fm * 256 + c->fn * 128) * sizeof(float) + (size_t)(c->fm + c->fn / 2) * 32 * sizeof(int));
     return tiles + (emulated(dev) ? scratch : 0);
 }
