@@ -50,7 +50,7 @@ stage_blocks() {   # issue 35: the matrix-unit engine's block (device table: mma
   nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv -lms 250 > "$out/clocks.csv" &
   local smi=$!
   $b/tests/test_gemm 2>&1 | grep -E "mma|checks|FAIL"
-  for blk in 2x4x4x4x32x2 4x2x2x4x32x3 2x2x4x4x32x3 4x4x2x4x32x2 2x2x2x4x32x4 4x2x2x4x32x2; do
+  for blk in 2x4x4x4x32x2 2x4x4x4x16x4 2x4x4x4x16x3 2x2x4x4x32x3 4x2x2x4x32x3 2x2x2x4x32x4; do
     echo "== mma_block $blk"
     CLG_PARAMS=mma_block=$blk $b/bench/bench_matmul --no-numpy --no-compile --type f16 --engine auto --repeats 10 \
       --shape "4096 4096 4096 0 0" --shape "4096 4096 4096 0 1" --shape "4096 4096 4096 1 0" --shape "4096 4096 4096 1 1" \
