@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device_impl.h"
 #include "optest.h"
 
 typedef double (*binary_ref)(double, double);
@@ -382,10 +383,53 @@ static void logic(clg_device *dev)
     clg_scope_end(dev);
 }
 
+/* pow's kernels in both variants the device table may choose (flat16: 16 elements per
+ * work-item in float32 vectors, or one), whatever it chooses: pow and pow_scalar forward,
+ * and pow's two gradients, in float32 against float64 references, with a tail (n = 1003). */
+static void pow_both_widths(clg_device *dev)
+{
+    enum { N = 1003 };
+    const char *table = clg__device_params(dev)->flat16 ? "on" : "off";
+    double *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b), *w = malloc(N * 3 * sizeof *w);
+    optest_fill(a, N, 0.5, 2, 21);
+    optest_fill(b, N, -1.5, 2.5, 22);
+    for (int pass = 0; pass < 2; pass++) {
+        CHECK_OK(dev, clg_device_set_param(dev, "flat16", pass ? "on" : "off"));
+        clg_scope_begin(dev);
+        clg_tensor *ta = optest_tensor(dev, CLG_F32, CLG_SHAPE(N), a, OPTEST_CONTIGUOUS);
+        clg_tensor *tb = optest_tensor(dev, CLG_F32, CLG_SHAPE(N), b, OPTEST_CONTIGUOUS);
+        char what[64];
+        for (int i = 0; i < N; i++) w[i] = pow(a[i], 1.7);
+        snprintf(what, sizeof what, "pow_scalar 1.7, flat16 %s", pass ? "on" : "off");
+        optest_close(what, clg_pow_scalar(ta, 1.7), w, N, 1e-6, 1e-5);
+        CHECK_OK(dev, clg_tensor_set_requires_grad(ta, true));
+        CHECK_OK(dev, clg_tensor_set_requires_grad(tb, true));
+        clg_tensor *y = clg_pow(ta, tb);
+        for (int i = 0; i < N; i++) {
+            w[i] = pow(a[i], b[i]);
+            w[N + i] = b[i] * pow(a[i], b[i] - 1);
+            w[2 * N + i] = pow(a[i], b[i]) * log(a[i]);
+        }
+        snprintf(what, sizeof what, "pow, flat16 %s", pass ? "on" : "off");
+        optest_close(what, y, w, N, 1e-6, 1e-5);
+        CHECK_OK(dev, clg_backward(y, clg_ones(dev, CLG_F32, CLG_SHAPE(N))));
+        strcat(what, " da");
+        optest_close(what, clg_tensor_grad(ta), w + N, N, 1e-6, 1e-5);
+        what[strlen(what) - 1] = 'b';
+        optest_close(what, clg_tensor_grad(tb), w + 2 * N, N, 1e-6, 1e-5);
+        clg_scope_end(dev);
+    }
+    CHECK_OK(dev, clg_device_set_param(dev, "flat16", table));
+    free(a);
+    free(b);
+    free(w);
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
     binary_sizes(dev);
+    pow_both_widths(dev);
     scalars_and_ieee(dev);
     reductions(dev);
     more_reductions(dev);

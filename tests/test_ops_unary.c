@@ -413,10 +413,20 @@ static void test_one_kernel_backward(clg_device *dev, const unary_case *c)
     uint64_t dmine = launches(dev, c->grad_kernel) - mine;
     uint64_t dother = launches(dev, NULL) - total - dmine - (launches(dev, "copy") - copies);
     char name[64];
-    snprintf(name, sizeof name, "%s_flat", c->grad_kernel);
+    bool v16 = clg__iter_flat16(dev, CLG_F32, c->grad_kernel);   /* 16 elements per work-item */
+    snprintf(name, sizeof name, "%s_%s", c->grad_kernel, v16 ? "flat16" : "flat");
     clg_kernel *k = clg__kernel_get(dev, "unary", clg__dtype_options(CLG_F32), name);   /* built by the backward */
     CHECK_MSG(k != NULL, "%s: %s", name, clg_device_error(dev));
-    uint64_t want = k ? optest_launches_1d(dev, k, 33) : 1;
+    uint64_t want = k ? optest_launches_1d(dev, k, v16 ? 3 : 33) : 1;
+    if (clg__iter_flat16(dev, CLG_F32, c->name) || v16) {   /* the 16-wide kernels' values: smooth ops */
+        float gx[33];
+        CHECK_OK(dev, clg_tensor_to_host(clg_tensor_grad(t), gx, sizeof gx));
+        for (int i = 0; i < 33; i++) {
+            double h = 1e-5 * (1 + fabs(x[i])), d = (c->ref(x[i] + h, c->p) - c->ref(x[i] - h, c->p)) / (2 * h);
+            CHECK_MSG(fabs(gx[i] - d) <= 1e-4 * (1 + fabs(d)), "%s backward at %g: %.9g, want %.9g", c->name, x[i],
+                      (double)gx[i], d);
+        }
+    }
     CHECK_MSG(dmine == want && dother == 0, "%s backward: %llu launches of %s (the table says %llu), %llu of other kernels",
               c->name, (unsigned long long)dmine, c->grad_kernel, (unsigned long long)want, (unsigned long long)dother);
     clg_scope_end(dev);
@@ -493,6 +503,19 @@ int main(void)
         test_bad_inputs(dev, &cases[i]);
         test_one_kernel_backward(dev, &cases[i]);
     }
+    /* The ops with 16-wide kernels (flat16) once more with the other choice than the
+     * device table's: forward in float32 in every layout, and the backward's kernel. */
+    const char *flat16 = clg__device_params(dev)->flat16 ? "on" : "off";
+    CHECK_OK(dev, clg_device_set_param(dev, "flat16", "on"));
+    bool has16[NCASES];
+    for (int i = 0; i < NCASES; i++) has16[i] = clg__iter_flat16(dev, CLG_F32, cases[i].name);
+    CHECK_OK(dev, clg_device_set_param(dev, "flat16", strcmp(flat16, "on") ? "on" : "off"));
+    for (int i = 0; i < NCASES; i++)
+        if (has16[i]) {
+            test_forward(dev, &cases[i], CLG_F32);
+            test_one_kernel_backward(dev, &cases[i]);
+        }
+    CHECK_OK(dev, clg_device_set_param(dev, "flat16", flat16));
     test_bad_params(dev);
     test_where(dev);
     float_accuracy(dev);

@@ -302,6 +302,12 @@ typedef struct clg_device_params {
      * combining in local memory ("groups": GPUs). Rows longer than item_loops / 3 take
      * the group kernels either way. */
     bool row_items;
+    /* Contiguous float32 operands of the ops whose kernels have a 16-wide variant (libm's
+     * math: sin, cos, tan, pow; CLG_FLAT16_* in cl_kernels/common.cl) run 16 elements per
+     * work-item in vectors ("on": devices with float vectors 8 wide or more, where POCL
+     * calls SLEEF's vector functions instead of one libm call per element), or one
+     * element per work-item ("off"). */
+    bool flat16;
     /* The matrix unit 16-bit products run on (gemm_mma.c, cl_kernels/gemm_mma.cl): "ptx"
      * (NVIDIA's mma.sync through inline PTX: the default where the device reports compute
      * capability 8.0 or later through cl_nv_device_attribute_query), "emulate" (the same

@@ -14,6 +14,7 @@ void clg__iter_init(clg_iter *it, int n, clg_tensor *const *ops)
     const clg_tensor *out = ops[0];
     it->n = n;
     it->numel = out->numel;
+    it->dtype = out->dtype;
     int nd = 0;
     for (int d = 0; d < out->ndim; d++) {
         if (out->shape[d] == 1) continue;   /* size-1 axes index nothing */
@@ -54,6 +55,16 @@ void clg__iter_init(clg_iter *it, int n, clg_tensor *const *ops)
     for (int k = 0; k < n && it->flat; k++) it->flat = it->strides[k][0] == 1;
 }
 
+bool clg__iter_flat16(const clg_device *dev, clg_dtype dtype, const char *kernel)
+{
+    if (dtype != CLG_F32 || !clg__device_params(dev)->flat16) return false;
+    static const char *const names[] = {"sin",  "cos", "tan", "sin_grad", "cos_grad", "pow", "pow_grad_base",
+                                        "pow_grad_exponent", "pow_scalar"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(kernel, names[i])) return true;
+    return false;
+}
+
 clg_status clg__iter_launch(clg_device *dev, const clg_iter *it, const char *program, const char *options,
                             const char *kernel, const clg_arg *extra, int nextra)
 {
@@ -79,7 +90,8 @@ clg_status clg__iter_launch(clg_device *dev, const clg_iter *it, const char *pro
         it = &padded;
     }
     char name[96];
-    snprintf(name, sizeof name, "%s_%s", kernel, it->flat ? "flat" : rows ? "rows" : "strided");
+    bool v16 = it->flat && clg__iter_flat16(dev, it->dtype, kernel);
+    snprintf(name, sizeof name, "%s_%s", kernel, v16 ? "flat16" : it->flat ? "flat" : rows ? "rows" : "strided");
     clg_kernel *k = clg__kernel_get(dev, program, options, name);
     if (!k) return dev->status;
     clg_arg args[3 + 3 * CLG_ITER_MAX + 8];
@@ -98,7 +110,7 @@ clg_status clg__iter_launch(clg_device *dev, const clg_iter *it, const char *pro
     if (rows)
         return clg__launch_rows3(dev, k, args, na, (size_t)inner, (size_t)it->shape[2],
                                  (size_t)(it->shape[0] * it->shape[1]));
-    return clg__launch_1d(dev, k, args, na, (size_t)it->numel);
+    return clg__launch_1d(dev, k, args, na, v16 ? ((size_t)it->numel + 15) / 16 : (size_t)it->numel);
 }
 
 clg_arg clg__arg_scalar(clg_dtype dtype, double value)

@@ -156,6 +156,7 @@ typedef struct clg_iter {
     cl_mem mem[CLG_ITER_MAX];
     int64_t numel;
     bool flat;                               /* every operand contiguous over numel */
+    clg_dtype dtype;                         /* the output's */
 } clg_iter;
 
 /* ops[0] is written; all operands broadcast to ops[0]'s shape. */
@@ -167,6 +168,11 @@ void clg__iter_init(clg_iter *it, int n, clg_tensor *const *ops);
  *   name_strided(int n, int ndim, int8 shape, [per operand: buffer, int offset, int8 strides], extra...) */
 clg_status clg__iter_launch(clg_device *dev, const clg_iter *it, const char *program, const char *options,
                             const char *kernel, const clg_arg *extra, int nextra);
+/* Whether contiguous operands of `kernel` run as `<kernel>_flat16` (16 elements per
+ * work-item in float32 vectors, ceil(n / 16) work-items): the kernels cl_kernels/
+ * defines such a variant of (CLG_FLAT16_*: libm's math, which POCL vectorizes only when
+ * written in vectors), where the device table says flat16 = on. */
+bool clg__iter_flat16(const clg_device *dev, clg_dtype dtype, const char *kernel);
 /* A scalar kernel argument in the kernel's type T. */
 clg_arg clg__arg_scalar(clg_dtype dtype, double value);
 
