@@ -104,14 +104,6 @@ CLG_F16_CONVERSIONS(8, uint8, float8)   // 16 lanes: in gemm.cl (16-lane argumen
 // u = 1 + x (Goldberg: the factor corrects u's rounding).
 // expm1(x): Taylor to x^11 for |x| < 0.7; else e^x - 1, which loses at most a bit there
 // (e^x - 1 >= (e^x) / 2). (Kahan's (u - 1) x / log(u) left POCL's kernel unvectorized.)
-// a / b to within about half an ulp where the device's division is looser (OpenCL allows
-// float division 2.5 ulp, and NVIDIA's takes it: log1p was 2.5 ulp off there): one
-// correction step, its remainder exact by fma.
-inline float clg_div(float a, float b)
-{
-    float q = a / b;
-    return q + fma(-q, b, a) / b;
-}
 inline float clg_atanh2_poly(float t2)   // (2 atanh(t) - 2t) / t^3
 {
     float p = 2.0f / 11.0f;
@@ -125,7 +117,7 @@ inline float clg_logf(float x)
     int sub = x < 0x1p-126f;   // subnormals (and <= 0) scaled up first
     float y = select(x, x * 0x1p23f, sub);
     int e = ((as_int(y * (1.0f / 0.75f)) >> 23) & 0xff) - 127;
-    float m = as_float(as_int(y) - (e << 23)), t = clg_div(m - 1.0f, m + 1.0f), t2 = t * t;
+    float m = as_float(as_int(y) - (e << 23)), t = (m - 1.0f) / (m + 1.0f), t2 = t * t;
     // e ln 2 as hi + lo, hi with 9 trailing zero bits: e hi exact for |e| < 512.
     float k = (float)(sub ? e - 23 : e);
     float r = k * 0x1.62e400p-1f + (2.0f * t + (t * (clg_atanh2_poly(t2) * t2) + k * 0x1.7f7d1cp-20f));
@@ -136,8 +128,8 @@ inline float clg_logf(float x)
 }
 inline float clg_log1pf(float x)
 {
-    float u = 1.0f + x, r = clg_logf(u) * clg_div(x, u - 1.0f);
-    float t = clg_div(x, 2.0f + x), t2 = t * t;
+    float u = 1.0f + x, r = clg_logf(u) * (x / (u - 1.0f));
+    float t = x / (2.0f + x), t2 = t * t;
     r = select(r, (x - t * x) + t * (clg_atanh2_poly(t2) * t2), fabs(x) < 0.4f);
     return select(r, x, x == INFINITY);   // u - 1 would be inf / inf
 }

@@ -308,6 +308,11 @@ typedef struct clg_device_params {
      * calls SLEEF's vector functions instead of one libm call per element), or one
      * element per work-item ("off"). */
     bool flat16;
+    /* Programs built with -cl-fp32-correctly-rounded-divide-sqrt: float division and
+     * sqrt rounded as IEEE, where OpenCL lets them be 2.5 and 3 ulp off (NVIDIA's are;
+     * log1p was 2.5 ulp off there). On where the device reports it can
+     * (CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT); applies to programs built after it is set. */
+    bool exact_div;
     /* The matrix unit 16-bit products run on (gemm_mma.c, cl_kernels/gemm_mma.cl): "ptx"
      * (NVIDIA's mma.sync through inline PTX: the default where the device reports compute
      * capability 8.0 or later through cl_nv_device_attribute_query), "emulate" (the same

@@ -194,8 +194,10 @@ static clg_kernel_table *table(clg_device *dev)
     return dev->kernels;
 }
 
-static cl_program get_program(clg_device *dev, clg_kernel_table *t, const char *name, const char *opts)
+static cl_program get_program(clg_device *dev, clg_kernel_table *t, const char *name, const char *given)
 {
+    char opts[1024];   /* the caller's options and the device table's */
+    snprintf(opts, sizeof opts, "%s%s", given, dev->params.exact_div ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
     for (program_entry *e = t->programs; e; e = e->next)
         if (!strcmp(e->name, name) && !strcmp(e->options, opts)) return e->prog;
     cl_program p = build_program(dev, name, opts);
