@@ -5,8 +5,20 @@
 // its bits (-DT=ushort -DCLG_BITS16), whose zero bits are +0 in float16 and bfloat16.
 //
 // One work-item per element over (column, row, matrix): exactly cols x rows x batch
-// work-items (clg__launch_rows3), no loop longer than the batch axes (at most 6).
-// shape and sx hold the nd axes of x, the last two the matrix's.
+// work-items (clg__launch_rows3). tri_mask3: x's matrices one stride sb apart (its batch
+// axes merge into one, or there are none), no loop, the element read unconditionally
+// and selected (POCL vectorizes it); tri_mask: any strides, the batch axes unravelled
+// (a loop of at most 6), shape and sx holding the nd axes of x, the last two the
+// matrix's.
+__kernel void tri_mask3(int rows, int cols, __global T *y, __global const T *x, int ox, int sb, int sr, int sc,
+                        int diag, int upper)
+{
+    int c = get_global_id(0), r = get_global_id(1), b = get_global_id(2);
+    T v = x[ox + b * sb + r * sr + c * sc];
+    int k = c - r;
+    bool keep = upper ? k >= diag : k <= diag;
+    y[(b * rows + r) * cols + c] = keep ? v : (T)0;
+}
 __kernel void tri_mask(int nd, int8 shape, __global T *y, __global const T *x, int ox, int8 sx, int diag,
                        int upper)
 {

@@ -233,6 +233,15 @@ static void test_tri(clg_device *dev)
     tri_ref(x, want, N, B, C, 0, false);
     optest_close("tril 4-D", clg_tril(optest_tensor(dev, CLG_F32, CLG_SHAPE(A, 1, B, C), x, OPTEST_PERMUTED), 0),
                  want, N, 0, 0);
+    /* batch axes that do not merge into one stride (the kernel that unravels them) */
+    double big[2 * N], tb[2 * N], want2[2 * N];
+    for (int i = 0; i < N; i++) big[i] = x[i], big[N + i] = -0.5 * x[i];
+    for (int a = 0; a < A; a++)
+        for (int q = 0; q < 2; q++)
+            memcpy(tb + (a * 2 + q) * B * C, big + (q * A + a) * B * C, sizeof(double) * B * C);
+    tri_ref(tb, want2, 2 * N, B, C, 0, false);
+    clg_tensor *t4 = optest_tensor(dev, CLG_F32, CLG_SHAPE(2, A, B, C), big, OPTEST_CONTIGUOUS);
+    optest_close("tril 0 batch axes swapped", clg_tril(clg_transpose(t4, 0, 1), 0), want2, 2 * N, 0, 0);
     /* refusals: fewer than two axes; empty matrices are fine */
     CHECK(clg_tril(optest_tensor(dev, CLG_F32, CLG_SHAPE(C), x, OPTEST_CONTIGUOUS), 0) == NULL);
     CHECK_MSG(strstr(clg_device_error(dev), "clg_tril") && strstr(clg_device_error(dev), "[5]"), "%s",
