@@ -38,22 +38,28 @@ __kernel void index_select(int n, int nd, int8 yshape, int axis, __global T *y, 
     y[oy + i] = a[oa + clg_offset(c, nd, sa)];
 }
 
-// The same for a contiguous a seen as [outer, na, inner] (an embedding's lookup: outer
-// 1, inner its width): work-item (c, r, q) copies element c of picked row r of block q,
-// with no division (y is [outer, k, inner]). Launched over exactly (inner, k, outer).
+// Every one of the k indices (stride si) in [0, na), else reported into the error word:
+// for the copies below, which do not branch on them. Exactly k work-items.
+__kernel void index_check(int k, __global const int *idx, int oi, int si, int na, __global int *err, int code)
+{
+    int j = idx[oi + get_global_id(0) * si];
+    if (j < 0 || j >= na) clg_report(err, code, j, na);
+}
+
+// The same for a contiguous a seen as [outer, na, inner] (na > 0, inner >= 16: an
+// embedding's lookup, outer 1 and inner its width), y [outer, k, inner], without a
+// branch, so that POCL vectorizes it: an index out of range reads row 0 and writes
+// CLG_BAD (index_check, or the host, reports it). Work-item (c, r, q) copies element c
+// of picked row r of block q, launched over exactly (inner, k, outer).
 __kernel void index_select_rows(int inner, int k, int na, __global T *y, int oy, __global const T *a, int oa,
-                                __global const int *idx, int oi, int si, __global int *err, int code)
+                                __global const int *idx, int oi, int si)
 {
     int c = get_global_id(0), r = get_global_id(1), q = get_global_id(2);
-    size_t at = oy + ((size_t)q * k + r) * inner + c;
-    int j = idx[oi + r * si];
-    if (j < 0 || j >= na) {
-        y[at] = CLG_BAD;
-        clg_report(err, code, j, na);
-        return;
-    }
-    y[at] = a[oa + ((size_t)q * na + j) * inner + c];
+    int j = idx[oi + r * si], bad = j < 0 || j >= na;
+    T v = a[oa + ((size_t)q * na + (bad ? 0 : j)) * inner + c];
+    y[oy + ((size_t)q * k + r) * inner + c] = bad ? CLG_BAD : v;
 }
+
 
 // torch.gather: y[c] = a[c with c[axis] = index[c]]; y has index's shape.
 __kernel void gather(int n, int nd, int8 yshape, int axis, __global T *y, int oy,

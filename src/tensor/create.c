@@ -81,15 +81,26 @@ clg_tensor *clg_indices_from_int64(clg_device *dev, int ndim, const int64_t *sha
     return t;
 }
 
+/* The host knows the values when idx holds exactly what clg_tensor_from_host wrote,
+ * unchanged since; a view of part of them may be in range while the rest is not, so it
+ * is left to the kernel, as values made on the device are (no read here). */
+static bool range_known(const clg_tensor *idx)
+{
+    const clg_buffer *b = idx->buf;
+    return idx->numel && b->range.known && b->range.version == b->version && b->range.count == idx->numel &&
+           idx->offset == 0 && clg_tensor_is_contiguous(idx);
+}
+
+bool clg__index_known_in_range(const clg_tensor *idx, int64_t bound)
+{
+    return range_known(idx) && idx->buf->range.lo >= 0 && idx->buf->range.hi < bound;
+}
+
 clg_buffer *clg__index_check(const char *op, const char *what, const clg_tensor *idx, int64_t bound,
                              const clg_tensor *of, int *code)
 {
     const clg_buffer *b = idx->buf;
-    /* The host knows the values when idx holds exactly what clg_tensor_from_host wrote,
-     * unchanged since; a view of part of them may be in range while the rest is not, so
-     * it is left to the kernel, as values made on the device are (no read here). */
-    bool known = idx->numel && b->range.known && b->range.version == b->version && b->range.count == idx->numel &&
-                 idx->offset == 0 && clg_tensor_is_contiguous(idx);
+    bool known = range_known(idx);
     if (known && (b->range.lo < 0 || b->range.hi >= bound)) {
         bool low = b->range.lo < 0;
         clg__op_fail(idx->dev, CLG_ERR_INVALID_ARGUMENT, op, "%s %d (element %lld of %s) out of range [0, %lld) for %s",

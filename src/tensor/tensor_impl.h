@@ -238,6 +238,9 @@ bool clg__needs_grad(clg_device *dev, int n, clg_tensor *const *inputs);
  * Returns the node (for its parameters), or NULL with the error recorded when host
  * memory ran out (the caller frees out and fails). */
 clg_node *clg__record(clg_tensor *out, int op, clg_backward_fn backward, int n, clg_tensor *const *inputs);
+/* Whether every value of idx is known on the host to lie in [0, bound): it holds what
+ * clg_tensor_from_host wrote, unchanged since (kernels then need not check them). */
+bool clg__index_known_in_range(const clg_tensor *idx, int64_t bound);
 /* Before a kernel reads idx's values as indices (what: "index", "label") into [0, bound)
  * of `of`: when idx holds what clg_tensor_from_host wrote, unchanged, they are checked
  * here, and one out of range fails at once (NULL, the error naming op, the value, its
