@@ -203,42 +203,51 @@ __kernel void NAME##_rows(int n, int nd, int8 shape, __global TS *y, int oy, int
 // A float32 elementwise op whose math POCL vectorizes only when written in vectors
 // (libm's sin, cos, tan, pow: called per element from the one-element kernels, SLEEF's
 // 16-wide versions from vectors). NAME_flat16: work-item i takes elements 16 i to
-// 16 i + 15 of contiguous operands, the last work-item what is left one by one
-// (src/tensor/iter.c launches ceil(n / 16)). Other types have only the kernels above.
+// 16 i + 15 of contiguous operands in vectors where OK (an int on those vectors) holds,
+// else, and for the last work-item's rest, one by one (src/tensor/iter.c launches
+// ceil(n / 16)). Other types have only the kernels above.
+// CLG_TRIG_OK: POCL 3.1's vector sin, cos and tan return wrong values for the other
+// lanes (sin(1e-4) = 0.0078) when one lane is 1.6e7 or more (their Payne-Hanek path);
+// such vectors go one by one.
+#define CLG_TRIG_OK all(fabs(x) <= 0x1p22f)
 #ifdef CLG_F32
-#define CLG_FLAT16_1(NAME, EXPR)                                                             \
+#define CLG_FLAT16_1(NAME, EXPR, OK)                                                         \
 __kernel void NAME##_flat16(int n, __global float *y, int oy, __global const float *a, int oa, \
                             const float s0, const float s1)                                  \
 {                                                                                            \
     int i = get_global_id(0) * 16;                                                           \
     if (i + 16 <= n) {                                                                       \
         float16 x = vload16(0, a + oa + i);                                                  \
-        vstore16((EXPR), 0, y + oy + i);                                                     \
-        return;                                                                              \
+        if (OK) {                                                                            \
+            vstore16((EXPR), 0, y + oy + i);                                                 \
+            return;                                                                          \
+        }                                                                                    \
     }                                                                                        \
-    for (int e = i; e < n; e++) {                                                            \
+    for (int e = i; e < min(i + 16, n); e++) {                                               \
         float x = a[oa + e];                                                                 \
         y[oy + e] = (EXPR);                                                                  \
     }                                                                                        \
 }
-#define CLG_FLAT16_2(NAME, EXPR)                                                             \
+#define CLG_FLAT16_2(NAME, EXPR, OK)                                                         \
 __kernel void NAME##_flat16(int n, __global float *y, int oy, __global const float *a, int oa, \
                             __global const float *b, int ob, const float s0, const float s1) \
 {                                                                                            \
     int i = get_global_id(0) * 16;                                                           \
     if (i + 16 <= n) {                                                                       \
         float16 x = vload16(0, a + oa + i), z = vload16(0, b + ob + i);                      \
-        vstore16((EXPR), 0, y + oy + i);                                                     \
-        return;                                                                              \
+        if (OK) {                                                                            \
+            vstore16((EXPR), 0, y + oy + i);                                                 \
+            return;                                                                          \
+        }                                                                                    \
     }                                                                                        \
-    for (int e = i; e < n; e++) {                                                            \
+    for (int e = i; e < min(i + 16, n); e++) {                                               \
         float x = a[oa + e], z = b[ob + e];                                                  \
         y[oy + e] = (EXPR);                                                                  \
     }                                                                                        \
 }
 #else
-#define CLG_FLAT16_1(NAME, EXPR)
-#define CLG_FLAT16_2(NAME, EXPR)
+#define CLG_FLAT16_1(NAME, EXPR, OK)
+#define CLG_FLAT16_2(NAME, EXPR, OK)
 #endif
 
 #define CLG_ELEMENTWISE2(NAME, EXPR)                                                         \

@@ -5,7 +5,7 @@ CLG_ELEMENTWISE1(rsub_scalar, s0 - x)
 #ifndef CLG_I32
 CLG_ELEMENTWISE1(rdiv_scalar, s0 / x)
 CLG_ELEMENTWISE1(pow_scalar, pow(x, s0))
-CLG_FLAT16_1(pow_scalar, pow(x, s0))
+CLG_FLAT16_1(pow_scalar, pow(x, s0), 1)
 // d/dx x^p = p x^(p-1), and 0 for p = 0 (x^0 is 1 everywhere: without the case,
 // 0 * 0^-1 = 0 * inf = NaN at x = 0; PyTorch gives 0).
 CLG_ELEMENTWISE1(pow_scalar_grad, s0 == (T)0 ? (T)0 : s0 * pow(x, s0 - (T)1))

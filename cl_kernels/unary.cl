@@ -95,11 +95,11 @@ CLG_ELEMENTWISE1(gelu_tanh, (T)0.5 * x * ((T)1 + clg_tanh_sat(clg_gelu_inner(x))
 
 // Elementwise math (src/tensor/unary.c). round is rint: halves to even, as PyTorch.
 CLG_ELEMENTWISE1(sin, sin(x))
-CLG_FLAT16_1(sin, sin(x))
+CLG_FLAT16_1(sin, sin(x), CLG_TRIG_OK)
 CLG_ELEMENTWISE1(cos, cos(x))
-CLG_FLAT16_1(cos, cos(x))
+CLG_FLAT16_1(cos, cos(x), CLG_TRIG_OK)
 CLG_ELEMENTWISE1(tan, tan(x))
-CLG_FLAT16_1(tan, tan(x))
+CLG_FLAT16_1(tan, tan(x), CLG_TRIG_OK)
 CLG_ELEMENTWISE1(log1p, clg_log1p(x))
 CLG_ELEMENTWISE1(expm1, clg_expm1(x))
 CLG_ELEMENTWISE1(rsqrt, rsqrt(x))
@@ -142,9 +142,9 @@ inline T clg_gelu_tanh_d(T x)
 }
 CLG_ELEMENTWISE2(gelu_tanh_grad, z * clg_gelu_tanh_d(x))
 CLG_ELEMENTWISE2(sin_grad, z * cos(x))                   // x = input
-CLG_FLAT16_2(sin_grad, z * cos(x))
+CLG_FLAT16_2(sin_grad, z * cos(x), CLG_TRIG_OK)
 CLG_ELEMENTWISE2(cos_grad, -z * sin(x))                  // x = input
-CLG_FLAT16_2(cos_grad, -z * sin(x))
+CLG_FLAT16_2(cos_grad, -z * sin(x), CLG_TRIG_OK)
 CLG_ELEMENTWISE2(tan_grad, z * ((T)1 + x * x))           // x = tan(input)
 CLG_ELEMENTWISE2(log1p_grad, z / ((T)1 + x))             // x = input
 CLG_ELEMENTWISE2(expm1_grad, z * (x + (T)1))             // x = expm1(input)

@@ -485,6 +485,52 @@ static void float_accuracy(clg_device *dev)
     free(y);
 }
 
+/* The 16-wide kernels (flat16) against the one-element ones over floats of every
+ * exponent, specials among them, mixed within each vector: a vector function that goes
+ * wrong for some lanes because of another lane's value (POCL 3.1's sin for small lanes
+ * beside one of 1.6e7 or more) differs here. Within 2 ulp of each other, or both NaN. */
+static void flat16_lanes(clg_device *dev)
+{
+    const int N = optest_small() ? 2000 : 40000;   /* the simulators: fewer */
+    float *x = malloc(N * sizeof *x), *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b);
+    uint32_t s = 7;
+    for (int i = 0; i < N; i++) {
+        s = s * 1664525u + 1013904223u;
+        uint32_t bits = (uint32_t)i * 104729u % 0x7f800000u ^ (s & 0xfffu);
+        memcpy(&x[i], &bits, 4);
+        if (i % 2) x[i] = -x[i];
+        if (i % 5 == 1) x[i] = (float)(s >> 8) / (float)(1 << 20) - 8;   /* moderate */
+    }
+    const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-45f, 3e38f, 2e7f};
+    for (int i = 0; i < N; i += 37) x[i] = special[(i / 37) % 8];
+    const char *table = clg__device_params(dev)->flat16 ? "on" : "off";
+    const struct { const char *name; clg_tensor *(*op)(clg_tensor *); } f[] = {{"sin", clg_sin}, {"cos", clg_cos},
+                                                                             {"tan", clg_tan}};
+    for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
+        float *out[2] = {a, b};
+        for (int pass = 0; pass < 2; pass++) {
+            CHECK_OK(dev, clg_device_set_param(dev, "flat16", pass ? "on" : "off"));
+            clg_scope_begin(dev);
+            clg_tensor *t = clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(N), x);
+            clg_tensor *r = t ? f[k].op(t) : NULL;
+            CHECK_OK(dev, r ? clg_tensor_to_host(r, out[pass], N * sizeof(float)) : clg_device_last_status(dev));
+            clg_scope_end(dev);
+        }
+        int bad = 0, at = -1;
+        for (int i = 0; i < N; i++) {
+            if (isnan(a[i]) && isnan(b[i])) continue;
+            float big = fmaxf(fabsf(a[i]), fabsf(b[i]));
+            if (!(fabsf(a[i] - b[i]) <= 2 * (nextafterf(big, INFINITY) - big))) bad++, at = at < 0 ? i : at;
+        }
+        CHECK_MSG(bad == 0, "%s: flat16 on and off differ in %d of %d, first at %.9g: %.9g and %.9g", f[k].name, bad, N,
+                  at < 0 ? 0.0 : (double)x[at], at < 0 ? 0.0 : (double)a[at], at < 0 ? 0.0 : (double)b[at]);
+    }
+    CHECK_OK(dev, clg_device_set_param(dev, "flat16", table));
+    free(x);
+    free(a);
+    free(b);
+}
+
 int main(void)
 {
     /* Profiling counts the kernels each op launches. */
@@ -516,6 +562,7 @@ int main(void)
             test_one_kernel_backward(dev, &cases[i]);
         }
     CHECK_OK(dev, clg_device_set_param(dev, "flat16", flat16));
+    flat16_lanes(dev);
     test_bad_params(dev);
     test_where(dev);
     float_accuracy(dev);
