@@ -211,39 +211,32 @@ __kernel void NAME##_rows(int n, int nd, int8 shape, __global TS *y, int oy, int
 // such vectors go one by one.
 #define CLG_TRIG_OK all(fabs(x) <= 0x1p22f)
 #ifdef CLG_F32
-#define CLG_FLAT16_1(NAME, EXPR, OK)                                                         \
-__kernel void NAME##_flat16(int n, __global float *y, int oy, __global const float *a, int oa, \
-                            const float s0, const float s1)                                  \
-{                                                                                            \
+// The body: LOADV declares the operands as vectors at element i, LOADS as scalars at e.
+#define CLG_FLAT16_BODY(LOADV, LOADS, EXPR, OK)                                              \
     int i = get_global_id(0) * 16;                                                           \
     if (i + 16 <= n) {                                                                       \
-        float16 x = vload16(0, a + oa + i);                                                  \
+        LOADV;                                                                               \
         if (OK) {                                                                            \
             vstore16((EXPR), 0, y + oy + i);                                                 \
             return;                                                                          \
         }                                                                                    \
     }                                                                                        \
     for (int e = i; e < min(i + 16, n); e++) {                                               \
-        float x = a[oa + e];                                                                 \
+        LOADS;                                                                               \
         y[oy + e] = (EXPR);                                                                  \
-    }                                                                                        \
+    }
+#define CLG_FLAT16_1(NAME, EXPR, OK)                                                         \
+__kernel void NAME##_flat16(int n, __global float *y, int oy, __global const float *a, int oa, \
+                            const float s0, const float s1)                                  \
+{                                                                                            \
+    CLG_FLAT16_BODY(float16 x = vload16(0, a + oa + i), float x = a[oa + e], EXPR, OK)       \
 }
 #define CLG_FLAT16_2(NAME, EXPR, OK)                                                         \
 __kernel void NAME##_flat16(int n, __global float *y, int oy, __global const float *a, int oa, \
                             __global const float *b, int ob, const float s0, const float s1) \
 {                                                                                            \
-    int i = get_global_id(0) * 16;                                                           \
-    if (i + 16 <= n) {                                                                       \
-        float16 x = vload16(0, a + oa + i), z = vload16(0, b + ob + i);                      \
-        if (OK) {                                                                            \
-            vstore16((EXPR), 0, y + oy + i);                                                 \
-            return;                                                                          \
-        }                                                                                    \
-    }                                                                                        \
-    for (int e = i; e < min(i + 16, n); e++) {                                               \
-        float x = a[oa + e], z = b[ob + e];                                                  \
-        y[oy + e] = (EXPR);                                                                  \
-    }                                                                                        \
+    CLG_FLAT16_BODY(float16 x = vload16(0, a + oa + i); float16 z = vload16(0, b + ob + i),   \
+                    float x = a[oa + e]; float z = b[ob + e], EXPR, OK)                      \
 }
 #else
 #define CLG_FLAT16_1(NAME, EXPR, OK)
