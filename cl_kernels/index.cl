@@ -13,13 +13,6 @@
 #define CLG_BAD (T)NAN
 #endif
 
-inline int clg_at(int8 v, int d)
-{
-    int s[8];
-    vstore8(v, 0, s);
-    return s[d];
-}
-
 // y[c] = a[c with c[axis] = idx[c[axis]]]; y has a's shape with k along axis.
 __kernel void index_select(int n, int nd, int8 yshape, int axis, __global T *y, int oy,
                            __global const T *a, int oa, int8 sa, int na,

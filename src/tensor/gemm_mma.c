@@ -82,8 +82,6 @@ static int first_config(clg_device *dev, const clg_gemm_args *g)
     return NCONFIGS - 1;
 }
 
-/* The compiled kernel of c, or NULL: with the error recorded when the build failed, with
- * none when its group does not fit the device or the compiled kernel (*fits false). */
 /* 16-bit values of one operand's tile of r rows (of k) in either layout (gemm_mma.cl). */
 static size_t tile_values(size_t r, size_t tk) { return r * (tk + 8) > tk * (r + 8) ? r * (tk + 8) : tk * (r + 8); }
 
@@ -97,6 +95,8 @@ static size_t local_bytes(const clg_device *dev, const mma_config *c)
     return tiles + (emulated(dev) ? scratch : 0);
 }
 
+/* The compiled kernel of c, or NULL: with the error recorded when the build failed, with
+ * none when its group does not fit the device or the compiled kernel (*fits false). */
 static clg_kernel *kernel(clg_device *dev, const mma_config *c, clg_gemm_type type, bool cf32, bool *fits)
 {
     const clg_device_params *p = clg__device_params(dev);
