@@ -166,3 +166,33 @@ __kernel void segsum(int inner, int na, int R, int L, int nch, int per_q, __glob
     for (; m < hi; m++) acc += s[(size_t)sp[list + m] * inner];
     y[oy + ((size_t)q * na + j) * inner + c] = acc;
 }
+
+// The scatter-add by walking the lists in order (device table: scatter = lines; index.c
+// `lines_sum`): work-item (c, h, q) adds element c of the sources of chunk h of list q,
+// positions [hC, min(R, hC + C)), one by one into part[q, h, :, c], which holds zeros.
+// The same terms in the same order on every run; C is within the device's item_loops.
+// Keys outside [0, na) add nothing and, with code != 0, are reported.
+__kernel void scatter_lines(int inner, int na, int R, int C, int nch, int per_q, __global const T *src, int os,
+                            __global const int *keys, int ok, __global T *part, int op, __global int *err, int code)
+{
+    int c = get_global_id(0), h = get_global_id(1), q = get_global_id(2);
+    __global const int *k = keys + ok + (size_t)(per_q ? q : 0) * R;
+    __global const T *s = src + os + (size_t)q * R * inner + c;
+    __global T *p = part + op + ((size_t)q * nch + h) * na * inner + c;
+    int m1 = min(R, h * C + C);
+    for (int m = h * C; m < m1; m++) {
+        int j = k[m];
+        if (j >= 0 && j < na) p[(size_t)j * inner] += s[(size_t)m * inner];
+        else if (code) clg_report(err, code, j, na);
+    }
+}
+
+// y[q, j, c] = the sum over the chunks h of part[q, h, j, c], h ascending.
+__kernel void scatter_lines_sum(int inner, int na, int nch, __global const T *part, __global T *y, int oy)
+{
+    int c = get_global_id(0), j = get_global_id(1), q = get_global_id(2);
+    size_t plane = (size_t)na * inner, at = ((size_t)q * nch * na + j) * inner + c;
+    T acc = part[at];
+    for (int h = 1; h < nch; h++) acc += part[at + h * plane];
+    y[oy + ((size_t)q * na + j) * inner + c] = acc;
+}

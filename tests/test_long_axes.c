@@ -327,8 +327,12 @@ int main(void)
         N_CE_ROWS = 5000, N_WIDE = 4000;
     }
     test_cumsum(dev);
-    test_index_select_repeats(dev);
-    test_add_at(dev);
+    for (int mode = 0; mode < 2; mode++) {   /* both ways of adding at indices (device table: scatter) */
+        printf("scatter = %s\n", mode ? "sorted" : "lines");
+        CHECK_OK(dev, clg_device_set_param(dev, "scatter", mode ? "sorted" : "lines"));
+        test_index_select_repeats(dev);
+        test_add_at(dev);
+    }
     test_sort(dev);
     test_matmul(dev);
     test_linear(dev);

@@ -585,14 +585,21 @@ int main(void)
     dtypes[ndtypes++] = CLG_F32;
     if (optest_fp64(dev)) dtypes[ndtypes++] = CLG_F64;
     dtypes[ndtypes++] = CLG_I32;
-    test_index_select(dev);
-    test_gather(dev);
-    test_add_at(dev);
+    /* Both ways of adding at indices (device table: scatter), on whatever device runs:
+     * the lists walked in order, and the sorted keys' runs. */
+    for (int mode = 0; mode < 2; mode++) {
+        const char *scatter = mode ? "sorted" : "lines";
+        printf("scatter = %s\n", scatter);
+        CHECK_OK(dev, clg_device_set_param(dev, "scatter", scatter));
+        test_index_select(dev);
+        test_gather(dev);
+        test_add_at(dev);
+        test_backward_edges(dev);
+        test_deterministic(dev);
+    }
     test_concat_stack(dev);
     test_split(dev);
     test_errors(dev);
-    test_backward_edges(dev);
-    test_deterministic(dev);
     CHECK_MSG(clg_tensor_live_count(dev) == 0, "%lld tensors leaked", (long long)clg_tensor_live_count(dev));
     clg_device_close(dev);
     return check_report("test_ops_index");

@@ -302,6 +302,11 @@ typedef struct clg_device_params {
      * combining in local memory ("groups": GPUs). Rows longer than item_loops / 3 take
      * the group kernels either way. */
     bool row_items;
+    /* scatter = lines: scatter-adds (index_add, scatter_add, the backward passes of
+     * index_select and gather) walk each list in order, one work-item per list chunk,
+     * where a work-item is a core's SIMD thread (wide_items); sorted: sort the keys and
+     * sum each output's run (index.c), where work-items are lanes. */
+    bool scatter_lines;
     /* Contiguous float32 operands of the ops whose kernels have a 16-wide variant (libm's
      * math: sin, cos, tan, pow; CLG_FLAT16_* in cl_kernels/common.cl) run 16 elements per
      * work-item in vectors ("on": devices with float vectors 8 wide or more, where POCL

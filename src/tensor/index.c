@@ -16,7 +16,10 @@
  * every run, and the work is O(k log^2 k) for the sort plus O(numel) for the sums,
  * with no work-item looping over more than the device's item_loops, however long the
  * list or however often one index repeats (runs longer than a chunk add the chunk's
- * sum, computed by one work-item per chunk).
+ * sum, computed by one work-item per chunk). Where a work-item is a core's SIMD thread
+ * (device table: scatter = lines), the lists are walked in order instead, a work-item
+ * per chunk of item_loops keys (lines_sum): O(numel) work and no sort, the same bits on
+ * every run too.
  *
  * concat and stack copy each input into a view of the output; their backward passes
  * hand each input a view of the gradient. split returns narrow views, so their
@@ -85,6 +88,34 @@ static clg_status launch_rows3(clg_device *dev, clg_dtype dtype, const char *nam
     return k ? clg__launch_rows3(dev, k, args, nargs, (size_t)inner, (size_t)rows, (size_t)planes) : dev->status;
 }
 
+/* Chunks of a list that lines_sum may add apart and then together: more would cost more
+ * memory (a whole output per chunk) than the sort's buffers. */
+#define LINES_PARTS 8
+
+/* segment_sum where the device table says scatter = lines: each work-item walks a chunk
+ * of at most item_loops keys of one list in order, adding into zeros (y itself when a
+ * list is one chunk, else one partial output per chunk, added in chunk order). The
+ * same bits on every run, as the sorted path's; O(numel) work with no sort. */
+static clg_status lines_sum(clg_device *dev, clg_tensor *src, int64_t Q, int64_t R, int64_t inner, clg_tensor *keys,
+                            bool per_q, int64_t na, clg_buffer *word, int code, clg_tensor *y)
+{
+    int64_t C = (int64_t)clg__device_params(dev)->item_loops, nch = (R + C - 1) / C;
+    clg_tensor *part = nch > 1 ? clg_zeros(dev, src->dtype, 4, (int64_t[]){Q, nch, na, inner}) : y;
+    if (!part || (nch == 1 && clg_fill_(y, 0.0) != CLG_OK)) return dev->status;
+    clg_arg a[] = {CLG_ARG_I(inner), CLG_ARG_I(na), CLG_ARG_I(R), CLG_ARG_I(C), CLG_ARG_I(nch), CLG_ARG_I(per_q),
+                   CLG_ARG_M(src->buf->mem), CLG_ARG_I(src->offset), CLG_ARG_M(keys->buf->mem),
+                   CLG_ARG_I(keys->offset), CLG_ARG_M(part->buf->mem), CLG_ARG_I(part->offset), CLG_ARG_M(word ? word->mem : keys->buf->mem),
+                   CLG_ARG_I(word ? code : 0)};
+    clg_status st = launch_rows3(dev, src->dtype, "scatter_lines", a, 14, inner, nch, Q);
+    if (!st && nch > 1) {
+        clg_arg s[] = {CLG_ARG_I(inner), CLG_ARG_I(na), CLG_ARG_I(nch), CLG_ARG_M(part->buf->mem),
+                       CLG_ARG_M(y->buf->mem), CLG_ARG_I(y->offset)};
+        st = launch_rows3(dev, src->dtype, "scatter_lines_sum", s, 6, inner, na, Q);
+    }
+    if (part != y) clg_tensor_free(part);
+    return st;
+}
+
 /* y (ndim, shape: Q * na * inner elements, seen as [Q, na, inner]) with y[q, j, c] = the
  * sum of src[q, m, c] (contiguous [Q, R, inner]) over the m with key[m] == j, keys the
  * contiguous int32 [R] (one list for every q) or [Q, R] (per_q). Keys outside [0, na)
@@ -99,6 +130,12 @@ static clg_tensor *segment_sum(const char *op, clg_tensor *src, int64_t Q, int64
     if (!y || y->numel == 0) return y;
     if (R == 0) {
         if (clg_fill_(y, 0.0) == CLG_OK) return y;
+        clg_tensor_free(y);
+        return NULL;
+    }
+    int64_t loops = (int64_t)clg__device_params(dev)->item_loops;
+    if (clg__device_params(dev)->scatter_lines && R <= LINES_PARTS * loops) {
+        if (lines_sum(dev, src, Q, R, inner, keys, per_q, na, word, code, y) == CLG_OK) return y;
         clg_tensor_free(y);
         return NULL;
     }
@@ -177,7 +214,8 @@ static clg_tensor *add_at_lines(const char *op, int ndim, const int64_t *shape, 
     clg_no_grad_begin(dev);
     clg_tensor *it = ax == last ? index : clg_transpose(index, ax, last);
     clg_tensor *st = ax == last ? src : clg_transpose(src, ax, last);
-    clg_tensor *ic = it ? clg__copy_as(it, CLG_I32) : NULL, *sc = st ? clg__copy_as(st, src->dtype) : NULL;
+    clg_tensor *ic = it && clg_tensor_is_contiguous(it) ? it : it ? clg__copy_as(it, CLG_I32) : NULL;
+    clg_tensor *sc = st && clg_tensor_is_contiguous(st) ? st : st ? clg__copy_as(st, src->dtype) : NULL;
     clg_tensor *lines = ic && sc ? segment_sum(op, sc, Q, index->shape[ax], 1, ic, true, shape[ax], word, code,
                                                ndim, lshape)
                                  : NULL;
@@ -200,7 +238,8 @@ static clg_tensor *add_at_lines(const char *op, int ndim, const int64_t *shape, 
     clg_no_grad_end(dev);
     if (it != index) clg_tensor_free(it);
     if (st != src) clg_tensor_free(st);
-    clg_tensor_free(ic), clg_tensor_free(sc);
+    if (ic != it) clg_tensor_free(ic);
+    if (sc != st) clg_tensor_free(sc);
     if (back != lines) clg_tensor_free(back);
     if (lines != y) clg_tensor_free(lines);
     return y;
