@@ -110,6 +110,58 @@ __kernel void sort_merge(int n, int R, int w, int segs, __global const T *kin, _
     }
 }
 
+// topk by selection (sort.c `select_rows`, 1 <= k <= TOPK_MAX): work-item (row, h)
+// keeps the best k of chunk h of its row in order, by insertion, and writes them to
+// [row, h * k, + k) of vals and pos. A chunk is [hP, hP + P), the last one running to
+// the row's end (less than 2P: every chunk holds at least P >= 2k). The positions are
+// the elements' own (has_pos 0) or an earlier pass's (ipos); clg_before orders by
+// value, then position, so the result is the stable sort's first k. Once the list is
+// full, 16 values at a time are compared with its last in one vector, and skipped
+// together when none can enter (NaN and ties are looked at one by one). An item's
+// loops: under 2P reads and 2Pk shifts (sort.c keeps 2P (k + 1) within item_loops).
+#define TOPK_MAX 32
+#define CLG_VEC16_(t) t##16
+#define CLG_VEC16(t) CLG_VEC16_(t)
+
+// Value v at position p into the sorted list bv/bp of have (< k: it grows) or k entries.
+inline void topk_insert(T v, int p, T *bv, int *bp, int *have, int k, int descending)
+{
+    if (*have == k && !clg_before(v, p, bv[k - 1], bp[k - 1], descending)) return;
+    int at = *have < k ? (*have)++ : k - 1;
+    for (; at > 0 && clg_before(v, p, bv[at - 1], bp[at - 1], descending); at--) {
+        bv[at] = bv[at - 1];
+        bp[at] = bp[at - 1];
+    }
+    bv[at] = v;
+    bp[at] = p;
+}
+
+__kernel void topk_select(int n, int R, int P, int nch, int k, __global const T *x, int ox, __global const int *ipos,
+                          int has_pos, __global T *vals, __global int *pos, int descending)
+{
+    int gid = get_global_id(0);
+    int h = gid % nch;
+    size_t row = (size_t)(gid / nch) * R;
+    __global const T *xr = x + ox + row;
+    __global const int *pr = ipos + row;
+    T bv[TOPK_MAX];
+    int bp[TOPK_MAX], have = 0;
+    int m = h * P, m1 = h == nch - 1 ? R : m + P;
+    for (; m < m1 && have < k; m++) topk_insert(xr[m], has_pos ? pr[m] : m, bv, bp, &have, k, descending);
+    for (; m + 16 <= m1; m += 16) {
+        CLG_VEC16(T) v = vload16(0, xr + m);
+        T last = bv[k - 1];
+        if (!any(descending ? !(v < last) : !(v > last))) continue;
+        for (int i = m; i < m + 16; i++) topk_insert(xr[i], has_pos ? pr[i] : i, bv, bp, &have, k, descending);
+    }
+    for (; m < m1; m++) topk_insert(xr[m], has_pos ? pr[m] : m, bv, bp, &have, k, descending);
+    size_t o = (size_t)gid * k;
+    for (int i = 0; i < k; i++) {
+        vals[o + i] = bv[i];
+        pos[o + i] = bp[i];
+    }
+}
+
 // Sort's and topk's backward along the last axis: the k gradients of each row go back to
 // the positions their values came from (distinct, so no two items write one place):
 // ga[row, idx[row, j]] = g[row, j]. ga comes zeroed. Launched over exactly rows * k.

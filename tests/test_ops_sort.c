@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device_impl.h"
 #include "optest.h"
 
 enum { A = 3, B = 7, C = 5, N = A * B * C };
@@ -129,6 +130,61 @@ static void test_sort(clg_device *dev)
     clg_scope_end(dev);
 }
 
+/* topk of long rows, where it selects in passes of chunks (sort.c select_rows): k from
+ * 1 to past the selection's 32 (the whole sort then), both orders, ties and NaN, with
+ * the device's item_loops as it is and lowered so that the chunks shrink and a pass
+ * more runs; int32 without NaN. Against the stable order's first k. */
+static void test_topk_long(clg_device *dev)
+{
+    enum { ROWS = 3 };
+    int64_t R = optest_small() ? 600 : 3000;
+    double *x = malloc((size_t)(ROWS * R) * sizeof *x), *vals = malloc(ROWS * 40 * sizeof *vals);
+    double *idx = malloc(ROWS * 40 * sizeof *idx);
+    optest_fill(x, ROWS * R, -50, 50, 12);
+    for (int64_t i = 0; i < ROWS * R; i++) x[i] = i % 97 == 5 ? NAN : floor(x[i]);   /* ties, NaN */
+    const int64_t ks[] = {1, 7, 32, 33};
+    char loops[32];
+    snprintf(loops, sizeof loops, "%zu", clg__device_params(dev)->item_loops);
+    for (int lowered = 0; lowered < 2; lowered++) {
+        if (lowered) CHECK_OK(dev, clg_device_set_param(dev, "item_loops", "1024"));
+        for (int dt = 0; dt < 2; dt++)
+            for (int ki = 0; ki < 4; ki++)
+                for (int desc = 0; desc < 2; desc++) {
+                    int64_t k = ks[ki];
+                    for (int64_t r = 0; r < ROWS; r++)
+                        for (int64_t i = 0; i < R; i++) {
+                            double v = x[r * R + i];
+                            if (dt && isnan(v)) continue;
+                            int64_t rank = 0;
+                            for (int64_t j = 0; j < R; j++)
+                                if (!(dt && isnan(x[r * R + j]))) rank += before(x[r * R + j], (int)j, v, (int)i, desc);
+                            if (rank < k) vals[r * k + rank] = v, idx[r * k + rank] = (double)i;
+                        }
+                    clg_scope_begin(dev);
+                    char w[128];
+                    snprintf(w, sizeof w, "topk %lld of rows of %lld %s %s, item_loops %s", (long long)k,
+                             (long long)R, desc ? "descending" : "ascending", dt ? "int32" : "float32",
+                             lowered ? "1024" : "as the device's");
+                    clg_tensor *t = optest_tensor(dev, dt ? CLG_I32 : CLG_F32, CLG_SHAPE(ROWS, R), x, OPTEST_CONTIGUOUS);
+                    if (dt) {   /* NaN as an int no top k reaches */
+                        clg_tensor_free(t);
+                        double *xi = malloc((size_t)(ROWS * R) * sizeof *xi);
+                        for (int64_t i = 0; i < ROWS * R; i++) xi[i] = isnan(x[i]) ? (desc ? -1000 : 1000) : x[i];
+                        t = optest_tensor(dev, CLG_I32, CLG_SHAPE(ROWS, R), xi, OPTEST_CONTIGUOUS);
+                        free(xi);
+                    }
+                    clg_tensor *v = NULL, *ix = NULL;
+                    CHECK_MSG(clg_topk(t, k, 1, desc, &v, &ix) == CLG_OK && clg_tensor_dim(v, 1) == k &&
+                                  clg_tensor_dim(ix, 1) == k, "%s: %s", w, clg_device_error(dev));
+                    optest_close(w, v, vals, ROWS * k, 0, 0);
+                    optest_close(w, ix, idx, ROWS * k, 0, 0);
+                    clg_scope_end(dev);
+                }
+    }
+    CHECK_OK(dev, clg_device_set_param(dev, "item_loops", loops));
+    free(x), free(vals), free(idx);
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
@@ -137,6 +193,7 @@ int main(void)
     dtypes[ndtypes++] = CLG_I32;
     test_cumsum(dev);
     test_sort(dev);
+    test_topk_long(dev);
     clg_device_close(dev);
     return check_report("test_ops_sort");
 }

@@ -169,19 +169,76 @@ clg_status clg__sort_rows(clg_tensor *t, int64_t R, bool descending, clg_tensor 
     return CLG_OK;
 }
 
-/* Values and int32 indices of a sorted along ax, both contiguous, off the tape. */
-static clg_status sort_raw(clg_tensor *a, int ax, bool descending, clg_tensor **vals, clg_tensor **idx)
+/* topk_select's per-item list (sort.cl). */
+#define TOPK_MAX 32
+
+/* The chunk that topk_select gives one work-item for k of a row of R: the longest power
+ * of two up to 1024 with the item's loops (under 2P reads, 2Pk shifts) within
+ * item_loops and at least 2k, so that each pass shortens the rows; 0 when no chunk
+ * fits (k too large for the device's item_loops: the full sort then). */
+static int64_t select_chunk(clg_device *dev, int64_t R, int64_t k)
+{
+    int64_t loops = (int64_t)clg__device_params(dev)->item_loops, P = 1024;
+    while (P > 2 * k && 2 * P * (k + 1) > loops) P /= 2;
+    return k >= 1 && k <= TOPK_MAX && k < R && P >= 2 * k && 2 * P * (k + 1) <= loops ? P : 0;
+}
+
+/* The first k of the stable sort of each row of t (contiguous, rows of R), by selection
+ * in chunks of P: each pass leaves k candidates per chunk, with their positions in the
+ * row, until one chunk is left. O(R) work per row for small k, where the sort is
+ * O(R log R) and its passes each read and write the whole row. */
+static clg_status select_rows(clg_tensor *t, int64_t R, int64_t k, int64_t P, bool descending, clg_tensor **vals,
+                              clg_tensor **pos)
+{
+    clg_device *dev = t->dev;
+    int64_t rows = t->numel / R, len = R, nch;
+    clg_tensor *v = t, *p = NULL;
+    clg_status st = CLG_OK;
+    do {
+        nch = len / P > 1 ? len / P : 1;
+        /* the last pass writes t's shape with k along the last axis */
+        int64_t shape[CLG_MAX_DIMS] = {rows, nch * k};
+        int nd = nch > 1 ? 2 : t->ndim;
+        if (nch == 1) memcpy(shape, t->shape, sizeof shape), shape[nd - 1] = k;
+        clg_tensor *nv = clg__tensor_new(dev, t->dtype, nd, shape);
+        clg_tensor *np = nv ? clg__tensor_new(dev, CLG_I32, nd, shape) : NULL;
+        if (np) {
+            clg_arg args[] = {CLG_ARG_I(rows * nch), CLG_ARG_I(len), CLG_ARG_I(P), CLG_ARG_I(nch), CLG_ARG_I(k),
+                              CLG_ARG_M(v->buf->mem), CLG_ARG_I(v->offset), CLG_ARG_M((p ? p : np)->buf->mem),
+                              CLG_ARG_I(p != NULL), CLG_ARG_M(nv->buf->mem), CLG_ARG_M(np->buf->mem),
+                              CLG_ARG_I(descending)};
+            st = launch(dev, t->dtype, "topk_select", args, 12, rows * nch);
+        } else st = dev->status;
+        if (v != t) clg_tensor_free(v);
+        clg_tensor_free(p);
+        v = nv, p = np, len = nch * k;
+    } while (!st && nch > 1);
+    if (st) {
+        clg_tensor_free(v), clg_tensor_free(p);
+        return st;
+    }
+    *vals = v, *pos = p;
+    return CLG_OK;
+}
+
+/* Values and int32 indices of a sorted along ax, both contiguous, off the tape: the
+ * first k along the axis where selection can find them, else the whole sort. */
+static clg_status sort_raw(clg_tensor *a, int ax, int64_t k, bool descending, clg_tensor **vals, clg_tensor **idx)
 {
     clg_device *dev = a->dev;
     int last = a->ndim - 1;
     clg_no_grad_begin(dev);
     clg_tensor *moved = ax == last ? a : clg_transpose(a, ax, last);
-    clg_tensor *src = moved ? clg__copy_as(moved, a->dtype) : NULL;   /* contiguous, axis last */
+    clg_tensor *src = moved && clg_tensor_is_contiguous(moved) ? moved   /* contiguous, axis last */
+                      : moved ? clg__copy_as(moved, a->dtype) : NULL;
     clg_no_grad_end(dev);
-    if (moved != a) clg_tensor_free(moved);
     clg_tensor *v = NULL, *ix = NULL;
-    clg_status st = src ? clg__sort_rows(src, a->shape[ax], descending, &v, &ix) : dev->status;
-    clg_tensor_free(src);
+    int64_t R = a->shape[ax], P = select_chunk(dev, R, k);
+    clg_status st = !src ? dev->status
+                    : P  ? select_rows(src, R, k, P, descending, &v, &ix)
+                         : clg__sort_rows(src, R, descending, &v, &ix);
+    if (src != moved) clg_tensor_free(src);
+    if (moved != a) clg_tensor_free(moved);
     if (!st && ax != last) {   /* the axis back in place, contiguous */
         clg_no_grad_begin(dev);
         clg_tensor *tv = clg_transpose(v, ax, last), *ti = clg_transpose(ix, ax, last);
@@ -216,9 +273,9 @@ static clg_status sorted(const char *op, clg_tensor *a, int axis, int64_t k, boo
         return clg__fail(a->dev, CLG_ERR_SHAPE, "clg_%s: k = %lld of %lld along axis %d of %s", op, (long long)k,
                          (long long)a->shape[ax], ax, CLG_DESC(a));
     clg_tensor *v, *ix;
-    clg_status st = sort_raw(a, ax, descending, &v, &ix);
+    clg_status st = sort_raw(a, ax, k, descending, &v, &ix);
     if (st) return st;
-    if (k < a->shape[ax]) {   /* topk: the first k, as contiguous tensors of their own */
+    if (k < v->shape[ax]) {   /* topk by the whole sort: the first k, as contiguous tensors of their own */
         clg_no_grad_begin(a->dev);
         clg_tensor *nv = clg_narrow(v, ax, 0, k), *ni = clg_narrow(ix, ax, 0, k);
         clg_tensor *cv = nv ? clg__copy_as(nv, a->dtype) : NULL, *ci = ni ? clg__copy_as(ni, CLG_I32) : NULL;
