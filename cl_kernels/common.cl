@@ -362,6 +362,12 @@ inline T clg_group_max(T v, __local T *s)
     return r;
 }
 
+// n / d for 0 <= n < 2^31 and d >= 1 from the host's pair (m, s) (tensor.c
+// clg__udiv_magic): floor(n m / 2^(31 + s)), exact over that range (Granlund and
+// Montgomery 1994, theorem 4.2). A 32 x 32 -> 64-bit product and a shift vectorize;
+// an integer division is one scalar instruction per element on CPUs.
+inline uint clg_udiv(uint n, uint m, int s) { return (uint)(((ulong)n * m) >> (31 + s)); }
+
 // A value out of range, found by a kernel (src/device/errflag.c): the first work-item
 // to find one records {code, value, bound} in the device's error word; the next read
 // to the host turns it into an error naming the op. Later finds keep the first.

@@ -13,7 +13,7 @@
 #define CLG_BAD (T)NAN
 #endif
 
-// y[c] = a[c with c[axis] = idx[c[axis]]]; y has a's shape with k along axis.
+// y[c] = a[c with c[axis] = idx[c[axis]]]; y has a's shape with k along axis (a strided).
 __kernel void index_select(int n, int nd, int8 yshape, int axis, __global T *y, int oy,
                            __global const T *a, int oa, int8 sa, int na,
                            __global const int *idx, int oi, int si, __global int *err, int code)
@@ -55,6 +55,21 @@ __kernel void index_select_rows(int inner, int k, int na, __global T *y, int oy,
 
 
 // torch.gather: y[c] = a[c with c[axis] = index[c]]; y has index's shape.
+// The same with narrow rows (inner < 16: an image's columns), over the flat output,
+// its coordinates found by clg_udiv (inner and k's pairs mi, s_i and mk, s_k) rather
+// than an integer division per element: one launch of big groups where rows of a few
+// items would make tens of thousands of tiny groups.
+__kernel void index_select_flat(int inner, uint mi, int s_i, int k, uint mk, int s_k, int na, __global T *y, int oy,
+                                __global const T *a, int oa, __global const int *idx, int oi, int si)
+{
+    uint i = get_global_id(0);
+    uint t = clg_udiv(i, mi, s_i), c = i - t * inner;
+    uint q = clg_udiv(t, mk, s_k), r = t - q * k;
+    int j = idx[oi + r * si], bad = j < 0 || j >= na;
+    T v = a[oa + ((size_t)q * na + (bad ? 0 : j)) * inner + c];
+    y[oy + i] = bad ? CLG_BAD : v;
+}
+
 __kernel void gather(int n, int nd, int8 yshape, int axis, __global T *y, int oy,
                      __global const T *a, int oa, int8 sa, int na,
                      __global const int *idx, int oi, int8 si, __global int *err, int code)

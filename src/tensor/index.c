@@ -278,23 +278,37 @@ clg_tensor *clg_index_select(clg_tensor *a, int axis, clg_tensor *indices)
     int64_t outer = 1, inner = 1;
     for (int d = 0; d < ax; d++) outer *= a->shape[d];
     for (int d = ax + 1; d < a->ndim; d++) inner *= a->shape[d];
-    /* Rows of a contiguous a, at least 16 wide (an embedding's): copied with no index
-     * division and no branch, the indices checked apart unless the host knows them
-     * (index.cl). Narrower rows (an image's columns: tens of thousands of blocks of a
-     * few picks) stay with the general kernel. */
+    /* A contiguous a: rows at least 16 wide (an embedding's) copied with no index
+     * division and no branch, narrower ones (an image's columns: tens of thousands of
+     * blocks of a few picks) over the flat output; the indices checked apart unless the
+     * host knows them (index.cl). A strided a takes the general kernel. */
     int64_t k = indices->shape[0], na = a->shape[ax];
-    if (clg_tensor_is_contiguous(a) && y->numel > 0 && na > 0 && inner >= 16) {
+    if (clg_tensor_is_contiguous(a) && y->numel > 0 && na > 0) {
         if (!clg__index_known_in_range(indices, na)) {
             clg_arg chk[] = {CLG_ARG_I(k), CLG_ARG_M(indices->buf->mem), CLG_ARG_I(indices->offset),
                              CLG_ARG_I(indices->strides[0]), CLG_ARG_I(na), CLG_ARG_M(word->mem), CLG_ARG_I(code)};
             if (launch(a->dev, a->dtype, "index_check", chk, 7, k) != CLG_OK) return fail_launch(op, y, a);
         }
-        clg_arg rows[] = {CLG_ARG_I(inner), CLG_ARG_I(k), CLG_ARG_I(na), CLG_ARG_M(y->buf->mem), CLG_ARG_I(y->offset),
-                          CLG_ARG_M(a->buf->mem), CLG_ARG_I(a->offset), CLG_ARG_M(indices->buf->mem),
-                          CLG_ARG_I(indices->offset), CLG_ARG_I(indices->strides[0])};
-        clg_kernel *kn = clg__kernel_get(a->dev, "index", clg__dtype_options(a->dtype), "index_select_rows");
-        if (!kn || clg__launch_rows3(a->dev, kn, rows, 10, (size_t)inner, (size_t)k, (size_t)outer))
-            return fail_launch(op, y, a);
+        if (inner >= 16) {
+            clg_arg rows[] = {CLG_ARG_I(inner), CLG_ARG_I(k), CLG_ARG_I(na), CLG_ARG_M(y->buf->mem),
+                              CLG_ARG_I(y->offset), CLG_ARG_M(a->buf->mem), CLG_ARG_I(a->offset),
+                              CLG_ARG_M(indices->buf->mem), CLG_ARG_I(indices->offset),
+                              CLG_ARG_I(indices->strides[0])};
+            clg_kernel *kn = clg__kernel_get(a->dev, "index", clg__dtype_options(a->dtype), "index_select_rows");
+            if (!kn || clg__launch_rows3(a->dev, kn, rows, 10, (size_t)inner, (size_t)k, (size_t)outer))
+                return fail_launch(op, y, a);
+        } else {
+            uint32_t mi, mk;
+            int si, sk;
+            clg__udiv_magic(inner, &mi, &si);
+            clg__udiv_magic(k, &mk, &sk);
+            clg_arg flat[] = {CLG_ARG_I(inner), CLG_ARG_I(mi), CLG_ARG_I(si), CLG_ARG_I(k), CLG_ARG_I(mk),
+                              CLG_ARG_I(sk), CLG_ARG_I(na), CLG_ARG_M(y->buf->mem), CLG_ARG_I(y->offset),
+                              CLG_ARG_M(a->buf->mem), CLG_ARG_I(a->offset), CLG_ARG_M(indices->buf->mem),
+                              CLG_ARG_I(indices->offset), CLG_ARG_I(indices->strides[0])};
+            if (launch(a->dev, a->dtype, "index_select_flat", flat, 14, y->numel) != CLG_OK)
+                return fail_launch(op, y, a);
+        }
     } else {
         clg_arg args[] = {CLG_ARG_I(y->numel), CLG_ARG_I(y->ndim), clg__arg_int8(y->shape, y->ndim), CLG_ARG_I(ax),
                           CLG_ARG_M(y->buf->mem), CLG_ARG_I(y->offset),

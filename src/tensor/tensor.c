@@ -408,6 +408,16 @@ bool clg__broadcast_shapes(int na, const int64_t *sa, int nb, const int64_t *sb,
     return true;
 }
 
+void clg__udiv_magic(int64_t d, uint32_t *m, int *s)
+{
+    int l = 0;
+    while (((int64_t)1 << l) < d) l++;   /* l = ceil(log2 d) */
+    /* m = ceil(2^(31 + l) / d): below 2^32 unless d is a power of two, where it is 2^31 */
+    uint64_t p = (uint64_t)1 << (31 + l);   /* l <= 31: within 64 bits */
+    *m = (uint32_t)((p + (uint64_t)d - 1) / (uint64_t)d);
+    *s = l;
+}
+
 bool clg__check_numel(const char *op, clg_device *dev, int64_t numel)
 {
     if (numel <= INT32_MAX) return true;

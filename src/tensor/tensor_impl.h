@@ -184,6 +184,10 @@ clg_tensor *clg__elementwise(const char *op, const char *program, const char *ke
 
 /* Elements past 2^31 - 1 are refused: kernels index with int. */
 bool clg__check_numel(const char *op, clg_device *dev, int64_t numel);
+/* The pair (m, s) that common.cl's clg_udiv divides by d (1 <= d < 2^31) with, for
+ * numerators below 2^31: floor(n m / 2^(31 + s)). */
+void clg__udiv_magic(int64_t d, uint32_t *m, int *s);
+
 
 /* A contiguous copy of t with dtype `dtype`, off the tape (copy.c). */
 clg_tensor *clg__copy_as(clg_tensor *t, clg_dtype dtype);
