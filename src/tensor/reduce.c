@@ -96,8 +96,9 @@ static clg_status run_mrk(clg_device *dev, const char *kernel, clg_tensor *src, 
         int64_t C = 1;
         /* Few results over long rows (a bias's gradient: [2048, 128] summed over its rows)
          * leave most of the device idle: chunks of 64 rows or more, up to ~4,096 work-items
-         * in all, and a second pass adds the chunks. */
-        if (M * K < 4096 && R >= 128) {
+         * in all, and a second pass adds the chunks; not for fewer than 65,536 elements,
+         * where a launch more costs more than it spreads. */
+        if (M * K < 4096 && R >= 128 && M * K * R >= 65536) {
             C = 4096 / (M * K);
             if (C > R / 64) C = R / 64;
             if (C > 256) C = 256;
@@ -106,8 +107,9 @@ static clg_status run_mrk(clg_device *dev, const char *kernel, clg_tensor *src, 
         /* Many results over rows far apart (a convolution's per-image weight gradients
          * summed over the batch: [128, 36864] over its rows): a work-item walking all R
          * rows reads R streams at once, past what the CPU's prefetchers follow; chunks of
-         * 16 rows, then a pass over the chunks. */
-        else if (M * K >= 4096 && R >= 64) C = R / 16;
+         * 16 rows, then a pass over the chunks. (With K = 1 each work-item reads one
+         * contiguous row: one pass.) */
+        else if (K > 1 && M * K >= 4096 && R >= 64) C = R / 16;
         if (C * cap < R) C = (R + cap - 1) / cap;
         if (C == 1) {
             st = mrk_pass(dev, kernel, dtype, first, true, cur, M, R, K, 1, dst, scale);
