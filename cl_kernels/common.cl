@@ -305,14 +305,15 @@ __kernel void NAME##_rows(int n, int nd, int8 shape, __global TS *y, int oy, int
 // 64-bit counter (ctr + j) under the 64-bit key (seed).
 inline uint4 clg_philox4x32_10(uint4 c, uint2 k)
 {
+    // Unrolled, with no branch (the key's bump after the last round is unused), and the
+    // 64-bit products written out (POCL calls a function for mul_hi): a straight line
+    // (dropout of 1M floats: 12-17 ms per launch before, 5.1 after).
+#pragma unroll
     for (int r = 0; r < 10; r++) {
-        if (r) {
-            k.x += 0x9E3779B9u;
-            k.y += 0xBB67AE85u;
-        }
-        uint hi0 = mul_hi(0xD2511F53u, c.x), lo0 = 0xD2511F53u * c.x;
-        uint hi1 = mul_hi(0xCD9E8D57u, c.z), lo1 = 0xCD9E8D57u * c.z;
-        c = (uint4)(hi1 ^ c.y ^ k.x, lo1, hi0 ^ c.w ^ k.y, lo0);
+        ulong p0 = (ulong)0xD2511F53u * c.x, p1 = (ulong)0xCD9E8D57u * c.z;
+        c = (uint4)((uint)(p1 >> 32) ^ c.y ^ k.x, (uint)p1, (uint)(p0 >> 32) ^ c.w ^ k.y, (uint)p0);
+        k.x += 0x9E3779B9u;
+        k.y += 0xBB67AE85u;
     }
     return c;
 }
