@@ -105,9 +105,35 @@ CLG_ELEMENTWISE1(expm1, clg_expm1(x))
 CLG_ELEMENTWISE1(rsqrt, rsqrt(x))
 CLG_ELEMENTWISE1(erf, clg_erf(x))
 CLG_ELEMENTWISE1(sign, x > (T)0 ? (T)1 : x < (T)0 ? (T)-1 : x)   // keeps 0, -0 and NaN
-CLG_ELEMENTWISE1(floor, floor(x))
-CLG_ELEMENTWISE1(ceil, ceil(x))
-CLG_ELEMENTWISE1(round, rint(x))
+// rint, floor and ceil without a call per element (POCL calls libm's, 2.5x slower):
+// adding and subtracting 2^23 (2^52 in double) rounds a magnitude below it to an
+// integer, halves to even, in the default rounding mode; larger magnitudes, infinities
+// and NaN are integral already. The sign is put back, so -0.4 gives -0 as rint does;
+// floor and ceil step from rint's result where it went the wrong way (their results
+// have x's sign too).
+#ifdef CLG_F64
+#define CLG_INT_BIG 4503599627370496.0
+#else
+#define CLG_INT_BIG 8388608.0f
+#endif
+inline T clg_rint(T x)
+{
+    T t = fabs(x), r = copysign((t + CLG_INT_BIG) - CLG_INT_BIG, x);
+    return t < CLG_INT_BIG ? r : x;
+}
+inline T clg_floor(T x)
+{
+    T r = clg_rint(x);
+    return copysign(r > x ? r - (T)1 : r, x);
+}
+inline T clg_ceil(T x)
+{
+    T r = clg_rint(x);
+    return copysign(r < x ? r + (T)1 : r, x);   // ceil(-0.6) is -0
+}
+CLG_ELEMENTWISE1(floor, clg_floor(x))
+CLG_ELEMENTWISE1(ceil, clg_ceil(x))
+CLG_ELEMENTWISE1(round, clg_rint(x))
 
 // ---- backward: x is the saved input or output, z the incoming gradient ----------------
 CLG_ELEMENTWISE2(exp_grad, z * x)                        // x = exp(input)

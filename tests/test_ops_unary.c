@@ -459,10 +459,13 @@ static void float_accuracy(clg_device *dev)
         if (i % 7 == 2) x[i] = ldexpf((float)(s >> 9) / (float)(1 << 23), -(int)(i % 40));   /* near 0 */
         if (i % 11 == 3) x[i] = 1.0f + ((float)(s >> 9) / (float)(1 << 23) - 0.5f) * 0.1f;   /* near 1 */
     }
-    const float special[] = {0.0f, -0.0f, 1.0f, -1.0f, INFINITY, -INFINITY, NAN, 1e-45f, -1e-45f, 88.0f, 89.0f, -104.0f};
+    const float special[] = {0.0f, -0.0f, 1.0f, -1.0f, INFINITY, -INFINITY, NAN, 1e-45f, -1e-45f, 88.0f, 89.0f, -104.0f,
+                             0.5f, -0.5f, 1.5f, 2.5f, -2.5f, 0.4f, -0.4f, -0.6f, 8388607.5f, -8388607.5f, 4194304.5f,
+                             8388608.0f, 16777215.0f, -1.5f};   /* halves to even, signed zeros, near 2^23 */
     memcpy(x, special, sizeof special);
     static const struct { const char *name; clg_tensor *(*op)(clg_tensor *); double (*ref)(double); double bound; } f[] = {
         {"log", clg_log, log, 2.5}, {"log1p", clg_log1p, log1p, 2.5}, {"expm1", clg_expm1, expm1, 4},
+        {"round", clg_round, nearbyint, 0}, {"floor", clg_floor, floor, 0}, {"ceil", clg_ceil, ceil, 0},
     };
     for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
         clg_scope_begin(dev);
@@ -474,6 +477,7 @@ static void float_accuracy(clg_device *dev)
         for (int i = 0; i < N; i++) {
             double want = f[k].ref((double)x[i]), e = isnan(want) && isnan(y[i]) ? 0 : ulps(y[i], want);
             if ((float)want != want && fabs(want) > 3.4e38) e = isinf(y[i]) || fabsf(y[i]) == FLT_MAX ? 0 : INFINITY;
+            if (f[k].bound == 0 && !isnan(want) && !signbit(want) != !signbit(y[i])) e = INFINITY;   /* -0 stays -0 */
             if (e > worst) worst = e, at = i;
         }
         printf("  float32 %-6s worst %.2f ulp (bound %.1f)\n", f[k].name, worst, f[k].bound);
