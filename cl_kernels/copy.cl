@@ -26,6 +26,14 @@ __kernel void copy_rows(int n, int nd, int8 shape, __global T *y, int oy, int8 s
     CLG_ROW_IDS;
     y[CLG_ROW_AT(oy, sy)] = (T)a[CLG_ROW_AT(oa, sa)];
 }
+#ifdef CLG_ROWSU
+__kernel void copy_rowsu(int n, int nd, int8 shape, __global T *y, int oy, int8 sy,
+                         __global const S *a, int oa, int8 sa)
+{
+    CLG_ROW_IDS;
+    y[CLG_ROWU_AT(oy, sy, 1)] = (T)a[CLG_ROWU_AT(oa, sa, CLG_U1)];
+}
+#endif
 
 __kernel void fill_flat(int n, __global T *y, int oy, const T value)
 {

@@ -31,6 +31,16 @@ __kernel void where_rows(int n, int nd, int8 shape, __global T *y, int oy, int8 
     CLG_ROW_IDS;
     y[CLG_ROW_AT(oy, sy)] = m[CLG_ROW_AT(om, sm)] != (M)0 ? a[CLG_ROW_AT(oa, sa)] : b[CLG_ROW_AT(ob, sb)];
 }
+#ifdef CLG_ROWSU
+__kernel void where_rowsu(int n, int nd, int8 shape, __global T *y, int oy, int8 sy,
+                          __global const M *m, int om, int8 sm, __global const T *a, int oa, int8 sa,
+                          __global const T *b, int ob, int8 sb)
+{
+    CLG_ROW_IDS;
+    T va = a[CLG_ROWU_AT(oa, sa, CLG_U2)], vb = b[CLG_ROWU_AT(ob, sb, CLG_U3)];
+    y[CLG_ROWU_AT(oy, sy, 1)] = m[CLG_ROWU_AT(om, sm, CLG_U1)] != (M)0 ? va : vb;
+}
+#endif
 
 // The gradient of operand a (side 1) or b (side 0): g where the mask picks that side, else 0.
 __kernel void where_grad_flat(int n, __global T *y, int oy, __global const M *m, int om,
@@ -58,3 +68,14 @@ __kernel void where_grad_rows(int n, int nd, int8 shape, __global T *y, int oy, 
     bool picked = (m[CLG_ROW_AT(om, sm)] != (M)0) == (side != 0);
     y[CLG_ROW_AT(oy, sy)] = picked ? g[CLG_ROW_AT(og, sg)] : (T)0;
 }
+#ifdef CLG_ROWSU
+__kernel void where_grad_rowsu(int n, int nd, int8 shape, __global T *y, int oy, int8 sy,
+                               __global const M *m, int om, int8 sm, __global const T *g, int og, int8 sg,
+                               int side)
+{
+    CLG_ROW_IDS;
+    bool picked = (m[CLG_ROWU_AT(om, sm, CLG_U1)] != (M)0) == (side != 0);
+    T v = g[CLG_ROWU_AT(og, sg, CLG_U2)];
+    y[CLG_ROWU_AT(oy, sy, 1)] = picked ? v : (T)0;
+}
+#endif

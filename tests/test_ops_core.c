@@ -352,6 +352,63 @@ static void deterministic(clg_device *dev)
     CHECK(memcmp(r[0], r[1], sizeof r[0]) == 0);
 }
 
+/* Operands broadcast along the row ([M, 1] against [M, N]: the rowsu kernels, whose
+ * inputs' row strides are compiled in, common.cl) in every kernel family that takes
+ * them: one input (exp of an expanded column), two (mul, pow, eq, either side), three
+ * (mse's gradient, the loss's scalar gradient spread), where (mask, a or b
+ * broadcast) and its backward with a broadcast gradient, and copy. N is past
+ * llvmpipe's rows_min, so rusticl takes these kernels too. */
+static void rows_broadcast(clg_device *dev)
+{
+    enum { M = 5, N = 70 };
+    double col[M], full[M * N], full2[M * N], mask[M], want[M * N];
+    optest_fill(col, M, 0.5, 2, 61);
+    optest_fill(full, M * N, 0.5, 2, 62);
+    optest_fill(full2, M * N, 0.5, 2, 63);
+    for (int i = 0; i < M; i++) mask[i] = i % 2;
+    full[3] = col[0];   /* one equal pair for eq */
+    clg_scope_begin(dev);
+    clg_tensor *c = optest_tensor(dev, CLG_F32, CLG_SHAPE(M, 1), col, OPTEST_CONTIGUOUS);
+    clg_tensor *x = optest_tensor(dev, CLG_F32, CLG_SHAPE(M, N), full, OPTEST_CONTIGUOUS);
+    clg_tensor *x2 = optest_tensor(dev, CLG_F32, CLG_SHAPE(M, N), full2, OPTEST_CONTIGUOUS);
+    clg_tensor *ce = clg_expand(c, CLG_SHAPE(M, N));
+#define EACH(expr) for (int i = 0; i < M; i++) for (int j = 0; j < N; j++) want[i * N + j] = (expr)
+    EACH(col[i]);
+    optest_close("rows broadcast: copy of an expanded column", clg_contiguous(ce), want, M * N, 1e-7, 1e-6);
+    EACH(exp(col[i]));
+    optest_close("rows broadcast: exp of an expanded column", clg_exp(ce), want, M * N, 1e-6, 1e-6);
+    EACH(full[i * N + j] * col[i]);
+    optest_close("rows broadcast: mul, column second", clg_mul(x, c), want, M * N, 1e-6, 1e-6);
+    EACH(pow(col[i], full[i * N + j]));
+    optest_close("rows broadcast: pow, column first", clg_pow(c, x), want, M * N, 1e-5, 1e-5);
+    EACH(full[i * N + j] == col[i]);
+    optest_close("rows broadcast: eq", clg_eq(x, c), want, M * N, 0, 0);
+    clg_tensor *mc = optest_tensor(dev, CLG_F32, CLG_SHAPE(M, 1), mask, OPTEST_CONTIGUOUS);
+    EACH(mask[i] ? full[i * N + j] : full2[i * N + j]);
+    optest_close("rows broadcast: where, mask a column", clg_where(mc, x, x2), want, M * N, 1e-7, 1e-6);
+    EACH(full[i * N + j] > 1 ? col[i] : full2[i * N + j]);
+    clg_tensor *gt1 = clg_gt(x, clg_full(dev, CLG_F32, 0, NULL, 1.0));
+    optest_close("rows broadcast: where, a a column", clg_where(gt1, c, x2), want, M * N, 1e-7, 1e-6);
+    EACH(full[i * N + j] > 1 ? full2[i * N + j] : col[i]);
+    optest_close("rows broadcast: where, b a column", clg_where(gt1, x2, c), want, M * N, 1e-7, 1e-6);
+    /* backward passes with the gradient a column spread over the rows */
+    clg_tensor *xa = optest_tensor(dev, CLG_F32, CLG_SHAPE(M, N), full, OPTEST_CONTIGUOUS);
+    CHECK_OK(dev, clg_tensor_set_requires_grad(xa, true));
+    CHECK_OK(dev, clg_backward(clg_where(gt1, xa, x2), ce));
+    EACH(full[i * N + j] > 1 ? col[i] : 0);
+    optest_close("rows broadcast: where's backward, gradient a column", clg_tensor_grad(xa), want, M * N, 1e-7, 1e-6);
+    clg_tensor_clear_grad(xa);
+    CHECK_OK(dev, clg_backward(clg_where(mc, xa, x2), x2));
+    EACH(mask[i] ? full2[i * N + j] : 0);
+    optest_close("rows broadcast: where's backward, mask a column", clg_tensor_grad(xa), want, M * N, 1e-7, 1e-6);
+    clg_tensor_clear_grad(xa);
+    CHECK_OK(dev, clg_backward(clg_mse(xa, x2, CLG_REDUCE_NONE), ce));
+    EACH(2 * (full[i * N + j] - full2[i * N + j]) * col[i]);
+    optest_close("rows broadcast: mse's gradient, gradient a column", clg_tensor_grad(xa), want, M * N, 1e-6, 1e-5);
+#undef EACH
+    clg_scope_end(dev);
+}
+
 /* Comparisons and logic on NaN, signed zeros and int32: nonzero is true, NaN too. */
 static void logic(clg_device *dev)
 {
@@ -507,6 +564,7 @@ int main(void)
     vector_row_reductions(dev);
     deterministic(dev);
     logic(dev);
+    rows_broadcast(dev);
     clg_device_close(dev);
     return check_report("test_ops_core");
 }

@@ -89,10 +89,23 @@ clg_status clg__iter_launch(clg_device *dev, const clg_iter *it, const char *pro
         }
         it = &padded;
     }
-    char name[96];
+    /* Rows whose inputs are read at stride 0 or 1 along the row, one of them at 0 (a
+     * broadcast), into an output at stride 1: the rowsu kernels, built with those strides
+     * as constants, which POCL vectorizes where the rows kernel could not (common.cl). */
+    bool rowsu = rows && it->n > 1 && it->strides[0][3] == 1, broadcast = false;
+    int u[4] = {1, 1, 1, 1};
+    for (int i = 1; rowsu && i < it->n; i++) {
+        rowsu = it->strides[i][3] == 0 || it->strides[i][3] == 1;
+        u[i] = (int)it->strides[i][3];
+        broadcast = broadcast || u[i] == 0;
+    }
+    rowsu = rowsu && broadcast;
+    char name[96], opts[256];
+    if (rowsu) snprintf(opts, sizeof opts, "%s -DCLG_ROWSU -DCLG_U1=%d -DCLG_U2=%d -DCLG_U3=%d", options, u[1], u[2], u[3]);
     bool v16 = it->flat && clg__iter_flat16(dev, it->dtype, kernel);
-    snprintf(name, sizeof name, "%s_%s", kernel, v16 ? "flat16" : it->flat ? "flat" : rows ? "rows" : "strided");
-    clg_kernel *k = clg__kernel_get(dev, program, options, name);
+    snprintf(name, sizeof name, "%s_%s", kernel,
+             v16 ? "flat16" : it->flat ? "flat" : rowsu ? "rowsu" : rows ? "rows" : "strided");
+    clg_kernel *k = clg__kernel_get(dev, program, rowsu ? opts : options, name);
     if (!k) return dev->status;
     clg_arg args[3 + 3 * CLG_ITER_MAX + 8];
     int na = 0;
