@@ -28,12 +28,14 @@ typedef struct options {
     const char *spec;
     const char *only;
     bool bench;
+    bool list;
 } options;
 
 static int usage(void)
 {
     printf("usage: clgrad conformance [--device SPEC] [--dtype f32|f64] [--size small|normal] [--verbose]\n"
            "                          [--long N] [--only TEXT] [--no-bench]\n"
+           "       clgrad conformance --list\n"
            "Runs every op forward and backward, and every optimizer's step, against plain-C\n"
            "references computed in double on the host, on every OpenCL device (or the one\n"
            "--device SPEC / $CLG_DEVICE names), and prints one table per device: each case's\n"
@@ -55,6 +57,8 @@ static int usage(void)
            "  --only TEXT         only the cases whose name contains TEXT\n"
            "  --no-bench          skip the GEMM timing\n"
            "  --verbose           the worst element of every case, and times\n"
+           "  --list              print the cases' names, one a line, and open no device (an\n"
+           "                      op's cases are named by it: tests/conformance_coverage.c)\n"
            "Exit status 0 when every case passes on every device, 1 otherwise.\n");
     return 0;
 }
@@ -90,7 +94,7 @@ static int parse(int argc, char **argv, options *o)
         {"device", required_argument, 0, 'd'}, {"dtype", required_argument, 0, 't'},
         {"size", required_argument, 0, 's'},   {"verbose", no_argument, 0, 'v'},
         {"only", required_argument, 0, 'o'},   {"no-bench", no_argument, 0, 'B'},
-        {"long", required_argument, 0, 'L'},
+        {"long", required_argument, 0, 'L'},   {"list", no_argument, 0, 'l'},
         {"inject-fault", required_argument, 0, 'F'},   /* hidden: the self-check */
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
     *o = (options){.cf = {.dtype = CLG_F32}, .spec = getenv("CLG_DEVICE"), .bench = true};
@@ -118,6 +122,7 @@ static int parse(int argc, char **argv, options *o)
         }
         case 'o': o->only = optarg; break;
         case 'B': o->bench = false; break;
+        case 'l': o->list = true; break;
         case 'F':
             if (!known_op(optarg)) return cli_usage_error(CMD, "--inject-fault: no case of that op");
             o->cf.inject = optarg;
@@ -310,6 +315,11 @@ int cmd_conformance(int argc, char **argv)
     int rc = parse(argc, argv, &o);
     if (rc < 0) return usage();
     if (rc) return rc;
+    if (o.list) {
+        for (int t = 0; t < NTABLES; t++)
+            for (int i = 0; i < *tables[t].count; i++) printf("%s\n", tables[t].cases[i].name);
+        return 0;
+    }
 
     clg_device_info infos[MAX_DEVICES];
     int n = 0;
