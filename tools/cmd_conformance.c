@@ -3,8 +3,9 @@
  * --device / CLG_DEVICE names): one table per device, with the GEMM engine and its
  * rate. Exit status 1 when any case fails on any device.
  *
- * The cases and their references are in conformance_ops.c and conformance_nn.c, the
- * checking in conformance_check.c (conformance_cases.h says how a case is made).
+ * The cases and their references are in conformance_ops.c, conformance_copies.c,
+ * conformance_nn.c and conformance_rnn.c, the checking in conformance_check.c
+ * (conformance_cases.h says how a case is made).
  * Hidden self-check: --inject-fault OP perturbs OP's reference, so its rows must fail
  * (tests/cli: cli_conformance_fault). */
 #include <getopt.h>
@@ -65,7 +66,8 @@ static int usage(void)
 
 /* The case tables, in report order. */
 static const struct { const cf_case *cases; const int *count; } tables[] = {
-    {cf_ops_cases, &cf_ops_count}, {cf_nn_cases, &cf_nn_count}, {cf_rnn_cases, &cf_rnn_count}};
+    {cf_ops_cases, &cf_ops_count}, {cf_copies_cases, &cf_copies_count}, {cf_nn_cases, &cf_nn_count},
+    {cf_rnn_cases, &cf_rnn_count}};
 #define NTABLES ((int)(sizeof tables / sizeof *tables))
 
 /* Every differentiable op, from the library's list. */
