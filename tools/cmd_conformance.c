@@ -3,8 +3,9 @@
  * --device / CLG_DEVICE names): one table per device, with the GEMM engine and its
  * rate. Exit status 1 when any case fails on any device.
  *
- * The cases and their references are in conformance_ops.c and conformance_nn.c, the
- * checking in conformance_check.c (conformance_cases.h says how a case is made).
+ * The cases and their references are in conformance_ops.c, conformance_copies.c,
+ * conformance_nn.c and conformance_rnn.c, the checking in conformance_check.c
+ * (conformance_cases.h says how a case is made).
  * Hidden self-check: --inject-fault OP perturbs OP's reference, so its rows must fail
  * (tests/cli: cli_conformance_fault). */
 #include <getopt.h>
@@ -28,12 +29,14 @@ typedef struct options {
     const char *spec;
     const char *only;
     bool bench;
+    bool list;
 } options;
 
 static int usage(void)
 {
     printf("usage: clgrad conformance [--device SPEC] [--dtype f32|f64] [--size small|normal] [--verbose]\n"
            "                          [--long N] [--only TEXT] [--no-bench]\n"
+           "       clgrad conformance --list\n"
            "Runs every op forward and backward, and every optimizer's step, against plain-C\n"
            "references computed in double on the host, on every OpenCL device (or the one\n"
            "--device SPEC / $CLG_DEVICE names), and prints one table per device: each case's\n"
@@ -55,13 +58,16 @@ static int usage(void)
            "  --only TEXT         only the cases whose name contains TEXT\n"
            "  --no-bench          skip the GEMM timing\n"
            "  --verbose           the worst element of every case, and times\n"
+           "  --list              print the cases' names, one a line, and open no device (an\n"
+           "                      op's cases are named by it: tests/conformance_coverage.c)\n"
            "Exit status 0 when every case passes on every device, 1 otherwise.\n");
     return 0;
 }
 
 /* The case tables, in report order. */
 static const struct { const cf_case *cases; const int *count; } tables[] = {
-    {cf_ops_cases, &cf_ops_count}, {cf_nn_cases, &cf_nn_count}, {cf_rnn_cases, &cf_rnn_count}};
+    {cf_ops_cases, &cf_ops_count}, {cf_copies_cases, &cf_copies_count}, {cf_nn_cases, &cf_nn_count},
+    {cf_rnn_cases, &cf_rnn_count}};
 #define NTABLES ((int)(sizeof tables / sizeof *tables))
 
 /* Every differentiable op, from the library's list. */
@@ -90,7 +96,7 @@ static int parse(int argc, char **argv, options *o)
         {"device", required_argument, 0, 'd'}, {"dtype", required_argument, 0, 't'},
         {"size", required_argument, 0, 's'},   {"verbose", no_argument, 0, 'v'},
         {"only", required_argument, 0, 'o'},   {"no-bench", no_argument, 0, 'B'},
-        {"long", required_argument, 0, 'L'},
+        {"long", required_argument, 0, 'L'},   {"list", no_argument, 0, 'l'},
         {"inject-fault", required_argument, 0, 'F'},   /* hidden: the self-check */
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
     *o = (options){.cf = {.dtype = CLG_F32}, .spec = getenv("CLG_DEVICE"), .bench = true};
@@ -118,6 +124,7 @@ static int parse(int argc, char **argv, options *o)
         }
         case 'o': o->only = optarg; break;
         case 'B': o->bench = false; break;
+        case 'l': o->list = true; break;
         case 'F':
             if (!known_op(optarg)) return cli_usage_error(CMD, "--inject-fault: no case of that op");
             o->cf.inject = optarg;
@@ -310,6 +317,11 @@ int cmd_conformance(int argc, char **argv)
     int rc = parse(argc, argv, &o);
     if (rc < 0) return usage();
     if (rc) return rc;
+    if (o.list) {
+        for (int t = 0; t < NTABLES; t++)
+            for (int i = 0; i < *tables[t].count; i++) printf("%s\n", tables[t].cases[i].name);
+        return 0;
+    }
 
     clg_device_info infos[MAX_DEVICES];
     int n = 0;

@@ -1,6 +1,7 @@
 /* conformance_cases.h: `clgrad conformance`, between the command (cmd_conformance.c),
  * the checker (conformance_check.c) and the tables of op cases (conformance_ops.c,
- * conformance_nn.c).
+ * conformance_copies.c, conformance_nn.c, conformance_rnn.c). A case is named by its op
+ * ("pad (reflect)": the op, then the variant), which tests/conformance_coverage.c reads.
  *
  * A case is one row of the report: setup() declares the inputs (shapes, value ranges,
  * which ones want a gradient) and the outputs' shapes, run() computes the outputs on
@@ -88,6 +89,8 @@ clg_tensor *cf_tensor(clg_device *dev, clg_dtype dtype, int nd, const int64_t *s
 /* ---- the case tables --------------------------------------------------------------------------- */
 extern const cf_case cf_ops_cases[];      /* conformance_ops.c: views, elementwise, reductions, matmul, indexing */
 extern const int cf_ops_count;
+extern const cf_case cf_copies_cases[];  /* conformance_copies.c: pad, repeat, masked_fill */
+extern const int cf_copies_count;
 extern const cf_case cf_nn_cases[];       /* conformance_nn.c: softmax, losses, conv, pooling, norms, optimizers */
 extern const int cf_nn_count;
 extern const cf_case cf_rnn_cases[];      /* conformance_rnn.c: RNN, LSTM, GRU */

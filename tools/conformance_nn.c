@@ -115,7 +115,9 @@ static void up_setup(cf_prob *p)
 static void up_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
 {
     int64_t oh = p->out[0].shape[2], ow = p->out[0].shape[3];
-    out[0] = p->ia[0] == 0 ? clg_upsample_nearest2d(in[0], oh, ow) : clg_upsample_bilinear2d_ex(in[0], oh, ow, p->ia[0] == 2);
+    out[0] = p->ia[0] == 0   ? clg_upsample_nearest2d(in[0], oh, ow)
+             : p->ia[0] == 1 ? clg_upsample_bilinear2d(in[0], oh, ow)
+                             : clg_upsample_bilinear2d_ex(in[0], oh, ow, true);
 }
 /* the source coordinate of output j of `out` along an input axis of `in` */
 static double up_src(int kind, int64_t j, int64_t in, int64_t out)
@@ -303,6 +305,46 @@ static void conv_ref(const cf_prob *p, double *const *in, double *const *out)
                 }
 }
 
+/* ---- conv1d: ia = {stride, padding, dilation, groups, bias} ----------------------------------------- */
+
+typedef struct conv1d_entry { int set[5]; } conv1d_entry;
+static const conv1d_entry C1_PLAIN = {{1, 1, 1, 1, 1}};   /* padding 1, bias */
+static const conv1d_entry C1_FANCY = {{2, 2, 2, 2, 0}};   /* stride 2, padding 2, dilation 2, groups 2 */
+
+static void conv1d_setup(cf_prob *p)
+{
+    const conv1d_entry *e = p->arg;
+    memcpy(p->ia, e->set, sizeof e->set);
+    int N = 2, C = 4, O = 6, k = 3, L = S(7, 45);
+    cf_in(p, CF_GRAD, -1, 1, 3, N, C, L);
+    cf_in(p, CF_GRAD, -1, 1, 3, O, C / p->ia[3], k);
+    if (p->ia[4]) cf_in(p, CF_GRAD, -1, 1, 1, O);
+    cf_out(p, 3, N, O, (int)conv_size(L, k, p->ia[0], p->ia[1], p->ia[2]));
+}
+static void conv1d_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
+{
+    clg_conv1d_params cp = {p->ia[0], p->ia[1], p->ia[2], p->ia[3]};
+    out[0] = clg_conv1d(in[0], in[1], p->ia[4] ? in[2] : NULL, &cp);
+}
+/* out[n, o, t] = b[o] + sum over c of o's group, j: x[n, c, t s - pad + j d] w[o, c, j] */
+static void conv1d_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    int64_t N = p->in[0].shape[0], C = p->in[0].shape[1], L = p->in[0].shape[2];
+    int64_t O = p->in[1].shape[0], Cg = p->in[1].shape[1], k = p->in[1].shape[2], OL = p->out[0].shape[2];
+    int64_t Og = O / p->ia[3];
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t o = 0; o < O; o++)
+            for (int64_t t = 0; t < OL; t++) {
+                double s = p->ia[4] ? in[2][o] : 0;
+                for (int64_t c = 0; c < Cg; c++)
+                    for (int64_t j = 0; j < k; j++) {
+                        int64_t x = t * p->ia[0] - p->ia[1] + j * p->ia[2];
+                        if (x >= 0 && x < L) s += in[0][(n * C + (o / Og) * Cg + c) * L + x] * in[1][(o * Cg + c) * k + j];
+                    }
+                out[0][(n * O + o) * OL + t] = s;
+            }
+}
+
 /* ---- conv_transpose2d: stride (2, 1), padding (1, 0), output padding (1, 0), groups 2, bias --------- */
 
 static void convt_setup(cf_prob *p)
@@ -484,6 +526,44 @@ static void ln_ref(const cf_prob *p, double *const *in, double *const *out)
         var /= (double)inner;
         for (int64_t i = 0; i < inner; i++)
             out[0][r * inner + i] = (x[i] - mean) / sqrt(var + 1e-5) * (p->nin > 1 ? in[1][i] : 1) + (p->nin > 1 ? in[2][i] : 0);
+    }
+}
+
+/* ---- group norm: x [N, C, ...] over ia[0] groups of channels; arg non-NULL: affine -------------- */
+
+static void gn_setup(cf_prob *p)
+{
+    bool affine = p->arg != NULL;
+    int N = S(2, 4), C = 6, H = S(3, 9), W = S(4, 13);
+    p->ia[0] = affine ? 2 : C;   /* plain: a group per channel, instance norm */
+    if (affine) cf_in(p, CF_GRAD, -2, 3, 4, N, C, H, W);
+    else cf_in(p, CF_GRAD, -2, 3, 3, N, C, H * W);
+    cf_out_like(p, 0);
+    if (affine) cf_in(p, CF_GRAD, 0.5, 1.5, 1, C), cf_in(p, CF_GRAD, -1, 1, 1, C);
+    p->tol = 4;
+}
+static void gn_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
+{
+    out[0] = clg_group_norm(in[0], p->ia[0], p->nin > 1 ? in[1] : NULL, p->nin > 1 ? in[2] : NULL, 1e-5);
+}
+/* Each (sample, group): its C/G channels' positions, normalised by their mean and biased
+ * variance, then weight[c] x + bias[c]. */
+static void gn_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    int64_t N = p->in[0].shape[0], C = p->in[0].shape[1], G = p->ia[0], inner = p->in[0].n / (N * C);
+    int64_t count = C / G * inner;   /* a group's channels lie together: one run of count values */
+    for (int64_t r = 0; r < N * G; r++) {
+        const double *x = in[0] + r * count;
+        double mean = 0, var = 0;
+        for (int64_t i = 0; i < count; i++) mean += x[i];
+        mean /= (double)count;
+        for (int64_t i = 0; i < count; i++) var += (x[i] - mean) * (x[i] - mean);
+        var /= (double)count;
+        for (int64_t i = 0; i < count; i++) {
+            int64_t c = (r % G) * (C / G) + i / inner;
+            double y = (x[i] - mean) / sqrt(var + 1e-5);
+            out[0][r * count + i] = p->nin > 1 ? y * in[1][c] + in[2][c] : y;
+        }
     }
 }
 
@@ -686,7 +766,7 @@ const cf_case cf_nn_cases[] = {
     {"nll_loss_ex (class weights, ignore_index)", ce_ex_setup, ce_ex_run, nll_ex_ref, NULL, ""},
     {"upsample_nearest2d (3x4 to 5x7)", up_setup, up_run, up_ref, NULL, &UP_KIND[0]},
     {"upsample_bilinear2d (3x4 to 5x7)", up_setup, up_run, up_ref, NULL, &UP_KIND[1]},
-    {"upsample_bilinear2d (align_corners)", up_setup, up_run, up_ref, NULL, &UP_KIND[2]},
+    {"upsample_bilinear2d_ex (align_corners)", up_setup, up_run, up_ref, NULL, &UP_KIND[2]},
     LOSS("nll_loss (mean)", L_NLL_MEAN),
     LOSS("mse (mean)", L_MSE_MEAN),
     LOSS("mse (none)", L_MSE_NONE),
@@ -696,6 +776,8 @@ const cf_case cf_nn_cases[] = {
     LOSS("bce_with_logits (mean)", L_BCE_MEAN),
     {"conv2d (3x3, padding 1, bias)", conv_setup, conv_run, conv_ref, NULL, NULL},
     {"conv2d (stride, padding, dilation, groups 2)", conv_setup, conv_run, conv_ref, NULL, ""},
+    {"conv1d (padding 1, bias)", conv1d_setup, conv1d_run, conv1d_ref, NULL, &C1_PLAIN},
+    {"conv1d (stride 2, padding 2, dilation 2, groups 2)", conv1d_setup, conv1d_run, conv1d_ref, NULL, &C1_FANCY},
     {"conv_transpose2d (stride, padding, output padding, groups 2)", convt_setup, convt_run, convt_ref, NULL, NULL},
     POOL("max_pool2d (3x2, stride 2x1, padding 1x0)", P_MAX_PAD),
     POOL("max_pool2d (2x2, stride 2)", P_MAX_22),
@@ -707,6 +789,8 @@ const cf_case cf_nn_cases[] = {
     {"batch_norm (training, [N, C], plain)", bn_setup, bn_run, bn_ref, NULL, &BN_TRAIN_2D},
     {"layer_norm (last 2 axes, affine)", ln_setup, ln_run, ln_ref, NULL, ""},
     {"layer_norm (last axis)", ln_setup, ln_run, ln_ref, NULL, NULL},
+    {"group_norm (2 groups, affine)", gn_setup, gn_run, gn_ref, NULL, ""},
+    {"group_norm (a group per channel, [N, C, L])", gn_setup, gn_run, gn_ref, NULL, NULL},
     {"dropout (training, p 0.25, device mask)", drop_setup, drop_run, drop_ref, drop_observe, NULL},
     OPT("sgd", O_E_SGD),
     OPT("sgd (momentum, dampening, weight decay)", O_E_SGD_M),

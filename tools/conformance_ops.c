@@ -308,6 +308,8 @@ static double h_ge(double a, double b) { return a >= b; }
 static double h_lt(double a, double b) { return a < b; }
 static double h_le(double a, double b) { return a <= b; }
 static double h_ne(double a, double b) { return a != b; }
+static double h_and(double a, double b) { return a != 0 && b != 0; }
+static double h_or(double a, double b) { return a != 0 || b != 0; }
 
 static const binary_entry B_ADD = {clg_add, h_add, -2, 2, -2, 2, false, false};
 static const binary_entry B_SUB = {clg_sub, h_sub, -2, 2, -2, 2, false, false};
@@ -322,6 +324,8 @@ static const binary_entry B_GE = {clg_ge, h_ge, -2, 2, -2, 2, false, true};
 static const binary_entry B_LT = {clg_lt, h_lt, -2, 2, -2, 2, false, true};
 static const binary_entry B_LE = {clg_le, h_le, -2, 2, -2, 2, false, true};
 static const binary_entry B_NE = {clg_ne, h_ne, -2, 2, -2, 2, false, true};
+static const binary_entry B_AND = {clg_logical_and, h_and, -2, 2, -2, 2, false, true};   /* integers: 0 a quarter of the time */
+static const binary_entry B_OR = {clg_logical_or, h_or, -2, 2, -2, 2, false, true};
 
 static void binary_setup(cf_prob *p)
 {
@@ -360,6 +364,19 @@ static void where_ref(const cf_prob *p, double *const *in, double *const *out)
 {
     int64_t B = p->in[2].n;
     for (int64_t i = 0; i < p->out[0].n; i++) out[0][i] = in[0][i] != 0 ? in[1][i] : in[2][i % B];
+}
+
+/* logical_not(a [A, B]): integers in [-2, 2), so a quarter are 0 (false); not differentiable */
+static void not_setup(cf_prob *p)
+{
+    cf_in(p, CF_CONST, -2, 2, 2, S(3, 31), S(5, 67))->integral = true;
+    cf_out_like(p, 0);
+    p->no_backward = true;
+}
+static void not_run(cf_prob *p, clg_tensor **in, clg_tensor **out) { UNUSED(p); out[0] = clg_logical_not(in[0]); }
+static void not_ref(const cf_prob *p, double *const *in, double *const *out)
+{
+    for (int64_t i = 0; i < p->in[0].n; i++) out[0][i] = in[0][i] == 0;
 }
 
 /* ---- reductions: ia[0] kind, ia[1] naxes (0: all), ia[2..3] axes, ia[4] keepdim, ia[5] correction */
@@ -954,6 +971,9 @@ const cf_case cf_ops_cases[] = {
     BINARY("lt (broadcast, ties)", B_LT),
     BINARY("le (broadcast, ties)", B_LE),
     BINARY("ne (broadcast, ties)", B_NE),
+    BINARY("logical_and (broadcast, zeros)", B_AND),
+    BINARY("logical_or (broadcast, zeros)", B_OR),
+    {"logical_not (zeros)", not_setup, not_run, not_ref, NULL, NULL},
     UNARY("add_scalar", U_ADD_S),
     UNARY("sub_scalar", U_SUB_S),
     UNARY("rsub_scalar", U_RSUB_S),

@@ -4,6 +4,8 @@
 #   cli_conformance_fault  the self-check: a fault injected into gelu's reference shows as
 #                          FAIL rows and exit status 1;
 #   cli_conformance_help   --help, as every subcommand has;
+#   conformance_coverage   every public op (ops.h, tensor.h, ops.def: the rule is in
+#                          tests/conformance_coverage.c) has a case; needs no device;
 #   oclgrind_cli_conformance  every case under Oclgrind (label oclgrind) through
 #                          tests/oclgrind/run.sh, which fails on any report;
 #                          GEMM on the tiled engine (tuning would time every engine in the
@@ -21,6 +23,11 @@ if(CLGRAD_BUILD_TOOLS)
   set_tests_properties(cli_conformance_help PROPERTIES PASS_REGULAR_EXPRESSION "usage: clgrad conformance" LABELS cli)
   set_tests_properties(cli_conformance cli_conformance_fault PROPERTIES
     ENVIRONMENT "CLG_CACHE_DIR=${CMAKE_BINARY_DIR}/test-cache" TIMEOUT 600 LABELS "cli;device")
+  add_executable(conformance_coverage ${CMAKE_CURRENT_SOURCE_DIR}/conformance_coverage.c)
+  target_compile_definitions(conformance_coverage PRIVATE _POSIX_C_SOURCE=200809L)
+  target_link_libraries(conformance_coverage PRIVATE clgrad_warnings)
+  add_test(NAME conformance_coverage COMMAND conformance_coverage ${PROJECT_SOURCE_DIR} $<TARGET_FILE:clgrad_cli>)
+  set_tests_properties(conformance_coverage PROPERTIES LABELS cli TIMEOUT 60)
   add_test(NAME oclgrind_cli_conformance COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/oclgrind/run.sh
     $<TARGET_FILE:clgrad_cli> conformance --no-bench --long 700)
   set_tests_properties(oclgrind_cli_conformance PROPERTIES
