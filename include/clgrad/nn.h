@@ -2,8 +2,8 @@
  *
  *   clg_device *dev;
  *   if (clg_device_open(NULL, &dev) != CLG_OK) return 1;
- *   clg_module *model = clg_nn_sequential(dev, 3, (clg_module *[]){
- *       clg_nn_linear(dev, 784, 512, true), clg_nn_relu(dev), clg_nn_linear(dev, 512, 10, true)});
+ *   clg_module *layers[] = {clg_nn_linear(dev, 784, 512, true), clg_nn_relu(dev), clg_nn_linear(dev, 512, 10, true)};
+ *   clg_module *model = clg_nn_sequential(dev, 3, layers);
  *   clg_module_summary(model, CLG_SHAPE(1, 784), stdout);
  *   clg_scope_begin(dev);
  *   clg_tensor *x = clg_rand(dev, CLG_F32, CLG_SHAPE(32, 784), 0, 1);
