@@ -32,7 +32,7 @@ typedef struct options {
 
 static int usage(void)
 {
-    printf("usage: clgrad conformance [--device SPEC] [--dtype f32|f64] [--size small|normal] [--verbose]\n"
+    printf("Usage: clgrad conformance [--device SPEC] [--dtype f32|f64] [--size small|normal] [--verbose]\n"
            "                          [--long N] [--only TEXT] [--no-bench]\n"
            "Runs every op forward and backward, and every optimizer's step, against plain-C\n"
            "references computed in double on the host, on every OpenCL device (or the one\n"

@@ -11,7 +11,7 @@
 
 static void usage(void)
 {
-    printf("usage: clgrad train MODEL.json [--data fashion-mnist|DIR|FILE.csv|text:FILE|text:DIR]\n"
+    printf("Usage: clgrad train MODEL.json [--data fashion-mnist|DIR|FILE.csv|text:FILE|text:DIR]\n"
            "         [--test-data DIR|FILE.csv] [--epochs N] [--batch N] [--lr X] [--seed N] [--workers N]\n"
            "         [--steps N] [--device SPEC] [--out CKPT] [--resume CKPT] [--init CKPT] [--freeze LAYERS]\n"
            "         [--metrics FILE.csv] [--graph] [--precision float32|mixed|mixed-bf16] [--sync-bn]\n"
