@@ -1,7 +1,7 @@
 # Writes the man pages of `clgrad` and of each of its commands with help2man, from their
 # --help text, so that page and help cannot drift apart. The commands and their one-line
 # summaries (each page's NAME) come from `clgrad --help`'s list; each command's page is
-# made through a two-line wrapper, clgrad-CMD, so that its title is CLGRAD-CMD. Pages
+# made through a small wrapper, clgrad-CMD, so that its title is CLGRAD-CMD. Pages
 # are written gzip'd (as Debian installs them) and plain, beside a stamp file.
 # cmake -DCLGRAD=<clgrad> -DHELP2MAN=<help2man> -DGZIP=<gzip> -DVERSION=<x.y.z> -DOUT=<dir>
 #       -P man_pages.cmake
@@ -51,7 +51,14 @@ endfunction()
 page(clgrad ${CLGRAD} "deep learning in C on OpenCL: train, evaluate and run models")
 foreach(cmd IN LISTS cmds)
   set(wrapper ${OUT}/bin/clgrad-${cmd})
-  file(WRITE ${wrapper} "#!/bin/sh\nexec '${CLGRAD}' ${cmd} \"$@\"\n")
+  # help2man takes a usage of one line: the usage's continuation lines ("    [--opt X]")
+  # are joined to it, the rest of the text passes as it is.
+  file(WRITE ${wrapper} "#!/bin/sh\n'${CLGRAD}' ${cmd} \"$@\" | awk '
+    NR == 1 { u = $0; next }
+    u != \"\" && /^ +\\[/ { sub(/^ +/, \" \"); u = u $0; next }
+    u != \"\" { print u; u = \"\" }
+    { print }
+    END { if (u != \"\") print u }'\n")
   file(CHMOD ${wrapper} PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE)
   page(clgrad-${cmd} ${wrapper} "${summary_${cmd}}")
 endforeach()
