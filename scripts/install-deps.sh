@@ -11,13 +11,14 @@
 #                                       consumer of the install test, groff renders the
 #                                       man pages (help2man writes them in the build);
 #                                       cpack's .deb packages need dpkg-dev and file,
-#                                       and lintian checks them
+#                                       and lintian checks them; doxygen writes the API
+#                                       reference (the docs target)
 set -eu
 pkgs="build-essential cmake pkgconf ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
       clinfo libclblast-dev zlib1g-dev libdeflate-dev libjansson-dev dataset-fashion-mnist gnuplot-nox
       fortunes libopenmpi-dev openmpi-bin help2man"
 if [ "${1:-}" = "--test" ]; then
-  pkgs="$pkgs python3-numpy python3-torch libopenblas0-pthread mesa-opencl-icd oclgrind g++ groff-base dpkg-dev file lintian"
+  pkgs="$pkgs python3-numpy python3-torch libopenblas0-pthread mesa-opencl-icd oclgrind g++ groff-base dpkg-dev file lintian doxygen"
 fi
 missing=""
 for p in $pkgs; do

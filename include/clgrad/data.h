@@ -116,7 +116,7 @@ CLG_API clg_status clg_cifar10_read(const char *path, clg_host_array *images, cl
                                     char *err, size_t errlen);
 
 /* CSV of numbers with one integer label column (label >= 0). Fields are separated by
- * commas; lines by \n or \r\n; empty lines are skipped. */
+ * commas; lines end in LF or CR LF; empty lines are skipped. */
 typedef struct clg_csv_options {
     int label_column;   /* 0-based; negative counts from the end (-1: the last column) */
     int header;         /* 1: the first line is a header, 0: it is not, -1: detect (a

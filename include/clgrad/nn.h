@@ -203,7 +203,7 @@ CLG_API clg_tensor *clg_transformer_layer_forward(clg_module *m, clg_tensor *src
 CLG_API clg_status clg_attention_set_causal(clg_module *m, bool causal);
 
 /* The GPT of nanoGPT (model.py), name for name: transformer.wte, transformer.wpe,
- * transformer.h.<i>.{ln_1, attn.c_attn, attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj},
+ * transformer.h.{0, 1, ...}.{ln_1, attn.c_attn, attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj},
  * transformer.ln_f, and lm_head, whose weight is wte's (tied). clg_module_forward(gpt,
  * tokens int32 [B, T], T <= block_size) gives logits [B, T, vocab_size]. Initialised as
  * nanoGPT: N(0, 0.02) weights, N(0, 0.02 / sqrt(2 n_layer)) for c_proj, zero biases.
