@@ -40,6 +40,16 @@ int main()
         if (st != CLG_OK) break;
         rc = step == 29 ? 0 : 1;
     }
+    if (rc == 0) {   /* CLG_AXES as C++ takes it: the sum over axes 1 and 2 of [8, 2, 8] */
+        clg_scope_begin(dev);
+        clg_tensor *s = clg_sum(x, CLG_AXES(1, 2), false);
+        if (s && (clg_tensor_ndim(s) != 1 || clg_tensor_dim(s, 0) != 8)) {
+            std::fprintf(stderr, "consumer (C++): the sum over CLG_AXES(1, 2) has %d axes\n", clg_tensor_ndim(s));
+            s = nullptr;
+        }
+        if (!s) rc = 1;
+        clg_scope_end(dev);
+    }
     if (rc != 0)
         std::fprintf(stderr, "consumer (C++): %s\n", clg_device_error(dev));
     else if (!(last < 0.5 * first)) {
