@@ -63,8 +63,4 @@
 #include "clgrad/io.h"
 #include "clgrad/model.h"
 
-#define CLGRAD_VERSION_MAJOR 0
-#define CLGRAD_VERSION_MINOR 1
-#define CLGRAD_VERSION_PATCH 0
-
 #endif

@@ -7,13 +7,18 @@
 #   sh scripts/install-deps.sh --test   also what the tests and benchmarks compare against
 #                                       (NumPy, PyTorch, and OpenBLAS under them: without it
 #                                       they run the 50x slower reference BLAS) and run on
-#                                       (Mesa's rusticl, Oclgrind)
+#                                       (Mesa's rusticl, Oclgrind); g++ builds the C++
+#                                       consumer of the install test, groff renders the
+#                                       man pages (help2man writes them in the build);
+#                                       cpack's .deb packages need dpkg-dev and file,
+#                                       and lintian checks them; doxygen writes the API
+#                                       reference (the docs target)
 set -eu
 pkgs="build-essential cmake pkgconf ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
       clinfo libclblast-dev zlib1g-dev libdeflate-dev libjansson-dev dataset-fashion-mnist gnuplot-nox
-      fortunes libopenmpi-dev openmpi-bin"
+      fortunes libopenmpi-dev openmpi-bin help2man"
 if [ "${1:-}" = "--test" ]; then
-  pkgs="$pkgs python3-numpy python3-torch libopenblas0-pthread mesa-opencl-icd oclgrind"
+  pkgs="$pkgs python3-numpy python3-torch libopenblas0-pthread mesa-opencl-icd oclgrind g++ groff-base dpkg-dev file lintian doxygen"
 fi
 missing=""
 for p in $pkgs; do

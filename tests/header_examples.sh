@@ -37,7 +37,7 @@ for h in "$SRC/include/clgrad.h" "$SRC"/include/clgrad/*.h; do
         echo '    return 0;'
         echo '}'
     } >"$T/$name.c"
-    if ! "$CC" -std=c11 -Wall -Wextra -Werror -I"$SRC/include" "$T/$name.c" -o "$T/$name" \
+    if ! "$CC" -std=c11 -Wall -Wextra -Werror -I"$SRC/include" -I"$BUILD/include" "$T/$name.c" -o "$T/$name" \
         -L"$BUILD/src" -lclgrad -Wl,-rpath,"$BUILD/src" >"$T/$name.cc.log" 2>&1; then
         echo "FAIL $name.h: its example does not compile:"
         cat -n "$T/$name.c" | sed 's/^/    /'

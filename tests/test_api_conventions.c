@@ -1,7 +1,9 @@
 /* The conventions written at the top of include/clgrad.h, through the public API only:
  * device-less failures reach clg_last_error (with or without the caller's buffer),
  * device failures clg_device_error; setters report; the old names of 0.1 still build
- * and mean the same as the new; one element-type enum spans the file formats. */
+ * and mean the same as the new; one element-type enum spans the file formats; every
+ * options struct has a clg_<name>_defaults() (the form C++ can use) giving what NULL
+ * options mean (the optimizers' also by the steps they take, in test_optim). */
 #include <string.h>
 
 #include "check.h"
@@ -70,10 +72,47 @@ static void element_types(void)
                   "element type %d", t);
 }
 
+static void option_defaults(void)
+{
+    clg_sgd_options sgd = clg_sgd_defaults();
+    CHECK(sgd.lr == 1e-3 && sgd.momentum == 0 && sgd.dampening == 0 && sgd.weight_decay == 0 && !sgd.nesterov);
+    clg_adam_options a = clg_adam_defaults(), aw = clg_adamw_defaults();
+    CHECK(a.lr == 1e-3 && a.beta1 == 0.9 && a.beta2 == 0.999 && a.eps == 1e-8 && a.weight_decay == 0);
+    CHECK(aw.lr == 1e-3 && aw.beta1 == 0.9 && aw.beta2 == 0.999 && aw.eps == 1e-8 && aw.weight_decay == 1e-2);
+    clg_rmsprop_options rms = clg_rmsprop_defaults();
+    CHECK(rms.lr == 1e-2 && rms.alpha == 0.99 && rms.eps == 1e-8 && rms.momentum == 0 && !rms.centered);
+    clg_adagrad_options ada = clg_adagrad_defaults();
+    CHECK(ada.lr == 1e-2 && ada.eps == 1e-10 && ada.lr_decay == 0 && ada.initial_accumulator_value == 0);
+    clg_grad_scaler_options g = clg_grad_scaler_defaults();
+    CHECK(g.init_scale == 65536 && g.growth_factor == 2 && g.backoff_factor == 0.5 && g.growth_interval == 2000);
+    clg_csv_options c = clg_csv_defaults();
+    CHECK(c.label_column == -1 && c.header == -1);
+    clg_trainer_options t = clg_trainer_defaults();
+    CHECK(!t.graph && t.clip_grad_norm == 0 && !t.meter && !t.input && !t.loss && !t.user && t.precision == CLG_F32 &&
+          !t.dist);
+    clg_text_eval_options e = clg_text_eval_defaults();
+    CHECK(e.max_windows == 0 && !e.progress && !e.user);
+    clg_dist_options d = clg_dist_defaults();
+    CHECK(d.bucket_mb == 0 && d.timeout == 0);
+    clg_ce_options ce = clg_ce_defaults();
+    CHECK(ce.reduction == CLG_REDUCE_MEAN && !ce.weight && ce.ignore_index == -100 && ce.label_smoothing == 0);
+    clg_rnn_options r = clg_rnn_defaults();
+    CHECK(r.num_layers == 1 && r.bias && !r.batch_first && r.dropout == 0);
+    clg_transformer_options tr = clg_transformer_defaults();
+    CHECK(tr.dim_feedforward == 2048 && tr.dropout == 0.1 && tr.layer_norm_eps == 1e-5 && tr.bias);
+    clg_device *dev;
+    CHECK(clg_device_open(NULL, &dev) == CLG_OK);
+    clg_grad_scaler *s = clg_grad_scaler_new(dev, &g);
+    CHECK(s && clg_grad_scaler_get_scale(s) == 65536);
+    clg_grad_scaler_free(s);
+    clg_device_close(dev);
+}
+
 int main(void)
 {
     device_less_failures();
     device_failures_and_names();
     element_types();
+    option_defaults();
     return check_report("test_api_conventions");
 }

@@ -32,6 +32,7 @@ typedef struct config {
     clg_rmsprop_options rms;
     clg_adagrad_options ada;
     bool null_options;         /* pass NULL: the reference then uses PyTorch's defaults */
+    bool from_defaults;        /* pass clg_<kind>_defaults(): the reference, PyTorch's defaults */
 } config;
 
 typedef struct ref {
@@ -45,7 +46,8 @@ static void ref_init(ref *r, const config *c)
 {
     memset(r, 0, sizeof *r);
     r->c = *c;
-    if (c->null_options) {   /* torch.optim defaults */
+    if (c->null_options || c->from_defaults) {   /* torch.optim defaults */
+        r->c.sgd = (clg_sgd_options){.lr = 1e-3};
         r->c.adam = (clg_adam_options){.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
                                        .weight_decay = c->kind == ADAMW ? 1e-2 : 0};
         r->c.rms = (clg_rmsprop_options){.lr = 1e-2, .alpha = 0.99, .eps = 1e-8};
@@ -128,8 +130,26 @@ static void ref_step(ref *r, double *p, const double *g)
 
 /* ---- running the device optimizer ---------------------------------------------------------------- */
 
+/* An optimizer of clg_<kind>_defaults()'s options, unchanged. */
+static clg_optimizer *new_opt_defaults(kind k, int n, clg_tensor *const *params)
+{
+    clg_sgd_options sgd = clg_sgd_defaults();
+    clg_adam_options adam = clg_adam_defaults(), adamw = clg_adamw_defaults();
+    clg_rmsprop_options rms = clg_rmsprop_defaults();
+    clg_adagrad_options ada = clg_adagrad_defaults();
+    switch (k) {
+    case SGD: return clg_sgd_new(n, params, &sgd);
+    case ADAM: return clg_adam_new(n, params, &adam);
+    case ADAMW: return clg_adamw_new(n, params, &adamw);
+    case RMSPROP: return clg_rmsprop_new(n, params, &rms);
+    case ADAGRAD: return clg_adagrad_new(n, params, &ada);
+    }
+    return NULL;
+}
+
 static clg_optimizer *new_opt(const config *c, int n, clg_tensor *const *params)
 {
+    if (c->from_defaults) return new_opt_defaults(c->kind, n, params);
     switch (c->kind) {
     case SGD: return clg_sgd_new(n, params, &c->sgd);
     case ADAM: return clg_adam_new(n, params, c->null_options ? NULL : &c->adam);
@@ -230,6 +250,12 @@ static const config CASES[] = {
     {"adagrad defaults", ADAGRAD, .null_options = true},
     {"adagrad lr_decay wd init", ADAGRAD,
      .ada = {.lr = 0.1, .lr_decay = 0.2, .weight_decay = 0.05, .initial_accumulator_value = 0.5, .eps = 1e-10}},
+    /* the defaults functions give what C and C++ callers start from: PyTorch's values */
+    {"sgd clg_sgd_defaults()", SGD, .from_defaults = true},
+    {"adam clg_adam_defaults()", ADAM, .from_defaults = true},
+    {"adamw clg_adamw_defaults()", ADAMW, .from_defaults = true},
+    {"rmsprop clg_rmsprop_defaults()", RMSPROP, .from_defaults = true},
+    {"adagrad clg_adagrad_defaults()", ADAGRAD, .from_defaults = true},
 };
 #define NCASES (int)(sizeof CASES / sizeof CASES[0])
 

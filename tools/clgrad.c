@@ -26,7 +26,7 @@ static const struct command {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: clgrad COMMAND [OPTIONS]\n\ncommands:\n");
+    fprintf(out, "Usage: clgrad COMMAND [OPTIONS]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\n`clgrad COMMAND --help` describes a command's options; `clgrad --version` the version.\n"

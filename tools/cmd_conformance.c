@@ -34,7 +34,7 @@ typedef struct options {
 
 static int usage(void)
 {
-    printf("usage: clgrad conformance [--device SPEC] [--dtype f32|f64] [--size small|normal] [--verbose]\n"
+    printf("Usage: clgrad conformance [--device SPEC] [--dtype f32|f64] [--size small|normal] [--verbose]\n"
            "                          [--long N] [--only TEXT] [--no-bench]\n"
            "       clgrad conformance --list\n"
            "Runs every op forward and backward, and every optimizer's step, against plain-C\n"

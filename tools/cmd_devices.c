@@ -48,7 +48,7 @@ int cmd_devices(int argc, char **argv)
         if (c == 'd') spec = optarg;
         else if (c == 'p') params = true;
         else if (c == 'h') {
-            printf("usage: clgrad devices [--device SPEC] [--params]\n"
+            printf("Usage: clgrad devices [--device SPEC] [--params]\n"
                    "Lists every OpenCL platform and device. '*' marks the default (first GPU, else\n"
                    "first CPU); '>' marks the device SPEC (or $CLG_DEVICE) selects when it differs.\n"
                    "--params opens the selected device and prints its parameter table (GEMM engine,\n"
@@ -105,7 +105,7 @@ int cmd_selftest(int argc, char **argv)
         if (c == 'd') spec = optarg;
         else if (c == 'n') n = strtol(optarg, NULL, 10);
         else if (c == 'h') {
-            printf("usage: clgrad selftest [--device SPEC] [--size N]\n"
+            printf("Usage: clgrad selftest [--device SPEC] [--size N]\n"
                    "Compiles (or loads from the cache) a small axpy kernel, runs it over N floats\n"
                    "(default 1048576) and checks every element against the host.\n");
             return 0;

@@ -18,7 +18,7 @@ static int parse(int argc, char **argv, eval_opts *o)
     opterr = 0;
     for (int c; (c = getopt_long(argc, argv, ":h", longs, NULL)) != -1;) {
         if (c == 'h') {
-            printf("usage: clgrad eval CKPT [--data fashion-mnist|DIR|FILE.csv|text:FILE|text:DIR]\n"
+            printf("Usage: clgrad eval CKPT [--data fashion-mnist|DIR|FILE.csv|text:FILE|text:DIR]\n"
                    "         [--confusion-png FILE.png] [--batch N] [--workers N] [--device SPEC]\n"
                    "         [--eval-steps N] [--streams S]\n"
                    "Evaluates a checkpoint of clgrad train on the test split of --data (default: the\n"

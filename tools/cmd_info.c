@@ -63,7 +63,7 @@ int cmd_info(int argc, char **argv)
     opterr = 0;
     for (int c; (c = getopt_long(argc, argv, ":h", longs, NULL)) != -1;) {
         if (c != 'h') return cli_bad_option("info", c, argv);
-        printf("usage: clgrad info CKPT\nPrints what a checkpoint holds: the layers with their output shapes and\n"
+        printf("Usage: clgrad info CKPT\nPrints what a checkpoint holds: the layers with their output shapes and\n"
                "parameters (from its model description), the settings it was trained with, the\n"
                "training state (step, epoch, optimizer, schedule, generator) and its tensors.\n");
         return 0;

@@ -92,7 +92,7 @@ int cmd_plot(int argc, char **argv)
         else if (c == 't') title = optarg;
         else if (c != 'h') return cli_bad_option("plot", c, argv);
         else {
-            printf("usage: clgrad plot METRICS.csv --out FILE.png [--title TEXT]\n"
+            printf("Usage: clgrad plot METRICS.csv --out FILE.png [--title TEXT]\n"
                    "Draws the metrics file of clgrad train --metrics: train and test loss, and train and\n"
                    "test accuracy, against the epoch, side by side (gnuplot, from gnuplot-nox).\n");
             return 0;

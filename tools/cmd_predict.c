@@ -24,7 +24,7 @@ static int parse(int argc, char **argv, predict_opts *o)
     opterr = 0;
     for (int c; (c = getopt_long(argc, argv, ":h", longs, NULL)) != -1;) {
         if (c == 'h') {
-            printf("usage: clgrad predict CKPT INPUT [--out OUT.npy] [--top K] [--batch N] [--scaled] [--device SPEC]\n"
+            printf("Usage: clgrad predict CKPT INPUT [--out OUT.npy] [--top K] [--batch N] [--scaled] [--device SPEC]\n"
                    "Runs the network of a clgrad checkpoint (in eval mode) on INPUT, an .npy array or an\n"
                    "IDX file (gzip too) of raw samples, [N, ...] or one sample (its size-1 axes may be\n"
                    "left out: [28, 28] for a model of [1, 28, 28]), after the input transforms recorded\n"

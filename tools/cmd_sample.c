@@ -23,7 +23,7 @@ typedef struct sample_opts {
 
 static void usage(void)
 {
-    printf("usage: clgrad sample CKPT [--prime TEXT] [--length N] [--temperature T] [--top-k K] [--top-p P]\n"
+    printf("Usage: clgrad sample CKPT [--prime TEXT] [--length N] [--temperature T] [--top-k K] [--top-p P]\n"
            "                     [--seed S] [--device SPEC]\n"
            "Generates text with a checkpoint of a character model (clgrad train MODEL.json --data text:...):\n"
            "from a zero state it reads the prime, then draws each next byte from softmax(logits / T) and\n"

@@ -11,12 +11,14 @@
 
 static void usage(void)
 {
-    printf("usage: clgrad train MODEL.json [--data fashion-mnist|DIR|FILE.csv|text:FILE|text:DIR]\n"
+    printf("Usage: clgrad train MODEL.json [--data fashion-mnist|DIR|FILE.csv|text:FILE|text:DIR]\n"
            "         [--test-data DIR|FILE.csv] [--epochs N] [--batch N] [--lr X] [--seed N] [--workers N]\n"
            "         [--steps N] [--device SPEC] [--out CKPT] [--resume CKPT] [--init CKPT] [--freeze LAYERS]\n"
            "         [--metrics FILE.csv] [--graph] [--precision float32|mixed|mixed-bf16] [--sync-bn]\n"
-           "Trains the network a model file describes (see include/clgrad/model.h, examples/models/),\n"
-           "evaluating on the test split after every epoch. Options override the file's settings.\n"
+           "Trains the network a model file describes (see include/clgrad/model.h; examples in the\n"
+           "source's examples/models/, installed in share/clgrad/models/: /usr/share/clgrad/models/\n"
+           "from the Debian package), evaluating on the test split after every epoch. Options\n"
+           "override the file's settings.\n"
            "  --data       fashion-mnist, a directory of IDX files (train-*/t10k-*), or a CSV file;\n"
            "               text:PATH for a model of tokens (char_lstm.json): the bytes of a file or of a\n"
            "               directory's files, read as --batch streams in windows of the model's input\n"

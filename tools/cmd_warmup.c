@@ -17,7 +17,7 @@
 
 static void usage(void)
 {
-    printf("usage: clgrad warmup MODEL.json... [--device SPEC]\n"
+    printf("Usage: clgrad warmup MODEL.json... [--device SPEC]\n"
            "Compiles the kernels that training and evaluating each model file need (one step on a\n"
            "batch of zeros) and stores them in clgrad's program cache (clgrad devices --params:\n"
            "binary_cache), so that the next `clgrad train` or program on this device starts warm.\n");

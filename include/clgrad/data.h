@@ -116,12 +116,14 @@ CLG_API clg_status clg_cifar10_read(const char *path, clg_host_array *images, cl
                                     char *err, size_t errlen);
 
 /* CSV of numbers with one integer label column (label >= 0). Fields are separated by
- * commas; lines by \n or \r\n; empty lines are skipped. */
+ * commas; lines end in LF or CR LF; empty lines are skipped. */
 typedef struct clg_csv_options {
     int label_column;   /* 0-based; negative counts from the end (-1: the last column) */
     int header;         /* 1: the first line is a header, 0: it is not, -1: detect (a
                            first line with a field that is not a number is a header) */
 } clg_csv_options;
+/* The label in the last column, a header detected (-1, -1): what NULL options mean. */
+CLG_API clg_csv_options clg_csv_defaults(void);
 /* features: float32 [N, columns - 1]; labels: int32 [N]. Every value must be a finite
  * number and every row have the same number of fields. */
 CLG_API clg_status clg_csv_read(const char *path, const clg_csv_options *opts, clg_host_array *features,

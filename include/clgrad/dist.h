@@ -12,7 +12,9 @@
  *   clg_module *net = clg_nn_linear(dev, 4, 3, true);
  *   clg_tensor *params[2];
  *   int n = clg_module_parameters(net, params, 2, true);
- *   clg_optimizer *opt = clg_sgd_new(n, params, &(clg_sgd_options){.lr = 0.1});
+ *   clg_sgd_options so = clg_sgd_defaults();
+ *   so.lr = 0.1;
+ *   clg_optimizer *opt = clg_sgd_new(n, params, &so);
  *   clg_dist_broadcast(d, 1, n, params);             // rank 0's initial weights on every rank
  *   for (int step = 0; step < 3; step++) {           // each rank on its shard of the global batch
  *       clg_scope_begin(dev);
@@ -75,6 +77,8 @@ typedef struct clg_dist_options {
     double timeout;     /* seconds a step's reduction may wait for the other ranks before it
                            is an error; 0: $CLG_DIST_TIMEOUT, else 600 */
 } clg_dist_options;
+/* Zeros: the environment's values, else 1 MiB and 600 s (what NULL options mean). */
+CLG_API clg_dist_options clg_dist_defaults(void);
 
 /* Whether this libclgrad was built with MPI (CMake found it), and whether this process
  * was started by an MPI launcher (mpirun's environment). */

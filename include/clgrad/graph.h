@@ -6,7 +6,9 @@
  *   if (clg_device_open(NULL, &dev) != CLG_OK) return 1;
  *   clg_module *model = clg_nn_linear(dev, 4, 3, true);
  *   clg_tensor *params[2];
- *   clg_optimizer *opt = clg_sgd_new(clg_module_parameters(model, params, 2, true), params, &(clg_sgd_options){.lr = 0.1});
+ *   clg_sgd_options so = clg_sgd_defaults();
+ *   so.lr = 0.1;
+ *   clg_optimizer *opt = clg_sgd_new(clg_module_parameters(model, params, 2, true), params, &so);
  *   clg_tensor *x = clg_randn(dev, CLG_F32, CLG_SHAPE(8, 4), 0, 1), *y = clg_zeros(dev, CLG_I32, CLG_SHAPE(8));
  *   clg_graph_begin(dev);
  *   clg_optimizer_zero_grad(opt);                    // one step, written as always;

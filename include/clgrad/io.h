@@ -2,9 +2,12 @@
  *
  *   clg_device *dev;
  *   if (clg_device_open(NULL, &dev) != CLG_OK) return 1;
- *   clg_module *model = clg_nn_sequential(dev, 2, (clg_module *[]){clg_nn_linear(dev, 4, 8, true), clg_nn_relu(dev)});
+ *   clg_module *layers[] = {clg_nn_linear(dev, 4, 8, true), clg_nn_relu(dev)};
+ *   clg_module *model = clg_nn_sequential(dev, 2, layers);
  *   clg_tensor *params[2];
- *   clg_optimizer *opt = clg_sgd_new(clg_module_parameters(model, params, 2, true), params, &(clg_sgd_options){.lr = 0.1});
+ *   clg_sgd_options so = clg_sgd_defaults();
+ *   so.lr = 0.1;
+ *   clg_optimizer *opt = clg_sgd_new(clg_module_parameters(model, params, 2, true), params, &so);
  *   // weights only: PyTorch state_dict names ("0.weight", "0.bias", ...) and layouts
  *   clg_module_save(model, "mlp.safetensors", 0, NULL);
  *   clg_load_report rep;

@@ -16,7 +16,9 @@
  *   clg_optimizer_step(opt);
  *   clg_scope_end(dev);
  *   char *json = clg_model_json(desc);               // canonical text, for checkpoints
- *   clg_checkpoint_save(net, opt, &(clg_train_state){.step = 1}, json, "run.ckpt");
+ *   clg_train_state ts = {0};
+ *   ts.step = 1;
+ *   clg_checkpoint_save(net, opt, &ts, json, "run.ckpt");
  *   free(json);
  *   clg_model_free(desc);  clg_optimizer_free(opt);  clg_module_free(net);  clg_device_close(dev);
  *

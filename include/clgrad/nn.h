@@ -2,8 +2,8 @@
  *
  *   clg_device *dev;
  *   if (clg_device_open(NULL, &dev) != CLG_OK) return 1;
- *   clg_module *model = clg_nn_sequential(dev, 3, (clg_module *[]){
- *       clg_nn_linear(dev, 784, 512, true), clg_nn_relu(dev), clg_nn_linear(dev, 512, 10, true)});
+ *   clg_module *layers[] = {clg_nn_linear(dev, 784, 512, true), clg_nn_relu(dev), clg_nn_linear(dev, 512, 10, true)};
+ *   clg_module *model = clg_nn_sequential(dev, 3, layers);
  *   clg_module_summary(model, CLG_SHAPE(1, 784), stdout);
  *   clg_scope_begin(dev);
  *   clg_tensor *x = clg_rand(dev, CLG_F32, CLG_SHAPE(32, 784), 0, 1);
@@ -203,7 +203,7 @@ CLG_API clg_tensor *clg_transformer_layer_forward(clg_module *m, clg_tensor *src
 CLG_API clg_status clg_attention_set_causal(clg_module *m, bool causal);
 
 /* The GPT of nanoGPT (model.py), name for name: transformer.wte, transformer.wpe,
- * transformer.h.<i>.{ln_1, attn.c_attn, attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj},
+ * transformer.h.{0, 1, ...}.{ln_1, attn.c_attn, attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj},
  * transformer.ln_f, and lm_head, whose weight is wte's (tied). clg_module_forward(gpt,
  * tokens int32 [B, T], T <= block_size) gives logits [B, T, vocab_size]. Initialised as
  * nanoGPT: N(0, 0.02) weights, N(0, 0.02 / sqrt(2 n_layer)) for c_proj, zero biases.

@@ -5,7 +5,9 @@
  *   if (clg_device_open(NULL, &dev) != CLG_OK) return 1;
  *   clg_module *model = clg_nn_linear(dev, 4, 3, true);
  *   clg_tensor *params[4];  int n = clg_module_parameters(model, params, 4, true);
- *   clg_optimizer *opt = clg_sgd_new(n, params, &(clg_sgd_options){.lr = 0.05, .momentum = 0.9});
+ *   clg_sgd_options so = clg_sgd_defaults();
+ *   so.lr = 0.05;  so.momentum = 0.9;
+ *   clg_optimizer *opt = clg_sgd_new(n, params, &so);
  *   for (int step = 0; step < 10; step++) {
  *       clg_scope_begin(dev);
  *       clg_optimizer_zero_grad(opt);
@@ -18,8 +20,10 @@
  *   clg_module_free(model);
  *   clg_device_close(dev);
  *
- * The updates are the algorithms PyTorch documents for torch.optim (same defaults
- * where a field is 0 only when PyTorch's default is 0; set every field you need).
+ * The updates are the algorithms PyTorch documents for torch.optim, with its defaults:
+ * clg_sgd_defaults() and the others below give them, to change the fields you need (a
+ * form C and C++ share). Fields left 0 also take them, so that C's compound literal
+ * &(clg_sgd_options){.lr = 0.05, .momentum = 0.9} and a NULL options pointer work too.
  * Optimizer state (momentum buffers, moment estimates) lives on the device beside
  * the parameters. Parameters that do not require a gradient (frozen), or that have no
  * gradient yet, are skipped and keep their values bit for bit.
@@ -61,6 +65,13 @@ typedef struct clg_adagrad_options {
     double lr_decay, weight_decay, initial_accumulator_value;
     double eps;           /* 0: 1e-10 */
 } clg_adagrad_options;
+
+/* PyTorch's defaults. */
+CLG_API clg_sgd_options clg_sgd_defaults(void);          /* lr 1e-3, no momentum */
+CLG_API clg_adam_options clg_adam_defaults(void);        /* lr 1e-3, betas 0.9 and 0.999, eps 1e-8 */
+CLG_API clg_adam_options clg_adamw_defaults(void);       /* Adam's, weight_decay 1e-2 */
+CLG_API clg_rmsprop_options clg_rmsprop_defaults(void);  /* lr 1e-2, alpha 0.99, eps 1e-8 */
+CLG_API clg_adagrad_options clg_adagrad_defaults(void);  /* lr 1e-2, eps 1e-10 */
 
 /* The optimizer keeps references to the n parameter tensors (they must outlive it). */
 CLG_API clg_optimizer *clg_sgd_new(int n, clg_tensor *const *params, const clg_sgd_options *options);
@@ -123,6 +134,7 @@ typedef struct clg_grad_scaler_options {
     double backoff_factor;    /* 0: 0.5 */
     int64_t growth_interval;  /* 0: 2000 */
 } clg_grad_scaler_options;
+CLG_API clg_grad_scaler_options clg_grad_scaler_defaults(void);   /* PyTorch's: the values above */
 CLG_API clg_grad_scaler *clg_grad_scaler_new(clg_device *dev, const clg_grad_scaler_options *options);
 CLG_API void clg_grad_scaler_free(clg_grad_scaler *s);
 /* loss * scale, on the tape. */

@@ -12,6 +12,8 @@
 #ifndef CLGRAD_STATUS_H
 #define CLGRAD_STATUS_H
 
+#include "clgrad/version.h"   /* written by the build: CLG_VERSION */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -42,13 +44,10 @@ typedef enum clg_status {
 /* "CLG_OK", "CLG_ERR_OPENCL", ...; never NULL. */
 CLG_API const char *clg_status_str(clg_status status);
 
-/* The version of these headers, and clg_version(), of the library the program runs
- * with ("0.1.0"): the two differ when a program runs with another build than the one it
- * was compiled against. */
-#define CLG_VERSION_MAJOR 0
-#define CLG_VERSION_MINOR 1
-#define CLG_VERSION_PATCH 0
-#define CLG_VERSION "0.1.0"
+/* The version of these headers (CLG_VERSION, "0.1.0", and CLG_VERSION_MAJOR, _MINOR,
+ * _PATCH from version.h, which the build writes), and clg_version(), of the library the
+ * program runs with: the two differ when a program runs with another build than the one
+ * it was compiled against. */
 CLG_API const char *clg_version(void);
 
 /* Failures of calls that have no device to record them on (clg_concat of an empty

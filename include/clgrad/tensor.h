@@ -44,6 +44,7 @@
 #include "device.h"
 
 #ifdef __cplusplus
+#include <initializer_list>   /* CLG_SHAPE and CLG_AXES in C++ */
 extern "C" {
 #endif
 
@@ -77,10 +78,19 @@ CLG_API float clg_f16_to_f32(uint16_t h);
 CLG_API uint16_t clg_f32_to_bf16(float f);
 CLG_API float clg_bf16_to_f32(uint16_t b);
 
-/* Shapes and axes as literals: clg_zeros(dev, CLG_F32, CLG_SHAPE(64, 1000)) */
+/* Shapes and axes as literals: clg_zeros(dev, CLG_F32, CLG_SHAPE(64, 1000)). C++ has no
+ * compound literals: there the sizes are an initializer list's, whose array lives to the
+ * end of the call (sizes of an unsigned type need a cast there, as list initialisation
+ * does not narrow). */
+#ifdef __cplusplus
+#define CLG_SHAPE(...) \
+    (int)std::initializer_list<int64_t>{__VA_ARGS__}.size(), std::initializer_list<int64_t>{__VA_ARGS__}.begin()
+#define CLG_AXES(...) (int)std::initializer_list<int>{__VA_ARGS__}.size(), std::initializer_list<int>{__VA_ARGS__}.begin()
+#else
 #define CLG_SHAPE(...) \
     (int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (const int64_t[]){__VA_ARGS__}
 #define CLG_AXES(...) (int)(sizeof((const int[]){__VA_ARGS__}) / sizeof(int)), (const int[]){__VA_ARGS__}
+#endif
 
 typedef struct clg_tensor clg_tensor;
 

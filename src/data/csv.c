@@ -133,12 +133,15 @@ static clg_status shape_pass(csv *c, int header, int *ncol, int64_t *rows, bool 
     return CLG_OK;
 }
 
+/* The label in the last column, a header line detected. */
+clg_csv_options clg_csv_defaults(void) { return (clg_csv_options){.label_column = -1, .header = -1}; }
+
 clg_status clg__csv_parse(const char *buf, size_t len, const char *name, const clg_csv_options *opts,
                           clg_host_array *features, clg_host_array *labels, char *err, size_t errlen)
 {
     memset(features, 0, sizeof *features);
     memset(labels, 0, sizeof *labels);
-    clg_csv_options o = opts ? *opts : (clg_csv_options){.label_column = -1, .header = -1};
+    clg_csv_options o = opts ? *opts : clg_csv_defaults();
     csv c = {buf, buf + len, 0, name, err, errlen};
     int ncol = 0;
     int64_t rows = 0;

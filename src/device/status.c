@@ -58,18 +58,8 @@ const char *clg_cl_error_name(int e)
 #undef N
 }
 
-/* CLGRAD_VERSION comes from the build (CMake's project version); a header of another
- * version fails here, at build time. */
-#if defined(CLGRAD_VERSION_MAJOR) && (CLGRAD_VERSION_MAJOR != CLG_VERSION_MAJOR || \
-                                     CLGRAD_VERSION_MINOR != CLG_VERSION_MINOR || CLGRAD_VERSION_PATCH != CLG_VERSION_PATCH)
-#error "include/clgrad/status.h's CLG_VERSION is not the project's version (CMakeLists.txt)"
-#endif
-
+/* CLG_VERSION comes from clgrad/version.h, which CMake writes from the project's version. */
 const char *clg_version(void)
 {
-#if defined(CLGRAD_VERSION)
-    return CLGRAD_VERSION;
-#else
     return CLG_VERSION;
-#endif
 }

@@ -25,6 +25,9 @@ static double env_number(const char *name, double fallback)
     return v > 0 ? v : fallback;
 }
 
+/* Zeros: clg_dist_init reads the environment's values, else 1 MiB and 600 s. */
+clg_dist_options clg_dist_defaults(void) { return (clg_dist_options){0}; }
+
 clg_status clg_dist_init(int *argc, char ***argv, const clg_dist_options *options, clg_dist **out, char *err,
                          size_t errlen)
 {

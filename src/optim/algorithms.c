@@ -33,6 +33,23 @@ static void set_state(clg_optimizer *opt, int slot, const char *name, double ini
     opt->state_init[slot] = init;
 }
 
+/* PyTorch's defaults, one place for each: the _defaults functions hand them to callers
+ * (C++ has no compound literals to write options with), and the constructors put them
+ * in for fields left 0. */
+clg_sgd_options clg_sgd_defaults(void) { return (clg_sgd_options){.lr = 1e-3}; }
+clg_adam_options clg_adam_defaults(void)
+{
+    return (clg_adam_options){.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8};
+}
+clg_adam_options clg_adamw_defaults(void)
+{
+    clg_adam_options o = clg_adam_defaults();
+    o.weight_decay = 1e-2;
+    return o;
+}
+clg_rmsprop_options clg_rmsprop_defaults(void) { return (clg_rmsprop_options){.lr = 1e-2, .alpha = 0.99, .eps = 1e-8}; }
+clg_adagrad_options clg_adagrad_defaults(void) { return (clg_adagrad_options){.lr = 1e-2, .eps = 1e-10}; }
+
 clg_optimizer *clg_sgd_new(int n, clg_tensor *const *params, const clg_sgd_options *options)
 {
     const char *fn = "clg_sgd_new";
@@ -41,7 +58,7 @@ clg_optimizer *clg_sgd_new(int n, clg_tensor *const *params, const clg_sgd_optio
     clg_sgd_options o = options ? *options : (clg_sgd_options){0};
     /* 0 (or no options) is the default rate, as for the other optimizers: PyTorch 2's
      * 1e-3. It used to be taken literally, and training silently changed nothing. */
-    if (o.lr == 0) o.lr = 1e-3;
+    o.lr = or_default(o.lr, clg_sgd_defaults().lr);
     if (!nonneg(dev, fn, "lr", o.lr) || !nonneg(dev, fn, "momentum", o.momentum) ||
         !nonneg(dev, fn, "weight_decay", o.weight_decay) || !in_range(dev, fn, "dampening", o.dampening, -INFINITY, INFINITY, false))
         return NULL;
@@ -64,13 +81,14 @@ static clg_optimizer *adam_new(clg_optim_kind kind, const char *fn, int n, clg_t
     clg_device *dev = clg__optim_device(n, params);
     if (!dev) return NULL;
     clg_adam_options o = options ? *options : (clg_adam_options){0};
-    o.lr = or_default(o.lr, 1e-3);
+    const clg_adam_options d = kind == CLG_OPTIM_ADAMW ? clg_adamw_defaults() : clg_adam_defaults();
+    o.lr = or_default(o.lr, d.lr);
     if (o.beta1 == 0 && o.beta2 == 0) {   /* both 0: the defaults; one 0 is a choice */
-        o.beta1 = 0.9;
-        o.beta2 = 0.999;
+        o.beta1 = d.beta1;
+        o.beta2 = d.beta2;
     }
-    o.eps = or_default(o.eps, 1e-8);
-    if (kind == CLG_OPTIM_ADAMW) o.weight_decay = or_default(o.weight_decay, 1e-2);
+    o.eps = or_default(o.eps, d.eps);
+    o.weight_decay = or_default(o.weight_decay, d.weight_decay);   /* Adam's is 0 */
     if (!nonneg(dev, fn, "lr", o.lr) || !in_range(dev, fn, "beta1", o.beta1, 0, 1, true) ||
         !in_range(dev, fn, "beta2", o.beta2, 0, 1, true) || !nonneg(dev, fn, "eps", o.eps) ||
         !nonneg(dev, fn, "weight_decay", o.weight_decay))
@@ -100,9 +118,10 @@ clg_optimizer *clg_rmsprop_new(int n, clg_tensor *const *params, const clg_rmspr
     clg_device *dev = clg__optim_device(n, params);
     if (!dev) return NULL;
     clg_rmsprop_options o = options ? *options : (clg_rmsprop_options){0};
-    o.lr = or_default(o.lr, 1e-2);
-    o.alpha = or_default(o.alpha, 0.99);
-    o.eps = or_default(o.eps, 1e-8);
+    const clg_rmsprop_options d = clg_rmsprop_defaults();
+    o.lr = or_default(o.lr, d.lr);
+    o.alpha = or_default(o.alpha, d.alpha);
+    o.eps = or_default(o.eps, d.eps);
     if (!nonneg(dev, fn, "lr", o.lr) || !in_range(dev, fn, "alpha", o.alpha, 0, 1, false) ||
         !nonneg(dev, fn, "eps", o.eps) || !nonneg(dev, fn, "weight_decay", o.weight_decay) ||
         !nonneg(dev, fn, "momentum", o.momentum))
@@ -123,8 +142,9 @@ clg_optimizer *clg_adagrad_new(int n, clg_tensor *const *params, const clg_adagr
     clg_device *dev = clg__optim_device(n, params);
     if (!dev) return NULL;
     clg_adagrad_options o = options ? *options : (clg_adagrad_options){0};
-    o.lr = or_default(o.lr, 1e-2);
-    o.eps = or_default(o.eps, 1e-10);
+    const clg_adagrad_options d = clg_adagrad_defaults();
+    o.lr = or_default(o.lr, d.lr);
+    o.eps = or_default(o.eps, d.eps);
     if (!nonneg(dev, fn, "lr", o.lr) || !nonneg(dev, fn, "lr_decay", o.lr_decay) ||
         !nonneg(dev, fn, "weight_decay", o.weight_decay) ||
         !nonneg(dev, fn, "initial_accumulator_value", o.initial_accumulator_value) || !nonneg(dev, fn, "eps", o.eps))

@@ -21,14 +21,22 @@ struct clg_grad_scaler {
     bool unscaled, found_inf;  /* this step's, until clg_grad_scaler_update */
 };
 
+/* torch.amp.GradScaler's defaults; fields left 0 take them. */
+clg_grad_scaler_options clg_grad_scaler_defaults(void)
+{
+    return (clg_grad_scaler_options){.init_scale = 65536.0, .growth_factor = 2.0, .backoff_factor = 0.5,
+                                     .growth_interval = 2000};
+}
+
 clg_grad_scaler *clg_grad_scaler_new(clg_device *dev, const clg_grad_scaler_options *options)
 {
     if (!dev) return NULL;
     clg_grad_scaler_options o = options ? *options : (clg_grad_scaler_options){0};
-    if (o.init_scale == 0) o.init_scale = 65536.0;
-    if (o.growth_factor == 0) o.growth_factor = 2.0;
-    if (o.backoff_factor == 0) o.backoff_factor = 0.5;
-    if (o.growth_interval == 0) o.growth_interval = 2000;
+    const clg_grad_scaler_options d = clg_grad_scaler_defaults();
+    if (o.init_scale == 0) o.init_scale = d.init_scale;
+    if (o.growth_factor == 0) o.growth_factor = d.growth_factor;
+    if (o.backoff_factor == 0) o.backoff_factor = d.backoff_factor;
+    if (o.growth_interval == 0) o.growth_interval = d.growth_interval;
     if (!(o.init_scale > 0) || !isfinite(o.init_scale) || !(o.growth_factor > 1) || !(o.backoff_factor > 0) ||
         !(o.backoff_factor < 1) || o.growth_interval < 1) {
         clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg_grad_scaler_new: init_scale %g (> 0), growth_factor %g (> 1), "

@@ -54,6 +54,9 @@ clg_status clg_text_loss(clg_module *model, const uint8_t *bytes, size_t len, in
     return clg_text_loss_ex(model, bytes, len, streams, window, NULL, nats, count);
 }
 
+/* Every window, no progress calls. */
+clg_text_eval_options clg_text_eval_defaults(void) { return (clg_text_eval_options){0}; }
+
 clg_status clg_text_loss_ex(clg_module *model, const uint8_t *bytes, size_t len, int streams, int window,
                             const clg_text_eval_options *opt, double *nats, int64_t *count)
 {

@@ -51,6 +51,9 @@ struct clg_trainer {
     clg_grad_scaler *scaler; /* float16 mixed precision's */
 };
 
+/* Every field off: an eager step, mean cross-entropy, float32, one process. */
+clg_trainer_options clg_trainer_defaults(void) { return (clg_trainer_options){0}; }
+
 clg_trainer *clg_trainer_new(clg_module *model, clg_optimizer *opt, const clg_trainer_options *options)
 {
     clg_device *dev = model ? clg_module_device(model) : NULL;

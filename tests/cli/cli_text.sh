@@ -146,7 +146,7 @@ bad s8 "missing.ckpt" sample missing.ckpt
 bad s9 "give one CKPT" sample
 bad p1 "a.ckpt: the model takes tokens, not samples" predict a.ckpt small.csv
 ok h sample --help
-has h "usage: clgrad sample"
+has h "Usage: clgrad sample"
 
 # a tiny GPT from a model file (a step schedule, tied embedding): its loss falls, the
 # held-out loss is below ln 256, it samples exactly --length bytes, the same for a seed

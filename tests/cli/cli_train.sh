@@ -103,6 +103,6 @@ has f "test loss"
 # --help everywhere
 for c in train eval predict info plot; do
     ok "help_$c" "$c" --help
-    has "help_$c" "usage: clgrad $c"
+    has "help_$c" "Usage: clgrad $c"
 done
 echo "cli_train: passed"

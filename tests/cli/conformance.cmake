@@ -20,7 +20,7 @@ if(CLGRAD_BUILD_TOOLS)
     "out=$(${_conf} --inject-fault gelu); rc=$?; echo \"$out\"; [ $rc -eq 1 ] && echo \"$out\" | grep -q '^  gelu .*FAIL' && echo \"$out\" | grep -q ' 0 passed / [1-9][0-9]* failed'"
     $<TARGET_FILE:clgrad_cli>)
   add_test(NAME cli_conformance_help COMMAND clgrad_cli conformance --help)
-  set_tests_properties(cli_conformance_help PROPERTIES PASS_REGULAR_EXPRESSION "usage: clgrad conformance" LABELS cli)
+  set_tests_properties(cli_conformance_help PROPERTIES PASS_REGULAR_EXPRESSION "Usage: clgrad conformance" LABELS cli)
   set_tests_properties(cli_conformance cli_conformance_fault PROPERTIES
     ENVIRONMENT "CLG_CACHE_DIR=${CMAKE_BINARY_DIR}/test-cache" TIMEOUT 600 LABELS "cli;device")
   add_executable(conformance_coverage ${CMAKE_CURRENT_SOURCE_DIR}/conformance_coverage.c)

@@ -12,8 +12,9 @@ int main(void)
         clg_device_close(dev);
         return 1;
     }
-    printf("consumer: clgrad %d.%d.%d ran a kernel on %s\n", CLGRAD_VERSION_MAJOR, CLGRAD_VERSION_MINOR,
-           CLGRAD_VERSION_PATCH, clg_device_get_info(dev)->name);
+    /* install_consumer.sh compares both versions with CMake's project version. */
+    printf("consumer: clgrad %s (headers %s) ran a kernel on %s\n", clg_version(), CLG_VERSION,
+           clg_device_get_info(dev)->name);
     clg_device_close(dev);
     return 0;
 }
