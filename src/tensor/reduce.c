@@ -91,15 +91,18 @@ static clg_status run_mrk(clg_device *dev, const char *kernel, clg_tensor *src, 
     int64_t cap = (int64_t)clg__device_params(dev)->item_loops;
     clg_tensor *cur = src;
     bool first = true;
+    /* Work-items enough to fill the device: where each is a SIMD thread of a core
+     * (row_items), a few hundred; where each is a lane, thousands. */
+    int64_t spread = clg__device_params(dev)->row_items ? 256 : 4096;
     clg_status st = CLG_OK;
     for (;;) {
         int64_t C = 1;
         /* Few results over long rows (a bias's gradient: [2048, 128] summed over its rows)
-         * leave most of the device idle: chunks of 64 rows or more, up to ~4,096 work-items
-         * in all, and a second pass adds the chunks; not for fewer than 65,536 elements,
+         * leave most of the device idle: chunks of 64 rows or more, up to `spread`
+         * work-items in all, and a second pass adds the chunks; not for fewer than 65,536 elements,
          * where a launch more costs more than it spreads. */
-        if (M * K < 4096 && R >= 128 && M * K * R >= 65536) {
-            C = 4096 / (M * K);
+        if (M * K < spread && R >= 128 && M * K * R >= 65536) {
+            C = spread / (M * K);
             if (C > R / 64) C = R / 64;
             if (C > 256) C = 256;
             if (C < 1) C = 1;
