@@ -62,6 +62,7 @@
 #include "clgrad/train.h"
 #include "clgrad/io.h"
 #include "clgrad/model.h"
+#include "clgrad/onnx.h"
 
 #define CLGRAD_VERSION_MAJOR 0
 #define CLGRAD_VERSION_MINOR 1

@@ -1,0 +1,607 @@
+/* onnx_import_ops.c: one ONNX node at a time. A node that computes on activations
+ * becomes a model-file layer (its weights copied from the constants it reads); Identity,
+ * Dropout-free passes and Transposes around recurrent nodes become aliases; integer
+ * shape arithmetic on constants is evaluated, and the zeros it makes for a recurrent
+ * node's initial state are followed. Anything else fails naming the node. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx_impl.h"
+
+typedef const Onnx__NodeProto node;
+
+/* A float read from a file as the double it was written from (1e-5, not 9.99999974e-06). */
+static double tidy(float f)
+{
+    char s[32];
+    snprintf(s, sizeof s, "%.7g", (double)f);
+    return strtod(s, NULL);
+}
+
+static ix_value *act_in(ix_ctx *c, node *n, size_t k)
+{
+    ix_value *v = ix_in(c, n, k);
+    if (!v) return NULL;
+    if (v->kind != IX_ACT) return ix_fail(c, n, "input \"%s\" must be computed from the model's input, not a constant", v->name), NULL;
+    if (v->tmajor) return ix_fail(c, n, "input \"%s\" is time-major ([T, B, F]: transposed for a recurrent node); "
+                                  "only batch-first layers are read", v->name), NULL;
+    if (v->tokens) return ix_fail(c, n, "input \"%s\" holds integer tokens: only a Gather of an embedding table reads them", v->name), NULL;
+    return v;
+}
+
+static ix_value *const_in(ix_ctx *c, node *n, size_t k, bool want_float)
+{
+    ix_value *v = ix_in(c, n, k);
+    if (!v) return NULL;
+    if (v->kind != IX_CONST || v->symbolic || v->is_int == want_float)
+        return ix_fail(c, n, "input \"%s\" must be a constant %s tensor (an initializer)", v->name, want_float ? "float" : "integer"), NULL;
+    return v;
+}
+
+/* Output k must not be read by anything (what import does not make). */
+static bool unused_output(ix_ctx *c, node *n, size_t k, const char *what)
+{
+    if (k < n->n_output && *n->output[k] && ix_uses(c, n->output[k]))
+        return ix_fail(c, n, "its output %zu (%s) is used: not supported", k, what);
+    return true;
+}
+
+static bool ints(ix_ctx *c, node *n, const char *name, size_t want, int64_t def, int64_t *out)
+{
+    const Onnx__AttributeProto *a = ix_attr(n, name);
+    for (size_t i = 0; i < want; i++) out[i] = a && i < a->n_ints ? a->ints[i] : def;
+    if (a && a->n_ints != want) return ix_fail(c, n, "attribute %s has %zu values, %zu expected", name, a->n_ints, want);
+    return true;
+}
+
+static bool no_auto_pad(ix_ctx *c, node *n)
+{
+    const Onnx__AttributeProto *a = ix_attr(n, "auto_pad");
+    if (a && a->has_s && !(a->s.len == 6 && !memcmp(a->s.data, "NOTSET", 6)))
+        return ix_fail(c, n, "auto_pad %.*s: only explicit pads are read", (int)a->s.len, (const char *)a->s.data);
+    return true;
+}
+
+/* A layer on input 0 whose output 0 keeps (or gets) `rank` axes. */
+static ix_layer *on_input(ix_ctx *c, node *n, model_kind kind, json_t *spec, int rank)
+{
+    ix_value *x = act_in(c, n, 0);
+    if (!x) return json_decref(spec), NULL;
+    const ix_value *ins[1] = {x};
+    int r = rank ? rank : x->rank;
+    ix_layer *l = ix_layer_new(c, n, kind, spec, 1, ins);
+    return l && ix_set_act(c, n, 0, c->nlayers - 1, r) ? l : NULL;
+}
+
+static json_t *typed(const char *type) { return json_pack("{s:s}", "type", type); }
+
+static bool simple(ix_ctx *c, node *n, model_kind kind, const char *type) { return on_input(c, n, kind, typed(type), 0); }
+
+/* out (output k) is the same value as v. */
+static bool alias(ix_ctx *c, node *n, size_t k, const ix_value *v)
+{
+    ix_value *o = ix_value_get(c, n->output[k]);
+    if (!o) return false;
+    const char *name = o->name;
+    *o = *v;
+    o->name = name;
+    o->f = NULL, o->i = NULL;
+    if (v->kind != IX_CONST) return true;
+    size_t bytes = (size_t)(v->numel ? v->numel : 1) * (v->is_int ? sizeof *v->i : sizeof *v->f);
+    void *d = malloc(bytes);
+    if (!d) return ix_fail(c, n, "out of host memory");
+    memcpy(d, v->is_int ? (void *)v->i : (void *)v->f, bytes);
+    if (v->is_int) o->i = d;
+    else o->f = d;
+    return true;
+}
+
+/* ---- linear ---------------------------------------------------------------------------------- */
+
+/* w: [out, in] (or [in, out] when transpose), b: [out] or NULL. */
+static bool linear(ix_ctx *c, node *n, node *out_node, int64_t in, int64_t out, const ix_value *w, bool transpose,
+                   const ix_value *b, const char *wname, const char *bname)
+{
+    ix_value *x = act_in(c, n, 0);
+    if (!x) return false;
+    const ix_value *ins[1] = {x};
+    ix_layer *l = ix_layer_new(c, n, LK_LINEAR, json_pack("{s:s,s:I,s:b}", "type", "linear", "out", (json_int_t)out,
+                                                          "bias", b != NULL), 1, ins);
+    if (!l) return false;
+    ix_layer_name_from(c, l, wname);
+    if (bname && l->name[0] >= '0' && l->name[0] <= '9') ix_layer_name_from(c, l, bname);   /* "onnx::MatMul_7" */
+    if (!ix_layer_weight(c, l, "weight", 2, (int64_t[]){out, in}, w->f, transpose)) return false;
+    if (b && !ix_layer_weight(c, l, "bias", 1, (int64_t[]){out}, b->f, false)) return false;
+    return ix_set_act(c, out_node, 0, c->nlayers - 1, x->rank);
+}
+
+static bool op_gemm(ix_ctx *c, node *n)
+{
+    ix_value *w = const_in(c, n, 1, true);
+    if (!w) return false;
+    bool tb = ix_attr_i(n, "transB", 0) != 0, has_b = !ix_no_input(n, 2);
+    if (ix_attr_i(n, "transA", 0) || ix_attr_f(n, "alpha", 1) != 1 || (has_b && ix_attr_f(n, "beta", 1) != 1))
+        return ix_fail(c, n, "only Gemm with transA = 0, alpha = 1 and beta = 1 is a linear layer");
+    if (w->ndim != 2) return ix_fail(c, n, "B has %d axes, 2 expected", w->ndim);
+    int64_t out = tb ? w->dims[0] : w->dims[1], in = tb ? w->dims[1] : w->dims[0];
+    ix_value *b = has_b ? const_in(c, n, 2, true) : NULL;
+    if (has_b && !b) return false;
+    if (b && b->numel != out) return ix_fail(c, n, "C has %lld values, not one per output (%lld)", (long long)b->numel, (long long)out);
+    ix_value *x = act_in(c, n, 0);
+    if (!x) return false;
+    if (x->rank != 2) return ix_fail(c, n, "A has %d axes, 2 expected", x->rank);
+    return linear(c, n, n, in, out, w, !tb, b, n->input[1], has_b ? n->input[2] : NULL);
+}
+
+/* MatMul by a constant [in, out], and the Add of a bias [out] right after it. */
+static bool op_matmul(ix_ctx *c, node *n)
+{
+    ix_value *w = const_in(c, n, 1, true);
+    if (!w) return false;
+    if (w->ndim != 2) return ix_fail(c, n, "the constant operand has %d axes, 2 expected", w->ndim);
+    size_t at;
+    node *add = ix_consumer(c, n->output[0], &at);
+    const ix_value *b = NULL;
+    if (add && !strcmp(add->op_type, "Add") && add->n_input == 2) {
+        int k = !strcmp(add->input[0], n->output[0]);
+        ix_value *v = ix_value_find(c, add->input[k]);
+        bool row = v && v->kind == IX_CONST && !v->is_int && v->numel == w->dims[1] && v->ndim >= 1 &&
+                   v->dims[v->ndim - 1] == w->dims[1];
+        if (row) b = v, c->done[at] = true;
+    }
+    return linear(c, n, b ? add : n, w->dims[0], w->dims[1], w, true, b, n->input[1], b ? b->name : NULL);
+}
+
+/* ---- elementwise ----------------------------------------------------------------------------- */
+
+static bool scalar_is(const ix_value *v, double want)
+{
+    return v && v->kind == IX_CONST && !v->is_int && v->numel == 1 && fabs(v->f[0] - want) <= 1e-6 * fabs(want);
+}
+
+static bool op_constant(ix_ctx *c, node *n);
+
+/* A value that may be a Constant later in the node list (torch.onnx.export puts a
+ * formula's constants beside the nodes that use them, after the first of its nodes). */
+static ix_value *constant_ahead(ix_ctx *c, const char *name)
+{
+    ix_value *v = ix_value_find(c, name);
+    if (v && v->kind != IX_NONE) return v;
+    for (size_t i = 0; i < c->g->n_node; i++) {
+        node *k = c->g->node[i];
+        if (k->op_type && !strcmp(k->op_type, "Constant") && k->n_output == 1 && !strcmp(k->output[0], name))
+            return op_constant(c, k) ? ix_value_find(c, name) : NULL;
+    }
+    return NULL;
+}
+
+/* The other input of a two-input node than the value named `name`. */
+static ix_value *other(ix_ctx *c, node *n, const char *name)
+{
+    if (n->n_input != 2) return NULL;
+    return constant_ahead(c, !strcmp(n->input[0], name) ? n->input[1] : n->input[0]);
+}
+
+/* GELU as torch.onnx.export writes it: Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5). */
+static bool op_div(ix_ctx *c, node *n, size_t at)
+{
+    ix_value *x = act_in(c, n, 0);
+    if (!x) return false;
+    size_t i1, i2, i3, i4;
+    node *erf = ix_consumer(c, n->output[0], &i1);
+    node *add = erf && !strcmp(erf->op_type, "Erf") ? ix_consumer(c, erf->output[0], &i2) : NULL;
+    node *mul = add && !strcmp(add->op_type, "Add") ? ix_consumer(c, add->output[0], &i3) : NULL;
+    node *half = mul && !strcmp(mul->op_type, "Mul") ? ix_consumer(c, mul->output[0], &i4) : NULL;
+    bool ok = scalar_is(constant_ahead(c, n->input[1]), sqrt(2.0)) && half && !strcmp(half->op_type, "Mul") &&
+              scalar_is(other(c, add, erf->output[0]), 1) && other(c, mul, add->output[0]) == x &&
+              scalar_is(other(c, half, mul->output[0]), 0.5);
+    if (!ok) return ix_fail(c, n, "Div is read only as part of GELU's formula x * 0.5 * (1 + erf(x / sqrt(2)))");
+    c->done[i1] = c->done[i2] = c->done[i3] = c->done[i4] = true;
+    (void)at;
+    const ix_value *ins[1] = {x};
+    return ix_layer_new(c, n, LK_GELU, typed("gelu"), 1, ins) && ix_set_act(c, half, 0, c->nlayers - 1, x->rank);
+}
+
+/* Add of two activations: an add layer. */
+static bool op_add(ix_ctx *c, node *n)
+{
+    ix_value *a = ix_in(c, n, 0), *b = ix_in(c, n, 1);
+    if (!a || !b) return false;
+    if (a->kind != IX_ACT || b->kind != IX_ACT)
+        return ix_fail(c, n, "it adds a constant to an activation (only a bias right after MatMul is read)");
+    if (!(a = act_in(c, n, 0)) || !(b = act_in(c, n, 1))) return false;
+    if (a->rank != b->rank) return ix_fail(c, n, "its operands have %d and %d axes (broadcasting is not read)", a->rank, b->rank);
+    const ix_value *ins[2] = {a, b};
+    return ix_layer_new(c, n, LK_ADD, typed("add"), 2, ins) && ix_set_act(c, n, 0, c->nlayers - 1, a->rank);
+}
+
+static bool op_activation(ix_ctx *c, node *n)
+{
+    const char *op = n->op_type;
+    if (!strcmp(op, "Relu")) return simple(c, n, LK_RELU, "relu");
+    if (!strcmp(op, "Sigmoid")) return simple(c, n, LK_SIGMOID, "sigmoid");
+    if (!strcmp(op, "Tanh")) return simple(c, n, LK_TANH, "tanh");
+    if (!strcmp(op, "LeakyRelu"))
+        return on_input(c, n, LK_LEAKY_RELU, json_pack("{s:s,s:f}", "type", "leaky_relu", "slope", tidy(ix_attr_f(n, "alpha", 0.01f))), 0);
+    if (!strcmp(op, "Elu"))
+        return on_input(c, n, LK_ELU, json_pack("{s:s,s:f}", "type", "elu", "alpha", tidy(ix_attr_f(n, "alpha", 1))), 0);
+    return simple(c, n, LK_SOFTPLUS, "softplus");   /* beta 1; threshold 20 changes < 1e-8 relative */
+}
+
+static bool op_softmax(ix_ctx *c, node *n)
+{
+    ix_value *x = act_in(c, n, 0);
+    if (!x) return false;
+    int64_t axis = ix_attr_i(n, "axis", -1);
+    if (axis != -1 && axis != x->rank - 1) return ix_fail(c, n, "axis %lld: only the last axis is read", (long long)axis);
+    return simple(c, n, LK_SOFTMAX, "softmax");
+}
+
+static bool op_dropout(ix_ctx *c, node *n)
+{
+    if (!unused_output(c, n, 1, "the mask")) return false;
+    ix_value *x = act_in(c, n, 0);
+    if (!x) return false;
+    double p = 0.5;
+    if (!ix_no_input(n, 1)) {
+        ix_value *r = const_in(c, n, 1, true);
+        if (!r || r->numel != 1) return r ? ix_fail(c, n, "ratio is not one value") : false;
+        p = tidy(r->f[0]);
+    }
+    if (p == 0) return alias(c, n, 0, x);
+    return on_input(c, n, LK_DROPOUT, json_pack("{s:s,s:f}", "type", "dropout", "p", p), 0);
+}
+
+/* ---- convolutions, pools, norms ------------------------------------------------------------- */
+
+static bool op_conv(ix_ctx *c, node *n)
+{
+    ix_value *x = act_in(c, n, 0), *w = x ? const_in(c, n, 1, true) : NULL;
+    if (!w || !no_auto_pad(c, n)) return false;
+    int k = w->ndim - 2;
+    if ((k != 1 && k != 2) || x->rank != w->ndim)
+        return ix_fail(c, n, "a %d-d convolution on %d axes (conv1d and conv2d are read)", k, x->rank);
+    int64_t ks[2], st[2], pads[4], dil[2];
+    if (!ints(c, n, "kernel_shape", (size_t)k, 0, ks) || !ints(c, n, "strides", (size_t)k, 1, st) ||
+        !ints(c, n, "pads", 2 * (size_t)k, 0, pads) || !ints(c, n, "dilations", (size_t)k, 1, dil))
+        return false;
+    for (int i = 0; i < k; i++)
+        if (pads[i] != pads[i + k]) return ix_fail(c, n, "pads differ at the start and end of axis %d (only symmetric padding is read)", i);
+    ix_value *b = ix_no_input(n, 2) ? NULL : const_in(c, n, 2, true);
+    if (!ix_no_input(n, 2) && !b) return false;
+    json_t *spec;
+    if (k == 2)
+        spec = json_pack("{s:s,s:I,s:[I,I],s:[I,I],s:[I,I],s:[I,I],s:I,s:b}", "type", "conv2d", "out", (json_int_t)w->dims[0],
+                         "kernel", (json_int_t)w->dims[2], (json_int_t)w->dims[3], "stride", (json_int_t)st[0], (json_int_t)st[1],
+                         "padding", (json_int_t)pads[0], (json_int_t)pads[1], "dilation", (json_int_t)dil[0], (json_int_t)dil[1],
+                         "groups", (json_int_t)ix_attr_i(n, "group", 1), "bias", b != NULL);
+    else
+        spec = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:b}", "type", "conv1d", "out", (json_int_t)w->dims[0], "kernel",
+                         (json_int_t)w->dims[2], "stride", (json_int_t)st[0], "padding", (json_int_t)pads[0], "dilation",
+                         (json_int_t)dil[0], "groups", (json_int_t)ix_attr_i(n, "group", 1), "bias", b != NULL);
+    ix_layer *l = on_input(c, n, k == 2 ? LK_CONV2D : LK_CONV1D, spec, 0);
+    if (!l) return false;
+    ix_layer_name_from(c, l, n->input[1]);
+    return ix_layer_weight(c, l, "weight", w->ndim, w->dims, w->f, false) &&
+           (!b || ix_layer_weight(c, l, "bias", 1, b->dims, b->f, false));
+}
+
+static bool op_pool(ix_ctx *c, node *n, bool max)
+{
+    if (!no_auto_pad(c, n) || !unused_output(c, n, 1, "the indices")) return false;
+    int64_t ks[2], st[2], pads[4], dil[2];
+    if (!ints(c, n, "kernel_shape", 2, 0, ks) || !ints(c, n, "strides", 2, 1, st) || !ints(c, n, "pads", 4, 0, pads) ||
+        !ints(c, n, "dilations", 2, 1, dil))
+        return false;
+    if (ks[0] != ks[1] || st[0] != st[1] || pads[0] != pads[1] || pads[0] != pads[2] || pads[0] != pads[3])
+        return ix_fail(c, n, "only square kernels, strides and padding, the same on every side, are read");
+    if (ix_attr_i(n, "ceil_mode", 0) || dil[0] != 1 || dil[1] != 1)
+        return ix_fail(c, n, "ceil_mode and dilation are not read");
+    if (!max && pads[0] && !ix_attr_i(n, "count_include_pad", 0))
+        return ix_fail(c, n, "padding left out of the average (count_include_pad = 0) is not read");
+    return on_input(c, n, max ? LK_MAX_POOL : LK_AVG_POOL,
+                    json_pack("{s:s,s:I,s:I,s:I}", "type", max ? "max_pool2d" : "avg_pool2d", "kernel", (json_int_t)ks[0],
+                              "stride", (json_int_t)st[0], "padding", (json_int_t)pads[0]), 0);
+}
+
+static bool op_batch_norm(ix_ctx *c, node *n)
+{
+    if (ix_attr_i(n, "training_mode", 0)) return ix_fail(c, n, "training_mode = 1 is not read");
+    if (!unused_output(c, n, 1, "running mean") || !unused_output(c, n, 2, "running var")) return false;
+    ix_value *x = act_in(c, n, 0), *p[4];
+    if (!x) return false;
+    for (size_t k = 0; k < 4; k++)
+        if (!(p[k] = const_in(c, n, k + 1, true))) return false;
+    if (x->rank < 2 || x->rank > 4) return ix_fail(c, n, "on %d axes (2 to 4 are read)", x->rank);
+    bool two = x->rank == 4;
+    double m = 1 - (double)ix_attr_f(n, "momentum", 0.9f);   /* ONNX keeps the old value's share */
+    ix_layer *l = on_input(c, n, two ? LK_BN2 : LK_BN1,
+                           json_pack("{s:s,s:f,s:f}", "type", two ? "batch_norm2d" : "batch_norm1d", "eps",
+                                     tidy(ix_attr_f(n, "epsilon", 1e-5f)), "momentum", tidy((float)m)), 0);
+    if (!l) return false;
+    ix_layer_name_from(c, l, n->input[1]);
+    static const char *const names[4] = {"weight", "bias", "running_mean", "running_var"};
+    for (int k = 0; k < 4; k++)
+        if (!ix_layer_weight(c, l, names[k], 1, (int64_t[]){p[k]->numel}, p[k]->f, false)) return false;
+    return true;
+}
+
+static bool op_layer_norm(ix_ctx *c, node *n)
+{
+    if (!unused_output(c, n, 1, "the mean") || !unused_output(c, n, 2, "the inverse deviation")) return false;
+    ix_value *x = act_in(c, n, 0), *s = x ? const_in(c, n, 1, true) : NULL, *b = NULL;
+    if (!s) return false;
+    if (!ix_no_input(n, 2) && !(b = const_in(c, n, 2, true))) return false;
+    int64_t axis = ix_attr_i(n, "axis", -1), dims = axis < 0 ? -axis : x->rank - axis;
+    if (dims < 1 || dims >= x->rank) return ix_fail(c, n, "axis %lld of %d axes", (long long)axis, x->rank);
+    ix_layer *l = on_input(c, n, LK_LAYER_NORM, json_pack("{s:s,s:f,s:I}", "type", "layer_norm", "eps",
+                                                          tidy(ix_attr_f(n, "epsilon", 1e-5f)), "dims", (json_int_t)dims), 0);
+    if (!l) return false;
+    ix_layer_name_from(c, l, n->input[1]);
+    float *zeros = b ? NULL : calloc((size_t)s->numel, sizeof *zeros);
+    if (!b && !zeros) return ix_fail(c, n, "out of host memory");
+    bool ok = ix_layer_weight(c, l, "weight", s->ndim, s->dims, s->f, false) &&
+              ix_layer_weight(c, l, "bias", s->ndim, s->dims, b ? b->f : zeros, false);
+    free(zeros);
+    return ok;
+}
+
+static bool op_flatten(ix_ctx *c, node *n)
+{
+    ix_value *x = act_in(c, n, 0);
+    if (!x) return false;
+    int64_t axis = ix_attr_i(n, "axis", 1);
+    if (axis != 1 && axis != 1 - x->rank) return ix_fail(c, n, "axis %lld: only flattening after the batch axis is read", (long long)axis);
+    return on_input(c, n, LK_FLATTEN, typed("flatten"), 2);
+}
+
+/* ---- tokens, joins, layout ------------------------------------------------------------------ */
+
+static bool fold_gather(ix_ctx *c, node *n, const ix_value *d);
+
+static bool op_gather(ix_ctx *c, node *n)
+{
+    ix_value *d = ix_in(c, n, 0), *t = d ? ix_in(c, n, 1) : NULL;
+    if (!t) return false;
+    if (d->kind == IX_CONST && d->is_int) return fold_gather(c, n, d);
+    if (d->kind != IX_CONST || d->is_int || d->ndim != 2 || t->kind != IX_ACT || !t->tokens || ix_attr_i(n, "axis", 0))
+        return ix_fail(c, n, "only a Gather of rows of a constant [num, dim] table by the model's integer input is read (an embedding)");
+    if (c->nlayers) return ix_fail(c, n, "an embedding must be the first layer");
+    const ix_value *ins[1] = {t};
+    ix_layer *l = ix_layer_new(c, n, LK_EMBEDDING, json_pack("{s:s,s:I,s:I}", "type", "embedding", "num",
+                                                              (json_int_t)d->dims[0], "dim", (json_int_t)d->dims[1]), 1, ins);
+    if (!l) return false;
+    ix_layer_name_from(c, l, n->input[0]);
+    return ix_layer_weight(c, l, "weight", 2, d->dims, d->f, false) && ix_set_act(c, n, 0, c->nlayers - 1, t->rank + 1);
+}
+
+static bool fold_concat(ix_ctx *c, node *n);
+
+static bool op_concat(ix_ctx *c, node *n)
+{
+    ix_value *first = ix_in(c, n, 0);
+    if (!first) return false;
+    if (first->kind == IX_CONST) return fold_concat(c, n);
+    if (n->n_input < 2 || n->n_input > MODEL_MAX_INPUTS) return ix_fail(c, n, "%zu inputs (2 to %d are read)", n->n_input, MODEL_MAX_INPUTS);
+    const ix_value *ins[MODEL_MAX_INPUTS];
+    for (size_t k = 0; k < n->n_input; k++)
+        if (!(ins[k] = act_in(c, n, k))) return false;
+    int rank = first->rank;
+    int64_t axis = ix_attr_i(n, "axis", 1);
+    if (axis < 0) axis += rank;
+    if (axis < 1 || axis >= rank) return ix_fail(c, n, "axis %lld: only sample axes (after the batch) are read", (long long)axis);
+    return ix_layer_new(c, n, LK_CONCAT, json_pack("{s:s,s:I}", "type", "concat", "axis", (json_int_t)(axis - 1)), (int)n->n_input, ins) &&
+           ix_set_act(c, n, 0, c->nlayers - 1, rank);
+}
+
+/* Transpose [B, T, F] <-> [T, B, F] around recurrent nodes: an alias that says which. */
+static bool op_transpose(ix_ctx *c, node *n)
+{
+    ix_value *x = ix_in(c, n, 0);
+    if (!x) return false;
+    int64_t perm[3];
+    const Onnx__AttributeProto *a = ix_attr(n, "perm");
+    bool swap = x->kind == IX_ACT && x->rank == 3 && a && a->n_ints == 3 && ints(c, n, "perm", 3, 0, perm) && perm[0] == 1 &&
+                perm[1] == 0 && perm[2] == 2;
+    if (!swap) return ix_fail(c, n, "only the swap of the first two of three axes (perm [1, 0, 2]) around a recurrent node is read");
+    if (!alias(c, n, 0, x)) return false;
+    ix_value *y = ix_value_find(c, n->output[0]);
+    y->tmajor = !x->tmajor;
+    return true;
+}
+
+/* ---- host arithmetic on integer shapes, and zeros ------------------------------------------- */
+
+static ix_value *new_const(ix_ctx *c, node *n, int64_t numel, bool is_int)
+{
+    ix_value *o = ix_value_get(c, n->output[0]);
+    if (!o) return NULL;
+    free(o->f), free(o->i);
+    *o = (ix_value){.name = o->name, .kind = IX_CONST, .is_int = is_int, .numel = numel};
+    if (is_int) o->i = calloc((size_t)(numel ? numel : 1), sizeof *o->i);
+    else o->f = calloc((size_t)(numel ? numel : 1), sizeof *o->f);
+    if (!o->i && !o->f) return ix_fail(c, n, "out of host memory"), NULL;
+    return o;
+}
+
+static bool op_constant(ix_ctx *c, node *n)
+{
+    const Onnx__AttributeProto *a = ix_attr(n, "value");
+    if (a && a->t) {
+        ix_value *o = ix_value_get(c, n->output[0]);
+        return o && ix_tensor_value(c, n, a->t, o);
+    }
+    if ((a = ix_attr(n, "value_ints"))) {
+        ix_value *o = new_const(c, n, (int64_t)a->n_ints, true);
+        if (!o) return false;
+        o->ndim = 1, o->dims[0] = (int64_t)a->n_ints;
+        memcpy(o->i, a->ints, a->n_ints * sizeof *o->i);
+        return true;
+    }
+    bool i = (a = ix_attr(n, "value_int")) != NULL;
+    if (!i && !(a = ix_attr(n, "value_float"))) return ix_fail(c, n, "only value, value_int(s) and value_float are read");
+    ix_value *o = new_const(c, n, 1, i);
+    if (o && i) o->i[0] = a->i;
+    if (o && !i) o->f[0] = a->f;
+    return o != NULL;
+}
+
+/* Shape of an activation: its axes' sizes are not followed, only their number. */
+static bool op_shape(ix_ctx *c, node *n)
+{
+    ix_value *x = ix_in(c, n, 0);
+    if (!x) return false;
+    if (x->kind != IX_ACT || ix_attr(n, "start") || ix_attr(n, "end"))
+        return ix_fail(c, n, "only the whole shape of an activation is read");
+    ix_value *o = new_const(c, n, x->rank, true);
+    if (!o) return false;
+    o->ndim = 1, o->dims[0] = x->rank, o->symbolic = true;
+    for (int k = 0; k < x->rank; k++) o->i[k] = -1;
+    return true;
+}
+
+static bool fold_gather(ix_ctx *c, node *n, const ix_value *d)
+{
+    ix_value *idx = ix_in(c, n, 1);
+    if (!idx || idx->kind != IX_CONST || !idx->is_int || idx->symbolic || d->ndim != 1 || ix_attr_i(n, "axis", 0))
+        return ix_fail(c, n, "only constant indices into a 1-d integer vector are read");
+    ix_value *o = new_const(c, n, idx->numel, true);
+    if (!o) return false;
+    o->ndim = idx->ndim;
+    memcpy(o->dims, idx->dims, sizeof o->dims);
+    o->symbolic = d->symbolic;
+    for (int64_t k = 0; k < idx->numel; k++) {
+        int64_t j = idx->i[k] < 0 ? idx->i[k] + d->numel : idx->i[k];
+        if (j < 0 || j >= d->numel) return ix_fail(c, n, "index %lld out of range", (long long)idx->i[k]);
+        o->i[k] = d->i[j];
+    }
+    return true;
+}
+
+static bool fold_concat(ix_ctx *c, node *n)
+{
+    int64_t total = 0;
+    bool symbolic = false;
+    for (size_t k = 0; k < n->n_input; k++) {
+        ix_value *v = ix_in(c, n, k);
+        if (!v || v->kind != IX_CONST || !v->is_int || v->ndim != 1)
+            return v ? ix_fail(c, n, "a Concat of constants is read only on 1-d integer vectors") : false;
+        total += v->numel;
+        symbolic = symbolic || v->symbolic;
+    }
+    ix_value *o = new_const(c, n, total, true);
+    if (!o) return false;
+    o->ndim = 1, o->dims[0] = total, o->symbolic = symbolic;
+    int64_t at = 0;
+    for (size_t k = 0; k < n->n_input; k++) {
+        const ix_value *v = ix_value_find(c, n->input[k]);
+        memcpy(o->i + at, v->i, (size_t)v->numel * sizeof *o->i);
+        at += v->numel;
+    }
+    return true;
+}
+
+/* Unsqueeze or Squeeze of a constant: the same values, other axes; of zeros: zeros. */
+static bool op_squeeze(ix_ctx *c, node *n, bool un)
+{
+    ix_value *x = ix_in(c, n, 0);
+    if (!x) return false;
+    if (x->kind == IX_ZEROS) return alias(c, n, 0, x);
+    if (!un && x->kind == IX_RNN_Y) {   /* Y [T, 1, B, H] -> [T, B, H] */
+        ix_value *ax = ix_no_input(n, 1) ? NULL : ix_in(c, n, 1);
+        if (!ax || ax->kind != IX_CONST || !ax->is_int || ax->numel != 1 || ax->i[0] != 1)
+            return ix_fail(c, n, "a recurrent node's output is read squeezed on axis 1 (its direction)");
+        ix_value *o = ix_value_get(c, n->output[0]);
+        if (!o) return false;
+        *o = (ix_value){.name = o->name, .kind = IX_ACT, .layer = x->layer, .rank = 3, .tmajor = true};
+        return true;
+    }
+    if (x->kind != IX_CONST || x->ndim > 1 || (un && x->ndim == 1))
+        return ix_fail(c, n, "only a scalar unsqueezed to a vector, or the reverse, of constants is read (not activations)");
+    if (!alias(c, n, 0, x)) return false;
+    ix_value *o = ix_value_find(c, n->output[0]);
+    o->ndim = un ? 1 : 0;
+    o->dims[0] = 1;
+    return true;
+}
+
+static bool op_constant_of_shape(ix_ctx *c, node *n)
+{
+    const Onnx__AttributeProto *a = ix_attr(n, "value");
+    if (a && a->t) {
+        ix_value tmp = {0};
+        bool ok = ix_tensor_value(c, n, a->t, &tmp);
+        bool zero = ok && tmp.numel == 1 && (tmp.is_int ? tmp.i[0] == 0 : tmp.f[0] == 0);
+        free(tmp.f), free(tmp.i);
+        if (!ok) return false;
+        if (!zero) return ix_fail(c, n, "only zeros (an initial recurrent state) are read");
+    }
+    ix_value *o = ix_value_get(c, n->output[0]);
+    if (!o) return false;
+    o->kind = IX_ZEROS;
+    return true;
+}
+
+/* Slice, Expand, Reshape, Tile, Cast of zeros are zeros. */
+static bool op_of_zeros(ix_ctx *c, node *n)
+{
+    ix_value *x = ix_in(c, n, 0);
+    if (!x) return false;
+    if (x->kind == IX_ZEROS) return alias(c, n, 0, x);
+    if (!strcmp(n->op_type, "Cast") && x->kind == IX_CONST && x->is_int && !x->symbolic) return alias(c, n, 0, x);
+    return ix_fail(c, n, "%s is read only on zeros (a recurrent node's initial state)%s", n->op_type,
+                   !strcmp(n->op_type, "Reshape") && x->kind == IX_ACT ? "; flatten with torch.flatten(x, 1) or nn.Flatten" : "");
+}
+
+/* Pad by zeros on no side (torch.onnx.export puts one before AveragePool): an alias. */
+static bool op_pad(ix_ctx *c, node *n)
+{
+    ix_value *x = ix_in(c, n, 0), *p = x && !ix_no_input(n, 1) ? ix_in(c, n, 1) : NULL;
+    if (!p) return false;
+    bool none = p->kind == IX_CONST && p->is_int && !p->symbolic;
+    for (int64_t k = 0; none && k < p->numel; k++) none = p->i[k] == 0;
+    if (!none) return ix_fail(c, n, "only a Pad of zero width is read (padding belongs to the convolution or pool)");
+    return alias(c, n, 0, x);
+}
+
+bool ix_node(ix_ctx *c, size_t at)
+{
+    node *n = c->g->node[at];
+    const char *op = n->op_type ? n->op_type : "";
+    if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx"))
+        return ix_fail(c, n, "op of domain \"%s\": only the default ONNX domain is read", n->domain);
+    if (!n->n_output) return ix_fail(c, n, "no outputs");
+    if (!strcmp(op, "Gemm")) return op_gemm(c, n);
+    if (!strcmp(op, "MatMul")) return op_matmul(c, n);
+    if (!strcmp(op, "Add")) return op_add(c, n);
+    if (!strcmp(op, "Div")) return op_div(c, n, at);
+    if (!strcmp(op, "Conv")) return op_conv(c, n);
+    if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool")) return op_pool(c, n, op[0] == 'M');
+    if (!strcmp(op, "GlobalAveragePool")) return simple(c, n, LK_GLOBAL_POOL, "global_avg_pool2d");
+    if (!strcmp(op, "BatchNormalization")) return op_batch_norm(c, n);
+    if (!strcmp(op, "LayerNormalization")) return op_layer_norm(c, n);
+    if (!strcmp(op, "Flatten")) return op_flatten(c, n);
+    if (!strcmp(op, "Relu") || !strcmp(op, "Sigmoid") || !strcmp(op, "Tanh") || !strcmp(op, "LeakyRelu") ||
+        !strcmp(op, "Elu") || !strcmp(op, "Softplus"))
+        return op_activation(c, n);
+    if (!strcmp(op, "Softmax")) return op_softmax(c, n);
+    if (!strcmp(op, "Dropout")) return op_dropout(c, n);
+    if (!strcmp(op, "Identity")) return ix_in(c, n, 0) && alias(c, n, 0, ix_in(c, n, 0));
+    if (!strcmp(op, "Gather")) return op_gather(c, n);
+    if (!strcmp(op, "Concat")) return op_concat(c, n);
+    if (!strcmp(op, "Transpose")) return op_transpose(c, n);
+    if (!strcmp(op, "LSTM") || !strcmp(op, "GRU") || !strcmp(op, "RNN")) return ix_rnn(c, n);
+    if (!strcmp(op, "Constant")) return op_constant(c, n);
+    if (!strcmp(op, "Pad")) return op_pad(c, n);
+    if (!strcmp(op, "Shape")) return op_shape(c, n);
+    if (!strcmp(op, "Unsqueeze") || !strcmp(op, "Squeeze")) return op_squeeze(c, n, op[0] == 'U');
+    if (!strcmp(op, "ConstantOfShape")) return op_constant_of_shape(c, n);
+    if (!strcmp(op, "Slice") || !strcmp(op, "Expand") || !strcmp(op, "Reshape") || !strcmp(op, "Tile") || !strcmp(op, "Cast"))
+        return op_of_zeros(c, n);
+    return ix_fail(c, n, "op %s is not supported (read: Gemm, MatMul, Add, Conv, MaxPool, AveragePool, GlobalAveragePool, "
+                   "BatchNormalization, LayerNormalization, Flatten, Relu, LeakyRelu, Sigmoid, Tanh, Elu, Softplus, Softmax, "
+                   "GELU's Div/Erf/Add/Mul, Dropout, Identity, Gather, Concat, Transpose, LSTM, GRU, RNN, and shape "
+                   "arithmetic for zero states)", op);
+}
