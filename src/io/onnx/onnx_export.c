@@ -225,7 +225,8 @@ static const char *layer(ox_graph *g, clg_module *net, const model_layer *l, con
         ox_attr_f(g, "epsilon", (float)l->eps);
         return y;
     }
-    case LK_DROPOUT: return x;   /* evaluation mode */
+    case LK_DROPOUT:   /* the identity in inference (training_mode false); kept for import and fine-tuning */
+        return l->p > 0 ? binary(g, "Dropout", x, ox_scalar(g, (float)l->p), p) : x;
     case LK_FLATTEN: {
         const char *y = unary(g, "Flatten", x, p);
         ox_attr_i(g, "axis", 1);
