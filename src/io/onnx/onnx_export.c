@@ -38,8 +38,7 @@ float *ox_weight(clg_module *net, const char *name, int64_t *numel, int ndim_wan
     return h;
 }
 
-/* The state tensor `prefix`.`what` as an initializer of its own name and shape. */
-static const char *weight_init(ox_graph *g, clg_module *net, const char *prefix, const char *what)
+const char *ox_weight_init(ox_graph *g, clg_module *net, const char *prefix, const char *what)
 {
     char name[256];
     snprintf(name, sizeof name, "%s.%s", prefix, what);
@@ -53,7 +52,7 @@ static const char *weight_init(ox_graph *g, clg_module *net, const char *prefix,
 const char *ox_conv(ox_graph *g, clg_module *net, const char *prefix, const char *x, int dims, const int64_t *kernel,
                     const int64_t *stride, const int64_t *padding, const int64_t *dilation, int64_t groups, bool bias)
 {
-    const char *in[3] = {x, weight_init(g, net, prefix, "weight"), bias ? weight_init(g, net, prefix, "bias") : ""};
+    const char *in[3] = {x, ox_weight_init(g, net, prefix, "weight"), bias ? ox_weight_init(g, net, prefix, "bias") : ""};
     const char *y = ox_op(g, "Conv", bias ? 3 : 2, in, prefix);
     int64_t pads[4] = {padding[0], dims > 1 ? padding[1] : 0, padding[0], dims > 1 ? padding[1] : 0};
     if (dims == 1) pads[1] = padding[0];
@@ -65,30 +64,42 @@ const char *ox_conv(ox_graph *g, clg_module *net, const char *prefix, const char
     return y;
 }
 
+const char *ox_layer_norm(ox_graph *g, clg_module *net, const char *p, const char *x, int64_t dims, double eps)
+{
+    char name[256];
+    snprintf(name, sizeof name, "%s.bias", p);
+    bool bias = clg_module_find(net, name) != NULL;   /* nanoGPT's bias=False has none */
+    const char *ins[3] = {x, ox_weight_init(g, net, p, "weight"), bias ? ox_weight_init(g, net, p, "bias") : ""};
+    const char *y = ox_op(g, "LayerNormalization", bias ? 3 : 2, ins, p);
+    ox_attr_i(g, "axis", -dims);
+    ox_attr_f(g, "epsilon", (float)eps);
+    return y;
+}
+
 const char *ox_batch_norm(ox_graph *g, clg_module *net, const char *prefix, const char *x, double eps)
 {
-    const char *in[5] = {x, weight_init(g, net, prefix, "weight"), weight_init(g, net, prefix, "bias"),
-                         weight_init(g, net, prefix, "running_mean"), weight_init(g, net, prefix, "running_var")};
+    const char *in[5] = {x, ox_weight_init(g, net, prefix, "weight"), ox_weight_init(g, net, prefix, "bias"),
+                         ox_weight_init(g, net, prefix, "running_mean"), ox_weight_init(g, net, prefix, "running_var")};
     const char *y = ox_op(g, "BatchNormalization", 5, in, prefix);
     ox_attr_f(g, "epsilon", (float)eps);
     return y;
 }
 
-/* linear on the last axis: Gemm on [B, in], else MatMul by the transposed weight and Add. */
-static const char *linear(ox_graph *g, clg_module *net, const model_layer *l, const char *x, int ndim)
+const char *ox_linear(ox_graph *g, clg_module *net, const char *p, const char *x, bool gemm)
 {
-    const char *p = l->name;
-    if (ndim == 1) {
-        const char *in[3] = {x, weight_init(g, net, p, "weight"), l->bias ? weight_init(g, net, p, "bias") : ""};
-        const char *y = ox_op(g, "Gemm", l->bias ? 3 : 2, in, p);
+    char name[256];
+    snprintf(name, sizeof name, "%s.bias", p);
+    bool bias = clg_module_find(net, name) != NULL;
+    if (gemm) {
+        const char *in[3] = {x, ox_weight_init(g, net, p, "weight"), bias ? ox_weight_init(g, net, p, "bias") : ""};
+        const char *y = ox_op(g, "Gemm", bias ? 3 : 2, in, p);
         ox_attr_i(g, "transB", 1);
         return y;
     }
-    char name[256];
     snprintf(name, sizeof name, "%s.weight", p);
     int64_t d[2];
     float *w = ox_weight(net, name, NULL, 2, d), *wt = w ? malloc((size_t)(d[0] * d[1]) * sizeof *wt) : NULL;
-    if (w && !wt) clg__fail(g->dev, CLG_ERR_OUT_OF_MEMORY, "clg_module_export_onnx: out of host memory");
+    if (w && !wt) g->oom = true;
     for (int64_t i = 0; wt && i < d[0]; i++)
         for (int64_t j = 0; j < d[1]; j++) wt[j * d[0] + i] = w[i * d[1] + j];
     snprintf(name, sizeof name, "%s.weight_t", p);
@@ -96,24 +107,16 @@ static const char *linear(ox_graph *g, clg_module *net, const model_layer *l, co
     free(w);
     free(wt);
     const char *y = ox_op(g, "MatMul", 2, in, p);
-    if (!l->bias) return y;
-    const char *b[2] = {y, weight_init(g, net, p, "bias")};
+    if (!bias) return y;
+    const char *b[2] = {y, ox_weight_init(g, net, p, "bias")};
     return ox_op(g, "Add", 2, b, p);
 }
 
-static const char *unary(ox_graph *g, const char *op, const char *x, const char *hint)
-{
-    return ox_op(g, op, 1, &x, hint);
-}
-
-static const char *binary(ox_graph *g, const char *op, const char *a, const char *b, const char *hint)
-{
-    const char *in[2] = {a, b};
-    return ox_op(g, op, 2, in, hint);
-}
+#define unary ox_unary
+#define binary ox_binary
 
 /* gelu: x * 0.5 (1 + erf(x / sqrt 2)), in the order torch.onnx.export writes it. */
-static const char *gelu(ox_graph *g, const char *x, const char *p)
+const char *ox_gelu(ox_graph *g, const char *x, const char *p)
 {
     const char *e = unary(g, "Erf", binary(g, "Div", x, ox_scalar(g, (float)sqrt(2.0)), p), p);
     return binary(g, "Mul", binary(g, "Mul", x, binary(g, "Add", e, ox_scalar(g, 1), p), p), ox_scalar(g, 0.5f), p);
@@ -173,6 +176,30 @@ static const char *group_norm(ox_graph *g, clg_module *net, const model_layer *l
     return binary(g, "Add", binary(g, "Mul", y, wb[0], p), wb[1], p);
 }
 
+/* upsample to [floor(H scale), floor(W scale)]: Resize to those sizes, so that the
+ * source coordinates use out / in as clgrad does (nearest: floor(j in / out); bilinear:
+ * (j + 0.5) in / out - 0.5). The sizes take the batch and channels from x's shape. */
+static const char *upsample(ox_graph *g, const model_layer *l, const char *x, const int64_t *in)
+{
+    const char *p = l->name;
+    char name[256];
+    int64_t hw[2] = {(int64_t)floor((double)in[1] * l->scale), (int64_t)floor((double)in[2] * l->scale)};
+    snprintf(name, sizeof name, "%s.onnx_out_hw", p);
+    const char *out_hw = ox_init_i64(g, name, 1, (int64_t[]){2}, hw);
+    snprintf(name, sizeof name, "%s.onnx_0", p);
+    const char *zero = ox_init_i64(g, name, 1, (int64_t[]){1}, (int64_t[]){0});
+    snprintf(name, sizeof name, "%s.onnx_2", p);
+    const char *two = ox_init_i64(g, name, 1, (int64_t[]){1}, (int64_t[]){2});
+    const char *nc = ox_op(g, "Slice", 3, (const char *[]){ox_unary(g, "Shape", x, p), zero, two}, p);
+    const char *sizes = ox_binary(g, "Concat", nc, out_hw, p);
+    ox_attr_i(g, "axis", 0);
+    const char *y = ox_op(g, "Resize", 4, (const char *[]){x, "", "", sizes}, p);
+    ox_attr_s(g, "mode", l->bilinear ? "linear" : "nearest");
+    ox_attr_s(g, "coordinate_transformation_mode", l->bilinear ? "half_pixel" : "asymmetric");
+    if (!l->bilinear) ox_attr_s(g, "nearest_mode", "floor");
+    return y;
+}
+
 static const char *pool(ox_graph *g, const char *op, const model_layer *l, const char *x)
 {
     const char *y = unary(g, op, x, l->name);
@@ -200,11 +227,11 @@ static const char *layer(ox_graph *g, clg_module *net, const model_layer *l, con
 {
     const char *p = l->name;
     switch (l->kind) {
-    case LK_LINEAR: return linear(g, net, l, x, ndim);
+    case LK_LINEAR: return ox_linear(g, net, p, x, ndim == 1);
     case LK_CONV2D: return ox_conv(g, net, p, x, 2, l->kernel, l->stride, l->padding, l->dilation, l->groups, l->bias);
     case LK_CONV1D: return ox_conv(g, net, p, x, 1, l->kernel, l->stride, l->padding, l->dilation, l->groups, l->bias);
     case LK_CONV_T2D: {
-        const char *ins[3] = {x, weight_init(g, net, p, "weight"), l->bias ? weight_init(g, net, p, "bias") : ""};
+        const char *ins[3] = {x, ox_weight_init(g, net, p, "weight"), l->bias ? ox_weight_init(g, net, p, "bias") : ""};
         const char *y = ox_op(g, "ConvTranspose", l->bias ? 3 : 2, ins, p);
         ox_attr_ints(g, "kernel_shape", 2, l->kernel);
         ox_attr_ints(g, "strides", 2, l->stride);
@@ -218,13 +245,7 @@ static const char *layer(ox_graph *g, clg_module *net, const model_layer *l, con
     case LK_AVG_POOL: return pool(g, "AveragePool", l, x);
     case LK_GLOBAL_POOL: return unary(g, "GlobalAveragePool", x, p);
     case LK_BN1: case LK_BN2: return ox_batch_norm(g, net, p, x, l->eps);
-    case LK_LAYER_NORM: {
-        const char *ins[3] = {x, weight_init(g, net, p, "weight"), weight_init(g, net, p, "bias")};
-        const char *y = ox_op(g, "LayerNormalization", 3, ins, p);
-        ox_attr_i(g, "axis", -l->dims);
-        ox_attr_f(g, "epsilon", (float)l->eps);
-        return y;
-    }
+    case LK_LAYER_NORM: return ox_layer_norm(g, net, p, x, l->dims, l->eps);
     case LK_DROPOUT:   /* the identity in inference (training_mode false); kept for import and fine-tuning */
         return l->p > 0 ? binary(g, "Dropout", x, ox_scalar(g, (float)l->p), p) : x;
     case LK_FLATTEN: {
@@ -240,7 +261,7 @@ static const char *layer(ox_graph *g, clg_module *net, const model_layer *l, con
         ox_attr_f(g, "alpha", (float)(l->kind == LK_ELU ? l->alpha : l->slope));
         return y;
     }
-    case LK_GELU: return gelu(g, x, p);
+    case LK_GELU: return ox_gelu(g, x, p);
     case LK_GELU_TANH: return gelu_tanh(g, x, p);
     case LK_SILU: return binary(g, "Mul", x, unary(g, "Sigmoid", x, p), p);
     case LK_SOFTPLUS: return softplus(g, l, x);
@@ -249,8 +270,12 @@ static const char *layer(ox_graph *g, clg_module *net, const model_layer *l, con
         ox_attr_i(g, "axis", -1);
         return y;
     }
-    case LK_EMBEDDING: return binary(g, "Gather", weight_init(g, net, p, "weight"), x, p);
+    case LK_EMBEDDING: return binary(g, "Gather", ox_weight_init(g, net, p, "weight"), x, p);
     case LK_GROUP_NORM: return group_norm(g, net, l, x, ndim, in);
+    case LK_UPSAMPLE: return upsample(g, l, x, in);
+    case LK_MHA: return ox_attention(g, net, p, x, in[ndim - 1], l->heads, l->causal, false);
+    case LK_TRANSFORMER: return ox_export_transformer(g, net, l, x, in[ndim - 1]);
+    case LK_GPT: return ox_export_gpt(g, net, l, x, in[0]);
     case LK_RNN: case LK_LSTM: case LK_GRU: return ox_export_rnn(g, net, l, p, x, in[ndim - 1]);
     case LK_BASIC_BLOCK: case LK_BOTTLENECK: return ox_export_blocks(g, net, l, x, in[0]);
     default:
@@ -294,7 +319,7 @@ clg_status clg_module_export_onnx(clg_module *net, const clg_model *m, const cha
     clg_device *dev = clg_module_device(net);
     if (!dev) return clg__last_error_set(CLG_ERR_INVALID_ARGUMENT, "clg_module_export_onnx: no network");
     if (!m || !path) return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg_module_export_onnx: model %p, path %p", (void *)m, (void *)path);
-    ox_graph g = {.dev = dev, .path = path};
+    ox_graph g = {.dev = dev, .path = path, .seq_len = m->input[0]};
     clg_status st = CLG_OK;
     const char *y = export_layers(&g, net, m);
     if (!y) st = g.oom ? clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "clg_module_export_onnx: %s: out of host memory", path)

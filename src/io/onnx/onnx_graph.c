@@ -65,7 +65,14 @@ static const char *add_init(ox_graph *g, const char *name, int type, int ndim, c
     size_t numel = 1;
     for (int i = 0; i < ndim; i++) numel *= (size_t)dims[i];
     uint8_t *raw = ox_alloc(g, numel * elem);
-    char *nm = ox_strdup(g, name);
+    char unique[320];   /* names must be unique: a second of one name gets a number */
+    snprintf(unique, sizeof unique, "%s", name);
+    for (size_t i = 0; i < g->ninits; i++)
+        if (!strcmp(g->inits[i]->name, unique)) {
+            snprintf(unique, sizeof unique, "%s_%d", name, g->counter++);
+            i = (size_t)-1;   /* and that one too */
+        }
+    char *nm = ox_strdup(g, unique);
     if (!t || !d || !raw || !nm) return NULL;
     onnx__tensor_proto__init(t);
     memcpy(d, dims, (size_t)ndim * sizeof *d);
@@ -121,6 +128,14 @@ const char *ox_op(ox_graph *g, const char *op, int nin, const char *const *in, c
     n->op_type = opn;
     g->last = n;
     return push(g, (void ***)&g->nodes, &g->nnodes, &g->capnodes, n) ? o : NULL;
+}
+
+const char *ox_unary(ox_graph *g, const char *op, const char *x, const char *hint) { return ox_op(g, op, 1, &x, hint); }
+
+const char *ox_binary(ox_graph *g, const char *op, const char *a, const char *b, const char *hint)
+{
+    const char *in[2] = {a, b};
+    return ox_op(g, op, 2, in, hint);
 }
 
 static Onnx__AttributeProto *new_attr(ox_graph *g, const char *name, Onnx__AttributeProto__AttributeType type)

@@ -39,6 +39,7 @@ typedef struct ox_graph {
     size_t ninits, capinits;
     Onnx__NodeProto *last;             /* the node ox_op made last, for its attributes */
     int counter;                       /* fresh value names */
+    int64_t seq_len;                   /* the model's sequence length T (causal masks) */
     bool oom;                          /* an allocation failed: ox_graph_write refuses */
 } ox_graph;
 
@@ -53,6 +54,9 @@ const char *ox_scalar(ox_graph *g, float v);
 /* A node of op on nin inputs ("" for an absent optional one) with one fresh output,
  * whose name it returns (hint: a readable part of it); NULL on allocation failure. */
 const char *ox_op(ox_graph *g, const char *op, int nin, const char *const *in, const char *hint);
+/* A node of one or two inputs. */
+const char *ox_unary(ox_graph *g, const char *op, const char *x, const char *hint);
+const char *ox_binary(ox_graph *g, const char *op, const char *a, const char *b, const char *hint);
 /* Attributes of the last node. */
 void ox_attr_i(ox_graph *g, const char *name, int64_t v);
 void ox_attr_f(ox_graph *g, const char *name, float v);
@@ -77,6 +81,23 @@ const char *ox_export_blocks(ox_graph *g, clg_module *net, const model_layer *l,
 /* conv2d weights `prefix`.weight (and .bias) as a Conv node on x. */
 const char *ox_conv(ox_graph *g, clg_module *net, const char *prefix, const char *x, int dims, const int64_t *kernel,
                     const int64_t *stride, const int64_t *padding, const int64_t *dilation, int64_t groups, bool bias);
+/* The state tensor `prefix`.`what` as an initializer of its own name and shape. */
+const char *ox_weight_init(ox_graph *g, clg_module *net, const char *prefix, const char *what);
+/* Linear `prefix` (.weight, and .bias when the network has it) on the last axis of x:
+ * Gemm (x [B, in]) or MatMul by the transposed weight and Add. */
+const char *ox_linear(ox_graph *g, clg_module *net, const char *prefix, const char *x, bool gemm);
+/* LayerNormalization over the last dims axes, with `prefix`.weight (and .bias if any). */
+const char *ox_layer_norm(ox_graph *g, clg_module *net, const char *prefix, const char *x, int64_t dims, double eps);
+/* x * 0.5 * (1 + erf(x / sqrt 2)), as torch.onnx.export writes GELU. */
+const char *ox_gelu(ox_graph *g, const char *x, const char *hint);
+/* Self-attention on x [B, T, C] with PyTorch's MultiheadAttention weights under prefix
+ * (in_proj_weight, in_proj_bias, out_proj), or nanoGPT's (gpt: c_attn, c_proj). */
+const char *ox_attention(ox_graph *g, clg_module *net, const char *prefix, const char *x, int64_t C, int64_t heads,
+                         bool causal, bool gpt);
+/* transformer_block l (repeat TransformerEncoderLayers) on x [B, T, C]. */
+const char *ox_export_transformer(ox_graph *g, clg_module *net, const model_layer *l, const char *x, int64_t C);
+/* gpt l on tokens x [B, T]. */
+const char *ox_export_gpt(ox_graph *g, clg_module *net, const model_layer *l, const char *x, int64_t T);
 /* batch norm `prefix`.weight, .bias, .running_mean, .running_var on x. */
 const char *ox_batch_norm(ox_graph *g, clg_module *net, const char *prefix, const char *x, double eps);
 
