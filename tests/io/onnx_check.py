@@ -85,6 +85,13 @@ class Block(nn.Module):
         return torch.relu(y + (x if self.down is None else self.down(x)))
 
 
+class View(nn.Module):
+    """x.view(x.size(0), -1), as many models flatten."""
+
+    def forward(self, x):
+        return x.view(x.size(0), -1)
+
+
 def models():
     """name: (module, input); tokens as int64."""
     img = torch.rand(3, 1, 28, 28)
@@ -106,6 +113,10 @@ def models():
                               nn.Tanh(), nn.Linear(16, 16), nn.Sigmoid(), nn.Linear(16, 16), nn.LeakyReLU(0.2),
                               nn.Linear(16, 16), nn.ELU(), nn.Linear(16, 16), nn.Softplus(), nn.Linear(16, 10),
                               nn.Softmax(-1)), img),
+        "more": (nn.Sequential(nn.Conv2d(1, 4, 3, stride=2), nn.SiLU(), nn.GroupNorm(2, 4),
+                               nn.ConvTranspose2d(4, 3, 2, stride=2, padding=1, output_padding=1), nn.Upsample(scale_factor=2),
+                               nn.Upsample(scale_factor=2, mode="bilinear"), nn.MaxPool2d(4), View(),
+                               nn.Linear(3 * 25 * 25, 8), nn.GELU(approximate="tanh"), nn.Linear(8, 10)), img),
         "lstm": (Seq(nn.Embedding(256, 16), nn.LSTM(16, 32, 2, batch_first=True), nn.Linear(32, 256)), tok),
         "gru": (Seq(nn.Embedding(256, 16), nn.GRU(16, 24, 1, batch_first=True), nn.Linear(24, 256)), tok),
         "rnn": (Seq(nn.Embedding(256, 16), nn.RNN(16, 24, 2, batch_first=True), nn.Linear(24, 256)), tok),

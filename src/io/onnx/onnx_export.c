@@ -122,18 +122,22 @@ const char *ox_gelu(ox_graph *g, const char *x, const char *p)
     return binary(g, "Mul", binary(g, "Mul", x, binary(g, "Add", e, ox_scalar(g, 1), p), p), ox_scalar(g, 0.5f), p);
 }
 
-/* gelu_tanh: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))). */
+/* gelu_tanh: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), node for node as
+ * torch.onnx.export writes GELU(approximate="tanh") (which import reads back). */
 static const char *gelu_tanh(ox_graph *g, const char *x, const char *p)
 {
-    const char *x3 = binary(g, "Mul", binary(g, "Mul", x, x, p), x, p);
-    const char *u = binary(g, "Add", x, binary(g, "Mul", x3, ox_scalar(g, 0.044715f), p), p);
-    const char *t = unary(g, "Tanh", binary(g, "Mul", u, ox_scalar(g, 0.7978845608028654f), p), p);
-    return binary(g, "Mul", binary(g, "Mul", x, ox_scalar(g, 0.5f), p), binary(g, "Add", t, ox_scalar(g, 1), p), p);
+    const char *x3 = binary(g, "Mul", x, binary(g, "Mul", x, x, p), p);
+    const char *u = binary(g, "Add", x, binary(g, "Mul", ox_scalar(g, 0.044715f), x3, p), p);
+    const char *t = unary(g, "Tanh", binary(g, "Mul", ox_scalar(g, 0.7978845608028654f), u, p), p);
+    return binary(g, "Mul", ox_scalar(g, 0.5f), binary(g, "Mul", x, binary(g, "Add", ox_scalar(g, 1), t, p), p), p);
 }
 
 /* softplus(x) = log(1 + exp(beta x)) / beta, x itself where beta x > threshold. */
 static const char *softplus(ox_graph *g, const model_layer *l, const char *x)
 {
+    /* beta 1 and a threshold of 15 or more: ONNX's Softplus, the same float32 values
+     * (past the threshold log(1 + e^x) - x < e^-15 x, under half an ulp), and imported back */
+    if (l->beta == 1 && l->threshold >= 15) return unary(g, "Softplus", x, l->name);
     const char *bx = binary(g, "Mul", x, ox_scalar(g, (float)l->beta), l->name);
     const char *sp = binary(g, "Div", unary(g, "Softplus", bx, l->name), ox_scalar(g, (float)l->beta), l->name);
     const char *in[3] = {binary(g, "Greater", bx, ox_scalar(g, (float)l->threshold), l->name), x, sp};
@@ -183,6 +187,15 @@ static const char *upsample(ox_graph *g, const model_layer *l, const char *x, co
 {
     const char *p = l->name;
     char name[256];
+    if (l->scale == floor(l->scale)) {   /* a whole scale: by scales, as torch.onnx.export writes it */
+        snprintf(name, sizeof name, "%s.onnx_scales", p);
+        float sc[4] = {1, 1, (float)l->scale, (float)l->scale};
+        const char *y = ox_op(g, "Resize", 3, (const char *[]){x, "", ox_init_f32(g, name, 1, (int64_t[]){4}, sc)}, p);
+        ox_attr_s(g, "mode", l->bilinear ? "linear" : "nearest");
+        ox_attr_s(g, "coordinate_transformation_mode", l->bilinear ? "half_pixel" : "asymmetric");
+        if (!l->bilinear) ox_attr_s(g, "nearest_mode", "floor");
+        return y;
+    }
     int64_t hw[2] = {(int64_t)floor((double)in[1] * l->scale), (int64_t)floor((double)in[2] * l->scale)};
     snprintf(name, sizeof name, "%s.onnx_out_hw", p);
     const char *out_hw = ox_init_i64(g, name, 1, (int64_t[]){2}, hw);

@@ -198,6 +198,44 @@ void ix_layer_name_from(ix_ctx *c, ix_layer *l, const char *init_name);
 /* out (node output k) becomes the activation of layer l with rank. */
 bool ix_set_act(ix_ctx *c, const Onnx__NodeProto *n, size_t k, int layer, int rank);
 
+/* Helpers of the op rules (onnx_import_ops.c). A float read from a file as the double
+ * it was written from (1e-5, not 9.99999974e-06). */
+double ix_tidy(float f);
+/* Input k as a batch-first activation (not tokens), or as a constant; NULL after failing. */
+ix_value *ix_act_in(ix_ctx *c, const Onnx__NodeProto *n, size_t k);
+ix_value *ix_const_in(ix_ctx *c, const Onnx__NodeProto *n, size_t k, bool want_float);
+/* Output k is read by nothing (else fail naming what it is). */
+bool ix_unused_output(ix_ctx *c, const Onnx__NodeProto *n, size_t k, const char *what);
+/* Integer-list attribute of want values (def for each when absent). */
+bool ix_ints(ix_ctx *c, const Onnx__NodeProto *n, const char *name, size_t want, int64_t def, int64_t *out);
+bool ix_no_auto_pad(ix_ctx *c, const Onnx__NodeProto *n);
+/* A layer (spec taken) on input 0 whose output 0 has `rank` axes (0: the input's). */
+ix_layer *ix_on_input(ix_ctx *c, const Onnx__NodeProto *n, model_kind kind, json_t *spec, int rank);
+json_t *ix_typed(const char *type);
+/* Output k is the same value as v. */
+bool ix_alias(ix_ctx *c, const Onnx__NodeProto *n, size_t k, const ix_value *v);
+/* A float constant of one value within 1e-6 relative of want. */
+bool ix_scalar_is(const ix_value *v, double want);
+/* The value named, made now if it is a Constant later in the list (torch.onnx.export puts
+ * a formula's constants after the formula's first node). */
+ix_value *ix_constant_ahead(ix_ctx *c, const char *name);
+/* The input of two-input node n that is not the value named `name`. */
+ix_value *ix_other(ix_ctx *c, const Onnx__NodeProto *n, const char *name);
+bool ix_op_constant(ix_ctx *c, const Onnx__NodeProto *n);
+/* The layers read from a formula or a shape trick (onnx_import_patterns.c): GELU's erf
+ * formula at its Div, GELU's tanh one at its Mul(x, x), SiLU at its Sigmoid, GroupNorm
+ * at its Reshape to [0, G, -1] (else a Reshape that flattens), ConvTranspose, Resize. */
+bool ix_gelu(ix_ctx *c, const Onnx__NodeProto *n);
+bool ix_mul(ix_ctx *c, const Onnx__NodeProto *n);
+bool ix_sigmoid(ix_ctx *c, const Onnx__NodeProto *n);
+bool ix_reshape(ix_ctx *c, const Onnx__NodeProto *n);
+bool ix_conv_transpose(ix_ctx *c, const Onnx__NodeProto *n);
+bool ix_resize(ix_ctx *c, const Onnx__NodeProto *n);
+
+/* Sizes in integer vectors that shape arithmetic follows without knowing them. */
+#define IX_DIM_BATCH INT64_MIN          /* the batch axis's */
+#define IX_DIM_UNKNOWN (INT64_MIN + 1)  /* another axis's */
+
 /* One node by op type (onnx_import_ops.c); false after failing. */
 bool ix_node(ix_ctx *c, size_t at);
 /* LSTM, GRU and RNN nodes (onnx_import_rnn.c). */

@@ -13,14 +13,14 @@
 typedef const Onnx__NodeProto node;
 
 /* A float read from a file as the double it was written from (1e-5, not 9.99999974e-06). */
-static double tidy(float f)
+double ix_tidy(float f)
 {
     char s[32];
     snprintf(s, sizeof s, "%.7g", (double)f);
     return strtod(s, NULL);
 }
 
-static ix_value *act_in(ix_ctx *c, node *n, size_t k)
+ix_value *ix_act_in(ix_ctx *c, node *n, size_t k)
 {
     ix_value *v = ix_in(c, n, k);
     if (!v) return NULL;
@@ -31,7 +31,7 @@ static ix_value *act_in(ix_ctx *c, node *n, size_t k)
     return v;
 }
 
-static ix_value *const_in(ix_ctx *c, node *n, size_t k, bool want_float)
+ix_value *ix_const_in(ix_ctx *c, node *n, size_t k, bool want_float)
 {
     ix_value *v = ix_in(c, n, k);
     if (!v) return NULL;
@@ -41,14 +41,14 @@ static ix_value *const_in(ix_ctx *c, node *n, size_t k, bool want_float)
 }
 
 /* Output k must not be read by anything (what import does not make). */
-static bool unused_output(ix_ctx *c, node *n, size_t k, const char *what)
+bool ix_unused_output(ix_ctx *c, node *n, size_t k, const char *what)
 {
     if (k < n->n_output && *n->output[k] && ix_uses(c, n->output[k]))
         return ix_fail(c, n, "its output %zu (%s) is used: not supported", k, what);
     return true;
 }
 
-static bool ints(ix_ctx *c, node *n, const char *name, size_t want, int64_t def, int64_t *out)
+bool ix_ints(ix_ctx *c, node *n, const char *name, size_t want, int64_t def, int64_t *out)
 {
     const Onnx__AttributeProto *a = ix_attr(n, name);
     for (size_t i = 0; i < want; i++) out[i] = a && i < a->n_ints ? a->ints[i] : def;
@@ -56,7 +56,7 @@ static bool ints(ix_ctx *c, node *n, const char *name, size_t want, int64_t def,
     return true;
 }
 
-static bool no_auto_pad(ix_ctx *c, node *n)
+bool ix_no_auto_pad(ix_ctx *c, node *n)
 {
     const Onnx__AttributeProto *a = ix_attr(n, "auto_pad");
     if (a && a->has_s && !(a->s.len == 6 && !memcmp(a->s.data, "NOTSET", 6)))
@@ -65,9 +65,9 @@ static bool no_auto_pad(ix_ctx *c, node *n)
 }
 
 /* A layer on input 0 whose output 0 keeps (or gets) `rank` axes. */
-static ix_layer *on_input(ix_ctx *c, node *n, model_kind kind, json_t *spec, int rank)
+ix_layer *ix_on_input(ix_ctx *c, node *n, model_kind kind, json_t *spec, int rank)
 {
-    ix_value *x = act_in(c, n, 0);
+    ix_value *x = ix_act_in(c, n, 0);
     if (!x) return json_decref(spec), NULL;
     const ix_value *ins[1] = {x};
     int r = rank ? rank : x->rank;
@@ -75,12 +75,12 @@ static ix_layer *on_input(ix_ctx *c, node *n, model_kind kind, json_t *spec, int
     return l && ix_set_act(c, n, 0, c->nlayers - 1, r) ? l : NULL;
 }
 
-static json_t *typed(const char *type) { return json_pack("{s:s}", "type", type); }
+json_t *ix_typed(const char *type) { return json_pack("{s:s}", "type", type); }
 
-static bool simple(ix_ctx *c, node *n, model_kind kind, const char *type) { return on_input(c, n, kind, typed(type), 0); }
+static bool simple(ix_ctx *c, node *n, model_kind kind, const char *type) { return ix_on_input(c, n, kind, ix_typed(type), 0); }
 
 /* out (output k) is the same value as v. */
-static bool alias(ix_ctx *c, node *n, size_t k, const ix_value *v)
+bool ix_alias(ix_ctx *c, node *n, size_t k, const ix_value *v)
 {
     ix_value *o = ix_value_get(c, n->output[k]);
     if (!o) return false;
@@ -104,7 +104,7 @@ static bool alias(ix_ctx *c, node *n, size_t k, const ix_value *v)
 static bool linear(ix_ctx *c, node *n, node *out_node, int64_t in, int64_t out, const ix_value *w, bool transpose,
                    const ix_value *b, const char *wname, const char *bname)
 {
-    ix_value *x = act_in(c, n, 0);
+    ix_value *x = ix_act_in(c, n, 0);
     if (!x) return false;
     const ix_value *ins[1] = {x};
     ix_layer *l = ix_layer_new(c, n, LK_LINEAR, json_pack("{s:s,s:I,s:b}", "type", "linear", "out", (json_int_t)out,
@@ -119,17 +119,17 @@ static bool linear(ix_ctx *c, node *n, node *out_node, int64_t in, int64_t out, 
 
 static bool op_gemm(ix_ctx *c, node *n)
 {
-    ix_value *w = const_in(c, n, 1, true);
+    ix_value *w = ix_const_in(c, n, 1, true);
     if (!w) return false;
     bool tb = ix_attr_i(n, "transB", 0) != 0, has_b = !ix_no_input(n, 2);
     if (ix_attr_i(n, "transA", 0) || ix_attr_f(n, "alpha", 1) != 1 || (has_b && ix_attr_f(n, "beta", 1) != 1))
         return ix_fail(c, n, "only Gemm with transA = 0, alpha = 1 and beta = 1 is a linear layer");
     if (w->ndim != 2) return ix_fail(c, n, "B has %d axes, 2 expected", w->ndim);
     int64_t out = tb ? w->dims[0] : w->dims[1], in = tb ? w->dims[1] : w->dims[0];
-    ix_value *b = has_b ? const_in(c, n, 2, true) : NULL;
+    ix_value *b = has_b ? ix_const_in(c, n, 2, true) : NULL;
     if (has_b && !b) return false;
     if (b && b->numel != out) return ix_fail(c, n, "C has %lld values, not one per output (%lld)", (long long)b->numel, (long long)out);
-    ix_value *x = act_in(c, n, 0);
+    ix_value *x = ix_act_in(c, n, 0);
     if (!x) return false;
     if (x->rank != 2) return ix_fail(c, n, "A has %d axes, 2 expected", x->rank);
     return linear(c, n, n, in, out, w, !tb, b, n->input[1], has_b ? n->input[2] : NULL);
@@ -138,7 +138,7 @@ static bool op_gemm(ix_ctx *c, node *n)
 /* MatMul by a constant [in, out], and the Add of a bias [out] right after it. */
 static bool op_matmul(ix_ctx *c, node *n)
 {
-    ix_value *w = const_in(c, n, 1, true);
+    ix_value *w = ix_const_in(c, n, 1, true);
     if (!w) return false;
     if (w->ndim != 2) return ix_fail(c, n, "the constant operand has %d axes, 2 expected", w->ndim);
     size_t at;
@@ -156,52 +156,31 @@ static bool op_matmul(ix_ctx *c, node *n)
 
 /* ---- elementwise ----------------------------------------------------------------------------- */
 
-static bool scalar_is(const ix_value *v, double want)
+bool ix_scalar_is(const ix_value *v, double want)
 {
     return v && v->kind == IX_CONST && !v->is_int && v->numel == 1 && fabs(v->f[0] - want) <= 1e-6 * fabs(want);
 }
 
-static bool op_constant(ix_ctx *c, node *n);
 
 /* A value that may be a Constant later in the node list (torch.onnx.export puts a
  * formula's constants beside the nodes that use them, after the first of its nodes). */
-static ix_value *constant_ahead(ix_ctx *c, const char *name)
+ix_value *ix_constant_ahead(ix_ctx *c, const char *name)
 {
     ix_value *v = ix_value_find(c, name);
     if (v && v->kind != IX_NONE) return v;
     for (size_t i = 0; i < c->g->n_node; i++) {
         node *k = c->g->node[i];
         if (k->op_type && !strcmp(k->op_type, "Constant") && k->n_output == 1 && !strcmp(k->output[0], name))
-            return op_constant(c, k) ? ix_value_find(c, name) : NULL;
+            return ix_op_constant(c, k) ? ix_value_find(c, name) : NULL;
     }
     return NULL;
 }
 
 /* The other input of a two-input node than the value named `name`. */
-static ix_value *other(ix_ctx *c, node *n, const char *name)
+ix_value *ix_other(ix_ctx *c, node *n, const char *name)
 {
     if (n->n_input != 2) return NULL;
-    return constant_ahead(c, !strcmp(n->input[0], name) ? n->input[1] : n->input[0]);
-}
-
-/* GELU as torch.onnx.export writes it: Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5). */
-static bool op_div(ix_ctx *c, node *n, size_t at)
-{
-    ix_value *x = act_in(c, n, 0);
-    if (!x) return false;
-    size_t i1, i2, i3, i4;
-    node *erf = ix_consumer(c, n->output[0], &i1);
-    node *add = erf && !strcmp(erf->op_type, "Erf") ? ix_consumer(c, erf->output[0], &i2) : NULL;
-    node *mul = add && !strcmp(add->op_type, "Add") ? ix_consumer(c, add->output[0], &i3) : NULL;
-    node *half = mul && !strcmp(mul->op_type, "Mul") ? ix_consumer(c, mul->output[0], &i4) : NULL;
-    bool ok = scalar_is(constant_ahead(c, n->input[1]), sqrt(2.0)) && half && !strcmp(half->op_type, "Mul") &&
-              scalar_is(other(c, add, erf->output[0]), 1) && other(c, mul, add->output[0]) == x &&
-              scalar_is(other(c, half, mul->output[0]), 0.5);
-    if (!ok) return ix_fail(c, n, "Div is read only as part of GELU's formula x * 0.5 * (1 + erf(x / sqrt(2)))");
-    c->done[i1] = c->done[i2] = c->done[i3] = c->done[i4] = true;
-    (void)at;
-    const ix_value *ins[1] = {x};
-    return ix_layer_new(c, n, LK_GELU, typed("gelu"), 1, ins) && ix_set_act(c, half, 0, c->nlayers - 1, x->rank);
+    return ix_constant_ahead(c, !strcmp(n->input[0], name) ? n->input[1] : n->input[0]);
 }
 
 /* Add of two activations: an add layer. */
@@ -211,28 +190,27 @@ static bool op_add(ix_ctx *c, node *n)
     if (!a || !b) return false;
     if (a->kind != IX_ACT || b->kind != IX_ACT)
         return ix_fail(c, n, "it adds a constant to an activation (only a bias right after MatMul is read)");
-    if (!(a = act_in(c, n, 0)) || !(b = act_in(c, n, 1))) return false;
+    if (!(a = ix_act_in(c, n, 0)) || !(b = ix_act_in(c, n, 1))) return false;
     if (a->rank != b->rank) return ix_fail(c, n, "its operands have %d and %d axes (broadcasting is not read)", a->rank, b->rank);
     const ix_value *ins[2] = {a, b};
-    return ix_layer_new(c, n, LK_ADD, typed("add"), 2, ins) && ix_set_act(c, n, 0, c->nlayers - 1, a->rank);
+    return ix_layer_new(c, n, LK_ADD, ix_typed("add"), 2, ins) && ix_set_act(c, n, 0, c->nlayers - 1, a->rank);
 }
 
 static bool op_activation(ix_ctx *c, node *n)
 {
     const char *op = n->op_type;
     if (!strcmp(op, "Relu")) return simple(c, n, LK_RELU, "relu");
-    if (!strcmp(op, "Sigmoid")) return simple(c, n, LK_SIGMOID, "sigmoid");
     if (!strcmp(op, "Tanh")) return simple(c, n, LK_TANH, "tanh");
     if (!strcmp(op, "LeakyRelu"))
-        return on_input(c, n, LK_LEAKY_RELU, json_pack("{s:s,s:f}", "type", "leaky_relu", "slope", tidy(ix_attr_f(n, "alpha", 0.01f))), 0);
+        return ix_on_input(c, n, LK_LEAKY_RELU, json_pack("{s:s,s:f}", "type", "leaky_relu", "slope", ix_tidy(ix_attr_f(n, "alpha", 0.01f))), 0);
     if (!strcmp(op, "Elu"))
-        return on_input(c, n, LK_ELU, json_pack("{s:s,s:f}", "type", "elu", "alpha", tidy(ix_attr_f(n, "alpha", 1))), 0);
+        return ix_on_input(c, n, LK_ELU, json_pack("{s:s,s:f}", "type", "elu", "alpha", ix_tidy(ix_attr_f(n, "alpha", 1))), 0);
     return simple(c, n, LK_SOFTPLUS, "softplus");   /* beta 1; threshold 20 changes < 1e-8 relative */
 }
 
 static bool op_softmax(ix_ctx *c, node *n)
 {
-    ix_value *x = act_in(c, n, 0);
+    ix_value *x = ix_act_in(c, n, 0);
     if (!x) return false;
     int64_t axis = ix_attr_i(n, "axis", -1);
     if (axis != -1 && axis != x->rank - 1) return ix_fail(c, n, "axis %lld: only the last axis is read", (long long)axis);
@@ -241,35 +219,35 @@ static bool op_softmax(ix_ctx *c, node *n)
 
 static bool op_dropout(ix_ctx *c, node *n)
 {
-    if (!unused_output(c, n, 1, "the mask")) return false;
-    ix_value *x = act_in(c, n, 0);
+    if (!ix_unused_output(c, n, 1, "the mask")) return false;
+    ix_value *x = ix_act_in(c, n, 0);
     if (!x) return false;
     double p = 0.5;
     if (!ix_no_input(n, 1)) {
-        ix_value *r = const_in(c, n, 1, true);
+        ix_value *r = ix_const_in(c, n, 1, true);
         if (!r || r->numel != 1) return r ? ix_fail(c, n, "ratio is not one value") : false;
-        p = tidy(r->f[0]);
+        p = ix_tidy(r->f[0]);
     }
-    if (p == 0) return alias(c, n, 0, x);
-    return on_input(c, n, LK_DROPOUT, json_pack("{s:s,s:f}", "type", "dropout", "p", p), 0);
+    if (p == 0) return ix_alias(c, n, 0, x);
+    return ix_on_input(c, n, LK_DROPOUT, json_pack("{s:s,s:f}", "type", "dropout", "p", p), 0);
 }
 
 /* ---- convolutions, pools, norms ------------------------------------------------------------- */
 
 static bool op_conv(ix_ctx *c, node *n)
 {
-    ix_value *x = act_in(c, n, 0), *w = x ? const_in(c, n, 1, true) : NULL;
-    if (!w || !no_auto_pad(c, n)) return false;
+    ix_value *x = ix_act_in(c, n, 0), *w = x ? ix_const_in(c, n, 1, true) : NULL;
+    if (!w || !ix_no_auto_pad(c, n)) return false;
     int k = w->ndim - 2;
     if ((k != 1 && k != 2) || x->rank != w->ndim)
         return ix_fail(c, n, "a %d-d convolution on %d axes (conv1d and conv2d are read)", k, x->rank);
     int64_t ks[2], st[2], pads[4], dil[2];
-    if (!ints(c, n, "kernel_shape", (size_t)k, 0, ks) || !ints(c, n, "strides", (size_t)k, 1, st) ||
-        !ints(c, n, "pads", 2 * (size_t)k, 0, pads) || !ints(c, n, "dilations", (size_t)k, 1, dil))
+    if (!ix_ints(c, n, "kernel_shape", (size_t)k, 0, ks) || !ix_ints(c, n, "strides", (size_t)k, 1, st) ||
+        !ix_ints(c, n, "pads", 2 * (size_t)k, 0, pads) || !ix_ints(c, n, "dilations", (size_t)k, 1, dil))
         return false;
     for (int i = 0; i < k; i++)
         if (pads[i] != pads[i + k]) return ix_fail(c, n, "pads differ at the start and end of axis %d (only symmetric padding is read)", i);
-    ix_value *b = ix_no_input(n, 2) ? NULL : const_in(c, n, 2, true);
+    ix_value *b = ix_no_input(n, 2) ? NULL : ix_const_in(c, n, 2, true);
     if (!ix_no_input(n, 2) && !b) return false;
     json_t *spec;
     if (k == 2)
@@ -281,7 +259,7 @@ static bool op_conv(ix_ctx *c, node *n)
         spec = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:b}", "type", "conv1d", "out", (json_int_t)w->dims[0], "kernel",
                          (json_int_t)w->dims[2], "stride", (json_int_t)st[0], "padding", (json_int_t)pads[0], "dilation",
                          (json_int_t)dil[0], "groups", (json_int_t)ix_attr_i(n, "group", 1), "bias", b != NULL);
-    ix_layer *l = on_input(c, n, k == 2 ? LK_CONV2D : LK_CONV1D, spec, 0);
+    ix_layer *l = ix_on_input(c, n, k == 2 ? LK_CONV2D : LK_CONV1D, spec, 0);
     if (!l) return false;
     ix_layer_name_from(c, l, n->input[1]);
     return ix_layer_weight(c, l, "weight", w->ndim, w->dims, w->f, false) &&
@@ -290,10 +268,10 @@ static bool op_conv(ix_ctx *c, node *n)
 
 static bool op_pool(ix_ctx *c, node *n, bool max)
 {
-    if (!no_auto_pad(c, n) || !unused_output(c, n, 1, "the indices")) return false;
+    if (!ix_no_auto_pad(c, n) || !ix_unused_output(c, n, 1, "the indices")) return false;
     int64_t ks[2], st[2], pads[4], dil[2];
-    if (!ints(c, n, "kernel_shape", 2, 0, ks) || !ints(c, n, "strides", 2, 1, st) || !ints(c, n, "pads", 4, 0, pads) ||
-        !ints(c, n, "dilations", 2, 1, dil))
+    if (!ix_ints(c, n, "kernel_shape", 2, 0, ks) || !ix_ints(c, n, "strides", 2, 1, st) || !ix_ints(c, n, "pads", 4, 0, pads) ||
+        !ix_ints(c, n, "dilations", 2, 1, dil))
         return false;
     if (ks[0] != ks[1] || st[0] != st[1] || pads[0] != pads[1] || pads[0] != pads[2] || pads[0] != pads[3])
         return ix_fail(c, n, "only square kernels, strides and padding, the same on every side, are read");
@@ -301,7 +279,7 @@ static bool op_pool(ix_ctx *c, node *n, bool max)
         return ix_fail(c, n, "ceil_mode and dilation are not read");
     if (!max && pads[0] && !ix_attr_i(n, "count_include_pad", 0))
         return ix_fail(c, n, "padding left out of the average (count_include_pad = 0) is not read");
-    return on_input(c, n, max ? LK_MAX_POOL : LK_AVG_POOL,
+    return ix_on_input(c, n, max ? LK_MAX_POOL : LK_AVG_POOL,
                     json_pack("{s:s,s:I,s:I,s:I}", "type", max ? "max_pool2d" : "avg_pool2d", "kernel", (json_int_t)ks[0],
                               "stride", (json_int_t)st[0], "padding", (json_int_t)pads[0]), 0);
 }
@@ -309,17 +287,17 @@ static bool op_pool(ix_ctx *c, node *n, bool max)
 static bool op_batch_norm(ix_ctx *c, node *n)
 {
     if (ix_attr_i(n, "training_mode", 0)) return ix_fail(c, n, "training_mode = 1 is not read");
-    if (!unused_output(c, n, 1, "running mean") || !unused_output(c, n, 2, "running var")) return false;
-    ix_value *x = act_in(c, n, 0), *p[4];
+    if (!ix_unused_output(c, n, 1, "running mean") || !ix_unused_output(c, n, 2, "running var")) return false;
+    ix_value *x = ix_act_in(c, n, 0), *p[4];
     if (!x) return false;
     for (size_t k = 0; k < 4; k++)
-        if (!(p[k] = const_in(c, n, k + 1, true))) return false;
+        if (!(p[k] = ix_const_in(c, n, k + 1, true))) return false;
     if (x->rank < 2 || x->rank > 4) return ix_fail(c, n, "on %d axes (2 to 4 are read)", x->rank);
     bool two = x->rank == 4;
     double m = 1 - (double)ix_attr_f(n, "momentum", 0.9f);   /* ONNX keeps the old value's share */
-    ix_layer *l = on_input(c, n, two ? LK_BN2 : LK_BN1,
+    ix_layer *l = ix_on_input(c, n, two ? LK_BN2 : LK_BN1,
                            json_pack("{s:s,s:f,s:f}", "type", two ? "batch_norm2d" : "batch_norm1d", "eps",
-                                     tidy(ix_attr_f(n, "epsilon", 1e-5f)), "momentum", tidy((float)m)), 0);
+                                     ix_tidy(ix_attr_f(n, "epsilon", 1e-5f)), "momentum", ix_tidy((float)m)), 0);
     if (!l) return false;
     ix_layer_name_from(c, l, n->input[1]);
     static const char *const names[4] = {"weight", "bias", "running_mean", "running_var"};
@@ -330,14 +308,14 @@ static bool op_batch_norm(ix_ctx *c, node *n)
 
 static bool op_layer_norm(ix_ctx *c, node *n)
 {
-    if (!unused_output(c, n, 1, "the mean") || !unused_output(c, n, 2, "the inverse deviation")) return false;
-    ix_value *x = act_in(c, n, 0), *s = x ? const_in(c, n, 1, true) : NULL, *b = NULL;
+    if (!ix_unused_output(c, n, 1, "the mean") || !ix_unused_output(c, n, 2, "the inverse deviation")) return false;
+    ix_value *x = ix_act_in(c, n, 0), *s = x ? ix_const_in(c, n, 1, true) : NULL, *b = NULL;
     if (!s) return false;
-    if (!ix_no_input(n, 2) && !(b = const_in(c, n, 2, true))) return false;
+    if (!ix_no_input(n, 2) && !(b = ix_const_in(c, n, 2, true))) return false;
     int64_t axis = ix_attr_i(n, "axis", -1), dims = axis < 0 ? -axis : x->rank - axis;
     if (dims < 1 || dims >= x->rank) return ix_fail(c, n, "axis %lld of %d axes", (long long)axis, x->rank);
-    ix_layer *l = on_input(c, n, LK_LAYER_NORM, json_pack("{s:s,s:f,s:I}", "type", "layer_norm", "eps",
-                                                          tidy(ix_attr_f(n, "epsilon", 1e-5f)), "dims", (json_int_t)dims), 0);
+    ix_layer *l = ix_on_input(c, n, LK_LAYER_NORM, json_pack("{s:s,s:f,s:I}", "type", "layer_norm", "eps",
+                                                          ix_tidy(ix_attr_f(n, "epsilon", 1e-5f)), "dims", (json_int_t)dims), 0);
     if (!l) return false;
     ix_layer_name_from(c, l, n->input[1]);
     float *zeros = b ? NULL : calloc((size_t)s->numel, sizeof *zeros);
@@ -350,11 +328,11 @@ static bool op_layer_norm(ix_ctx *c, node *n)
 
 static bool op_flatten(ix_ctx *c, node *n)
 {
-    ix_value *x = act_in(c, n, 0);
+    ix_value *x = ix_act_in(c, n, 0);
     if (!x) return false;
     int64_t axis = ix_attr_i(n, "axis", 1);
     if (axis != 1 && axis != 1 - x->rank) return ix_fail(c, n, "axis %lld: only flattening after the batch axis is read", (long long)axis);
-    return on_input(c, n, LK_FLATTEN, typed("flatten"), 2);
+    return ix_on_input(c, n, LK_FLATTEN, ix_typed("flatten"), 2);
 }
 
 /* ---- tokens, joins, layout ------------------------------------------------------------------ */
@@ -387,7 +365,7 @@ static bool op_concat(ix_ctx *c, node *n)
     if (n->n_input < 2 || n->n_input > MODEL_MAX_INPUTS) return ix_fail(c, n, "%zu inputs (2 to %d are read)", n->n_input, MODEL_MAX_INPUTS);
     const ix_value *ins[MODEL_MAX_INPUTS];
     for (size_t k = 0; k < n->n_input; k++)
-        if (!(ins[k] = act_in(c, n, k))) return false;
+        if (!(ins[k] = ix_act_in(c, n, k))) return false;
     int rank = first->rank;
     int64_t axis = ix_attr_i(n, "axis", 1);
     if (axis < 0) axis += rank;
@@ -403,10 +381,10 @@ static bool op_transpose(ix_ctx *c, node *n)
     if (!x) return false;
     int64_t perm[3];
     const Onnx__AttributeProto *a = ix_attr(n, "perm");
-    bool swap = x->kind == IX_ACT && x->rank == 3 && a && a->n_ints == 3 && ints(c, n, "perm", 3, 0, perm) && perm[0] == 1 &&
+    bool swap = x->kind == IX_ACT && x->rank == 3 && a && a->n_ints == 3 && ix_ints(c, n, "perm", 3, 0, perm) && perm[0] == 1 &&
                 perm[1] == 0 && perm[2] == 2;
     if (!swap) return ix_fail(c, n, "only the swap of the first two of three axes (perm [1, 0, 2]) around a recurrent node is read");
-    if (!alias(c, n, 0, x)) return false;
+    if (!ix_alias(c, n, 0, x)) return false;
     ix_value *y = ix_value_find(c, n->output[0]);
     y->tmajor = !x->tmajor;
     return true;
@@ -426,7 +404,7 @@ static ix_value *new_const(ix_ctx *c, node *n, int64_t numel, bool is_int)
     return o;
 }
 
-static bool op_constant(ix_ctx *c, node *n)
+bool ix_op_constant(ix_ctx *c, const Onnx__NodeProto *n)
 {
     const Onnx__AttributeProto *a = ix_attr(n, "value");
     if (a && a->t) {
@@ -458,7 +436,7 @@ static bool op_shape(ix_ctx *c, node *n)
     ix_value *o = new_const(c, n, x->rank, true);
     if (!o) return false;
     o->ndim = 1, o->dims[0] = x->rank, o->symbolic = true;
-    for (int k = 0; k < x->rank; k++) o->i[k] = -1;
+    for (int k = 0; k < x->rank; k++) o->i[k] = k == (x->tmajor ? 1 : 0) ? IX_DIM_BATCH : IX_DIM_UNKNOWN;
     return true;
 }
 
@@ -508,7 +486,7 @@ static bool op_squeeze(ix_ctx *c, node *n, bool un)
 {
     ix_value *x = ix_in(c, n, 0);
     if (!x) return false;
-    if (x->kind == IX_ZEROS) return alias(c, n, 0, x);
+    if (x->kind == IX_ZEROS) return ix_alias(c, n, 0, x);
     if (!un && x->kind == IX_RNN_Y) {   /* Y [T, 1, B, H] -> [T, B, H] */
         ix_value *ax = ix_no_input(n, 1) ? NULL : ix_in(c, n, 1);
         if (!ax || ax->kind != IX_CONST || !ax->is_int || ax->numel != 1 || ax->i[0] != 1)
@@ -520,7 +498,7 @@ static bool op_squeeze(ix_ctx *c, node *n, bool un)
     }
     if (x->kind != IX_CONST || x->ndim > 1 || (un && x->ndim == 1))
         return ix_fail(c, n, "only a scalar unsqueezed to a vector, or the reverse, of constants is read (not activations)");
-    if (!alias(c, n, 0, x)) return false;
+    if (!ix_alias(c, n, 0, x)) return false;
     ix_value *o = ix_value_find(c, n->output[0]);
     o->ndim = un ? 1 : 0;
     o->dims[0] = 1;
@@ -549,10 +527,9 @@ static bool op_of_zeros(ix_ctx *c, node *n)
 {
     ix_value *x = ix_in(c, n, 0);
     if (!x) return false;
-    if (x->kind == IX_ZEROS) return alias(c, n, 0, x);
-    if (!strcmp(n->op_type, "Cast") && x->kind == IX_CONST && x->is_int && !x->symbolic) return alias(c, n, 0, x);
-    return ix_fail(c, n, "%s is read only on zeros (a recurrent node's initial state)%s", n->op_type,
-                   !strcmp(n->op_type, "Reshape") && x->kind == IX_ACT ? "; flatten with torch.flatten(x, 1) or nn.Flatten" : "");
+    if (x->kind == IX_ZEROS) return ix_alias(c, n, 0, x);
+    if (!strcmp(n->op_type, "Cast") && x->kind == IX_CONST && x->is_int && !x->symbolic) return ix_alias(c, n, 0, x);
+    return ix_fail(c, n, "%s is read only on zeros (a recurrent node's initial state)", n->op_type);
 }
 
 /* Pad by zeros on no side (torch.onnx.export puts one before AveragePool): an alias. */
@@ -563,7 +540,7 @@ static bool op_pad(ix_ctx *c, node *n)
     bool none = p->kind == IX_CONST && p->is_int && !p->symbolic;
     for (int64_t k = 0; none && k < p->numel; k++) none = p->i[k] == 0;
     if (!none) return ix_fail(c, n, "only a Pad of zero width is read (padding belongs to the convolution or pool)");
-    return alias(c, n, 0, x);
+    return ix_alias(c, n, 0, x);
 }
 
 bool ix_node(ix_ctx *c, size_t at)
@@ -576,32 +553,38 @@ bool ix_node(ix_ctx *c, size_t at)
     if (!strcmp(op, "Gemm")) return op_gemm(c, n);
     if (!strcmp(op, "MatMul")) return op_matmul(c, n);
     if (!strcmp(op, "Add")) return op_add(c, n);
-    if (!strcmp(op, "Div")) return op_div(c, n, at);
+    if (!strcmp(op, "Div")) return ix_gelu(c, n);
+    if (!strcmp(op, "Mul")) return ix_mul(c, n);
+    if (!strcmp(op, "ConvTranspose")) return ix_conv_transpose(c, n);
+    if (!strcmp(op, "Resize")) return ix_resize(c, n);
     if (!strcmp(op, "Conv")) return op_conv(c, n);
     if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool")) return op_pool(c, n, op[0] == 'M');
     if (!strcmp(op, "GlobalAveragePool")) return simple(c, n, LK_GLOBAL_POOL, "global_avg_pool2d");
     if (!strcmp(op, "BatchNormalization")) return op_batch_norm(c, n);
     if (!strcmp(op, "LayerNormalization")) return op_layer_norm(c, n);
     if (!strcmp(op, "Flatten")) return op_flatten(c, n);
-    if (!strcmp(op, "Relu") || !strcmp(op, "Sigmoid") || !strcmp(op, "Tanh") || !strcmp(op, "LeakyRelu") ||
+    if (!strcmp(op, "Sigmoid")) return ix_sigmoid(c, n);
+    if (!strcmp(op, "Relu") || !strcmp(op, "Tanh") || !strcmp(op, "LeakyRelu") ||
         !strcmp(op, "Elu") || !strcmp(op, "Softplus"))
         return op_activation(c, n);
     if (!strcmp(op, "Softmax")) return op_softmax(c, n);
     if (!strcmp(op, "Dropout")) return op_dropout(c, n);
-    if (!strcmp(op, "Identity")) return ix_in(c, n, 0) && alias(c, n, 0, ix_in(c, n, 0));
+    if (!strcmp(op, "Identity")) return ix_in(c, n, 0) && ix_alias(c, n, 0, ix_in(c, n, 0));
     if (!strcmp(op, "Gather")) return op_gather(c, n);
     if (!strcmp(op, "Concat")) return op_concat(c, n);
     if (!strcmp(op, "Transpose")) return op_transpose(c, n);
     if (!strcmp(op, "LSTM") || !strcmp(op, "GRU") || !strcmp(op, "RNN")) return ix_rnn(c, n);
-    if (!strcmp(op, "Constant")) return op_constant(c, n);
+    if (!strcmp(op, "Constant")) return ix_op_constant(c, n);
     if (!strcmp(op, "Pad")) return op_pad(c, n);
     if (!strcmp(op, "Shape")) return op_shape(c, n);
     if (!strcmp(op, "Unsqueeze") || !strcmp(op, "Squeeze")) return op_squeeze(c, n, op[0] == 'U');
     if (!strcmp(op, "ConstantOfShape")) return op_constant_of_shape(c, n);
-    if (!strcmp(op, "Slice") || !strcmp(op, "Expand") || !strcmp(op, "Reshape") || !strcmp(op, "Tile") || !strcmp(op, "Cast"))
+    if (!strcmp(op, "Reshape")) return ix_reshape(c, n);
+    if (!strcmp(op, "Slice") || !strcmp(op, "Expand") || !strcmp(op, "Tile") || !strcmp(op, "Cast"))
         return op_of_zeros(c, n);
     return ix_fail(c, n, "op %s is not supported (read: Gemm, MatMul, Add, Conv, MaxPool, AveragePool, GlobalAveragePool, "
                    "BatchNormalization, LayerNormalization, Flatten, Relu, LeakyRelu, Sigmoid, Tanh, Elu, Softplus, Softmax, "
-                   "GELU's Div/Erf/Add/Mul, Dropout, Identity, Gather, Concat, Transpose, LSTM, GRU, RNN, and shape "
+                   "GELU's formulas, SiLU's Sigmoid and Mul, GroupNorm's InstanceNormalization, ConvTranspose, Resize, Reshape to "
+                   "[batch, -1], Pad of 0, Dropout, Identity, Gather, Concat, Transpose, LSTM, GRU, RNN, and shape "
                    "arithmetic for zero states)", op);
 }
