@@ -36,8 +36,8 @@ int cmd_export(int argc, char **argv)
                    "Writes the network of a clgrad checkpoint, with its weights, as an ONNX model (opset 17)\n"
                    "for onnxruntime and other runtimes: input \"input\" [batch, <the model's input>] (float32,\n"
                    "or int64 tokens), output \"output\"; evaluation mode (dropout off, batch norm's running\n"
-                   "statistics). Layers that have no ONNX form yet (gpt, transformer_block,\n"
-                   "multihead_attention, group_norm, upsample) are named in the error.\n");
+                   "statistics). Every model-file layer exports; the input transforms (data.scale and\n"
+                   "data.normalize) are not part of the graph.\n");
     if (rc >= 0) return rc;
     rc = 0;
     const char *ckpt = argv[optind], *out = argv[optind + 1];
@@ -88,7 +88,8 @@ int cmd_import(int argc, char **argv)
     const char *device = NULL, *model_path = NULL;
     int rc = parse(argc, argv, "import", &device, &model_path,
                    "usage: clgrad import MODEL.onnx OUT.ckpt [--model OUT.json] [--device SPEC]\n"
-                   "Reads an ONNX model (as torch.onnx.export writes it, opset 13 or later, or clgrad export)\n"
+                   "Reads an ONNX model (as torch.onnx.export writes it, opset 13 or later, or clgrad export;\n"
+                   "not attention graphs yet: see include/clgrad/onnx.h for the ops read)\n"
                    "into a checkpoint of its network and weights, with a model description of the default\n"
                    "loss and optimizer (cross_entropy, sgd) and no data: clgrad eval, predict and info take\n"
                    "it, and clgrad train fine-tunes it (--init OUT.ckpt, or --resume OUT.ckpt with the model\n"

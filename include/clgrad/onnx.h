@@ -22,35 +22,42 @@
  *   clg_module_free(net);  clg_model_free(desc);  clg_device_close(dev);
  *
  * EXPORT. The graph takes "input" [batch, <the model's input shape>] (float32, or int64
- * tokens for a model whose first layer is an embedding; batch is a dynamic axis) and
- * gives "output"; weights are float32 initializers named after the state ("0.weight";
+ * tokens for a model whose first layer is an embedding or a gpt; batch is a dynamic axis)
+ * and gives "output"; weights are float32 initializers named after the state ("0.weight";
  * reordered or transposed copies add a suffix). The network runs as in evaluation mode:
- * dropout is the identity, batch norm uses its running statistics. Layers: linear (Gemm,
- * or MatMul and Add on more axes), conv1d, conv2d, conv_transpose2d, max_pool2d,
- * avg_pool2d, global_avg_pool2d, batch_norm1d/2d, layer_norm, dropout, flatten, relu,
- * leaky_relu, sigmoid, tanh, gelu and gelu_tanh (their formulas in Erf or Tanh), silu,
- * elu, softplus, softmax, embedding (Gather), rnn, lstm and gru (ONNX RNN, LSTM and GRU,
- * gates reordered from PyTorch's i, f, g, o to ONNX's i, o, f, c and r, z, n to z, r, h,
- * GRU with linear_before_reset = 1, batch-first by Transposes; a stateful layer's carried
- * state is not exported: the graph starts from zeros), basic_block and bottleneck
- * (Conv, BatchNormalization, Relu, Add), add and concat. Others (gpt, transformer_block,
- * multihead_attention, group_norm, upsample) fail naming the layer.
+ * dropout is a Dropout node (the identity in inference), batch norm uses its running
+ * statistics. Every model-file layer exports: linear (Gemm, or MatMul and Add on more
+ * axes), conv1d, conv2d, conv_transpose2d, max_pool2d, avg_pool2d, global_avg_pool2d,
+ * batch_norm1d/2d, layer_norm, group_norm (InstanceNormalization of [N, G, rest], then
+ * the affine, as torch.onnx.export writes it below opset 18), dropout, flatten, upsample
+ * (Resize), relu, leaky_relu, sigmoid, tanh, gelu and gelu_tanh (their formulas in Erf or
+ * Tanh), silu, elu, softplus, softmax, embedding (Gather), rnn, lstm and gru (ONNX RNN,
+ * LSTM and GRU, gates reordered from PyTorch's i, f, g, o to ONNX's i, o, f, c and r, z, n
+ * to z, r, h, GRU with linear_before_reset = 1, batch-first by Transposes; a stateful
+ * layer's carried state is not exported: the graph starts from zeros), basic_block and
+ * bottleneck (Conv, BatchNormalization, Relu, Add), multihead_attention, transformer_block
+ * and gpt (attention as MatMul, Softmax, Transpose and Reshape, a causal mask as a constant
+ * [T, T]; gpt's head tied to its token embedding), add and concat.
  *
  * IMPORT. The graph's one input (float32, or integer tokens into a Gather of an
  * embedding table) with every axis but the first fixed, and one output. Nodes become
  * model-file layers: Gemm, MatMul (+ Add of a bias) -> linear; Conv -> conv1d/conv2d;
- * MaxPool, AveragePool, GlobalAveragePool; BatchNormalization -> batch_norm1d/2d (note
- * that torch.onnx.export in evaluation mode folds a batch norm after a convolution into
- * the convolution's weights: export with training=torch.onnx.TrainingMode.PRESERVE to
- * keep it trainable as such); LayerNormalization; Flatten; Relu, LeakyRelu, Sigmoid,
- * Tanh, Elu, Softplus, Softmax (last axis); the Erf formula of GELU; Gather -> embedding;
- * LSTM, GRU (linear_before_reset = 1) and RNN, forward, from a zero state, between the
- * Transposes of batch_first (stacked nodes become one layer of several); Add of two
- * activations -> add; Concat -> concat; Dropout and Identity pass through. Shape
- * arithmetic (Shape, Gather, Unsqueeze, Concat, ConstantOfShape, Slice) is evaluated
- * where it only makes zeros for a recurrent layer's initial state. Anything else fails
- * with one message naming the node and its op: never a different model. The model
- * description has the default loss and optimizer (cross_entropy, sgd) and no data.
+ * ConvTranspose -> conv_transpose2d; MaxPool, AveragePool, GlobalAveragePool (a Pad of
+ * zero width before them passes); BatchNormalization -> batch_norm1d/2d (note that
+ * torch.onnx.export in evaluation mode folds a batch norm after a convolution into the
+ * convolution's weights); LayerNormalization; GroupNorm's InstanceNormalization formula;
+ * Flatten, and a Reshape to [batch, -1] (x.view(x.size(0), -1)); Resize by whole scales
+ * -> upsample; Relu, LeakyRelu, Sigmoid, Tanh, Elu, Softplus, Softmax (last axis); the
+ * formulas of GELU (erf and tanh) and SiLU; Gather -> embedding; LSTM, GRU
+ * (linear_before_reset = 1) and RNN, forward, from a zero state, between the Transposes
+ * of batch_first (stacked nodes become one layer of several); Add of two activations ->
+ * add; Concat -> concat; Dropout and Identity. Shape arithmetic (Shape, Gather,
+ * Unsqueeze, Concat, ConstantOfShape, Slice, Expand) is followed where it only makes a
+ * recurrent layer's zero state or the batch size. Anything else (attention graphs among
+ * them: MultiheadAttention, TransformerEncoderLayer and GPT exports are not read yet)
+ * fails with one message naming the node and its op: never a different model. The model
+ * description has the default loss and optimizer (cross_entropy, sgd), no input
+ * transforms and no data.
  *
  * ERRORS go on the device (clg_device_error): the file, the node or layer, the cause.
  * Without ONNX at build time (protobuf-c missing) both calls return CLG_ERR_UNSUPPORTED.

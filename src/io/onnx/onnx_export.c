@@ -292,10 +292,8 @@ static const char *layer(ox_graph *g, clg_module *net, const model_layer *l, con
     case LK_RNN: case LK_LSTM: case LK_GRU: return ox_export_rnn(g, net, l, p, x, in[ndim - 1]);
     case LK_BASIC_BLOCK: case LK_BOTTLENECK: return ox_export_blocks(g, net, l, x, in[0]);
     default:
-        clg__fail(g->dev, CLG_ERR_UNSUPPORTED, "clg_module_export_onnx: layer \"%s\" (%s) has no ONNX export yet "
-                  "(exported: linear, conv1d, conv2d, conv_transpose2d, pools, batch, layer and group norm, dropout, flatten, "
-                  "activations, softmax, embedding, rnn, lstm, gru, basic_block, bottleneck, add, concat)",
-                  l->name, model_kind_name(l->kind));
+        clg__fail(g->dev, CLG_ERR_UNSUPPORTED, "clg_module_export_onnx: layer \"%s\" (%s) has no ONNX export", l->name,
+                  model_kind_name(l->kind));
         return NULL;
     }
 }

@@ -75,7 +75,7 @@ static const char *add_init(ox_graph *g, const char *name, int type, int ndim, c
     char *nm = ox_strdup(g, unique);
     if (!t || !d || !raw || !nm) return NULL;
     onnx__tensor_proto__init(t);
-    memcpy(d, dims, (size_t)ndim * sizeof *d);
+    if (ndim) memcpy(d, dims, (size_t)ndim * sizeof *d);   /* a scalar has no dims (NULL) */
     memcpy(raw, data, numel * elem);   /* raw_data is little-endian, as the host here */
     t->n_dims = (size_t)ndim;
     t->dims = d;

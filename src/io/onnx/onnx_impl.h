@@ -155,7 +155,7 @@ typedef struct ix_ctx {
     const char *path;
     Onnx__ModelProto *model;
     Onnx__GraphProto *g;
-    ix_value *vals;
+    ix_value **vals;      /* each allocated alone: pointers to values stay valid */
     int nvals, capvals;
     ix_layer *layers;
     int nlayers, caplayers;

@@ -92,7 +92,7 @@ bool ix_set_act(ix_ctx *c, const Onnx__NodeProto *n, size_t k, int layer, int ra
 
 static void ctx_free(ix_ctx *c)
 {
-    for (int i = 0; i < c->nvals; i++) free(c->vals[i].f), free(c->vals[i].i);
+    for (int i = 0; i < c->nvals; i++) free(c->vals[i]->f), free(c->vals[i]->i), free(c->vals[i]);
     free(c->vals);
     for (int i = 0; i < c->nlayers; i++) {
         json_decref(c->layers[i].spec);

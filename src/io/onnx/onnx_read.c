@@ -28,7 +28,7 @@ bool ix_fail(ix_ctx *c, const Onnx__NodeProto *n, const char *fmt, ...)
 ix_value *ix_value_find(ix_ctx *c, const char *name)
 {
     for (int i = c->nvals - 1; i >= 0; i--)
-        if (!strcmp(c->vals[i].name, name)) return &c->vals[i];
+        if (!strcmp(c->vals[i]->name, name)) return c->vals[i];
     return NULL;
 }
 
@@ -38,7 +38,7 @@ ix_value *ix_value_get(ix_ctx *c, const char *name)
     if (v) return v;
     if (c->nvals == c->capvals) {
         int cap = c->capvals ? 2 * c->capvals : 256;
-        ix_value *a = realloc(c->vals, (size_t)cap * sizeof *a);
+        ix_value **a = realloc(c->vals, (size_t)cap * sizeof *a);
         if (!a) {
             clg__fail(c->dev, CLG_ERR_OUT_OF_MEMORY, "clg_module_import_onnx: %s: out of host memory", c->path);
             c->failed = true;
@@ -47,8 +47,13 @@ ix_value *ix_value_get(ix_ctx *c, const char *name)
         c->vals = a;
         c->capvals = cap;
     }
-    v = &c->vals[c->nvals++];
-    memset(v, 0, sizeof *v);
+    /* one allocation each: a value's address stays while later ones are added */
+    if (!(v = calloc(1, sizeof *v))) {
+        clg__fail(c->dev, CLG_ERR_OUT_OF_MEMORY, "clg_module_import_onnx: %s: out of host memory", c->path);
+        c->failed = true;
+        return NULL;
+    }
+    c->vals[c->nvals++] = v;
     v->name = name;
     return v;
 }
