@@ -138,6 +138,9 @@ static bool op_gemm(ix_ctx *c, node *n)
 /* MatMul by a constant [in, out], and the Add of a bias [out] right after it. */
 static bool op_matmul(ix_ctx *c, node *n)
 {
+    const ix_value *rhs = ix_value_find(c, n->input[1]);
+    if (rhs && rhs->kind == IX_ACT)
+        return ix_fail(c, n, "a product of two activations (attention's) is not read yet: only a MatMul by a constant weight");
     ix_value *w = ix_const_in(c, n, 1, true);
     if (!w) return false;
     if (w->ndim != 2) return ix_fail(c, n, "the constant operand has %d axes, 2 expected", w->ndim);
@@ -550,6 +553,15 @@ bool ix_node(ix_ctx *c, size_t at)
     if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx"))
         return ix_fail(c, n, "op of domain \"%s\": only the default ONNX domain is read", n->domain);
     if (!n->n_output) return ix_fail(c, n, "no outputs");
+    /* arithmetic on sizes read from the graph: shapes computed at run time, as
+     * torch.onnx.export writes around attention (whose graphs are not read yet) */
+    bool arith = !strcmp(op, "Div") || !strcmp(op, "Mul") || !strcmp(op, "Add") || !strcmp(op, "Sub");
+    for (size_t k = 0; arith && k < n->n_input; k++) {
+        const ix_value *v = ix_value_find(c, n->input[k]);
+        if (v && v->kind == IX_CONST && v->symbolic)
+            return ix_fail(c, n, "arithmetic on the graph's own sizes (shapes computed at run time, as around attention: "
+                           "MultiheadAttention and TransformerEncoderLayer graphs are not read yet) is not followed");
+    }
     if (!strcmp(op, "Gemm")) return op_gemm(c, n);
     if (!strcmp(op, "MatMul")) return op_matmul(c, n);
     if (!strcmp(op, "Add")) return op_add(c, n);
