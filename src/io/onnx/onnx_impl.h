@@ -2,10 +2,12 @@
  *
  *   onnx_graph.c        a graph being written: arena, nodes, initializers, attributes, the file
  *   onnx_export.c       model-file layers to nodes (onnx_export_rnn.c: recurrent layers,
- *                       onnx_export_blocks.c: residual blocks)
+ *                       onnx_export_blocks.c: residual blocks, onnx_export_attn.c: attention)
  *   onnx_read.c         a file's graph indexed: constants, values, consumers, attributes
  *   onnx_import.c       nodes to model-file layers, then the network and its weights
- *                       (onnx_import_ops.c: the per-op rules, onnx_import_rnn.c: recurrent nodes)
+ *                       (onnx_import_ops.c: the per-op rules, onnx_import_rnn.c: recurrent
+ *                       nodes, onnx_import_patterns.c: formulas of several nodes,
+ *                       onnx_import_shape.c: host-side shape arithmetic, onnx_import_util.c)
  * onnx.pb-c.h is generated from onnx.proto by protoc-c at build time.
  */
 #ifndef CLGRAD_ONNX_IMPL_H
@@ -198,7 +200,7 @@ void ix_layer_name_from(ix_ctx *c, ix_layer *l, const char *init_name);
 /* out (node output k) becomes the activation of layer l with rank. */
 bool ix_set_act(ix_ctx *c, const Onnx__NodeProto *n, size_t k, int layer, int rank);
 
-/* Helpers of the op rules (onnx_import_ops.c). A float read from a file as the double
+/* Helpers of the op rules (onnx_import_util.c). A float read from a file as the double
  * it was written from (1e-5, not 9.99999974e-06). */
 double ix_tidy(float f);
 /* Input k as a batch-first activation (not tokens), or as a constant; NULL after failing. */
@@ -221,7 +223,15 @@ bool ix_scalar_is(const ix_value *v, double want);
 ix_value *ix_constant_ahead(ix_ctx *c, const char *name);
 /* The input of two-input node n that is not the value named `name`. */
 ix_value *ix_other(ix_ctx *c, const Onnx__NodeProto *n, const char *name);
+/* Host-side shape arithmetic and zeros (onnx_import_shape.c). */
 bool ix_op_constant(ix_ctx *c, const Onnx__NodeProto *n);
+bool ix_shape(ix_ctx *c, const Onnx__NodeProto *n);
+bool ix_fold_gather(ix_ctx *c, const Onnx__NodeProto *n, const ix_value *d);
+bool ix_fold_concat(ix_ctx *c, const Onnx__NodeProto *n);
+bool ix_squeeze(ix_ctx *c, const Onnx__NodeProto *n, bool un);
+bool ix_constant_of_shape(ix_ctx *c, const Onnx__NodeProto *n);
+bool ix_of_zeros(ix_ctx *c, const Onnx__NodeProto *n);
+bool ix_pad(ix_ctx *c, const Onnx__NodeProto *n);
 /* The layers read from a formula or a shape trick (onnx_import_patterns.c): GELU's erf
  * formula at its Div, GELU's tanh one at its Mul(x, x), SiLU at its Sigmoid, GroupNorm
  * at its Reshape to [0, G, -1] (else a Reshape that flattens), ConvTranspose, Resize. */

@@ -1,8 +1,8 @@
 /* onnx_import_ops.c: one ONNX node at a time. A node that computes on activations
  * becomes a model-file layer (its weights copied from the constants it reads); Identity,
- * Dropout-free passes and Transposes around recurrent nodes become aliases; integer
- * shape arithmetic on constants is evaluated, and the zeros it makes for a recurrent
- * node's initial state are followed. Anything else fails naming the node. */
+ * Dropout of ratio 0 and Transposes around recurrent nodes become aliases; shape
+ * arithmetic goes to onnx_import_shape.c, formulas to onnx_import_patterns.c. Anything
+ * else fails naming the node. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,91 +12,7 @@
 
 typedef const Onnx__NodeProto node;
 
-/* A float read from a file as the double it was written from (1e-5, not 9.99999974e-06). */
-double ix_tidy(float f)
-{
-    char s[32];
-    snprintf(s, sizeof s, "%.7g", (double)f);
-    return strtod(s, NULL);
-}
-
-ix_value *ix_act_in(ix_ctx *c, node *n, size_t k)
-{
-    ix_value *v = ix_in(c, n, k);
-    if (!v) return NULL;
-    if (v->kind != IX_ACT) return ix_fail(c, n, "input \"%s\" must be computed from the model's input, not a constant", v->name), NULL;
-    if (v->tmajor) return ix_fail(c, n, "input \"%s\" is time-major ([T, B, F]: transposed for a recurrent node); "
-                                  "only batch-first layers are read", v->name), NULL;
-    if (v->tokens) return ix_fail(c, n, "input \"%s\" holds integer tokens: only a Gather of an embedding table reads them", v->name), NULL;
-    return v;
-}
-
-ix_value *ix_const_in(ix_ctx *c, node *n, size_t k, bool want_float)
-{
-    ix_value *v = ix_in(c, n, k);
-    if (!v) return NULL;
-    if (v->kind != IX_CONST || v->symbolic || v->is_int == want_float)
-        return ix_fail(c, n, "input \"%s\" must be a constant %s tensor (an initializer)", v->name, want_float ? "float" : "integer"), NULL;
-    return v;
-}
-
-/* Output k must not be read by anything (what import does not make). */
-bool ix_unused_output(ix_ctx *c, node *n, size_t k, const char *what)
-{
-    if (k < n->n_output && *n->output[k] && ix_uses(c, n->output[k]))
-        return ix_fail(c, n, "its output %zu (%s) is used: not supported", k, what);
-    return true;
-}
-
-bool ix_ints(ix_ctx *c, node *n, const char *name, size_t want, int64_t def, int64_t *out)
-{
-    const Onnx__AttributeProto *a = ix_attr(n, name);
-    for (size_t i = 0; i < want; i++) out[i] = a && i < a->n_ints ? a->ints[i] : def;
-    if (a && a->n_ints != want) return ix_fail(c, n, "attribute %s has %zu values, %zu expected", name, a->n_ints, want);
-    return true;
-}
-
-bool ix_no_auto_pad(ix_ctx *c, node *n)
-{
-    const Onnx__AttributeProto *a = ix_attr(n, "auto_pad");
-    if (a && a->has_s && !(a->s.len == 6 && !memcmp(a->s.data, "NOTSET", 6)))
-        return ix_fail(c, n, "auto_pad %.*s: only explicit pads are read", (int)a->s.len, (const char *)a->s.data);
-    return true;
-}
-
-/* A layer on input 0 whose output 0 keeps (or gets) `rank` axes. */
-ix_layer *ix_on_input(ix_ctx *c, node *n, model_kind kind, json_t *spec, int rank)
-{
-    ix_value *x = ix_act_in(c, n, 0);
-    if (!x) return json_decref(spec), NULL;
-    const ix_value *ins[1] = {x};
-    int r = rank ? rank : x->rank;
-    ix_layer *l = ix_layer_new(c, n, kind, spec, 1, ins);
-    return l && ix_set_act(c, n, 0, c->nlayers - 1, r) ? l : NULL;
-}
-
-json_t *ix_typed(const char *type) { return json_pack("{s:s}", "type", type); }
-
 static bool simple(ix_ctx *c, node *n, model_kind kind, const char *type) { return ix_on_input(c, n, kind, ix_typed(type), 0); }
-
-/* out (output k) is the same value as v. */
-bool ix_alias(ix_ctx *c, node *n, size_t k, const ix_value *v)
-{
-    ix_value *o = ix_value_get(c, n->output[k]);
-    if (!o) return false;
-    const char *name = o->name;
-    *o = *v;
-    o->name = name;
-    o->f = NULL, o->i = NULL;
-    if (v->kind != IX_CONST) return true;
-    size_t bytes = (size_t)(v->numel ? v->numel : 1) * (v->is_int ? sizeof *v->i : sizeof *v->f);
-    void *d = malloc(bytes);
-    if (!d) return ix_fail(c, n, "out of host memory");
-    memcpy(d, v->is_int ? (void *)v->i : (void *)v->f, bytes);
-    if (v->is_int) o->i = d;
-    else o->f = d;
-    return true;
-}
 
 /* ---- linear ---------------------------------------------------------------------------------- */
 
@@ -158,34 +74,6 @@ static bool op_matmul(ix_ctx *c, node *n)
 }
 
 /* ---- elementwise ----------------------------------------------------------------------------- */
-
-bool ix_scalar_is(const ix_value *v, double want)
-{
-    return v && v->kind == IX_CONST && !v->is_int && v->numel == 1 && fabs(v->f[0] - want) <= 1e-6 * fabs(want);
-}
-
-
-/* A value that may be a Constant later in the node list (torch.onnx.export puts a
- * formula's constants beside the nodes that use them, after the first of its nodes). */
-ix_value *ix_constant_ahead(ix_ctx *c, const char *name)
-{
-    ix_value *v = ix_value_find(c, name);
-    if (v && v->kind != IX_NONE) return v;
-    for (size_t i = 0; i < c->g->n_node; i++) {
-        node *k = c->g->node[i];
-        if (k->op_type && !strcmp(k->op_type, "Constant") && k->n_output == 1 && !strcmp(k->output[0], name))
-            return ix_op_constant(c, k) ? ix_value_find(c, name) : NULL;
-    }
-    return NULL;
-}
-
-/* The other input of a two-input node than the value named `name`. */
-ix_value *ix_other(ix_ctx *c, node *n, const char *name)
-{
-    if (n->n_input != 2) return NULL;
-    return ix_constant_ahead(c, !strcmp(n->input[0], name) ? n->input[1] : n->input[0]);
-}
-
 /* Add of two activations: an add layer. */
 static bool op_add(ix_ctx *c, node *n)
 {
@@ -340,13 +228,11 @@ static bool op_flatten(ix_ctx *c, node *n)
 
 /* ---- tokens, joins, layout ------------------------------------------------------------------ */
 
-static bool fold_gather(ix_ctx *c, node *n, const ix_value *d);
-
 static bool op_gather(ix_ctx *c, node *n)
 {
     ix_value *d = ix_in(c, n, 0), *t = d ? ix_in(c, n, 1) : NULL;
     if (!t) return false;
-    if (d->kind == IX_CONST && d->is_int) return fold_gather(c, n, d);
+    if (d->kind == IX_CONST && d->is_int) return ix_fold_gather(c, n, d);
     if (d->kind != IX_CONST || d->is_int || d->ndim != 2 || t->kind != IX_ACT || !t->tokens || ix_attr_i(n, "axis", 0))
         return ix_fail(c, n, "only a Gather of rows of a constant [num, dim] table by the model's integer input is read (an embedding)");
     if (c->nlayers) return ix_fail(c, n, "an embedding must be the first layer");
@@ -358,13 +244,11 @@ static bool op_gather(ix_ctx *c, node *n)
     return ix_layer_weight(c, l, "weight", 2, d->dims, d->f, false) && ix_set_act(c, n, 0, c->nlayers - 1, t->rank + 1);
 }
 
-static bool fold_concat(ix_ctx *c, node *n);
-
 static bool op_concat(ix_ctx *c, node *n)
 {
     ix_value *first = ix_in(c, n, 0);
     if (!first) return false;
-    if (first->kind == IX_CONST) return fold_concat(c, n);
+    if (first->kind == IX_CONST) return ix_fold_concat(c, n);
     if (n->n_input < 2 || n->n_input > MODEL_MAX_INPUTS) return ix_fail(c, n, "%zu inputs (2 to %d are read)", n->n_input, MODEL_MAX_INPUTS);
     const ix_value *ins[MODEL_MAX_INPUTS];
     for (size_t k = 0; k < n->n_input; k++)
@@ -392,160 +276,6 @@ static bool op_transpose(ix_ctx *c, node *n)
     y->tmajor = !x->tmajor;
     return true;
 }
-
-/* ---- host arithmetic on integer shapes, and zeros ------------------------------------------- */
-
-static ix_value *new_const(ix_ctx *c, node *n, int64_t numel, bool is_int)
-{
-    ix_value *o = ix_value_get(c, n->output[0]);
-    if (!o) return NULL;
-    free(o->f), free(o->i);
-    *o = (ix_value){.name = o->name, .kind = IX_CONST, .is_int = is_int, .numel = numel};
-    if (is_int) o->i = calloc((size_t)(numel ? numel : 1), sizeof *o->i);
-    else o->f = calloc((size_t)(numel ? numel : 1), sizeof *o->f);
-    if (!o->i && !o->f) return ix_fail(c, n, "out of host memory"), NULL;
-    return o;
-}
-
-bool ix_op_constant(ix_ctx *c, const Onnx__NodeProto *n)
-{
-    const Onnx__AttributeProto *a = ix_attr(n, "value");
-    if (a && a->t) {
-        ix_value *o = ix_value_get(c, n->output[0]);
-        return o && ix_tensor_value(c, n, a->t, o);
-    }
-    if ((a = ix_attr(n, "value_ints"))) {
-        ix_value *o = new_const(c, n, (int64_t)a->n_ints, true);
-        if (!o) return false;
-        o->ndim = 1, o->dims[0] = (int64_t)a->n_ints;
-        memcpy(o->i, a->ints, a->n_ints * sizeof *o->i);
-        return true;
-    }
-    bool i = (a = ix_attr(n, "value_int")) != NULL;
-    if (!i && !(a = ix_attr(n, "value_float"))) return ix_fail(c, n, "only value, value_int(s) and value_float are read");
-    ix_value *o = new_const(c, n, 1, i);
-    if (o && i) o->i[0] = a->i;
-    if (o && !i) o->f[0] = a->f;
-    return o != NULL;
-}
-
-/* Shape of an activation: its axes' sizes are not followed, only their number. */
-static bool op_shape(ix_ctx *c, node *n)
-{
-    ix_value *x = ix_in(c, n, 0);
-    if (!x) return false;
-    if (x->kind != IX_ACT || ix_attr(n, "start") || ix_attr(n, "end"))
-        return ix_fail(c, n, "only the whole shape of an activation is read");
-    ix_value *o = new_const(c, n, x->rank, true);
-    if (!o) return false;
-    o->ndim = 1, o->dims[0] = x->rank, o->symbolic = true;
-    for (int k = 0; k < x->rank; k++) o->i[k] = k == (x->tmajor ? 1 : 0) ? IX_DIM_BATCH : IX_DIM_UNKNOWN;
-    return true;
-}
-
-static bool fold_gather(ix_ctx *c, node *n, const ix_value *d)
-{
-    ix_value *idx = ix_in(c, n, 1);
-    if (!idx || idx->kind != IX_CONST || !idx->is_int || idx->symbolic || d->ndim != 1 || ix_attr_i(n, "axis", 0))
-        return ix_fail(c, n, "only constant indices into a 1-d integer vector are read");
-    ix_value *o = new_const(c, n, idx->numel, true);
-    if (!o) return false;
-    o->ndim = idx->ndim;
-    memcpy(o->dims, idx->dims, sizeof o->dims);
-    o->symbolic = d->symbolic;
-    for (int64_t k = 0; k < idx->numel; k++) {
-        int64_t j = idx->i[k] < 0 ? idx->i[k] + d->numel : idx->i[k];
-        if (j < 0 || j >= d->numel) return ix_fail(c, n, "index %lld out of range", (long long)idx->i[k]);
-        o->i[k] = d->i[j];
-    }
-    return true;
-}
-
-static bool fold_concat(ix_ctx *c, node *n)
-{
-    int64_t total = 0;
-    bool symbolic = false;
-    for (size_t k = 0; k < n->n_input; k++) {
-        ix_value *v = ix_in(c, n, k);
-        if (!v || v->kind != IX_CONST || !v->is_int || v->ndim != 1)
-            return v ? ix_fail(c, n, "a Concat of constants is read only on 1-d integer vectors") : false;
-        total += v->numel;
-        symbolic = symbolic || v->symbolic;
-    }
-    ix_value *o = new_const(c, n, total, true);
-    if (!o) return false;
-    o->ndim = 1, o->dims[0] = total, o->symbolic = symbolic;
-    int64_t at = 0;
-    for (size_t k = 0; k < n->n_input; k++) {
-        const ix_value *v = ix_value_find(c, n->input[k]);
-        memcpy(o->i + at, v->i, (size_t)v->numel * sizeof *o->i);
-        at += v->numel;
-    }
-    return true;
-}
-
-/* Unsqueeze or Squeeze of a constant: the same values, other axes; of zeros: zeros. */
-static bool op_squeeze(ix_ctx *c, node *n, bool un)
-{
-    ix_value *x = ix_in(c, n, 0);
-    if (!x) return false;
-    if (x->kind == IX_ZEROS) return ix_alias(c, n, 0, x);
-    if (!un && x->kind == IX_RNN_Y) {   /* Y [T, 1, B, H] -> [T, B, H] */
-        ix_value *ax = ix_no_input(n, 1) ? NULL : ix_in(c, n, 1);
-        if (!ax || ax->kind != IX_CONST || !ax->is_int || ax->numel != 1 || ax->i[0] != 1)
-            return ix_fail(c, n, "a recurrent node's output is read squeezed on axis 1 (its direction)");
-        ix_value *o = ix_value_get(c, n->output[0]);
-        if (!o) return false;
-        *o = (ix_value){.name = o->name, .kind = IX_ACT, .layer = x->layer, .rank = 3, .tmajor = true};
-        return true;
-    }
-    if (x->kind != IX_CONST || x->ndim > 1 || (un && x->ndim == 1))
-        return ix_fail(c, n, "only a scalar unsqueezed to a vector, or the reverse, of constants is read (not activations)");
-    if (!ix_alias(c, n, 0, x)) return false;
-    ix_value *o = ix_value_find(c, n->output[0]);
-    o->ndim = un ? 1 : 0;
-    o->dims[0] = 1;
-    return true;
-}
-
-static bool op_constant_of_shape(ix_ctx *c, node *n)
-{
-    const Onnx__AttributeProto *a = ix_attr(n, "value");
-    if (a && a->t) {
-        ix_value tmp = {0};
-        bool ok = ix_tensor_value(c, n, a->t, &tmp);
-        bool zero = ok && tmp.numel == 1 && (tmp.is_int ? tmp.i[0] == 0 : tmp.f[0] == 0);
-        free(tmp.f), free(tmp.i);
-        if (!ok) return false;
-        if (!zero) return ix_fail(c, n, "only zeros (an initial recurrent state) are read");
-    }
-    ix_value *o = ix_value_get(c, n->output[0]);
-    if (!o) return false;
-    o->kind = IX_ZEROS;
-    return true;
-}
-
-/* Slice, Expand, Reshape, Tile, Cast of zeros are zeros. */
-static bool op_of_zeros(ix_ctx *c, node *n)
-{
-    ix_value *x = ix_in(c, n, 0);
-    if (!x) return false;
-    if (x->kind == IX_ZEROS) return ix_alias(c, n, 0, x);
-    if (!strcmp(n->op_type, "Cast") && x->kind == IX_CONST && x->is_int && !x->symbolic) return ix_alias(c, n, 0, x);
-    return ix_fail(c, n, "%s is read only on zeros (a recurrent node's initial state)", n->op_type);
-}
-
-/* Pad by zeros on no side (torch.onnx.export puts one before AveragePool): an alias. */
-static bool op_pad(ix_ctx *c, node *n)
-{
-    ix_value *x = ix_in(c, n, 0), *p = x && !ix_no_input(n, 1) ? ix_in(c, n, 1) : NULL;
-    if (!p) return false;
-    bool none = p->kind == IX_CONST && p->is_int && !p->symbolic;
-    for (int64_t k = 0; none && k < p->numel; k++) none = p->i[k] == 0;
-    if (!none) return ix_fail(c, n, "only a Pad of zero width is read (padding belongs to the convolution or pool)");
-    return ix_alias(c, n, 0, x);
-}
-
 bool ix_node(ix_ctx *c, size_t at)
 {
     node *n = c->g->node[at];
@@ -587,13 +317,13 @@ bool ix_node(ix_ctx *c, size_t at)
     if (!strcmp(op, "Transpose")) return op_transpose(c, n);
     if (!strcmp(op, "LSTM") || !strcmp(op, "GRU") || !strcmp(op, "RNN")) return ix_rnn(c, n);
     if (!strcmp(op, "Constant")) return ix_op_constant(c, n);
-    if (!strcmp(op, "Pad")) return op_pad(c, n);
-    if (!strcmp(op, "Shape")) return op_shape(c, n);
-    if (!strcmp(op, "Unsqueeze") || !strcmp(op, "Squeeze")) return op_squeeze(c, n, op[0] == 'U');
-    if (!strcmp(op, "ConstantOfShape")) return op_constant_of_shape(c, n);
+    if (!strcmp(op, "Pad")) return ix_pad(c, n);
+    if (!strcmp(op, "Shape")) return ix_shape(c, n);
+    if (!strcmp(op, "Unsqueeze") || !strcmp(op, "Squeeze")) return ix_squeeze(c, n, op[0] == 'U');
+    if (!strcmp(op, "ConstantOfShape")) return ix_constant_of_shape(c, n);
     if (!strcmp(op, "Reshape")) return ix_reshape(c, n);
     if (!strcmp(op, "Slice") || !strcmp(op, "Expand") || !strcmp(op, "Tile") || !strcmp(op, "Cast"))
-        return op_of_zeros(c, n);
+        return ix_of_zeros(c, n);
     return ix_fail(c, n, "op %s is not supported (read: Gemm, MatMul, Add, Conv, MaxPool, AveragePool, GlobalAveragePool, "
                    "BatchNormalization, LayerNormalization, Flatten, Relu, LeakyRelu, Sigmoid, Tanh, Elu, Softplus, Softmax, "
                    "GELU's formulas, SiLU's Sigmoid and Mul, GroupNorm's InstanceNormalization, ConvTranspose, Resize, Reshape to "
