@@ -322,6 +322,51 @@ static void test_import(clg_device *dev, const char *dir)
     free(junk);
 }
 
+/* Damaged files (cut short, bytes changed) import or fail with a message: never a crash
+ * (the sanitizer build checks the reads). */
+static void damaged(clg_device *dev, const char *dir)
+{
+    char *path = io_path(dir, "t_act.onnx"), *bad = io_path(dir, "damaged.onnx");
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    if (!f) {
+        free(path), free(bad);
+        return;
+    }
+    static unsigned char buf[1 << 16];
+    size_t len = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    CHECK(len > 1000 && len < sizeof buf);
+    uint32_t seed = 12345;
+    int failed = 0;
+    for (int t = 0; t < 60; t++) {
+        static unsigned char copy[1 << 16];
+        memcpy(copy, buf, len);
+        size_t n = len;
+        if (t < 20) n = len * (size_t)t / 20;   /* cut short */
+        else
+            for (int k = 0; k < 1 + t % 4; k++) {   /* some bytes changed */
+                seed = seed * 1664525u + 1013904223u;
+                copy[(seed >> 8) % len] = (unsigned char)(seed >> 24);
+            }
+        FILE *o = fopen(bad, "wb");
+        CHECK(o && fwrite(copy, 1, n, o) == n);
+        if (o) fclose(o);
+        clg_model *m = NULL;
+        clg_module *net = NULL;
+        if (clg_module_import_onnx(dev, bad, &m, &net) != CLG_OK) {
+            failed++;
+            CHECK_MSG(!m && !net && strstr(clg_device_error(dev), "clg_module_import_onnx: "), "%s", clg_device_error(dev));
+        }
+        clg_module_free(net);
+        clg_model_free(m);
+    }
+    printf("damaged files: %d of 60 refused with a message, the rest imported\n", failed);
+    CHECK(failed >= 20);
+    free(path);
+    free(bad);
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
@@ -329,6 +374,7 @@ int main(void)
     char *dir = io_tmpdir("onnx");
     test_export(dev, dir);
     test_import(dev, dir);
+    damaged(dev, dir);
     io_rmdir(dir);
     clg_device_close(dev);
     return check_report("test_io_onnx");

@@ -103,6 +103,21 @@ static void ctx_free(ix_ctx *c)
     if (c->model) onnx__model_proto__free_unpacked(c->model, NULL);
 }
 
+/* Names protobuf leaves NULL when a file omits them: the rules compare them as strings. */
+static bool well_formed(ix_ctx *c)
+{
+    const Onnx__GraphProto *g = c->g;
+    for (size_t i = 0; i < g->n_node; i++)
+        if (!g->node[i]->op_type) return ix_fail(c, NULL, "node %zu has no op_type", i);
+    for (size_t i = 0; i < g->n_initializer; i++)
+        if (!g->initializer[i]->name) return ix_fail(c, NULL, "initializer %zu has no name", i);
+    for (size_t i = 0; i < g->n_input; i++)
+        if (!g->input[i]->name) return ix_fail(c, NULL, "graph input %zu has no name", i);
+    for (size_t i = 0; i < g->n_output; i++)
+        if (!g->output[i]->name) return ix_fail(c, NULL, "graph output %zu has no name", i);
+    return true;
+}
+
 /* The file, unpacked; its opset. */
 static bool read_model(ix_ctx *c)
 {
@@ -129,6 +144,7 @@ static bool read_model(ix_ctx *c)
     free(buf);
     if (!c->model || !c->model->graph) return ix_fail(c, NULL, "not an ONNX model (the protobuf does not parse)");
     c->g = c->model->graph;
+    if (!well_formed(c)) return false;
     for (size_t i = 0; i < c->model->n_opset_import; i++) {
         const Onnx__OperatorSetIdProto *o = c->model->opset_import[i];
         if ((!o->domain || !*o->domain) && o->version < 13)
