@@ -2,7 +2,8 @@
 # cli_onnx: clgrad export and import end to end (a build with ONNX): a trained checkpoint
 # exported and imported back predicts the same logits; the imported checkpoint works
 # with info, eval, predict and train (--resume with the model file import writes, and
-# --init); a graph with an op import does not read fails with one line naming it.
+# --init); PyTorch's export of a character LSTM imports and samples, evaluates and trains
+# on text; a graph with an op import does not read fails with one line naming it.
 # Usage: cli_onnx.sh CLGRAD
 . "$(dirname "$0")/common.sh"
 cd "$T"
@@ -40,6 +41,30 @@ has r "resumed from b.ckpt: epoch 1, batch 0, step 0"
 has r "checkpoint: r.ckpt"
 ok f train b.json $D --epochs 1 --init b.ckpt --freeze 1 --out f.ckpt
 has f "frozen: 1"
+
+# a character LSTM exported by PyTorch: imported, it samples, evaluates and trains on text
+"$PY" -c "
+import warnings, torch
+from torch import nn
+warnings.simplefilter('ignore')
+class Char(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb, self.lstm, self.head = nn.Embedding(256, 16), nn.LSTM(16, 32, 2, batch_first=True), nn.Linear(32, 256)
+    def forward(self, x):
+        return self.head(self.lstm(self.emb(x))[0])
+torch.manual_seed(0)
+torch.onnx.export(Char().eval(), torch.zeros(1, 16, dtype=torch.long), 'char.onnx', opset_version=17,
+                  input_names=['input'], output_names=['output'], dynamic_axes={'input': {0: 'b'}, 'output': {0: 'b'}})" ||
+    fail "PyTorch could not export the character model (python3-torch)"
+ok ci import char.onnx char.ckpt --model char.json
+has ci "lstm               [16, 32]"
+yes 'the quick brown fox jumps over the lazy dog.' | head -c 6000 >text.txt
+ok cs sample char.ckpt --prime 'The ' --length 20
+ok ce eval char.ckpt --data text:text.txt
+has ce "bits per byte"
+ok ct train char.json --data text:text.txt --steps 3 --resume char.ckpt --out char2.ckpt
+has ct "resumed from char.ckpt"
 
 # an op import does not read: one line naming the node and op, no checkpoint
 "$PY" -c "
