@@ -88,12 +88,13 @@ int cmd_import(int argc, char **argv)
     const char *device = NULL, *model_path = NULL;
     int rc = parse(argc, argv, "import", &device, &model_path,
                    "usage: clgrad import MODEL.onnx OUT.ckpt [--model OUT.json] [--device SPEC]\n"
-                   "Reads an ONNX model (as torch.onnx.export writes it, opset 13 or later, or clgrad export;\n"
-                   "not attention graphs yet: see include/clgrad/onnx.h for the ops read)\n"
-                   "into a checkpoint of its network and weights, with a model description of the default\n"
-                   "loss and optimizer (cross_entropy, sgd) and no data: clgrad eval, predict and info take\n"
-                   "it, and clgrad train fine-tunes it (--init OUT.ckpt, or --resume OUT.ckpt with the model\n"
-                   "file --model writes; give --data). Nodes that are not read fail naming the node and op.\n");
+                   "Reads an ONNX model into a checkpoint of its network and weights. clgrad export's files\n"
+                   "come back whole, with their model file; torch.onnx.export's (opset 13 or later; not\n"
+                   "attention graphs yet: include/clgrad/onnx.h lists the ops read) get a model description\n"
+                   "of the default loss and optimizer (cross_entropy, sgd) and no data. clgrad eval, predict\n"
+                   "and info take the checkpoint, and clgrad train fine-tunes it (--init OUT.ckpt, or --resume\n"
+                   "OUT.ckpt with the model file --model writes; give --data). Nodes that are not read fail\n"
+                   "naming the node and op.\n");
     if (rc >= 0) return rc;
     rc = 0;
     const char *in = argv[optind], *out = argv[optind + 1];

@@ -39,7 +39,14 @@
  * and gpt (attention as MatMul, Softmax, Transpose and Reshape, a causal mask as a constant
  * [T, T]; gpt's head tied to its token embedding), add and concat.
  *
- * IMPORT. The graph's one input (float32, or integer tokens into a Gather of an
+ * The model file goes into the graph's metadata ("clgrad.model"), so that import gives
+ * it back whole (below).
+ *
+ * IMPORT. A file clgrad exported comes back whole: the model file in its metadata, built
+ * and filled from its initializers, is accepted when exporting it again gives the file's
+ * graph byte for byte (so every layer round-trips, attention and gpt included, with its
+ * names, loss, optimizer and input transforms); a file edited since is read as any other.
+ * Any other graph: its one input (float32, or integer tokens into a Gather of an
  * embedding table) with every axis but the first fixed, and one output. Nodes become
  * model-file layers: Gemm, MatMul (+ Add of a bias) -> linear; Conv -> conv1d/conv2d;
  * ConvTranspose -> conv_transpose2d; MaxPool, AveragePool, GlobalAveragePool (a Pad of
@@ -54,10 +61,10 @@
  * add; Concat -> concat; Dropout and Identity. Shape arithmetic (Shape, Gather,
  * Unsqueeze, Concat, ConstantOfShape, Slice, Expand) is followed where it only makes a
  * recurrent layer's zero state or the batch size. Anything else (attention graphs among
- * them: MultiheadAttention, TransformerEncoderLayer and GPT exports are not read yet)
- * fails with one message naming the node and its op: never a different model. The model
- * description has the default loss and optimizer (cross_entropy, sgd), no input
- * transforms and no data.
+ * them: torch.onnx.export's MultiheadAttention, TransformerEncoderLayer and GPT are not
+ * read yet) fails with one message naming the node and its op: never a different model.
+ * The model description of such a graph has the default loss and optimizer
+ * (cross_entropy, sgd), no input transforms and no data.
  *
  * ERRORS go on the device (clg_device_error): the file, the node or layer, the cause.
  * Without ONNX at build time (protobuf-c missing) both calls return CLG_ERR_UNSUPPORTED.

@@ -5,6 +5,9 @@ build tree's venv: tests/io/onnx_venv.sh), python3-onnx and python3-torch as ora
                                    onnx.checker.check_model(full_check=True), and
                                    onnxruntime on DIR/NAME_x.npy must give DIR/NAME_y.npy
                                    (clgrad's outputs) to 1e-5 relative to the largest
+    onnx_check.py edit DIR NAME    DIR/NAME.onnx saved again unchanged (NAME_same.onnx), with
+                                   a LayerNormalization's epsilon changed (NAME_eps.onnx), and
+                                   with its embedded model file's "heads": 2 made 4 (NAME_meta.onnx)
     onnx_check.py torch DIR        PyTorch equivalents of the example models (small) exported
                                    by torch.onnx.export (opset 17, dynamic batch) as
                                    DIR/t_NAME.onnx, with inputs t_NAME_x.npy (tokens as int32)
@@ -149,9 +152,26 @@ def cmd_torch(d):
     return ok
 
 
+def cmd_edit(d, name):
+    path = os.path.join(d, name + ".onnx")
+    m = onnx.load(path)
+    onnx.save(m, os.path.join(d, name + "_same.onnx"))
+    ln = next(n for n in m.graph.node if n.op_type == "LayerNormalization")
+    next(a for a in ln.attribute if a.name == "epsilon").f = 1e-3
+    onnx.save(m, os.path.join(d, name + "_eps.onnx"))
+    m = onnx.load(path)
+    meta = next(p for p in m.metadata_props if p.key == "clgrad.model")
+    assert '"heads": 2' in meta.value
+    meta.value = meta.value.replace('"heads": 2', '"heads": 4')
+    onnx.save(m, os.path.join(d, name + "_meta.onnx"))
+    return True
+
+
 def main():
     if len(sys.argv) >= 3 and sys.argv[1] == "ort":
         return 0 if cmd_ort(sys.argv[2], sys.argv[3:]) else 1
+    if len(sys.argv) == 4 and sys.argv[1] == "edit":
+        return 0 if cmd_edit(sys.argv[2], sys.argv[3]) else 1
     if len(sys.argv) == 3 and sys.argv[1] == "torch":
         return 0 if cmd_torch(sys.argv[2]) else 1
     print(__doc__)

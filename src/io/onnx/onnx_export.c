@@ -325,23 +325,38 @@ static const char *export_layers(ox_graph *g, clg_module *net, const clg_model *
     return out;
 }
 
+clg_status ox_export_graph(ox_graph *g, clg_module *net, const clg_model *m)
+{
+    const char *y = export_layers(g, net, m);
+    if (!y) return g->oom ? clg__fail(g->dev, CLG_ERR_OUT_OF_MEMORY, "clg_module_export_onnx: %s: out of host memory", g->path)
+                          : clg_device_last_status(g->dev);
+    char *out = ox_strdup(g, "output");   /* the last node's output is the graph's */
+    if (!out) return clg__fail(g->dev, CLG_ERR_OUT_OF_MEMORY, "clg_module_export_onnx: %s: out of host memory", g->path);
+    g->last->output[0] = out;
+    return CLG_OK;
+}
+
+uint8_t *ox_export_bytes(ox_graph *g, const clg_model *m, size_t *len)
+{
+    const model_layer *last = &m->layers[m->nlayers - 1];
+    return ox_graph_bytes(g, "input", model_takes_tokens(m) ? OX_INT64 : OX_FLOAT, m->in_ndim, m->input, "output",
+                          last->ndim, last->shape, len);
+}
+
 clg_status clg_module_export_onnx(clg_module *net, const clg_model *m, const char *path)
 {
     clg_device *dev = clg_module_device(net);
     if (!dev) return clg__last_error_set(CLG_ERR_INVALID_ARGUMENT, "clg_module_export_onnx: no network");
     if (!m || !path) return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg_module_export_onnx: model %p, path %p", (void *)m, (void *)path);
     ox_graph g = {.dev = dev, .path = path, .seq_len = m->input[0]};
-    clg_status st = CLG_OK;
-    const char *y = export_layers(&g, net, m);
-    if (!y) st = g.oom ? clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "clg_module_export_onnx: %s: out of host memory", path)
-                       : clg_device_last_status(dev);
+    char *json = clg_model_json(m);
+    clg_status st = json ? ox_export_graph(&g, net, m)
+                         : clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "clg_module_export_onnx: %s: out of host memory", path);
     const model_layer *last = &m->layers[m->nlayers - 1];
-    if (st == CLG_OK) {
-        /* the last node's output is the graph's */
-        g.last->output[0] = ox_strdup(&g, "output");
+    if (st == CLG_OK)
         st = ox_graph_write(&g, "input", model_takes_tokens(m) ? OX_INT64 : OX_FLOAT, m->in_ndim, m->input, "output",
-                            last->ndim, last->shape);
-    }
+                            last->ndim, last->shape, json);
+    free(json);
     ox_graph_free(&g);
     return st;
 }

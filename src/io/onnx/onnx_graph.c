@@ -241,27 +241,54 @@ static clg_status write_bytes(ox_graph *g, const uint8_t *buf, size_t len)
     return clg__atomic_commit(&af, &e);
 }
 
+/* The graph's message, pointing into g (valid while g lives); false when out of memory. */
+static bool graph_proto(ox_graph *g, Onnx__GraphProto *gr, const char *input, int in_type, int in_ndim,
+                        const int64_t *in_dims, const char *output, int out_ndim, const int64_t *out_dims)
+{
+    Onnx__ValueInfoProto **io = ox_alloc(g, 2 * sizeof *io);
+    if (!io) return false;
+    io[0] = value_info(g, input, in_type, in_ndim, in_dims);
+    io[1] = value_info(g, output, OX_FLOAT, out_ndim, out_dims);
+    if (g->oom || !io[0] || !io[1]) return false;
+    onnx__graph_proto__init(gr);
+    gr->name = "clgrad";
+    gr->n_node = g->nnodes;
+    gr->node = g->nodes;
+    gr->n_initializer = g->ninits;
+    gr->initializer = g->inits;
+    gr->n_input = 1;
+    gr->input = &io[0];
+    gr->n_output = 1;
+    gr->output = &io[1];
+    return true;
+}
+
+uint8_t *ox_graph_bytes(ox_graph *g, const char *input, int in_type, int in_ndim, const int64_t *in_dims,
+                        const char *output, int out_ndim, const int64_t *out_dims, size_t *len)
+{
+    Onnx__GraphProto gr;
+    if (!graph_proto(g, &gr, input, in_type, in_ndim, in_dims, output, out_ndim, out_dims)) return NULL;
+    *len = onnx__graph_proto__get_packed_size(&gr);
+    uint8_t *buf = malloc(*len ? *len : 1);
+    if (buf) onnx__graph_proto__pack(&gr, buf);
+    return buf;
+}
+
 clg_status ox_graph_write(ox_graph *g, const char *input, int in_type, int in_ndim, const int64_t *in_dims,
-                          const char *output, int out_ndim, const int64_t *out_dims)
+                          const char *output, int out_ndim, const int64_t *out_dims, const char *model_json)
 {
     Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
-    Onnx__GraphProto gr = ONNX__GRAPH_PROTO__INIT;
+    Onnx__GraphProto gr;
     Onnx__OperatorSetIdProto ops = ONNX__OPERATOR_SET_ID_PROTO__INIT, *opsp = &ops;
-    Onnx__ValueInfoProto *in = value_info(g, input, in_type, in_ndim, in_dims);
-    Onnx__ValueInfoProto *out = value_info(g, output, OX_FLOAT, out_ndim, out_dims);
-    if (g->oom || !in || !out) return clg__fail(g->dev, CLG_ERR_OUT_OF_MEMORY, "clg_module_export_onnx: %s: out of host memory", g->path);
+    /* the model file it came from, so that import can give it back whole (onnx_import_own.c) */
+    Onnx__StringStringEntryProto meta = ONNX__STRING_STRING_ENTRY_PROTO__INIT, *metap = &meta;
+    if (!graph_proto(g, &gr, input, in_type, in_ndim, in_dims, output, out_ndim, out_dims))
+        return clg__fail(g->dev, CLG_ERR_OUT_OF_MEMORY, "clg_module_export_onnx: %s: out of host memory", g->path);
+    meta.key = OX_META_MODEL;
+    meta.value = (char *)model_json;
     ops.domain = "";
     ops.has_version = true;
     ops.version = OX_OPSET;
-    gr.name = "clgrad";
-    gr.n_node = g->nnodes;
-    gr.node = g->nodes;
-    gr.n_initializer = g->ninits;
-    gr.initializer = g->inits;
-    gr.n_input = 1;
-    gr.input = &in;
-    gr.n_output = 1;
-    gr.output = &out;
     m.has_ir_version = true;
     m.ir_version = 8;   /* the IR of opset 17 (ONNX 1.12) */
     m.n_opset_import = 1;
@@ -269,6 +296,8 @@ clg_status ox_graph_write(ox_graph *g, const char *input, int in_type, int in_nd
     m.producer_name = "clgrad";
     m.producer_version = (char *)clg_version();
     m.graph = &gr;
+    m.n_metadata_props = model_json ? 1 : 0;
+    m.metadata_props = &metap;
     size_t len = onnx__model_proto__get_packed_size(&m);
     uint8_t *buf = malloc(len ? len : 1);
     if (!buf) return clg__fail(g->dev, CLG_ERR_OUT_OF_MEMORY, "clg_module_export_onnx: %s: out of host memory (%zu bytes)", g->path, len);

@@ -7,7 +7,8 @@
  *   onnx_import.c       nodes to model-file layers, then the network and its weights
  *                       (onnx_import_ops.c: the per-op rules, onnx_import_rnn.c: recurrent
  *                       nodes, onnx_import_patterns.c: formulas of several nodes,
- *                       onnx_import_shape.c: host-side shape arithmetic, onnx_import_util.c)
+ *                       onnx_import_shape.c: host-side shape arithmetic, onnx_import_util.c);
+ *                       onnx_import_own.c: clgrad's own exports, whole)
  * onnx.pb-c.h is generated from onnx.proto by protoc-c at build time.
  */
 #ifndef CLGRAD_ONNX_IMPL_H
@@ -66,12 +67,22 @@ void ox_attr_s(ox_graph *g, const char *name, const char *v);
 void ox_attr_ints(ox_graph *g, const char *name, int n, const int64_t *v);
 void ox_attr_strings(ox_graph *g, const char *name, int n, const char *const *v);
 /* The model (opset 17) with its input and output, packed and written atomically. in_dims
- * and out_dims exclude the batch axis, which is the dynamic "batch". */
+ * and out_dims exclude the batch axis, which is the dynamic "batch". model_json (NULL:
+ * none) goes into the metadata as OX_META_MODEL. */
 clg_status ox_graph_write(ox_graph *g, const char *input, int in_type, int in_ndim, const int64_t *in_dims,
-                          const char *output, int out_ndim, const int64_t *out_dims);
+                          const char *output, int out_ndim, const int64_t *out_dims, const char *model_json);
+/* The graph alone, packed (malloc'd; *len set), NULL when out of memory. */
+uint8_t *ox_graph_bytes(ox_graph *g, const char *input, int in_type, int in_ndim, const int64_t *in_dims,
+                        const char *output, int out_ndim, const int64_t *out_dims, size_t *len);
+#define OX_META_MODEL "clgrad.model"
 
 /* ---- export ----------------------------------------------------------------------------------- */
 
+/* net (built from m) as a graph in g, ready for ox_graph_write or ox_graph_bytes with
+ * ox_export_io's input and output; CLG_OK or the failure, recorded. */
+clg_status ox_export_graph(ox_graph *g, clg_module *net, const clg_model *m);
+/* A graph made by ox_export_graph: its packed bytes. */
+uint8_t *ox_export_bytes(ox_graph *g, const clg_model *m, size_t *len);
 /* The weight `name` of net as float32 host data (malloc'd; *numel set), or NULL after
  * failing on the device. */
 float *ox_weight(clg_module *net, const char *name, int64_t *numel, int ndim_want, int64_t *dims);
@@ -232,6 +243,10 @@ bool ix_squeeze(ix_ctx *c, const Onnx__NodeProto *n, bool un);
 bool ix_constant_of_shape(ix_ctx *c, const Onnx__NodeProto *n);
 bool ix_of_zeros(ix_ctx *c, const Onnx__NodeProto *n);
 bool ix_pad(ix_ctx *c, const Onnx__NodeProto *n);
+/* A file clgrad exported: its embedded model file, the network built from it with the
+ * file's weights, accepted when exporting that network gives the file's graph byte for
+ * byte (onnx_import_own.c). false (nothing made, no message) when it does not. */
+bool ix_own_export(ix_ctx *c, const char *json, clg_model **desc, clg_module **net);
 /* The layers read from a formula or a shape trick (onnx_import_patterns.c): GELU's erf
  * formula at its Div, GELU's tanh one at its Mul(x, x), SiLU at its Sigmoid, GroupNorm
  * at its Reshape to [0, G, -1] (else a Reshape that flattens), ConvTranspose, Resize. */

@@ -294,7 +294,16 @@ clg_status clg_module_import_onnx(clg_device *dev, const char *path, clg_model *
         return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg_module_import_onnx: device %p, path %p, desc %p, net %p",
                          (void *)dev, (void *)path, (void *)desc, (void *)net);
     ix_ctx c = {.dev = dev, .path = path};
-    bool ok = read_model(&c) && read_inputs(&c);
+    bool ok = read_model(&c);
+    const char *own = NULL;   /* clgrad's export: its model file, checked by exporting it again */
+    for (size_t i = 0; ok && i < c.model->n_metadata_props; i++)
+        if (c.model->metadata_props[i]->key && !strcmp(c.model->metadata_props[i]->key, OX_META_MODEL))
+            own = c.model->metadata_props[i]->value;
+    if (own && ix_own_export(&c, own, desc, net)) {
+        ctx_free(&c);
+        return CLG_OK;
+    }
+    ok = ok && read_inputs(&c);
     for (size_t i = 0; ok && i < c.g->n_node; i++) ok = c.done[i] || ix_node(&c, i);
     ok = ok && check_output(&c);
     clg_status st = ok ? build(&c, desc, net) : CLG_ERR_UNSUPPORTED;
