@@ -62,5 +62,6 @@
 #include "clgrad/train.h"
 #include "clgrad/io.h"
 #include "clgrad/model.h"
+#include "clgrad/onnx.h"
 
 #endif

@@ -3,7 +3,8 @@
 # As root it runs apt-get; otherwise it prints the one command to run and fails.
 # Idempotent: a second run finds nothing missing and does nothing.
 #   sh scripts/install-deps.sh          to build and train (the quick start; Open MPI for
-#                                       data-parallel training with mpirun)
+#                                       data-parallel training with mpirun; protobuf-c for
+#                                       ONNX export and import)
 #   sh scripts/install-deps.sh --test   also what the tests and benchmarks compare against
 #                                       (NumPy, PyTorch, and OpenBLAS under them: without it
 #                                       they run the 50x slower reference BLAS) and run on
@@ -12,13 +13,16 @@
 #                                       man pages (help2man writes them in the build);
 #                                       cpack's .deb packages need dpkg-dev and file,
 #                                       and lintian checks them; doxygen writes the API
-#                                       reference (the docs target)
+#                                       reference (the docs target); python3-onnx, and
+#                                       venv and pip for onnxruntime from PyPI (the ONNX
+#                                       tests' oracle, installed by the test into the build
+#                                       tree)
 set -eu
 pkgs="build-essential cmake pkgconf ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
       clinfo libclblast-dev zlib1g-dev libdeflate-dev libjansson-dev dataset-fashion-mnist gnuplot-nox
-      fortunes libopenmpi-dev openmpi-bin help2man"
+      fortunes libopenmpi-dev openmpi-bin help2man libprotobuf-c-dev protobuf-c-compiler"
 if [ "${1:-}" = "--test" ]; then
-  pkgs="$pkgs python3-numpy python3-torch libopenblas0-pthread mesa-opencl-icd oclgrind g++ groff-base dpkg-dev file lintian doxygen"
+  pkgs="$pkgs python3-numpy python3-torch libopenblas0-pthread mesa-opencl-icd oclgrind g++ groff-base dpkg-dev file lintian doxygen python3-onnx python3-venv python3-pip"
 fi
 missing=""
 for p in $pkgs; do

@@ -21,6 +21,8 @@ static const struct command {
     {"info", cmd_info, "the layers, settings and training state in a checkpoint"},
     {"plot", cmd_plot, "draw a metrics file's loss and accuracy curves as a PNG"},
     {"conformance", cmd_conformance, "check every op and optimizer against host references on every device"},
+    {"export", cmd_export, "write a checkpoint's network and weights as an ONNX model"},
+    {"import", cmd_import, "read an ONNX model (torch.onnx.export's) into a checkpoint"},
     {"warmup", cmd_warmup, "compile what training model files needs and store it in the program cache"},
 };
 

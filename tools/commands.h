@@ -13,5 +13,7 @@ int cmd_info(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_conformance(int argc, char **argv);
 int cmd_warmup(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_import(int argc, char **argv);
 
 #endif

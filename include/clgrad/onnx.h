@@ -1,0 +1,97 @@
+/* clgrad/onnx.h: ONNX models out of and into clgrad: a model file's network with its
+ * weights as an ONNX graph (opset 17) for onnxruntime and other runtimes, and the graph
+ * torch.onnx.export writes back as a model description and a network that trains.
+ *
+ *   clg_device *dev;
+ *   if (clg_device_open(NULL, &dev) != CLG_OK) return 1;
+ *   if (!clg_onnx_available()) { fprintf(stderr, "built without ONNX\n"); clg_device_close(dev); return 0; }
+ *   char err[512];
+ *   clg_model *desc;
+ *   const char *text = "{\"input\": [4], \"layers\": [{\"type\": \"linear\", \"out\": 3}, \"relu\"]}";
+ *   if (clg_model_parse(text, strlen(text), "tiny.json", &desc, err, sizeof err) != CLG_OK) return 1;
+ *   clg_module *net = clg_model_build(desc, dev);
+ *   if (clg_module_export_onnx(net, desc, "tiny.onnx") != CLG_OK)   // weights as they are now
+ *       fprintf(stderr, "%s\n", clg_device_error(dev));
+ *   clg_model *back;
+ *   clg_module *net2;                                                // trainable, as any network
+ *   if (clg_module_import_onnx(dev, "tiny.onnx", &back, &net2) != CLG_OK)
+ *       fprintf(stderr, "%s\n", clg_device_error(dev));              // names the node and op
+ *   char *json = clg_model_json(back);                               // for clg_checkpoint_save
+ *   free(json);
+ *   clg_module_free(net2);  clg_model_free(back);
+ *   clg_module_free(net);  clg_model_free(desc);  clg_device_close(dev);
+ *
+ * EXPORT. The graph takes "input" [batch, <the model's input shape>] (float32, or int64
+ * tokens for a model whose first layer is an embedding or a gpt; batch is a dynamic axis)
+ * and gives "output"; weights are float32 initializers named after the state ("0.weight";
+ * reordered or transposed copies add a suffix). The network runs as in evaluation mode:
+ * dropout is a Dropout node (the identity in inference), batch norm uses its running
+ * statistics. Every model-file layer exports: linear (Gemm, or MatMul and Add on more
+ * axes), conv1d, conv2d, conv_transpose2d, max_pool2d, avg_pool2d, global_avg_pool2d,
+ * batch_norm1d/2d, layer_norm, group_norm (InstanceNormalization of [N, G, rest], then
+ * the affine, as torch.onnx.export writes it below opset 18), dropout, flatten, upsample
+ * (Resize), relu, leaky_relu, sigmoid, tanh, gelu and gelu_tanh (their formulas in Erf or
+ * Tanh), silu, elu, softplus, softmax, embedding (Gather), rnn, lstm and gru (ONNX RNN,
+ * LSTM and GRU, gates reordered from PyTorch's i, f, g, o to ONNX's i, o, f, c and r, z, n
+ * to z, r, h, GRU with linear_before_reset = 1, batch-first by Transposes; a stateful
+ * layer's carried state is not exported: the graph starts from zeros), basic_block and
+ * bottleneck (Conv, BatchNormalization, Relu, Add), multihead_attention, transformer_block
+ * and gpt (attention as MatMul, Softmax, Transpose and Reshape, a causal mask as a constant
+ * [T, T]; gpt's head tied to its token embedding), add and concat.
+ *
+ * The model file goes into the graph's metadata ("clgrad.model"), so that import gives
+ * it back whole (below).
+ *
+ * IMPORT. A file clgrad exported comes back whole: the model file in its metadata, built
+ * and filled from its initializers, is accepted when exporting it again gives the file's
+ * graph byte for byte (so every layer round-trips, attention and gpt included, with its
+ * names, loss, optimizer and input transforms); a file edited since is read as any other.
+ * Any other graph: its one input (float32, or integer tokens into a Gather of an
+ * embedding table) with every axis but the first fixed, and one output. Nodes become
+ * model-file layers: Gemm, MatMul (+ Add of a bias) -> linear; Conv -> conv1d/conv2d;
+ * ConvTranspose -> conv_transpose2d; MaxPool, AveragePool, GlobalAveragePool (a Pad of
+ * zero width before them passes); BatchNormalization -> batch_norm1d/2d (note that
+ * torch.onnx.export in evaluation mode folds a batch norm after a convolution into the
+ * convolution's weights); LayerNormalization; GroupNorm's InstanceNormalization formula;
+ * Flatten, and a Reshape to [batch, -1] (x.view(x.size(0), -1)); Resize by whole scales
+ * -> upsample; Relu, LeakyRelu, Sigmoid, Tanh, Elu, Softplus, Softmax (last axis); the
+ * formulas of GELU (erf and tanh) and SiLU; Gather -> embedding; LSTM, GRU
+ * (linear_before_reset = 1) and RNN, forward, from a zero state, between the Transposes
+ * of batch_first (stacked nodes become one layer of several); Add of two activations ->
+ * add; Concat -> concat; Dropout and Identity. Shape arithmetic (Shape, Gather,
+ * Unsqueeze, Concat, ConstantOfShape, Slice, Expand) is followed where it only makes a
+ * recurrent layer's zero state or the batch size. Anything else (attention graphs among
+ * them: torch.onnx.export's MultiheadAttention, TransformerEncoderLayer and GPT are not
+ * read yet) fails with one message naming the node and its op: never a different model.
+ * The model description of such a graph has the default loss and optimizer
+ * (cross_entropy, sgd), no input transforms and no data.
+ *
+ * ERRORS go on the device (clg_device_error): the file, the node or layer, the cause.
+ * Without ONNX at build time (protobuf-c missing) both calls return CLG_ERR_UNSUPPORTED.
+ */
+#ifndef CLGRAD_ONNX_H
+#define CLGRAD_ONNX_H
+
+#include "model.h"
+#include "nn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Whether this library was built with ONNX (CLGRAD_ONNX at configure time). */
+CLG_API bool clg_onnx_available(void);
+
+/* Write net, built from desc (clg_model_build) and holding its current weights, to
+ * path as an ONNX model (opset 17), atomically. */
+CLG_API clg_status clg_module_export_onnx(clg_module *net, const clg_model *desc, const char *path);
+
+/* Read an ONNX model into a model description and a network on dev with its weights
+ * (parameters trainable, in training mode as clg_model_build's). On failure both are
+ * NULL. */
+CLG_API clg_status clg_module_import_onnx(clg_device *dev, const char *path, clg_model **desc, clg_module **net);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,182 @@
+"""onnx_check.py: the Python side of test_io_onnx, with onnxruntime (from PyPI, in the
+build tree's venv: tests/io/onnx_venv.sh), python3-onnx and python3-torch as oracles.
+
+    onnx_check.py ort DIR NAME...  each DIR/NAME.onnx (clgrad's export) must pass
+                                   onnx.checker.check_model(full_check=True), and
+                                   onnxruntime on DIR/NAME_x.npy must give DIR/NAME_y.npy
+                                   (clgrad's outputs) to 1e-5 relative to the largest
+    onnx_check.py edit DIR NAME    DIR/NAME.onnx saved again unchanged (NAME_same.onnx), with
+                                   a LayerNormalization's epsilon changed (NAME_eps.onnx), and
+                                   with its embedded model file's "heads": 2 made 4 (NAME_meta.onnx)
+    onnx_check.py torch DIR        PyTorch equivalents of the example models (small) exported
+                                   by torch.onnx.export (opset 17, dynamic batch) as
+                                   DIR/t_NAME.onnx, with inputs t_NAME_x.npy (tokens as int32)
+                                   and PyTorch's outputs t_NAME_y.npy; onnxruntime must agree
+                                   with PyTorch to 1e-5 relative. Also t_bad.onnx, with an op
+                                   import does not read (LogSoftmax).
+"""
+import os
+import sys
+import warnings
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import torch
+from torch import nn
+
+TOL = 1e-5
+
+
+def close(got, want, what):
+    scale = max(1.0, float(np.abs(want).max()))
+    diff = float(np.abs(got.astype(np.float64) - want.astype(np.float64)).max())
+    print(f"{what}: max |diff| {diff:.3g} (scale {scale:.3g})")
+    if got.shape != want.shape or not diff <= TOL * scale:
+        print(f"{what}: MISMATCH, shapes {got.shape} and {want.shape}")
+        return False
+    return True
+
+
+def run_ort(path, x):
+    s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    if x.dtype.kind == "i":
+        x = x.astype(np.int64)
+    return s.run(None, {s.get_inputs()[0].name: x})[0]
+
+
+def cmd_ort(d, names):
+    ok = True
+    for name in names:
+        path = os.path.join(d, name + ".onnx")
+        onnx.checker.check_model(onnx.load(path), full_check=True)
+        x = np.load(os.path.join(d, name + "_x.npy"))
+        ok = close(run_ort(path, x), np.load(os.path.join(d, name + "_y.npy")), "onnxruntime vs clgrad " + name) and ok
+    return ok
+
+
+class Seq(nn.Module):
+    """Layers applied in turn, a recurrent layer's output taken from its tuple."""
+
+    def __init__(self, *layers):
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+            if isinstance(x, tuple):
+                x = x[0]
+        return x
+
+
+class Block(nn.Module):
+    """torchvision's BasicBlock."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x)))))
+        return torch.relu(y + (x if self.down is None else self.down(x)))
+
+
+class View(nn.Module):
+    """x.view(x.size(0), -1), as many models flatten."""
+
+    def forward(self, x):
+        return x.view(x.size(0), -1)
+
+
+def models():
+    """name: (module, input); tokens as int64."""
+    img = torch.rand(3, 1, 28, 28)
+    tok = torch.randint(0, 256, (3, 12))
+    return {
+        "mlp": (nn.Sequential(nn.Flatten(), nn.Linear(784, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(),
+                              nn.Linear(32, 10)), img),
+        "cnn": (nn.Sequential(nn.Conv2d(1, 8, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+                              nn.Conv2d(8, 16, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                              nn.Linear(784, 32), nn.ReLU(), nn.Linear(32, 10)), img),
+        # batch norm after a pool and after a linear stays a node (after a conv it is folded)
+        "cnn_bn": (nn.Sequential(nn.Conv2d(1, 8, 5, padding=2, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
+                                 nn.AvgPool2d(2), nn.BatchNorm2d(8), nn.Flatten(), nn.Linear(1568, 32, bias=False),
+                                 nn.BatchNorm1d(32), nn.ReLU(), nn.Dropout(0.3), nn.Linear(32, 10)), img),
+        "resnet": (nn.Sequential(nn.Conv2d(1, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
+                                 Block(8, 8, 1), Block(8, 16, 2), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                                 nn.Linear(16, 10)), img),
+        "act": (nn.Sequential(nn.Flatten(), nn.Linear(784, 16), nn.GELU(), nn.LayerNorm(16), nn.Linear(16, 16),
+                              nn.Tanh(), nn.Linear(16, 16), nn.Sigmoid(), nn.Linear(16, 16), nn.LeakyReLU(0.2),
+                              nn.Linear(16, 16), nn.ELU(), nn.Linear(16, 16), nn.Softplus(), nn.Linear(16, 10),
+                              nn.Softmax(-1)), img),
+        "more": (nn.Sequential(nn.Conv2d(1, 4, 3, stride=2), nn.SiLU(), nn.GroupNorm(2, 4),
+                               nn.ConvTranspose2d(4, 3, 2, stride=2, padding=1, output_padding=1), nn.Upsample(scale_factor=2),
+                               nn.Upsample(scale_factor=2, mode="bilinear"), nn.MaxPool2d(4), View(),
+                               nn.Linear(3 * 25 * 25, 8), nn.GELU(approximate="tanh"), nn.Linear(8, 10)), img),
+        "lstm": (Seq(nn.Embedding(256, 16), nn.LSTM(16, 32, 2, batch_first=True), nn.Linear(32, 256)), tok),
+        "gru": (Seq(nn.Embedding(256, 16), nn.GRU(16, 24, 1, batch_first=True), nn.Linear(24, 256)), tok),
+        "rnn": (Seq(nn.Embedding(256, 16), nn.RNN(16, 24, 2, batch_first=True), nn.Linear(24, 256)), tok),
+        "bad": (nn.Sequential(nn.Flatten(), nn.Linear(784, 10), nn.LogSoftmax(-1)), img),
+    }
+
+
+def cmd_torch(d):
+    torch.manual_seed(0)
+    ok = True
+    for name, (m, x) in models().items():
+        for mod in m.modules():   # batch norm with statistics of its own
+            if isinstance(mod, nn.modules.batchnorm._BatchNorm):
+                mod.running_mean.uniform_(-0.5, 0.5)
+                mod.running_var.uniform_(0.5, 2)
+                mod.weight.data.uniform_(0.5, 1.5)
+                mod.bias.data.uniform_(-0.5, 0.5)
+        m.eval()
+        path = os.path.join(d, "t_" + name + ".onnx")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(m, x, path, opset_version=17, input_names=["input"], output_names=["output"],
+                              dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
+        with torch.no_grad():
+            y = m(x).numpy()
+        xs = x.numpy().astype(np.int32) if x.dtype == torch.int64 else x.numpy()
+        np.save(os.path.join(d, "t_" + name + "_x.npy"), xs)
+        np.save(os.path.join(d, "t_" + name + "_y.npy"), y)
+        ok = close(run_ort(path, x.numpy()), y, "onnxruntime vs PyTorch " + name) and ok
+    return ok
+
+
+def cmd_edit(d, name):
+    path = os.path.join(d, name + ".onnx")
+    m = onnx.load(path)
+    onnx.save(m, os.path.join(d, name + "_same.onnx"))
+    ln = next(n for n in m.graph.node if n.op_type == "LayerNormalization")
+    next(a for a in ln.attribute if a.name == "epsilon").f = 1e-3
+    onnx.save(m, os.path.join(d, name + "_eps.onnx"))
+    m = onnx.load(path)
+    meta = next(p for p in m.metadata_props if p.key == "clgrad.model")
+    assert '"heads": 2' in meta.value
+    meta.value = meta.value.replace('"heads": 2', '"heads": 4')
+    onnx.save(m, os.path.join(d, name + "_meta.onnx"))
+    return True
+
+
+def main():
+    if len(sys.argv) >= 3 and sys.argv[1] == "ort":
+        return 0 if cmd_ort(sys.argv[2], sys.argv[3:]) else 1
+    if len(sys.argv) == 4 and sys.argv[1] == "edit":
+        return 0 if cmd_edit(sys.argv[2], sys.argv[3]) else 1
+    if len(sys.argv) == 3 and sys.argv[1] == "torch":
+        return 0 if cmd_torch(sys.argv[2]) else 1
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
