@@ -32,7 +32,7 @@ int cmd_export(int argc, char **argv)
 {
     const char *device = NULL;
     int rc = parse(argc, argv, "export", &device, NULL,
-                   "usage: clgrad export CKPT OUT.onnx [--device SPEC]\n"
+                   "Usage: clgrad export CKPT OUT.onnx [--device SPEC]\n"
                    "Writes the network of a clgrad checkpoint, with its weights, as an ONNX model (opset 17)\n"
                    "for onnxruntime and other runtimes: input \"input\" [batch, <the model's input>] (float32,\n"
                    "or int64 tokens), output \"output\"; evaluation mode (dropout off, batch norm's running\n"
@@ -87,7 +87,7 @@ int cmd_import(int argc, char **argv)
 {
     const char *device = NULL, *model_path = NULL;
     int rc = parse(argc, argv, "import", &device, &model_path,
-                   "usage: clgrad import MODEL.onnx OUT.ckpt [--model OUT.json] [--device SPEC]\n"
+                   "Usage: clgrad import MODEL.onnx OUT.ckpt [--model OUT.json] [--device SPEC]\n"
                    "Reads an ONNX model into a checkpoint of its network and weights. clgrad export's files\n"
                    "come back whole, with their model file; torch.onnx.export's (opset 13 or later; not\n"
                    "attention graphs yet: include/clgrad/onnx.h lists the ops read) get a model description\n"
