@@ -12,6 +12,7 @@ CLG_ELEMENTWISE1(logical_not, (T)(x == (T)0))
 
 CLG_ELEMENTWISE1(neg, -x)
 CLG_ELEMENTWISE1(exp, exp(x))
+CLG_FLAT16_1(exp, exp(x), 1)
 CLG_ELEMENTWISE1(log, clg_log(x))   // common.cl: vectorizable for float32
 CLG_ELEMENTWISE1(sqrt, sqrt(x))
 CLG_ELEMENTWISE1(abs, fabs(x))
@@ -36,6 +37,16 @@ inline T clg_sigmoid(T x)
     return x >= (T)0 ? (T)1 / d : e / d;
 }
 CLG_ELEMENTWISE1(sigmoid, clg_sigmoid(x))
+// sigmoid and expm1 (common.cl's clg_expm1f) as expressions that a float and a float16
+// both take (?: selects per lane on vectors): the flat16 kernels' math, SLEEF's vector
+// exp on 16 lanes, the one-element math for the tail.
+#define CLG_SIGMOID_E(x, e) ((x) >= 0.0f ? 1.0f / (1.0f + (e)) : (e) / (1.0f + (e)))
+#define CLG_EXPM1_POLY(x)                                                                    \
+    ((x) + (x) * ((x) * ((((((((1.0f / 3628800.0f * (x) + 1.0f / 362880.0f) * (x) + 1.0f / 40320.0f) * (x) + \
+                              1.0f / 5040.0f) * (x) + 1.0f / 720.0f) * (x) + 1.0f / 120.0f) * (x) +        \
+                           1.0f / 24.0f) * (x) + 1.0f / 6.0f) * (x) + 0.5f)))
+#define CLG_EXPM1_E(x) (fabs(x) < 0.7f ? CLG_EXPM1_POLY(x) : exp(x) - 1.0f)
+CLG_FLAT16_1(sigmoid, CLG_SIGMOID_E(x, exp(-fabs(x))), 1)
 // Past |x| = 9.01 (float) or 19.06 (double) tanh(x) rounds to +-1, but some libms
 // (POCL's float tanh) return 1 - ulp there: saturate exactly, as PyTorch does.
 #ifdef CLG_F64
@@ -85,7 +96,9 @@ inline T clg_softplus(T x, T beta, T threshold)
 CLG_ELEMENTWISE1(softplus, clg_softplus(x, s0, s1))
 // silu(x) = x sigmoid(x); elu(x; alpha = s0) = x above 0, alpha (e^x - 1) at or below.
 CLG_ELEMENTWISE1(silu, x * clg_sigmoid(x))
+CLG_FLAT16_1(silu, x * CLG_SIGMOID_E(x, exp(-fabs(x))), 1)
 CLG_ELEMENTWISE1(elu, x > (T)0 ? x : s0 * clg_expm1(x))
+CLG_FLAT16_1(elu, x > 0.0f ? x : s0 * CLG_EXPM1_E(x), 1)
 // gelu's tanh approximation (PyTorch's approximate='tanh'):
 // x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); the tanh saturates as clg_tanh does.
 #define CLG_SQRT_2_PI ((T)0.79788456080286535588)

@@ -498,6 +498,8 @@ static void poison_pool(clg_device *dev, int64_t n)
     clg_scope_end(dev);
 }
 
+static clg_tensor *elu_07(clg_tensor *t) { return clg_elu(t, 0.7); }
+
 /* The 16-wide kernels (flat16) against the one-element ones over floats of every
  * exponent, specials among them, mixed within each vector: a vector function that goes
  * wrong for some lanes because of another lane's value (POCL 3.1's sin for small lanes
@@ -517,8 +519,9 @@ static void flat16_lanes(clg_device *dev)
     const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-45f, 3e38f, 2e7f};
     for (int i = 0; i < N; i += 37) x[i] = special[(i / 37) % 8];
     const char *table = clg__device_params(dev)->flat16 ? "on" : "off";
-    const struct { const char *name; clg_tensor *(*op)(clg_tensor *); } f[] = {{"sin", clg_sin}, {"cos", clg_cos},
-                                                                             {"tan", clg_tan}};
+    const struct { const char *name; clg_tensor *(*op)(clg_tensor *); } f[] = {
+        {"sin", clg_sin}, {"cos", clg_cos}, {"tan", clg_tan}, {"exp", clg_exp}, {"sigmoid", clg_sigmoid},
+        {"silu", clg_silu}, {"elu", elu_07}};
     for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
         float *out[2] = {a, b};
         for (int pass = 0; pass < 2; pass++) {
@@ -532,7 +535,7 @@ static void flat16_lanes(clg_device *dev)
         }
         int bad = 0, at = -1;
         for (int i = 0; i < N; i++) {
-            if (isnan(a[i]) && isnan(b[i])) continue;
+            if ((isnan(a[i]) && isnan(b[i])) || a[i] == b[i]) continue;   /* infinities too */
             float big = fmaxf(fabsf(a[i]), fabsf(b[i]));
             if (!(fabsf(a[i] - b[i]) <= 2 * (nextafterf(big, INFINITY) - big))) bad++, at = at < 0 ? i : at;
         }

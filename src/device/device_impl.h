@@ -308,7 +308,7 @@ typedef struct clg_device_params {
      * sum each output's run (index.c), where work-items are lanes. */
     bool scatter_lines;
     /* Contiguous float32 operands of the ops whose kernels have a 16-wide variant (libm's
-     * math: sin, cos, tan, pow; CLG_FLAT16_* in cl_kernels/common.cl) run 16 elements per
+     * math: sin, cos, tan, pow, exp, sigmoid, silu, elu; CLG_FLAT16_* in cl_kernels/common.cl) run 16 elements per
      * work-item in vectors ("on": devices with float vectors 8 wide or more, where POCL
      * calls SLEEF's vector functions instead of one libm call per element), or one
      * element per work-item ("off"). */
