@@ -307,6 +307,12 @@ typedef struct clg_device_params {
      * where a work-item is a core's SIMD thread (wide_items); sorted: sort the keys and
      * sum each output's run (index.c), where work-items are lanes. */
     bool scatter_lines;
+    /* const_strides = on: elementwise launches over rows whose inputs are read at stride
+     * 0 or 1 along the row, one at 0 (a broadcast), use the rowsu kernels built with
+     * those strides as constants (iter.c): where work-items are a core's SIMD threads,
+     * whose work-group loop POCL vectorizes only for a stride of 1 (20x on [M, N] against
+     * [M, 1]). Off where work-items are lanes: a program build less per stride pattern. */
+    bool const_strides;
     /* Contiguous float32 operands of the ops whose kernels have a 16-wide variant (libm's
      * math: sin, cos, tan, pow, exp, sigmoid, silu, elu; CLG_FLAT16_* in cl_kernels/common.cl) run 16 elements per
      * work-item in vectors ("on": devices with float vectors 8 wide or more, where POCL

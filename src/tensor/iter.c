@@ -91,8 +91,10 @@ clg_status clg__iter_launch(clg_device *dev, const clg_iter *it, const char *pro
     }
     /* Rows whose inputs are read at stride 0 or 1 along the row, one of them at 0 (a
      * broadcast), into an output at stride 1: the rowsu kernels, built with those strides
-     * as constants, which POCL vectorizes where the rows kernel could not (common.cl). */
-    bool rowsu = rows && it->n > 1 && it->strides[0][3] == 1, broadcast = false;
+     * as constants, which POCL vectorizes where the rows kernel could not (common.cl;
+     * device table: const_strides). */
+    bool rowsu = rows && clg__device_params(dev)->const_strides && it->n > 1 && it->strides[0][3] == 1,
+         broadcast = false;
     int u[4] = {1, 1, 1, 1};
     for (int i = 1; rowsu && i < it->n; i++) {
         rowsu = it->strides[i][3] == 0 || it->strides[i][3] == 1;
