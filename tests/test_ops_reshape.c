@@ -270,6 +270,45 @@ static void test_tri(clg_device *dev)
     free(lw);
 }
 
+/* contiguous() of a transposed or permuted tensor whose two innermost axes swap (copy.c
+ * copy_transposed: 16 x 16 tiles, edges one by one), batched and not, from an offset,
+ * in every dtype; and axpy_ of such a tensor into a contiguous one (the gradient of a
+ * transpose accumulated), which copies it the same way first. */
+static void test_transposed_copies(clg_device *dev)
+{
+    enum { B = 3, I = 37, J = 50 };   /* neither a multiple of 16: edge tiles on both sides */
+    static double x[B * (J + 1) * I], want[B * I * J];
+    optest_fill(x, B * (J + 1) * I, -100, 100, 31);
+    for (int i = 0; i < B * (J + 1) * I; i++) x[i] = floor(x[i]);   /* exact in every dtype */
+    const clg_dtype dts[] = {CLG_F32, CLG_F64, CLG_I32, CLG_F16, CLG_BF16};
+    for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++) {
+        if (dts[di] == CLG_F64 && !optest_fp64(dev)) continue;
+        clg_scope_begin(dev);
+        char w[128];
+        /* t: [B, J + 1, I] contiguous; its rows 1.. J as a view from an offset, permuted to [B, I, J] */
+        clg_tensor *t = optest_tensor(dev, dts[di], CLG_SHAPE(B, J + 1, I), x, OPTEST_CONTIGUOUS);
+        clg_tensor *v = clg_permute(clg_narrow(t, 1, 1, J), 3, (const int[]){0, 2, 1});
+        for (int b = 0; b < B; b++)
+            for (int i = 0; i < I; i++)
+                for (int j = 0; j < J; j++) want[(b * I + i) * J + j] = x[(b * (J + 1) + j + 1) * I + i];
+        snprintf(w, sizeof w, "contiguous of a permuted [3, 37, 50] %s", clg_dtype_name(dts[di]));
+        optest_close(w, clg_contiguous(v), want, B * I * J, 0, 0);
+        /* one matrix: transpose of [50, 37] */
+        clg_tensor *m = clg_transpose(clg_narrow(clg_narrow(t, 0, 1, 1), 1, 1, J), 1, 2);
+        snprintf(w, sizeof w, "contiguous of a transposed [50, 37] %s", clg_dtype_name(dts[di]));
+        optest_close(w, clg_contiguous(m), want + I * J, I * J, 0, 0);
+        if (dts[di] == CLG_F32 || dts[di] == CLG_F64) {
+            clg_tensor *y = clg_ones(dev, dts[di], CLG_SHAPE(B, I, J));
+            CHECK_OK(dev, clg_axpy_(y, 2.0, v));
+            double w2[B * I * J];
+            for (int i = 0; i < B * I * J; i++) w2[i] = 1 + 2 * want[i];
+            snprintf(w, sizeof w, "axpy_ of a permuted [3, 37, 50] %s", clg_dtype_name(dts[di]));
+            optest_close(w, y, w2, B * I * J, 0, 0);
+        }
+        clg_scope_end(dev);
+    }
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
@@ -280,6 +319,7 @@ int main(void)
     test_repeat(dev);
     test_pad(dev);
     test_tri(dev);
+    test_transposed_copies(dev);
     clg_device_close(dev);
     return check_report("test_ops_reshape");
 }

@@ -65,6 +65,31 @@ static clg_status copy_converting(clg_tensor *dst, const clg_tensor *src)
     return st;
 }
 
+/* A copy whose source runs along the next-to-last axis of the iteration and whose
+ * destination along the last (contiguous() after transpose or a permute swapping the
+ * innermost two axes), in 16 x 16 tiles (copy.cl copy_transposed): the strided kernels
+ * read such a source one gathered element per lane. false: not that shape. */
+static bool copy_transposed(clg_device *dev, const clg_iter *it, const char *opts, clg_status *st)
+{
+    int d = it->ndim;
+    if (d < 2 || d > 3) return false;
+    int64_t I = it->shape[d - 2], J = it->shape[d - 1];
+    if (I < 16 || J < 16 || it->strides[0][d - 1] != 1 || it->strides[1][d - 2] != 1 || it->strides[1][d - 1] < 16)
+        return false;
+    clg_kernel *k = clg__kernel_get(dev, "copy", opts, "copy_transposed");
+    if (!k) {
+        *st = dev->status;
+        return true;
+    }
+    int64_t B = d == 3 ? it->shape[0] : 1;
+    clg_arg args[] = {CLG_ARG_I(I), CLG_ARG_I(J), CLG_ARG_M(it->mem[0]), CLG_ARG_I(it->offset[0]),
+                      CLG_ARG_L(d == 3 ? it->strides[0][0] : 0), CLG_ARG_I(it->strides[0][d - 2]),
+                      CLG_ARG_M(it->mem[1]), CLG_ARG_I(it->offset[1]), CLG_ARG_L(d == 3 ? it->strides[1][0] : 0),
+                      CLG_ARG_I(it->strides[1][d - 1])};
+    *st = clg__launch_rows3(dev, k, args, 10, (size_t)((J + 63) / 64), (size_t)((I + 15) / 16), (size_t)B);
+    return true;
+}
+
 /* dst (any strides) <- src broadcast to dst's shape, converting the dtype. A capture
  * is told when that is a plain copy of bytes, which its plan may leave out. */
 static clg_status copy_into(clg_tensor *dst, const clg_tensor *src)
@@ -76,7 +101,9 @@ static clg_status copy_into(clg_tensor *dst, const clg_tensor *src)
     clg_iter it;
     clg__iter_init(&it, 2, (clg_tensor *const[]){dst, (clg_tensor *)src});
     int mark = clg__cap_mark(dst->dev);
-    clg_status st = clg__iter_launch(dst->dev, &it, "copy", opts, "copy", NULL, 0);
+    clg_status st = CLG_OK;
+    if (it.numel == 0 || dst->dtype != src->dtype || !copy_transposed(dst->dev, &it, opts, &st))
+        st = clg__iter_launch(dst->dev, &it, "copy", opts, "copy", NULL, 0);
     if (st == CLG_OK && mark >= 0 && dst->dtype == src->dtype && dst->numel == src->numel &&
         clg_tensor_is_contiguous(dst) && clg_tensor_is_contiguous(src)) {
         size_t es = clg_dtype_size(dst->dtype);
@@ -202,8 +229,18 @@ clg_status clg_axpy_(clg_tensor *y, double alpha, const clg_tensor *x)
     }
     clg_iter it;
     clg__iter_init(&it, 3, (clg_tensor *const[]){y, y, (clg_tensor *)x});
+    /* x transposed against a contiguous y (the gradient of a transpose, accumulated):
+     * copied in tiles first, then added flat, where the rows kernel would gather. */
+    int d = it.ndim;
+    clg_tensor *xc = NULL;
+    if (clg_tensor_is_contiguous(y) && (d == 2 || d == 3) && it.strides[2][d - 2] == 1 && it.strides[2][d - 1] >= 16 &&
+        it.shape[d - 2] >= 16 && it.shape[d - 1] >= 16) {
+        if (!(xc = clg__copy_as((clg_tensor *)x, x->dtype))) return y->dev->status;
+        clg__iter_init(&it, 3, (clg_tensor *const[]){y, y, xc});
+    }
     clg_arg s[2] = {clg__arg_scalar(y->dtype, alpha), clg__arg_scalar(y->dtype, 0)};
     clg_status st = clg__iter_launch(y->dev, &it, "binary", clg__dtype_options(y->dtype), "axpy", s, 2);
+    clg_tensor_free(xc);
     if (st == CLG_OK) clg__tensor_written(y);
     return st;
 }
