@@ -92,8 +92,10 @@ static clg_status run_mrk(clg_device *dev, const char *kernel, clg_tensor *src, 
     clg_tensor *cur = src;
     bool first = true;
     /* Work-items enough to fill the device: where each is a SIMD thread of a core
-     * (row_items), a few hundred; where each is a lane, thousands. */
-    int64_t spread = clg__device_params(dev)->row_items ? 256 : 4096;
+     * (row_items) walking a contiguous row, a few hundred; else thousands (lanes, or
+     * columns that POCL's vectorized items read a row apart: sum over the 2048 rows of
+     * [2048, 512] took 3.5 ms in 256 work-items, 2.2 in 4096). */
+    int64_t spread = clg__device_params(dev)->row_items && K == 1 ? 256 : 4096;
     clg_status st = CLG_OK;
     for (;;) {
         int64_t C = 1;
@@ -113,6 +115,11 @@ static clg_status run_mrk(clg_device *dev, const char *kernel, clg_tensor *src, 
          * 16 rows, then a pass over the chunks. (With K = 1 each work-item reads one
          * contiguous row: one pass.) */
         else if (K > 1 && M * K >= 4096 && R >= 64) C = R / 16;
+        /* Rows 1 KiB apart or more (K >= 256 floats) walked far down alias in the caches
+         * (sum over the rows of [2048, 512]: 1.1-2.2 ms as above, against 0.3 for
+         * [2048, 384]): chunks of 16 rows there too, where the device's items are SIMD
+         * threads (row_items). */
+        if (K >= 256 && R >= 64 && clg__device_params(dev)->row_items && C < R / 16) C = R / 16;
         if (C * cap < R) C = (R + cap - 1) / cap;
         if (C == 1) {
             st = mrk_pass(dev, kernel, dtype, first, true, cur, M, R, K, 1, dst, scale);
