@@ -1,0 +1,68 @@
+"""python_torch: clgrad.safetensors with PyTorch (python3-torch): every dtype round trips
+through load_torch / save_torch, bfloat16 as torch.bfloat16, and the NumPy and torch
+paths read each other's files to the same values. Fails without torch (install-deps.sh
+--test installs it)."""
+import os
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+from clgrad import safetensors as st
+
+CHECKS = 0
+
+
+def check(cond, what):
+    global CHECKS
+    CHECKS += 1
+    if not cond:
+        sys.exit("FAIL: " + what)
+
+
+def main():
+    torch.manual_seed(3)
+    tmp = tempfile.mkdtemp(prefix="clgrad-py-torch.")
+    tensors = {
+        "f64": torch.randn(3, 2, dtype=torch.float64),
+        "f32": torch.randn(2, 3, 4),
+        "f16": torch.randn(5).half(),
+        "bf16": torch.randn(4, 4).bfloat16(),
+        "i64": torch.tensor(-(2 ** 40)),                   # 0-d, as a PyTorch optimizer's step
+        "i32": torch.randint(-1000, 1000, (6,), dtype=torch.int32),
+        "i16": torch.randint(-1000, 1000, (2, 2), dtype=torch.int16),
+        "i8": torch.arange(-128, 128, dtype=torch.int8),
+        "u8": torch.arange(256, dtype=torch.uint8),
+        "bool": torch.tensor([True, False]),
+        "empty": torch.zeros(0, 2),
+        "strided": torch.arange(12.0).reshape(3, 4).t(),    # not contiguous: written row-major
+    }
+    path = os.path.join(tmp, "t.safetensors")
+    st.save_torch(path, tensors, {"format": "pt"})
+    back = st.load_torch(path)
+    check(list(back) == list(tensors), "load_torch keeps the order")
+    for k, t in tensors.items():
+        b = back[k]
+        check(b.dtype == t.dtype and b.shape == t.shape and torch.equal(b, t), "%s: %s back as %s" % (k, t, b))
+    check(st.file_dtypes(path)["bf16"] == "BF16" and st.load_metadata(path) == {"format": "pt"}, "bf16 header")
+
+    # NumPy reads torch's file: bfloat16 widened to float32, the rest as stored
+    arrays = st.load(path)
+    for k, t in tensors.items():
+        want = t.float().numpy() if t.dtype == torch.bfloat16 else t.numpy()
+        check(arrays[k].dtype == want.dtype and np.array_equal(arrays[k], want), "NumPy reads %s otherwise" % k)
+
+    # torch reads NumPy's file, BF16 written from floats included (the same rounding as torch's)
+    x = np.random.default_rng(2).normal(size=(64,)).astype(np.float32)
+    x[:3] = [1 + 2 ** -8, 1 + 3 * 2 ** -8, -(1 + 2 ** -8)]   # ties: to even
+    np_path = os.path.join(tmp, "n.safetensors")
+    st.save(np_path, {"x": x, "y": np.arange(5, dtype=np.int64)}, dtypes={"x": "BF16"})
+    tb = st.load_torch(np_path)
+    check(tb["x"].dtype == torch.bfloat16 and torch.equal(tb["x"], torch.from_numpy(x).bfloat16()),
+          "BF16 from NumPy differs from torch's rounding")
+    check(torch.equal(tb["y"], torch.arange(5)), "int64 from NumPy")
+    print("python_torch: %d checks passed (torch %s)" % (CHECKS, torch.__version__))
+
+
+main()
