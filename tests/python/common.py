@@ -1,6 +1,8 @@
 """What the Python tests that run the clgrad command share: a small model file and a
 CSV of 96 samples made here (no dataset needed), trained for a few steps."""
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -50,4 +52,7 @@ def trained(tmp):
 
 
 def tmpdir():
-    return tempfile.mkdtemp(prefix="clgrad-py.")
+    """A fresh directory, removed when the test ends (passed or failed)."""
+    path = tempfile.mkdtemp(prefix="clgrad-py.")
+    atexit.register(shutil.rmtree, path, True)
+    return path

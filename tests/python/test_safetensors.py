@@ -6,13 +6,13 @@ import ctypes
 import os
 import struct
 import sys
-import tempfile
 
 import numpy as np
 
 import clgrad
-from clgrad import safetensors as st
 from clgrad import _lib
+from clgrad import safetensors as st
+from common import tmpdir
 
 rng = np.random.default_rng(7)
 CHECKS = 0
@@ -82,7 +82,7 @@ def c_read(lib, path):
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="clgrad-py-st.")
+    tmp = tmpdir()
     path = os.path.join(tmp, "all.safetensors")
     floats = rng.normal(size=(3, 4)).astype(np.float32)
     tensors = dict(ARRAYS, bf16=floats)

@@ -4,12 +4,12 @@ paths read each other's files to the same values. Fails without torch (install-d
 --test installs it)."""
 import os
 import sys
-import tempfile
 
 import numpy as np
 import torch
 
 from clgrad import safetensors as st
+from common import tmpdir
 
 CHECKS = 0
 
@@ -23,7 +23,7 @@ def check(cond, what):
 
 def main():
     torch.manual_seed(3)
-    tmp = tempfile.mkdtemp(prefix="clgrad-py-torch.")
+    tmp = tmpdir()
     tensors = {
         "f64": torch.randn(3, 2, dtype=torch.float64),
         "f32": torch.randn(2, 3, 4),
