@@ -237,7 +237,9 @@ class Model:
         return model
 
     def _input(self, x):
-        x = np.asarray(x)
+        """A new Tensor of x's values in the dtype the model takes (a Tensor is copied too,
+        so that the caller's stays theirs)."""
+        x = x.numpy() if isinstance(x, Tensor) else np.asarray(x)
         if self.takes_tokens and x.dtype.kind not in "iu":
             raise TypeError("clgrad.Model: %s inputs for a model of integer tokens" % x.dtype)
         if not self.takes_tokens and x.dtype.kind not in "fiu":
@@ -255,7 +257,8 @@ class Model:
         return x
 
     def __call__(self, x):
-        """The network on a batch [N, *input] in eval mode, without gradients: NumPy out."""
+        """The network on a batch [N, *input] (NumPy or Tensor) in eval mode, without
+        gradients: NumPy out."""
         lib_, dev = self.device._lib, self.device.ptr
         lib_.clg_module_train(self._live(), False)
         with self._input(x) as t:
