@@ -12,11 +12,12 @@ by close() or the with-block, at the latest when garbage-collected; closing a de
 closes what was made on it first (a tensor must not outlive its device).
 """
 import ctypes
+import json
 import weakref
 
 import numpy as np
 
-from . import _lib
+from . import _lib, safetensors
 
 F32, F64, I32 = 0, 1, 2   # clg_dtype
 _DTYPES = {np.dtype(np.float32): F32, np.dtype(np.float64): F64, np.dtype(np.int32): I32}
@@ -187,7 +188,8 @@ def _is_safetensors(path):
 
 
 class Model:
-    """A network built from a model file (clgrad/model.h), with its loss and optimizer."""
+    """A network built from a model file (clgrad/model.h), with its loss and optimizer.
+    spec: the model file in its canonical form (every setting written out), as a dict."""
 
     def __init__(self, device, desc):
         """Takes ownership of desc (a clg_model *), freed by close() even when this fails."""
@@ -200,16 +202,29 @@ class Model:
         except BaseException:
             self.close()
             raise
+        text = lib_.clg_model_json(desc)   # the canonical form: every setting written out
+        if not text:
+            self.close()
+            raise Error("clgrad: the model's canonical text: out of host memory")
+        self.spec = json.loads(ctypes.string_at(text).decode())
+        _libc.free(text)
+        self._clip = float(self.spec["optimizer"].get("clip_grad_norm", 0))
+        n = lib_.clg_module_parameters(self._net, None, 0, True)
+        self._params = (ctypes.c_void_p * max(n, 1))()
+        lib_.clg_module_parameters(self._net, self._params, n, True)
+        self._nparams = n
         shape = (_lib.c_i64 * _lib.MAX_DIMS)()
         self.input_shape = tuple(shape[i] for i in range(lib_.clg_model_input(desc, shape)))
         self.outputs = lib_.clg_model_outputs(desc)
         self.takes_tokens = bool(lib_.clg_model_takes_tokens(desc))
 
     @classmethod
-    def load(cls, device, path, seed=None):
+    def load(cls, device, path, seed=None, optimizer_state=True):
         """A model file (a new network, initialised from seed: by default the file's
         train.seed, as `clgrad train` does) or a checkpoint of clgrad (the network its
-        model description builds, with its weights; the optimizer starts afresh)."""
+        model description builds, with its weights and, when the checkpoint holds an
+        optimizer's and optimizer_state is true, the optimizer's state, step count and lr
+        and the device's generator, as `clgrad train --resume` restores them)."""
         lib_, err = device._lib, ctypes.create_string_buffer(1024)
         desc = ctypes.c_void_p()
         if _is_safetensors(path):
@@ -229,8 +244,9 @@ class Model:
         device.seed(lib_.clg_model_get_train(desc).contents.seed if seed is None else seed)
         model = cls(device, desc.value)
         if _is_safetensors(path):
+            opt = model._opt if optimizer_state and safetensors.load_metadata(path).get("optim.name") else None
             try:
-                device.check(lib_.clg_checkpoint_load(model._net, None, path.encode(), None, None), "load %s" % path)
+                device.check(lib_.clg_checkpoint_load(model._net, opt, path.encode(), None, None), "load %s" % path)
             except BaseException:
                 model.close()
                 raise
@@ -274,7 +290,9 @@ class Model:
     def train_step(self, x, labels):
         """One step on a batch in train mode: forward, the model file's loss against int32
         labels [N] (per token [N, T] for a model of tokens), backward, an optimizer step.
-        Returns the loss before the step."""
+        Returns the loss before the step. Gradients are clipped as the file's
+        clip_grad_norm says; the learning rate stays the optimizer's (a schedule in the
+        model file is the caller's: clgrad train applies it per epoch)."""
         lib_, dev = self.device._lib, self.device.ptr
         lib_.clg_module_train(self._live(), True)
         with self._input(x) as t, Tensor(self.device, labels, np.int32) as y:
@@ -286,6 +304,9 @@ class Model:
                 self.device.check(lib_.clg_tensor_item(loss, ctypes.byref(value)), "loss value")
                 lib_.clg_optimizer_zero_grad(self._opt)
                 self.device.check(lib_.clg_backward(loss, None), "backward")
+                if self._clip > 0:   # the model file's clip_grad_norm, as clgrad train clips
+                    self.device.check(lib_.clg_clip_grad_norm(self._nparams, self._params, self._clip, None),
+                                      "clip_grad_norm")
                 self.device.check(lib_.clg_optimizer_step(self._opt), "optimizer step")
                 return value.value
             finally:

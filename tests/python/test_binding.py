@@ -1,6 +1,7 @@
 """python_binding: the ctypes binding (clgrad.core) against the clgrad command. A
 checkpoint's forward equals `clgrad predict` on the same raw inputs; a model file's
-network, trained by train_step, lowers its loss; the library's errors arrive as
+network, trained by train_step, lowers its loss; a step from a checkpoint continues its
+Adam state as NumPy's Adam does, and clips as the model file says; the library's errors arrive as
 clgrad.Error with its message; nothing leaks and closing frees in order. Usage:
 test_binding.py CLGRAD (CLGRAD_LIB names the library)."""
 import os
@@ -64,6 +65,65 @@ def training_lowers_loss(dev, model_file):
     print("python_binding: loss %.4f -> %.4f in 30 steps" % (losses[0], losses[-1]))
 
 
+def mlp_grads(w, x, y):
+    """The gradients of the mean cross-entropy of the test model (linear, relu, linear)."""
+    z1 = x @ w["0.weight"].T + w["0.bias"]
+    h = np.maximum(z1, 0)
+    z2 = h @ w["head.weight"].T + w["head.bias"]
+    p = np.exp(z2 - z2.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    dz2 = (p - np.eye(3)[y]) / len(y)
+    dz1 = (dz2 @ w["head.weight"]) * (z1 > 0)
+    return {"head.weight": dz2.T @ h, "head.bias": dz2.sum(0), "0.weight": dz1.T @ x, "0.bias": dz1.sum(0)}
+
+
+def weights(m, tmp):
+    path = os.path.join(tmp, "weights.safetensors")
+    m.save(path)
+    return {k: v.astype(np.float64) for k, v in clgrad.safetensors.load(path).items()}
+
+
+def resumed_optimizer(dev, tmp, ckpt):
+    """A checkpoint's Adam state is restored: one step equals NumPy's Adam from it."""
+    ck = clgrad.checkpoint.load(ckpt)
+    w = {k: v.astype(np.float64) for k, v in ck.weights.items()}
+    x, y = samples(16, 3)
+    with clgrad.Model.load(dev, ckpt) as m:
+        xt = m.transform(x)
+        m.train_step(xt, y)
+        got = weights(m, tmp)
+    g = mlp_grads(w, xt.astype(np.float64), y)
+    t = ck.train["optim.steps"] + 1
+    lr, b1, b2, eps = ck.train["optim.lr"], 0.9, 0.999, 1e-8
+    for k in w:
+        st = "optim.state.%s." % k
+        mom = b1 * ck.optimizer[st + "exp_avg"] + (1 - b1) * g[k]
+        var = b2 * ck.optimizer[st + "exp_avg_sq"] + (1 - b2) * g[k] ** 2
+        want = w[k] - lr * (mom / (1 - b1 ** t)) / (np.sqrt(var / (1 - b2 ** t)) + eps)
+        if not np.allclose(got[k], want, rtol=1e-4, atol=1e-5):
+            fail("%s after a step from the checkpoint's Adam state: off by %g" % (k, np.abs(got[k] - want).max()))
+    with clgrad.Model.load(dev, ckpt, optimizer_state=False) as fresh:
+        fresh.train_step(xt, y)
+        if all(np.allclose(got[k], v, rtol=1e-4, atol=1e-5) for k, v in weights(fresh, tmp).items()):
+            fail("a fresh optimizer stepped as the restored one: the state was not restored")
+
+
+def clipped(dev, tmp):
+    """The model file's clip_grad_norm applies: an SGD step moves the weights by lr * clip."""
+    path = os.path.join(tmp, "clip.json")
+    with open(path, "w") as f:
+        f.write('{"input": [4], "layers": [{"type": "linear", "out": 3}], '
+                '"optimizer": {"type": "sgd", "lr": 0.5, "clip_grad_norm": 0.01}}')
+    x, y = samples(16, 4)
+    with clgrad.Model.load(dev, path) as m:
+        before = weights(m, tmp)
+        m.train_step(x, y)
+        after = weights(m, tmp)
+    moved = np.sqrt(sum(((after[k] - before[k]) ** 2).sum() for k in before))
+    if abs(moved - 0.5 * 0.01) > 1e-5:
+        fail("an SGD step clipped to 0.01 at lr 0.5 moved the weights by %g, not 0.005" % moved)
+
+
 def errors(dev, tmp, model_file):
     with clgrad.Model.load(dev, model_file) as m:
         e = expect_error(lambda: m(np.zeros((2, 5), np.float32)), "forward", "clg_linear", "[2, 5]")
@@ -113,6 +173,8 @@ def main():
     with clgrad.Device() as dev:
         forward_matches_predict(dev, tmp, ckpt)
         training_lowers_loss(dev, model_file)
+        resumed_optimizer(dev, tmp, ckpt)
+        clipped(dev, tmp)
         errors(dev, tmp, model_file)
     tensors_and_closing(tmp, model_file)
     print("python_binding: forward equals clgrad predict, training lowers the loss, errors carry clgrad's messages")
