@@ -126,7 +126,14 @@ class Tensor:
     converted only if given a dtype). Not in any scope: it lives until close()."""
 
     def __init__(self, device, array, dtype=None):
-        arr = np.ascontiguousarray(array, dtype=dtype)
+        arr = np.asarray(array)
+        if dtype is not None and np.dtype(dtype) == np.int32 and arr.dtype != np.int32:
+            # NumPy's astype wraps out-of-range integers and truncates floats, silently
+            if arr.dtype.kind not in "iub":
+                raise TypeError("clgrad.Tensor: %s values as int32 (give integers)" % arr.dtype)
+            if arr.size and (arr.min() < -2 ** 31 or arr.max() >= 2 ** 31):
+                raise ValueError("clgrad.Tensor: values in [%d, %d] do not fit int32" % (arr.min(), arr.max()))
+        arr = np.ascontiguousarray(arr, dtype=dtype)
         if arr.dtype not in _DTYPES:
             raise TypeError("clgrad.Tensor: dtype %s (give float32, float64 or int32)" % arr.dtype)
         if arr.ndim > _lib.MAX_DIMS:

@@ -154,6 +154,12 @@ def tensors_and_closing(tmp, model_file):
     i = clgrad.Tensor(dev, [[1, -2]], np.int32)
     if i.numpy().tolist() != [[1, -2]] or i.dtype != np.int32:
         fail("int32 tensor")
+    for bad, exc in (([2 ** 31], ValueError), ([0.5], TypeError)):   # never wrapped or truncated
+        try:
+            clgrad.Tensor(dev, np.array(bad), np.int32)
+            fail("%s became an int32 tensor" % bad)
+        except exc:
+            pass
     m = clgrad.Model.load(dev, model_file)
     dev.close()   # closes the model and the tensors first
     expect_error(t.numpy, "freed")
