@@ -276,7 +276,8 @@ class Model:
         per = int(np.prod(self.input_shape))
         if x.size % per:
             raise ValueError("clgrad.Model.transform: %d values are not samples of %d" % (x.size, per))
-        self.device._lib.clg_model_transform(self._desc, x.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), x.size // per)
+        data = x.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+        self.device._lib.clg_model_transform(self._desc, data, x.size // per)
         return x
 
     def __call__(self, x):

@@ -129,7 +129,8 @@ def errors(dev, tmp, model_file):
         e = expect_error(lambda: m(np.zeros((2, 5), np.float32)), "forward", "clg_linear", "[2, 5]")
         if e.status != "CLG_ERR_SHAPE":
             fail("status %s" % e.status)
-        expect_error(lambda: m.train_step(np.zeros((2, 4), np.float32), np.array([0, 7], np.int32)), "label 7", "out of range")
+        expect_error(lambda: m.train_step(np.zeros((2, 4), np.float32), np.array([0, 7], np.int32)),
+                     "label 7", "out of range")
         m(np.zeros((2, 4), np.float32))   # the device is usable after an error
     bad = os.path.join(tmp, "bad.json")
     with open(bad, "w") as f:
