@@ -62,6 +62,18 @@ def main():
     check(tb["x"].dtype == torch.bfloat16 and torch.equal(tb["x"], torch.from_numpy(x).bfloat16()),
           "BF16 from NumPy differs from torch's rounding")
     check(torch.equal(tb["y"], torch.arange(5)), "int64 from NumPy")
+    # dtypes this torch may lack (float8 came in 2.1, uint16-64 in 2.3): its own, or a TypeError naming them
+    f8 = os.path.join(tmp, "f8.safetensors")
+    st.write_items(f8, [("a", "F8_E4M3", (3,), bytes([0x38, 0xB8, 0x7E])), ("u", "U16", (1,), b"\xff\xff")])
+    if hasattr(torch, "float8_e4m3fn") and hasattr(torch, "uint16"):
+        t8 = st.load_torch(f8)
+        check(t8["a"].float().tolist() == [1.0, -1.0, 448.0] and int(t8["u"][0]) == 65535, "float8 through torch")
+    else:
+        try:
+            st.load_torch(f8)
+            check(False, "load_torch read a dtype this torch lacks")
+        except TypeError as e:
+            check("this torch has no" in str(e), "load_torch's error: %s" % e)
     print("python_torch: %d checks passed (torch %s)" % (CHECKS, torch.__version__))
 
 
