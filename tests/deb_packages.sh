@@ -5,7 +5,7 @@
 # Extracted with dpkg-deb -x into a private root (nothing is installed on the system),
 # they build and run the consumers of tests/consumer (CMake's find_package and
 # pkg-config, C and C++), the command runs and says its version, and the example trainers
-# shipped in share/clgrad build against them.
+# shipped in share/clgrad build against them, and the Python package there imports.
 # usage: deb_packages.sh BUILD_DIR SOURCE_DIR C_COMPILER CXX_COMPILER VERSION
 set -eu
 build=$1 src=$2 cc=$3 cxx=$4 version=$5
@@ -78,4 +78,12 @@ cmake -S "$root/usr/share/clgrad/examples" -B "$work/examples" -DCMAKE_PREFIX_PA
     cmake --build "$work/examples" --target hello_device >>"$work/examples.log" 2>&1 ||
     { cat "$work/examples.log"; echo "FAIL the installed examples do not build"; exit 1; }
 run "$work/examples/hello_device"
+# The Python package in share/clgrad/python: the tree's files, and it runs the packaged library.
+for f in "$src"/python/clgrad/*.py; do
+    cmp -s "$f" "$root/usr/share/clgrad/python/clgrad/$(basename "$f")" || { echo "FAIL share/clgrad/python lacks clgrad/$(basename "$f")"; exit 1; }
+done
+pv=$(CLGRAD_LIB=$libdir/libclgrad.so.0 PYTHONPATH=$root/usr/share/clgrad/python PYTHONDONTWRITEBYTECODE=1 \
+     "${CLG_TEST_PYTHON:-/usr/bin/python3}" -c 'import clgrad; print(clgrad.version(), clgrad.__file__)') ||
+    { echo "FAIL the packaged Python package does not import"; exit 1; }
+[ "$pv" = "$version $root/usr/share/clgrad/python/clgrad/__init__.py" ] || { echo "FAIL the packaged Python package: $pv"; exit 1; }
 echo "deb packages: $(basename "$lib") $(basename "$dev") $(basename "$tools") built, extracted and used"
