@@ -21,9 +21,11 @@ export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$PWD/build/pocl-cache}
 BUILD_DIR=build BUILD_TYPE=RelWithDebInfo timed "build" sh scripts/build.sh -DCLGRAD_WERROR=ON
 timed "the suite on POCL" env -C build ctest --output-on-failure -j2 -LE oclgrind
 # rusticl runs all but the full trainings (label full: many steps to show a quality such
-# as a loss below the unigram entropy); their few-step twins (*_steps) run there instead.
+# as a loss below the unigram entropy; their few-step twins, *_steps, run there instead)
+# and the tests of the installed tree (label install: packages, man pages, completion,
+# consumers against a staged install), which check the install, not the implementation.
 timed "the suite on Mesa rusticl (llvmpipe)" env -C build RUSTICL_ENABLE=swrast CLG_DEVICE=llvmpipe \
-  ctest --output-on-failure -j2 -LE 'oclgrind|full'
+  ctest --output-on-failure -j2 -LE 'oclgrind|full|install'
 timed "every kernel under Oclgrind" env -C build ctest --output-on-failure -j2 -L oclgrind
 if [ "${1:-}" = "--sanitize" ]; then
   # The sanitizers check clgrad's host code, on POCL alone. tests/lsan.supp covers

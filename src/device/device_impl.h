@@ -313,6 +313,11 @@ typedef struct clg_device_params {
      * whose work-group loop POCL vectorizes only for a stride of 1 (20x on [M, N] against
      * [M, 1]). Off where work-items are lanes: a program build less per stride pattern. */
     bool const_strides;
+    /* transpose_tiles = on: contiguous() of a transpose (and axpy_ of one) moves 16 x 16
+     * tiles through a work-item's private tile (copy.cl copy_transposed), where a
+     * work-item is a core's SIMD thread; off where work-items are lanes, whose strided
+     * copy already reads a column coalesced across the lanes. */
+    bool transpose_tiles;
     /* Contiguous float32 operands of the ops whose kernels have a 16-wide variant (libm's
      * math: sin, cos, tan, pow, exp, sigmoid, silu, elu; CLG_FLAT16_* in cl_kernels/common.cl) run 16 elements per
      * work-item in vectors ("on": devices with float vectors 8 wide or more, where POCL

@@ -89,6 +89,7 @@ static void defaults(clg_device *dev)
     p->row_items = wide_items;
     p->scatter_lines = wide_items;
     p->const_strides = wide_items;
+    p->transpose_tiles = wide_items;
     p->flat16 = p->vector_float >= 8;
     cl_device_fp_config fp = 0;
     p->exact_div = clGetDeviceInfo(dev->id, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL) == CL_SUCCESS &&
@@ -176,6 +177,7 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
     if (!strcmp(key, "row_reduce")) return parse_choice(dev, key, value, origin, "items", "groups", &p->row_items);
     if (!strcmp(key, "scatter")) return parse_choice(dev, key, value, origin, "lines", "sorted", &p->scatter_lines);
     if (!strcmp(key, "const_strides")) return parse_choice(dev, key, value, origin, "on", "off", &p->const_strides);
+    if (!strcmp(key, "transpose_tiles")) return parse_choice(dev, key, value, origin, "on", "off", &p->transpose_tiles);
     if (!strcmp(key, "flat16")) return parse_choice(dev, key, value, origin, "on", "off", &p->flat16);
     if (!strcmp(key, "exact_div")) return parse_choice(dev, key, value, origin, "on", "off", &p->exact_div);
     if (!strcmp(key, "mma")) {
@@ -202,7 +204,7 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
     return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
                      "device parameters (%s): unknown key \"%s\" (known: gemm, gemm_tiles, group_1d, group_1d_min, group_tail, group_reduce, rows_min, "
                      "local_mem, max_group, binary_cache, col2im, gemm_dot, conv_columns, item_loops, attention, "
-                     "row_reduce, scatter, const_strides, flat16, exact_div, mma, mma_block)", origin, key);
+                     "row_reduce, scatter, const_strides, transpose_tiles, flat16, exact_div, mma, mma_block)", origin, key);
 }
 
 static char *trim(char *s)
@@ -275,13 +277,13 @@ void clg__params_format(const clg_device_params *p, char *buf, size_t len)
     snprintf(buf, len,
              "gemm = %s\ngemm_tiles = %s\ngroup_1d = %zu\ngroup_1d_min = %zu\ngroup_tail = %zu\ngroup_reduce = %zu\nrows_min = %zu\nvector_float = %d\n"
              "max_group = %zu\nmax_item = %zu %zu %zu\nlocal_mem = %llu%s\nbinary_cache = %s\ncol2im = %s\ngemm_dot = %s\nconv_columns = %s\nitem_loops = %zu\nattention = %s\n"
-             "row_reduce = %s\nscatter = %s\nconst_strides = %s\nflat16 = %s\nexact_div = %s\nmma = %s\nmma_block = %dx%dx%dx%dx%dx%d\n",
+             "row_reduce = %s\nscatter = %s\nconst_strides = %s\ntranspose_tiles = %s\nflat16 = %s\nexact_div = %s\nmma = %s\nmma_block = %dx%dx%dx%dx%dx%d\n",
              p->gemm, p->gemm_tiles ? "on" : "off", p->group_1d, p->group_1d_min, p->group_tail, p->group_reduce, p->rows_min, p->vector_float, p->max_group, p->max_item[0],
              p->max_item[1], p->max_item[2], (unsigned long long)p->local_mem,
              p->local_is_global ? " (emulated in global memory)" : "", p->binary_cache ? "on" : "off",
              p->col2im_planes ? "planes" : "gather", p->gemm_dot ? "on" : "off",
              p->conv_keep_columns ? "keep" : "rebuild", p->item_loops, p->attention_rows ? "rows" : "tiles",
-             p->row_items ? "items" : "groups", p->scatter_lines ? "lines" : "sorted", p->const_strides ? "on" : "off", p->flat16 ? "on" : "off",
+             p->row_items ? "items" : "groups", p->scatter_lines ? "lines" : "sorted", p->const_strides ? "on" : "off", p->transpose_tiles ? "on" : "off", p->flat16 ? "on" : "off",
              p->exact_div ? "on" : "off", p->mma == CLG_MMA_PTX ? "ptx" : p->mma == CLG_MMA_EMULATE ? "emulate" : "none",
              p->mma_block[0], p->mma_block[1], p->mma_block[2], p->mma_block[3], p->mma_block[4],
              p->mma_block[5]);

@@ -72,7 +72,7 @@ static clg_status copy_converting(clg_tensor *dst, const clg_tensor *src)
 static bool copy_transposed(clg_device *dev, const clg_iter *it, const char *opts, clg_status *st)
 {
     int d = it->ndim;
-    if (d < 2 || d > 3) return false;
+    if (d < 2 || d > 3 || !clg__device_params(dev)->transpose_tiles) return false;
     int64_t I = it->shape[d - 2], J = it->shape[d - 1];
     if (I < 16 || J < 16 || it->strides[0][d - 1] != 1 || it->strides[1][d - 2] != 1 || it->strides[1][d - 1] < 16)
         return false;
@@ -233,7 +233,8 @@ clg_status clg_axpy_(clg_tensor *y, double alpha, const clg_tensor *x)
      * copied in tiles first, then added flat, where the rows kernel would gather. */
     int d = it.ndim;
     clg_tensor *xc = NULL;
-    if (clg_tensor_is_contiguous(y) && (d == 2 || d == 3) && it.strides[2][d - 2] == 1 && it.strides[2][d - 1] >= 16 &&
+    if (clg__device_params(y->dev)->transpose_tiles && clg_tensor_is_contiguous(y) && (d == 2 || d == 3) &&
+        it.strides[2][d - 2] == 1 && it.strides[2][d - 1] >= 16 &&
         it.shape[d - 2] >= 16 && it.shape[d - 1] >= 16) {
         if (!(xc = clg__copy_as((clg_tensor *)x, x->dtype))) return y->dev->status;
         clg__iter_init(&it, 3, (clg_tensor *const[]){y, y, xc});
