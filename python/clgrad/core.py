@@ -52,7 +52,20 @@ def _text(b):
     return b.decode("utf-8", "replace") if b else ""
 
 
-class Device:
+class _Closing:
+    """close() at the end of a with block and when collected (each class has its close)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
+class Device(_Closing):
     """An OpenCL device (clg_device_open: spec None is the default, else "0", "pocl", ...)."""
 
     def __init__(self, spec=None):
@@ -107,21 +120,12 @@ class Device:
             self._lib.clg_device_close(self._ptr)
             self._ptr = None
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
-
 
 def _shape(shape):
     return (_lib.c_i64 * max(len(shape), 1))(*shape)
 
 
-class Tensor:
+class Tensor(_Closing):
     """A device tensor made from a NumPy array (float32, float64 or int32; others are
     converted only if given a dtype). Not in any scope: it lives until close()."""
 
@@ -168,15 +172,6 @@ class Tensor:
             self.device._lib.clg_tensor_free(self._ptr)
         self._ptr = None
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
-
 
 def _to_numpy(device, ptr):
     lib_ = device._lib
@@ -194,7 +189,7 @@ def _is_safetensors(path):
     return len(head) == 9 and head[8:9] == b"{"
 
 
-class Model:
+class Model(_Closing):
     """A network built from a model file (clgrad/model.h), with its loss and optimizer.
     spec: the model file in its canonical form (every setting written out), as a dict."""
 
@@ -339,12 +334,3 @@ class Model:
         if self._desc:
             lib_.clg_model_free(self._desc)
         self._opt = self._net = self._desc = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()

@@ -65,17 +65,24 @@ static clg_status copy_converting(clg_tensor *dst, const clg_tensor *src)
     return st;
 }
 
-/* A copy whose source runs along the next-to-last axis of the iteration and whose
- * destination along the last (contiguous() after transpose or a permute swapping the
- * innermost two axes), in 16 x 16 tiles (copy.cl copy_transposed): the strided kernels
- * read such a source one gathered element per lane. false: not that shape. */
-static bool copy_transposed(clg_device *dev, const clg_iter *it, const char *opts, clg_status *st)
+/* Operand op of it runs along the iteration's next-to-last axis and the output along
+ * the last (contiguous() after transpose or a permute swapping the innermost two axes,
+ * batched or not), and the device table moves such copies in tiles (transpose_tiles). */
+static bool transposed_layout(clg_device *dev, const clg_iter *it, int op)
 {
     int d = it->ndim;
-    if (d < 2 || d > 3 || !clg__device_params(dev)->transpose_tiles) return false;
+    return clg__device_params(dev)->transpose_tiles && (d == 2 || d == 3) && it->shape[d - 2] >= 16 &&
+           it->shape[d - 1] >= 16 && it->strides[0][d - 1] == 1 && it->strides[op][d - 2] == 1 &&
+           it->strides[op][d - 1] >= 16;
+}
+
+/* Such a copy in 16 x 16 tiles (copy.cl copy_transposed): the strided kernels read its
+ * source one gathered element per lane. false: not that shape. */
+static bool copy_transposed(clg_device *dev, const clg_iter *it, const char *opts, clg_status *st)
+{
+    if (!transposed_layout(dev, it, 1)) return false;
+    int d = it->ndim;
     int64_t I = it->shape[d - 2], J = it->shape[d - 1];
-    if (I < 16 || J < 16 || it->strides[0][d - 1] != 1 || it->strides[1][d - 2] != 1 || it->strides[1][d - 1] < 16)
-        return false;
     clg_kernel *k = clg__kernel_get(dev, "copy", opts, "copy_transposed");
     if (!k) {
         *st = dev->status;
@@ -231,11 +238,8 @@ clg_status clg_axpy_(clg_tensor *y, double alpha, const clg_tensor *x)
     clg__iter_init(&it, 3, (clg_tensor *const[]){y, y, (clg_tensor *)x});
     /* x transposed against a contiguous y (the gradient of a transpose, accumulated):
      * copied in tiles first, then added flat, where the rows kernel would gather. */
-    int d = it.ndim;
     clg_tensor *xc = NULL;
-    if (clg__device_params(y->dev)->transpose_tiles && clg_tensor_is_contiguous(y) && (d == 2 || d == 3) &&
-        it.strides[2][d - 2] == 1 && it.strides[2][d - 1] >= 16 &&
-        it.shape[d - 2] >= 16 && it.shape[d - 1] >= 16) {
+    if (clg_tensor_is_contiguous(y) && transposed_layout(y->dev, &it, 2)) {
         if (!(xc = clg__copy_as((clg_tensor *)x, x->dtype))) return y->dev->status;
         clg__iter_init(&it, 3, (clg_tensor *const[]){y, y, xc});
     }

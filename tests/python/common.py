@@ -19,6 +19,16 @@ def fail(what):
     sys.exit("FAIL: " + what)
 
 
+CHECKS = [0]
+
+
+def check(cond, what):
+    """One check: counted (CHECKS[0]), FAIL and exit when cond is false."""
+    CHECKS[0] += 1
+    if not cond:
+        fail(what)
+
+
 def run(*args):
     """The clgrad command (argv[1]) with args; its stdout, or FAIL with its output."""
     if len(sys.argv) < 2:

@@ -12,18 +12,9 @@ import numpy as np
 import clgrad
 from clgrad import _lib
 from clgrad import safetensors as st
-from common import tmpdir
+from common import CHECKS, check, tmpdir
 
 rng = np.random.default_rng(7)
-CHECKS = 0
-
-
-def check(cond, what):
-    global CHECKS
-    CHECKS += 1
-    if not cond:
-        sys.exit("FAIL: " + what)
-
 
 # One array per dtype NumPy holds, 0-d, empty and odd shapes among them.
 ARRAYS = {
@@ -154,7 +145,7 @@ def main():
             check(False, "save accepted %s" % (args[1:],))
         except exc:
             pass
-    print("python_safetensors: %d checks passed" % CHECKS)
+    print("python_safetensors: %d checks passed" % CHECKS[0])
 
 
 main()

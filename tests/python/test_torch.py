@@ -3,22 +3,12 @@ through load_torch / save_torch, bfloat16 as torch.bfloat16, and the NumPy and t
 paths read each other's files to the same values. Fails without torch (install-deps.sh
 --test installs it)."""
 import os
-import sys
 
 import numpy as np
 import torch
 
 from clgrad import safetensors as st
-from common import tmpdir
-
-CHECKS = 0
-
-
-def check(cond, what):
-    global CHECKS
-    CHECKS += 1
-    if not cond:
-        sys.exit("FAIL: " + what)
+from common import CHECKS, check, tmpdir
 
 
 def main():
@@ -74,7 +64,7 @@ def main():
             check(False, "load_torch read a dtype this torch lacks")
         except TypeError as e:
             check("this torch has no" in str(e), "load_torch's error: %s" % e)
-    print("python_torch: %d checks passed (torch %s)" % (CHECKS, torch.__version__))
+    print("python_torch: %d checks passed (torch %s)" % (CHECKS[0], torch.__version__))
 
 
 main()
