@@ -78,7 +78,7 @@ __kernel void fill_bias(int P, int NO, __global TS *y, __global const TS *b, int
 // item per pixel over a 1-D range with loop bounds of its own, ran ~4x slower on POCL.)
 // The terms are added in the order (ki, kj), as the first kernel did. The column index
 // is an int: the host checks the columns' size (im2col writes them with int indices).
-__kernel void col2im(__global const TS *col, __global TS *dx, int8 geo, int8 win)
+__kernel void col2im(__global const TS *col, __global TS *dx, int dxo, int8 geo, int8 win)
 {
     int iw = get_global_id(0), ih = get_global_id(1), nc = get_global_id(2);   // nc = n * C + c
     int P = GOH * GOW;
@@ -103,7 +103,7 @@ __kernel void col2im(__global const TS *col, __global TS *dx, int8 geo, int8 win
             }
         }
     }
-    CLG_ST(dx, (nc * GH + ih) * GW + iw, s);
+    CLG_ST(dx, dxo + (nc * GH + ih) * GW + iw, s);
 }
 
 // The same sum, one work-item per (n, c) plane (the device table's col2im = planes,
@@ -112,11 +112,11 @@ __kernel void col2im(__global const TS *col, __global TS *dx, int8 geo, int8 win
 // terms in col2im's order (the same bits). The columns are read once, in order, and the
 // plane stays in cache: ~5x faster than the gather on POCL. The range of ow whose input
 // column iw = ow * SW - PW + kj * DW falls inside [0, W) is computed, not tested.
-__kernel void col2im_planes(__global const TS *col, __global T *dx, int8 geo, int8 win)
+__kernel void col2im_planes(__global const TS *col, __global T *dx, int dxo, int8 geo, int8 win)
 {
     int nc = get_global_id(0);
     int P = GOH * GOW;
-    __global T *d = dx + nc * GH * GW;
+    __global T *d = dx + dxo + nc * GH * GW;
     for (int i = 0; i < GH * GW; i++) d[i] = (T)0;
     __global const TS *c = col + nc * GKH * GKW * P;
     for (int ki = 0; ki < GKH; ki++) {

@@ -2,9 +2,11 @@
  * pointwise), max_pool2d (inputs without ties), avg_pool2d (padding counted or not)
  * and global_avg_pool2d; and the max pool's routing of ties to the first maximum, as
  * PyTorch. Inputs are tiny: the check runs the function twice per input element. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "device_impl.h"
 #include "optest.h"
 
 #define IN(...) ((optest_input[]){__VA_ARGS__})
@@ -150,6 +152,22 @@ static void kept_columns_agree(clg_device *dev)
     variants_agree(dev, "conv_columns", (const char *const[]){"keep", "rebuild"}, 3, &geo, false, "conv2d dW");
 }
 
+/* The batch whole and in chunks of images (conv_chunk bytes of columns per chunk: 1 is
+ * an image each; 10368 is two of these images, so three images go as 2 + 1): the same
+ * bits for dx and dW (the same products, summed in the same order). */
+static void chunks_agree(clg_device *dev)
+{
+    clg_conv2d_params geo = {{2, 1}, {2, 1}, {1, 2}, 2};   /* 6 x 6 outputs: 4*9*36 floats per image */
+    char was[32];
+    snprintf(was, sizeof was, "%zu", clg__device_params(dev)->conv_chunk);
+    variants_agree(dev, "conv_chunk", (const char *const[]){"0", "1"}, 3, &geo, true, "conv2d dx");
+    variants_agree(dev, "conv_chunk", (const char *const[]){"0", "10368"}, 3, &geo, true, "conv2d dx");
+    variants_agree(dev, "conv_chunk", (const char *const[]){"0", "10368"}, 3, &geo, false, "conv2d dW");
+    CHECK_OK(dev, clg_device_set_param(dev, "conv_chunk", "1"));   /* and against the references */
+    conv_checks(dev, true);
+    CHECK_OK(dev, clg_device_set_param(dev, "conv_chunk", was));
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
@@ -163,6 +181,7 @@ int main(void)
     conv_checks(dev, false);
     CHECK_OK(dev, clg_device_set_param(dev, "conv_columns", "keep"));
     col2im_variants_agree(dev);
+    chunks_agree(dev);
     pool_checks(dev);
     more_layer_checks(dev);
     const double tie2[16] = {1, 0, 1, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0};

@@ -3,6 +3,7 @@
  * sizes, non-square shapes, odd sizes, inputs in every optest layout, bias or none,
  * float64, NaN in a max window, zero batches, and the errors. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,6 +106,15 @@ static void test_conv(clg_device *dev)
             /* the measured alternative (bench_conv) computes the same */
             check_conv(dev, &conv_cases[i], CLG_F32, (optest_layout)l, CLG_CONV_DIRECT);
         }
+    /* The batch in chunks of one image each (conv_chunk: bytes of columns per chunk),
+     * whatever the device's default: every image its own im2col and GEMM. */
+    char was[32];
+    snprintf(was, sizeof was, "%zu", clg__device_params(dev)->conv_chunk);
+    CHECK_OK(dev, clg_device_set_param(dev, "conv_chunk", "1"));
+    for (size_t i = 0; i < n; i++) check_conv(dev, &conv_cases[i], CLG_F32, OPTEST_SLICED, CLG_CONV_GEMM);
+    CHECK_OK(dev, clg_device_set_param(dev, "conv_chunk", "0"));
+    for (size_t i = 0; i < n; i++) check_conv(dev, &conv_cases[i], CLG_F32, OPTEST_CONTIGUOUS, CLG_CONV_GEMM);
+    CHECK_OK(dev, clg_device_set_param(dev, "conv_chunk", was));
     if (optest_fp64(dev)) {
         check_conv(dev, &conv_cases[1], CLG_F64, OPTEST_CONTIGUOUS, CLG_CONV_GEMM);
         check_conv(dev, &conv_cases[9], CLG_F64, OPTEST_PERMUTED, CLG_CONV_GEMM);

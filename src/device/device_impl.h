@@ -285,6 +285,11 @@ typedef struct clg_device_params {
      * im2col pass less per layer and step, the columns held until the tape goes, tens
      * of MB per layer at batch 128), or the backward rebuilds it ("rebuild"). */
     bool conv_keep_columns;
+    /* conv2d runs its batch in chunks of images whose column matrix is at most this many
+     * bytes, so that the columns stay in cache between the kernels that write and read
+     * them (CPUs: 9x a 3x3 convolution's input through memory and back cost more than
+     * its products); 0: the whole batch at once (GPUs, whose launches cost more). */
+    size_t conv_chunk;
     /* The most loop iterations one work-item may run, all its loops together. Mesa's
      * llvmpipe ends a work-item's loops after 65,535 iterations in all, silently (gallivm's
      * LP_MAX_TGSI_LOOP_ITERATIONS), and GPU drivers have watchdogs: kernels that walk a

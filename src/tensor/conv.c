@@ -138,22 +138,38 @@ static bool is_pointwise(const conv_geo *g)
     return g->KH == 1 && g->KW == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
 }
 
-static bool im2col(clg_tensor *x, const conv_geo *g, cols *c)
+/* Images per chunk: on devices whose table gives conv_chunk (bytes), the batch is
+ * convolved a few images at a time so that a chunk's column matrix stays in cache
+ * between im2col writing it and the GEMM reading it (and likewise dcol between the GEMM
+ * and col2im): the whole batch's columns are 9x its input for a 3x3 convolution, and
+ * moving them through memory and back cost more than the products (bench/RESULTS.md,
+ * session 21). 0: the whole batch at once. */
+static int64_t chunk_images(const clg_tensor *x, const conv_geo *g)
+{
+    size_t cap = clg__device_params(x->dev)->conv_chunk;
+    size_t per = (size_t)(g->C * g->KH * g->KW * pixels(g)) * clg_dtype_size(x->dtype);
+    if (!cap || !per || g->N == 0) return g->N;
+    int64_t nb = (int64_t)(cap / per);
+    return nb < 1 ? 1 : nb > g->N ? g->N : nb;
+}
+
+/* The column matrix of images [n0, n0 + nb) of x: [nb, C*KH*KW, OH*OW]. */
+static bool im2col(clg_tensor *x, const conv_geo *g, int64_t n0, int64_t nb, cols *c)
 {
     *c = (cols){0};
     if (is_pointwise(g) && clg_tensor_is_contiguous(x)) {
         c->buf = x->buf;
-        c->off = (size_t)x->offset;
+        c->off = (size_t)(x->offset + n0 * x->strides[0]);
         return true;
     }
-    int64_t rows = g->N * g->C * g->KH * g->KW;
-    c->t = clg__tensor_new(x->dev, x->dtype, 3, (const int64_t[]){g->N, rows / (g->N ? g->N : 1), pixels(g)});
+    int64_t rows = nb * g->C * g->KH * g->KW;
+    c->t = clg__tensor_new(x->dev, x->dtype, 3, (const int64_t[]){nb, g->C * g->KH * g->KW, pixels(g)});
     if (!c->t) return false;
     c->buf = c->t->buf;
     /* check_geometry bounds the column count by INT32_MAX: the kernel indexes with int. */
     bool w1 = g->sw == 1 && x->strides[3] == 1;
-    clg_arg a[] = {CLG_ARG_I(rows), CLG_ARG_M(x->buf->mem), CLG_ARG_I(x->offset), strides_arg(x),
-                   geo_arg(g), win_arg(g, 0, 0), CLG_ARG_M(c->t->buf->mem)};
+    clg_arg a[] = {CLG_ARG_I(rows), CLG_ARG_M(x->buf->mem), CLG_ARG_I(x->offset + n0 * x->strides[0]),
+                   strides_arg(x), geo_arg(g), win_arg(g, 0, 0), CLG_ARG_M(c->t->buf->mem)};
     if (clg__conv_launch_grid(x->dev, x->dtype, w1 ? "im2col_w1" : "im2col", a, 7,
                               (const int64_t[]){g->OW, g->OH, rows}) == CLG_OK)
         return true;
@@ -172,17 +188,17 @@ typedef struct operand {
     bool trans;
 } operand;
 
-/* For each group: C[n] = op(A[n]) . op(B[n]) + beta C[n] over the N images; C float32
+/* For each group: C[n] = op(A[n]) . op(B[n]) + beta C[n] over nb images; C float32
  * when c_f32 (16-bit A and B, gemm.h). */
-static clg_status grouped_gemm(clg_device *dev, clg_dtype dtype, const conv_geo *g, size_t m, size_t n, size_t k,
-                               operand a, operand b, double beta, operand c, bool c_f32)
+static clg_status grouped_gemm(clg_device *dev, clg_dtype dtype, const conv_geo *g, int64_t nb, size_t m, size_t n,
+                               size_t k, operand a, operand b, double beta, operand c, bool c_f32)
 {
     clg_status st = CLG_OK;
     for (int64_t gi = 0; st == CLG_OK && gi < g->G; gi++) {
         size_t s = (size_t)gi;
         clg_gemm_args ga = {
             .type = clg__gemm_type_of(dtype), .trans_a = a.trans, .trans_b = b.trans, .m = m, .n = n, .k = k,
-            .batch = (size_t)g->N, .alpha = 1.0, .beta = beta, .a = a.buf, .b = b.buf, .c = c.buf,
+            .batch = (size_t)nb, .alpha = 1.0, .beta = beta, .a = a.buf, .b = b.buf, .c = c.buf,
             .a_off = a.off + s * a.group_step, .lda = a.ld, .stride_a = a.stride, .b_off = b.off + s * b.group_step,
             .ldb = b.ld, .stride_b = b.stride, .c_off = c.off + s * c.group_step, .ldc = c.ld, .stride_c = c.stride,
             .c_f32 = c_f32,
@@ -212,7 +228,8 @@ static clg_status fill_bias(clg_tensor *y, clg_tensor *b)
     return clg__conv_launch_grid(y->dev, y->dtype, "fill_bias", a, 7, (const int64_t[]){P, NO, 1});
 }
 
-/* keep: the column tensor is handed out in *kept (NULL when x is its own columns). */
+/* keep: the column tensor is handed out in *kept (NULL when x is its own columns, or
+ * when the batch went in chunks: the backward builds them again). */
 static clg_status forward_gemm(clg_tensor *x, clg_tensor *w, clg_tensor *b, const conv_geo *g, clg_tensor *y,
                                clg_tensor **kept)
 {
@@ -220,17 +237,23 @@ static clg_status forward_gemm(clg_tensor *x, clg_tensor *w, clg_tensor *b, cons
     size_t K = (size_t)rows_per_group(g), P = (size_t)pixels(g), Og = (size_t)(g->O / g->G);
     if (b && fill_bias(y, b) != CLG_OK) return dev->status;
     clg_tensor *wm = weight_matrix(w);
-    cols c;
-    if (!wm || !im2col(x, g, &c)) {
-        if (wm != w) clg_tensor_free(wm);
-        return dev->status;
+    if (!wm) return dev->status;
+    int64_t nb = chunk_images(x, g);
+    clg_status st = CLG_OK;
+    for (int64_t n0 = 0; st == CLG_OK && n0 < g->N; n0 += nb) {
+        int64_t cnt = g->N - n0 < nb ? g->N - n0 : nb;
+        cols c;
+        if (!im2col(x, g, n0, cnt, &c)) {
+            st = dev->status;
+            break;
+        }
+        operand A = {wm->buf, (size_t)wm->offset, K, 0, Og * K, false};
+        operand B = {c.buf, c.off, P, (size_t)g->C * g->KH * g->KW * P, K * P, false};
+        operand C = {y->buf, (size_t)n0 * (size_t)g->O * P, P, (size_t)g->O * P, Og * P, false};
+        st = grouped_gemm(dev, x->dtype, g, cnt, Og, P, K, A, B, b ? 1.0 : 0.0, C, false);
+        if (kept && st == CLG_OK && cnt == g->N) *kept = c.t;   /* for the weight gradient */
+        else clg_tensor_free(c.t);   /* enqueued: the pool may hand the buffer on */
     }
-    operand A = {wm->buf, (size_t)wm->offset, K, 0, Og * K, false};
-    operand B = {c.buf, c.off, P, (size_t)g->C * g->KH * g->KW * P, K * P, false};
-    operand C = {y->buf, 0, P, (size_t)g->O * P, Og * P, false};
-    clg_status st = grouped_gemm(dev, x->dtype, g, Og, P, K, A, B, b ? 1.0 : 0.0, C, false);
-    if (kept && st == CLG_OK) *kept = c.t;   /* for the weight gradient */
-    else clg_tensor_free(c.t);               /* enqueued: the pool may hand the buffer on */
     if (wm != w) clg_tensor_free(wm);
     return st;
 }
@@ -289,13 +312,22 @@ clg_tensor *clg__conv_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, 
     size_t K = (size_t)rows_per_group(g), P = (size_t)pixels(g), Og = (size_t)(g->O / g->G);
     bool half = clg__is_half(x->dtype);
     clg_tensor *part = clg__tensor_new(x->dev, half ? CLG_F32 : x->dtype, 3, (const int64_t[]){g->N, g->O, (int64_t)K});
-    cols c = {NULL, kept ? kept->buf : NULL, kept ? (size_t)kept->offset : 0};   /* the forward's, if kept */
-    if (!part || (!kept && !im2col(x, g, &c))) return clg_tensor_free(part), NULL;
-    operand A = {gy->buf, (size_t)gy->offset, P, (size_t)g->O * P, Og * P, false};
-    operand B = {c.buf, c.off, P, (size_t)g->C * g->KH * g->KW * P, K * P, true};
-    operand C = {part->buf, 0, K, (size_t)g->O * K, Og * K, false};
-    clg_status st = grouped_gemm(x->dev, x->dtype, g, Og, K, P, A, B, 0.0, C, half);
-    clg_tensor_free(c.t);
+    if (!part) return NULL;
+    int64_t nb = kept ? g->N : chunk_images(x, g);
+    clg_status st = CLG_OK;
+    for (int64_t n0 = 0; st == CLG_OK && n0 < g->N; n0 += nb) {
+        int64_t cnt = g->N - n0 < nb ? g->N - n0 : nb;
+        cols c = {NULL, kept ? kept->buf : NULL, kept ? (size_t)kept->offset : 0};   /* the forward's, if kept */
+        if (!kept && !im2col(x, g, n0, cnt, &c)) {
+            st = x->dev->status;
+            break;
+        }
+        operand A = {gy->buf, (size_t)gy->offset + (size_t)n0 * (size_t)g->O * P, P, (size_t)g->O * P, Og * P, false};
+        operand B = {c.buf, c.off, P, (size_t)g->C * g->KH * g->KW * P, K * P, true};
+        operand C = {part->buf, (size_t)n0 * (size_t)g->O * K, K, (size_t)g->O * K, Og * K, false};
+        st = grouped_gemm(x->dev, x->dtype, g, cnt, Og, K, P, A, B, 0.0, C, half);
+        clg_tensor_free(c.t);
+    }
     clg_tensor *dw = st == CLG_OK ? clg_sum(part, CLG_AXES(0), false) : NULL;
     clg_tensor_free(part);
     if (dw && half) {
@@ -313,42 +345,57 @@ clg_tensor *clg__conv_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, 
  * work-item, which clears the plane and walks every window position, stays within
  * item_loops). The planes' sums are float32 for 16-bit tensors (conv.cl): into a
  * float32 scratch, then rounded. */
-static clg_status col2im(clg_tensor *dcol, clg_tensor *dx, const conv_geo *g)
+static bool col2im_planes(clg_device *dev, const conv_geo *g)
+{
+    int64_t plane_loops = g->H * g->W + g->KH * g->KW * (g->OH * g->OW + 1);
+    return clg__device_params(dev)->col2im_planes && plane_loops <= (int64_t)clg__device_params(dev)->item_loops;
+}
+
+/* Images [n0, n0 + nb) of dx from their dcol (planes: dx is T, the float32 scratch). */
+static clg_status col2im(clg_tensor *dcol, clg_tensor *dx, const conv_geo *g, int64_t n0, int64_t nb, bool planes)
 {
     clg_device *dev = dx->dev;
-    int64_t plane_loops = g->H * g->W + g->KH * g->KW * (g->OH * g->OW + 1);
-    if (!clg__device_params(dev)->col2im_planes || plane_loops > (int64_t)clg__device_params(dev)->item_loops) {
-        clg_arg a[] = {CLG_ARG_M(dcol->buf->mem), CLG_ARG_M(dx->buf->mem), geo_arg(g), win_arg(g, 0, 0)};
-        return clg__conv_launch_grid(dev, dx->dtype, "col2im", a, 4, (const int64_t[]){g->W, g->H, g->N * g->C});
+    int64_t at = n0 * g->C * g->H * g->W;
+    if (!planes) {
+        clg_arg a[] = {CLG_ARG_M(dcol->buf->mem), CLG_ARG_M(dx->buf->mem), CLG_ARG_I(at), geo_arg(g), win_arg(g, 0, 0)};
+        return clg__conv_launch_grid(dev, dx->dtype, "col2im", a, 5, (const int64_t[]){g->W, g->H, nb * g->C});
     }
-    clg_tensor *acc = clg__is_half(dx->dtype) ? clg__tensor_new(dev, CLG_F32, dx->ndim, dx->shape) : dx;
-    if (!acc) return dev->status;
-    clg_arg a[] = {CLG_ARG_M(dcol->buf->mem), CLG_ARG_M(acc->buf->mem), geo_arg(g), win_arg(g, 0, 0)};
-    clg_status st = launch(dev, dx->dtype, "col2im_planes", a, 4, g->N * g->C);
-    if (acc != dx) {
-        if (st == CLG_OK) st = clg_copy_(dx, acc);   /* rounded once */
-        clg_tensor_free(acc);
-    }
-    return st;
+    clg_arg a[] = {CLG_ARG_M(dcol->buf->mem), CLG_ARG_M(dx->buf->mem), CLG_ARG_I(at), geo_arg(g), win_arg(g, 0, 0)};
+    return launch(dev, dx->dtype, "col2im_planes", a, 5, nb * g->C);
 }
 
 /* dx = col2im(W^T . dy[n]) ([N, C, H, W] of g); for a pointwise convolution the
  * columns are dx itself. */
 clg_tensor *clg__conv_grad_input(clg_tensor *w, clg_tensor *gy, const conv_geo *g)
 {
-    clg_tensor *x = w;   /* the device and dtype */
-    size_t K = (size_t)rows_per_group(g), P = (size_t)pixels(g), Og = (size_t)(g->O / g->G);
-    clg_tensor *dx = clg__tensor_new(x->dev, x->dtype, 4, (const int64_t[]){g->N, g->C, g->H, g->W});
+    clg_device *dev = w->dev;
+    size_t K = (size_t)rows_per_group(g), P = (size_t)pixels(g), Og = (size_t)(g->O / g->G), CK = K * (size_t)g->G;
+    clg_tensor *dx = clg__tensor_new(dev, w->dtype, 4, (const int64_t[]){g->N, g->C, g->H, g->W});
     clg_tensor *wm = weight_matrix(w);
-    bool direct = is_pointwise(g);
-    clg_tensor *dcol = direct ? dx : clg__tensor_new(x->dev, x->dtype, 3, (const int64_t[]){g->N, g->C * g->KH * g->KW, (int64_t)P});
-    clg_status st = dx && wm && dcol ? CLG_OK : x->dev->status;
-    operand A = {wm ? wm->buf : NULL, wm ? (size_t)wm->offset : 0, K, 0, Og * K, true};
-    operand B = {gy->buf, (size_t)gy->offset, P, (size_t)g->O * P, Og * P, false};
-    operand C = {dcol ? dcol->buf : NULL, 0, P, (size_t)g->C * g->KH * g->KW * P, K * P, false};
-    if (st == CLG_OK) st = grouped_gemm(x->dev, x->dtype, g, K, P, Og, A, B, 0.0, C, false);
-    if (st == CLG_OK && !direct) st = col2im(dcol, dx, g);
-    if (!direct) clg_tensor_free(dcol);
+    bool direct = is_pointwise(g), planes = !direct && col2im_planes(dev, g);
+    /* col2im_planes accumulates: into a float32 scratch for 16-bit tensors, rounded once */
+    clg_tensor *acc = dx && planes && clg__is_half(dx->dtype) ? clg__tensor_new(dev, CLG_F32, 4, dx->shape) : dx;
+    clg_status st = dx && wm && acc ? CLG_OK : dev->status;
+    int64_t nb = chunk_images(w, g);
+    for (int64_t n0 = 0; st == CLG_OK && n0 < g->N; n0 += nb) {
+        int64_t cnt = g->N - n0 < nb ? g->N - n0 : nb;
+        clg_tensor *dcol = direct ? dx : clg__tensor_new(dev, w->dtype, 3, (const int64_t[]){cnt, (int64_t)CK, (int64_t)P});
+        if (!dcol) {
+            st = dev->status;
+            break;
+        }
+        size_t at = direct ? (size_t)n0 * CK * P : 0;
+        operand A = {wm->buf, (size_t)wm->offset, K, 0, Og * K, true};
+        operand B = {gy->buf, (size_t)gy->offset + (size_t)n0 * (size_t)g->O * P, P, (size_t)g->O * P, Og * P, false};
+        operand C = {dcol->buf, at, P, CK * P, K * P, false};
+        st = grouped_gemm(dev, w->dtype, g, cnt, K, P, Og, A, B, 0.0, C, false);
+        if (st == CLG_OK && !direct) st = col2im(dcol, acc, g, n0, cnt, planes);
+        if (!direct) clg_tensor_free(dcol);
+    }
+    if (acc != dx) {
+        if (st == CLG_OK) st = clg_copy_(dx, acc);   /* rounded once */
+        clg_tensor_free(acc);
+    }
     if (wm != w) clg_tensor_free(wm);
     if (st == CLG_OK) return dx;
     clg_tensor_free(dx);
