@@ -358,10 +358,10 @@ static clg_status col2im(clg_tensor *dcol, clg_tensor *dx, const conv_geo *g, in
     int64_t at = n0 * g->C * g->H * g->W;
     if (!planes) {
         clg_arg a[] = {CLG_ARG_M(dcol->buf->mem), CLG_ARG_M(dx->buf->mem), CLG_ARG_I(at), geo_arg(g), win_arg(g, 0, 0)};
-        return clg__conv_launch_grid(dev, dx->dtype, "col2im", a, 5, (const int64_t[]){g->W, g->H, nb * g->C});
+        return clg__conv_launch_grid(dev, dcol->dtype, "col2im", a, 5, (const int64_t[]){g->W, g->H, nb * g->C});
     }
     clg_arg a[] = {CLG_ARG_M(dcol->buf->mem), CLG_ARG_M(dx->buf->mem), CLG_ARG_I(at), geo_arg(g), win_arg(g, 0, 0)};
-    return launch(dev, dx->dtype, "col2im_planes", a, 5, nb * g->C);
+    return launch(dev, dcol->dtype, "col2im_planes", a, 5, nb * g->C);   /* built for dcol's type */
 }
 
 /* dx = col2im(W^T . dy[n]) ([N, C, H, W] of g); for a pointwise convolution the
