@@ -7,6 +7,7 @@
 
 #include "clgrad/dist.h"
 #include "nn_impl.h"
+#include "device_impl.h"
 #include "optest.h"
 
 #define IN(...) ((optest_input[]){__VA_ARGS__})
@@ -67,6 +68,38 @@ static clg_tensor *f_ce_smooth(clg_tensor **x, void *c)
 }
 static clg_tensor *f_bce(clg_tensor **x, void *c) { return clg_bce_with_logits(x[0], x[1], ((const gctx *)c)->red); }
 
+/* The float32 backward by row kernels (row_reduce = items) and by chunk groups, which
+ * the float64 gradient checks above verify: dx, dw and db within float32 rounding, over
+ * rows of 35 (two vectors of 16 and a tail of 3). */
+static void bn_rows_agree(clg_device *dev)
+{
+    enum { N = 4 * 3 * 5 * 7, L = N + 6 };
+    float got[2][L];
+    bool items = clg__device_params(dev)->row_items;
+    for (int v = 0; v < 2; v++) {
+        CHECK_OK(dev, clg_device_set_param(dev, "row_reduce", v ? "groups" : "items"));
+        clg_scope_begin(dev);
+        clg_manual_seed(dev, 11);
+        clg_tensor *x = clg_rand(dev, CLG_F32, SH(4, 3, 5, 7), -2, 3), *w = clg_rand(dev, CLG_F32, SH(3), 0.5, 2);
+        clg_tensor *b = clg_rand(dev, CLG_F32, SH(3), -1, 1), *gy = clg_rand(dev, CLG_F32, SH(4, 3, 5, 7), -1, 1);
+        CHECK_OK(dev, clg_tensor_set_requires_grad(x, true) || clg_tensor_set_requires_grad(w, true) ||
+                          clg_tensor_set_requires_grad(b, true));
+        CHECK_OK(dev, clg_backward(clg_batch_norm(x, NULL, NULL, w, b, true, 0.1, 1e-5), gy));
+        CHECK_OK(dev, clg_tensor_to_host(clg_tensor_grad(x), got[v], N * sizeof(float)) ||
+                          clg_tensor_to_host(clg_tensor_grad(w), got[v] + N, 3 * sizeof(float)) ||
+                          clg_tensor_to_host(clg_tensor_grad(b), got[v] + N + 3, 3 * sizeof(float)));
+        clg_scope_end(dev);
+    }
+    double worst = 0, big = 0;
+    for (int i = 0; i < L; i++) {
+        worst = fmax(worst, fabs((double)got[0][i] - got[1][i]));
+        big = fmax(big, fabs((double)got[1][i]));
+    }
+    CHECK_MSG(big > 0 && worst <= 2e-5 * big, "batch_norm backward: row kernels and groups differ by %g of %g", worst,
+              big);
+    CHECK_OK(dev, clg_device_set_param(dev, "row_reduce", items ? "items" : "groups"));
+}
+
 static void batch_norm_checks(clg_device *dev)
 {
     /* running statistics as constants: updated in place by each evaluation, which
@@ -79,6 +112,16 @@ static void batch_norm_checks(clg_device *dev)
     optest_gradcheck(dev, "batch_norm train broadcast gradient", f_bn_sum, NULL, 2, IN({SH(5, 2)}, {SH(2)}));
     optest_gradcheck(dev, "batch_norm eval 4-D affine", f_bn_eval, NULL, 5,
                      IN({SH(2, 3, 2, 1)}, {SH(3)}, {SH(3)}, {SH(3), .constant = true}, {SH(3), 0.5, 2, true}));
+    /* rows of 20 (a vector of 16 and a tail), by row kernels and by chunk groups */
+    bool items = clg__device_params(dev)->row_items;
+    for (int v = 0; v < 2; v++) {
+        CHECK_OK(dev, clg_device_set_param(dev, "row_reduce", v ? "groups" : "items"));
+        optest_gradcheck(dev, v ? "batch_norm train rows of 20 (groups)" : "batch_norm train rows of 20 (items)",
+                         f_bn_train, NULL, 5,
+                         IN({SH(2, 3, 4, 5)}, {SH(3)}, {SH(3)}, {SH(3), .constant = true}, {SH(3), 0.5, 2, true}));
+    }
+    CHECK_OK(dev, clg_device_set_param(dev, "row_reduce", items ? "items" : "groups"));
+    bn_rows_agree(dev);
 }
 
 static void layer_norm_checks(clg_device *dev)

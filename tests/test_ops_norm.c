@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device_impl.h"
 #include "optest.h"
 
 #define SH(...) CLG_SHAPE(__VA_ARGS__)
@@ -623,7 +624,14 @@ int main(void)
 {
     clg_device *dev = check_open_device();
     int64_t live = clg_tensor_live_count(dev);
+    /* per-row partial statistics (row_reduce = items) and per-chunk groups, whatever
+     * the device's default */
+    bool items = clg__device_params(dev)->row_items;
+    CHECK_OK(dev, clg_device_set_param(dev, "row_reduce", "items"));
     batch_norm_forward(dev);
+    CHECK_OK(dev, clg_device_set_param(dev, "row_reduce", "groups"));
+    batch_norm_forward(dev);
+    CHECK_OK(dev, clg_device_set_param(dev, "row_reduce", items ? "items" : "groups"));
     batch_norm_tape(dev);
     layer_norm_forward(dev);
     dropout_statistics(dev, 0.3);

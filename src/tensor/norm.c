@@ -17,6 +17,7 @@
  * dropout keeps no mask: the node records the generator position the forward drew
  * from, and the backward draws the same bits again. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tensor_impl.h"
@@ -179,16 +180,31 @@ static clg_kernel *norm_kernel(clg_device *dev, clg_dtype dtype, const char *nam
     return clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(dtype), name);
 }
 
-/* A chunk kernel (bn_part_stats, or bn_part_grad with g and stats): a group per
- * (channel, chunk) writes its two partial results into *part [C, P, 2], which the caller
- * frees; *sp gets the split. */
+/* Whether the chunks are x's rows of S (bn_row_stats_vec, bn_row_grad_vec): float32
+ * and 16-bit x (the same bits) where the table says row_reduce = items, rows of at least 16 values whose two passes
+ * (S / 16 steps plus the tail, 2 trips each) stay within item_loops, and few enough rows
+ * per channel for the combining work-item's two loops. */
+static bool bn_by_rows(const clg_device *dev, clg_dtype dtype, bn_dims d)
+{
+    const clg_device_params *p = clg__device_params(dev);
+    int64_t loops = (int64_t)p->item_loops;
+    return clg__compute_dtype(dtype) == CLG_F32 && p->row_items && d.S >= 16 && 4 * (d.S / 16 + 16) <= loops && 2 * d.N <= loops;
+}
+
+/* A chunk kernel (bn_part_stats, or bn_part_grad with g and stats; the _vec row kernels
+ * where bn_by_rows): a group per (channel, chunk), or a work-item per row, writes its two
+ * partial results into *part [C, P, 2], which the caller frees; *sp gets the split. */
 static clg_status bn_chunks(clg_tensor *x, const char *kernel, clg_tensor *g, clg_tensor *stats, bn_split *sp,
                             clg_tensor **part)
 {
     clg_device *dev = x->dev;
     bn_dims d = bn_dims_of(x);
-    clg_kernel *k = norm_kernel(dev, x->dtype, kernel);
-    clg_status st = k ? bn_split_of(dev, k, d, sp) : dev->status;
+    bool rows = bn_by_rows(dev, x->dtype, d);
+    char name[32];
+    snprintf(name, sizeof name, "%s", rows ? (g ? "bn_row_grad_vec" : "bn_row_stats_vec") : kernel);
+    clg_kernel *k = norm_kernel(dev, x->dtype, name);
+    clg_status st = !k ? dev->status : rows ? CLG_OK : bn_split_of(dev, k, d, sp);
+    if (rows) *sp = (bn_split){1, d.S, d.N};
     clg_dtype pt = clg__compute_dtype(x->dtype);
     *part = st ? NULL : clg__tensor_new(dev, pt, 1, (const int64_t[]){2 * d.C * sp->P});
     if (!*part) return dev->status;
@@ -197,14 +213,17 @@ static clg_status bn_chunks(clg_tensor *x, const char *kernel, clg_tensor *g, cl
     a[n++] = CLG_ARG_I(d.N);
     a[n++] = CLG_ARG_I(d.C);
     a[n++] = CLG_ARG_I(d.S);
-    a[n++] = CLG_ARG_I(sp->L);
-    a[n++] = CLG_ARG_I(sp->P);
+    if (!rows) {
+        a[n++] = CLG_ARG_I(sp->L);
+        a[n++] = CLG_ARG_I(sp->P);
+    }
     a[n++] = CLG_ARG_M(x->buf->mem);
     if (g) {
         a[n++] = CLG_ARG_M(g->buf->mem);
         a[n++] = CLG_ARG_M(stats->buf->mem);
     }
     a[n++] = CLG_ARG_M((*part)->buf->mem);
+    if (rows) return clg__launch_1d(dev, k, a, n, (size_t)(d.N * d.C));
     a[n++] = CLG_ARG_LOCAL(sp->wg * clg_dtype_size(pt));
     size_t global[2] = {(size_t)d.C * sp->wg, (size_t)sp->P}, local[2] = {sp->wg, 1};
     return clg__launch(dev, k, a, n, 2, global, local);
