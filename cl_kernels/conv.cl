@@ -55,7 +55,7 @@ __kernel void NAME(int rows, __global const TS *x, int xo, int8 xs, int8 geo, in
     int ih = oh * WSH - WPH + ki * WDH, iw = ow * (IW_STEP) - WPW + kj * WDW;                      \
     TS v = (TS)0;   /* copied as stored: 16-bit values as their bits (0: +0.0) */              \
     if (ih >= 0 && ih < GH && iw >= 0 && iw < GW) v = x[xo + n * xs.s0 + c * xs.s1 + ih * xs.s2 + iw * (X_STEP)]; \
-    col[(r * GOH + oh) * GOW + ow] = v;                                                            \
+    if (ow < GOW) col[(r * GOH + oh) * GOW + ow] = v;                                              \
 }
 IM2COL(im2col, WSW, xs.s3)
 IM2COL(im2col_w1, 1, 1)

@@ -170,8 +170,9 @@ static bool im2col(clg_tensor *x, const conv_geo *g, int64_t n0, int64_t nb, col
     bool w1 = g->sw == 1 && x->strides[3] == 1;
     clg_arg a[] = {CLG_ARG_I(rows), CLG_ARG_M(x->buf->mem), CLG_ARG_I(x->offset + n0 * x->strides[0]),
                    strides_arg(x), geo_arg(g), win_arg(g, 0, 0), CLG_ARG_M(c->t->buf->mem)};
+    int64_t vw = clg__device_params(x->dev)->vector_float, ow = (g->OW + vw - 1) / vw * vw;
     if (clg__conv_launch_grid(x->dev, x->dtype, w1 ? "im2col_w1" : "im2col", a, 7,
-                              (const int64_t[]){g->OW, g->OH, rows}) == CLG_OK)
+                              (const int64_t[]){ow, g->OH, rows}) == CLG_OK)
         return true;
     clg_tensor_free(c->t);
     c->t = NULL;
