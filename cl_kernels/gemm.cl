@@ -234,34 +234,41 @@ void gemm_tiles(const int M, const int N, const int K, const int PI, const int P
         d##r##0 = fma(av, x0, d##r##0); d##r##1 = fma(av, x1, d##r##1); d##r##2 = fma(av, x2, d##r##2); \
     }
 #define DOT_TAIL(r) { T x = CLG_LD(a##r, k); s[r][0] += x * y0; s[r][1] += x * y1; s[r][2] += x * y2; }
-#define DOT_SUMS(r) {HSUM(d##r##0), HSUM(d##r##1), HSUM(d##r##2)}
+#define DOT_ADD(r) { s[r][0] += HSUM(d##r##0); s[r][1] += HSUM(d##r##1); s[r][2] += HSUM(d##r##2); }
 
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void gemm_dot(const int M, const int N, const int K, const int JB,
               __global const TS *A, const long a_off, const int lda, const long a_stride,
               __global const TS *B, const long b_off, const int ldb, const long b_stride,
-              __global TC *C, const long c_off, const int ldc, const long c_stride, const T alpha, const T beta)
+              __global TC *C, const long c_off, const int ldc, const long c_stride, const T alpha, const T beta,
+              const int nsum)
 {
     int bj = get_global_id(0), i0 = get_global_id(1) * 4, b = get_global_id(2);
     A += a_off + b * a_stride;
     B += b_off + b * b_stride;
     C += c_off + b * c_stride;
     // Rows past M or N repeat the last one (read, never stored): no branch in the loop.
-    __global const TS *a0 = A + (long)min(i0, M - 1) * lda, *a1 = A + (long)min(i0 + 1, M - 1) * lda;
-    __global const TS *a2 = A + (long)min(i0 + 2, M - 1) * lda, *a3 = A + (long)min(i0 + 3, M - 1) * lda;
     const int kv = K / DW * DW, j_end = min(N, (bj + 1) * JB * 3);
     for (int j0 = bj * JB * 3; j0 < j_end; j0 += 3) {
-        __global const TS *b0 = B + (long)j0 * ldb, *b1 = B + (long)min(j0 + 1, N - 1) * ldb;
-        __global const TS *b2 = B + (long)min(j0 + 2, N - 1) * ldb;
-        DOT_ROW(0) DOT_ROW(1) DOT_ROW(2) DOT_ROW(3)
-        for (int k = 0; k < kv; k += DW) {
-            TD x0 = LOADW(b0 + k), x1 = LOADW(b1 + k), x2 = LOADW(b2 + k);
-            DOT_FMA(0) DOT_FMA(1) DOT_FMA(2) DOT_FMA(3)
-        }
-        T s[4][3] = {DOT_SUMS(0), DOT_SUMS(1), DOT_SUMS(2), DOT_SUMS(3)};
-        for (int k = kv; k < K; k++) {
-            T y0 = CLG_LD(b0, k), y1 = CLG_LD(b1, k), y2 = CLG_LD(b2, k);
-            DOT_TAIL(0) DOT_TAIL(1) DOT_TAIL(2) DOT_TAIL(3)
+        T s[4][3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+        // nsum > 1 (launched with one batch): the products of nsum matrices summed, as
+        // a convolution's weight gradient over a chunk of images (dot_sum, gemm_kernel.c)
+        for (int t = 0; t < nsum; t++) {
+            __global const TS *at = A + t * a_stride, *bt = B + t * b_stride;
+            __global const TS *a0 = at + (long)min(i0, M - 1) * lda, *a1 = at + (long)min(i0 + 1, M - 1) * lda;
+            __global const TS *a2 = at + (long)min(i0 + 2, M - 1) * lda, *a3 = at + (long)min(i0 + 3, M - 1) * lda;
+            __global const TS *b0 = bt + (long)j0 * ldb, *b1 = bt + (long)min(j0 + 1, N - 1) * ldb;
+            __global const TS *b2 = bt + (long)min(j0 + 2, N - 1) * ldb;
+            DOT_ROW(0) DOT_ROW(1) DOT_ROW(2) DOT_ROW(3)
+            for (int k = 0; k < kv; k += DW) {
+                TD x0 = LOADW(b0 + k), x1 = LOADW(b1 + k), x2 = LOADW(b2 + k);
+                DOT_FMA(0) DOT_FMA(1) DOT_FMA(2) DOT_FMA(3)
+            }
+            DOT_ADD(0) DOT_ADD(1) DOT_ADD(2) DOT_ADD(3)
+            for (int k = kv; k < K; k++) {
+                T y0 = CLG_LD(b0, k), y1 = CLG_LD(b1, k), y2 = CLG_LD(b2, k);
+                DOT_TAIL(0) DOT_TAIL(1) DOT_TAIL(2) DOT_TAIL(3)
+            }
         }
         for (int r = 0; r < 4 && i0 + r < M; r++)
             for (int c = 0; c < 3 && j0 + c < N; c++) {

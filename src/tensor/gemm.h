@@ -147,6 +147,13 @@ clg_status clg__gemm_run(clg_device *dev, clg_gemm_engine engine, const clg_gemm
                          const clg_gemm_args *g);
 
 clg_status clg__gemm_clblast(clg_device *dev, const clg_gemm_args *g);
+/* C = alpha sum over b of A[b] . B[b]^T + beta C into one C (c's batch stride unused),
+ * by the packed engine's dot products (gemm_kernel.c): a convolution's weight gradient
+ * summed over images without a product per image. Whether dev's engine takes g so
+ * (the packed engine with gemm_dot on; A not transposed, B transposed, m or n at most
+ * 256, not float16), and the product. */
+bool clg__gemm_dot_sum_fits(const clg_device *dev, const clg_gemm_args *g);
+clg_status clg__gemm_dot_sum(clg_device *dev, const clg_gemm_args *g);
 /* The host's BLAS (gemm_host.c): the library found ("libopenblas.so.0"), or NULL; whether
  * dev can run it (a library, and a device that runs host functions as commands);
  * whether it takes g (float32 or float64, sizes within CBLAS's int); and the product. */

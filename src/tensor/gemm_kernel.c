@@ -9,6 +9,7 @@
  * type: a training step compiles it once.
  */
 #include <limits.h>
+#include <string.h>
 
 #include "tensor/gemm.h"
 
@@ -165,7 +166,7 @@ static clg_status dot(clg_device *dev, const clg_gemm_args *g)
         CLG_ARG_M(g->a->mem), CLG_ARG_L(g->a_off), CLG_ARG_I(g->lda), CLG_ARG_L(g->stride_a),
         CLG_ARG_M(g->b->mem), CLG_ARG_L(g->b_off), CLG_ARG_I(g->ldb), CLG_ARG_L(g->stride_b),
         CLG_ARG_M(g->c->mem), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc), CLG_ARG_L(g->stride_c),
-        scalar(g->type, g->alpha), scalar(g->type, g->beta),
+        scalar(g->type, g->alpha), scalar(g->type, g->beta), CLG_ARG_I(1),
     };
     size_t nb = (g->n + 2) / 3;
     size_t global[3] = {(nb + (size_t)jb - 1) / (size_t)jb, (g->m + 3) / 4, g->batch};
@@ -173,6 +174,44 @@ static clg_status dot(clg_device *dev, const clg_gemm_args *g)
     int mark = clg__cap_mark(dev);
     clg_status st = clg__launch(dev, k, args, (int)(sizeof args / sizeof *args), 3, global, local);
     if (st == CLG_OK) note_final(dev, mark, g);
+    return st;
+}
+
+/* gemm_dot's vector width (gemm.cl DW): its loop trips per row of k are k / DW + DW. */
+static size_t dot_width(const clg_gemm_args *g) { return g->type == CLG_GEMM_F64 ? 4 : 8; }
+
+bool clg__gemm_dot_sum_fits(const clg_device *dev, const clg_gemm_args *g)
+{
+    const clg_device_params *p = clg__device_params(dev);
+    return !strcmp(p->gemm, "packed") && p->gemm_dot && !g->trans_a && g->trans_b && (g->m <= 256 || g->n <= 256) &&
+           g->type != CLG_GEMM_F16 && clg__gemm_kernel_fits(g) && 16 * (g->k / dot_width(g) + 8) <= p->item_loops;
+}
+
+/* C = alpha sum over the batch of A[b] . B[b]^T + beta C (one C): gemm_dot with each
+ * work-item summing the products of nsum matrices, in launches of as many as keep its
+ * loops within item_loops, each adding to the last (beta 1 after the first). */
+clg_status clg__gemm_dot_sum(clg_device *dev, const clg_gemm_args *g)
+{
+    clg_kernel *k = clg__kernel_get(dev, "gemm", options(g), "gemm_dot");
+    if (!k) return dev->status;
+    clg_gemm_args one = *g;
+    one.batch = 1;
+    int jb = dot_blocks(dev, &one);
+    size_t trips = (size_t)jb * (g->k / dot_width(g) + 8), per = clg__device_params(dev)->item_loops / trips;
+    if (per < 1) per = 1;
+    size_t nb = (g->n + 2) / 3, global[3] = {(nb + (size_t)jb - 1) / (size_t)jb, (g->m + 3) / 4, 1}, local[3] = {1, 1, 1};
+    clg_status st = CLG_OK;
+    for (size_t b0 = 0; st == CLG_OK && b0 < g->batch; b0 += per) {
+        size_t cnt = g->batch - b0 < per ? g->batch - b0 : per;
+        clg_arg args[] = {
+            CLG_ARG_I(g->m), CLG_ARG_I(g->n), CLG_ARG_I(g->k), CLG_ARG_I(jb),
+            CLG_ARG_M(g->a->mem), CLG_ARG_L(g->a_off + b0 * g->stride_a), CLG_ARG_I(g->lda), CLG_ARG_L(g->stride_a),
+            CLG_ARG_M(g->b->mem), CLG_ARG_L(g->b_off + b0 * g->stride_b), CLG_ARG_I(g->ldb), CLG_ARG_L(g->stride_b),
+            CLG_ARG_M(g->c->mem), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc), CLG_ARG_L(0),
+            scalar(g->type, g->alpha), scalar(g->type, b0 ? 1.0 : g->beta), CLG_ARG_I(cnt),
+        };
+        st = clg__launch(dev, k, args, (int)(sizeof args / sizeof *args), 3, global, local);
+    }
     return st;
 }
 
