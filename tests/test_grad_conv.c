@@ -189,6 +189,35 @@ static void chunks_agree(clg_device *dev)
     CHECK_OK(dev, clg_device_set_param(dev, "conv_chunk", was));
 }
 
+/* upsample_bilinear2d by its kernels and, where item_loops (64) is shorter than twice
+ * the 35 outputs met by one input row, by the composed ops: y and dx agree. */
+static void bilinear_paths_agree(clg_device *dev)
+{
+    enum { NY = 2 * 3 * 70 * 5, NX = 2 * 3 * 2 * 3 };
+    float got[2][NY + NX];
+    for (int v = 0; v < 2; v++) {
+        CHECK_OK(dev, clg_device_set_param(dev, "item_loops", v ? "64" : "32768"));
+        clg_scope_begin(dev);
+        clg_manual_seed(dev, 5);
+        clg_tensor *x = clg_rand(dev, CLG_F32, SH(2, 3, 2, 3), -1, 1);
+        CHECK_OK(dev, clg_tensor_set_requires_grad(x, true));
+        clg_tensor *y = clg_upsample_bilinear2d(x, 70, 5);
+        clg_tensor *gy = clg_rand(dev, CLG_F32, SH(2, 3, 70, 5), -1, 1);
+        CHECK_OK(dev, clg_backward(y, gy));
+        CHECK_OK(dev, clg_tensor_to_host(y, got[v], NY * sizeof(float)) ||
+                          clg_tensor_to_host(clg_tensor_grad(x), got[v] + NY, NX * sizeof(float)));
+        clg_scope_end(dev);
+    }
+    double worst = 0, big = 0;
+    for (int i = 0; i < NY + NX; i++) {
+        worst = fmax(worst, fabs((double)got[0][i] - got[1][i]));
+        big = fmax(big, fabs((double)got[1][i]));
+    }
+    CHECK_MSG(big > 0 && worst <= 1e-5 * big, "upsample_bilinear2d: kernels and composed ops differ by %g of %g", worst,
+              big);
+    CHECK_OK(dev, clg_device_set_param(dev, "item_loops", "32768"));
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
@@ -203,6 +232,7 @@ int main(void)
     CHECK_OK(dev, clg_device_set_param(dev, "conv_columns", "keep"));
     col2im_variants_agree(dev);
     chunks_agree(dev);
+    bilinear_paths_agree(dev);
     pool_checks(dev);
     more_layer_checks(dev);
     const double tie2[16] = {1, 0, 1, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0};

@@ -149,44 +149,165 @@ clg_tensor *clg_upsample_bilinear2d(clg_tensor *x, int64_t oh, int64_t ow)
     return clg_upsample_bilinear2d_ex(x, oh, ow, false);
 }
 
-/* Bilinear, as torch's: with align_corners false (the default) output j samples input
- * (j + 0.5) * in / out - 0.5, clamped at 0; with it true, j * (in - 1) / (out - 1) (the
- * corners' pixels on the corners; 0 for one output); between its two neighbours. */
+/* Where output j of an axis of `in` values samples the input, as torch's bilinear: with
+ * align_corners false (the default) at (j + 0.5) * in / out - 0.5, clamped at 0; with it
+ * true at j * (in - 1) / (out - 1) (the corners' pixels on the corners; 0 for one
+ * output); between neighbours i0[j] and i1[j] by lam[j]. */
+static void bilinear_axis(int64_t in, int64_t out, bool align_corners, int32_t *i0, int32_t *i1, double *lam)
+{
+    for (int64_t j = 0; j < out; j++) {
+        double src = align_corners ? (out > 1 ? (double)j * (double)(in - 1) / (double)(out - 1) : 0)
+                                   : ((double)j + 0.5) * (double)in / (double)out - 0.5;
+        if (src < 0) src = 0;
+        int64_t lo = (int64_t)src;
+        if (lo > in - 1) lo = in - 1;
+        i0[j] = (int32_t)lo;
+        i1[j] = (int32_t)(lo + 1 < in ? lo + 1 : in - 1);
+        lam[j] = src - (double)lo;
+    }
+}
+
+/* r[i] = the first output whose index in idx (non-decreasing) is i or more, for i in
+ * [0, in]; returns the longest run of outputs on one input. */
+static int64_t bilinear_runs(const int32_t *idx, int64_t out, int64_t in, int32_t *r)
+{
+    int64_t j = 0, longest = 0;
+    for (int64_t i = 0; i <= in; i++) {
+        while (j < out && idx[j] < i) j++;
+        r[i] = (int32_t)j;
+        if (i > 0 && r[i] - r[i - 1] > longest) longest = r[i] - r[i - 1];
+    }
+    return longest;
+}
+
+/* The weights as a tensor of x's dtype (float32 made on the host: a device without
+ * float64 has no float64 tensors). */
+static clg_tensor *weights_of(clg_tensor *x, int ndim, const int64_t *shape, const double *lam, int64_t n)
+{
+    if (x->dtype == CLG_F64) return clg_tensor_from_host(x->dev, CLG_F64, ndim, shape, lam);
+    float *f = malloc((size_t)n * sizeof *f);
+    if (!f) return clg__op_fail(x->dev, CLG_ERR_OUT_OF_MEMORY, "upsample_bilinear2d", "out of host memory");
+    for (int64_t j = 0; j < n; j++) f[j] = (float)lam[j];
+    clg_tensor *t = clg_tensor_from_host(x->dev, CLG_F32, ndim, shape, f);
+    free(f);
+    return t;
+}
+
+/* The composed form (index_select, sub, mul, add per axis): for runs longer than a
+ * work-item may walk (item_loops), where the kernels' backward would loop too long. */
+static clg_tensor *bilinear_composed(clg_tensor *x, const int32_t *idx, const double *lam, int64_t oh, int64_t ow)
+{
+    clg_tensor *y = x;
+    const int32_t *i0s[2] = {idx, idx + 2 * oh}, *i1s[2] = {idx + oh, idx + 2 * oh + ow};
+    const double *ls[2] = {lam, lam + oh};
+    for (int a = 0; a < 2 && y; a++) {
+        int64_t out = a ? ow : oh, wshape[4] = {1, 1, 1, 1};
+        wshape[2 + a] = out;
+        clg_tensor *t0 = host_index(x->dev, i0s[a], out), *t1 = host_index(x->dev, i1s[a], out);
+        clg_tensor *lw = weights_of(x, 4, wshape, ls[a], out);
+        clg_tensor *lo = t0 ? clg_index_select(y, 2 + a, t0) : NULL, *hi = t1 ? clg_index_select(y, 2 + a, t1) : NULL;
+        y = lw ? clg_add(lo, clg_mul(clg_sub(hi, lo), lw)) : NULL;   /* lo + (hi - lo) * lambda */
+    }
+    return y;
+}
+
+static clg_arg bilinear_geo(const int64_t *v5)
+{
+    const int64_t v[8] = {v5[0], v5[1], v5[2], v5[3], v5[4], 0, 0, 0};
+    return clg__arg_int8(v, 8);
+}
+
+/* saved: the index table and the weights (conv.cl "bilinear upsampling"); i: C, H, W, OH, OW */
+static clg_status bilinear_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    clg_tensor *x = n->inputs[0], *tb = n->saved[0], *lam = n->saved[1];
+    clg_device *dev = x->dev;
+    int64_t NC = x->shape[0] * n->i[0], H = n->i[1], W = n->i[2], OH = n->i[3];
+    clg_tensor *gc = clg_tensor_is_contiguous(g) && g->offset == 0 ? g : clg__copy_as(g, g->dtype);
+    clg_tensor *t = gc ? clg__tensor_new(dev, x->dtype, 3, (const int64_t[]){NC, OH, W}) : NULL;
+    clg_tensor *dx = t ? clg__tensor_new(dev, x->dtype, 4, x->shape) : NULL;
+    clg_status st = dx ? CLG_OK : dev->status;
+    if (st == CLG_OK) {
+        clg_arg a[] = {CLG_ARG_M(gc->buf->mem), bilinear_geo(n->i), CLG_ARG_M(tb->buf->mem), CLG_ARG_M(lam->buf->mem),
+                       CLG_ARG_M(t->buf->mem)};
+        st = clg__conv_launch_grid(dev, x->dtype, "upsample_bilinear_bw_w", a, 5, (const int64_t[]){W, OH, NC});
+    }
+    if (st == CLG_OK) {
+        clg_arg a[] = {CLG_ARG_M(t->buf->mem), bilinear_geo(n->i), CLG_ARG_M(tb->buf->mem), CLG_ARG_M(lam->buf->mem),
+                       CLG_ARG_M(dx->buf->mem)};
+        st = clg__conv_launch_grid(dev, x->dtype, "upsample_bilinear_bw_h", a, 5, (const int64_t[]){W, H, NC});
+    }
+    if (gc != g) clg_tensor_free(gc);
+    clg_tensor_free(t);
+    if (st == CLG_OK) gin[0] = dx;
+    else clg_tensor_free(dx);
+    return st;
+}
+
+/* y from the tables by one kernel (conv.cl upsample_bilinear), on the tape with its
+ * own backward (two passes, one per axis, each a gather over runs of outputs). */
+static clg_tensor *bilinear_kernel(clg_tensor *x, const int32_t *idx, int64_t nidx, const double *lam, int64_t oh,
+                                   int64_t ow)
+{
+    clg_device *dev = x->dev;
+    int64_t C = x->shape[1], NC = x->shape[0] * C, nl = oh + ow;
+    clg_tensor *tb = host_index(dev, idx, nidx);
+    clg_tensor *lt = tb ? weights_of(x, 1, &nl, lam, nl) : NULL;
+    clg_tensor *y = lt ? clg__tensor_new(dev, x->dtype, 4, (const int64_t[]){x->shape[0], C, oh, ow}) : NULL;
+    int64_t geo[5] = {C, x->shape[2], x->shape[3], oh, ow};
+    clg_status st = y ? CLG_OK : dev->status;
+    if (st == CLG_OK) {
+        clg_arg a[] = {CLG_ARG_M(x->buf->mem), CLG_ARG_I(x->offset), clg__arg_int8(x->strides, 4), bilinear_geo(geo),
+                       CLG_ARG_M(tb->buf->mem), CLG_ARG_M(lt->buf->mem), CLG_ARG_M(y->buf->mem)};
+        st = clg__conv_launch_grid(dev, x->dtype, "upsample_bilinear", a, 7, (const int64_t[]){ow, oh, NC});
+    }
+    if (st != CLG_OK) {
+        clg_tensor_free(tb), clg_tensor_free(lt), clg_tensor_free(y);
+        return clg__op_fail(dev, dev->status, "upsample_bilinear2d", "x %s: %.7000s", CLG_DESC(x), dev->error);
+    }
+    clg_node *node = NULL;
+    y = clg__taped(y, CLG_OP_upsample_bilinear2d, bilinear_bw, 1, &x, &node);
+    if (node) {
+        memcpy(node->i, geo, sizeof geo);
+        clg__node_save(node, 0, tb);
+        clg__node_save(node, 1, lt);
+    }
+    clg_tensor_free(tb);
+    clg_tensor_free(lt);
+    return y;
+}
+
+/* Bilinear, as torch's (bilinear_axis). The tables are made here, once per call: the
+ * kernels' when every index fits an int and no input row or column is met by more
+ * outputs than a work-item may walk, else the composed form. */
 clg_tensor *clg_upsample_bilinear2d_ex(clg_tensor *x, int64_t oh, int64_t ow, bool align_corners)
 {
     static const char op[] = "upsample_bilinear2d";
     if (!x || !check_upsample(op, x, oh, ow) || !clg__check_float(op, x)) return NULL;
-    clg_tensor *y = x;
-    for (int a = 0; a < 2 && y; a++) {
-        int64_t in = x->shape[2 + a], out = a ? ow : oh;
-        int32_t *i0 = malloc((size_t)out * sizeof *i0), *i1 = malloc((size_t)out * sizeof *i1);
-        double *lam = malloc((size_t)out * sizeof *lam);
-        if (!i0 || !i1 || !lam) {
-            free(i0), free(i1), free(lam);
-            return clg__op_fail(x->dev, CLG_ERR_OUT_OF_MEMORY, op, "out of host memory");
-        }
-        for (int64_t j = 0; j < out; j++) {
-            double src = align_corners ? (out > 1 ? (double)j * (double)(in - 1) / (double)(out - 1) : 0)
-                                       : ((double)j + 0.5) * (double)in / (double)out - 0.5;
-            if (src < 0) src = 0;
-            int64_t lo = (int64_t)src;
-            if (lo > in - 1) lo = in - 1;
-            i0[j] = (int32_t)lo;
-            i1[j] = (int32_t)(lo + 1 < in ? lo + 1 : in - 1);
-            lam[j] = src - (double)lo;
-        }
-        int64_t wshape[4] = {1, 1, 1, 1};
-        wshape[2 + a] = out;
-        clg_tensor *t0 = host_index(x->dev, i0, out), *t1 = host_index(x->dev, i1, out);
-        if (x->dtype == CLG_F32) {   /* the weights in x's dtype, written in place */
-            float *lf = (float *)lam;
-            for (int64_t j = 0; j < out; j++) lf[j] = (float)lam[j];
-        }
-        clg_tensor *lw = clg_tensor_from_host(x->dev, x->dtype, 4, wshape, lam);
-        free(i0), free(i1), free(lam);
-        clg_tensor *lo = t0 ? clg_index_select(y, 2 + a, t0) : NULL, *hi = t1 ? clg_index_select(y, 2 + a, t1) : NULL;
-        y = lw ? clg_add(lo, clg_mul(clg_sub(hi, lo), lw)) : NULL;   /* lo + (hi - lo) * lambda */
+    int64_t H = x->shape[2], W = x->shape[3], nidx = 2 * oh + 2 * ow + 2 * (H + 1) + 2 * (W + 1);
+    int32_t *idx = malloc((size_t)nidx * sizeof *idx);
+    double *lam = malloc((size_t)(oh + ow) * sizeof *lam);
+    if (!idx || !lam) {
+        free(idx), free(lam);
+        return clg__op_fail(x->dev, CLG_ERR_OUT_OF_MEMORY, op, "out of host memory");
     }
+    bilinear_axis(H, oh, align_corners, idx, idx + oh, lam);
+    bilinear_axis(W, ow, align_corners, idx + 2 * oh, idx + 2 * oh + ow, lam + oh);
+    int32_t *r = idx + 2 * oh + 2 * ow;
+    int64_t run = bilinear_runs(idx, oh, H, r);
+    int64_t run2 = bilinear_runs(idx + oh, oh, H, r + H + 1);
+    int64_t run3 = bilinear_runs(idx + 2 * oh, ow, W, r + 2 * (H + 1));
+    int64_t run4 = bilinear_runs(idx + 2 * oh + ow, ow, W, r + 2 * (H + 1) + W + 1);
+    if (run2 > run) run = run2;
+    if (run3 > run) run = run3;
+    if (run4 > run) run = run4;
+    /* the kernels index with int: x's last element, y's, and the backward's [N C, OH, W] */
+    int64_t last = x->offset, NC = x->shape[0] * x->shape[1];
+    for (int d = 0; d < 4; d++) last += (x->shape[d] - 1) * (x->strides[d] < 0 ? -x->strides[d] : x->strides[d]);
+    bool kernel = 2 * run <= (int64_t)clg__device_params(x->dev)->item_loops && last < INT32_MAX &&
+                  NC * oh * ow <= INT32_MAX && NC * oh * W <= INT32_MAX && NC * H * W <= INT32_MAX;
+    clg_tensor *y = kernel ? bilinear_kernel(x, idx, nidx, lam, oh, ow) : bilinear_composed(x, idx, lam, oh, ow);
+    free(idx), free(lam);
     return y;
 }
 
