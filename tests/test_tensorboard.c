@@ -45,9 +45,9 @@ static void one_record(void)
     CHECK(clg__tb_record(&(clg__tb_event){.wall_time = 1.5, .step = 3, .n = 1, .tags = tags, .values = values}, &b));
     CHECK_MSG(b.len == sizeof want && !memcmp(b.p, want, sizeof want), "%zu bytes, want %zu", b.len, sizeof want);
     clg__tb_buf_free(&b);
-    /* SessionLog{status START} is field 6 (0x32), 2 bytes: field 1 varint 1 */
+    /* SessionLog{status START} is field 7 (0x3a), 2 bytes: field 1 varint 1 */
     CHECK(clg__tb_record(&(clg__tb_event){.wall_time = 1.5, .step = 3, .session_start = true}, &b));
-    CHECK(b.len == 12 + 15 + 4 && b.p[12 + 11] == 0x32 && b.p[12 + 12] == 2 && b.p[12 + 13] == 0x08 && b.p[12 + 14] == 1);
+    CHECK(b.len == 12 + 15 + 4 && b.p[12 + 11] == 0x3a && b.p[12 + 12] == 2 && b.p[12 + 13] == 0x08 && b.p[12 + 14] == 1);
     clg__tb_buf_free(&b);
 }
 

@@ -2,7 +2,7 @@
  * length-delimited bytes, fixed64 double, fixed32 float), so that TensorBoard output
  * needs neither protoc nor the optional ONNX build's protobuf-c. Field numbers from
  * tensorflow/core/util/event.proto and framework/summary.proto: Event{wall_time = 1,
- * step = 2, file_version = 3, summary = 5, session_log = 6}, Summary{value = 1},
+ * step = 2, file_version = 3, summary = 5, session_log = 7}, Summary{value = 1},
  * Summary.Value{tag = 1, simple_value = 2}, SessionLog{status = 1, START = 1}. */
 #include <stdlib.h>
 #include <string.h>
@@ -82,7 +82,7 @@ static void event(const clg__tb_event *e, clg__tb_buf *b)
         else bytes_field(b, 5, s.p, s.len);
         clg__tb_buf_free(&s);
     }
-    if (e->session_start) bytes_field(b, 6, (const unsigned char[]){1 << 3 | VARINT, 1}, 2);
+    if (e->session_start) bytes_field(b, 7, (const unsigned char[]){1 << 3 | VARINT, 1}, 2);
 }
 
 bool clg__tb_record(const clg__tb_event *e, clg__tb_buf *out)
