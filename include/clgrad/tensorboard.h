@@ -17,7 +17,7 @@
  *   printf("wrote %s\n", clg_tensorboard_path(tb));
  *   if (clg_tensorboard_close(tb) != CLG_OK) fprintf(stderr, "%s\n", clg_last_error());
  *
- * Each call appends one record to DIR/events.out.tfevents.<unix time>.<host>.<pid>.<n>
+ * Each call appends one record to DIR/events.out.tfevents.SECONDS.HOST.PID.N
  * (TFRecord framing: the length, the data, each with its masked CRC-32C, around an
  * Event protocol buffer) and writes it out before returning, so a run that dies keeps
  * every point it wrote. A writer is for one thread at a time; several writers may
