@@ -60,6 +60,7 @@
 #include "clgrad/nn.h"
 #include "clgrad/optim.h"
 #include "clgrad/train.h"
+#include "clgrad/tensorboard.h"
 #include "clgrad/io.h"
 #include "clgrad/model.h"
 #include "clgrad/onnx.h"

@@ -16,13 +16,14 @@
 #                                       reference (the docs target); python3-onnx, and
 #                                       venv and pip for onnxruntime from PyPI (the ONNX
 #                                       tests' oracle, installed by the test into the build
-#                                       tree)
+#                                       tree), and for tensorboard (the TensorBoard test's
+#                                       reader, over Debian's python3-protobuf)
 set -eu
 pkgs="build-essential cmake pkgconf ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
       clinfo libclblast-dev zlib1g-dev libdeflate-dev libjansson-dev dataset-fashion-mnist gnuplot-nox
       fortunes libopenmpi-dev openmpi-bin help2man libprotobuf-c-dev protobuf-c-compiler"
 if [ "${1:-}" = "--test" ]; then
-  pkgs="$pkgs python3-numpy python3-torch libopenblas0-pthread mesa-opencl-icd oclgrind g++ groff-base dpkg-dev file lintian doxygen python3-onnx python3-venv python3-pip"
+  pkgs="$pkgs python3-numpy python3-torch libopenblas0-pthread mesa-opencl-icd oclgrind g++ groff-base dpkg-dev file lintian doxygen python3-onnx python3-venv python3-pip python3-protobuf"
 fi
 missing=""
 for p in $pkgs; do

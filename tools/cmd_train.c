@@ -14,7 +14,8 @@ static void usage(void)
     printf("Usage: clgrad train MODEL.json [--data fashion-mnist|DIR|FILE.csv|text:FILE|text:DIR]\n"
            "         [--test-data DIR|FILE.csv] [--epochs N] [--batch N] [--lr X] [--seed N] [--workers N]\n"
            "         [--steps N] [--device SPEC] [--out CKPT] [--resume CKPT] [--init CKPT] [--freeze LAYERS]\n"
-           "         [--metrics FILE.csv] [--graph] [--precision float32|mixed|mixed-bf16] [--sync-bn]\n"
+           "         [--metrics FILE.csv] [--tensorboard DIR] [--tensorboard-every N] [--graph]\n"
+           "         [--precision float32|mixed|mixed-bf16] [--sync-bn]\n"
            "Trains the network a model file describes (see include/clgrad/model.h; examples in the\n"
            "source's examples/models/, installed in share/clgrad/models/: /usr/share/clgrad/models/\n"
            "from the Debian package), evaluating on the test split after every epoch. Options\n"
@@ -35,13 +36,20 @@ static void usage(void)
            "               one layer's module, nanoGPT's GPT say, loads into the layer that takes it)\n"
            "  --freeze L   layers (names or indices, comma-separated) whose parameters stay fixed\n"
            "  --metrics F  append a row per epoch to the CSV file F (clgrad plot F --out F.png)\n"
+           "  --tensorboard DIR  write TensorBoard event files into DIR (tensorboard --logdir DIR):\n"
+           "               each epoch's metrics row under epoch/ (epoch/train_loss, epoch/test_acc, ...),\n"
+           "               and train/loss, train/accuracy, train/throughput and train/lr over the steps\n"
+           "               since the last point (or the epoch's start); a resumed run's points replace\n"
+           "               those it redoes\n"
+           "  --tensorboard-every N  a train/ point every N steps (default 10; 0: epochs only)\n"
            "  --graph      capture the second step as a graph and replay it for the steps after\n"
            "               (include/clgrad/graph.h): the same results, less host work per step\n"
            "  --precision  mixed: float16 products (autocast) with loss scaling, float32 weights and\n"
            "               optimizer state; mixed-bf16: bfloat16 products; float32 (the default)\n"
            "Data-parallel: `mpirun -np N clgrad train MODEL.json ...` trains on N ranks, each on its\n"
            "part of every batch (--batch stays the whole batch), gradients averaged before each step;\n"
-           "rank 0 prints, evaluates and writes --out and --metrics; --resume needs the same N.\n"
+           "rank 0 prints, evaluates and writes --out, --metrics and --tensorboard; --resume needs\n"
+           "the same N.\n"
            "  --sync-bn    batch norm with the statistics of the whole batch over all ranks (as\n"
            "               PyTorch's SyncBatchNorm), not of each rank's part: N ranks then train what\n"
            "               one process would; each batch-norm layer waits for the ranks in its passes\n");
@@ -54,12 +62,13 @@ static int parse(int argc, char **argv, train_opts *o)
         {"resume", 1, 0, 'r'}, {"init", 1, 0, 'i'}, {"freeze", 1, 0, 'f'}, {"metrics", 1, 0, 'm'},
         {"epochs", 1, 0, 'e'}, {"batch", 1, 0, 'b'}, {"lr", 1, 0, 'l'}, {"seed", 1, 0, 's'},
         {"workers", 1, 0, 'w'}, {"steps", 1, 0, 'n'}, {"graph", 0, 0, 'g'}, {"precision", 1, 0, 'p'},
-        {"sync-bn", 0, 0, 'S'}, {"eval-steps", 1, 0, 'E'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"sync-bn", 0, 0, 'S'}, {"eval-steps", 1, 0, 'E'}, {"tensorboard", 1, 0, 'B'},
+        {"tensorboard-every", 1, 0, 'N'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     const char **slot[128] = {['D'] = &o->data, ['T'] = &o->test, ['d'] = &o->device, ['o'] = &o->out,
                               ['r'] = &o->resume, ['i'] = &o->init, ['f'] = &o->freeze, ['m'] = &o->metrics,
                               ['e'] = &o->epochs, ['b'] = &o->batch, ['l'] = &o->lr, ['s'] = &o->seed,
                               ['w'] = &o->workers, ['n'] = &o->steps, ['p'] = &o->precision,
-                              ['E'] = &o->eval_steps};
+                              ['E'] = &o->eval_steps, ['B'] = &o->tensorboard, ['N'] = &o->tensorboard_every};
     opterr = 0;
     for (int c; (c = getopt_long(argc, argv, ":h", longs, NULL)) != -1;) {
         if (c == 'h') return usage(), 0;
@@ -142,7 +151,10 @@ int cmd_train(int argc, char **argv)
     train_opts o = {0};
     int rc = parse(argc, argv, &o);
     if (rc >= 0) return rc;
-    long long steps = 0, eval_steps = 0;
+    long long steps = 0, eval_steps = 0, tb_every = 10;
+    if (o.tensorboard_every && !cli_int(o.tensorboard_every, 0, 1LL << 40, &tb_every))
+        return cli_usage_error("train", "--tensorboard-every must be an integer >= 0");
+    if (o.tensorboard_every && !o.tensorboard) return cli_usage_error("train", "--tensorboard-every needs --tensorboard DIR");
     if (o.steps && !cli_int(o.steps, 1, 1LL << 40, &steps)) return cli_usage_error("train", "--steps must be a positive integer");
     if (o.eval_steps && !cli_int(o.eval_steps, 1, 1LL << 40, &eval_steps))
         return cli_usage_error("train", "--eval-steps must be a positive integer");
@@ -167,8 +179,12 @@ int cmd_train(int argc, char **argv)
         clg_model_free(m);
         return 1;
     }
-    rc = train_setup(&o, &r, m);
+    rc = train_tb_open(&r, o.tensorboard, tb_every);   /* before the setup: a bad DIR fails at once */
+    if (!rc) rc = train_setup(&o, &r, m);   /* r.m is m: train_teardown frees it either way */
+    if (!rc && o.resume) rc = train_tb_resumed(&r);
     if (!rc) rc = r.text_mode ? train_text_epochs(&r) : train_epochs(&r);
+    int tb_rc = train_tb_close(&r);
+    if (!rc) rc = tb_rc;
     clg_dist *dist = r.dist;
     cli_unlock_output(r.out_lock, r.out);
     cli_unlock_output(r.metrics_lock, r.metrics);

@@ -46,6 +46,7 @@ static clg_status train_epoch(train_run *r, clg_progress *bar)
         }
         if (st == CLG_OK) st = train_step(r, x, y);
         if (st == CLG_OK) clg_progress_step(bar, r->meter, global_count(r, b));
+        if (st == CLG_OK) st = train_tb_step(r, global_count(r, b));
         clg_scope_end(r->dev);
         if (st != CLG_OK) return st;
     }
@@ -106,7 +107,7 @@ static int report(train_run *r, int epoch, double rate, double lr, double *test_
     clg_metrics_row row = {epoch, r->step, loss, acc, tloss, *test_acc, rate, lr};
     char err[512];
     if (r->metrics && clg_metrics_append(r->metrics, &row, err, sizeof err) != CLG_OK) return cli_fail("train", "%s", err);
-    return 0;
+    return train_tb_epoch(r, &row);
 }
 
 static int one_epoch(train_run *r, int epoch, double *test_acc)
@@ -120,11 +121,12 @@ static int one_epoch(train_run *r, int epoch, double *test_acc)
     snprintf(title, sizeof title, "epoch %d/%d", epoch + 1, epochs);
     clg_progress *bar = clg_progress_new(stdout, total > 0 ? total : 1, title, 0);
     clg_meter_reset(r->meter);
+    train_tb_epoch_start(r);
     clg_status st = train_epoch(r, bar);
     clg_progress_end(bar, r->meter);
     double rate = clg_progress_rate(bar);
     clg_progress_free(bar);
-    if (st != CLG_OK) return cli_fail("train", "%s", clg_device_error(r->dev));
+    if (st != CLG_OK) return cli_fail("train", "%s", train_step_error(r));
     int rc = report(r, epoch + 1, rate, clg_optimizer_lr(r->opt), test_acc);
     return rc ? rc : r->out ? save(r) : 0;
 }

@@ -59,6 +59,7 @@ static clg_status text_windows(train_run *r, int64_t from, int64_t to, clg_progr
         clg_scope_begin(r->dev);
         clg_status st = text_step(r, w);
         if (st == CLG_OK) clg_progress_step(bar, r->meter, bytes);
+        if (st == CLG_OK) st = train_tb_step(r, bytes);
         clg_scope_end(r->dev);
         if (st != CLG_OK) return st;
     }
@@ -99,7 +100,7 @@ static int text_report(train_run *r, int epoch, double rate, double lr)
     clg_metrics_row row = {epoch, r->step, loss, acc, held, NAN, rate, lr};
     char err[512];
     if (r->metrics && clg_metrics_append(r->metrics, &row, err, sizeof err) != CLG_OK) return cli_fail("train", "%s", err);
-    return 0;
+    return train_tb_epoch(r, &row);
 }
 
 static int text_epoch(train_run *r, int epoch)
@@ -114,11 +115,12 @@ static int text_epoch(train_run *r, int epoch)
     clg_progress *bar = clg_progress_new(stdout, to > from ? to - from : 1, title, 0);
     clg_progress_set_unit(bar, "bytes");
     clg_meter_reset(r->meter);
+    train_tb_epoch_start(r);
     clg_status st = text_windows(r, from, to, bar);
     clg_progress_end(bar, r->meter);
     double rate = clg_progress_rate(bar);
     clg_progress_free(bar);
-    if (st != CLG_OK) return cli_fail("train", "%s", clg_device_error(r->dev));
+    if (st != CLG_OK) return cli_fail("train", "%s", train_step_error(r));
     int rc = text_report(r, epoch + 1, rate, clg_optimizer_lr(r->opt));
     return rc ? rc : r->out ? train_save(r, epoch + 1, 0, 0) : 0;
 }

@@ -71,8 +71,14 @@ cat >"$T/u.json" <<'JSON'
  "data": {"scale": 0.00392156862745098}}
 JSON
 ok one_u train "$T/u.json" --data "$T/data" --out "$T/one_u.ckpt"
-ranks two_u 2 train "$T/u.json" --data "$T/data" --out "$T/two_u.ckpt"
+# With --tensorboard: rank 0 writes one file, whose train/ point per epoch (every 8 steps)
+# sums every rank's part, the CSV's row (TensorBoard's reader, the tb_venv fixture).
+ranks two_u 2 train "$T/u.json" --data "$T/data" --out "$T/two_u.ckpt" --metrics "$T/two_u.csv" \
+    --tensorboard "$T/runs/u" --tensorboard-every 8
 close "$T/one_u.ckpt" "$T/two_u.ckpt" "uneven batches"
+[ "$(ls "$T/runs/u" | wc -l)" -eq 1 ] || fail "2 ranks wrote $(ls "$T/runs/u" | wc -l) event files"
+"${CLG_TB_PYTHON:?the tb_venv fixture}" "$HERE/tb_check.py" curves "$T/runs/u" "$T/two_u.csv" 8 >/dev/null ||
+    fail "--tensorboard on 2 ranks"
 
 # --sync-bn: batch norm over the whole batch. 512 samples in batches of 85 end with a
 # batch of 2, one sample per rank: BatchNorm1d could not normalise a part alone.
