@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include <clgrad.h>
+#include <clgrad/dist_mpi.h>   /* clg_dist_init: libclgrad-dist */
 
 /* Parameter sizes, layer by layer (weights and biases). */
 static const int64_t MLP[] = {784 * 512, 512, 512 * 256, 256, 256 * 10, 10};

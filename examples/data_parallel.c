@@ -1,5 +1,6 @@
 /* data_parallel: the Fashion-MNIST MLP of fashion_mlp.c trained data-parallel with
- * clgrad/dist.h: over MPI ranks, over several devices of this process, or both. Every
+ * clgrad/dist.h: over MPI ranks, over several devices of this process, or both (it links
+ * libclgrad-dist for clg_dist_init, clgrad/dist_mpi.h, which starts MPI). Every
  * replica takes its shard of each global batch of 128; gradients are averaged before
  * each step, so the weights are those one device would train, to float32 rounding.
  *
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include <clgrad.h>
+#include <clgrad/dist_mpi.h>   /* clg_dist_init: libclgrad-dist */
 
 enum { MAX_REPLICAS = 8, BATCH = 128 };
 

@@ -48,6 +48,6 @@ if [ "${1:-}" = "--sanitize" ]; then
   export TSAN_OPTIONS=halt_on_error=1
   BUILD_DIR=build-tsan BUILD_TYPE=Debug timed "build with TSan" sh scripts/build.sh -DCLGRAD_WERROR=ON \
     -DCLGRAD_SANITIZE=thread -DCLGRAD_BUILD_EXAMPLES=OFF -DCLGRAD_BUILD_BENCH=OFF -DCLGRAD_BUILD_TOOLS=OFF
-  timed "the threads under TSan" env -C build-tsan ctest --output-on-failure -R '^test_(data_(loader|fashion)|dist)$' \
+  timed "the threads under TSan" env -C build-tsan ctest --output-on-failure -R '^test_(data_(loader|fashion)|dist(_transport)?)$' \
     -LE oclgrind
 fi

@@ -10,7 +10,7 @@ cmake --build "$build" --target docs >"$build/docs-test.log" 2>&1 ||
 html=$build/docs/html
 [ -f "$html/index.html" ] || { echo "FAIL no $html/index.html"; exit 1; }
 for h in "$src"/include/clgrad/*.h; do
-    page=$html/$(basename "$h" .h)_8h.html
+    page=$html/$(basename "$h" .h | sed 's/_/__/g')_8h.html   # Doxygen doubles "_" in file names
     [ -f "$page" ] || { echo "FAIL $(basename "$h") has no page ($page)"; exit 1; }
 done
 # text from the comments, as the filter turned them into documentation

@@ -1,9 +1,9 @@
 #!/bin/sh
 # header_examples: the usage example that opens every public header (its first block of
 # code lines, " *   ..." up to the first line of prose) compiles as the body of main()
-# against the installed headers and the library, warning-free, and runs to exit 0 on the
-# test device, in a scratch folder (for the files the examples write). A header edit
-# that breaks its example fails here. Usage: header_examples.sh SOURCE_DIR BUILD_DIR CC
+# against the installed headers and the library (dist_mpi.h: libclgrad-dist), warning-free,
+# and runs to exit 0 on the test device, in a scratch folder (for the files the examples
+# write). A header edit that breaks its example fails here. Usage: header_examples.sh SOURCE_DIR BUILD_DIR CC
 set -u
 SRC=$1 BUILD=$2 CC=$3
 T=$(mktemp -d "${TMPDIR:-/tmp}/clgrad-examples.XXXXXX") || exit 1
@@ -37,8 +37,11 @@ for h in "$SRC/include/clgrad.h" "$SRC"/include/clgrad/*.h; do
         echo '    return 0;'
         echo '}'
     } >"$T/$name.c"
+    # libclgrad-dist's header links that library too; every other one libclgrad alone.
+    libs=-lclgrad
+    [ "$name" = dist_mpi ] && libs="-lclgrad-dist -lclgrad"
     if ! "$CC" -std=c11 -Wall -Wextra -Werror -I"$SRC/include" -I"$BUILD/include" "$T/$name.c" -o "$T/$name" \
-        -L"$BUILD/src" -lclgrad -Wl,-rpath,"$BUILD/src" >"$T/$name.cc.log" 2>&1; then
+        -L"$BUILD/src" $libs -Wl,-rpath,"$BUILD/src" >"$T/$name.cc.log" 2>&1; then
         echo "FAIL $name.h: its example does not compile:"
         cat -n "$T/$name.c" | sed 's/^/    /'
         cat "$T/$name.cc.log"

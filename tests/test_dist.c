@@ -91,7 +91,7 @@ static void shards(void)
 static void train(int nrep, clg_dtype precision, float w[2][64])
 {
     clg_dist *d = NULL;
-    CHECK(clg_dist_init(NULL, NULL, NULL, &d, NULL, 0) == CLG_OK && clg_dist_size(d) == 1);
+    CHECK(clg_dist_new(NULL, NULL, &d, NULL, 0) == CLG_OK && clg_dist_size(d) == 1);
     clg_module *m[2];
     clg_optimizer *opt[2];
     clg_trainer *t[2];
@@ -164,7 +164,7 @@ static void two_replicas(clg_dtype precision, double tol)
 static void allreduce_weights(void)
 {
     clg_dist *d = NULL;
-    CHECK(clg_dist_init(NULL, NULL, &(clg_dist_options){.bucket_mb = 1e-6}, &d, NULL, 0) == CLG_OK);
+    CHECK(clg_dist_new(NULL, &(clg_dist_options){.bucket_mb = 1e-6}, &d, NULL, 0) == CLG_OK);
     clg_tensor *p[4];   /* two parameters per replica: a [3] and a [2] */
     float a0[3] = {1, 2, 3}, a1[3] = {5, 6, 7}, b0[2] = {1, 1}, b1[2] = {2, 2};
     float *vals[4] = {a0, b0, a1, b1};
@@ -205,7 +205,7 @@ static void allreduce_weights(void)
 static void refusals(void)
 {
     clg_dist *d = NULL;
-    CHECK(clg_dist_init(NULL, NULL, NULL, &d, NULL, 0) == CLG_OK);
+    CHECK(clg_dist_new(NULL, NULL, &d, NULL, 0) == CLG_OK);
     clg_module *m = model(devs[0]);
     clg_tensor *p[4];
     int n = clg_module_parameters(m, p, 4, true);

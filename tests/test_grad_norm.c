@@ -187,7 +187,7 @@ static void class_loss_checks(clg_device *dev)
 
 /* ---- data-parallel ops in a group of one process (clgrad/dist.h) ---------------------------- */
 
-static clg_dist *group1;   /* clg_dist_init without a launcher */
+static clg_dist *group1;   /* clg_dist_new without a transport: a group of one */
 
 static clg_tensor *f_all_reduce(clg_tensor **x, void *c)
 {
@@ -271,7 +271,7 @@ static void sync_bn_case(clg_device *dev, int ndim, const int64_t *shape)
 static void dist_checks(clg_device *dev)
 {
     char err[256];
-    CHECK_MSG(clg_dist_init(NULL, NULL, NULL, &group1, err, sizeof err) == CLG_OK, "clg_dist_init: %s", err);
+    CHECK_MSG(clg_dist_new(NULL, NULL, &group1, err, sizeof err) == CLG_OK, "clg_dist_new: %s", err);
     if (!group1) return;
     gctx one = {CLG_REDUCE_NONE, 1}, part = {CLG_REDUCE_NONE, 0.25};
     optest_gradcheck(dev, "dist_all_reduce share 1", f_all_reduce, &one, 2, IN({SH(3, 4)}, {SH(3, 4)}));

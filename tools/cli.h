@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 #include <clgrad.h>
+#include <clgrad/dist_mpi.h>   /* clg_dist_init (train, conformance): libclgrad-dist */
 
 /* "clgrad CMD: message" on stderr as ONE line (newlines in library messages become
  * "; "). Returns 1, the exit status of a failure. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "conformance_cases.h"
+#include <clgrad/dist_mpi.h>   /* clg_dist_init: MPI ranks under mpirun (libclgrad-dist) */
 
 #define UNUSED(x) (void)(x)
 
@@ -221,7 +222,7 @@ DEV1(d_rdiv_s, clg_rdiv_scalar(s0, a)) HOST1(h_rdiv_s, s0 / x)
 DEV1(d_pow_s, clg_pow_scalar(a, s0)) HOST1(h_pow_s, pow(x, s0))
 DEV1(d_dropout_eval, clg_dropout(a, s0, false)) HOST1(h_same, x)
 
-/* The ranks this process is one of (clgrad/dist.h): a group of one, unless started by
+/* The ranks this process is one of (clgrad/dist_mpi.h): a group of one, unless started by
  * mpirun, where every rank runs the same cases and the sum is ranks * x. Made once and
  * kept: the tapes of the cases refer to it. */
 static clg_dist *ranks(void)

@@ -1,12 +1,13 @@
-/* clgrad/dist.h: data-parallel training across MPI ranks (processes, machines) and
- * across the devices of one process: every replica of the model takes its shard of
- * each global batch, and their gradients are averaged before every optimizer step, so
- * that all replicas take the same steps as one process on the whole batch would.
+/* clgrad/dist.h: data-parallel training across the devices of one process and, through
+ * a transport, across processes (MPI ranks, machines): every replica of the model takes
+ * its shard of each global batch, and their gradients are averaged before every
+ * optimizer step, so that all replicas take the same steps as one process on the whole
+ * batch would.
  *
  *   clg_dist *d;
  *   char err[256];
- *   if (clg_dist_init(&argc, &argv, NULL, &d, err, sizeof err)) { puts(err); return 1; }
- *   int rank = clg_dist_rank(d), ranks = clg_dist_size(d);   // 0 and 1 without mpirun
+ *   if (clg_dist_new(NULL, NULL, &d, err, sizeof err)) { puts(err); return 1; }
+ *   int rank = clg_dist_rank(d), ranks = clg_dist_size(d);   // 0 and 1: one process
  *   clg_device *dev;
  *   if (clg_device_open(NULL, &dev) != CLG_OK) return 1;
  *   clg_module *net = clg_nn_linear(dev, 4, 3, true);
@@ -28,13 +29,17 @@
  *       clg_scope_end(dev);
  *   }
  *   printf("rank %d of %d done\n", rank, ranks);
- *   clg_dist_free(d);                                // MPI_Finalize (before freeing the model)
+ *   clg_dist_free(d);                                // the transport's end (MPI_Finalize)
  *   clg_optimizer_free(opt);
  *   clg_module_free(net);
  *   clg_device_close(dev);
  *
- * Run it with `mpirun -np 4 ./prog`. Or let a trainer do it: clg_trainer_options.dist
- * (train.h), which also starts reducing gradients while backward still runs.
+ * Over MPI: make d with clg_dist_init (clgrad/dist_mpi.h), from the separate library
+ * libclgrad-dist (pkg-config clgrad-dist, CMake clgrad::dist), and run the program with
+ * `mpirun -np 4 ./prog`; the rest is the same. libclgrad itself links no MPI: it sees
+ * the ranks through a clg_dist_transport, below. Or let a trainer do it:
+ * clg_trainer_options.dist (train.h), which also starts reducing gradients while
+ * backward still runs.
  *
  * Several devices in one process are local replicas: one model, optimizer and loader
  * shard per device (shard index rank * replicas + r of ranks * replicas), and every
@@ -44,9 +49,10 @@
  * How: each parameter's gradient is read into a flat host arena as soon as backward has
  * accumulated it (clg_tensor_register_post_accumulate_hook), and a communication
  * thread reduces the arena in buckets of a few MiB, in a fixed order on every rank,
- * with MPI_Allreduce, while backward goes on; the step then writes the averages back.
- * Each replica's gradient is weighted by its share of the global batch, so that short
- * and empty shards (a short last batch) give the same mean as one process.
+ * with the transport's allreduce (MPI_Allreduce), while backward goes on; the step then
+ * writes the averages back. Each replica's gradient is weighted by its share of the
+ * global batch, so that short and empty shards (a short last batch) give the same mean
+ * as one process.
  *
  * Failure: a reduction that has not finished after the timeout is an error ("a rank
  * died or hangs"); a rank that exits makes mpirun end the others. After a failure the
@@ -80,21 +86,49 @@ typedef struct clg_dist_options {
 /* Zeros: the environment's values, else 1 MiB and 600 s (what NULL options mean). */
 CLG_API clg_dist_options clg_dist_defaults(void);
 
-/* Whether this libclgrad was built with MPI (CMake found it), and whether this process
- * was started by an MPI launcher (mpirun's environment). */
-CLG_API bool clg_dist_mpi_built(void);
+/* How the processes of a group talk: what clg_dist_new is given (libclgrad-dist's
+ * clg_dist_init gives MPI's). Two channels, each with the same calls in the same order on
+ * every rank: the gradients' (allreduce and bcast, from the reduction's thread and the
+ * caller's) and the layers' (allreduce_layers: collectives inside forward and backward
+ * passes, from the caller's thread while the other channel may be busy). clgrad never
+ * makes two calls on one channel at once; the two channels may run at once. Each call
+ * returns CLG_OK, or a failure (CLG_ERR_COMM: the ranks are out of step) whose reason it
+ * writes to err (errlen bytes). */
+typedef struct clg_dist_transport {
+    int rank, size;   /* this process's rank among size (0 <= rank < size) */
+    void *ctx;        /* given to every call */
+    /* Sums count values, float64 when f64 else float32, in place over the ranks. */
+    clg_status (*allreduce)(void *ctx, void *buf, int64_t count, bool f64, char *err, size_t errlen);
+    /* bytes of rank 0's buf into every rank's buf. */
+    clg_status (*bcast)(void *ctx, void *buf, size_t bytes, char *err, size_t errlen);
+    /* The allreduce on the layers' channel, waiting at most timeout seconds (a dead or
+     * hung rank is an error, not a hang). NULL when there is no such channel; no_layers
+     * then says why (clg_dist_all_reduce and synchronised batch norm are refused). */
+    clg_status (*allreduce_layers)(void *ctx, void *buf, int64_t count, bool f64, double timeout, char *err,
+                                   size_t errlen);
+    const char *no_layers;
+    /* Ends every rank at once (clg_dist_abort). May be NULL. */
+    void (*abort)(void *ctx, int code);
+    /* At clg_dist_free after a clean run (MPI_Finalize); not after a failure, which may
+     * have left a call of the transport's waiting on another thread. May be NULL. */
+    void (*finalize)(void *ctx);
+} clg_dist_transport;
+
+/* A group over transport, which the dist owns from a successful call on (copied;
+ * finalize at clg_dist_free), or, for NULL, a group of one process, with any local
+ * replicas. NULL under an MPI launcher (clg_dist_launched) is an error: each process
+ * would train alone on all the data. err (may be NULL) receives the reason of a failure. */
+CLG_API clg_status clg_dist_new(const clg_dist_transport *transport, const clg_dist_options *options, clg_dist **out,
+                                char *err, size_t errlen);
+
+/* Whether this process was started by an MPI launcher (mpirun's environment). */
 CLG_API bool clg_dist_launched(void);
 
-/* Under an MPI launcher: MPI_Init (unless the program did it) and this process's rank
- * among them. Otherwise a group of one process, which needs no MPI. A launcher
- * without MPI built in is an error: the ranks would train alone, each on all the data.
- * argc and argv may be NULL. err (may be NULL) receives the reason of a failure. */
-CLG_API clg_status clg_dist_init(int *argc, char ***argv, const clg_dist_options *options, clg_dist **out,
-                                 char *err, size_t errlen);
-/* MPI_Finalize when clg_dist_init started MPI, after a clean run. NULL is fine. */
+/* The transport's finalize (MPI_Finalize when clg_dist_init started MPI), after a clean
+ * run. NULL is fine. */
 CLG_API void clg_dist_free(clg_dist *d);
-/* Ends every rank at once (MPI_Abort, code); for after a failure. Without MPI it
- * returns, and the caller ends this process as it would. */
+/* Ends every rank at once (the transport's abort: MPI_Abort, code); for after a failure.
+ * Without one it returns, and the caller ends this process as it would. */
 CLG_API void clg_dist_abort(clg_dist *d, int code);
 
 CLG_API int clg_dist_rank(const clg_dist *d);
@@ -137,8 +171,8 @@ CLG_API void clg_dist_detach(clg_dist *d);
  * gradients are those of one process (a share of 0: gradients that count for nothing).
  * Waits for x and for every rank (at most the timeout: a dead or hung rank is an
  * error). Without ranks, x itself. Local replicas are not summed (one process's
- * replicas run one after the other). Under ranks it needs MPI_THREAD_MULTIPLE (it
- * runs beside the gradients' reduction, on a communicator of its own). d must outlive
+ * replicas run one after the other). Under ranks it needs the transport's layers'
+ * channel (MPI_THREAD_MULTIPLE: it runs beside the gradients' reduction). d must outlive
  * the tapes that used it. NULL on failure (clg_device_error). */
 CLG_API clg_tensor *clg_dist_all_reduce(clg_dist *d, clg_tensor *x, double share);
 
@@ -156,7 +190,7 @@ typedef struct clg_dist_stats {
     int64_t steps;              /* reductions */
     int64_t bytes;              /* gradient bytes one step reduces (per rank) */
     int buckets;                /* per step */
-    double reduce_seconds;      /* the communication thread's MPI_Allreduce time */
+    double reduce_seconds;      /* the communication thread's allreduce (MPI_Allreduce) time */
     double sum_seconds;         /* its time summing local replicas into the arena */
     double wait_seconds;        /* the step's time blocked waiting for the reduction (and
                                    so for the device to finish backward) */

@@ -25,28 +25,27 @@ static double env_number(const char *name, double fallback)
     return v > 0 ? v : fallback;
 }
 
-/* Zeros: clg_dist_init reads the environment's values, else 1 MiB and 600 s. */
+/* Zeros: clg_dist_new reads the environment's values, else 1 MiB and 600 s. */
 clg_dist_options clg_dist_defaults(void) { return (clg_dist_options){0}; }
 
-clg_status clg_dist_init(int *argc, char ***argv, const clg_dist_options *options, clg_dist **out, char *err,
-                         size_t errlen)
+clg_status clg_dist_new(const clg_dist_transport *transport, const clg_dist_options *options, clg_dist **out,
+                        char *err, size_t errlen)
 {
     if (!out) return CLG_ERR_INVALID_ARGUMENT;
     *out = NULL;
     clg_dist *d = calloc(1, sizeof *d);
     if (!d) {
-        if (err) snprintf(err, errlen, "clg_dist_init: out of host memory");
+        if (err) snprintf(err, errlen, "clg_dist_new: out of host memory");
         return CLG_ERR_OUT_OF_MEMORY;
     }
     if (options) d->o = *options;
     if (!(d->o.bucket_mb > 0)) d->o.bucket_mb = env_number("CLG_DIST_BUCKET_MB", 1);
     if (!(d->o.timeout > 0)) d->o.timeout = env_number("CLG_DIST_TIMEOUT", 600);
     char why[400] = "";
-    clg_status st = clg__comm_init(&d->comm, argc, argv, why, sizeof why);
+    clg_status st = clg__comm_init(&d->comm, transport, why, sizeof why);
     if (st) {
-        if (err) snprintf(err, errlen, "clg_dist_init: %s", why);
-        clg__comm_finalize(&d->comm);
-        free(d);
+        if (err) snprintf(err, errlen, "clg_dist_new: %s", why);
+        free(d);   /* the transport stays the caller's */
         return st;
     }
     *out = d;
@@ -57,7 +56,7 @@ void clg_dist_free(clg_dist *d)
 {
     if (!d) return;
     clg__reducer_free(d->reducer);
-    if (!d->broken) clg__comm_finalize(&d->comm);   /* a broken group would hang in it */
+    clg__comm_finalize(&d->comm, !d->broken);   /* a broken group would hang in it */
     free(d);
 }
 

@@ -1,6 +1,6 @@
 /* dist_impl.h: the internals of data-parallel training (src/dist/). Not installed.
  *
- *   comm.c      the transport between processes: MPI when built with it, else one process
+ *   comm.c      the transport between processes: the one given (libclgrad-dist's MPI), else none
  *   reducer.c   gradients -> host arena -> buckets reduced on a thread -> gradients
  *   dist.c      the public API over both
  */
@@ -12,25 +12,29 @@
 #include "clgrad/dist.h"
 #include "tensor_impl.h"
 
-/* ---- comm.c: between processes, on two channels (comm.c says why): the gradients'
- * (mu serialises its calls: the reducer's thread and the caller's both make them) and
- * the layers' (collectives inside forward and backward; needs MPI_THREAD_MULTIPLE). */
+/* ---- comm.c: between processes, through the transport given to clg_dist_new (dist.h;
+ * none: a group of one), on its two channels: the gradients' (mu serialises its calls:
+ * the reducer's thread and the caller's both make them) and the layers' (collectives
+ * inside forward and backward, under layers_mu). */
 typedef struct clg__comm {
     int rank, size;
-    bool mpi;            /* MPI is in use (launched, built with it) */
-    bool init_here;      /* clg__comm_init called MPI_Init: finalise it */
-    int thread_level;    /* what MPI_Init_thread gave */
-    void *layers;        /* the layers' MPI_Comm (a duplicate of the world's), or NULL */
+    bool have;               /* a transport was given: t */
+    clg_dist_transport t;
     pthread_mutex_t mu, layers_mu;
 } clg__comm;
 
-clg_status clg__comm_init(clg__comm *c, int *argc, char ***argv, char *err, size_t errlen);
-void clg__comm_finalize(clg__comm *c);
+/* A group of one for NULL (refused under an MPI launcher), else over t. */
+clg_status clg__comm_init(clg__comm *c, const clg_dist_transport *t, char *err, size_t errlen);
+/* clean: the transport's finalize too (dist.h says when not). */
+void clg__comm_finalize(clg__comm *c, bool clean);
 void clg__comm_abort(clg__comm *c, int code);
 /* Sums in place over the ranks: count values of float32 (f64 false) or float64. */
 clg_status clg__comm_allreduce(clg__comm *c, void *buf, int64_t count, bool f64, char *err, size_t errlen);
+/* Whether the layers' channel is there (always in a group of one); the reason if not. */
+bool clg__comm_has_layers(const clg__comm *c);
+const char *clg__comm_no_layers(const clg__comm *c);
 /* The same on the layers' channel, waiting at most timeout seconds (a dead or hung
- * rank is an error, not a hang). Refused (CLG_ERR_UNSUPPORTED) without MPI_THREAD_MULTIPLE. */
+ * rank is an error, not a hang). Refused (CLG_ERR_UNSUPPORTED) without that channel. */
 clg_status clg__comm_allreduce_layers(clg__comm *c, void *buf, int64_t count, bool f64, double timeout, char *err,
                                       size_t errlen);
 /* bytes of rank 0's buf into every rank's. */

@@ -1,10 +1,10 @@
 /* sync.c: collectives inside a model's passes. clg_dist_all_reduce is a differentiable
  * sum over the ranks (its backward sums the gradients over the ranks, weighted by the
- * ranks' shares of the loss); synchronised
- * batch norm (clg_dist_sync_batch_norm) hands it to the model's batch-norm layers,
- * which then normalise with the statistics of the global batch (src/nn/norm_layers.c).
- * Both run on the layers' channel (comm.c), beside the gradients' reduction, and wait
- * for every rank at most the dist's timeout. */
+ * ranks' shares of the loss); synchronised batch norm (clg_dist_sync_batch_norm) hands
+ * it to the model's batch-norm layers, which then normalise with the statistics of the
+ * global batch (src/nn/norm_layers.c). Both run on the transport's layers' channel
+ * (comm.c), beside the gradients' reduction, and wait for every rank at most the dist's
+ * timeout. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,10 +106,10 @@ clg_status clg_dist_sync_batch_norm(clg_dist *d, clg_module *model, int *convert
 {
     if (converted) *converted = 0;
     if (!d || !model) return CLG_ERR_INVALID_ARGUMENT;
-    if (d->comm.mpi && d->comm.size > 1 && !d->comm.layers)
+    if (!clg__comm_has_layers(&d->comm))
         return clg__dist_fail(d, CLG_ERR_UNSUPPORTED, "clg_dist_sync_batch_norm: batch-norm statistics are summed "
-                              "during forward and backward, beside the gradients' reduction: that needs an MPI "
-                              "with MPI_THREAD_MULTIPLE (this one gives level %d)", d->comm.thread_level);
+                              "during forward and backward, beside the gradients' reduction: %s",
+                              clg__comm_no_layers(&d->comm));
     if (d->comm.size == 1) return CLG_OK;   /* one process: its statistics are the global batch's */
     int n = sync_tree(d, model);
     if (converted) *converted = n;

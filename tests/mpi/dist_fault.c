@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <clgrad.h>
+#include <clgrad/dist_mpi.h>   /* clg_dist_init: libclgrad-dist */
 
 enum { B = 8, IN = 16, OUT = 4, STEPS = 20 };
 

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include <clgrad.h>
+#include <clgrad/dist_mpi.h>   /* clg_dist_init: libclgrad-dist */
 
 enum { C = 3, HW = 5, HID = 6, OUT = 3, MAXB = 9, MAXT = 32 };
 
