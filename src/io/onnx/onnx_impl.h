@@ -132,6 +132,8 @@ typedef struct ix_value {
     int rank;             /* ACT: axes, the batch's included */
     bool tmajor;          /* ACT: [T, B, F], transposed for a recurrent node */
     bool tokens;          /* ACT: the model's integer input */
+    const struct ix_value *rows_of;   /* CONST: rows of this table (a position embedding) */
+    int64_t rows_from;    /* ... rows_from, rows_from + 1, ... of it */
     bool is_int;          /* CONST: int64 values (else float) */
     bool symbolic;        /* CONST: an integer vector some of whose values are unknown */
     int ndim;             /* CONST */
@@ -163,6 +165,12 @@ typedef struct ix_layer {
     int out_uses;         /* recurrent: the uses of its output value (for stacking) */
 } ix_layer;
 
+/* An attention region (onnx_import_attention.c): read as one layer at its first node. */
+typedef struct ix_region {
+    const char *x;        /* its input activation */
+    const char *exit;     /* the value it gives */
+} ix_region;
+
 typedef struct ix_ctx {
     clg_device *dev;
     const char *path;
@@ -173,6 +181,11 @@ typedef struct ix_ctx {
     ix_layer *layers;
     int nlayers, caplayers;
     bool *done;           /* nodes already taken by a pattern (a bias Add, GELU's formula) */
+    int *region;          /* per node: its attention region, or -1 */
+    ix_region *regions;
+    int nregions;
+    const Onnx__NodeProto *pos_add;   /* a position embedding's Add (onnx_import_gpt.c), or NULL */
+    const ix_value *pos_rows;         /* its rows: a Gather of a table by positions */
     int in_ndim;
     int64_t in_dims[CLG_MAX_DIMS];
     bool failed;
@@ -247,6 +260,8 @@ bool ix_pad(ix_ctx *c, const Onnx__NodeProto *n);
  * file's weights, accepted when exporting that network gives the file's graph byte for
  * byte (onnx_import_own.c). false (nothing made, no message) when it does not. */
 bool ix_own_export(ix_ctx *c, const char *json, clg_model **desc, clg_module **net);
+/* The model-file text of the layers read so far (malloc'd), NULL when out of memory. */
+char *ix_model_text(ix_ctx *c);
 /* The layers read from a formula or a shape trick (onnx_import_patterns.c): GELU's erf
  * formula at its Div, GELU's tanh one at its Mul(x, x), SiLU at its Sigmoid, GroupNorm
  * at its Reshape to [0, G, -1] (else a Reshape that flattens), ConvTranspose, Resize. */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "onnx_impl.h"
+#include "onnx_attn.h"
 
 typedef const Onnx__NodeProto node;
 
@@ -280,6 +280,7 @@ bool ix_node(ix_ctx *c, size_t at)
 {
     node *n = c->g->node[at];
     const char *op = n->op_type ? n->op_type : "";
+    if (c->region && c->region[at] >= 0) return ix_attention_run(c, c->region[at]);   /* its first node */
     if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx"))
         return ix_fail(c, n, "op of domain \"%s\": only the default ONNX domain is read", n->domain);
     if (!n->n_output) return ix_fail(c, n, "no outputs");
