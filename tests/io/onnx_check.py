@@ -12,9 +12,15 @@ build tree's venv: tests/io/onnx_venv.sh), python3-onnx and python3-torch as ora
                                    by torch.onnx.export (opset 17, dynamic batch) as
                                    DIR/t_NAME.onnx, with inputs t_NAME_x.npy (tokens as int32)
                                    and PyTorch's outputs t_NAME_y.npy; onnxruntime must agree
-                                   with PyTorch to 1e-5 relative. Also t_bad.onnx, with an op
-                                   import does not read (LogSoftmax).
+                                   with PyTorch to 1e-5 relative. The GPTs: nanoGPT's model
+                                   with nn.MultiheadAttention (gpt) and with its own
+                                   attention (gpt_hand); mha: one non-causal block on floats.
+                                   Also graphs import must refuse: t_bad.onnx, with an op it
+                                   does not read (LogSoftmax); t_attn_mask.onnx, attention with
+                                   a mask that is not causal; t_attn_axis.onnx, t_mha.onnx
+                                   with its Softmax on the queries' axis.
 """
+import math
 import os
 import sys
 import warnings
@@ -24,6 +30,7 @@ import onnx
 import onnxruntime as ort
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 TOL = 1e-5
 
@@ -95,10 +102,88 @@ class View(nn.Module):
         return x.view(x.size(0), -1)
 
 
+class Attn(nn.Module):
+    """Self-attention by nn.MultiheadAttention, with a mask -inf above diagonal `diag`
+    (1: causal) or none."""
+
+    def __init__(self, C, H, diag):
+        super().__init__()
+        self.mha, self.diag = nn.MultiheadAttention(C, H, batch_first=True), diag
+
+    def forward(self, x):
+        T = x.size(1)
+        mask = None if self.diag is None else torch.triu(torch.full((T, T), float("-inf")), self.diag)
+        return self.mha(x, x, x, attn_mask=mask, need_weights=False)[0]
+
+
+class HandAttn(nn.Module):
+    """nanoGPT's CausalSelfAttention, as written there."""
+
+    def __init__(self, C, H, T):
+        super().__init__()
+        self.c_attn, self.c_proj, self.n_head = nn.Linear(C, 3 * C), nn.Linear(C, C), H
+        self.register_buffer("bias", torch.tril(torch.ones(T, T)).view(1, 1, T, T))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = F.softmax(att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf")), dim=-1)
+        return self.c_proj((att @ v).transpose(1, 2).contiguous().view(B, T, C))
+
+
+class GptBlock(nn.Module):
+    """A pre-norm block: attention and a GELU MLP of 4 C, each added to the stream."""
+
+    def __init__(self, attn, C):
+        super().__init__()
+        self.ln_1, self.attn, self.ln_2 = nn.LayerNorm(C), attn, nn.LayerNorm(C)
+        self.mlp = nn.Sequential(nn.Linear(C, 4 * C), nn.GELU(), nn.Linear(4 * C, C))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class Gpt(nn.Module):
+    """nanoGPT's model: token and position embeddings, blocks, a layer norm and the head
+    tied to the token embedding (clgrad's gpt layer)."""
+
+    def __init__(self, hand, V=256, T=16, C=32, H=4, L=2):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(V, C), nn.Embedding(T, C)
+        self.h = nn.ModuleList([GptBlock(HandAttn(C, H, T) if hand else Attn(C, H, 1), C) for _ in range(L)])
+        self.ln_f, self.head = nn.LayerNorm(C), nn.Linear(C, V, bias=False)
+        self.head.weight = self.wte.weight
+
+    def forward(self, idx):
+        x = self.wte(idx) + self.wpe(torch.arange(0, idx.size(1), dtype=torch.long))
+        for block in self.h:
+            x = block(x)
+        return self.head(self.ln_f(x))
+
+
+class SeqNet(nn.Module):
+    """Floats [T, 6] -> linear -> a block of attention (mask above diagonal `diag`) ->
+    layer norm -> flatten -> linear: attention as a layer among others."""
+
+    def __init__(self, diag):
+        super().__init__()
+        self.inp, self.block = nn.Linear(6, 32), GptBlock(Attn(32, 4, diag), 32)
+        self.ln, self.out = nn.LayerNorm(32), nn.Linear(320, 5)
+
+    def forward(self, x):
+        return self.out(self.ln(self.block(self.inp(x))).flatten(1))
+
+
 def models():
     """name: (module, input); tokens as int64."""
     img = torch.rand(3, 1, 28, 28)
     tok = torch.randint(0, 256, (3, 12))
+    seq = torch.randn(3, 10, 6)
     return {
         "mlp": (nn.Sequential(nn.Flatten(), nn.Linear(784, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(),
                               nn.Linear(32, 10)), img),
@@ -123,7 +208,11 @@ def models():
         "lstm": (Seq(nn.Embedding(256, 16), nn.LSTM(16, 32, 2, batch_first=True), nn.Linear(32, 256)), tok),
         "gru": (Seq(nn.Embedding(256, 16), nn.GRU(16, 24, 1, batch_first=True), nn.Linear(24, 256)), tok),
         "rnn": (Seq(nn.Embedding(256, 16), nn.RNN(16, 24, 2, batch_first=True), nn.Linear(24, 256)), tok),
+        "gpt": (Gpt(False), tok),
+        "gpt_hand": (Gpt(True), tok),
+        "mha": (SeqNet(None), seq),
         "bad": (nn.Sequential(nn.Flatten(), nn.Linear(784, 10), nn.LogSoftmax(-1)), img),
+        "attn_mask": (SeqNet(2), seq),
     }
 
 
@@ -137,6 +226,9 @@ def cmd_torch(d):
                 mod.running_var.uniform_(0.5, 2)
                 mod.weight.data.uniform_(0.5, 1.5)
                 mod.bias.data.uniform_(-0.5, 0.5)
+        if name in ("gpt", "gpt_hand", "mha", "attn_mask"):   # biases and norms away from 0 and 1
+            for p in m.parameters():
+                p.data.uniform_(-0.3, 0.3)
         m.eval()
         path = os.path.join(d, "t_" + name + ".onnx")
         with warnings.catch_warnings():
@@ -149,6 +241,9 @@ def cmd_torch(d):
         np.save(os.path.join(d, "t_" + name + "_x.npy"), xs)
         np.save(os.path.join(d, "t_" + name + "_y.npy"), y)
         ok = close(run_ort(path, x.numpy()), y, "onnxruntime vs PyTorch " + name) and ok
+    m = onnx.load(os.path.join(d, "t_mha.onnx"))   # softmax over the queries' axis of [B H, T, S]
+    next(a for n in m.graph.node if n.op_type == "Softmax" for a in n.attribute if a.name == "axis").i = 1
+    onnx.save(m, os.path.join(d, "t_attn_axis.onnx"))
     return ok
 
 

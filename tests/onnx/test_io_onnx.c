@@ -7,10 +7,13 @@
  * model file and the same outputs; edited, it must not be taken for clgrad's export.
  *
  * Import: tests/io/onnx_check.py torch exports PyTorch equivalents of the example models
- * (MLP, CNN, batch norm, a ResNet, activations, LSTM, GRU, RNN) with torch.onnx.export;
- * each imported network must give PyTorch's outputs to 1e-5 relative, take an SGD step
- * that changes its weights, and save a checkpoint that rebuilds it exactly. A graph with
- * an op import does not read (LogSoftmax) must fail naming the op and the node.
+ * (MLP, CNN, batch norm, a ResNet, activations, LSTM, GRU, RNN, nanoGPT's GPT with
+ * nn.MultiheadAttention and with its own attention, attention on floats) with
+ * torch.onnx.export; each imported network must give PyTorch's outputs to 1e-5 relative,
+ * take an SGD step that changes its weights, and save a checkpoint that rebuilds it
+ * exactly. A graph with an op import does not read (LogSoftmax), and attention that is
+ * almost clgrad's (a mask that is not causal, a softmax on the wrong axis), must fail
+ * naming the node.
  *
  * Python: $CLG_ONNX_PYTHON, the venv tests/io/onnx_venv.sh makes under the build tree
  * (onnxruntime from PyPI beside Debian's python3-onnx and python3-torch); missing is a
@@ -199,7 +202,9 @@ static bool export_one(clg_device *dev, const char *dir, const char *name, clg_m
 
 /* zoo_attn.onnx saved again by python3-onnx imports whole; with a layer norm's epsilon
  * changed, or its embedded model file changed (4 heads for 2), it is not clgrad's export
- * of that model any more, and the general reader, which does not read attention, refuses it. */
+ * of that model any more, and the general reader takes it as any graph: attention,
+ * transformer blocks and all. With the model file edited, the graph is the export's and
+ * must give its outputs; with the epsilon edited, the model must have that epsilon. */
 static void edited(clg_device *dev, const char *dir)
 {
     const char *args[3] = {"edit", dir, "zoo_attn"};
@@ -210,9 +215,20 @@ static void edited(clg_device *dev, const char *dir)
         clg_model *m = NULL;
         clg_module *net = NULL;
         clg_status st = clg_module_import_onnx(dev, p, &m, &net);
-        if (i == 0) CHECK_MSG(st == CLG_OK && net, "%s: %s", files[i], clg_device_error(dev));
-        else CHECK_MSG(st == CLG_ERR_UNSUPPORTED && !net && !m && strstr(clg_device_error(dev), ": node \""), "%s: %s",
-                       files[i], st == CLG_OK ? "imported" : clg_device_error(dev));
+        CHECK_MSG(st == CLG_OK && net, "%s: %s", files[i], clg_device_error(dev));
+        char *json = m ? clg_model_json(m) : NULL;
+        bool general = json && strstr(json, "imported from");   /* the comment of the general reader */
+        CHECK_MSG(general == (i > 0), "%s: read %s", files[i], general ? "as any graph" : "as clgrad's export");
+        if (i == 1) CHECK_MSG(json && strstr(json, "\"eps\": 0.001"), "%s: the edited epsilon is not read:\n%s", files[i], json);
+        if (i == 2 && net) {
+            clg_scope_begin(dev);
+            clg_tensor *x = load(dev, dir, "zoo_attn", "_x.npy"), *want = load(dev, dir, "zoo_attn", "_y.npy");
+            double d = rel_diff(eval_forward(net, x), want);
+            printf("%s: read as any graph: max |diff| %.3g relative\n", files[i], d);
+            CHECK_MSG(d <= TOL, "%s: differs from the export's outputs by %g", files[i], d);
+            clg_scope_end(dev);
+        }
+        free(json);
         clg_module_free(net);
         clg_model_free(m);
         free(p);
@@ -308,7 +324,8 @@ static void test_import(clg_device *dev, const char *dir)
 {
     const char *args[2] = {"torch", dir};
     CHECK_MSG(python(args, 2) == 0, "PyTorch's exports did not run in onnxruntime as in PyTorch (see above)");
-    static const char *const names[] = {"mlp", "cnn", "cnn_bn", "resnet", "act", "more", "lstm", "gru", "rnn"};
+    static const char *const names[] = {"mlp", "cnn", "cnn_bn", "resnet", "act", "more", "lstm", "gru", "rnn",
+                                        "gpt", "gpt_hand", "mha"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         char file[128];
         snprintf(file, sizeof file, "t_%s.onnx", names[i]);
@@ -337,6 +354,17 @@ static void test_import(clg_device *dev, const char *dir)
     CHECK_MSG(strstr(clg_device_error(dev), "node \"/2/LogSoftmax\" (LogSoftmax): op LogSoftmax is not supported"), "%s",
               clg_device_error(dev));
     free(bad);
+    /* almost attention: a mask that is not causal, a Softmax on the queries' axis */
+    static const char *const almost[][2] = {
+        {"t_attn_mask.onnx", "(Add): a mask other than the causal one"},
+        {"t_attn_axis.onnx", "(Softmax): Softmax on axis 1, not on the keys' time"}};
+    for (int i = 0; i < 2; i++) {
+        bad = io_path(dir, almost[i][0]);
+        CHECK(clg_module_import_onnx(dev, bad, &m, &net) == CLG_ERR_UNSUPPORTED && !m && !net);
+        CHECK_MSG(strstr(clg_device_error(dev), ": node \"/block/attn/mha/") && strstr(clg_device_error(dev), almost[i][1]),
+                  "%s: %s", almost[i][0], clg_device_error(dev));
+        free(bad);
+    }
     /* not an ONNX file */
     char *junk = io_path(dir, "t_mlp_x.npy");
     CHECK(clg_module_import_onnx(dev, junk, &m, &net) != CLG_OK && !m && !net);

@@ -143,7 +143,7 @@ typedef struct ix_value {
     int64_t *i;
 } ix_value;
 
-#define IX_MAX_WEIGHTS 64
+#define IX_MAX_WEIGHTS 200   /* a gpt layer of 16 blocks */
 typedef struct ix_weight {
     char suffix[48];      /* "weight", "bias_hh_l1", ... */
     int ndim;
@@ -256,6 +256,7 @@ bool ix_squeeze(ix_ctx *c, const Onnx__NodeProto *n, bool un);
 bool ix_constant_of_shape(ix_ctx *c, const Onnx__NodeProto *n);
 bool ix_of_zeros(ix_ctx *c, const Onnx__NodeProto *n);
 bool ix_pad(ix_ctx *c, const Onnx__NodeProto *n);
+bool ix_range(ix_ctx *c, const Onnx__NodeProto *n);
 /* A file clgrad exported: its embedded model file, the network built from it with the
  * file's weights, accepted when exporting that network gives the file's graph byte for
  * byte (onnx_import_own.c). false (nothing made, no message) when it does not. */

@@ -57,6 +57,8 @@ bool ix_shape(ix_ctx *c, node *n)
     if (!o) return false;
     o->ndim = 1, o->dims[0] = x->rank, o->symbolic = true;
     for (int k = 0; k < x->rank; k++) o->i[k] = k == (x->tmajor ? 1 : 0) ? IX_DIM_BATCH : IX_DIM_UNKNOWN;
+    if (x->layer < 0 && !x->tmajor)   /* the model's input: its sample's sizes are fixed */
+        for (int k = 1; k < x->rank; k++) o->i[k] = c->in_dims[k - 1];
     return true;
 }
 
@@ -69,11 +71,11 @@ bool ix_fold_gather(ix_ctx *c, node *n, const ix_value *d)
     if (!o) return false;
     o->ndim = idx->ndim;
     memcpy(o->dims, idx->dims, sizeof o->dims);
-    o->symbolic = d->symbolic;
     for (int64_t k = 0; k < idx->numel; k++) {
         int64_t j = idx->i[k] < 0 ? idx->i[k] + d->numel : idx->i[k];
         if (j < 0 || j >= d->numel) return ix_fail(c, n, "index %lld out of range", (long long)idx->i[k]);
         o->i[k] = d->i[j];
+        o->symbolic = o->symbolic || (d->symbolic && (o->i[k] == IX_DIM_BATCH || o->i[k] == IX_DIM_UNKNOWN));
     }
     return true;
 }
@@ -161,4 +163,23 @@ bool ix_pad(ix_ctx *c, node *n)
     for (int64_t k = 0; none && k < p->numel; k++) none = p->i[k] == 0;
     if (!none) return ix_fail(c, n, "only a Pad of zero width is read (padding belongs to the convolution or pool)");
     return ix_alias(c, n, 0, x);
+}
+
+/* Range(start, limit, delta) of known integers (positions 0 .. T-1). */
+bool ix_range(ix_ctx *c, node *n)
+{
+    ix_value *v[3];
+    for (size_t k = 0; k < 3; k++)
+        if (!(v[k] = ix_in(c, n, k))) return false;
+    for (int k = 0; k < 3; k++)
+        if (v[k]->kind != IX_CONST || !v[k]->is_int || v[k]->symbolic || v[k]->numel != 1 || (k == 2 && !v[2]->i[0]))
+            return ix_fail(c, n, "only a Range of known integers (positions) is read");
+    int64_t s = v[0]->i[0], l = v[1]->i[0], d = v[2]->i[0], cnt = (l - s + d + (d > 0 ? -1 : 1)) / d;
+    if (cnt < 0) cnt = 0;
+    if (cnt > MODEL_MAX_DIM) return ix_fail(c, n, "a Range of %lld values", (long long)cnt);
+    ix_value *o = new_const(c, n, cnt, true);
+    if (!o) return false;
+    o->ndim = 1, o->dims[0] = cnt;
+    for (int64_t k = 0; k < cnt; k++) o->i[k] = s + k * d;
+    return true;
 }

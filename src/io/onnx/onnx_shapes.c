@@ -464,6 +464,41 @@ static bool op_where_expand(ax_ctx *a, node *n, bool where)
     return true;
 }
 
+/* Slice(x, starts, ends, axes, steps) of a host tensor, steps positive. */
+static bool op_slice(ax_ctx *a, node *n)
+{
+    ax_val *x = ax_static(a, n->input[0]), *v[4] = {0};
+    if (!x) return false;
+    for (size_t k = 1; k < n->n_input && k < 5; k++)
+        if (*n->input[k] && (!(v[k - 1] = ax_static(a, n->input[k])) || v[k - 1]->kind != AV_INT || !known(a, n, v[k - 1])))
+            return v[k - 1] ? ix_fail(a->c, n, "integer host starts, ends, axes and steps expected") : false;
+    if (!v[0] || !v[1] || v[0]->numel != v[1]->numel || (v[2] && v[2]->numel != v[0]->numel) || (v[3] && v[3]->numel != v[0]->numel))
+        return ix_fail(a->c, n, "starts, ends, axes and steps of one length expected");
+    int64_t lo[AX_MAX_AXES + 2] = {0}, step[AX_MAX_AXES + 2], d[AX_MAX_AXES + 2];
+    for (int k = 0; k < x->ndim; k++) step[k] = 1, d[k] = x->dims[k];
+    for (int64_t e = 0; e < v[0]->numel; e++) {
+        int64_t ax = v[2] ? v[2]->i[e].k : e, st = v[3] ? v[3]->i[e].k : 1;
+        ax = ax < 0 ? ax + x->ndim : ax;
+        if (ax < 0 || ax >= x->ndim || st < 1) return ix_fail(a->c, n, "axis %lld or step %lld is not read", (long long)ax, (long long)st);
+        int64_t s = v[0]->i[e].k, t = v[1]->i[e].k, len = x->dims[ax];
+        s = s < 0 ? s + len : s, t = t < 0 ? t + len : t;
+        s = s < 0 ? 0 : s > len ? len : s, t = t < 0 ? 0 : t > len ? len : t;
+        lo[ax] = s, step[ax] = st, d[ax] = t > s ? (t - s + st - 1) / st : 0;
+    }
+    ax_val *o = ax_new_static(a, n, n->output[0], x->kind == AV_INT, x->ndim, d);
+    for (int64_t e = 0; o && e < o->numel; e++) {
+        int64_t rest = e, at = 0, stride = 1;
+        for (int k = x->ndim - 1; k >= 0; k--) {
+            at += (lo[k] + rest % d[k] * step[k]) * stride;
+            rest /= d[k];
+            stride *= x->dims[k];
+        }
+        if (o->i) o->i[e] = x->i[at];
+        else o->f[e] = x->f[at];
+    }
+    return o != NULL;
+}
+
 bool ax_static_node(ax_ctx *a, node *n)
 {
     const char *op = n->op_type;
@@ -487,5 +522,6 @@ bool ax_static_node(ax_ctx *a, node *n)
     if (!strcmp(op, "Range")) return op_range(a, n);
     if (!strcmp(op, "Where")) return op_where_expand(a, n, true);
     if (!strcmp(op, "Expand")) return op_where_expand(a, n, false);
+    if (!strcmp(op, "Slice")) return op_slice(a, n);
     return ix_fail(a->c, n, "%s on host values is not read within attention", op);
 }
