@@ -180,8 +180,10 @@ static bool op_project(ax_ctx *a, node *n, ax_val *t)
     bool gemm = !strcmp(n->op_type, "Gemm"), trans = gemm && ix_attr_i(n, "transB", 0);
     if (gemm && (ix_attr_i(n, "transA", 0) || ix_attr_f(n, "alpha", 1) != 1 || ix_attr_f(n, "beta", 1) != 1))
         return ix_fail(a->c, n, "only Gemm with transA = 0, alpha = beta = 1 is read");
-    ix_value *w = ix_const_in(a->c, n, 1, true), *b = gemm && !ix_no_input(n, 2) ? ix_const_in(a->c, n, 2, true) : NULL;
+    ax_val *w = ax_static(a, n->input[1]), *b = w && gemm && !ix_no_input(n, 2) ? ax_static(a, n->input[2]) : NULL;
     if (!w || (gemm && !ix_no_input(n, 2) && !b)) return false;
+    if (w->kind != AV_FLOAT || (b && (b->kind != AV_FLOAT || b->ndim != 1)))
+        return ix_fail(a->c, n, "the weight and bias must be float host tensors");
     int64_t in = w->ndim == 2 ? w->dims[trans ? 1 : 0] : -1, out = w->ndim == 2 ? w->dims[trans ? 0 : 1] : -1;
     const ax_axis *last = &t->ax[t->nax - 1];
     ax_val *o = NULL;
