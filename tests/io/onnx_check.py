@@ -12,7 +12,8 @@ build tree's venv: tests/io/onnx_venv.sh), python3-onnx and python3-torch as ora
                                    by torch.onnx.export (opset 17, dynamic batch) as
                                    DIR/t_NAME.onnx, with inputs t_NAME_x.npy (tokens as int32)
                                    and PyTorch's outputs t_NAME_y.npy; onnxruntime must agree
-                                   with PyTorch to 1e-5 relative. The GPTs: nanoGPT's model
+                                   with PyTorch to 1e-5 relative. resnet_bn: a ResNet of
+                                   BasicBlocks exported with its batch norms. The GPTs: nanoGPT's model
                                    with nn.MultiheadAttention (gpt) and with its own
                                    attention (gpt_hand); mha: one non-causal block on floats.
                                    Also graphs import must refuse: t_bad.onnx, with an op it
@@ -94,6 +95,21 @@ class Block(nn.Module):
         return torch.relu(y + (x if self.down is None else self.down(x)))
 
 
+class ResNet(nn.Module):
+    """resnet_fashion.json's shape, smaller: torchvision's names (conv1, bn1, layer1..2)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(1, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8)
+        self.layer1 = nn.Sequential(Block(8, 8, 1), Block(8, 8, 1))
+        self.layer2 = nn.Sequential(Block(8, 16, 2), Block(16, 16, 1))
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = self.layer2(self.layer1(torch.relu(self.bn1(self.conv1(x)))))
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
 class View(nn.Module):
     """x.view(x.size(0), -1), as many models flatten."""
 
@@ -119,6 +135,7 @@ def models():
         "resnet": (nn.Sequential(nn.Conv2d(1, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
                                  Block(8, 8, 1), Block(8, 16, 2), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
                                  nn.Linear(16, 10)), img),
+        "resnet_bn": (ResNet(), img),   # exported with its batch norms (PRESERVE)
         "act": (nn.Sequential(nn.Flatten(), nn.Linear(784, 16), nn.GELU(), nn.LayerNorm(16), nn.Linear(16, 16),
                               nn.Tanh(), nn.Linear(16, 16), nn.Sigmoid(), nn.Linear(16, 16), nn.LeakyReLU(0.2),
                               nn.Linear(16, 16), nn.ELU(), nn.Linear(16, 16), nn.Softplus(), nn.Linear(16, 10),
@@ -156,7 +173,8 @@ def cmd_torch(d):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch.onnx.export(m, x, path, opset_version=17, input_names=["input"], output_names=["output"],
-                              dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
+                              dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
+                              training=torch.onnx.TrainingMode.PRESERVE if name == "resnet_bn" else torch.onnx.TrainingMode.EVAL)
         with torch.no_grad():
             y = m(x).numpy()
         xs = x.numpy().astype(np.int32) if x.dtype == torch.int64 else x.numpy()

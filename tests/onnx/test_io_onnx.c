@@ -7,7 +7,8 @@
  * model file and the same outputs; edited, it must not be taken for clgrad's export.
  *
  * Import: tests/io/onnx_check.py torch exports PyTorch equivalents of the example models
- * (MLP, CNN, batch norm, a ResNet, activations, LSTM, GRU, RNN, nanoGPT's GPT with
+ * (MLP, CNN, batch norm, a ResNet (and one with its batch norms: basic_block layers),
+ * activations, LSTM, GRU, RNN, nanoGPT's GPT (a gpt layer) with
  * nn.MultiheadAttention and with its own attention, attention on floats) with
  * torch.onnx.export; each imported network must give PyTorch's outputs to 1e-5 relative,
  * take an SGD step that changes its weights, and save a checkpoint that rebuilds it
@@ -324,8 +325,12 @@ static void test_import(clg_device *dev, const char *dir)
 {
     const char *args[2] = {"torch", dir};
     CHECK_MSG(python(args, 2) == 0, "PyTorch's exports did not run in onnxruntime as in PyTorch (see above)");
-    static const char *const names[] = {"mlp", "cnn", "cnn_bn", "resnet", "act", "more", "lstm", "gru", "rnn",
+    static const char *const names[] = {"mlp", "cnn", "cnn_bn", "resnet", "resnet_bn", "act", "more", "lstm", "gru", "rnn",
                                         "gpt", "gpt_hand", "mha"};
+    /* the layers some must become: clgrad's blocks, not their parts */
+    static const char *const want[][2] = {{"resnet_bn", "\"basic_block\""}, {"resnet_bn", "\"layer2\""},
+                                          {"gpt", "\"type\": \"gpt\""}, {"gpt_hand", "\"type\": \"gpt\""},
+                                          {"mha", "\"multihead_attention\""}};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         char file[128];
         snprintf(file, sizeof file, "t_%s.onnx", names[i]);
@@ -335,6 +340,11 @@ static void test_import(clg_device *dev, const char *dir)
         CHECK_MSG(clg_module_import_onnx(dev, path, &m, &net) == CLG_OK, "%s: %s", names[i], clg_device_error(dev));
         free(path);
         if (!net) continue;
+        char *json = clg_model_json(m);
+        for (size_t k = 0; k < sizeof want / sizeof *want; k++)
+            if (!strcmp(want[k][0], names[i]))
+                CHECK_MSG(json && strstr(json, want[k][1]), "%s: no %s in the model file:\n%s", names[i], want[k][1], json);
+        free(json);
         clg_scope_begin(dev);
         snprintf(file, sizeof file, "t_%s", names[i]);
         clg_tensor *x = load(dev, dir, file, "_x.npy"), *want = load(dev, dir, file, "_y.npy");

@@ -277,6 +277,10 @@ bool ix_resize(ix_ctx *c, const Onnx__NodeProto *n);
 #define IX_DIM_BATCH INT64_MIN          /* the batch axis's */
 #define IX_DIM_UNKNOWN (INT64_MIN + 1)  /* another axis's */
 
+/* After the nodes: torchvision's BasicBlocks (with their batch norms) as basic_block
+ * layers (onnx_import_resnet.c); false after failing. */
+bool ix_resnet_merge(ix_ctx *c);
+
 /* One node by op type (onnx_import_ops.c); false after failing. */
 bool ix_node(ix_ctx *c, size_t at);
 /* LSTM, GRU and RNN nodes (onnx_import_rnn.c). */
