@@ -15,7 +15,8 @@ build tree's venv: tests/io/onnx_venv.sh), python3-onnx and python3-torch as ora
                                    with PyTorch to 1e-5 relative. resnet_bn: a ResNet of
                                    BasicBlocks exported with its batch norms. The GPTs: nanoGPT's model
                                    with nn.MultiheadAttention (gpt) and with its own
-                                   attention (gpt_hand); mha: one non-causal block on floats.
+                                   attention (gpt_hand); mha: a non-causal block of one head on
+                                   floats.
                                    Also graphs import must refuse: t_bad.onnx, with an op it
                                    does not read (LogSoftmax); t_attn_mask.onnx, attention with
                                    a mask that is not causal; t_attn_axis.onnx, t_mha.onnx
@@ -149,7 +150,7 @@ def models():
         "rnn": (Seq(nn.Embedding(256, 16), nn.RNN(16, 24, 2, batch_first=True), nn.Linear(24, 256)), tok),
         "gpt": (Gpt(False), tok),
         "gpt_hand": (Gpt(True), tok),
-        "mha": (SeqNet(None), seq),
+        "mha": (SeqNet(None, heads=1), seq),   # one head: nn.MultiheadAttention never splits the columns
         "bad": (nn.Sequential(nn.Flatten(), nn.Linear(784, 10), nn.LogSoftmax(-1)), img),
         "attn_mask": (SeqNet(2), seq),
     }

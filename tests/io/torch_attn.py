@@ -74,12 +74,12 @@ class Gpt(nn.Module):
 
 
 class SeqNet(nn.Module):
-    """Floats [T, 6] -> linear -> a block of attention (mask above diagonal `diag`) ->
-    layer norm -> flatten -> linear: attention as a layer among others."""
+    """Floats [T, 6] -> linear -> a block of attention of `heads` (mask above diagonal
+    `diag`) -> layer norm -> flatten -> linear: attention as a layer among others."""
 
-    def __init__(self, diag):
+    def __init__(self, diag, heads=4):
         super().__init__()
-        self.inp, self.block = nn.Linear(6, 32), GptBlock(Attn(32, 4, diag), 32)
+        self.inp, self.block = nn.Linear(6, 32), GptBlock(Attn(32, heads, diag), 32)
         self.ln, self.out = nn.LayerNorm(32), nn.Linear(320, 5)
 
     def forward(self, x):

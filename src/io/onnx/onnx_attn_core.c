@@ -16,8 +16,17 @@ static bool is_axis(const ax_val *t, int k, ax_factor f)
     return k >= 0 && k < t->nax && t->ax[k].n == 1 && t->ax[k].f[0] == f;
 }
 
+/* A projection whose columns were never split is one head (nn.MultiheadAttention with
+ * one head reshapes to [T, B * 1, D]): its P axis holds that head's dims. */
+static void one_head(ax_val *t)
+{
+    if (t->what != AW_PROJ || t->part.heads) return;
+    for (int k = 0; k < t->nax; k++)
+        if (t->ax[k].n == 1 && t->ax[k].f[0] == AF_P) t->ax[k].f[0] = AF_D, t->part.heads = 1;
+}
+
 /* The axes before the last two: the same in x and y, holding the batch and the heads
- * (in any order or grouping, the same in both). */
+ * (in any order or grouping, the same in both; no heads axis for one head). */
 static bool same_lead(const ax_val *x, const ax_val *y)
 {
     if (x->nax != y->nax || x->nax < 3) return false;
@@ -30,7 +39,7 @@ static bool same_lead(const ax_val *x, const ax_val *y)
             if (x->ax[k].f[f] != AF_B && x->ax[k].f[f] != AF_H) return false;
         }
     }
-    return b == 1 && h == 1;
+    return b == 1 && (h == 1 || (h == 0 && x->part.heads == 1));
 }
 
 static int64_t head_dim(const ax_part *p) { return p->heads ? (p->hi - p->lo) / p->heads : 0; }
@@ -38,6 +47,7 @@ static int64_t head_dim(const ax_part *p) { return p->heads ? (p->hi - p->lo) / 
 bool ax_trace_product(ax_ctx *a, node *n, ax_val *x, ax_val *y)
 {
     int L = x->nax - 1;
+    one_head(x), one_head(y);
     bool qk = x->what == AW_PROJ && y->what == AW_PROJ && x->part.heads && x->part.heads == y->part.heads &&
               head_dim(&x->part) == head_dim(&y->part) && same_lead(x, y) && is_axis(x, L - 1, AF_T) &&
               is_axis(x, L, AF_D) && is_axis(y, L - 1, AF_D) && is_axis(y, L, AF_T);

@@ -197,7 +197,8 @@ static bool op_project(ax_ctx *a, node *n, ax_val *t)
         o->ax[o->nax - 1] = (ax_axis){1, {AF_P}};
         return true;
     }
-    bool heads = last->n == 2 && last->f[0] == AF_H && last->f[1] == AF_D;
+    bool heads = (last->n == 2 && last->f[0] == AF_H && last->f[1] == AF_D) ||
+                 (last->n == 1 && last->f[0] == AF_D && t->part.heads == 1);
     if (t->what != AW_CTX || !heads || in != a->C || out != a->C || t->scale != 1)
         return ix_fail(a->c, n, "a product by a weight that is neither a projection of the input [.., %lld] nor the "
                        "output projection of the heads side by side", (long long)a->C);
@@ -215,6 +216,12 @@ bool ax_trace_node(ax_ctx *a, node *n)
     int k = -1, cnt = 0;   /* the first traced input, and how many */
     for (size_t j = 0; j < n->n_input; j++)
         if (traced(a, n->input[j])) cnt++, k = k < 0 ? (int)j : k;
+    for (size_t j = 0; !cnt && j < n->n_input; j++) {
+        const ix_value *v = *n->input[j] ? ix_value_find(a->c, n->input[j]) : NULL;
+        if (v && v->kind == IX_ACT)
+            return ix_fail(a->c, n, "it reads \"%s\", an activation other than the attention's input (only "
+                           "self-attention, q, k and v from one activation, is read)", v->name);
+    }
     if (!cnt) return true;   /* host arithmetic: evaluated when something reads it */
     ax_val *t = traced(a, n->input[k]), *x = k == 0 ? t : NULL, *y = n->n_input > 1 ? traced(a, n->input[1]) : NULL;
     if (cnt > 1 && strcmp(op, "MatMul")) return ix_fail(a->c, n, "%s of two activations is not read within attention", op);

@@ -7,8 +7,12 @@
  *   onnx_import.c       nodes to model-file layers, then the network and its weights
  *                       (onnx_import_ops.c: the per-op rules, onnx_import_rnn.c: recurrent
  *                       nodes, onnx_import_patterns.c: formulas of several nodes,
- *                       onnx_import_shape.c: host-side shape arithmetic, onnx_import_util.c);
- *                       onnx_import_own.c: clgrad's own exports, whole)
+ *                       onnx_import_shape.c: host-side shape arithmetic, onnx_import_util.c;
+ *                       onnx_attn.h: self-attention, read by what it computes, and
+ *                       nanoGPT's model (onnx_import_attention.c, onnx_attn_trace.c,
+ *                       onnx_attn_core.c, onnx_shapes.c, onnx_import_gpt.c);
+ *                       onnx_import_resnet.c: BasicBlocks; onnx_import_own.c: clgrad's
+ *                       own exports, whole)
  * onnx.pb-c.h is generated from onnx.proto by protoc-c at build time.
  */
 #ifndef CLGRAD_ONNX_IMPL_H

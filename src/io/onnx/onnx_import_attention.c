@@ -83,11 +83,12 @@ static int sole_consumer(ix_ctx *c, const char *name)
 static void mark_back(ix_ctx *c, const bool *dyn, int i, int r, const char **x)
 {
     node *n = c->g->node[i];
-    if (c->region[i] == r) return;
+    if (c->region[i] >= 0) return;   /* this region's already, or another's (which ends here) */
     c->region[i] = r;
     if (projection(c, dyn, n)) {
         const char *in = n->input[0];
-        for (int p = producer(c, in); p >= 0 && !strcmp(c->g->node[p]->op_type, "Transpose"); p = producer(c, in)) {
+        for (int p = producer(c, in); p >= 0 && !strcmp(c->g->node[p]->op_type, "Transpose") && c->region[p] < 0;
+             p = producer(c, in)) {
             c->region[p] = r;
             in = c->g->node[p]->input[0];
         }

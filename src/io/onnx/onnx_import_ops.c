@@ -328,6 +328,9 @@ bool ix_node(ix_ctx *c, size_t at)
     if (!strcmp(op, "Reshape")) return ix_reshape(c, n);
     if (!strcmp(op, "Slice") || !strcmp(op, "Expand") || !strcmp(op, "Tile") || !strcmp(op, "Cast"))
         return ix_of_zeros(c, n);
+    if (!strcmp(op, "LogSoftmax"))   /* the usual last node of a classifier trained with NLLLoss */
+        return ix_fail(c, n, "op LogSoftmax is not supported (no model-file layer computes it: clgrad's cross_entropy "
+                       "loss takes the scores before it, so export the network without its LogSoftmax)");
     return ix_fail(c, n, "op %s is not supported (read: Gemm, MatMul, Add, Conv, MaxPool, AveragePool, GlobalAveragePool, "
                    "BatchNormalization, LayerNormalization, Flatten, Relu, LeakyRelu, Sigmoid, Tanh, Elu, Softplus, Softmax, "
                    "GELU's formulas, SiLU's Sigmoid and Mul, GroupNorm's InstanceNormalization, ConvTranspose, Resize, Reshape to "
