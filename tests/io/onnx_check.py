@@ -8,6 +8,12 @@ build tree's venv: tests/io/onnx_venv.sh), python3-onnx and python3-torch as ora
     onnx_check.py edit DIR NAME    DIR/NAME.onnx saved again unchanged (NAME_same.onnx), with
                                    a LayerNormalization's epsilon changed (NAME_eps.onnx), and
                                    with its embedded model file's "heads": 2 made 4 (NAME_meta.onnx)
+    onnx_check.py mutate DIR NAME N  N variants of DIR/NAME.onnx, each one change within its
+                                   attention (an attribute, a constant, operands swapped, an
+                                   input rewired), kept where onnxruntime runs them, as
+                                   DIR/mut_K.onnx with onnxruntime's outputs on DIR/NAME_x.npy
+                                   as mut_K_y.npy, the others as mut_bad_K.onnx; prints
+                                   "mutants: KEPT REFUSED"
     onnx_check.py torch DIR        PyTorch equivalents of the example models (small) exported
                                    by torch.onnx.export (opset 17, dynamic batch) as
                                    DIR/t_NAME.onnx, with inputs t_NAME_x.npy (tokens as int32)
@@ -28,6 +34,7 @@ import warnings
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 import onnxruntime as ort
 import torch
 from torch import nn
@@ -203,11 +210,70 @@ def cmd_edit(d, name):
     return True
 
 
+def mutate(m, rng):
+    """One change inside m's attention (nodes named .../attn/...); a description."""
+    nodes = [n for n in m.graph.node if "/attn/" in n.name]
+    n = nodes[int(rng.integers(len(nodes)))]
+    kind = int(rng.integers(4))
+    if kind == 0 and n.attribute:   # an integer attribute changed (perm, axis)
+        a = n.attribute[int(rng.integers(len(n.attribute)))]
+        if a.ints:
+            i, j = (int(v) for v in rng.choice(len(a.ints), 2, replace=False)) if len(a.ints) > 1 else (0, 0)
+            a.ints[i], a.ints[j] = a.ints[j], a.ints[i]
+            return f"{n.name}: {a.name} permuted"
+        if a.type == onnx.AttributeProto.INT:
+            a.i += int(rng.choice([-2, -1, 1]))
+            return f"{n.name}: {a.name} moved"
+    if kind == 1 and n.op_type == "Constant" and n.attribute[0].t.data_type == onnx.TensorProto.FLOAT:
+        t = onnx.numpy_helper.to_array(n.attribute[0].t).copy()
+        t = t * np.float32(rng.choice([0.5, 2.0, -1.0]))
+        n.attribute[0].t.CopyFrom(onnx.numpy_helper.from_array(t.astype(np.float32), n.attribute[0].t.name))
+        return f"{n.name}: value scaled"
+    if kind == 2 and len(n.input) >= 2 and n.input[0] and n.input[1]:
+        n.input[0], n.input[1] = n.input[1], n.input[0]
+        return f"{n.name}: operands swapped"
+    values = [o for k in nodes for o in k.output if k is not n]
+    if n.input:
+        i = int(rng.integers(len(n.input)))
+        n.input[i] = values[int(rng.integers(len(values)))]
+        return f"{n.name}: input {i} rewired"
+    return f"{n.name}: unchanged"
+
+
+def cmd_mutate(d, name, count):
+    rng = np.random.default_rng(5)
+    x = np.load(os.path.join(d, name + "_x.npy"))
+    x = x.astype(np.int64) if x.dtype.kind == "i" else x
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 4   # the mutants it refuses are expected
+    kept = refused = 0
+    for _ in range(count):
+        m = onnx.load(os.path.join(d, name + ".onnx"))
+        what = mutate(m, rng)
+        if what.endswith("unchanged"):
+            continue
+        try:
+            s = ort.InferenceSession(m.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+            y = s.run(None, {s.get_inputs()[0].name: x})[0]
+        except Exception:   # noqa: BLE001 (not a graph to compare: import must still not crash on it)
+            onnx.save(m, os.path.join(d, f"mut_bad_{refused}.onnx"))
+            refused += 1
+            continue
+        onnx.save(m, os.path.join(d, f"mut_{kept}.onnx"))
+        np.save(os.path.join(d, f"mut_{kept}_y.npy"), y)
+        print(f"mut_{kept}: {what}")
+        kept += 1
+    print(f"mutants: {kept} {refused}")
+    return True
+
+
 def main():
     if len(sys.argv) >= 3 and sys.argv[1] == "ort":
         return 0 if cmd_ort(sys.argv[2], sys.argv[3:]) else 1
     if len(sys.argv) == 4 and sys.argv[1] == "edit":
         return 0 if cmd_edit(sys.argv[2], sys.argv[3]) else 1
+    if len(sys.argv) == 5 and sys.argv[1] == "mutate":
+        return 0 if cmd_mutate(sys.argv[2], sys.argv[3], int(sys.argv[4])) else 1
     if len(sys.argv) == 3 and sys.argv[1] == "torch":
         return 0 if cmd_torch(sys.argv[2]) else 1
     print(__doc__)

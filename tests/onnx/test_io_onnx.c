@@ -382,6 +382,46 @@ static void test_import(clg_device *dev, const char *dir)
     free(junk);
 }
 
+/* Mutants of PyTorch's GPT, each changed once within its attention (onnx_check.py
+ * mutate): one that imports must compute what onnxruntime computes from it (never a
+ * different model); the rest fail with a message, and none crashes, those onnxruntime
+ * refuses included. */
+static void mutants(clg_device *dev, const char *dir)
+{
+    const char *args[4] = {"mutate", dir, "t_gpt", "40"};
+    CHECK_MSG(python(args, 4) == 0, "onnx_check.py mutate failed");
+    clg_scope_begin(dev);
+    clg_tensor *x = load(dev, dir, "t_gpt", "_x.npy");
+    int imported = 0, refused = 0;
+    for (int k = 0; k < 200; k++) {
+        for (int bad = 0; bad < 2; bad++) {
+            char file[64];
+            snprintf(file, sizeof file, bad ? "mut_bad_%d.onnx" : "mut_%d.onnx", k);
+            char *p = io_path(dir, file);
+            clg_model *m = NULL;
+            clg_module *net = NULL;
+            if (access(p, F_OK) == 0 && clg_module_import_onnx(dev, p, &m, &net) == CLG_OK) {
+                imported++;
+                if (!bad) {
+                    snprintf(file, sizeof file, "mut_%d", k);
+                    double d = rel_diff(eval_forward(net, x), load(dev, dir, file, "_y.npy"));
+                    CHECK_MSG(d <= TOL, "%s: imported, and differs from onnxruntime by %g", file, d);
+                }
+            } else if (access(p, F_OK) == 0) {
+                refused++;
+                CHECK_MSG(!m && !net && strstr(clg_device_error(dev), "clg_module_import_onnx: "), "%s: %s", file,
+                          clg_device_error(dev));
+            }
+            clg_module_free(net);
+            clg_model_free(m);
+            free(p);
+        }
+    }
+    printf("GPT's mutants: %d imported (as onnxruntime computes them), %d refused\n", imported, refused);
+    CHECK(imported + refused >= 20);
+    clg_scope_end(dev);
+}
+
 /* Damaged files (cut short, bytes changed) import or fail with a message: never a crash
  * (the sanitizer build checks the reads). */
 static void damaged(clg_device *dev, const char *dir)
@@ -435,6 +475,7 @@ int main(void)
     test_export(dev, dir);
     test_import(dev, dir);
     damaged(dev, dir);
+    mutants(dev, dir);
     io_rmdir(dir);
     clg_device_close(dev);
     return check_report("test_io_onnx");

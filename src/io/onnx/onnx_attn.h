@@ -84,6 +84,7 @@ typedef struct ax_ctx {
     int64_t T, C, heads;
     ax_proj proj[AX_MAX_PROJ];
     int nproj;
+    int depth;             /* of ax_static's recursion (a cycle in a damaged file ends it) */
 } ax_ctx;
 
 /* ---- onnx_shapes.c ------------------------------------------------------------------------- */

@@ -133,7 +133,7 @@ bool ax_trace_add(ax_ctx *a, node *n, ax_val *t, int k)
     if (!b) return false;
     if (b->kind != AV_FLOAT) return ix_fail(a->c, n, "an integer tensor added to an activation");
     int L = t->nax - 1;
-    bool row = b->numel == b->dims[b->ndim - 1] || b->ndim == 1;
+    bool row = b->ndim >= 1 && b->numel == b->dims[b->ndim - 1];   /* [.., N] with ones before */
     if (t->what == AW_PROJ && !t->part.heads && t->part.lo == 0 && t->part.hi == a->proj[t->part.proj].n && row &&
         b->numel == t->part.hi && !a->proj[t->part.proj].b && t->scale == 1 && is_axis(t, L, AF_P)) {
         a->proj[t->part.proj].b = b->f;

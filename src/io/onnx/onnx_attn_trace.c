@@ -210,6 +210,14 @@ static bool op_project(ax_ctx *a, node *n, ax_val *t)
     return true;
 }
 
+static bool op_two(const char *op)
+{
+    static const char *const two[] = {"Reshape", "Mul", "Div", "MatMul", "Gemm", "Add"};
+    for (size_t i = 0; i < sizeof two / sizeof *two; i++)
+        if (!strcmp(op, two[i])) return true;
+    return false;
+}
+
 bool ax_trace_node(ax_ctx *a, node *n)
 {
     const char *op = n->op_type;
@@ -223,6 +231,8 @@ bool ax_trace_node(ax_ctx *a, node *n)
                            "self-attention, q, k and v from one activation, is read)", v->name);
     }
     if (!cnt) return true;   /* host arithmetic: evaluated when something reads it */
+    size_t need = !strcmp(op, "Where") ? 3 : !strcmp(op, "Slice") ? 3 : op_two(op) ? 2 : 1;
+    if (n->n_input < need) return ix_fail(a->c, n, "%zu inputs (%zu expected)", n->n_input, need);
     ax_val *t = traced(a, n->input[k]), *x = k == 0 ? t : NULL, *y = n->n_input > 1 ? traced(a, n->input[1]) : NULL;
     if (cnt > 1 && strcmp(op, "MatMul")) return ix_fail(a->c, n, "%s of two activations is not read within attention", op);
     if (!strcmp(op, "Transpose")) return op_transpose(a, n, t);

@@ -80,10 +80,10 @@ static int sole_consumer(ix_ctx *c, const char *name)
 
 /* Region r's nodes back from node i: through attention's ops to the projections (and
  * the Transposes before them), whose input is x. */
-static void mark_back(ix_ctx *c, const bool *dyn, int i, int r, const char **x)
+static void mark_back(ix_ctx *c, const bool *dyn, int i, int r, const char **x, int depth)
 {
     node *n = c->g->node[i];
-    if (c->region[i] >= 0) return;   /* this region's already, or another's (which ends here) */
+    if (c->region[i] >= 0 || depth > 1024) return;   /* deeper: not attention, and reading it will say so */   /* this region's already, or another's (which ends here) */
     c->region[i] = r;
     if (projection(c, dyn, n)) {
         const char *in = n->input[0];
@@ -98,7 +98,7 @@ static void mark_back(ix_ctx *c, const bool *dyn, int i, int r, const char **x)
     for (size_t k = 0; k < n->n_input; k++) {
         int p = *n->input[k] && is_dyn(c, dyn, n->input[k]) ? producer(c, n->input[k]) : -1;
         if (p >= 0 && op_is(c->g->node[p], "MatMul Gemm Add Mul Div Transpose Reshape Slice Split Where Softmax Squeeze Unsqueeze"))
-            mark_back(c, dyn, p, r, x);
+            mark_back(c, dyn, p, r, x, depth + 1);
     }
 }
 
@@ -117,7 +117,7 @@ static bool find_region(ix_ctx *c, const bool *dyn, int s)
     int r = c->nregions++;
     ix_region *reg = &c->regions[r];
     *reg = (ix_region){NULL, NULL};
-    mark_back(c, dyn, i, r, &reg->x);
+    mark_back(c, dyn, i, r, &reg->x, 0);
     /* forward to the output projection, then its bias and the layout back to [B, T, C] */
     int last = i;
     while (!projection(c, dyn, c->g->node[last])) {
@@ -162,6 +162,8 @@ static void mark_helpers(ix_ctx *c, const bool *dyn)
 
 bool ix_attention_scan(ix_ctx *c)
 {
+    for (size_t i = 0; i < c->g->n_node; i++)
+        if (!c->g->node[i]->n_output) return ix_fail(c, c->g->node[i], "no outputs");
     c->region = malloc((c->g->n_node + 1) * sizeof *c->region);
     bool *dyn = c->region ? dynamic_nodes(c) : NULL;
     if (!dyn) return ix_fail(c, NULL, "out of host memory");

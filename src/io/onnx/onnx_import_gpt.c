@@ -134,7 +134,7 @@ bool ix_gpt_merge(ix_ctx *c)
     const char *why = wte ? blocks(c, C, &L, &H) : "no token embedding";
     const ix_value *pos = c->pos_rows;
     const ix_weight *head = why ? NULL : weight(c, c->nlayers - 1, "weight");
-    if (!why && (!head || head->dims[0] != V || memcmp(head->data, wte->data, (size_t)(V * C) * sizeof *wte->data)))
+    if (!why && (!head || head->dims[0] != V || head->dims[1] != C || memcmp(head->data, wte->data, (size_t)(V * C) * sizeof *wte->data)))
         why = "the head's weight is not the token embedding's (clgrad's gpt ties them)";
     if (!why && (pos->rows_from != 0 || pos->rows_of->dims[1] != C)) why = "the positions do not start at 0";
     if (why)

@@ -4,6 +4,7 @@
  * Unsqueeze, Squeeze and Concat of such integer vectors; ConstantOfShape of zeros and
  * what keeps zeros zeros (Slice, Expand, Tile, Cast), for a recurrent node's initial state;
  * Squeeze of a recurrent node's Y; a Pad of zero width. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,9 +175,11 @@ bool ix_range(ix_ctx *c, node *n)
     for (int k = 0; k < 3; k++)
         if (v[k]->kind != IX_CONST || !v[k]->is_int || v[k]->symbolic || v[k]->numel != 1 || (k == 2 && !v[2]->i[0]))
             return ix_fail(c, n, "only a Range of known integers (positions) is read");
-    int64_t s = v[0]->i[0], l = v[1]->i[0], d = v[2]->i[0], cnt = (l - s + d + (d > 0 ? -1 : 1)) / d;
-    if (cnt < 0) cnt = 0;
-    if (cnt > MODEL_MAX_DIM) return ix_fail(c, n, "a Range of %lld values", (long long)cnt);
+    int64_t s = v[0]->i[0], d = v[2]->i[0];
+    double len = ceil(((double)v[1]->i[0] - (double)s) / (double)d);
+    if (!(len <= MODEL_MAX_DIM) || s > MODEL_MAX_NUMEL || s < -MODEL_MAX_NUMEL || d > MODEL_MAX_NUMEL || d < -MODEL_MAX_NUMEL)
+        return ix_fail(c, n, "a Range of %g values (or of bounds over 2^31) is not read", len);
+    int64_t cnt = len > 0 ? (int64_t)len : 0;
     ix_value *o = new_const(c, n, cnt, true);
     if (!o) return false;
     o->ndim = 1, o->dims[0] = cnt;

@@ -42,9 +42,10 @@ void ax_free(ax_ctx *a)
 ax_val *ax_new_static(ax_ctx *a, node *n, const char *name, bool ints, int ndim, const int64_t *dims)
 {
     int64_t numel = 1;
-    for (int d = 0; d < ndim; d++) numel *= dims[d];
+    for (int d = 0; d < ndim && ndim <= AX_MAX_AXES + 2; d++)
+        numel = dims[d] < 0 || (dims[d] && numel > ((int64_t)1 << 26) / dims[d]) ? -1 : numel * dims[d];
     if (ndim > AX_MAX_AXES + 2 || numel < 0 || numel > ((int64_t)1 << 26))
-        return ix_fail(a->c, n, "a host tensor of %d axes, %lld values: too large", ndim, (long long)numel), NULL;
+        return ix_fail(a->c, n, "a host tensor of %d axes, %lld values: not read", ndim, (long long)numel), NULL;
     ax_val *v = ax_get(a, name);
     if (!v) return NULL;
     free(v->i), free(v->f);
@@ -143,15 +144,13 @@ static bool sym_op(ix_sym x, ix_sym y, char op, ix_sym *r)
 {
     switch (op) {
     case '+': case '-':
-        if (x.b != y.b) return false;
-        *r = (ix_sym){op == '+' ? x.k + y.k : x.k - y.k, x.b};
-        return true;
+        r->b = x.b;
+        return x.b == y.b && !(op == '+' ? __builtin_add_overflow(x.k, y.k, &r->k) : __builtin_sub_overflow(x.k, y.k, &r->k));
     case '*':
-        if (x.b + y.b > 1) return false;
-        *r = (ix_sym){x.k * y.k, x.b + y.b};
-        return true;
+        r->b = x.b + y.b;
+        return r->b <= 1 && !__builtin_mul_overflow(x.k, y.k, &r->k);
     case '/':   /* ONNX's integer Div truncates; k B / m only when m divides k */
-        if (!y.k || y.b > x.b || (x.b > y.b && x.k % y.k)) return false;
+        if (!y.k || y.b > x.b || (x.b > y.b && x.k % y.k) || (x.k == INT64_MIN && y.k == -1)) return false;
         *r = (ix_sym){x.k / y.k, x.b - y.b};
         return true;
     case '=':
@@ -246,7 +245,7 @@ static bool op_shape(ax_ctx *a, node *n)
     if (ix_attr(n, "start") || ix_attr(n, "end")) return ix_fail(a->c, n, "Shape with start or end is not read");
     ax_val *t = ax_get(a, n->input[0]);
     if (!t) return false;
-    ix_sym d[AX_MAX_AXES + 2];
+    ix_sym d[CLG_MAX_DIMS + 1];
     int nd = 0;
     if (t->kind == AV_TRACED) {
         nd = t->nax;
@@ -419,9 +418,10 @@ static bool op_range(ax_ctx *a, node *n)
         if (!(v[k] = ax_static(a, n->input[k])) || v[k]->numel != 1 || !known(a, n, v[k])) return v[k] ? ix_fail(a->c, n, "scalars expected") : false;
     bool ints = v[0]->kind == AV_INT;
     double s = ints ? (double)v[0]->i[0].k : v[0]->f[0], l = ints ? (double)v[1]->i[0].k : v[1]->f[0];
-    double d = ints ? (double)v[2]->i[0].k : v[2]->f[0];
-    if (d == 0) return ix_fail(a->c, n, "a delta of 0");
-    int64_t cnt = (int64_t)fmax(0, ceil((l - s) / d));
+    double d = ints ? (double)v[2]->i[0].k : v[2]->f[0], len = ceil((l - s) / d);
+    if (!(len <= (double)(1 << 26))) return ix_fail(a->c, n, "a Range of %g values is not read", len);
+    if (fabs(s) > 1e15 || fabs(d) > 1e15) return ix_fail(a->c, n, "a Range of bounds over 1e15 is not read");
+    int64_t cnt = len > 0 ? (int64_t)len : 0;
     ax_val *o = ax_new_static(a, n, n->output[0], ints, 1, &cnt);
     for (int64_t k = 0; o && k < cnt; k++) {
         if (ints) o->i[k] = (ix_sym){(int64_t)(s + (double)k * d), 0};
@@ -499,9 +499,32 @@ static bool op_slice(ax_ctx *a, node *n)
     return o != NULL;
 }
 
+static bool static_op(ax_ctx *a, node *n, const char *op);
+
+/* The inputs an op reads at least. */
+static size_t arity(const char *op)
+{
+    static const char *const two = " Gather Reshape Add Sub Mul Div Equal Expand Unsqueeze Squeeze ";
+    char key[40];
+    snprintf(key, sizeof key, " %.36s ", op);
+    if (!strcmp(op, "Where") || !strcmp(op, "Range") || !strcmp(op, "Slice")) return 3;
+    if (!strcmp(op, "Constant")) return 0;
+    return strstr(two, key) ? 2 : 1;
+}
+
 bool ax_static_node(ax_ctx *a, node *n)
 {
     const char *op = n->op_type;
+    if (n->n_input < arity(op) || !n->n_output) return ix_fail(a->c, n, "%zu inputs, %zu outputs", n->n_input, n->n_output);
+    if (a->depth > 256) return ix_fail(a->c, n, "host arithmetic over 256 nodes deep (or a cycle)");
+    a->depth++;
+    bool ok = static_op(a, n, op);
+    a->depth--;
+    return ok;
+}
+
+static bool static_op(ax_ctx *a, node *n, const char *op)
+{
     if (!strcmp(op, "Constant")) {
         ix_value *iv = ix_constant_ahead(a->c, n->output[0]);
         return iv && from_import(a, iv);
