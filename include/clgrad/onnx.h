@@ -77,9 +77,11 @@
  * Whole blocks: nanoGPT's model (token and position embeddings added, pre-norm blocks
  * of causal attention and a GELU MLP of 4 C, a layer norm, the head tied to the token
  * embedding, biases everywhere, layer norms of eps 1e-5) -> one gpt layer, its context
- * the position table's rows (a position embedding anywhere else fails); torchvision's
- * BasicBlocks with their batch norms -> basic_block layers, a row of one width one layer
- * of that repeat. The layers keep PyTorch's names where the graph has them ("fc.weight"
+ * the position table's rows (a position embedding anywhere else fails);
+ * nn.TransformerEncoderLayer (post- or pre-norm, relu or gelu; any block of those
+ * layers) -> transformer_block, a row of one configuration one layer of that repeat,
+ * dropout 0 (the graph has none); torchvision's BasicBlocks with their batch norms ->
+ * basic_block layers, a row of one width one layer of that repeat. The layers keep PyTorch's names where the graph has them ("fc.weight"
  * -> layer fc; torchvision's "layer1.0.conv1.weight" -> basic_block layer1).
  *
  * Anything else (LogSoftmax: no model-file layer ends in it; bidirectional recurrent

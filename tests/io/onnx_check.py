@@ -22,7 +22,7 @@ build tree's venv: tests/io/onnx_venv.sh), python3-onnx and python3-torch as ora
                                    BasicBlocks exported with its batch norms. The GPTs: nanoGPT's model
                                    with nn.MultiheadAttention (gpt) and with its own
                                    attention (gpt_hand); mha: a non-causal block of one head on
-                                   floats.
+                                   floats; encoder: nn.TransformerEncoder.
                                    Also graphs import must refuse: t_bad.onnx, with an op it
                                    does not read (LogSoftmax); t_attn_mask.onnx, attention with
                                    a mask that is not causal; t_attn_axis.onnx, t_mha.onnx
@@ -38,7 +38,7 @@ import onnx.numpy_helper
 import onnxruntime as ort
 import torch
 from torch import nn
-from torch_attn import Gpt, SeqNet
+from torch_attn import EncNet, Gpt, SeqNet
 
 TOL = 1e-5
 
@@ -158,6 +158,7 @@ def models():
         "gpt": (Gpt(False), tok),
         "gpt_hand": (Gpt(True), tok),
         "mha": (SeqNet(None, heads=1), seq),   # one head: nn.MultiheadAttention never splits the columns
+        "encoder": (EncNet(), seq),
         "bad": (nn.Sequential(nn.Flatten(), nn.Linear(784, 10), nn.LogSoftmax(-1)), img),
         "attn_mask": (SeqNet(2), seq),
     }
@@ -173,7 +174,7 @@ def cmd_torch(d):
                 mod.running_var.uniform_(0.5, 2)
                 mod.weight.data.uniform_(0.5, 1.5)
                 mod.bias.data.uniform_(-0.5, 0.5)
-        if name in ("gpt", "gpt_hand", "mha", "attn_mask"):   # biases and norms away from 0 and 1
+        if name in ("gpt", "gpt_hand", "mha", "encoder", "attn_mask"):   # biases and norms away from 0 and 1
             for p in m.parameters():
                 p.data.uniform_(-0.3, 0.3)
         m.eval()

@@ -1,6 +1,7 @@
 """torch_attn.py: PyTorch models with attention for the ONNX import tests (onnx_check.py,
 tests/cli/cli_onnx.sh): nanoGPT's GPT, with nn.MultiheadAttention or with its own
-CausalSelfAttention, and a block of attention among other layers on floats. Only torch:
+CausalSelfAttention, a block of attention among other layers on floats, and
+nn.TransformerEncoder. Only torch:
 the CLI test runs it without onnxruntime."""
 import math
 
@@ -84,3 +85,17 @@ class SeqNet(nn.Module):
 
     def forward(self, x):
         return self.out(self.ln(self.block(self.inp(x))).flatten(1))
+
+
+class EncNet(nn.Module):
+    """Floats [T, 6] -> linear -> nn.TransformerEncoder of 2 post-norm layers -> flatten ->
+    linear: PyTorch's encoder as clgrad's transformer_block of repeat 2."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp, self.out = nn.Linear(6, 32), nn.Linear(320, 5)
+        layer = nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
+        self.enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+
+    def forward(self, x):
+        return self.out(self.enc(self.inp(x)).flatten(1))

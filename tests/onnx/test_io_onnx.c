@@ -9,7 +9,8 @@
  * Import: tests/io/onnx_check.py torch exports PyTorch equivalents of the example models
  * (MLP, CNN, batch norm, a ResNet (and one with its batch norms: basic_block layers),
  * activations, LSTM, GRU, RNN, nanoGPT's GPT (a gpt layer) with
- * nn.MultiheadAttention and with its own attention, attention on floats) with
+ * nn.MultiheadAttention and with its own attention, attention on floats and
+ * nn.TransformerEncoder (transformer_block layers)) with
  * torch.onnx.export; each imported network must give PyTorch's outputs to 1e-5 relative,
  * take an SGD step that changes its weights, and save a checkpoint that rebuilds it
  * exactly. A graph with an op import does not read (LogSoftmax), and attention that is
@@ -326,11 +327,12 @@ static void test_import(clg_device *dev, const char *dir)
     const char *args[2] = {"torch", dir};
     CHECK_MSG(python(args, 2) == 0, "PyTorch's exports did not run in onnxruntime as in PyTorch (see above)");
     static const char *const names[] = {"mlp", "cnn", "cnn_bn", "resnet", "resnet_bn", "act", "more", "lstm", "gru", "rnn",
-                                        "gpt", "gpt_hand", "mha"};
+                                        "gpt", "gpt_hand", "mha", "encoder"};
     /* the layers some must become: clgrad's blocks, not their parts */
     static const char *const want[][2] = {{"resnet_bn", "\"basic_block\""}, {"resnet_bn", "\"layer2\""},
                                           {"gpt", "\"type\": \"gpt\""}, {"gpt_hand", "\"type\": \"gpt\""},
-                                          {"mha", "\"multihead_attention\""}};
+                                          {"mha", "\"transformer_block\""}, {"mha", "\"heads\": 1"},
+                                          {"encoder", "\"transformer_block\""}, {"encoder", "\"repeat\": 2"}};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         char file[128];
         snprintf(file, sizeof file, "t_%s.onnx", names[i]);

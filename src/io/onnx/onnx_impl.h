@@ -11,8 +11,8 @@
  *                       onnx_attn.h: self-attention, read by what it computes, and
  *                       nanoGPT's model (onnx_import_attention.c, onnx_attn_trace.c,
  *                       onnx_attn_core.c, onnx_shapes.c, onnx_import_gpt.c);
- *                       onnx_import_resnet.c: BasicBlocks; onnx_import_own.c: clgrad's
- *                       own exports, whole)
+ *                       onnx_import_transformer.c: encoder layers, onnx_import_resnet.c:
+ *                       BasicBlocks; onnx_import_own.c: clgrad's own exports, whole)
  * onnx.pb-c.h is generated from onnx.proto by protoc-c at build time.
  */
 #ifndef CLGRAD_ONNX_IMPL_H
@@ -281,6 +281,12 @@ bool ix_resize(ix_ctx *c, const Onnx__NodeProto *n);
 #define IX_DIM_BATCH INT64_MIN          /* the batch axis's */
 #define IX_DIM_UNKNOWN (INT64_MIN + 1)  /* another axis's */
 
+/* Layers [lo, hi] become g (taken, at lo): later layers and values move down, and what
+ * read layer hi reads g (nothing else may read inside the range). */
+void ix_replace_layers(ix_ctx *c, int lo, int hi, const ix_layer *g);
+/* After the nodes: PyTorch's TransformerEncoderLayers (and blocks of the same layers) as
+ * transformer_block layers (onnx_import_transformer.c); false after failing. */
+bool ix_transformer_merge(ix_ctx *c);
 /* After the nodes: torchvision's BasicBlocks (with their batch norms) as basic_block
  * layers (onnx_import_resnet.c); false after failing. */
 bool ix_resnet_merge(ix_ctx *c);

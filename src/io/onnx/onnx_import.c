@@ -307,7 +307,7 @@ clg_status clg_module_import_onnx(clg_device *dev, const char *path, clg_model *
     }
     ok = ok && read_inputs(&c) && ix_attention_scan(&c);
     for (size_t i = 0; ok && i < c.g->n_node; i++) ok = c.done[i] || ix_node(&c, i);
-    ok = ok && ix_gpt_merge(&c) && ix_resnet_merge(&c) && check_output(&c);
+    ok = ok && ix_gpt_merge(&c) && ix_transformer_merge(&c) && ix_resnet_merge(&c) && check_output(&c);
     clg_status st = ok ? build(&c, desc, net) : CLG_ERR_UNSUPPORTED;
     if (st == CLG_OK && c.failed) st = CLG_ERR_FORMAT;
     if (st != CLG_OK) {

@@ -7,7 +7,6 @@
  * weights under torchvision's names. The batch norms must be there: torch.onnx.export
  * keeps them with training=TrainingMode.PRESERVE; in evaluation mode it folds them into
  * the convolutions, and the layers stay as they are read (the same network). */
-#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -121,30 +120,6 @@ static bool take_block(ix_ctx *c, ix_layer *g, const block *b, const char *prefi
                          take_norm(c, g, i + 6, prefix, "downsample.1")));
 }
 
-/* Layers [lo, hi] become g (at lo); the later layers and the values move down. */
-static void replace(ix_ctx *c, int lo, int hi, const ix_layer *g)
-{
-    for (int i = lo; i <= hi; i++) {
-        json_decref(c->layers[i].spec);
-        for (int k = 0; k < c->layers[i].nw; k++) free(c->layers[i].w[k].data);
-    }
-    c->layers[lo] = *g;
-    memmove(&c->layers[lo + 1], &c->layers[hi + 1], (size_t)(c->nlayers - hi - 1) * sizeof *c->layers);
-    c->nlayers -= hi - lo;
-    int gone = hi - lo;
-    for (int i = lo + 1; i < c->nlayers; i++)
-        for (int k = 0; k < c->layers[i].ninputs; k++) {
-            int *in = &c->layers[i].inputs[k];
-            *in = *in > hi ? *in - gone : *in >= lo ? lo : *in;
-        }
-    for (int i = 0; i < c->nvals; i++) {
-        ix_value *v = c->vals[i];
-        if (v->kind == IX_ACT && v->layer >= lo) v->layer = v->layer > hi ? v->layer - gone : v->layer == hi ? lo : -1;
-    }
-    for (int i = lo + 1; i < c->nlayers; i++)   /* a default name is the layer's index */
-        if (isdigit((unsigned char)c->layers[i].name[0])) snprintf(c->layers[i].name, sizeof c->layers[i].name, "%d", i);
-}
-
 /* Blocks from b[0] in a row: the later of b[0]'s width, stride 1, no downsample. */
 static bool merge_run(ix_ctx *c, block *b, int n)
 {
@@ -164,10 +139,10 @@ static bool merge_run(ix_ctx *c, block *b, int n)
     const char *cut = strstr(src, n > 1 ? "_0_conv1" : "_conv1");
     if (cut && !cut[n > 1 ? 8 : 6]) {
         snprintf(name, sizeof name, "%.*s.w", (int)(cut - src), src);
-        replace(c, b[0].first, b[n - 1].last, &g);
+        ix_replace_layers(c, b[0].first, b[n - 1].last, &g);
         ix_layer_name_from(c, &c->layers[b[0].first], name);
     } else {
-        replace(c, b[0].first, b[n - 1].last, &g);
+        ix_replace_layers(c, b[0].first, b[n - 1].last, &g);
     }
     return ok;
 }
