@@ -17,8 +17,9 @@ build tree's venv: tests/io/onnx_venv.sh), python3-onnx and python3-torch as ora
     onnx_check.py torch DIR        PyTorch equivalents of the example models (small) exported
                                    by torch.onnx.export (opset 17, dynamic batch) as
                                    DIR/t_NAME.onnx, with inputs t_NAME_x.npy (tokens as int32)
-                                   and PyTorch's outputs t_NAME_y.npy; onnxruntime must agree
-                                   with PyTorch to 1e-5 relative. resnet_bn: a ResNet of
+                                   and PyTorch's outputs t_NAME_y.npy (onnxruntime's:
+                                   t_NAME_ort.npy); onnxruntime must agree with PyTorch to
+                                   1e-5 relative. resnet_bn: a ResNet of
                                    BasicBlocks exported with its batch norms. The GPTs: nanoGPT's model
                                    with nn.MultiheadAttention (gpt) and with its own
                                    attention (gpt_hand); mha: a non-causal block of one head on
@@ -189,7 +190,9 @@ def cmd_torch(d):
         xs = x.numpy().astype(np.int32) if x.dtype == torch.int64 else x.numpy()
         np.save(os.path.join(d, "t_" + name + "_x.npy"), xs)
         np.save(os.path.join(d, "t_" + name + "_y.npy"), y)
-        ok = close(run_ort(path, x.numpy()), y, "onnxruntime vs PyTorch " + name) and ok
+        y_ort = run_ort(path, x.numpy())
+        np.save(os.path.join(d, "t_" + name + "_ort.npy"), y_ort)
+        ok = close(y_ort, y, "onnxruntime vs PyTorch " + name) and ok
     m = onnx.load(os.path.join(d, "t_mha.onnx"))   # softmax over the queries' axis of [B H, T, S]
     next(a for n in m.graph.node if n.op_type == "Softmax" for a in n.attribute if a.name == "axis").i = 1
     onnx.save(m, os.path.join(d, "t_attn_axis.onnx"))

@@ -7,15 +7,15 @@
  * model file and the same outputs; edited, it must not be taken for clgrad's export.
  *
  * Import: tests/io/onnx_check.py torch exports PyTorch equivalents of the example models
- * (MLP, CNN, batch norm, a ResNet (and one with its batch norms: basic_block layers),
- * activations, LSTM, GRU, RNN, nanoGPT's GPT (a gpt layer) with
- * nn.MultiheadAttention and with its own attention, attention on floats and
- * nn.TransformerEncoder (transformer_block layers)) with
- * torch.onnx.export; each imported network must give PyTorch's outputs to 1e-5 relative,
- * take an SGD step that changes its weights, and save a checkpoint that rebuilds it
- * exactly. A graph with an op import does not read (LogSoftmax), and attention that is
- * almost clgrad's (a mask that is not causal, a softmax on the wrong axis), must fail
- * naming the node.
+ * (MLP, CNN, batch norm, a ResNet and one with its batch norms (basic_block layers),
+ * activations, LSTM, GRU, RNN, nanoGPT's GPT (a gpt layer) with nn.MultiheadAttention
+ * and with its own attention, attention on floats and nn.TransformerEncoder
+ * (transformer_block layers)) with torch.onnx.export; each imported network must give
+ * PyTorch's outputs and onnxruntime's to 1e-5 relative, take an SGD step that changes
+ * its weights, and save a checkpoint that rebuilds it exactly. A graph with an op
+ * import does not read (LogSoftmax), and attention that is almost clgrad's (a mask that
+ * is not causal, a softmax on the wrong axis), must fail naming the node; mutants of the
+ * GPT's attention must import as onnxruntime computes them or fail.
  *
  * Python: $CLG_ONNX_PYTHON, the venv tests/io/onnx_venv.sh makes under the build tree
  * (onnxruntime from PyPI beside Debian's python3-onnx and python3-torch); missing is a
@@ -350,9 +350,12 @@ static void test_import(clg_device *dev, const char *dir)
         clg_scope_begin(dev);
         snprintf(file, sizeof file, "t_%s", names[i]);
         clg_tensor *x = load(dev, dir, file, "_x.npy"), *want = load(dev, dir, file, "_y.npy");
-        double d = rel_diff(eval_forward(net, x), want);
-        printf("%s: PyTorch's export imported: max |clgrad - torch| %.3g relative\n", names[i], d);
-        CHECK_MSG(d <= TOL, "%s: the imported network differs from PyTorch by %g", names[i], d);
+        clg_tensor *y = eval_forward(net, x);
+        double d = rel_diff(y, want), o = rel_diff(y, load(dev, dir, file, "_ort.npy"));
+        printf("%s: PyTorch's export imported: max |clgrad - torch| %.3g, |clgrad - onnxruntime| %.3g relative\n",
+               names[i], d, o);
+        CHECK_MSG(d <= TOL && o <= TOL, "%s: the imported network differs from PyTorch by %g, from onnxruntime by %g",
+                  names[i], d, o);
         train_and_save(dev, dir, names[i], m, net, x);
         clg_scope_end(dev);
         clg_module_free(net);
