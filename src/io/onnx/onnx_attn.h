@@ -2,10 +2,12 @@
  *
  *   onnx_shapes.c            the values of a region: host-side tensors (shape arithmetic,
  *                            masks) evaluated with the batch size as a symbol, and the
- *                            sizes of activations
+ *                            sizes of activations (onnx_shapes_ops.c: the ops)
  *   onnx_import_attention.c  the region around each Softmax, followed tensor by tensor
  *                            (which factors -- batch, time, heads, head dims -- each axis
  *                            holds) and read as one multihead_attention layer
+ *                            (onnx_attn_trace.c: layout, projections; onnx_attn_core.c:
+ *                            q k^T, mask, Softmax, the product by v)
  *   onnx_import_gpt.c        a position embedding, and nanoGPT's whole model as a gpt layer
  *
  * Attention is not matched node for node (torch.onnx.export writes ~90 nodes of shape
@@ -97,6 +99,10 @@ ax_val *ax_new_static(ax_ctx *a, const Onnx__NodeProto *n, const char *name, boo
 ax_val *ax_static(ax_ctx *a, const char *name);
 /* Node n on host tensors (every input is one); false after failing. */
 bool ax_static_node(ax_ctx *a, const Onnx__NodeProto *n);
+/* ... its op, once its inputs are counted (onnx_shapes_ops.c). */
+bool ax_static_op(ax_ctx *a, const Onnx__NodeProto *n, const char *op);
+/* An import constant as a region value. */
+ax_val *ax_from_import(ax_ctx *a, const ix_value *iv);
 /* The sizes of import activation v: [batch, ...] with the batch as the symbol. */
 bool ix_act_dims(ix_ctx *c, const Onnx__NodeProto *n, const ix_value *v, int *ndim, ix_sym *dims);
 void ax_free(ax_ctx *a);
