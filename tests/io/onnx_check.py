@@ -27,7 +27,8 @@ build tree's venv: tests/io/onnx_venv.sh), python3-onnx and python3-torch as ora
                                    Also graphs import must refuse: t_bad.onnx, with an op it
                                    does not read (LogSoftmax); t_attn_mask.onnx, attention with
                                    a mask that is not causal; t_attn_axis.onnx, t_mha.onnx
-                                   with its Softmax on the queries' axis.
+                                   with its Softmax on the queries' axis; t_gpt_untied.onnx,
+                                   a GPT whose head is not its token embedding.
 """
 import os
 import sys
@@ -162,6 +163,7 @@ def models():
         "encoder": (EncNet(), seq),
         "bad": (nn.Sequential(nn.Flatten(), nn.Linear(784, 10), nn.LogSoftmax(-1)), img),
         "attn_mask": (SeqNet(2), seq),
+        "gpt_untied": (Gpt(False, tied=False), tok),
     }
 
 

@@ -60,12 +60,13 @@ class Gpt(nn.Module):
     """nanoGPT's model: token and position embeddings, blocks, a layer norm and the head
     tied to the token embedding (clgrad's gpt layer)."""
 
-    def __init__(self, hand, V=256, T=16, C=32, H=4, L=2):
+    def __init__(self, hand, V=256, T=16, C=32, H=4, L=2, tied=True):
         super().__init__()
         self.wte, self.wpe = nn.Embedding(V, C), nn.Embedding(T, C)
         self.h = nn.ModuleList([GptBlock(HandAttn(C, H, T) if hand else Attn(C, H, 1), C) for _ in range(L)])
         self.ln_f, self.head = nn.LayerNorm(C), nn.Linear(C, V, bias=False)
-        self.head.weight = self.wte.weight
+        if tied:
+            self.head.weight = self.wte.weight
 
     def forward(self, idx):
         x = self.wte(idx) + self.wpe(torch.arange(0, idx.size(1), dtype=torch.long))

@@ -14,8 +14,9 @@
  * PyTorch's outputs and onnxruntime's to 1e-5 relative, take an SGD step that changes
  * its weights, and save a checkpoint that rebuilds it exactly. A graph with an op
  * import does not read (LogSoftmax), and attention that is almost clgrad's (a mask that
- * is not causal, a softmax on the wrong axis), must fail naming the node; mutants of the
- * GPT's attention must import as onnxruntime computes them or fail.
+ * is not causal, a softmax on the wrong axis), or a GPT whose head is not tied, must fail
+ * naming the node; mutants of the GPT's attention must import as onnxruntime computes
+ * them or fail.
  *
  * Python: $CLG_ONNX_PYTHON, the venv tests/io/onnx_venv.sh makes under the build tree
  * (onnxruntime from PyPI beside Debian's python3-onnx and python3-torch); missing is a
@@ -369,15 +370,18 @@ static void test_import(clg_device *dev, const char *dir)
     CHECK_MSG(strstr(clg_device_error(dev), "node \"/2/LogSoftmax\" (LogSoftmax): op LogSoftmax is not supported"), "%s",
               clg_device_error(dev));
     free(bad);
-    /* almost attention: a mask that is not causal, a Softmax on the queries' axis */
-    static const char *const almost[][2] = {
-        {"t_attn_mask.onnx", "(Add): a mask other than the causal one"},
-        {"t_attn_axis.onnx", "(Softmax): Softmax on axis 1, not on the keys' time"}};
-    for (int i = 0; i < 2; i++) {
+    /* almost attention: a mask that is not causal, a Softmax on the queries' axis; almost
+     * nanoGPT: its head not tied to the token embedding */
+    static const char *const almost[][3] = {
+        {"t_attn_mask.onnx", ": node \"/block/attn/mha/", "(Add): a mask other than the causal one"},
+        {"t_attn_axis.onnx", ": node \"/block/attn/mha/", "(Softmax): Softmax on axis 1, not on the keys' time"},
+        {"t_gpt_untied.onnx", ": node \"/Add\" (Add): a position embedding is read only as part of nanoGPT's whole model",
+         "the head's weight is not the token embedding's"}};
+    for (int i = 0; i < 3; i++) {
         bad = io_path(dir, almost[i][0]);
         CHECK(clg_module_import_onnx(dev, bad, &m, &net) == CLG_ERR_UNSUPPORTED && !m && !net);
-        CHECK_MSG(strstr(clg_device_error(dev), ": node \"/block/attn/mha/") && strstr(clg_device_error(dev), almost[i][1]),
-                  "%s: %s", almost[i][0], clg_device_error(dev));
+        CHECK_MSG(strstr(clg_device_error(dev), almost[i][1]) && strstr(clg_device_error(dev), almost[i][2]), "%s: %s",
+                  almost[i][0], clg_device_error(dev));
         free(bad);
     }
     /* not an ONNX file */
