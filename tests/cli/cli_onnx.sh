@@ -85,7 +85,7 @@ has ge "bits per byte"
 ok gt train gpt.json --data text:text.txt --steps 3 --resume gpt.ckpt --out gpt2.ckpt
 has gt "resumed from gpt.ckpt"
 ok si import seq.onnx seq.ckpt
-has si "multihead_attention [10, 32]"
+has si "transformer_block  [10, 32]"
 ok sp predict seq.ckpt seq_x.npy --out seq_c.npy
 "$PY" -c "
 import numpy as np, sys
