@@ -52,6 +52,7 @@ static bool is_dyn(ix_ctx *c, const bool *dyn, const char *name)
 static bool op_is(node *n, const char *ops)
 {
     size_t len = strlen(n->op_type);
+    if (!len) return false;
     for (const char *s = ops; (s = strstr(s, n->op_type)); s += len)
         if ((s == ops || s[-1] == ' ') && (s[len] == ' ' || !s[len])) return true;
     return false;
