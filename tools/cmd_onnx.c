@@ -89,8 +89,8 @@ int cmd_import(int argc, char **argv)
     int rc = parse(argc, argv, "import", &device, &model_path,
                    "Usage: clgrad import MODEL.onnx OUT.ckpt [--model OUT.json] [--device SPEC]\n"
                    "Reads an ONNX model into a checkpoint of its network and weights. clgrad export's files\n"
-                   "come back whole, with their model file; torch.onnx.export's (opset 13 or later; not\n"
-                   "attention graphs yet: include/clgrad/onnx.h lists the ops read) get a model description\n"
+                   "come back whole, with their model file; torch.onnx.export's (opset 13 or later, attention,\n"
+                   "GPTs and ResNets included: include/clgrad/onnx.h lists what is read) get a model description\n"
                    "of the default loss and optimizer (cross_entropy, sgd) and no data. clgrad eval, predict\n"
                    "and info take the checkpoint, and clgrad train fine-tunes it (--init OUT.ckpt, or --resume\n"
                    "OUT.ckpt with the model file --model writes; give --data). Nodes that are not read fail\n"

@@ -52,19 +52,43 @@
  * ConvTranspose -> conv_transpose2d; MaxPool, AveragePool, GlobalAveragePool (a Pad of
  * zero width before them passes); BatchNormalization -> batch_norm1d/2d (note that
  * torch.onnx.export in evaluation mode folds a batch norm after a convolution into the
- * convolution's weights); LayerNormalization; GroupNorm's InstanceNormalization formula;
- * Flatten, and a Reshape to [batch, -1] (x.view(x.size(0), -1)); Resize by whole scales
- * -> upsample; Relu, LeakyRelu, Sigmoid, Tanh, Elu, Softplus, Softmax (last axis); the
- * formulas of GELU (erf and tanh) and SiLU; Gather -> embedding; LSTM, GRU
- * (linear_before_reset = 1) and RNN, forward, from a zero state, between the Transposes
- * of batch_first (stacked nodes become one layer of several); Add of two activations ->
- * add; Concat -> concat; Dropout and Identity. Shape arithmetic (Shape, Gather,
- * Unsqueeze, Concat, ConstantOfShape, Slice, Expand) is followed where it only makes a
- * recurrent layer's zero state or the batch size. Anything else (attention graphs among
- * them: torch.onnx.export's MultiheadAttention, TransformerEncoderLayer and GPT are not
- * read yet) fails with one message naming the node and its op: never a different model.
- * The model description of such a graph has the default loss and optimizer
- * (cross_entropy, sgd), no input transforms and no data.
+ * convolution's weights; training=torch.onnx.TrainingMode.PRESERVE keeps it);
+ * LayerNormalization; GroupNorm's InstanceNormalization formula; Flatten, and a Reshape
+ * to [batch, -1] (x.view(x.size(0), -1)); Resize by whole scales -> upsample; Relu,
+ * LeakyRelu, Sigmoid, Tanh, Elu, Softplus, Softmax (last axis); the formulas of GELU (erf
+ * and tanh) and SiLU; Gather -> embedding; LSTM, GRU (linear_before_reset = 1) and RNN,
+ * forward, from a zero state, between the Transposes of batch_first (stacked nodes become
+ * one layer of several); Add of two activations -> add; Concat -> concat; Dropout and
+ * Identity. Shape arithmetic (Shape, Gather, Unsqueeze, Concat, ConstantOfShape, Slice,
+ * Expand, Range) is followed where it only makes a recurrent layer's zero state, the
+ * batch size or positions.
+ *
+ * Self-attention -> multihead_attention: whatever nodes write it (nn.MultiheadAttention's
+ * ~90, with their shape arithmetic; nanoGPT's own attention with Split and masked_fill;
+ * clgrad's export), the region from the q, k, v projections of one activation [batch, T,
+ * C] to the output projection is read as one layer when it computes softmax(q k^T /
+ * sqrt(C / heads) + mask) v per head, with a causal mask (0 on and below the diagonal,
+ * -inf above) or none, and q, k, v and the output each C wide. The region is followed
+ * tensor by tensor, by what each axis holds (batch, time, heads, head dims), with its
+ * shape arithmetic and masks evaluated on the host (the batch size a symbol): a graph
+ * that is almost that (another mask, a softmax on another axis, another scale, heads
+ * that do not line up) fails naming the node where it differs.
+ *
+ * Whole blocks: nanoGPT's model (token and position embeddings added, pre-norm blocks
+ * of causal attention and a GELU MLP of 4 C, a layer norm, the head tied to the token
+ * embedding, biases everywhere, layer norms of eps 1e-5) -> one gpt layer, its context
+ * the position table's rows (a position embedding anywhere else fails);
+ * nn.TransformerEncoderLayer (post- or pre-norm, relu or gelu; any block of those
+ * layers) -> transformer_block, a row of one configuration one layer of that repeat,
+ * dropout 0 (the graph has none); torchvision's BasicBlocks with their batch norms ->
+ * basic_block layers, a row of one width one layer of that repeat. The layers keep PyTorch's names where the graph has them ("fc.weight"
+ * -> layer fc; torchvision's "layer1.0.conv1.weight" -> basic_block layer1).
+ *
+ * Anything else (LogSoftmax: no model-file layer ends in it; bidirectional recurrent
+ * nodes: clgrad's are forward only; a non-zero initial state) fails with one message
+ * naming the node and its op: never a different model. The model description of such
+ * a graph has the default loss and optimizer (cross_entropy, sgd), no input transforms
+ * and no data.
  *
  * ERRORS go on the device (clg_device_error): the file, the node or layer, the cause.
  * Without ONNX at build time (protobuf-c missing) both calls return CLG_ERR_UNSUPPORTED.

@@ -3,8 +3,9 @@
 # exported and imported back has its model file and predicts the same logits; the
 # imported checkpoint works
 # with info, eval, predict and train (--resume with the model file import writes, and
-# --init); PyTorch's export of a character LSTM imports and samples, evaluates and trains
-# on text; a graph with an op import does not read fails with one line naming it.
+# --init); PyTorch's exports of a character LSTM and of nanoGPT's GPT import and sample,
+# evaluate and train on text, attention among layers on floats predicts PyTorch's
+# outputs; a graph with an op import does not read fails with one line naming it.
 # Usage: cli_onnx.sh CLGRAD
 . "$(dirname "$0")/common.sh"
 cd "$T"
@@ -59,6 +60,39 @@ ok ce eval char.ckpt --data text:text.txt
 has ce "bits per byte"
 ok ct train char.json --data text:text.txt --steps 3 --resume char.ckpt --out char2.ckpt
 has ct "resumed from char.ckpt"
+
+# PyTorch's GPT (nanoGPT's model with nn.MultiheadAttention) imports as one gpt layer that
+# samples, evaluates and trains on text; attention among other layers on floats predicts
+# PyTorch's outputs
+"$PY" -c "
+import sys, warnings, numpy as np, torch
+sys.path.insert(0, '$HERE/../io')
+from torch_attn import Gpt, SeqNet
+warnings.simplefilter('ignore')
+torch.manual_seed(0)
+for name, m, x in (('gpt', Gpt(False), torch.zeros(1, 16, dtype=torch.long)), ('seq', SeqNet(None), torch.randn(3, 10, 6))):
+    torch.onnx.export(m.eval(), x, name + '.onnx', opset_version=17, input_names=['input'], output_names=['output'],
+                      dynamic_axes={'input': {0: 'b'}, 'output': {0: 'b'}})
+    with torch.no_grad():
+        np.save(name + '_x.npy', x.numpy()), np.save(name + '_y.npy', m(x).numpy())" ||
+    fail "PyTorch could not export the attention models (python3-torch)"
+ok gi import gpt.onnx gpt.ckpt --model gpt.json
+has gi "gpt                [16, 256]"
+has gi "context=16, layers=2, heads=4, dim=32"
+ok gs sample gpt.ckpt --prime 'The ' --length 8
+ok ge eval gpt.ckpt --data text:text.txt
+has ge "bits per byte"
+ok gt train gpt.json --data text:text.txt --steps 3 --resume gpt.ckpt --out gpt2.ckpt
+has gt "resumed from gpt.ckpt"
+ok si import seq.onnx seq.ckpt
+has si "transformer_block  [10, 32]"
+ok sp predict seq.ckpt seq_x.npy --out seq_c.npy
+"$PY" -c "
+import numpy as np, sys
+a, b = np.load('seq_c.npy'), np.load('seq_y.npy')
+d = float(np.abs(a - b).max() / max(1, np.abs(b).max()))
+print('max |clgrad - torch| relative', d)
+sys.exit(0 if a.shape == b.shape and d <= 1e-5 else 1)" || fail "the imported attention predicts other logits than PyTorch"
 
 # an op import does not read: one line naming the node and op, no checkpoint
 "$PY" -c "

@@ -8,12 +8,27 @@ build tree's venv: tests/io/onnx_venv.sh), python3-onnx and python3-torch as ora
     onnx_check.py edit DIR NAME    DIR/NAME.onnx saved again unchanged (NAME_same.onnx), with
                                    a LayerNormalization's epsilon changed (NAME_eps.onnx), and
                                    with its embedded model file's "heads": 2 made 4 (NAME_meta.onnx)
+    onnx_check.py mutate DIR NAME N  N variants of DIR/NAME.onnx, each one change within its
+                                   attention (an attribute, a constant, operands swapped, an
+                                   input rewired), kept where onnxruntime runs them, as
+                                   DIR/mut_K.onnx with onnxruntime's outputs on DIR/NAME_x.npy
+                                   as mut_K_y.npy, the others as mut_bad_K.onnx; prints
+                                   "mutants: KEPT REFUSED"
     onnx_check.py torch DIR        PyTorch equivalents of the example models (small) exported
                                    by torch.onnx.export (opset 17, dynamic batch) as
                                    DIR/t_NAME.onnx, with inputs t_NAME_x.npy (tokens as int32)
-                                   and PyTorch's outputs t_NAME_y.npy; onnxruntime must agree
-                                   with PyTorch to 1e-5 relative. Also t_bad.onnx, with an op
-                                   import does not read (LogSoftmax).
+                                   and PyTorch's outputs t_NAME_y.npy (onnxruntime's:
+                                   t_NAME_ort.npy); onnxruntime must agree with PyTorch to
+                                   1e-5 relative. resnet_bn: a ResNet of
+                                   BasicBlocks exported with its batch norms. The GPTs: nanoGPT's model
+                                   with nn.MultiheadAttention (gpt) and with its own
+                                   attention (gpt_hand); mha: a non-causal block of one head on
+                                   floats; encoder: nn.TransformerEncoder.
+                                   Also graphs import must refuse: t_bad.onnx, with an op it
+                                   does not read (LogSoftmax); t_attn_mask.onnx, attention with
+                                   a mask that is not causal; t_attn_axis.onnx, t_mha.onnx
+                                   with its Softmax on the queries' axis; t_gpt_untied.onnx,
+                                   a GPT whose head is not its token embedding.
 """
 import os
 import sys
@@ -21,9 +36,11 @@ import warnings
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 import onnxruntime as ort
 import torch
 from torch import nn
+from torch_attn import EncNet, Gpt, SeqNet
 
 TOL = 1e-5
 
@@ -88,6 +105,21 @@ class Block(nn.Module):
         return torch.relu(y + (x if self.down is None else self.down(x)))
 
 
+class ResNet(nn.Module):
+    """resnet_fashion.json's shape, smaller: torchvision's names (conv1, bn1, layer1..2)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(1, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8)
+        self.layer1 = nn.Sequential(Block(8, 8, 1), Block(8, 8, 1))
+        self.layer2 = nn.Sequential(Block(8, 16, 2), Block(16, 16, 1))
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = self.layer2(self.layer1(torch.relu(self.bn1(self.conv1(x)))))
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
 class View(nn.Module):
     """x.view(x.size(0), -1), as many models flatten."""
 
@@ -99,6 +131,7 @@ def models():
     """name: (module, input); tokens as int64."""
     img = torch.rand(3, 1, 28, 28)
     tok = torch.randint(0, 256, (3, 12))
+    seq = torch.randn(3, 10, 6)
     return {
         "mlp": (nn.Sequential(nn.Flatten(), nn.Linear(784, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(),
                               nn.Linear(32, 10)), img),
@@ -112,6 +145,7 @@ def models():
         "resnet": (nn.Sequential(nn.Conv2d(1, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
                                  Block(8, 8, 1), Block(8, 16, 2), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
                                  nn.Linear(16, 10)), img),
+        "resnet_bn": (ResNet(), img),   # exported with its batch norms (PRESERVE)
         "act": (nn.Sequential(nn.Flatten(), nn.Linear(784, 16), nn.GELU(), nn.LayerNorm(16), nn.Linear(16, 16),
                               nn.Tanh(), nn.Linear(16, 16), nn.Sigmoid(), nn.Linear(16, 16), nn.LeakyReLU(0.2),
                               nn.Linear(16, 16), nn.ELU(), nn.Linear(16, 16), nn.Softplus(), nn.Linear(16, 10),
@@ -123,7 +157,13 @@ def models():
         "lstm": (Seq(nn.Embedding(256, 16), nn.LSTM(16, 32, 2, batch_first=True), nn.Linear(32, 256)), tok),
         "gru": (Seq(nn.Embedding(256, 16), nn.GRU(16, 24, 1, batch_first=True), nn.Linear(24, 256)), tok),
         "rnn": (Seq(nn.Embedding(256, 16), nn.RNN(16, 24, 2, batch_first=True), nn.Linear(24, 256)), tok),
+        "gpt": (Gpt(False), tok),
+        "gpt_hand": (Gpt(True), tok),
+        "mha": (SeqNet(None, heads=1), seq),   # one head: nn.MultiheadAttention never splits the columns
+        "encoder": (EncNet(), seq),
         "bad": (nn.Sequential(nn.Flatten(), nn.Linear(784, 10), nn.LogSoftmax(-1)), img),
+        "attn_mask": (SeqNet(2), seq),
+        "gpt_untied": (Gpt(False, tied=False), tok),
     }
 
 
@@ -137,18 +177,27 @@ def cmd_torch(d):
                 mod.running_var.uniform_(0.5, 2)
                 mod.weight.data.uniform_(0.5, 1.5)
                 mod.bias.data.uniform_(-0.5, 0.5)
+        if name in ("gpt", "gpt_hand", "mha", "encoder", "attn_mask"):   # biases and norms away from 0 and 1
+            for p in m.parameters():
+                p.data.uniform_(-0.3, 0.3)
         m.eval()
         path = os.path.join(d, "t_" + name + ".onnx")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch.onnx.export(m, x, path, opset_version=17, input_names=["input"], output_names=["output"],
-                              dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
+                              dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
+                              training=torch.onnx.TrainingMode.PRESERVE if name == "resnet_bn" else torch.onnx.TrainingMode.EVAL)
         with torch.no_grad():
             y = m(x).numpy()
         xs = x.numpy().astype(np.int32) if x.dtype == torch.int64 else x.numpy()
         np.save(os.path.join(d, "t_" + name + "_x.npy"), xs)
         np.save(os.path.join(d, "t_" + name + "_y.npy"), y)
-        ok = close(run_ort(path, x.numpy()), y, "onnxruntime vs PyTorch " + name) and ok
+        y_ort = run_ort(path, x.numpy())
+        np.save(os.path.join(d, "t_" + name + "_ort.npy"), y_ort)
+        ok = close(y_ort, y, "onnxruntime vs PyTorch " + name) and ok
+    m = onnx.load(os.path.join(d, "t_mha.onnx"))   # softmax over the queries' axis of [B H, T, S]
+    next(a for n in m.graph.node if n.op_type == "Softmax" for a in n.attribute if a.name == "axis").i = 1
+    onnx.save(m, os.path.join(d, "t_attn_axis.onnx"))
     return ok
 
 
@@ -167,11 +216,70 @@ def cmd_edit(d, name):
     return True
 
 
+def mutate(m, rng):
+    """One change inside m's attention (nodes named .../attn/...); a description."""
+    nodes = [n for n in m.graph.node if "/attn/" in n.name]
+    n = nodes[int(rng.integers(len(nodes)))]
+    kind = int(rng.integers(4))
+    if kind == 0 and n.attribute:   # an integer attribute changed (perm, axis)
+        a = n.attribute[int(rng.integers(len(n.attribute)))]
+        if a.ints:
+            i, j = (int(v) for v in rng.choice(len(a.ints), 2, replace=False)) if len(a.ints) > 1 else (0, 0)
+            a.ints[i], a.ints[j] = a.ints[j], a.ints[i]
+            return f"{n.name}: {a.name} permuted"
+        if a.type == onnx.AttributeProto.INT:
+            a.i += int(rng.choice([-2, -1, 1]))
+            return f"{n.name}: {a.name} moved"
+    if kind == 1 and n.op_type == "Constant" and n.attribute[0].t.data_type == onnx.TensorProto.FLOAT:
+        t = onnx.numpy_helper.to_array(n.attribute[0].t).copy()
+        t = t * np.float32(rng.choice([0.5, 2.0, -1.0]))
+        n.attribute[0].t.CopyFrom(onnx.numpy_helper.from_array(t.astype(np.float32), n.attribute[0].t.name))
+        return f"{n.name}: value scaled"
+    if kind == 2 and len(n.input) >= 2 and n.input[0] and n.input[1]:
+        n.input[0], n.input[1] = n.input[1], n.input[0]
+        return f"{n.name}: operands swapped"
+    values = [o for k in nodes for o in k.output if k is not n]
+    if n.input:
+        i = int(rng.integers(len(n.input)))
+        n.input[i] = values[int(rng.integers(len(values)))]
+        return f"{n.name}: input {i} rewired"
+    return f"{n.name}: unchanged"
+
+
+def cmd_mutate(d, name, count):
+    rng = np.random.default_rng(5)
+    x = np.load(os.path.join(d, name + "_x.npy"))
+    x = x.astype(np.int64) if x.dtype.kind == "i" else x
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 4   # the mutants it refuses are expected
+    kept = refused = 0
+    for _ in range(count):
+        m = onnx.load(os.path.join(d, name + ".onnx"))
+        what = mutate(m, rng)
+        if what.endswith("unchanged"):
+            continue
+        try:
+            s = ort.InferenceSession(m.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+            y = s.run(None, {s.get_inputs()[0].name: x})[0]
+        except Exception:   # noqa: BLE001 (not a graph to compare: import must still not crash on it)
+            onnx.save(m, os.path.join(d, f"mut_bad_{refused}.onnx"))
+            refused += 1
+            continue
+        onnx.save(m, os.path.join(d, f"mut_{kept}.onnx"))
+        np.save(os.path.join(d, f"mut_{kept}_y.npy"), y)
+        print(f"mut_{kept}: {what}")
+        kept += 1
+    print(f"mutants: {kept} {refused}")
+    return True
+
+
 def main():
     if len(sys.argv) >= 3 and sys.argv[1] == "ort":
         return 0 if cmd_ort(sys.argv[2], sys.argv[3:]) else 1
     if len(sys.argv) == 4 and sys.argv[1] == "edit":
         return 0 if cmd_edit(sys.argv[2], sys.argv[3]) else 1
+    if len(sys.argv) == 5 and sys.argv[1] == "mutate":
+        return 0 if cmd_mutate(sys.argv[2], sys.argv[3], int(sys.argv[4])) else 1
     if len(sys.argv) == 3 and sys.argv[1] == "torch":
         return 0 if cmd_torch(sys.argv[2]) else 1
     print(__doc__)

@@ -7,10 +7,16 @@
  * model file and the same outputs; edited, it must not be taken for clgrad's export.
  *
  * Import: tests/io/onnx_check.py torch exports PyTorch equivalents of the example models
- * (MLP, CNN, batch norm, a ResNet, activations, LSTM, GRU, RNN) with torch.onnx.export;
- * each imported network must give PyTorch's outputs to 1e-5 relative, take an SGD step
- * that changes its weights, and save a checkpoint that rebuilds it exactly. A graph with
- * an op import does not read (LogSoftmax) must fail naming the op and the node.
+ * (MLP, CNN, batch norm, a ResNet and one with its batch norms (basic_block layers),
+ * activations, LSTM, GRU, RNN, nanoGPT's GPT (a gpt layer) with nn.MultiheadAttention
+ * and with its own attention, attention on floats and nn.TransformerEncoder
+ * (transformer_block layers)) with torch.onnx.export; each imported network must give
+ * PyTorch's outputs and onnxruntime's to 1e-5 relative, take an SGD step that changes
+ * its weights, and save a checkpoint that rebuilds it exactly. A graph with an op
+ * import does not read (LogSoftmax), and attention that is almost clgrad's (a mask that
+ * is not causal, a softmax on the wrong axis), or a GPT whose head is not tied, must fail
+ * naming the node; mutants of the GPT's attention must import as onnxruntime computes
+ * them or fail.
  *
  * Python: $CLG_ONNX_PYTHON, the venv tests/io/onnx_venv.sh makes under the build tree
  * (onnxruntime from PyPI beside Debian's python3-onnx and python3-torch); missing is a
@@ -199,7 +205,9 @@ static bool export_one(clg_device *dev, const char *dir, const char *name, clg_m
 
 /* zoo_attn.onnx saved again by python3-onnx imports whole; with a layer norm's epsilon
  * changed, or its embedded model file changed (4 heads for 2), it is not clgrad's export
- * of that model any more, and the general reader, which does not read attention, refuses it. */
+ * of that model any more, and the general reader takes it as any graph: attention,
+ * transformer blocks and all. With the model file edited, the graph is the export's and
+ * must give its outputs; with the epsilon edited, the model must have that epsilon. */
 static void edited(clg_device *dev, const char *dir)
 {
     const char *args[3] = {"edit", dir, "zoo_attn"};
@@ -210,9 +218,20 @@ static void edited(clg_device *dev, const char *dir)
         clg_model *m = NULL;
         clg_module *net = NULL;
         clg_status st = clg_module_import_onnx(dev, p, &m, &net);
-        if (i == 0) CHECK_MSG(st == CLG_OK && net, "%s: %s", files[i], clg_device_error(dev));
-        else CHECK_MSG(st == CLG_ERR_UNSUPPORTED && !net && !m && strstr(clg_device_error(dev), ": node \""), "%s: %s",
-                       files[i], st == CLG_OK ? "imported" : clg_device_error(dev));
+        CHECK_MSG(st == CLG_OK && net, "%s: %s", files[i], clg_device_error(dev));
+        char *json = m ? clg_model_json(m) : NULL;
+        bool general = json && strstr(json, "imported from");   /* the comment of the general reader */
+        CHECK_MSG(general == (i > 0), "%s: read %s", files[i], general ? "as any graph" : "as clgrad's export");
+        if (i == 1) CHECK_MSG(json && strstr(json, "\"eps\": 0.001"), "%s: the edited epsilon is not read:\n%s", files[i], json);
+        if (i == 2 && net) {
+            clg_scope_begin(dev);
+            clg_tensor *x = load(dev, dir, "zoo_attn", "_x.npy"), *want = load(dev, dir, "zoo_attn", "_y.npy");
+            double d = rel_diff(eval_forward(net, x), want);
+            printf("%s: read as any graph: max |diff| %.3g relative\n", files[i], d);
+            CHECK_MSG(d <= TOL, "%s: differs from the export's outputs by %g", files[i], d);
+            clg_scope_end(dev);
+        }
+        free(json);
         clg_module_free(net);
         clg_model_free(m);
         free(p);
@@ -308,7 +327,13 @@ static void test_import(clg_device *dev, const char *dir)
 {
     const char *args[2] = {"torch", dir};
     CHECK_MSG(python(args, 2) == 0, "PyTorch's exports did not run in onnxruntime as in PyTorch (see above)");
-    static const char *const names[] = {"mlp", "cnn", "cnn_bn", "resnet", "act", "more", "lstm", "gru", "rnn"};
+    static const char *const names[] = {"mlp", "cnn", "cnn_bn", "resnet", "resnet_bn", "act", "more", "lstm", "gru", "rnn",
+                                        "gpt", "gpt_hand", "mha", "encoder"};
+    /* the layers some must become: clgrad's blocks, not their parts */
+    static const char *const want[][2] = {{"resnet_bn", "\"basic_block\""}, {"resnet_bn", "\"layer2\""},
+                                          {"gpt", "\"type\": \"gpt\""}, {"gpt_hand", "\"type\": \"gpt\""},
+                                          {"mha", "\"transformer_block\""}, {"mha", "\"heads\": 1"},
+                                          {"encoder", "\"transformer_block\""}, {"encoder", "\"repeat\": 2"}};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         char file[128];
         snprintf(file, sizeof file, "t_%s.onnx", names[i]);
@@ -318,12 +343,20 @@ static void test_import(clg_device *dev, const char *dir)
         CHECK_MSG(clg_module_import_onnx(dev, path, &m, &net) == CLG_OK, "%s: %s", names[i], clg_device_error(dev));
         free(path);
         if (!net) continue;
+        char *json = clg_model_json(m);
+        for (size_t k = 0; k < sizeof want / sizeof *want; k++)
+            if (!strcmp(want[k][0], names[i]))
+                CHECK_MSG(json && strstr(json, want[k][1]), "%s: no %s in the model file:\n%s", names[i], want[k][1], json);
+        free(json);
         clg_scope_begin(dev);
         snprintf(file, sizeof file, "t_%s", names[i]);
         clg_tensor *x = load(dev, dir, file, "_x.npy"), *want = load(dev, dir, file, "_y.npy");
-        double d = rel_diff(eval_forward(net, x), want);
-        printf("%s: PyTorch's export imported: max |clgrad - torch| %.3g relative\n", names[i], d);
-        CHECK_MSG(d <= TOL, "%s: the imported network differs from PyTorch by %g", names[i], d);
+        clg_tensor *y = eval_forward(net, x);
+        double d = rel_diff(y, want), o = rel_diff(y, load(dev, dir, file, "_ort.npy"));
+        printf("%s: PyTorch's export imported: max |clgrad - torch| %.3g, |clgrad - onnxruntime| %.3g relative\n",
+               names[i], d, o);
+        CHECK_MSG(d <= TOL && o <= TOL, "%s: the imported network differs from PyTorch by %g, from onnxruntime by %g",
+                  names[i], d, o);
         train_and_save(dev, dir, names[i], m, net, x);
         clg_scope_end(dev);
         clg_module_free(net);
@@ -337,11 +370,65 @@ static void test_import(clg_device *dev, const char *dir)
     CHECK_MSG(strstr(clg_device_error(dev), "node \"/2/LogSoftmax\" (LogSoftmax): op LogSoftmax is not supported"), "%s",
               clg_device_error(dev));
     free(bad);
+    /* almost attention: a mask that is not causal, a Softmax on the queries' axis; almost
+     * nanoGPT: its head not tied to the token embedding */
+    static const char *const almost[][3] = {
+        {"t_attn_mask.onnx", ": node \"/block/attn/mha/", "(Add): a mask other than the causal one"},
+        {"t_attn_axis.onnx", ": node \"/block/attn/mha/", "(Softmax): Softmax on axis 1, not on the keys' time"},
+        {"t_gpt_untied.onnx", ": node \"/Add\" (Add): a position embedding is read only as part of nanoGPT's whole model",
+         "the head's weight is not the token embedding's"}};
+    for (int i = 0; i < 3; i++) {
+        bad = io_path(dir, almost[i][0]);
+        CHECK(clg_module_import_onnx(dev, bad, &m, &net) == CLG_ERR_UNSUPPORTED && !m && !net);
+        CHECK_MSG(strstr(clg_device_error(dev), almost[i][1]) && strstr(clg_device_error(dev), almost[i][2]), "%s: %s",
+                  almost[i][0], clg_device_error(dev));
+        free(bad);
+    }
     /* not an ONNX file */
     char *junk = io_path(dir, "t_mlp_x.npy");
     CHECK(clg_module_import_onnx(dev, junk, &m, &net) != CLG_OK && !m && !net);
     CHECK_MSG(strstr(clg_device_error(dev), "not an ONNX model"), "%s", clg_device_error(dev));
     free(junk);
+}
+
+/* Mutants of PyTorch's GPT, each changed once within its attention (onnx_check.py
+ * mutate): one that imports must compute what onnxruntime computes from it (never a
+ * different model); the rest fail with a message, and none crashes, those onnxruntime
+ * refuses included. */
+static void mutants(clg_device *dev, const char *dir)
+{
+    const char *args[4] = {"mutate", dir, "t_gpt", "30"};
+    CHECK_MSG(python(args, 4) == 0, "onnx_check.py mutate failed");
+    clg_scope_begin(dev);
+    clg_tensor *x = load(dev, dir, "t_gpt", "_x.npy");
+    int imported = 0, refused = 0;
+    for (int k = 0; k < 200; k++) {
+        for (int bad = 0; bad < 2; bad++) {
+            char file[64];
+            snprintf(file, sizeof file, bad ? "mut_bad_%d.onnx" : "mut_%d.onnx", k);
+            char *p = io_path(dir, file);
+            clg_model *m = NULL;
+            clg_module *net = NULL;
+            if (access(p, F_OK) == 0 && clg_module_import_onnx(dev, p, &m, &net) == CLG_OK) {
+                imported++;
+                if (!bad) {
+                    snprintf(file, sizeof file, "mut_%d", k);
+                    double d = rel_diff(eval_forward(net, x), load(dev, dir, file, "_y.npy"));
+                    CHECK_MSG(d <= TOL, "%s: imported, and differs from onnxruntime by %g", file, d);
+                }
+            } else if (access(p, F_OK) == 0) {
+                refused++;
+                CHECK_MSG(!m && !net && strstr(clg_device_error(dev), "clg_module_import_onnx: "), "%s: %s", file,
+                          clg_device_error(dev));
+            }
+            clg_module_free(net);
+            clg_model_free(m);
+            free(p);
+        }
+    }
+    printf("GPT's mutants: %d imported (as onnxruntime computes them), %d refused\n", imported, refused);
+    CHECK(imported + refused >= 15);
+    clg_scope_end(dev);
 }
 
 /* Damaged files (cut short, bytes changed) import or fail with a message: never a crash
@@ -397,6 +484,7 @@ int main(void)
     test_export(dev, dir);
     test_import(dev, dir);
     damaged(dev, dir);
+    mutants(dev, dir);
     io_rmdir(dir);
     clg_device_close(dev);
     return check_report("test_io_onnx");

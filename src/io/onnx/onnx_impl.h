@@ -7,8 +7,12 @@
  *   onnx_import.c       nodes to model-file layers, then the network and its weights
  *                       (onnx_import_ops.c: the per-op rules, onnx_import_rnn.c: recurrent
  *                       nodes, onnx_import_patterns.c: formulas of several nodes,
- *                       onnx_import_shape.c: host-side shape arithmetic, onnx_import_util.c);
- *                       onnx_import_own.c: clgrad's own exports, whole)
+ *                       onnx_import_shape.c: host-side shape arithmetic, onnx_import_util.c;
+ *                       onnx_attn.h: self-attention, read by what it computes, and
+ *                       nanoGPT's model (onnx_import_attention.c, onnx_attn_trace.c,
+ *                       onnx_attn_core.c, onnx_shapes.c, onnx_import_gpt.c);
+ *                       onnx_import_transformer.c: encoder layers, onnx_import_resnet.c:
+ *                       BasicBlocks; onnx_import_own.c: clgrad's own exports, whole)
  * onnx.pb-c.h is generated from onnx.proto by protoc-c at build time.
  */
 #ifndef CLGRAD_ONNX_IMPL_H
@@ -132,6 +136,8 @@ typedef struct ix_value {
     int rank;             /* ACT: axes, the batch's included */
     bool tmajor;          /* ACT: [T, B, F], transposed for a recurrent node */
     bool tokens;          /* ACT: the model's integer input */
+    const struct ix_value *rows_of;   /* CONST: rows of this table (a position embedding) */
+    int64_t rows_from;    /* ... rows_from, rows_from + 1, ... of it */
     bool is_int;          /* CONST: int64 values (else float) */
     bool symbolic;        /* CONST: an integer vector some of whose values are unknown */
     int ndim;             /* CONST */
@@ -141,7 +147,7 @@ typedef struct ix_value {
     int64_t *i;
 } ix_value;
 
-#define IX_MAX_WEIGHTS 64
+#define IX_MAX_WEIGHTS 200   /* a gpt layer of 16 blocks */
 typedef struct ix_weight {
     char suffix[48];      /* "weight", "bias_hh_l1", ... */
     int ndim;
@@ -163,6 +169,12 @@ typedef struct ix_layer {
     int out_uses;         /* recurrent: the uses of its output value (for stacking) */
 } ix_layer;
 
+/* An attention region (onnx_import_attention.c): read as one layer at its first node. */
+typedef struct ix_region {
+    const char *x;        /* its input activation */
+    const char *exit;     /* the value it gives */
+} ix_region;
+
 typedef struct ix_ctx {
     clg_device *dev;
     const char *path;
@@ -173,6 +185,11 @@ typedef struct ix_ctx {
     ix_layer *layers;
     int nlayers, caplayers;
     bool *done;           /* nodes already taken by a pattern (a bias Add, GELU's formula) */
+    int *region;          /* per node: its attention region, or -1 */
+    ix_region *regions;
+    int nregions;
+    const Onnx__NodeProto *pos_add;   /* a position embedding's Add (onnx_import_gpt.c), or NULL */
+    const ix_value *pos_rows;         /* its rows: a Gather of a table by positions */
     int in_ndim;
     int64_t in_dims[CLG_MAX_DIMS];
     bool failed;
@@ -243,10 +260,13 @@ bool ix_squeeze(ix_ctx *c, const Onnx__NodeProto *n, bool un);
 bool ix_constant_of_shape(ix_ctx *c, const Onnx__NodeProto *n);
 bool ix_of_zeros(ix_ctx *c, const Onnx__NodeProto *n);
 bool ix_pad(ix_ctx *c, const Onnx__NodeProto *n);
+bool ix_range(ix_ctx *c, const Onnx__NodeProto *n);
 /* A file clgrad exported: its embedded model file, the network built from it with the
  * file's weights, accepted when exporting that network gives the file's graph byte for
  * byte (onnx_import_own.c). false (nothing made, no message) when it does not. */
 bool ix_own_export(ix_ctx *c, const char *json, clg_model **desc, clg_module **net);
+/* The model-file text of the layers read so far (malloc'd), NULL when out of memory. */
+char *ix_model_text(ix_ctx *c);
 /* The layers read from a formula or a shape trick (onnx_import_patterns.c): GELU's erf
  * formula at its Div, GELU's tanh one at its Mul(x, x), SiLU at its Sigmoid, GroupNorm
  * at its Reshape to [0, G, -1] (else a Reshape that flattens), ConvTranspose, Resize. */
@@ -260,6 +280,16 @@ bool ix_resize(ix_ctx *c, const Onnx__NodeProto *n);
 /* Sizes in integer vectors that shape arithmetic follows without knowing them. */
 #define IX_DIM_BATCH INT64_MIN          /* the batch axis's */
 #define IX_DIM_UNKNOWN (INT64_MIN + 1)  /* another axis's */
+
+/* Layers [lo, hi] become g (taken, at lo): later layers and values move down, and what
+ * read layer hi reads g (nothing else may read inside the range). */
+void ix_replace_layers(ix_ctx *c, int lo, int hi, const ix_layer *g);
+/* After the nodes: PyTorch's TransformerEncoderLayers (and blocks of the same layers) as
+ * transformer_block layers (onnx_import_transformer.c); false after failing. */
+bool ix_transformer_merge(ix_ctx *c);
+/* After the nodes: torchvision's BasicBlocks (with their batch norms) as basic_block
+ * layers (onnx_import_resnet.c); false after failing. */
+bool ix_resnet_merge(ix_ctx *c);
 
 /* One node by op type (onnx_import_ops.c); false after failing. */
 bool ix_node(ix_ctx *c, size_t at);

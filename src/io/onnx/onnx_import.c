@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "device_impl.h"
-#include "onnx_impl.h"
+#include "onnx_attn.h"
 
 ix_layer *ix_layer_new(ix_ctx *c, const Onnx__NodeProto *n, model_kind kind, json_t *spec, int nin,
                        const ix_value *const *ins)
@@ -100,6 +100,8 @@ static void ctx_free(ix_ctx *c)
     }
     free(c->layers);
     free(c->done);
+    free(c->region);
+    free(c->regions);
     if (c->model) onnx__model_proto__free_unpacked(c->model, NULL);
 }
 
@@ -194,7 +196,7 @@ static bool read_inputs(ix_ctx *c)
 }
 
 /* The model file of the layers (its canonical text comes from clg_model_parse). */
-static char *model_text(ix_ctx *c)
+char *ix_model_text(ix_ctx *c)
 {
     json_t *root = json_object(), *input = json_array(), *layers = json_array();
     if (!root || !input || !layers) {
@@ -269,7 +271,7 @@ static bool check_output(ix_ctx *c)
 
 static clg_status build(ix_ctx *c, clg_model **desc, clg_module **net)
 {
-    char *text = model_text(c);
+    char *text = ix_model_text(c);
     if (!text) return ix_fail(c, NULL, "out of host memory"), CLG_ERR_OUT_OF_MEMORY;
     char err[1024];
     clg_status st = clg_model_parse(text, strlen(text), c->path, desc, err, sizeof err);
@@ -303,9 +305,9 @@ clg_status clg_module_import_onnx(clg_device *dev, const char *path, clg_model *
         ctx_free(&c);
         return CLG_OK;
     }
-    ok = ok && read_inputs(&c);
+    ok = ok && read_inputs(&c) && ix_attention_scan(&c);
     for (size_t i = 0; ok && i < c.g->n_node; i++) ok = c.done[i] || ix_node(&c, i);
-    ok = ok && check_output(&c);
+    ok = ok && ix_gpt_merge(&c) && ix_transformer_merge(&c) && ix_resnet_merge(&c) && check_output(&c);
     clg_status st = ok ? build(&c, desc, net) : CLG_ERR_UNSUPPORTED;
     if (st == CLG_OK && c.failed) st = CLG_ERR_FORMAT;
     if (st != CLG_OK) {

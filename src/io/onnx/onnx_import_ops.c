@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "onnx_impl.h"
+#include "onnx_attn.h"
 
 typedef const Onnx__NodeProto node;
 
@@ -56,7 +56,8 @@ static bool op_matmul(ix_ctx *c, node *n)
 {
     const ix_value *rhs = ix_value_find(c, n->input[1]);
     if (rhs && rhs->kind == IX_ACT)
-        return ix_fail(c, n, "a product of two activations (attention's) is not read yet: only a MatMul by a constant weight");
+        return ix_fail(c, n, "a product of two activations is read only within self-attention (softmax(q k^T / sqrt(D)) v "
+                       "with q, k, v and the output projections of one activation)");
     ix_value *w = ix_const_in(c, n, 1, true);
     if (!w) return false;
     if (w->ndim != 2) return ix_fail(c, n, "the constant operand has %d axes, 2 expected", w->ndim);
@@ -79,6 +80,7 @@ static bool op_add(ix_ctx *c, node *n)
 {
     ix_value *a = ix_in(c, n, 0), *b = ix_in(c, n, 1);
     if (!a || !b) return false;
+    if ((a->kind == IX_CONST && a->rows_of) || (b->kind == IX_CONST && b->rows_of)) return ix_position_add(c, n, a, b);
     if (a->kind != IX_ACT || b->kind != IX_ACT)
         return ix_fail(c, n, "it adds a constant to an activation (only a bias right after MatMul is read)");
     if (!(a = ix_act_in(c, n, 0)) || !(b = ix_act_in(c, n, 1))) return false;
@@ -233,6 +235,7 @@ static bool op_gather(ix_ctx *c, node *n)
     ix_value *d = ix_in(c, n, 0), *t = d ? ix_in(c, n, 1) : NULL;
     if (!t) return false;
     if (d->kind == IX_CONST && d->is_int) return ix_fold_gather(c, n, d);
+    if (d->kind == IX_CONST && t->kind == IX_CONST && t->is_int) return ix_position_rows(c, n, d, t);
     if (d->kind != IX_CONST || d->is_int || d->ndim != 2 || t->kind != IX_ACT || !t->tokens || ix_attr_i(n, "axis", 0))
         return ix_fail(c, n, "only a Gather of rows of a constant [num, dim] table by the model's integer input is read (an embedding)");
     if (c->nlayers) return ix_fail(c, n, "an embedding must be the first layer");
@@ -280,17 +283,17 @@ bool ix_node(ix_ctx *c, size_t at)
 {
     node *n = c->g->node[at];
     const char *op = n->op_type ? n->op_type : "";
+    if (c->region && c->region[at] >= 0) return ix_attention_run(c, c->region[at]);   /* its first node */
     if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx"))
         return ix_fail(c, n, "op of domain \"%s\": only the default ONNX domain is read", n->domain);
     if (!n->n_output) return ix_fail(c, n, "no outputs");
-    /* arithmetic on sizes read from the graph: shapes computed at run time, as
-     * torch.onnx.export writes around attention (whose graphs are not read yet) */
+    /* arithmetic on sizes read from the graph outside attention (whose region reads its own) */
     bool arith = !strcmp(op, "Div") || !strcmp(op, "Mul") || !strcmp(op, "Add") || !strcmp(op, "Sub");
     for (size_t k = 0; arith && k < n->n_input; k++) {
         const ix_value *v = ix_value_find(c, n->input[k]);
         if (v && v->kind == IX_CONST && v->symbolic)
-            return ix_fail(c, n, "arithmetic on the graph's own sizes (shapes computed at run time, as around attention: "
-                           "MultiheadAttention and TransformerEncoderLayer graphs are not read yet) is not followed");
+            return ix_fail(c, n, "arithmetic on the graph's own sizes (shapes computed at run time) is followed only "
+                           "within self-attention");
     }
     if (!strcmp(op, "Gemm")) return op_gemm(c, n);
     if (!strcmp(op, "MatMul")) return op_matmul(c, n);
@@ -318,15 +321,19 @@ bool ix_node(ix_ctx *c, size_t at)
     if (!strcmp(op, "LSTM") || !strcmp(op, "GRU") || !strcmp(op, "RNN")) return ix_rnn(c, n);
     if (!strcmp(op, "Constant")) return ix_op_constant(c, n);
     if (!strcmp(op, "Pad")) return ix_pad(c, n);
+    if (!strcmp(op, "Range")) return ix_range(c, n);
     if (!strcmp(op, "Shape")) return ix_shape(c, n);
     if (!strcmp(op, "Unsqueeze") || !strcmp(op, "Squeeze")) return ix_squeeze(c, n, op[0] == 'U');
     if (!strcmp(op, "ConstantOfShape")) return ix_constant_of_shape(c, n);
     if (!strcmp(op, "Reshape")) return ix_reshape(c, n);
     if (!strcmp(op, "Slice") || !strcmp(op, "Expand") || !strcmp(op, "Tile") || !strcmp(op, "Cast"))
         return ix_of_zeros(c, n);
+    if (!strcmp(op, "LogSoftmax"))   /* the usual last node of a classifier trained with NLLLoss */
+        return ix_fail(c, n, "op LogSoftmax is not supported (no model-file layer computes it: clgrad's cross_entropy "
+                       "loss takes the scores before it, so export the network without its LogSoftmax)");
     return ix_fail(c, n, "op %s is not supported (read: Gemm, MatMul, Add, Conv, MaxPool, AveragePool, GlobalAveragePool, "
                    "BatchNormalization, LayerNormalization, Flatten, Relu, LeakyRelu, Sigmoid, Tanh, Elu, Softplus, Softmax, "
                    "GELU's formulas, SiLU's Sigmoid and Mul, GroupNorm's InstanceNormalization, ConvTranspose, Resize, Reshape to "
-                   "[batch, -1], Pad of 0, Dropout, Identity, Gather, Concat, Transpose, LSTM, GRU, RNN, and shape "
-                   "arithmetic for zero states)", op);
+                   "[batch, -1], Pad of 0, Dropout, Identity, Gather, Concat, Transpose, LSTM, GRU, RNN, self-attention's "
+                   "nodes, a position embedding's Range, and shape arithmetic for zero states)", op);
 }

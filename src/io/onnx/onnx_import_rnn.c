@@ -68,7 +68,7 @@ static bool check_inputs(ix_ctx *c, node *n)
     for (size_t k = 1; k < n->n_output; k++)
         if (*n->output[k] && ix_uses(c, n->output[k]))
             return ix_fail(c, n, "its final state (output %zu) is used: a model file's layer gives only Y", k);
-    if (!attr_string_is(n, "direction", "forward")) return ix_fail(c, n, "only direction forward is read");
+    if (!attr_string_is(n, "direction", "forward")) return ix_fail(c, n, "only direction forward is read (clgrad's recurrent layers are not bidirectional)");
     if (ix_attr(n, "clip") || ix_attr_i(n, "input_forget", 0) || ix_attr_i(n, "layout", 0))
         return ix_fail(c, n, "clip, input_forget and layout = 1 are not read");
     return true;

@@ -4,6 +4,7 @@
  * Unsqueeze, Squeeze and Concat of such integer vectors; ConstantOfShape of zeros and
  * what keeps zeros zeros (Slice, Expand, Tile, Cast), for a recurrent node's initial state;
  * Squeeze of a recurrent node's Y; a Pad of zero width. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,8 @@ bool ix_shape(ix_ctx *c, node *n)
     if (!o) return false;
     o->ndim = 1, o->dims[0] = x->rank, o->symbolic = true;
     for (int k = 0; k < x->rank; k++) o->i[k] = k == (x->tmajor ? 1 : 0) ? IX_DIM_BATCH : IX_DIM_UNKNOWN;
+    if (x->layer < 0 && !x->tmajor)   /* the model's input: its sample's sizes are fixed */
+        for (int k = 1; k < x->rank; k++) o->i[k] = c->in_dims[k - 1];
     return true;
 }
 
@@ -69,11 +72,11 @@ bool ix_fold_gather(ix_ctx *c, node *n, const ix_value *d)
     if (!o) return false;
     o->ndim = idx->ndim;
     memcpy(o->dims, idx->dims, sizeof o->dims);
-    o->symbolic = d->symbolic;
     for (int64_t k = 0; k < idx->numel; k++) {
         int64_t j = idx->i[k] < 0 ? idx->i[k] + d->numel : idx->i[k];
         if (j < 0 || j >= d->numel) return ix_fail(c, n, "index %lld out of range", (long long)idx->i[k]);
         o->i[k] = d->i[j];
+        o->symbolic = o->symbolic || (d->symbolic && (o->i[k] == IX_DIM_BATCH || o->i[k] == IX_DIM_UNKNOWN));
     }
     return true;
 }
@@ -161,4 +164,25 @@ bool ix_pad(ix_ctx *c, node *n)
     for (int64_t k = 0; none && k < p->numel; k++) none = p->i[k] == 0;
     if (!none) return ix_fail(c, n, "only a Pad of zero width is read (padding belongs to the convolution or pool)");
     return ix_alias(c, n, 0, x);
+}
+
+/* Range(start, limit, delta) of known integers (positions 0 .. T-1). */
+bool ix_range(ix_ctx *c, node *n)
+{
+    ix_value *v[3];
+    for (size_t k = 0; k < 3; k++)
+        if (!(v[k] = ix_in(c, n, k))) return false;
+    for (int k = 0; k < 3; k++)
+        if (v[k]->kind != IX_CONST || !v[k]->is_int || v[k]->symbolic || v[k]->numel != 1 || (k == 2 && !v[2]->i[0]))
+            return ix_fail(c, n, "only a Range of known integers (positions) is read");
+    int64_t s = v[0]->i[0], d = v[2]->i[0];
+    double len = ceil(((double)v[1]->i[0] - (double)s) / (double)d);
+    if (!(len <= MODEL_MAX_DIM) || s > MODEL_MAX_NUMEL || s < -MODEL_MAX_NUMEL || d > MODEL_MAX_NUMEL || d < -MODEL_MAX_NUMEL)
+        return ix_fail(c, n, "a Range of %g values (or of bounds over 2^31) is not read", len);
+    int64_t cnt = len > 0 ? (int64_t)len : 0;
+    ix_value *o = new_const(c, n, cnt, true);
+    if (!o) return false;
+    o->ndim = 1, o->dims[0] = cnt;
+    for (int64_t k = 0; k < cnt; k++) o->i[k] = s + k * d;
+    return true;
 }

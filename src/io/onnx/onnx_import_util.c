@@ -1,6 +1,7 @@
 /* onnx_import_util.c: what the import rules share: inputs read as activations or
  * constants (with the message when they are not), attributes, a layer on a node's input,
  * aliases, and constants that come later in the node list. */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,4 +121,28 @@ ix_value *ix_other(ix_ctx *c, node *n, const char *name)
 {
     if (n->n_input != 2) return NULL;
     return ix_constant_ahead(c, !strcmp(n->input[0], name) ? n->input[1] : n->input[0]);
+}
+
+/* Layers [lo, hi] become g (at lo); the later layers and the values move down. */
+void ix_replace_layers(ix_ctx *c, int lo, int hi, const ix_layer *g)
+{
+    for (int i = lo; i <= hi; i++) {
+        json_decref(c->layers[i].spec);
+        for (int k = 0; k < c->layers[i].nw; k++) free(c->layers[i].w[k].data);
+    }
+    c->layers[lo] = *g;
+    memmove(&c->layers[lo + 1], &c->layers[hi + 1], (size_t)(c->nlayers - hi - 1) * sizeof *c->layers);
+    c->nlayers -= hi - lo;
+    int gone = hi - lo;
+    for (int i = lo + 1; i < c->nlayers; i++)
+        for (int k = 0; k < c->layers[i].ninputs; k++) {
+            int *in = &c->layers[i].inputs[k];
+            *in = *in > hi ? *in - gone : *in >= lo ? lo : *in;
+        }
+    for (int i = 0; i < c->nvals; i++) {
+        ix_value *v = c->vals[i];
+        if (v->kind == IX_ACT && v->layer >= lo) v->layer = v->layer > hi ? v->layer - gone : v->layer == hi ? lo : -1;
+    }
+    for (int i = lo + 1; i < c->nlayers; i++)   /* a default name is the layer's index */
+        if (isdigit((unsigned char)c->layers[i].name[0])) snprintf(c->layers[i].name, sizeof c->layers[i].name, "%d", i);
 }
