@@ -44,12 +44,15 @@ export CLG_DIST_TIMEOUT=300
 # Fashion-MNIST's training set, the test cut's 256 samples (evaluation is not the point).
 # The CNN at batch 32: at 128 its first steps are chaotic (lr 0.0501 instead of 0.05 moves
 # its 40-step weights by 0.26 of their norm).
+# CLI_STEPS (set by cli_dist_steps, the few-step twin that slow devices run) shortens
+# these two runs: the CNN takes 2 s a step on rusticl.
+steps=${CLI_STEPS:-10}
 for m in fashion_mlp fashion_cnn; do
     b=128
     [ $m = fashion_cnn ] && b=32
-    ok one_$m train "$ROOT/examples/models/$m.json" --epochs 1 --steps 10 --batch $b --test-data "$T/data" \
+    ok one_$m train "$ROOT/examples/models/$m.json" --epochs 1 --steps $steps --batch $b --test-data "$T/data" \
         --out "$T/one_$m.ckpt"
-    ranks two_$m 2 train "$ROOT/examples/models/$m.json" --epochs 1 --steps 10 --batch $b --test-data "$T/data" \
+    ranks two_$m 2 train "$ROOT/examples/models/$m.json" --epochs 1 --steps $steps --batch $b --test-data "$T/data" \
         --out "$T/two_$m.ckpt" --metrics "$T/two_$m.csv"
     has two_$m "data-parallel: 2 ranks"
     close "$T/one_$m.ckpt" "$T/two_$m.ckpt" "$m, 2 ranks against 1"

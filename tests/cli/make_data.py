@@ -1,6 +1,7 @@
 """Small data for the CLI tests, cut from Debian's Fashion-MNIST: an IDX directory
 (512 training and 256 test samples, uncompressed), a CSV file, and raw inputs for
-`clgrad predict` as .npy and IDX. Usage: make_data.py OUTDIR"""
+`clgrad predict` as .npy and IDX. Usage: make_data.py OUTDIR [TEST_SAMPLES]: fewer test
+samples for the few-step runs of slow devices (evaluation dominates them there)."""
 import gzip
 import os
 import sys
@@ -25,9 +26,9 @@ def idx_write(path, a):
         f.write(a.astype(np.uint8).tobytes())
 
 
-def main(out):
+def main(out, n_test=256):
     os.makedirs(os.path.join(out, "data"), exist_ok=True)
-    for split, n in (("train", 512), ("t10k", 256)):
+    for split, n in (("train", 512), ("t10k", n_test)):
         x = idx_read(split + "-images-idx3-ubyte")[:n]
         y = idx_read(split + "-labels-idx1-ubyte")[:n]
         idx_write(os.path.join(out, "data", split + "-images-idx3-ubyte"), x)
@@ -47,4 +48,4 @@ def main(out):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 256)
