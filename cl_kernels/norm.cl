@@ -84,22 +84,31 @@ __kernel void bn_part_stats(int N, int C, int S, int L, int P, __global const TS
 #define BN_LD16(p, v) vload16(v, p)
 #endif
 #if defined(CLG_F32) || defined(CLG_F16_STORE) || defined(CLG_BF16_STORE)
-__kernel void bn_row_stats_vec(int N, int C, int S, __global const TS *x, __global float *part)
+// A row's mean (into *mean) and its sum of squared deviations from it (returned): two
+// passes in 16-lane vectors, the tail value by value (batch_norm's rows, layer_norm's).
+inline float clg_row_m2(__global const TS *xr, int S, float *mean)
 {
-    int r = get_global_id(0), n = r / C, c = r - n * C, V = S / 16;
-    __global const TS *xr = x + (size_t)r * S;
+    int V = S / 16;
     float16 a16 = 0;
     for (int v = 0; v < V; v++) a16 += BN_LD16(xr, v);
     float sum = clg_hsum16(a16);
     for (int s = 16 * V; s < S; s++) sum += CLG_LD(xr, s);
-    float mean = sum / (float)S;
+    float m = sum / (float)S;
     a16 = 0;
     for (int v = 0; v < V; v++) {
-        float16 d = BN_LD16(xr, v) - mean;
+        float16 d = BN_LD16(xr, v) - m;
         a16 += d * d;
     }
     float m2 = clg_hsum16(a16);
-    for (int s = 16 * V; s < S; s++) m2 += (CLG_LD(xr, s) - mean) * (CLG_LD(xr, s) - mean);
+    for (int s = 16 * V; s < S; s++) m2 += (CLG_LD(xr, s) - m) * (CLG_LD(xr, s) - m);
+    *mean = m;
+    return m2;
+}
+
+__kernel void bn_row_stats_vec(int N, int C, int S, __global const TS *x, __global float *part)
+{
+    int r = get_global_id(0), n = r / C, c = r - n * C;
+    float mean, m2 = clg_row_m2(x + (size_t)r * S, S, &mean);
     part[(c * N + n) * 2] = mean;
     part[(c * N + n) * 2 + 1] = m2;
 }
@@ -275,18 +284,7 @@ __kernel void ln_fwd_vec(int D, __global const float *x, __global float *y, __gl
     int row = get_global_id(0), V = D / 16;
     __global const float *xr = x + (size_t)row * D;
     __global float *yr = y + (size_t)row * D;
-    float16 a16 = 0;
-    for (int v = 0; v < V; v++) a16 += vload16(v, xr);
-    float sum = clg_hsum16(a16);
-    for (int d = 16 * V; d < D; d++) sum += xr[d];
-    float mean = sum / (float)D;
-    a16 = 0;
-    for (int v = 0; v < V; v++) {
-        float16 c = vload16(v, xr) - mean;
-        a16 += c * c;
-    }
-    float ss = clg_hsum16(a16);
-    for (int d = 16 * V; d < D; d++) ss += (xr[d] - mean) * (xr[d] - mean);
+    float mean, ss = clg_row_m2(xr, D, &mean);
     float invstd = 1.0f / sqrt(ss / (float)D + eps);
     stats[2 * row] = mean;
     stats[2 * row + 1] = invstd;

@@ -306,61 +306,20 @@ static conv_geo geo_load(const clg_node *n)
     return g;
 }
 
-/* dW = sum over n of dy[n] . col[n]^T, per group: [N, O, K] products, summed over N.
- * For 16-bit tensors the products and their sum are float32, rounded once at the end. */
-/* dW summed over the images by the products themselves (clg__gemm_dot_sum), chunk by
- * chunk into [O, K] (float32 for 16-bit x), where the engine takes it: no per-image
- * [N, O, K] partials to write and add up afterwards. */
-static clg_tensor *grad_weight_summed(clg_tensor *x, clg_tensor *gy, const conv_geo *g, clg_tensor *kept)
+/* dW = sum over n of dy[n] . col[n]^T, per group, chunk by chunk of images. Where the
+ * engine takes it (clg__gemm_dot_sum) the products sum the images themselves into
+ * [O, K], each chunk added to the last; else they go per image into [N, O, K], summed
+ * over N after. For 16-bit tensors the products and their sum are float32, rounded once
+ * at the end. */
+clg_tensor *clg__conv_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g, clg_tensor *kept)
 {
     size_t K = (size_t)rows_per_group(g), P = (size_t)pixels(g), Og = (size_t)(g->O / g->G), CK = K * (size_t)g->G;
     bool half = clg__is_half(x->dtype);
-    clg_tensor *dw = clg__tensor_new(x->dev, half ? CLG_F32 : x->dtype, 2, (const int64_t[]){g->O, (int64_t)K});
-    if (!dw) return NULL;
-    int64_t nb = kept ? g->N : chunk_images(x, g);
-    clg_status st = CLG_OK;
-    for (int64_t n0 = 0; st == CLG_OK && n0 < g->N; n0 += nb) {
-        int64_t cnt = g->N - n0 < nb ? g->N - n0 : nb;
-        cols c = {NULL, kept ? kept->buf : NULL, kept ? (size_t)kept->offset : 0};   /* the forward's, if kept */
-        if (!kept && !im2col(x, g, n0, cnt, &c)) {
-            st = x->dev->status;
-            break;
-        }
-        for (int64_t gi = 0; st == CLG_OK && gi < g->G; gi++) {
-            size_t s = (size_t)gi;
-            clg_gemm_args ga = {
-                .type = clg__gemm_type_of(x->dtype), .trans_b = true, .m = Og, .n = K, .k = P, .batch = (size_t)cnt,
-                .alpha = 1.0, .beta = n0 ? 1.0 : 0.0, .a = gy->buf, .b = c.buf, .c = dw->buf,
-                .a_off = (size_t)gy->offset + ((size_t)n0 * (size_t)g->O + s * Og) * P, .lda = P,
-                .stride_a = (size_t)g->O * P, .b_off = c.off + s * K * P, .ldb = P, .stride_b = CK * P,
-                .c_off = s * Og * K, .ldc = K, .c_f32 = half,
-            };
-            st = clg__gemm_dot_sum(x->dev, &ga);
-        }
-        clg_tensor_free(c.t);
-    }
-    if (st != CLG_OK) return clg_tensor_free(dw), NULL;
-    if (half) {
-        clg_tensor *d16 = clg__copy_as(dw, x->dtype);
-        clg_tensor_free(dw);
-        dw = d16;
-    }
-    return dw;
-}
-
-clg_tensor *clg__conv_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g, clg_tensor *kept)
-{
-    size_t K = (size_t)rows_per_group(g), P = (size_t)pixels(g), Og = (size_t)(g->O / g->G);
-    bool half = clg__is_half(x->dtype);
     clg_gemm_args probe = {.type = clg__gemm_type_of(x->dtype), .trans_b = true, .m = Og, .n = K, .k = P, .batch = 1,
                            .lda = P, .ldb = P, .ldc = K};
-    if (clg__gemm_dot_sum_fits(x->dev, &probe)) {
-        clg_tensor *dw = grad_weight_summed(x, gy, g, kept);
-        clg_tensor *r = dw ? clg_reshape(dw, w->ndim, w->shape) : NULL;
-        clg_tensor_free(dw);
-        return r;
-    }
-    clg_tensor *part = clg__tensor_new(x->dev, half ? CLG_F32 : x->dtype, 3, (const int64_t[]){g->N, g->O, (int64_t)K});
+    bool summed = clg__gemm_dot_sum_fits(x->dev, &probe);
+    clg_tensor *part = clg__tensor_new(x->dev, half ? CLG_F32 : x->dtype, summed ? 2 : 3,
+                                       summed ? (const int64_t[]){g->O, (int64_t)K} : (const int64_t[]){g->N, g->O, (int64_t)K});
     if (!part) return NULL;
     int64_t nb = kept ? g->N : chunk_images(x, g);
     clg_status st = CLG_OK;
@@ -372,13 +331,24 @@ clg_tensor *clg__conv_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, 
             break;
         }
         operand A = {gy->buf, (size_t)gy->offset + (size_t)n0 * (size_t)g->O * P, P, (size_t)g->O * P, Og * P, false};
-        operand B = {c.buf, c.off, P, (size_t)g->C * g->KH * g->KW * P, K * P, true};
-        operand C = {part->buf, (size_t)n0 * (size_t)g->O * K, K, (size_t)g->O * K, Og * K, false};
-        st = grouped_gemm(x->dev, x->dtype, g, cnt, Og, K, P, A, B, 0.0, C, half);
+        operand B = {c.buf, c.off, P, CK * P, K * P, true};
+        operand C = {part->buf, summed ? 0 : (size_t)n0 * (size_t)g->O * K, K, (size_t)g->O * K, Og * K, false};
+        for (int64_t gi = 0; summed && st == CLG_OK && gi < g->G; gi++) {
+            size_t s = (size_t)gi;
+            clg_gemm_args ga = {
+                .type = probe.type, .trans_b = true, .m = Og, .n = K, .k = P, .batch = (size_t)cnt, .alpha = 1.0,
+                .beta = n0 ? 1.0 : 0.0, .a = A.buf, .b = B.buf, .c = C.buf, .a_off = A.off + s * A.group_step,
+                .lda = P, .stride_a = A.stride, .b_off = B.off + s * B.group_step, .ldb = P, .stride_b = B.stride,
+                .c_off = s * C.group_step, .ldc = K, .c_f32 = half,
+            };
+            st = clg__gemm_dot_sum(x->dev, &ga);
+        }
+        if (!summed) st = grouped_gemm(x->dev, x->dtype, g, cnt, Og, K, P, A, B, 0.0, C, half);
         clg_tensor_free(c.t);
     }
-    clg_tensor *dw = st == CLG_OK ? clg_sum(part, CLG_AXES(0), false) : NULL;
-    clg_tensor_free(part);
+    clg_tensor *dw = st == CLG_OK && !summed ? clg_sum(part, CLG_AXES(0), false) : NULL;
+    if (st == CLG_OK && summed) dw = part;
+    else clg_tensor_free(part);
     if (dw && half) {
         clg_tensor *d16 = clg__copy_as(dw, x->dtype);
         clg_tensor_free(dw);
@@ -404,13 +374,11 @@ static bool col2im_planes(clg_device *dev, const conv_geo *g)
 static clg_status col2im(clg_tensor *dcol, clg_tensor *dx, const conv_geo *g, int64_t n0, int64_t nb, bool planes)
 {
     clg_device *dev = dx->dev;
-    int64_t at = n0 * g->C * g->H * g->W;
-    if (!planes) {
-        clg_arg a[] = {CLG_ARG_M(dcol->buf->mem), CLG_ARG_M(dx->buf->mem), CLG_ARG_I(at), geo_arg(g), win_arg(g, 0, 0)};
-        return clg__conv_launch_grid(dev, dcol->dtype, "col2im", a, 5, (const int64_t[]){g->W, g->H, nb * g->C});
-    }
-    clg_arg a[] = {CLG_ARG_M(dcol->buf->mem), CLG_ARG_M(dx->buf->mem), CLG_ARG_I(at), geo_arg(g), win_arg(g, 0, 0)};
-    return launch(dev, dcol->dtype, "col2im_planes", a, 5, nb * g->C);   /* built for dcol's type */
+    /* both built for dcol's dtype (the planes' scratch is float32 for 16-bit dcol) */
+    clg_arg a[] = {CLG_ARG_M(dcol->buf->mem), CLG_ARG_M(dx->buf->mem), CLG_ARG_I(n0 * g->C * g->H * g->W), geo_arg(g),
+                   win_arg(g, 0, 0)};
+    if (planes) return launch(dev, dcol->dtype, "col2im_planes", a, 5, nb * g->C);
+    return clg__conv_launch_grid(dev, dcol->dtype, "col2im", a, 5, (const int64_t[]){g->W, g->H, nb * g->C});
 }
 
 /* dx = col2im(W^T . dy[n]) ([N, C, H, W] of g); for a pointwise convolution the

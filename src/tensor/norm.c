@@ -17,7 +17,6 @@
  * dropout keeps no mask: the node records the generator position the forward drew
  * from, and the backward draws the same bits again. */
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "tensor_impl.h"
@@ -200,8 +199,7 @@ static clg_status bn_chunks(clg_tensor *x, const char *kernel, clg_tensor *g, cl
     clg_device *dev = x->dev;
     bn_dims d = bn_dims_of(x);
     bool rows = bn_by_rows(dev, x->dtype, d);
-    char name[32];
-    snprintf(name, sizeof name, "%s", rows ? (g ? "bn_row_grad_vec" : "bn_row_stats_vec") : kernel);
+    const char *name = rows ? (g ? "bn_row_grad_vec" : "bn_row_stats_vec") : kernel;
     clg_kernel *k = norm_kernel(dev, x->dtype, name);
     clg_status st = !k ? dev->status : rows ? CLG_OK : bn_split_of(dev, k, d, sp);
     if (rows) *sp = (bn_split){1, d.S, d.N};
