@@ -137,7 +137,7 @@ void clg__slot_destroy(clg_loader *l, clg__slot *s)
     if (s->out_ev) clReleaseEvent(s->out_ev);
     if (s->hx) clEnqueueUnmapMemObject(l->upq, s->stage_x, s->hx, 0, NULL, NULL);
     if (s->hy) clEnqueueUnmapMemObject(l->upq, s->stage_y, s->hy, 0, NULL, NULL);
-    clFinish(l->upq);
+    clg__queue_finish(l->upq);
     cl_mem m[4] = {s->stage_x, s->stage_y, s->dev_x, s->dev_y};
     for (int i = 0; i < 4; i++)
         if (m[i]) clReleaseMemObject(m[i]);

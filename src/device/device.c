@@ -128,10 +128,20 @@ done:
     return st;
 }
 
+cl_int clg__queue_finish(cl_command_queue q)
+{
+    cl_event ev = NULL;
+    cl_int e = clEnqueueMarkerWithWaitList(q, 0, NULL, &ev);
+    if (e == CL_SUCCESS) e = clWaitForEvents(1, &ev);
+    if (ev) clReleaseEvent(ev);
+    cl_int f = clFinish(q);
+    return e != CL_SUCCESS ? e : f;
+}
+
 void clg_device_close(clg_device *dev)
 {
     if (!dev) return;
-    if (dev->queue) clFinish(dev->queue);
+    if (dev->queue) clg__queue_finish(dev->queue);
     for (int i = 0; i < CLG_SLOT_COUNT; i++)
         if (dev->slots[i].free) dev->slots[i].free(dev, dev->slots[i].data);
     clg__profile_free(dev);
@@ -160,7 +170,7 @@ void clg_device_clear_error(clg_device *dev)
 clg_status clg_device_finish(clg_device *dev)
 {
     if (!dev || !dev->queue) return CLG_ERR_INVALID_ARGUMENT;
-    CLG_CL_TRY(dev, clFinish(dev->queue), "clFinish", dev->info.name);
+    CLG_CL_TRY(dev, clg__queue_finish(dev->queue), "clFinish", dev->info.name);
     clg__profile_collect(dev);
     return CLG_OK;
 }

@@ -37,6 +37,13 @@ void clg__log(clg_device *dev, int level, const char *fmt, ...) __attribute__((f
         if (clg__e != CL_SUCCESS) return clg__cl_fail((dev), clg__e, (call_name), (what)); \
     } while (0)
 
+/* clFinish that waits for everything enqueued on q so far, on every implementation.
+ * Mesa 22's rusticl waits only for the commands enqueued since the last clFlush: after a
+ * clFlush (the reducer's, the loader's) its clFinish returned while the queue's thread was
+ * still running kernels, and a process exiting then crashed in LLVM's destructors. A
+ * marker's event is the last command of the queue: waiting for it waits for them all. */
+cl_int clg__queue_finish(cl_command_queue q);
+
 double clg__now(void); /* monotonic seconds */
 
 /* ---- buffers and the pool (pool.c) ---------------------------------------------------- */

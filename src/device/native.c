@@ -87,7 +87,7 @@ clg_status clg__enqueue_native(clg_device *dev, clg_kernel *k, const clg_arg *ar
                                   nu ? locs : NULL, 0, NULL, ev);
         if (e == CL_SUCCESS) return CLG_OK;
     }
-    clFinish(dev->queue);   /* the notes queued so far write into addr */
+    clg__queue_finish(dev->queue);   /* the notes queued so far write into addr */
     free(call.addr);
     return clg__cl_fail(dev, e, "clEnqueueNativeKernel", k->name);
 }

@@ -54,7 +54,7 @@ static uint64_t host_ns(const clg_profiler *p, double t) { return (uint64_t)((t 
 
 void clg__profile_before_enqueue(clg_device *dev)
 {
-    clFinish(dev->queue);
+    clg__queue_finish(dev->queue);
     dev->prof.host_mark = clg__now();
 }
 
@@ -132,7 +132,7 @@ void clg__profile_launch(clg_device *dev, int slot, cl_event ev)
         return;
     }
     p->pending[p->npending++] = (clg_prof_event){ev, slot};
-    if (p->npending >= MAX_PENDING && clFinish(dev->queue) == CL_SUCCESS) clg__profile_collect(dev);
+    if (p->npending >= MAX_PENDING && clg__queue_finish(dev->queue) == CL_SUCCESS) clg__profile_collect(dev);
 }
 
 void clg__profile_build(clg_device *dev, const char *program, const char *options, double start,
@@ -247,7 +247,7 @@ void clg_device_profile_reset(clg_device *dev)
 {
     if (!dev) return;
     clg_profiler *p = &dev->prof;
-    if (dev->queue && clFinish(dev->queue) == CL_SUCCESS) clg__profile_collect(dev);
+    if (dev->queue && clg__queue_finish(dev->queue) == CL_SUCCESS) clg__profile_collect(dev);
     for (int i = 0; i < p->nkernels; i++) {
         p->kernels[i].count = p->kernels[i].ns = p->kernels[i].max_ns = 0;
         p->kernels[i].min_ns = UINT64_MAX;

@@ -274,7 +274,7 @@ static clg_status run_once(tune_ctx *t, const candidate *c, const clg_gemm_args 
 {
     double t0 = clg__now();
     clg_status st = clg__gemm_run(t->dev, c->engine, c->engine == CLG_GEMM_TILED ? &c->tiled : NULL, g);
-    if (!st) CLG_CL_TRY(t->dev, clFinish(t->dev->queue), "clFinish", "GEMM tuning");
+    if (!st) CLG_CL_TRY(t->dev, clg__queue_finish(t->dev->queue), "clFinish", "GEMM tuning");
     *seconds = clg__now() - t0;
     return st;
 }
