@@ -300,6 +300,6 @@ clg_status clg__gemm_scale(clg_device *dev, const clg_gemm_args *g)
         CLG_ARG_I(g->m), CLG_ARG_I(g->n), CLG_ARG_M(g->c->mem), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc),
         CLG_ARG_L(g->stride_c), scalar(g->type, g->beta),
     };
-    size_t global[3] = {g->n, g->m, g->batch};
-    return clg__launch(dev, k, args, 7, 3, global, NULL);
+    /* exact groups (not the driver's pick, one compile per matrix shape on POCL) */
+    return clg__launch_rows3(dev, k, args, 7, g->n, g->m, g->batch);
 }

@@ -30,8 +30,10 @@ static clg_status convert(clg_device *dev, clg_kernel *k, bool widen, side s, cl
     if (widen) args[n++] = CLG_ARG_M(wide->mem);
     args[n++] = CLG_ARG_L(s.rows);
     args[n++] = CLG_ARG_L(s.cols);
-    size_t global[3] = {s.cols, s.rows, s.batch};
-    return clg__launch(dev, k, args, n, 3, global, NULL);
+    /* exact groups from the device table, not the driver's pick: POCL compiles the kernel
+     * anew for every group shape, and its pick follows the matrix's sides (68 shapes of
+     * gemm_widen in test_gemm) */
+    return clg__launch_rows3(dev, k, args, n, s.cols, s.rows, s.batch);
 }
 
 /* Scratch for s's matrices in float32; NULL (error recorded) when it cannot be had. */
