@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "last_error.h"
-#include "model_impl.h"
+#include "model_kind.h"
 
 const char *clg_model_comment(const clg_model *m) { return m && m->comment ? m->comment : ""; }
 
@@ -48,7 +48,7 @@ bool clg_model_layer(const clg_model *m, int i, clg_model_layer_info *out)
     if (!m || !out || i < 0 || i >= m->nlayers) return false;
     const model_layer *l = &m->layers[i];
     out->name = l->name;
-    out->type = model_kind_name(l->kind);
+    out->type = l->kind->name;
     model_layer_settings(l, out->settings, sizeof out->settings);
     out->ndim = l->ndim;
     memcpy(out->shape, l->shape, sizeof l->shape);

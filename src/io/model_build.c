@@ -1,35 +1,13 @@
-/* model_build.c: a parsed model made real on a device: the Sequential network (each
- * layer sized from the shape inferred for its input), the optimizer, the loss, and the
- * loader's transforms. */
+/* model_build.c: a parsed model made real on a device: the Sequential (or Graph) network
+ * of each layer's module (its kind's build, sized from the shape inferred for its input),
+ * the optimizer, the loss, and the loader's transforms. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "model_impl.h"
+#include "model_kind.h"
 #include "clgrad/ops.h"
 
-/* Block i of a repeated layer (transformer_block, basic_block, bottleneck); *in is its
- * input's features or channels, updated to its output's. */
-static clg_module *block(clg_device *dev, const model_layer *l, int64_t i, int64_t *in)
-{
-    if (l->kind == LK_TRANSFORMER) {
-        int64_t C = *in;
-        clg_transformer_options o = {l->ff ? l->ff : 4 * C, l->p, l->gelu, l->eps, true, l->norm_first, l->bias};
-        clg_module *t = clg_nn_transformer_encoder_layer(dev, C, l->heads, &o);
-        if (t && l->causal) clg_attention_set_causal(t, true);
-        return t;
-    }
-    /* torchvision's _make_layer: the first block with the stride (and a downsample where
-     * the shape changes), the rest stride 1 */
-    bool bottle = l->kind == LK_BOTTLENECK;
-    int stride = i ? 1 : (int)l->stride[0];
-    int64_t cin = *in;
-    *in = l->out * (bottle ? 4 : 1);
-    return bottle ? clg_nn_bottleneck(dev, cin, l->out, stride, false) : clg_nn_basic_block(dev, cin, l->out, stride, false);
-}
-
-/* `repeat` blocks in a Sequential (state names <layer>.<i>...., as torch.nn.TransformerEncoder's
- * layers.<i> and torchvision's layer1.<i>), or one alone. */
-static clg_module *stack(clg_device *dev, const model_layer *l, int64_t in)
+clg_module *model_repeat(clg_device *dev, const model_layer *l, int64_t in, model_block_fn *block)
 {
     if (l->repeat == 1) return block(dev, l, 0, &in);
     clg_module *seq = clg_nn_sequential(dev, 0, NULL);
@@ -42,69 +20,6 @@ static clg_module *stack(clg_device *dev, const model_layer *l, int64_t in)
         }
     }
     return seq;
-}
-
-static clg_module *make_layer(clg_device *dev, const model_layer *l, int ndim, const int64_t *in)
-{
-    clg_conv2d_params p = {{(int)l->stride[0], (int)l->stride[1]}, {(int)l->padding[0], (int)l->padding[1]},
-                           {(int)l->dilation[0], (int)l->dilation[1]}, (int)l->groups};
-    switch (l->kind) {
-    case LK_LINEAR: return clg_nn_linear(dev, in[ndim - 1], l->out, l->bias);
-    case LK_CONV2D: return clg_nn_conv2d(dev, in[0], l->out, (int)l->kernel[0], (int)l->kernel[1], &p, l->bias);
-    case LK_MAX_POOL: return clg_nn_max_pool2d(dev, (int)l->kernel[0], (int)l->stride[0], (int)l->padding[0]);
-    case LK_AVG_POOL: return clg_nn_avg_pool2d(dev, (int)l->kernel[0], (int)l->stride[0], (int)l->padding[0]);
-    case LK_GLOBAL_POOL: return clg_nn_global_avg_pool2d(dev);
-    case LK_BN1: return clg_nn_batch_norm1d(dev, in[0], l->eps, l->momentum);
-    case LK_BN2: return clg_nn_batch_norm2d(dev, in[0], l->eps, l->momentum);
-    case LK_LAYER_NORM: return clg_nn_layer_norm(dev, (int)l->dims, in + ndim - l->dims, l->eps);
-    case LK_DROPOUT: return clg_nn_dropout(dev, l->p);
-    case LK_FLATTEN: return clg_nn_flatten(dev);
-    case LK_RELU: return clg_nn_relu(dev);
-    case LK_LEAKY_RELU: return clg_nn_leaky_relu(dev, l->slope);
-    case LK_SIGMOID: return clg_nn_sigmoid(dev);
-    case LK_TANH: return clg_nn_tanh(dev);
-    case LK_GELU: return clg_nn_gelu(dev);
-    case LK_SOFTMAX: return clg_nn_softmax(dev, -1);
-    case LK_CONV1D:
-        return clg_nn_conv1d(dev, in[0], l->out, (int)l->kernel[0],
-                             &(clg_conv1d_params){(int)l->stride[0], (int)l->padding[0], (int)l->dilation[0],
-                                                  (int)l->groups},
-                             l->bias);
-    case LK_CONV_T2D: {
-        clg_conv_transpose2d_params t = {{(int)l->stride[0], (int)l->stride[1]}, {(int)l->padding[0], (int)l->padding[1]},
-                                         {(int)l->output_padding[0], (int)l->output_padding[1]},
-                                         {(int)l->dilation[0], (int)l->dilation[1]}, (int)l->groups};
-        return clg_nn_conv_transpose2d(dev, in[0], l->out, (int)l->kernel[0], (int)l->kernel[1], &t, l->bias);
-    }
-    case LK_UPSAMPLE: return clg_nn_upsample(dev, l->scale, l->bilinear);
-    case LK_GROUP_NORM: return clg_nn_group_norm(dev, l->groups, in[0], l->eps);
-    case LK_GELU_TANH: return clg_nn_gelu_tanh(dev);
-    case LK_SILU: return clg_nn_silu(dev);
-    case LK_ELU: return clg_nn_elu(dev, l->alpha);
-    case LK_SOFTPLUS: return clg_nn_softplus(dev, l->beta, l->threshold);
-    case LK_EMBEDDING: return clg_nn_embedding(dev, l->num, l->out);
-    case LK_RNN: case LK_LSTM: case LK_GRU: {
-        /* batch-first: a model's batch axis comes first, whatever its layers */
-        clg_rnn_options o = {(int)l->layers, l->bias, true, l->p};
-        clg_rnn_mode mode = l->kind == LK_LSTM ? CLG_LSTM : l->kind == LK_GRU ? CLG_GRU
-                          : l->relu ? CLG_RNN_RELU : CLG_RNN_TANH;
-        return clg_nn_rnn(dev, mode, in[ndim - 1], l->out, &o);
-    }
-    case LK_GPT: {
-        clg_gpt_config g = {l->num, l->context, l->layers, l->heads, l->out, l->p, l->bias};
-        return clg_nn_gpt(dev, &g);
-    }
-    case LK_MHA: {
-        clg_module *a = clg_nn_multihead_attention(dev, in[ndim - 1], l->heads, l->p, l->bias, true);
-        if (a && l->causal) clg_attention_set_causal(a, true);
-        return a;
-    }
-    case LK_TRANSFORMER: return stack(dev, l, in[ndim - 1]);
-    case LK_BASIC_BLOCK: case LK_BOTTLENECK: return stack(dev, l, in[0]);
-    case LK_ADD: return clg_nn_add(dev);
-    case LK_CONCAT: return clg_nn_concat(dev, (int)l->axis + 1);   /* after the batch axis */
-    default: return NULL;
-    }
 }
 
 /* ---- a model of wired layers: a Graph ------------------------------------------------------ */
@@ -176,7 +91,7 @@ clg_module *clg_model_build(const clg_model *m, clg_device *dev)
         int ndim;
         const int64_t *shape;
         input_shape(m, i, &ndim, &shape);
-        clg_module *layer = make_layer(dev, l, ndim, shape);
+        clg_module *layer = l->kind->build(dev, l, ndim, shape);
         if (!layer || clg_module_add_child(net, l->name, layer) != CLG_OK) {
             clg_module_free(layer);
             clg_module_free(net);

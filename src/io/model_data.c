@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "model_impl.h"
+#include "model_kind.h"
 
 /* An array of 1..cap numbers in [lo, hi]. */
 static bool real_array(model_ctx *c, json_t *o, const char *key, double lo, double hi, double *out, int cap, int *n)
@@ -51,7 +51,7 @@ static bool parse_normalize(model_ctx *c, json_t *v, clg_model *m)
 
 bool model_takes_tokens(const clg_model *m)
 {
-    return m->nlayers > 0 && (m->layers[0].kind == LK_EMBEDDING || m->layers[0].kind == LK_GPT);
+    return m->nlayers > 0 && m->layers[0].kind && m->layers[0].kind->tokens;
 }
 
 const char *model_text_misfit(const clg_model *m, char *buf, size_t len)
@@ -59,7 +59,7 @@ const char *model_text_misfit(const clg_model *m, char *buf, size_t len)
     const model_layer *first = &m->layers[0], *last = &m->layers[m->nlayers - 1];
     if (!model_takes_tokens(m))
         snprintf(buf, len, "the model does not take tokens: a model of text starts with an embedding layer "
-                 "(byte values -> vectors), this one with %s", model_kind_name(first->kind));
+                 "(byte values -> vectors), this one with %s", first->kind->name);
     else if (m->in_ndim != 1)
         snprintf(buf, len, "input: text comes in windows of T bytes, so the input must be [T]; this one has %d axes",
                  m->in_ndim);
@@ -68,7 +68,7 @@ const char *model_text_misfit(const clg_model *m, char *buf, size_t len)
                  (long long)first->num);
     else if (last->shape[last->ndim - 1] != 256)
         snprintf(buf, len, "layers[%d] (%s): %lld scores per position; the next byte takes 256", m->nlayers - 1,
-                 model_kind_name(last->kind), (long long)last->shape[last->ndim - 1]);
+                 last->kind->name, (long long)last->shape[last->ndim - 1]);
     else
         return NULL;
     return buf;

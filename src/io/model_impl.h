@@ -2,14 +2,17 @@
  *
  *   model_fields.c   the parse context: typed fields with ranges, errors with positions
  *   model_locate.c   where a key path's value lies in the text (line and column)
- *   model_layers.c   the layer table: each type's settings (parsed, canonical, as text)
- *   model_infer.c    shape inference: each layer's output shape and parameter count
+ *   model_kind.h     the layer kinds: one descriptor each, and their registry
+ *   model_kind_*.c   the descriptors, one file per family, with their shape and build code
+ *   model_layers.c   a layer's settings from its kind's list (parsed, canonical, as text)
+ *   model_infer.c    shape inference: the caps and checks around each kind's shape
  *   model_parse.c    the document: input, classes, layers
  *   model_sections.c loss, optimizer, train (and defaults); model_data.c: data
  *   model_json.c     the canonical text
  *   model_access.c   accessors and overrides
  *   model_build.c    modules, optimizer, loss and transforms on a device
- * All but model_build.c work without a device (the fuzz target links only those).
+ * Parsing needs no device (the fuzz target runs it without one); a kind's build
+ * function, the only device code the kinds hold, runs from model_build.c alone.
  */
 #ifndef CLGRAD_MODEL_IMPL_H
 #define CLGRAD_MODEL_IMPL_H
@@ -25,15 +28,11 @@
 #define MODEL_MAX_DIM (1 << 24)          /* one axis of a shape */
 #define MODEL_MAX_NUMEL ((int64_t)1 << 31) /* a sample, or one layer's parameters */
 
-typedef enum model_kind {
-    LK_LINEAR, LK_CONV2D, LK_MAX_POOL, LK_AVG_POOL, LK_GLOBAL_POOL, LK_BN1, LK_BN2, LK_LAYER_NORM, LK_DROPOUT,
-    LK_FLATTEN, LK_RELU, LK_LEAKY_RELU, LK_SIGMOID, LK_TANH, LK_GELU, LK_SOFTMAX, LK_GELU_TANH, LK_SILU, LK_ELU,
-    LK_SOFTPLUS, LK_CONV1D, LK_CONV_T2D, LK_UPSAMPLE, LK_GROUP_NORM, LK_EMBEDDING, LK_RNN, LK_LSTM, LK_GRU,
-    LK_GPT, LK_TRANSFORMER, LK_MHA, LK_BASIC_BLOCK, LK_BOTTLENECK, LK_ADD, LK_CONCAT, LK_COUNT
-} model_kind;
+/* A layer kind's descriptor (model_kind.h). */
+typedef struct model_kind model_kind;
 
 typedef struct model_layer {
-    model_kind kind;
+    const model_kind *kind;
     char name[MODEL_NAME_MAX];
     int64_t out;                      /* also an embedding's dim, a recurrent layer's hidden size */
     int64_t kernel[2], stride[2], padding[2], dilation[2], output_padding[2], groups, dims;
@@ -110,15 +109,12 @@ bool model_require(model_ctx *c, json_t *o, const char *key, const char *what);
 size_t model_locate(const char *text, size_t len, const model_path *p, bool at_key);
 
 /* ---- layers ------------------------------------------------------------------------------------ */
-const char *model_kind_name(model_kind k);
-/* "linear, conv2d, ..." */
-const char *model_kind_list(void);
 /* Parse layer i (an object or a type string) into l; c's path is at layers[i]. */
 bool model_parse_layer(model_ctx *c, json_t *v, model_layer *l);
 /* Output shape and parameters of l for input (ndim, in); the message names the layer. */
 bool model_infer_layer(model_ctx *c, model_layer *l, int ndim, const int64_t *in);
-/* add and concat: the output of n inputs of the shapes of the layers ins (NULL: the
- * model's input shape, given as in_ndim / in). */
+/* A joining kind's (add, concat) output of n inputs of the shapes of the layers ins
+ * (NULL: the model's input shape, given as in_ndim / in). */
 bool model_infer_join(model_ctx *c, model_layer *l, int n, const model_layer *const *ins, int in_ndim,
                       const int64_t *in);
 /* Whether layer i reads anything but the layer before it (the model is then a graph). */

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "last_error.h"
-#include "model_impl.h"
+#include "model_kind.h"
 
 static bool parse_input(model_ctx *c, json_t *root, clg_model *m)
 {
@@ -46,9 +46,8 @@ static bool unique_name(model_ctx *c, const clg_model *m, int i)
 /* Integer tokens are the input's alone: the layers in between give floats. */
 static bool embedding_first(model_ctx *c, const model_layer *l, int i)
 {
-    if ((l->kind != LK_EMBEDDING && l->kind != LK_GPT) || i == 0) return true;
-    return model_fail(c, false, "%s must be the first layer (it looks up the input's integer tokens)",
-                      model_kind_name(l->kind));
+    if (!l->kind->tokens || i == 0) return true;
+    return model_fail(c, false, "%s must be the first layer (it looks up the input's integer tokens)", l->kind->name);
 }
 
 /* "inputs": names of earlier layers, or "input" (the model's), into l->inputs. */
@@ -82,11 +81,11 @@ static bool parse_inputs(model_ctx *c, json_t *v, const clg_model *m, int i, mod
  * several for add and concat. */
 static bool infer_wired(model_ctx *c, const clg_model *m, int i, model_layer *l)
 {
-    bool join = l->kind == LK_ADD || l->kind == LK_CONCAT;
+    bool join = l->kind->join != NULL;
     if (join != (l->ninputs > 1))
         return model_fail(c, false, join ? "%s needs \"inputs\": the names of 2 or more layers to join"
                                          : "%s takes one input; only add and concat join several",
-                          model_kind_name(l->kind));
+                          l->kind->name);
     const model_layer *ins[MODEL_MAX_INPUTS];
     for (int k = 0; k < l->ninputs; k++) ins[k] = l->inputs[k] < 0 ? NULL : &m->layers[l->inputs[k]];
     if (join) return model_infer_join(c, l, l->ninputs, ins, m->in_ndim, m->input);

@@ -1,6 +1,8 @@
 /* onnx_export.c: a model file's network as an ONNX graph. Each layer becomes the nodes
- * that compute what its module computes in evaluation mode, on the value its input
- * layer gave; weights are read from the network as they are now. */
+ * that compute what its module computes in evaluation mode (its kind's onnx function,
+ * onnx_export_layers.c and the others), on the values its input layers gave; weights are
+ * read from the network as they are now. Here: the walk over the layers, the file, and
+ * the nodes several kinds share. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,182 +124,6 @@ const char *ox_gelu(ox_graph *g, const char *x, const char *p)
     return binary(g, "Mul", binary(g, "Mul", x, binary(g, "Add", e, ox_scalar(g, 1), p), p), ox_scalar(g, 0.5f), p);
 }
 
-/* gelu_tanh: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), node for node as
- * torch.onnx.export writes GELU(approximate="tanh") (which import reads back). */
-static const char *gelu_tanh(ox_graph *g, const char *x, const char *p)
-{
-    const char *x3 = binary(g, "Mul", x, binary(g, "Mul", x, x, p), p);
-    const char *u = binary(g, "Add", x, binary(g, "Mul", ox_scalar(g, 0.044715f), x3, p), p);
-    const char *t = unary(g, "Tanh", binary(g, "Mul", ox_scalar(g, 0.7978845608028654f), u, p), p);
-    return binary(g, "Mul", ox_scalar(g, 0.5f), binary(g, "Mul", x, binary(g, "Add", ox_scalar(g, 1), t, p), p), p);
-}
-
-/* softplus(x) = log(1 + exp(beta x)) / beta, x itself where beta x > threshold. */
-static const char *softplus(ox_graph *g, const model_layer *l, const char *x)
-{
-    /* beta 1 and a threshold of 15 or more: ONNX's Softplus, the same float32 values
-     * (past the threshold log(1 + e^x) - x < e^-15 x, under half an ulp), and imported back */
-    if (l->beta == 1 && l->threshold >= 15) return unary(g, "Softplus", x, l->name);
-    const char *bx = binary(g, "Mul", x, ox_scalar(g, (float)l->beta), l->name);
-    const char *sp = binary(g, "Div", unary(g, "Softplus", bx, l->name), ox_scalar(g, (float)l->beta), l->name);
-    const char *in[3] = {binary(g, "Greater", bx, ox_scalar(g, (float)l->threshold), l->name), x, sp};
-    return ox_op(g, "Where", 3, in, l->name);
-}
-
-/* group_norm as torch.onnx.export writes it below opset 18: InstanceNormalization of
- * [N, G, rest] (scale 1, bias 0), back to x's shape, then the per-channel affine. */
-static const char *group_norm(ox_graph *g, clg_module *net, const model_layer *l, const char *x, int ndim,
-                              const int64_t *in)
-{
-    const char *p = l->name;
-    char name[256];
-    float *ones = malloc((size_t)l->groups * sizeof *ones), *zeros = calloc((size_t)l->groups, sizeof *zeros);
-    for (int64_t i = 0; ones && i < l->groups; i++) ones[i] = 1;
-    snprintf(name, sizeof name, "%s.onnx_groups_shape", p);
-    const char *shape = ox_init_i64(g, name, 1, (int64_t[]){3}, (int64_t[]){0, l->groups, -1});
-    snprintf(name, sizeof name, "%s.onnx_ones", p);
-    const char *s = ones && zeros ? ox_init_f32(g, name, 1, &l->groups, ones) : NULL;
-    snprintf(name, sizeof name, "%s.onnx_zeros", p);
-    const char *z = ones && zeros ? ox_init_f32(g, name, 1, &l->groups, zeros) : NULL;
-    free(ones);
-    free(zeros);
-    if (!s || !z) g->oom = true;
-    const char *in3[3] = {binary(g, "Reshape", x, shape, p), s, z};
-    const char *y = ox_op(g, "InstanceNormalization", 3, in3, p);
-    ox_attr_f(g, "epsilon", (float)l->eps);
-    y = binary(g, "Reshape", y, unary(g, "Shape", x, p), p);
-    /* weight and bias [C] as [C, 1, ...] against [N, C, ...] */
-    int64_t dims[CLG_MAX_DIMS] = {in[0]};
-    for (int i = 1; i < ndim; i++) dims[i] = 1;
-    const char *wb[2];
-    for (int k = 0; k < 2; k++) {
-        snprintf(name, sizeof name, "%s.%s", p, k ? "bias" : "weight");
-        float *w = ox_weight(net, name, NULL, 1, NULL);
-        snprintf(name, sizeof name, "%s.onnx_%s", p, k ? "bias" : "weight");
-        wb[k] = w ? ox_init_f32(g, name, ndim, dims, w) : NULL;
-        free(w);
-    }
-    return binary(g, "Add", binary(g, "Mul", y, wb[0], p), wb[1], p);
-}
-
-/* upsample to [floor(H scale), floor(W scale)]: Resize to those sizes, so that the
- * source coordinates use out / in as clgrad does (nearest: floor(j in / out); bilinear:
- * (j + 0.5) in / out - 0.5). The sizes take the batch and channels from x's shape. */
-static const char *upsample(ox_graph *g, const model_layer *l, const char *x, const int64_t *in)
-{
-    const char *p = l->name;
-    char name[256];
-    if (l->scale == floor(l->scale)) {   /* a whole scale: by scales, as torch.onnx.export writes it */
-        snprintf(name, sizeof name, "%s.onnx_scales", p);
-        float sc[4] = {1, 1, (float)l->scale, (float)l->scale};
-        const char *y = ox_op(g, "Resize", 3, (const char *[]){x, "", ox_init_f32(g, name, 1, (int64_t[]){4}, sc)}, p);
-        ox_attr_s(g, "mode", l->bilinear ? "linear" : "nearest");
-        ox_attr_s(g, "coordinate_transformation_mode", l->bilinear ? "half_pixel" : "asymmetric");
-        if (!l->bilinear) ox_attr_s(g, "nearest_mode", "floor");
-        return y;
-    }
-    int64_t hw[2] = {(int64_t)floor((double)in[1] * l->scale), (int64_t)floor((double)in[2] * l->scale)};
-    snprintf(name, sizeof name, "%s.onnx_out_hw", p);
-    const char *out_hw = ox_init_i64(g, name, 1, (int64_t[]){2}, hw);
-    snprintf(name, sizeof name, "%s.onnx_0", p);
-    const char *zero = ox_init_i64(g, name, 1, (int64_t[]){1}, (int64_t[]){0});
-    snprintf(name, sizeof name, "%s.onnx_2", p);
-    const char *two = ox_init_i64(g, name, 1, (int64_t[]){1}, (int64_t[]){2});
-    const char *nc = ox_op(g, "Slice", 3, (const char *[]){ox_unary(g, "Shape", x, p), zero, two}, p);
-    const char *sizes = ox_binary(g, "Concat", nc, out_hw, p);
-    ox_attr_i(g, "axis", 0);
-    const char *y = ox_op(g, "Resize", 4, (const char *[]){x, "", "", sizes}, p);
-    ox_attr_s(g, "mode", l->bilinear ? "linear" : "nearest");
-    ox_attr_s(g, "coordinate_transformation_mode", l->bilinear ? "half_pixel" : "asymmetric");
-    if (!l->bilinear) ox_attr_s(g, "nearest_mode", "floor");
-    return y;
-}
-
-static const char *pool(ox_graph *g, const char *op, const model_layer *l, const char *x)
-{
-    const char *y = unary(g, op, x, l->name);
-    ox_attr_ints(g, "kernel_shape", 2, (int64_t[]){l->kernel[0], l->kernel[0]});
-    ox_attr_ints(g, "strides", 2, (int64_t[]){l->stride[0], l->stride[0]});
-    ox_attr_ints(g, "pads", 4, (int64_t[]){l->padding[0], l->padding[0], l->padding[0], l->padding[0]});
-    if (!strcmp(op, "AveragePool")) ox_attr_i(g, "count_include_pad", 1);
-    return y;
-}
-
-/* n inputs summed (add) or joined on a sample axis (concat). */
-static const char *join(ox_graph *g, const model_layer *l, const char *const *ins)
-{
-    if (l->kind == LK_CONCAT) {
-        const char *y = ox_op(g, "Concat", l->ninputs, ins, l->name);
-        ox_attr_i(g, "axis", l->axis + 1);
-        return y;
-    }
-    const char *y = ins[0];
-    for (int k = 1; k < l->ninputs; k++) y = binary(g, "Add", y, ins[k], l->name);
-    return y;
-}
-
-static const char *layer(ox_graph *g, clg_module *net, const model_layer *l, const char *x, int ndim, const int64_t *in)
-{
-    const char *p = l->name;
-    switch (l->kind) {
-    case LK_LINEAR: return ox_linear(g, net, p, x, ndim == 1);
-    case LK_CONV2D: return ox_conv(g, net, p, x, 2, l->kernel, l->stride, l->padding, l->dilation, l->groups, l->bias);
-    case LK_CONV1D: return ox_conv(g, net, p, x, 1, l->kernel, l->stride, l->padding, l->dilation, l->groups, l->bias);
-    case LK_CONV_T2D: {
-        const char *ins[3] = {x, ox_weight_init(g, net, p, "weight"), l->bias ? ox_weight_init(g, net, p, "bias") : ""};
-        const char *y = ox_op(g, "ConvTranspose", l->bias ? 3 : 2, ins, p);
-        ox_attr_ints(g, "kernel_shape", 2, l->kernel);
-        ox_attr_ints(g, "strides", 2, l->stride);
-        ox_attr_ints(g, "pads", 4, (int64_t[]){l->padding[0], l->padding[1], l->padding[0], l->padding[1]});
-        ox_attr_ints(g, "output_padding", 2, l->output_padding);
-        ox_attr_ints(g, "dilations", 2, l->dilation);
-        ox_attr_i(g, "group", l->groups);
-        return y;
-    }
-    case LK_MAX_POOL: return pool(g, "MaxPool", l, x);
-    case LK_AVG_POOL: return pool(g, "AveragePool", l, x);
-    case LK_GLOBAL_POOL: return unary(g, "GlobalAveragePool", x, p);
-    case LK_BN1: case LK_BN2: return ox_batch_norm(g, net, p, x, l->eps);
-    case LK_LAYER_NORM: return ox_layer_norm(g, net, p, x, l->dims, l->eps);
-    case LK_DROPOUT:   /* the identity in inference (training_mode false); kept for import and fine-tuning */
-        return l->p > 0 ? binary(g, "Dropout", x, ox_scalar(g, (float)l->p), p) : x;
-    case LK_FLATTEN: {
-        const char *y = unary(g, "Flatten", x, p);
-        ox_attr_i(g, "axis", 1);
-        return y;
-    }
-    case LK_RELU: return unary(g, "Relu", x, p);
-    case LK_SIGMOID: return unary(g, "Sigmoid", x, p);
-    case LK_TANH: return unary(g, "Tanh", x, p);
-    case LK_LEAKY_RELU: case LK_ELU: {
-        const char *y = unary(g, l->kind == LK_ELU ? "Elu" : "LeakyRelu", x, p);
-        ox_attr_f(g, "alpha", (float)(l->kind == LK_ELU ? l->alpha : l->slope));
-        return y;
-    }
-    case LK_GELU: return ox_gelu(g, x, p);
-    case LK_GELU_TANH: return gelu_tanh(g, x, p);
-    case LK_SILU: return binary(g, "Mul", x, unary(g, "Sigmoid", x, p), p);
-    case LK_SOFTPLUS: return softplus(g, l, x);
-    case LK_SOFTMAX: {
-        const char *y = unary(g, "Softmax", x, p);
-        ox_attr_i(g, "axis", -1);
-        return y;
-    }
-    case LK_EMBEDDING: return binary(g, "Gather", ox_weight_init(g, net, p, "weight"), x, p);
-    case LK_GROUP_NORM: return group_norm(g, net, l, x, ndim, in);
-    case LK_UPSAMPLE: return upsample(g, l, x, in);
-    case LK_MHA: return ox_attention(g, net, p, x, in[ndim - 1], l->heads, l->causal, false);
-    case LK_TRANSFORMER: return ox_export_transformer(g, net, l, x, in[ndim - 1]);
-    case LK_GPT: return ox_export_gpt(g, net, l, x, in[0]);
-    case LK_RNN: case LK_LSTM: case LK_GRU: return ox_export_rnn(g, net, l, p, x, in[ndim - 1]);
-    case LK_BASIC_BLOCK: case LK_BOTTLENECK: return ox_export_blocks(g, net, l, x, in[0]);
-    default:
-        clg__fail(g->dev, CLG_ERR_UNSUPPORTED, "clg_module_export_onnx: layer \"%s\" (%s) has no ONNX export", l->name,
-                  model_kind_name(l->kind));
-        return NULL;
-    }
-}
-
 /* Each layer on the values its inputs gave ("input" for the model's); the last one's is
  * the output. */
 static const char *export_layers(ox_graph *g, clg_module *net, const clg_model *m)
@@ -316,7 +142,13 @@ static const char *export_layers(ox_graph *g, clg_module *net, const clg_model *
         int from = l->ninputs ? l->inputs[0] : i - 1;
         int ndim = from < 0 ? m->in_ndim : m->layers[from].ndim;
         const int64_t *shape = from < 0 ? m->input : m->layers[from].shape;
-        y = vals[i] = l->kind == LK_ADD || l->kind == LK_CONCAT ? join(g, l, ins) : layer(g, net, l, ins[0], ndim, shape);
+        if (!l->kind->onnx) {
+            clg__fail(g->dev, CLG_ERR_UNSUPPORTED, "clg_module_export_onnx: layer \"%s\" (%s) has no ONNX export", l->name,
+                      l->kind->name);
+            y = NULL;
+            break;
+        }
+        y = vals[i] = l->kind->onnx(g, net, l, ins, ndim, shape);
         if (!y) break;
     }
     /* the output gets the name "output": an Identity of the last value */

@@ -113,8 +113,18 @@ static const char *encoder_layer(ox_graph *g, clg_module *net, const model_layer
     return pre ? x : ox_layer_norm(g, net, n2, x, 1, l->eps);
 }
 
-const char *ox_export_transformer(ox_graph *g, clg_module *net, const model_layer *l, const char *x, int64_t C)
+const char *ox_layer_multihead_attention(ox_graph *g, clg_module *net, const model_layer *l, const char *const *x,
+                                         int ndim, const int64_t *in)
 {
+    return ox_attention(g, net, l->name, x[0], in[ndim - 1], l->heads, l->causal, false);
+}
+
+/* repeat TransformerEncoderLayers on x [B, T, C] */
+const char *ox_layer_transformer_block(ox_graph *g, clg_module *net, const model_layer *l, const char *const *xs,
+                                       int ndim, const int64_t *in)
+{
+    const char *x = xs[0];
+    int64_t C = in[ndim - 1];
     for (int64_t i = 0; x && i < l->repeat; i++) {
         char b[200];
         if (l->repeat == 1) snprintf(b, sizeof b, "%s", l->name);
@@ -138,8 +148,13 @@ static const char *gpt_block(ox_graph *g, clg_module *net, const model_layer *l,
     return ox_binary(g, "Add", x, ox_linear(g, net, pr, h, false), b);
 }
 
-const char *ox_export_gpt(ox_graph *g, clg_module *net, const model_layer *l, const char *x, int64_t T)
+/* gpt on tokens x [B, T] */
+const char *ox_layer_gpt(ox_graph *g, clg_module *net, const model_layer *l, const char *const *xs, int ndim,
+                         const int64_t *in)
 {
+    (void)ndim;
+    const char *x = xs[0];
+    int64_t T = in[0];
     char name[200];
     const char *p = l->name;
     int64_t C = l->out;

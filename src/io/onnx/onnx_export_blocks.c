@@ -35,15 +35,16 @@ static const char *one_block(ox_graph *g, clg_module *net, const char *b, bool b
     return relu(g, ox_op(g, "Add", 2, in, b), b);
 }
 
-const char *ox_export_blocks(ox_graph *g, clg_module *net, const model_layer *l, const char *x, int64_t in_channels)
+const char *ox_layer_residual(ox_graph *g, clg_module *net, const model_layer *l, const char *const *x, int ndim,
+                              const int64_t *in)
 {
-    (void)in_channels;
-    const char *y = x;
+    (void)ndim, (void)in;
+    const char *y = x[0];
     for (int64_t i = 0; y && i < l->repeat; i++) {
         char b[256];
         if (l->repeat == 1) snprintf(b, sizeof b, "%s", l->name);
         else snprintf(b, sizeof b, "%s.%lld", l->name, (long long)i);
-        y = one_block(g, net, b, l->kind == LK_BOTTLENECK, i ? 1 : l->stride[0], y);
+        y = one_block(g, net, b, l->kind == &mk_bottleneck, i ? 1 : l->stride[0], y);
     }
     return y;
 }

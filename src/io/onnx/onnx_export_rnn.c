@@ -75,11 +75,12 @@ static const char *transpose_bt(ox_graph *g, const char *x, const char *hint)
     return y;
 }
 
-const char *ox_export_rnn(ox_graph *g, clg_module *net, const model_layer *l, const char *prefix, const char *x,
-                          int64_t in_features)
+const char *ox_layer_rnn(ox_graph *g, clg_module *net, const model_layer *l, const char *const *xs, int ndim,
+                         const int64_t *in)
 {
-    (void)in_features;
-    bool lstm = l->kind == LK_LSTM, gru = l->kind == LK_GRU;
+    (void)ndim, (void)in;
+    const char *x = xs[0], *prefix = l->name;
+    bool lstm = l->kind == &mk_lstm, gru = l->kind == &mk_gru;
     int gates = lstm ? 4 : gru ? 3 : 1;
     const int *order = lstm ? LSTM_ORDER : gru ? GRU_ORDER : RNN_ORDER;
     const char *op = lstm ? "LSTM" : gru ? "GRU" : "RNN";

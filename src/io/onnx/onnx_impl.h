@@ -1,8 +1,11 @@
 /* onnx_impl.h: the internals of ONNX export and import (clgrad/onnx.h). Not installed.
  *
  *   onnx_graph.c        a graph being written: arena, nodes, initializers, attributes, the file
- *   onnx_export.c       model-file layers to nodes (onnx_export_rnn.c: recurrent layers,
- *                       onnx_export_blocks.c: residual blocks, onnx_export_attn.c: attention)
+ *   onnx_export.c       model-file layers to nodes, each by its kind's onnx function
+ *                       (model_kind.h; onnx_export_layers.c: dense, convolution, norms,
+ *                       joins; onnx_export_act.c: activations; onnx_export_rnn.c:
+ *                       recurrent layers; onnx_export_blocks.c: residual blocks;
+ *                       onnx_export_attn.c: attention, transformer and gpt)
  *   onnx_read.c         a file's graph indexed: constants, values, consumers, attributes
  *   onnx_import.c       nodes to model-file layers, then the network and its weights
  *                       (onnx_import_ops.c: the per-op rules, onnx_import_rnn.c: recurrent
@@ -26,7 +29,7 @@
 #include "clgrad/autograd.h"
 #include "clgrad/onnx.h"
 #include "clgrad/ops.h"
-#include "io/model_impl.h"
+#include "io/model_kind.h"
 #include "onnx.pb-c.h"
 
 #define OX_OPSET 17
@@ -90,11 +93,6 @@ uint8_t *ox_export_bytes(ox_graph *g, const clg_model *m, size_t *len);
 /* The weight `name` of net as float32 host data (malloc'd; *numel set), or NULL after
  * failing on the device. */
 float *ox_weight(clg_module *net, const char *name, int64_t *numel, int ndim_want, int64_t *dims);
-/* Recurrent layer l (prefix: its state name) on x [B, T, F]; returns [B, T, H]. */
-const char *ox_export_rnn(ox_graph *g, clg_module *net, const model_layer *l, const char *prefix, const char *x,
-                          int64_t in_features);
-/* basic_block / bottleneck l (repeat blocks) on x [B, C, H, W]. */
-const char *ox_export_blocks(ox_graph *g, clg_module *net, const model_layer *l, const char *x, int64_t in_channels);
 /* conv2d weights `prefix`.weight (and .bias) as a Conv node on x. */
 const char *ox_conv(ox_graph *g, clg_module *net, const char *prefix, const char *x, int dims, const int64_t *kernel,
                     const int64_t *stride, const int64_t *padding, const int64_t *dilation, int64_t groups, bool bias);
@@ -111,10 +109,6 @@ const char *ox_gelu(ox_graph *g, const char *x, const char *hint);
  * (in_proj_weight, in_proj_bias, out_proj), or nanoGPT's (gpt: c_attn, c_proj). */
 const char *ox_attention(ox_graph *g, clg_module *net, const char *prefix, const char *x, int64_t C, int64_t heads,
                          bool causal, bool gpt);
-/* transformer_block l (repeat TransformerEncoderLayers) on x [B, T, C]. */
-const char *ox_export_transformer(ox_graph *g, clg_module *net, const model_layer *l, const char *x, int64_t C);
-/* gpt l on tokens x [B, T]. */
-const char *ox_export_gpt(ox_graph *g, clg_module *net, const model_layer *l, const char *x, int64_t T);
 /* batch norm `prefix`.weight, .bias, .running_mean, .running_var on x. */
 const char *ox_batch_norm(ox_graph *g, clg_module *net, const char *prefix, const char *x, double eps);
 
@@ -158,7 +152,7 @@ typedef struct ix_weight {
 typedef struct ix_layer {
     json_t *spec;         /* the layer's model-file object (owned) */
     char name[MODEL_NAME_MAX];   /* its name in the model file: a user name or its index */
-    model_kind kind;
+    const model_kind *kind;
     int ninputs;
     int inputs[MODEL_MAX_INPUTS];   /* layer indices, -1 the model's input */
     int nw;
@@ -217,7 +211,7 @@ ix_value *ix_in(ix_ctx *c, const Onnx__NodeProto *n, size_t k);
 bool ix_no_input(const Onnx__NodeProto *n, size_t k);
 
 /* A new layer of the given kind and model-file object (taken), reading the values' layers. */
-ix_layer *ix_layer_new(ix_ctx *c, const Onnx__NodeProto *n, model_kind kind, json_t *spec, int nin,
+ix_layer *ix_layer_new(ix_ctx *c, const Onnx__NodeProto *n, const model_kind *kind, json_t *spec, int nin,
                        const ix_value *const *ins);
 /* A weight of l (data copied; transposed from [cols, rows] when transpose). */
 bool ix_layer_weight(ix_ctx *c, ix_layer *l, const char *suffix, int ndim, const int64_t *dims, const float *data,
@@ -240,7 +234,7 @@ bool ix_unused_output(ix_ctx *c, const Onnx__NodeProto *n, size_t k, const char 
 bool ix_ints(ix_ctx *c, const Onnx__NodeProto *n, const char *name, size_t want, int64_t def, int64_t *out);
 bool ix_no_auto_pad(ix_ctx *c, const Onnx__NodeProto *n);
 /* A layer (spec taken) on input 0 whose output 0 has `rank` axes (0: the input's). */
-ix_layer *ix_on_input(ix_ctx *c, const Onnx__NodeProto *n, model_kind kind, json_t *spec, int rank);
+ix_layer *ix_on_input(ix_ctx *c, const Onnx__NodeProto *n, const model_kind *kind, json_t *spec, int rank);
 json_t *ix_typed(const char *type);
 /* Output k is the same value as v. */
 bool ix_alias(ix_ctx *c, const Onnx__NodeProto *n, size_t k, const ix_value *v);

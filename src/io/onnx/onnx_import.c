@@ -10,7 +10,7 @@
 #include "device_impl.h"
 #include "onnx_attn.h"
 
-ix_layer *ix_layer_new(ix_ctx *c, const Onnx__NodeProto *n, model_kind kind, json_t *spec, int nin,
+ix_layer *ix_layer_new(ix_ctx *c, const Onnx__NodeProto *n, const model_kind *kind, json_t *spec, int nin,
                        const ix_value *const *ins)
 {
     if (!spec) return ix_fail(c, n, "out of host memory"), NULL;

@@ -232,7 +232,7 @@ static bool emit(ix_ctx *c, ax_ctx *a, node *last, ix_value *xv, const char *exi
         ob[r] = o->ob ? o->ob[r] : 0;
     }
     const ix_value *ins[1] = {xv};
-    ix_layer *l = ix_layer_new(c, last, LK_MHA, json_pack("{s:s,s:I,s:b,s:b}", "type", "multihead_attention", "heads",
+    ix_layer *l = ix_layer_new(c, last, &mk_multihead_attention, json_pack("{s:s,s:I,s:b,s:b}", "type", "multihead_attention", "heads",
                                                           (json_int_t)H, "causal", o->causal, "bias", bias), 1, ins);
     if (l) name_layer(c, l, o->oname);
     ok = l && ix_layer_weight(c, l, "in_proj_weight", 2, (int64_t[]){3 * C, C}, w, false) &&

@@ -36,7 +36,7 @@ bool ix_position_add(ix_ctx *c, node *n, ix_value *a, ix_value *b)
 {
     ix_value *act = a->kind == IX_ACT ? a : b, *rows = a->kind == IX_ACT ? b : a;
     bool ok = act->kind == IX_ACT && rows->rows_of && act->layer == 0 && c->nlayers == 1 &&
-              c->layers[0].kind == LK_EMBEDDING && !c->pos_add && act->rank == 3;
+              c->layers[0].kind == &mk_embedding && !c->pos_add && act->rank == 3;
     if (!ok) return ix_fail(c, n, "a constant added to an activation is read only as a position embedding added to the "
                             "token embedding (nanoGPT's model)");
     c->pos_add = n;
@@ -51,7 +51,7 @@ static int64_t spec_int(const ix_layer *l, const char *key) { return json_intege
 static bool spec_true(const ix_layer *l, const char *key) { return json_is_true(json_object_get(l->spec, key)); }
 
 /* Layer i is of kind k and reads exactly the layers given (in any order). */
-static bool is(const ix_ctx *c, int i, model_kind k, int a, int b)
+static bool is(const ix_ctx *c, int i, const model_kind *k, int a, int b)
 {
     if (i >= c->nlayers || c->layers[i].kind != k) return false;
     const ix_layer *l = &c->layers[i];
@@ -61,7 +61,7 @@ static bool is(const ix_ctx *c, int i, model_kind k, int a, int b)
 
 static bool norm_ok(const ix_ctx *c, int i, int from)
 {
-    return is(c, i, LK_LAYER_NORM, from, -2) && spec_int(&c->layers[i], "dims") == 1 &&
+    return is(c, i, &mk_layer_norm, from, -2) && spec_int(&c->layers[i], "dims") == 1 &&
            fabs(spec_real(&c->layers[i], "eps") - 1e-5) < 1e-12;
 }
 
@@ -74,9 +74,9 @@ static const char *blocks(const ix_ctx *c, int64_t C, int64_t *L, int64_t *H)
     int r = 0, j = 1;
     for (int64_t b = 0; b < *L; b++, j += 8) {
         const ix_layer *a = &c->layers[j + 1], *fc = &c->layers[j + 4], *pr = &c->layers[j + 6];
-        if (!norm_ok(c, j, r) || !is(c, j + 1, LK_MHA, j, -2) || !is(c, j + 2, LK_ADD, r, j + 1) || !norm_ok(c, j + 3, j + 2) ||
-            !is(c, j + 4, LK_LINEAR, j + 3, -2) || !is(c, j + 5, LK_GELU, j + 4, -2) || !is(c, j + 6, LK_LINEAR, j + 5, -2) ||
-            !is(c, j + 7, LK_ADD, j + 2, j + 6))
+        if (!norm_ok(c, j, r) || !is(c, j + 1, &mk_multihead_attention, j, -2) || !is(c, j + 2, &mk_add, r, j + 1) || !norm_ok(c, j + 3, j + 2) ||
+            !is(c, j + 4, &mk_linear, j + 3, -2) || !is(c, j + 5, &mk_gelu, j + 4, -2) || !is(c, j + 6, &mk_linear, j + 5, -2) ||
+            !is(c, j + 7, &mk_add, j + 2, j + 6))
             return "the layers after it are not nanoGPT's blocks (layer_norm, causal attention, add, layer_norm, linear, "
                    "gelu, linear, add; layer norms of eps 1e-5)";
         if (!spec_true(a, "causal") || !spec_true(a, "bias") || !spec_true(fc, "bias") || !spec_true(pr, "bias") ||
@@ -85,7 +85,7 @@ static const char *blocks(const ix_ctx *c, int64_t C, int64_t *L, int64_t *H)
         *H = spec_int(a, "heads");
         r = j + 7;
     }
-    if (!norm_ok(c, j, r) || !is(c, j + 1, LK_LINEAR, j, -2) || spec_true(&c->layers[j + 1], "bias"))
+    if (!norm_ok(c, j, r) || !is(c, j + 1, &mk_linear, j, -2) || spec_true(&c->layers[j + 1], "bias"))
         return "the blocks are not followed by a layer norm and a linear head without bias (and nothing else)";
     return NULL;
 }
@@ -139,7 +139,7 @@ bool ix_gpt_merge(ix_ctx *c)
     if (!why && (pos->rows_from != 0 || pos->rows_of->dims[1] != C)) why = "the positions do not start at 0";
     if (why)
         return ix_fail(c, c->pos_add, "a position embedding is read only as part of nanoGPT's whole model (a gpt layer): %s", why);
-    ix_layer g = {.kind = LK_GPT, .ninputs = 1, .inputs = {-1}};
+    ix_layer g = {.kind = &mk_gpt, .ninputs = 1, .inputs = {-1}};
     snprintf(g.name, sizeof g.name, "0");
     g.spec = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:f,s:b}", "type", "gpt", "vocab", (json_int_t)V, "context",
                        (json_int_t)pos->rows_of->dims[0], "layers", (json_int_t)L, "heads", (json_int_t)H, "dim",

@@ -12,7 +12,7 @@
 
 typedef const Onnx__NodeProto node;
 
-static bool simple(ix_ctx *c, node *n, model_kind kind, const char *type) { return ix_on_input(c, n, kind, ix_typed(type), 0); }
+static bool simple(ix_ctx *c, node *n, const model_kind *kind, const char *type) { return ix_on_input(c, n, kind, ix_typed(type), 0); }
 
 /* ---- linear ---------------------------------------------------------------------------------- */
 
@@ -23,7 +23,7 @@ static bool linear(ix_ctx *c, node *n, node *out_node, int64_t in, int64_t out, 
     ix_value *x = ix_act_in(c, n, 0);
     if (!x) return false;
     const ix_value *ins[1] = {x};
-    ix_layer *l = ix_layer_new(c, n, LK_LINEAR, json_pack("{s:s,s:I,s:b}", "type", "linear", "out", (json_int_t)out,
+    ix_layer *l = ix_layer_new(c, n, &mk_linear, json_pack("{s:s,s:I,s:b}", "type", "linear", "out", (json_int_t)out,
                                                           "bias", b != NULL), 1, ins);
     if (!l) return false;
     ix_layer_name_from(c, l, wname);
@@ -86,19 +86,19 @@ static bool op_add(ix_ctx *c, node *n)
     if (!(a = ix_act_in(c, n, 0)) || !(b = ix_act_in(c, n, 1))) return false;
     if (a->rank != b->rank) return ix_fail(c, n, "its operands have %d and %d axes (broadcasting is not read)", a->rank, b->rank);
     const ix_value *ins[2] = {a, b};
-    return ix_layer_new(c, n, LK_ADD, ix_typed("add"), 2, ins) && ix_set_act(c, n, 0, c->nlayers - 1, a->rank);
+    return ix_layer_new(c, n, &mk_add, ix_typed("add"), 2, ins) && ix_set_act(c, n, 0, c->nlayers - 1, a->rank);
 }
 
 static bool op_activation(ix_ctx *c, node *n)
 {
     const char *op = n->op_type;
-    if (!strcmp(op, "Relu")) return simple(c, n, LK_RELU, "relu");
-    if (!strcmp(op, "Tanh")) return simple(c, n, LK_TANH, "tanh");
+    if (!strcmp(op, "Relu")) return simple(c, n, &mk_relu, "relu");
+    if (!strcmp(op, "Tanh")) return simple(c, n, &mk_tanh, "tanh");
     if (!strcmp(op, "LeakyRelu"))
-        return ix_on_input(c, n, LK_LEAKY_RELU, json_pack("{s:s,s:f}", "type", "leaky_relu", "slope", ix_tidy(ix_attr_f(n, "alpha", 0.01f))), 0);
+        return ix_on_input(c, n, &mk_leaky_relu, json_pack("{s:s,s:f}", "type", "leaky_relu", "slope", ix_tidy(ix_attr_f(n, "alpha", 0.01f))), 0);
     if (!strcmp(op, "Elu"))
-        return ix_on_input(c, n, LK_ELU, json_pack("{s:s,s:f}", "type", "elu", "alpha", ix_tidy(ix_attr_f(n, "alpha", 1))), 0);
-    return simple(c, n, LK_SOFTPLUS, "softplus");   /* beta 1; threshold 20 changes < 1e-8 relative */
+        return ix_on_input(c, n, &mk_elu, json_pack("{s:s,s:f}", "type", "elu", "alpha", ix_tidy(ix_attr_f(n, "alpha", 1))), 0);
+    return simple(c, n, &mk_softplus, "softplus");   /* beta 1; threshold 20 changes < 1e-8 relative */
 }
 
 static bool op_softmax(ix_ctx *c, node *n)
@@ -107,7 +107,7 @@ static bool op_softmax(ix_ctx *c, node *n)
     if (!x) return false;
     int64_t axis = ix_attr_i(n, "axis", -1);
     if (axis != -1 && axis != x->rank - 1) return ix_fail(c, n, "axis %lld: only the last axis is read", (long long)axis);
-    return simple(c, n, LK_SOFTMAX, "softmax");
+    return simple(c, n, &mk_softmax, "softmax");
 }
 
 static bool op_dropout(ix_ctx *c, node *n)
@@ -122,7 +122,7 @@ static bool op_dropout(ix_ctx *c, node *n)
         p = ix_tidy(r->f[0]);
     }
     if (p == 0) return ix_alias(c, n, 0, x);
-    return ix_on_input(c, n, LK_DROPOUT, json_pack("{s:s,s:f}", "type", "dropout", "p", p), 0);
+    return ix_on_input(c, n, &mk_dropout, json_pack("{s:s,s:f}", "type", "dropout", "p", p), 0);
 }
 
 /* ---- convolutions, pools, norms ------------------------------------------------------------- */
@@ -152,7 +152,7 @@ static bool op_conv(ix_ctx *c, node *n)
         spec = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:b}", "type", "conv1d", "out", (json_int_t)w->dims[0], "kernel",
                          (json_int_t)w->dims[2], "stride", (json_int_t)st[0], "padding", (json_int_t)pads[0], "dilation",
                          (json_int_t)dil[0], "groups", (json_int_t)ix_attr_i(n, "group", 1), "bias", b != NULL);
-    ix_layer *l = ix_on_input(c, n, k == 2 ? LK_CONV2D : LK_CONV1D, spec, 0);
+    ix_layer *l = ix_on_input(c, n, k == 2 ? &mk_conv2d : &mk_conv1d, spec, 0);
     if (!l) return false;
     ix_layer_name_from(c, l, n->input[1]);
     return ix_layer_weight(c, l, "weight", w->ndim, w->dims, w->f, false) &&
@@ -172,7 +172,7 @@ static bool op_pool(ix_ctx *c, node *n, bool max)
         return ix_fail(c, n, "ceil_mode and dilation are not read");
     if (!max && pads[0] && !ix_attr_i(n, "count_include_pad", 0))
         return ix_fail(c, n, "padding left out of the average (count_include_pad = 0) is not read");
-    return ix_on_input(c, n, max ? LK_MAX_POOL : LK_AVG_POOL,
+    return ix_on_input(c, n, max ? &mk_max_pool2d : &mk_avg_pool2d,
                     json_pack("{s:s,s:I,s:I,s:I}", "type", max ? "max_pool2d" : "avg_pool2d", "kernel", (json_int_t)ks[0],
                               "stride", (json_int_t)st[0], "padding", (json_int_t)pads[0]), 0);
 }
@@ -188,7 +188,7 @@ static bool op_batch_norm(ix_ctx *c, node *n)
     if (x->rank < 2 || x->rank > 4) return ix_fail(c, n, "on %d axes (2 to 4 are read)", x->rank);
     bool two = x->rank == 4;
     double m = 1 - (double)ix_attr_f(n, "momentum", 0.9f);   /* ONNX keeps the old value's share */
-    ix_layer *l = ix_on_input(c, n, two ? LK_BN2 : LK_BN1,
+    ix_layer *l = ix_on_input(c, n, two ? &mk_batch_norm2d : &mk_batch_norm1d,
                            json_pack("{s:s,s:f,s:f}", "type", two ? "batch_norm2d" : "batch_norm1d", "eps",
                                      ix_tidy(ix_attr_f(n, "epsilon", 1e-5f)), "momentum", ix_tidy((float)m)), 0);
     if (!l) return false;
@@ -207,7 +207,7 @@ static bool op_layer_norm(ix_ctx *c, node *n)
     if (!ix_no_input(n, 2) && !(b = ix_const_in(c, n, 2, true))) return false;
     int64_t axis = ix_attr_i(n, "axis", -1), dims = axis < 0 ? -axis : x->rank - axis;
     if (dims < 1 || dims >= x->rank) return ix_fail(c, n, "axis %lld of %d axes", (long long)axis, x->rank);
-    ix_layer *l = ix_on_input(c, n, LK_LAYER_NORM, json_pack("{s:s,s:f,s:I}", "type", "layer_norm", "eps",
+    ix_layer *l = ix_on_input(c, n, &mk_layer_norm, json_pack("{s:s,s:f,s:I}", "type", "layer_norm", "eps",
                                                           ix_tidy(ix_attr_f(n, "epsilon", 1e-5f)), "dims", (json_int_t)dims), 0);
     if (!l) return false;
     ix_layer_name_from(c, l, n->input[1]);
@@ -225,7 +225,7 @@ static bool op_flatten(ix_ctx *c, node *n)
     if (!x) return false;
     int64_t axis = ix_attr_i(n, "axis", 1);
     if (axis != 1 && axis != 1 - x->rank) return ix_fail(c, n, "axis %lld: only flattening after the batch axis is read", (long long)axis);
-    return ix_on_input(c, n, LK_FLATTEN, ix_typed("flatten"), 2);
+    return ix_on_input(c, n, &mk_flatten, ix_typed("flatten"), 2);
 }
 
 /* ---- tokens, joins, layout ------------------------------------------------------------------ */
@@ -240,7 +240,7 @@ static bool op_gather(ix_ctx *c, node *n)
         return ix_fail(c, n, "only a Gather of rows of a constant [num, dim] table by the model's integer input is read (an embedding)");
     if (c->nlayers) return ix_fail(c, n, "an embedding must be the first layer");
     const ix_value *ins[1] = {t};
-    ix_layer *l = ix_layer_new(c, n, LK_EMBEDDING, json_pack("{s:s,s:I,s:I}", "type", "embedding", "num",
+    ix_layer *l = ix_layer_new(c, n, &mk_embedding, json_pack("{s:s,s:I,s:I}", "type", "embedding", "num",
                                                               (json_int_t)d->dims[0], "dim", (json_int_t)d->dims[1]), 1, ins);
     if (!l) return false;
     ix_layer_name_from(c, l, n->input[0]);
@@ -260,7 +260,7 @@ static bool op_concat(ix_ctx *c, node *n)
     int64_t axis = ix_attr_i(n, "axis", 1);
     if (axis < 0) axis += rank;
     if (axis < 1 || axis >= rank) return ix_fail(c, n, "axis %lld: only sample axes (after the batch) are read", (long long)axis);
-    return ix_layer_new(c, n, LK_CONCAT, json_pack("{s:s,s:I}", "type", "concat", "axis", (json_int_t)(axis - 1)), (int)n->n_input, ins) &&
+    return ix_layer_new(c, n, &mk_concat, json_pack("{s:s,s:I}", "type", "concat", "axis", (json_int_t)(axis - 1)), (int)n->n_input, ins) &&
            ix_set_act(c, n, 0, c->nlayers - 1, rank);
 }
 
@@ -304,7 +304,7 @@ bool ix_node(ix_ctx *c, size_t at)
     if (!strcmp(op, "Resize")) return ix_resize(c, n);
     if (!strcmp(op, "Conv")) return op_conv(c, n);
     if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool")) return op_pool(c, n, op[0] == 'M');
-    if (!strcmp(op, "GlobalAveragePool")) return simple(c, n, LK_GLOBAL_POOL, "global_avg_pool2d");
+    if (!strcmp(op, "GlobalAveragePool")) return simple(c, n, &mk_global_avg_pool2d, "global_avg_pool2d");
     if (!strcmp(op, "BatchNormalization")) return op_batch_norm(c, n);
     if (!strcmp(op, "LayerNormalization")) return op_layer_norm(c, n);
     if (!strcmp(op, "Flatten")) return op_flatten(c, n);

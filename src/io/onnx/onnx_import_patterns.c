@@ -20,7 +20,7 @@ static node *next(ix_ctx *c, const char *name, const char *op, size_t *at)
 static bool gelu_layer(ix_ctx *c, node *first, const ix_value *x, node *last, bool tanh_form)
 {
     const ix_value *ins[1] = {x};
-    return ix_layer_new(c, first, tanh_form ? LK_GELU_TANH : LK_GELU, ix_typed(tanh_form ? "gelu_tanh" : "gelu"), 1, ins) &&
+    return ix_layer_new(c, first, tanh_form ? &mk_gelu_tanh : &mk_gelu, ix_typed(tanh_form ? "gelu_tanh" : "gelu"), 1, ins) &&
            ix_set_act(c, last, 0, c->nlayers - 1, x->rank);
 }
 
@@ -85,9 +85,9 @@ bool ix_sigmoid(ix_ctx *c, const Onnx__NodeProto *n)
     if (mul && ix_other(c, mul, n->output[0]) == x) {
         c->done[at] = true;
         const ix_value *ins[1] = {x};
-        return ix_layer_new(c, n, LK_SILU, ix_typed("silu"), 1, ins) && ix_set_act(c, mul, 0, c->nlayers - 1, x->rank);
+        return ix_layer_new(c, n, &mk_silu, ix_typed("silu"), 1, ins) && ix_set_act(c, mul, 0, c->nlayers - 1, x->rank);
     }
-    return ix_on_input(c, n, LK_SIGMOID, ix_typed("sigmoid"), 0) != NULL;
+    return ix_on_input(c, n, &mk_sigmoid, ix_typed("sigmoid"), 0) != NULL;
 }
 
 /* Whether v is the Shape of the value named x (its node may come later in the list). */
@@ -131,7 +131,7 @@ static bool group_norm(ix_ctx *c, node *n, ix_value *x, int64_t G)
                        "(InstanceNormalization, Reshape back, Mul, Add)", (long long)G);
     for (int k = 0; k < 4; k++) c->done[at[k]] = true;
     const ix_value *ins[1] = {x};
-    ix_layer *l = ix_layer_new(c, n, LK_GROUP_NORM, json_pack("{s:s,s:I,s:f}", "type", "group_norm", "groups", (json_int_t)G,
+    ix_layer *l = ix_layer_new(c, n, &mk_group_norm, json_pack("{s:s,s:I,s:f}", "type", "group_norm", "groups", (json_int_t)G,
                                                                "eps", ix_tidy(ix_attr_f(in, "epsilon", 1e-5f))), 1, ins);
     if (!l) return false;
     ix_layer_name_from(c, l, w->name);
@@ -151,7 +151,7 @@ bool ix_reshape(ix_ctx *c, const Onnx__NodeProto *n)
     if (s->kind != IX_CONST || !s->is_int || s->ndim != 1)
         return ix_fail(c, n, "the shape must be a constant (or the batch size and constants)");
     bool first_batch = s->numel >= 1 && (s->i[0] == IX_DIM_BATCH || (s->i[0] == 0 && !ix_attr_i(n, "allowzero", 0)));
-    if (first_batch && s->numel == 2 && s->i[1] == -1) return ix_on_input(c, n, LK_FLATTEN, ix_typed("flatten"), 2) != NULL;
+    if (first_batch && s->numel == 2 && s->i[1] == -1) return ix_on_input(c, n, &mk_flatten, ix_typed("flatten"), 2) != NULL;
     if (s->numel == 3 && s->i[0] == 0 && s->i[1] > 0 && s->i[2] == -1 && x->rank >= 3) return group_norm(c, n, x, s->i[1]);
     return ix_fail(c, n, "a Reshape of an activation is read only as a flatten to [batch, -1] (or GroupNorm's)");
 }
@@ -173,7 +173,7 @@ bool ix_conv_transpose(ix_ctx *c, const Onnx__NodeProto *n)
                              "stride", (json_int_t)st[0], (json_int_t)st[1], "padding", (json_int_t)pads[0],
                              (json_int_t)pads[1], "output_padding", (json_int_t)op[0], (json_int_t)op[1], "dilation",
                              (json_int_t)dil[0], (json_int_t)dil[1], "groups", (json_int_t)groups, "bias", b != NULL);
-    ix_layer *l = ix_on_input(c, n, LK_CONV_T2D, spec, 0);
+    ix_layer *l = ix_on_input(c, n, &mk_conv_transpose2d, spec, 0);
     if (!l) return false;
     ix_layer_name_from(c, l, n->input[1]);
     return ix_layer_weight(c, l, "weight", 4, w->dims, w->f, false) && (!b || ix_layer_weight(c, l, "bias", 1, b->dims, b->f, false));
@@ -202,6 +202,6 @@ bool ix_resize(ix_ctx *c, const Onnx__NodeProto *n)
                                                    attr_is(n, "coordinate_transformation_mode", "pytorch_half_pixel"));
     if (!nearest && !linear)
         return ix_fail(c, n, "only nearest (asymmetric, floor) and linear (half_pixel) resizing are read");
-    return ix_on_input(c, n, LK_UPSAMPLE, json_pack("{s:s,s:f,s:b}", "type", "upsample", "scale", (double)s->f[2],
+    return ix_on_input(c, n, &mk_upsample, json_pack("{s:s,s:f,s:b}", "type", "upsample", "scale", (double)s->f[2],
                                                     "bilinear", linear), 0) != NULL;
 }

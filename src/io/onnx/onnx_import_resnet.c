@@ -37,7 +37,7 @@ static bool reads(const ix_ctx *c, int i, int from)
 /* Layer i: a conv2d k x k of padding p without bias, groups 1, dilation 1; its stride. */
 static int64_t conv(const ix_ctx *c, int i, int from, int64_t k, int64_t p)
 {
-    if (!reads(c, i, from) || c->layers[i].kind != LK_CONV2D) return 0;
+    if (!reads(c, i, from) || c->layers[i].kind != &mk_conv2d) return 0;
     const ix_layer *l = &c->layers[i];
     bool ok = pair0(l, "kernel", -1) == k && pair0(l, "padding", -1) == p && pair0(l, "dilation", -1) == 1 &&
               spec_int(l, "groups") == 1 && !json_is_true(json_object_get(l->spec, "bias"));
@@ -47,7 +47,7 @@ static int64_t conv(const ix_ctx *c, int i, int from, int64_t k, int64_t p)
 /* Layer i: batch_norm2d on from with the defaults basic_block builds (eps 1e-5, momentum 0.1). */
 static bool norm(const ix_ctx *c, int i, int from)
 {
-    if (!reads(c, i, from) || c->layers[i].kind != LK_BN2) return false;
+    if (!reads(c, i, from) || c->layers[i].kind != &mk_batch_norm2d) return false;
     double eps = json_real_value(json_object_get(c->layers[i].spec, "eps"));
     double mom = json_real_value(json_object_get(c->layers[i].spec, "momentum"));
     return eps > 0.99e-5 && eps < 1.01e-5 && mom > 0.0999 && mom < 0.1001;
@@ -64,11 +64,11 @@ static bool leaks(const ix_ctx *c, const block *b)
 
 static bool basic_at(const ix_ctx *c, int i, block *b)
 {
-    if (i >= c->nlayers || c->layers[i].ninputs != 1 || c->layers[i].kind != LK_CONV2D) return false;
+    if (i >= c->nlayers || c->layers[i].ninputs != 1 || c->layers[i].kind != &mk_conv2d) return false;
     const ix_weight *w = &c->layers[i].w[0];
     *b = (block){.first = i, .from = c->layers[i].inputs[0], .planes = spec_int(&c->layers[i], "out"),
                  .cin = w->ndim == 4 ? w->dims[1] : 0, .stride = conv(c, i, c->layers[i].inputs[0], 3, 1)};
-    if (!b->stride || !norm(c, i + 1, i) || !reads(c, i + 2, i + 1) || c->layers[i + 2].kind != LK_RELU ||
+    if (!b->stride || !norm(c, i + 1, i) || !reads(c, i + 2, i + 1) || c->layers[i + 2].kind != &mk_relu ||
         conv(c, i + 3, i + 2, 3, 1) != 1 || spec_int(&c->layers[i + 3], "out") != b->planes || !norm(c, i + 4, i + 3))
         return false;
     int j = i + 5;
@@ -76,9 +76,9 @@ static bool basic_at(const ix_ctx *c, int i, block *b)
     if (b->down) j += 2;
     const ix_layer *add = j < c->nlayers ? &c->layers[j] : NULL;
     int sc = b->down ? j - 1 : b->from;
-    if (!add || add->kind != LK_ADD || add->ninputs != 2 ||
+    if (!add || add->kind != &mk_add || add->ninputs != 2 ||
         !((add->inputs[0] == i + 4 && add->inputs[1] == sc) || (add->inputs[1] == i + 4 && add->inputs[0] == sc)) ||
-        !reads(c, j + 1, j) || c->layers[j + 1].kind != LK_RELU)
+        !reads(c, j + 1, j) || c->layers[j + 1].kind != &mk_relu)
         return false;
     b->last = j + 1;
     /* clgrad's basic_block has a downsample exactly where the shapes change */
@@ -123,7 +123,7 @@ static bool take_block(ix_ctx *c, ix_layer *g, const block *b, const char *prefi
 /* Blocks from b[0] in a row: the later of b[0]'s width, stride 1, no downsample. */
 static bool merge_run(ix_ctx *c, block *b, int n)
 {
-    ix_layer g = {.kind = LK_BASIC_BLOCK, .ninputs = 1, .inputs = {b[0].from}};
+    ix_layer g = {.kind = &mk_basic_block, .ninputs = 1, .inputs = {b[0].from}};
     g.spec = json_pack("{s:s,s:I,s:I,s:I}", "type", "basic_block", "out", (json_int_t)b[0].planes, "stride",
                        (json_int_t)b[0].stride, "repeat", (json_int_t)n);
     snprintf(g.name, sizeof g.name, "%d", b[0].first);

@@ -79,7 +79,7 @@ bool ix_rnn(ix_ctx *c, const Onnx__NodeProto *n)
     bool lstm = !strcmp(n->op_type, "LSTM"), gru = !strcmp(n->op_type, "GRU"), relu;
     int gates = lstm ? 4 : gru ? 3 : 1;
     const int *from = lstm ? LSTM_FROM : gru ? GRU_FROM : RNN_FROM;
-    model_kind kind = lstm ? LK_LSTM : gru ? LK_GRU : LK_RNN;
+    const model_kind *kind = lstm ? &mk_lstm : gru ? &mk_gru : &mk_rnn;
     if (!check_inputs(c, n) || !activations(c, n, gates, &relu)) return false;
     if (gru && ix_attr_i(n, "linear_before_reset", 0) != 1)
         return ix_fail(c, n, "linear_before_reset = 0 is not PyTorch's GRU (which applies r after the hidden product)");
@@ -97,14 +97,14 @@ bool ix_rnn(ix_ctx *c, const Onnx__NodeProto *n)
     /* stack onto the layer whose output this is, when nothing else reads it */
     ix_layer *l = x->layer >= 0 ? &c->layers[x->layer] : NULL;
     bool stack = l && x->layer == c->nlayers - 1 && l->kind == kind && l->hidden == H && l->bias == (B != NULL) &&
-                 ix_uses(c, n->input[0]) == 1 && l->out_uses == 1 && (kind != LK_RNN || relu == json_is_true(json_object_get(l->spec, "relu")));
+                 ix_uses(c, n->input[0]) == 1 && l->out_uses == 1 && (kind != &mk_rnn || relu == json_is_true(json_object_get(l->spec, "relu")));
     if (stack) {
         l->stacked++;
         json_object_set_new(l->spec, "layers", json_integer(l->stacked));
     } else {
         const ix_value *ins[1] = {x};
         json_t *spec = json_pack("{s:s,s:I,s:b}", "type", lstm ? "lstm" : gru ? "gru" : "rnn", "hidden", (json_int_t)H, "bias", B != NULL);
-        if (spec && kind == LK_RNN) json_object_set_new(spec, "relu", json_boolean(relu));
+        if (spec && kind == &mk_rnn) json_object_set_new(spec, "relu", json_boolean(relu));
         if (!(l = ix_layer_new(c, n, kind, spec, 1, ins))) return false;
         l->hidden = H, l->stacked = 1, l->bias = B != NULL;
         ix_layer_name_from(c, l, n->input[1]);

@@ -21,7 +21,7 @@ typedef struct enc {
     double eps;
 } enc;
 
-static bool reads1(const ix_ctx *c, int i, int from, model_kind k)
+static bool reads1(const ix_ctx *c, int i, int from, const model_kind *k)
 {
     return i < c->nlayers && c->layers[i].kind == k && c->layers[i].ninputs == 1 && c->layers[i].inputs[0] == from;
 }
@@ -29,7 +29,7 @@ static bool reads1(const ix_ctx *c, int i, int from, model_kind k)
 static bool adds(const ix_ctx *c, int i, int a, int b)
 {
     const ix_layer *l = i < c->nlayers ? &c->layers[i] : NULL;
-    return l && l->kind == LK_ADD && l->ninputs == 2 &&
+    return l && l->kind == &mk_add && l->ninputs == 2 &&
            ((l->inputs[0] == a && l->inputs[1] == b) || (l->inputs[0] == b && l->inputs[1] == a));
 }
 
@@ -39,8 +39,8 @@ static bool truth(const ix_layer *l, const char *key) { return json_is_true(json
 static bool feed_forward(const ix_ctx *c, int j, int from, int res, enc *e)
 {
     e->lin1 = j, e->lin2 = j + 2;
-    e->gelu = reads1(c, j + 1, j, LK_GELU);
-    return reads1(c, j, from, LK_LINEAR) && (e->gelu || reads1(c, j + 1, j, LK_RELU)) && reads1(c, j + 2, j + 1, LK_LINEAR) &&
+    e->gelu = reads1(c, j + 1, j, &mk_gelu);
+    return reads1(c, j, from, &mk_linear) && (e->gelu || reads1(c, j + 1, j, &mk_relu)) && reads1(c, j + 2, j + 1, &mk_linear) &&
            adds(c, j + 3, res, j + 2) && truth(&c->layers[j], "bias") && truth(&c->layers[j + 2], "bias");
 }
 
@@ -49,15 +49,15 @@ static bool encoder_at(const ix_ctx *c, int i, enc *e)
     if (i >= c->nlayers || c->layers[i].ninputs != 1) return false;
     *e = (enc){.first = i, .last = i + 7, .from = c->layers[i].inputs[0]};
     int r = e->from;
-    if (reads1(c, i, r, LK_MHA)) {   /* post-norm */
+    if (reads1(c, i, r, &mk_multihead_attention)) {   /* post-norm */
         e->attn = i, e->norm1 = i + 2, e->norm2 = i + 7;
-        if (!adds(c, i + 1, r, i) || !reads1(c, i + 2, i + 1, LK_LAYER_NORM) || !feed_forward(c, i + 3, i + 2, i + 2, e) ||
-            !reads1(c, i + 7, i + 6, LK_LAYER_NORM))
+        if (!adds(c, i + 1, r, i) || !reads1(c, i + 2, i + 1, &mk_layer_norm) || !feed_forward(c, i + 3, i + 2, i + 2, e) ||
+            !reads1(c, i + 7, i + 6, &mk_layer_norm))
             return false;
     } else {
         e->pre = true, e->norm1 = i, e->attn = i + 1, e->norm2 = i + 3;
-        if (!reads1(c, i, r, LK_LAYER_NORM) || !reads1(c, i + 1, i, LK_MHA) || !adds(c, i + 2, r, i + 1) ||
-            !reads1(c, i + 3, i + 2, LK_LAYER_NORM) || !feed_forward(c, i + 4, i + 3, i + 2, e))
+        if (!reads1(c, i, r, &mk_layer_norm) || !reads1(c, i + 1, i, &mk_multihead_attention) || !adds(c, i + 2, r, i + 1) ||
+            !reads1(c, i + 3, i + 2, &mk_layer_norm) || !feed_forward(c, i + 4, i + 3, i + 2, e))
             return false;
     }
     const ix_layer *a = &c->layers[e->attn], *n1 = &c->layers[e->norm1], *n2 = &c->layers[e->norm2];
@@ -111,7 +111,7 @@ static bool take_encoder(ix_ctx *c, ix_layer *g, const enc *e, const char *p)
 
 static bool merge_run(ix_ctx *c, const enc *e, int n)
 {
-    ix_layer g = {.kind = LK_TRANSFORMER, .ninputs = 1, .inputs = {e[0].from}};
+    ix_layer g = {.kind = &mk_transformer_block, .ninputs = 1, .inputs = {e[0].from}};
     g.spec = json_pack("{s:s,s:I,s:I,s:f,s:b,s:b,s:b,s:f,s:b,s:I}", "type", "transformer_block", "heads",
                        (json_int_t)e[0].heads, "ff", (json_int_t)e[0].ff, "dropout", 0.0, "gelu", e[0].gelu, "norm_first",
                        e[0].pre, "causal", e[0].causal, "eps", e[0].eps, "bias", 1, "repeat", (json_int_t)n);

@@ -64,7 +64,7 @@ bool ix_no_auto_pad(ix_ctx *c, node *n)
 }
 
 /* A layer on input 0 whose output 0 keeps (or gets) `rank` axes. */
-ix_layer *ix_on_input(ix_ctx *c, node *n, model_kind kind, json_t *spec, int rank)
+ix_layer *ix_on_input(ix_ctx *c, node *n, const model_kind *kind, json_t *spec, int rank)
 {
     ix_value *x = ix_act_in(c, n, 0);
     if (!x) return json_decref(spec), NULL;
