@@ -151,7 +151,7 @@ static clg_status nll_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
                    CLG_ARG_I(lab->strides[0]), CLG_ARG_M(g->buf->mem), CLG_ARG_I(g->offset),
                    CLG_ARG_I(g->ndim ? g->strides[0] : 0), clg__arg_scalar(x->dtype, n->f[0]),
                    clg__arg_scalar(x->dtype, n->f[1]), CLG_ARG_M(dx->buf->mem)};
-    if (!k || clg__launch_1d(dev, k, a, (int)(sizeof a / sizeof *a), (size_t)(N * C)) != CLG_OK) {
+    if (!k || clg__launch_rows(dev, k, a, (int)(sizeof a / sizeof *a), (size_t)C, (size_t)N) != CLG_OK) {
         clg_tensor_free(dx);
         return dev->status;
     }
