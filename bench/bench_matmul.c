@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "device_impl.h"
-#include "tensor/gemm.h"
+#include "gemm/gemm.h"
 
 typedef struct shape {
     size_t m, n, k;

@@ -18,7 +18,7 @@
 
 #include "check.h"
 #include "device_impl.h"
-#include "tensor/gemm.h"
+#include "gemm/gemm.h"
 
 static bool small_mode;
 

@@ -101,7 +101,7 @@ static void defaults(clg_device *dev)
 
 /* "WMxWNxFMxFNxTKxS": warps 1..8 each way, fragments 1..8 each way (along n even), k
  * tile 16..128 in steps of 16, 2..4 stages. Whether a block fits a device (group size, local memory, whole shares of
- * the tile loads) is gemm_mma.c's to judge. */
+ * the tile loads) is src/gemm/mma.c's to judge. */
 static clg_status parse_block(clg_device *dev, const char *key, const char *v, const char *origin, int out[6])
 {
     int b[6], used = 0;

@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "conv.h"
-#include "gemm.h"
+#include "gemm/gemm.h"
 
 #define PROGRAM "conv"
 

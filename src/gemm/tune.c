@@ -33,7 +33,7 @@
 
 #include "kernel_sources.h"
 #include "file_read.h"
-#include "tensor/gemm.h"
+#include "gemm/gemm.h"
 
 #define SLOW 4.0            /* drop a candidate this many times slower than the best */
 #define REPEAT_SECONDS 0.5  /* time spent on repeats of one shape, at most (after the first run) */

@@ -3,12 +3,13 @@
  * and bfloat16 is a float32), the product runs there, and each result is rounded once
  * into C: the same sums as the packed kernels, which convert while packing (gemm.cl).
  * The extra passes are O(mk + kn + mn) against the product's O(mnk). */
-#include "tensor/gemm.h"
-#include "tensor/tensor_impl.h"
+#include "gemm/gemm.h"
 
 static const char *options(clg_gemm_type type)
 {
-    return clg__dtype_options_ew(type == CLG_GEMM_BF16 ? CLG_BF16 : CLG_F16);
+    /* common.cl's 16-bit storage computed in float32: the options the elementwise ops
+     * build with (tensor.c, clg__dtype_options_ew), so the program is shared with them. */
+    return type == CLG_GEMM_BF16 ? "-DT=float -DCLG_BF16_STORE" : "-DT=float -DCLG_F16_STORE";
 }
 
 /* One operand: `batch` matrices of rows x cols (ld, stride) on the 16-bit side,

@@ -3,7 +3,7 @@
 #include <stdint.h>
 
 #include "clgrad/ops.h"
-#include "tensor/gemm.h"
+#include "gemm/gemm.h"
 
 const char *clg__gemm_engine_name(clg_gemm_engine engine)
 {

@@ -11,7 +11,7 @@
 #include <limits.h>
 #include <string.h>
 
-#include "tensor/gemm.h"
+#include "gemm/gemm.h"
 
 #define MR 6 /* rows of a micro-tile: must match gemm.cl's six accumulators */
 

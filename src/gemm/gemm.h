@@ -23,8 +23,8 @@
  * Each program (per element type and configuration) serves every transpose and shape,
  * so a training step compiles one program, not one per shape.
  */
-#ifndef CLGRAD_TENSOR_GEMM_H
-#define CLGRAD_TENSOR_GEMM_H
+#ifndef CLGRAD_GEMM_GEMM_H
+#define CLGRAD_GEMM_GEMM_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tensor/gemm.h"
+#include "gemm/gemm.h"
 
 /* In order of preference when nothing was measured (gemm=tiled forced): the first that
  * fits the device is used. Measured on llvmpipe (8-lane AVX2, groups of at most 32

@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "tensor/gemm.h"
+#include "gemm/gemm.h"
 
 /* CBLAS's enums and the two functions, as the CBLAS interface fixes them. */
 enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };

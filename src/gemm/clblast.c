@@ -2,7 +2,7 @@
  * for batch > 1, with the parameters CLBlast's database holds for the device. */
 #include <clblast_c.h>
 
-#include "tensor/gemm.h"
+#include "gemm/gemm.h"
 
 const char *clg__clblast_status_name(int status)
 {
