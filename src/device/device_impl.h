@@ -389,8 +389,9 @@ clg_status clg__kernel_error_check(clg_device *dev);
 void clg__kernel_errors_free(clg_device *dev);
 
 /* State that a layer above keeps per device (tensors, GEMM choices), made lazily by
- * that layer and freed at close, in slot order, before the pool and programs go. */
-typedef enum clg_slot_id { CLG_SLOT_TENSOR, CLG_SLOT_GEMM, CLG_SLOT_MMA, CLG_SLOT_COUNT } clg_slot_id;
+ * that layer and freed at close, in slot order, before the pool and programs go. GEMM:
+ * the choice of engine (src/gemm/choice.c), each engine's own state (src/gemm/slots.c). */
+typedef enum clg_slot_id { CLG_SLOT_TENSOR, CLG_SLOT_GEMM, CLG_SLOT_GEMM_ENGINES, CLG_SLOT_COUNT } clg_slot_id;
 typedef struct clg_slot {
     void *data;
     void (*free)(clg_device *dev, void *data);

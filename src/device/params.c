@@ -146,6 +146,8 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
 {
     clg_device_params *p = &dev->params;
     if (!strcmp(key, "gemm")) {
+        /* The GEMM engines the tuner knows (src/gemm/engines.c; the device layer sits
+         * below it, so the names are spelled here too: test_gemm checks that they agree). */
         static const char *engines[] = {"tune", "packed", "tiled", "clblast", "host"};
         for (size_t i = 0; i < sizeof engines / sizeof *engines; i++)
             if (!strcmp(value, engines[i])) {
