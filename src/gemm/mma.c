@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "gemm/engine.h"
+#include "half.h"
 
 /* A kernel shape: warps along m and n, 16 x 8 fragments per warp along m and n, k tile,
  * tiles staged. */
@@ -177,27 +178,23 @@ static clg_status run(clg_device *dev, const clg_gemm_args *g, const clg_gemm_co
 
 /* ---- validation before first use -------------------------------------------------------- */
 
-/* A 16-bit value from a float and back, as the device converts (clgrad/tensor.h). */
-static uint16_t to16(bool bf, float v) { return bf ? clg_f32_to_bf16(v) : clg_f32_to_f16(v); }
-static double from16(bool bf, uint16_t h) { return bf ? clg_bf16_to_f32(h) : clg_f16_to_f32(h); }
-
 /* One product of small integers (exact in 16 bits and in float32 sums, in any order):
  * m x k times k x n over k tiles the last of which is partial, and partial blocks along m
  * and n. */
 static clg_status check_product(clg_device *dev, clg_gemm_type type, int config, bool ta, bool tb, bool *same)
 {
     enum { M = 40, N = 36, K = 72 };
-    bool bf = type == CLG_GEMM_BF16;
+    clg_dtype dt = type == CLG_GEMM_BF16 ? CLG_BF16 : CLG_F16;
     uint16_t ha[M * K], hb[K * N];
     float want[M * N], got[M * N];
-    for (int i = 0; i < M * K; i++) ha[i] = to16(bf, (float)((i * 7 + 3) % 9 - 4));
-    for (int i = 0; i < K * N; i++) hb[i] = to16(bf, (float)((i * 5 + 1) % 7 - 3));
+    for (int i = 0; i < M * K; i++) ha[i] = clg__half_from_double(dt, (double)((i * 7 + 3) % 9 - 4));
+    for (int i = 0; i < K * N; i++) hb[i] = clg__half_from_double(dt, (double)((i * 5 + 1) % 7 - 3));
     for (int r = 0; r < M; r++)
         for (int col = 0; col < N; col++) {
             double s = 0;
             for (int x = 0; x < K; x++)
-                s += from16(bf, ha[ta ? x * M + r : r * K + x]) *
-                     from16(bf, hb[tb ? col * K + x : x * N + col]);
+                s += clg__half_to_double(dt, ha[ta ? x * M + r : r * K + x]) *
+                     clg__half_to_double(dt, hb[tb ? col * K + x : x * N + col]);
             want[r * N + col] = (float)s;
         }
     clg_buffer *a = clg__buffer_alloc(dev, sizeof ha), *b = a ? clg__buffer_alloc(dev, sizeof hb) : NULL;
