@@ -11,9 +11,10 @@
  *                              [--type f32|f16|bf16]
  * --engine: the engines timed, one column each: auto (what clg__gemm uses on the device:
  * the parameter table's engine, or the tuner's choice), packed, tiled (the device's tiled
- * configuration), clblast, mma (matrix units: 16-bit types only); default auto. --type f16
+ * configuration), clblast, host (the host's CBLAS on the queue), mma (matrix units: 16-bit
+ * types only): the names of the engine table (src/gemm/engines.c); default auto. --type f16
  * or bf16: A, B and C in 16 bits (float32 sums), no NumPy column. --tiled adds a column for the tiled kernel in
- * one configuration ("64x64x16/4x4/v4/m0", see gemm.h). --clblast is --engine auto,clblast
+ * one configuration ("64x64x16/4x4/v4/m0", see src/gemm/tiled.h). --clblast is --engine auto,clblast
  * (on a CPU CLBlast's GEMM takes ~20 s to compile). --shape replaces the default shapes;
  * --no-1024 leaves out 1024^3 (slow devices: llvmpipe).
  * NumPy's column compares with the first engine. Environment: CLG_BENCH_PYTHON (the
@@ -265,7 +266,7 @@ static int parse_engine(const char *name, column *out)
 
 static int usage(const char *argv0)
 {
-    fprintf(stderr, "usage: %s [--repeats N] [--engine auto|packed|tiled|clblast|mma[,...]] [--tiled CONFIG]... "
+    fprintf(stderr, "usage: %s [--repeats N] [--engine auto|packed|tiled|clblast|host|mma[,...]] [--tiled CONFIG]... "
             "[--clblast] [--no-numpy] [--no-compile] [--no-1024] [--shape \"m n k ta tb\"]... [--type f32|f16|bf16]\n", argv0);
     return 2;
 }
