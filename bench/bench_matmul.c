@@ -11,9 +11,10 @@
  *                              [--type f32|f16|bf16]
  * --engine: the engines timed, one column each: auto (what clg__gemm uses on the device:
  * the parameter table's engine, or the tuner's choice), packed, tiled (the device's tiled
- * configuration), clblast, mma (matrix units: 16-bit types only); default auto. --type f16
+ * configuration), clblast, host (the host's CBLAS on the queue), mma (matrix units: 16-bit
+ * types only): the names of the engine table (src/gemm/engines.c); default auto. --type f16
  * or bf16: A, B and C in 16 bits (float32 sums), no NumPy column. --tiled adds a column for the tiled kernel in
- * one configuration ("64x64x16/4x4/v4/m0", see gemm.h). --clblast is --engine auto,clblast
+ * one configuration ("64x64x16/4x4/v4/m0", see src/gemm/tiled.h). --clblast is --engine auto,clblast
  * (on a CPU CLBlast's GEMM takes ~20 s to compile). --shape replaces the default shapes;
  * --no-1024 leaves out 1024^3 (slow devices: llvmpipe).
  * NumPy's column compares with the first engine. Environment: CLG_BENCH_PYTHON (the
@@ -28,7 +29,7 @@
 #include <unistd.h>
 
 #include "device_impl.h"
-#include "tensor/gemm.h"
+#include "gemm/engine.h"
 
 typedef struct shape {
     size_t m, n, k;
@@ -57,9 +58,9 @@ static clg_gemm_type g_type = CLG_GEMM_F32;
 
 /* A column: an engine, and for the tiled one maybe a configuration of its own. */
 typedef struct column {
-    clg_gemm_engine engine;
+    const clg_gemm_engine *engine;   /* NULL: auto */
     bool has_cfg;
-    clg_gemm_tiled_config cfg;
+    clg_gemm_config cfg;
     char label[96];
 } column;
 
@@ -186,8 +187,7 @@ static int first_call_child(const char *engine, const char *type)
 {
     clg_device *dev;
     if (clg_device_open(NULL, &dev) != CLG_OK) return fprintf(stderr, "%s\n", clg_device_error(dev)), 1;
-    column e = {.engine = !strcmp(engine, "clblast") ? CLG_GEMM_CLBLAST
-                          : !strcmp(engine, "tiled") ? CLG_GEMM_TILED : CLG_GEMM_PACKED};
+    column e = {.engine = clg__gemm_engine_find(engine)};
     bool f64 = !strcmp(type, "f64");
     shape s = {128, 512, 784, 0, 1, ""};
     clg_buffer *a = random_buffer(dev, s.m * s.k, f64), *b = random_buffer(dev, s.k * s.n, f64);
@@ -256,22 +256,17 @@ static void compile_table(bool with_clblast, bool with_tiled, bool fp64)
 
 static int parse_engine(const char *name, column *out)
 {
-    static const struct { const char *name; clg_gemm_engine e; } known[] = {
-        {"auto", CLG_GEMM_AUTO}, {"packed", CLG_GEMM_PACKED}, {"tiled", CLG_GEMM_TILED}, {"clblast", CLG_GEMM_CLBLAST},
-        {"mma", CLG_GEMM_MMA},
-    };
-    for (size_t i = 0; i < sizeof known / sizeof *known; i++)
-        if (!strcmp(name, known[i].name)) {
-            *out = (column){.engine = known[i].e};
-            snprintf(out->label, sizeof out->label, "%s", name);
-            return 0;
-        }
-    return -1;
+    /* "auto", or an engine of the table (clg__gemm_engine_find) */
+    const clg_gemm_engine *e = clg__gemm_engine_find(name);
+    if (!e && strcmp(name, "auto")) return -1;
+    *out = (column){.engine = e};
+    snprintf(out->label, sizeof out->label, "%s", name);
+    return 0;
 }
 
 static int usage(const char *argv0)
 {
-    fprintf(stderr, "usage: %s [--repeats N] [--engine auto|packed|tiled|clblast|mma[,...]] [--tiled CONFIG]... "
+    fprintf(stderr, "usage: %s [--repeats N] [--engine auto|packed|tiled|clblast|host|mma[,...]] [--tiled CONFIG]... "
             "[--clblast] [--no-numpy] [--no-compile] [--no-1024] [--shape \"m n k ta tb\"]... [--type f32|f16|bf16]\n", argv0);
     return 2;
 }
@@ -297,8 +292,8 @@ int main(int argc, char **argv)
                     return fprintf(stderr, "bench_matmul: unknown engine \"%s\"\n", e), 2;
         } else if (!strcmp(argv[i], "--tiled") && i + 1 < argc && ncols < MAX_ENGINES) {
             column *c = &cols[ncols++];
-            *c = (column){.engine = CLG_GEMM_TILED, .has_cfg = true};
-            if (!clg__gemm_tiled_parse(argv[++i], &c->cfg))
+            *c = (column){.engine = clg__gemm_engine_find("tiled"), .has_cfg = true};
+            if (!c->engine->parse(argv[++i], &c->cfg))
                 return fprintf(stderr, "bench_matmul: --tiled wants a configuration like 64x64x16/4x4/v4/m0\n"), 2;
             snprintf(c->label, sizeof c->label, "tiled %s", argv[i]);
         } else if (!strcmp(argv[i], "--no-numpy")) with_numpy = false;
@@ -338,12 +333,12 @@ int main(int argc, char **argv)
     char choice_text[128];
     snprintf(choice_text, sizeof choice_text, "%s", choice);
     for (int c = 0; c < ncols; c++) {
-        if (cols[c].engine == CLG_GEMM_TILED && !cols[c].has_cfg) {
-            const clg_gemm_tiled_config *t = clg__gemm_tiled_for(dev, CLG_GEMM_F32);
-            char cfg[64];
-            if (t) clg__gemm_tiled_describe(t, cfg, sizeof cfg);
-            snprintf(cols[c].label, sizeof cols[c].label, "tiled %s", t ? cfg : "(none fits)");
-        } else if (cols[c].engine == CLG_GEMM_AUTO) {
+        if (cols[c].engine && cols[c].engine->config_for && !cols[c].has_cfg) {
+            clg_gemm_config t;
+            char cfg[64] = "(none fits)";
+            if (cols[c].engine->config_for(dev, CLG_GEMM_F32, &t)) cols[c].engine->describe(&t, cfg, sizeof cfg);
+            snprintf(cols[c].label, sizeof cols[c].label, "%s %s", cols[c].engine->name, cfg);
+        } else if (!cols[c].engine) {
             snprintf(cols[c].label, sizeof cols[c].label, "auto: %.40s", choice_text);
         }
     }
@@ -361,7 +356,7 @@ int main(int argc, char **argv)
     if (clg__gemm_type_is_half(g_type))
         printf("; matrix units (mma = %s): %s", clg__device_params(dev)->mma == CLG_MMA_PTX ? "ptx"
                                                 : clg__device_params(dev)->mma == CLG_MMA_EMULATE ? "emulate" : "none",
-               clg__gemm_mma_ready(dev, g_type) ? "validated" : "not used");
+               clg__gemm_engine_find("mma")->ready(dev, g_type) ? "validated" : "not used");
     if (tuned_rate > 0) printf(" (tuned: %.3g GFLOP/s)", tuned_rate);
     if (with_numpy) printf("; NumPy (%s, 2 threads)", blas);
     printf("\ndevice: %s | %s | driver %s | %u compute units\n\n", in->name, in->platform, in->driver,
@@ -398,8 +393,8 @@ int main(int argc, char **argv)
     }
     bool fp64 = in->fp64, with_clblast = false, with_tiled = false;
     for (int c = 0; c < ncols; c++) {
-        with_clblast |= cols[c].engine == CLG_GEMM_CLBLAST;
-        with_tiled |= cols[c].engine == CLG_GEMM_TILED;
+        with_clblast |= cols[c].engine == clg__gemm_engine_find("clblast");
+        with_tiled |= cols[c].engine == clg__gemm_engine_find("tiled");
     }
     if (clg_device_profiling(dev)) clg_device_profile_print(dev, stdout); /* CLG_PROFILE=1 */
     clg_device_close(dev);

@@ -1,4 +1,4 @@
-// gemm.cl: clgrad's matrix product for CPU devices (POCL); see src/tensor/gemm_kernel.c.
+// gemm.cl: clgrad's matrix product for CPU devices (POCL); see src/gemm/packed.c.
 //
 // C = alpha * op(A) * op(B) + beta * C runs in two steps, the way BLAS libraries for CPUs
 // work (GotoBLAS / BLIS):
@@ -7,7 +7,7 @@
 //      This turns all four transpose cases into one layout, so the micro-kernel is one
 //      kernel, and makes its loads contiguous (no strided rows that alias in the caches).
 //      A row-major B is the exception: its rows of NR columns are already contiguous, so
-//      gemm_tiles reads its whole panels in place (unless the rows alias, gemm_kernel.c).
+//      gemm_tiles reads its whole panels in place (unless the rows alias, src/gemm/packed.c).
 //   2. gemm_tiles: each work-item owns a block of PI x PJ micro-tiles of MR x NR results
 //      and computes each one in registers: per k, one vector load of NR values of B, MR
 //      broadcasts of A, MR fused multiply-adds. MR = 6, NR = 16 floats are 12 AVX2
@@ -252,7 +252,7 @@ void gemm_dot(const int M, const int N, const int K, const int JB,
     for (int j0 = bj * JB * 3; j0 < j_end; j0 += 3) {
         T s[4][3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
         // nsum > 1 (launched with one batch): the products of nsum matrices summed, as
-        // a convolution's weight gradient over a chunk of images (dot_sum, gemm_kernel.c)
+        // a convolution's weight gradient over a chunk of images (dot_sum, src/gemm/packed.c)
         for (int t = 0; t < nsum; t++) {
             __global const TS *at = A + t * a_stride, *bt = B + t * b_stride;
             __global const TS *a0 = at + (long)min(i0, M - 1) * lda, *a1 = at + (long)min(i0 + 1, M - 1) * lda;

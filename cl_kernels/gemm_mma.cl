@@ -1,5 +1,5 @@
 // gemm_mma.cl: matrix products of 16-bit operands on matrix units (issue 35), see
-// src/tensor/gemm_mma.c. C = alpha * op(A) * op(B) + beta * C with A and B float16 or
+// src/gemm/mma.c. C = alpha * op(A) * op(B) + beta * C with A and B float16 or
 // bfloat16, products exact and sums in float32, each result rounded once to C's type
 // (float32, or A's 16-bit type).
 //

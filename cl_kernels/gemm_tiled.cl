@@ -1,5 +1,5 @@
 // gemm_tiled.cl: clgrad's matrix product for GPU-shaped devices, whose work-items are
-// SIMD lanes (GPUs, Mesa's llvmpipe); see src/tensor/gemm_tiled.c.
+// SIMD lanes (GPUs, Mesa's llvmpipe); see src/gemm/tiled.c.
 //
 // C = alpha * op(A) * op(B) + beta * C. A work-group of RN x RM work-items computes a
 // TM x TN block of C: it steps over k in tiles of TK, each step staging op(A)'s TM x TK

@@ -1,5 +1,5 @@
 // gemm_widen.cl: 16-bit GEMM operands to and from float32 scratch, for the engines that
-// compute only in float32 (tiled, CLBlast; src/tensor/gemm_widen.c). Built with the
+// compute only in float32 (tiled, CLBlast; src/gemm/widen.c). Built with the
 // 16-bit dtype's clg__dtype_options_ew (TS, CLG_LD, CLG_ST: common.cl). Work-item
 // (j, i, b) converts element (i, j) of matrix b of a rows x cols batch, stored with
 // leading dimension ld and batch stride `stride` on the 16-bit side, compact on the

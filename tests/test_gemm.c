@@ -18,14 +18,19 @@
 
 #include "check.h"
 #include "device_impl.h"
-#include "tensor/gemm.h"
+#include "gemm/clblast.h"
+#include "gemm/tiled.h"
 
 static bool small_mode;
 
-/* An engine under test: CLG_GEMM_TILED in a configuration, or another engine. */
+/* An engine of the table (NULL: the device's, as clg__gemm picks it), by name. */
+#define ENGINE(name) clg__gemm_engine_find(name)
+
+/* An engine under test: the tiled one in a configuration, or another engine. */
 typedef struct engine {
-    clg_gemm_engine e;
+    const clg_gemm_engine *e;
     const clg_gemm_tiled_config *cfg;
+    clg_gemm_config opaque;   /* cfg as clg__gemm_run takes it */
     char name[96];
     bool no_dot;   /* packed with the device parameter gemm_dot = off: A . B^T packed too */
 } engine;
@@ -167,7 +172,7 @@ static int run_case(clg_device *dev, const engine *eng, clg_gemm_type type, cons
         .stride_c = sc, .c_f32 = c->c32,
     };
     int bad = 0;
-    clg_status st = da && db && dc ? clg__gemm_run(dev, eng->e, eng->cfg, &g) : clg_device_last_status(dev);
+    clg_status st = da && db && dc ? clg__gemm_run(dev, eng->e, eng->cfg ? &eng->opaque : NULL, &g) : clg_device_last_status(dev);
     size_t es = esize(ct);
     void *raw = malloc(nc * es);
     if (!st) st = clg__read(dev, dc, 0, raw, nc * es);
@@ -248,7 +253,7 @@ static void sweep(clg_device *dev, const engine *eng, clg_gemm_type type, bool f
         gcase k0 = {.m = 3, .n = 5, .k = 0, .batch = 2, .alpha = 1.0, .beta = 0.5, .c32 = true};   /* C = beta C */
         run_case(dev, eng, type, &k0);
     }
-    if (small_mode && eng->e == CLG_GEMM_TILED) {
+    if (small_mode && eng->e == ENGINE("tiled")) {
         /* Whole tiles of every configuration (up to 64 x 128), which load without bounds
          * checks, as pairs of floats where rows start on even elements (even ld, offsets). */
         gcase m1 = {.m = 66, .n = 130, .k = 34, .batch = 1, .alpha = 1.0, .beta = 0.0};
@@ -266,7 +271,7 @@ static void sweep(clg_device *dev, const engine *eng, clg_gemm_type type, bool f
     }
 }
 
-/* The matrix-unit engine (gemm_mma.c, cl_kernels/gemm_mma.cl), with its warp instruction
+/* The matrix-unit engine (src/gemm/mma.c, cl_kernels/gemm_mma.cl), with its warp instruction
  * emulated by the work-items (mma = emulate): the kernel's tiles, fragment layouts, loads
  * and write-out on any device. Then what a device without the instruction does with
  * mma = ptx: refuses it once (the build fails), and 16-bit products keep their old path. */
@@ -296,16 +301,16 @@ static void mma_engine(clg_device *dev)
     double t0 = clg__now();
     bool ptx = clg__device_params(dev)->mma == CLG_MMA_PTX;   /* the device's own table */
     if (ptx) {   /* the matrix units themselves (NVIDIA) */
-        engine hw = {.e = CLG_GEMM_MMA, .name = "mma (ptx)"};
-        CHECK_MSG(clg__gemm_mma_ready(dev, CLG_GEMM_F16) && clg__gemm_mma_ready(dev, CLG_GEMM_BF16),
+        engine hw = {.e = ENGINE("mma"), .name = "mma (ptx)"};
+        CHECK_MSG(ENGINE("mma")->ready(dev, CLG_GEMM_F16) && ENGINE("mma")->ready(dev, CLG_GEMM_BF16),
                   "the device table says mma = ptx, and the engine is refused");
         mma_sweep(dev, &hw);
         printf("  %-32s f16, bf16 %.1f s\n", hw.name, clg__now() - t0);
         t0 = clg__now();
     }
-    engine mma = {.e = CLG_GEMM_MMA, .name = "mma (emulated)"};
+    engine mma = {.e = ENGINE("mma"), .name = "mma (emulated)"};
     CHECK_OK(dev, clg_device_set_param(dev, "mma", "emulate"));
-    CHECK(clg__gemm_mma_ready(dev, CLG_GEMM_F16) && clg__gemm_mma_ready(dev, CLG_GEMM_BF16));
+    CHECK(ENGINE("mma")->ready(dev, CLG_GEMM_F16) && ENGINE("mma")->ready(dev, CLG_GEMM_BF16));
     mma_sweep(dev, &mma);
     /* k past one launch's loop budget: float32 C in slices of k; a 16-bit C is not taken
      * by name (one rounding), and clg__gemm's own choice computes it elsewhere. */
@@ -313,29 +318,29 @@ static void mma_engine(clg_device *dev)
     gcase sl = {.tb = true, .m = 40, .n = 24, .k = 100, .batch = 2, .alpha = 1.0, .beta = 0.5, .c32 = true};
     run_case(dev, &mma, CLG_GEMM_F16, &sl);
     gcase sl16 = {.m = 20, .n = 12, .k = 100, .batch = 1, .alpha = 1.0, .beta = 0.0};
-    engine autoe = {.e = CLG_GEMM_AUTO, .name = "auto (mma past its k)"};
+    engine autoe = {.e = NULL, .name = "auto (mma past its k)"};
     run_case(dev, &autoe, CLG_GEMM_BF16, &sl16);
     clg_buffer *buf = clg__buffer_alloc(dev, 4096);
     clg_gemm_args g = {.type = CLG_GEMM_F16, .m = 20, .n = 12, .k = 100, .batch = 1, .alpha = 1.0, .a = buf,
                        .lda = 100, .b = buf, .ldb = 12, .c = buf, .ldc = 12};
-    CHECK(clg__gemm_run(dev, CLG_GEMM_MMA, NULL, &g) == CLG_ERR_INVALID_ARGUMENT);
+    CHECK(clg__gemm_run(dev, ENGINE("mma"), NULL, &g) == CLG_ERR_INVALID_ARGUMENT);
     CHECK_MSG(strstr(clg_device_error(dev), "matrix-unit engine does not take it"), "%s", clg_device_error(dev));
     CHECK_OK(dev, clg_device_set_param(dev, "item_loops", "32768"));
     /* float32 is not the engine's. */
     g.type = CLG_GEMM_F32;
     g.k = 4;
     g.lda = 4;
-    CHECK(clg__gemm_run(dev, CLG_GEMM_MMA, NULL, &g) == CLG_ERR_INVALID_ARGUMENT);
+    CHECK(clg__gemm_run(dev, ENGINE("mma"), NULL, &g) == CLG_ERR_INVALID_ARGUMENT);
     /* mma = ptx where the table does not say so (the compiler takes no PTX): refused,
      * and products stay right. */
     CHECK_OK(dev, clg_device_set_param(dev, "mma", "ptx"));
     if (!ptx) {
-        CHECK(!clg__gemm_mma_ready(dev, CLG_GEMM_F16));
+        CHECK(!ENGINE("mma")->ready(dev, CLG_GEMM_F16));
         gcase p = {.tb = true, .m = 33, .n = 17, .k = 40, .batch = 1, .alpha = 1.0, .beta = 0.0};
-        engine autop = {.e = CLG_GEMM_AUTO, .name = "auto (ptx refused)"};
+        engine autop = {.e = NULL, .name = "auto (ptx refused)"};
         run_case(dev, &autop, CLG_GEMM_F16, &p);
         g.type = CLG_GEMM_F16;
-        CHECK(clg__gemm_run(dev, CLG_GEMM_MMA, NULL, &g) == CLG_ERR_INVALID_ARGUMENT);
+        CHECK(clg__gemm_run(dev, ENGINE("mma"), NULL, &g) == CLG_ERR_INVALID_ARGUMENT);
     }
     clg__buffer_release(buf);
     CHECK_OK(dev, clg_device_set_param(dev, "mma", ptx ? "ptx" : "none"));
@@ -362,7 +367,7 @@ static void edges(clg_device *dev, const engine *eng)
     /* k == 0: C = beta * C on the 2 x 3 block with ldc 4 only. */
     clg_gemm_args g = {.type = CLG_GEMM_F32, .m = 2, .n = 3, .k = 0, .batch = 1, .alpha = 1.0, .beta = -2.0,
                        .lda = 1, .ldb = 1, .c = c, .c_off = 1, .ldc = 4};
-    CHECK_OK(dev, clg__gemm_run(dev, eng->e, eng->cfg, &g));
+    CHECK_OK(dev, clg__gemm_run(dev, eng->e, eng->cfg ? &eng->opaque : NULL, &g));
     CHECK_OK(dev, clg__read(dev, c, 0, out, sizeof out));
     float want[12] = {0, -2, -4, -6, 4, -10, -12, -14, 8, 9, 10, 11};
     CHECK_MSG(!memcmp(out, want, sizeof out), "%s k == 0: %g %g %g %g", eng->name, out[0], out[1], out[5], out[8]);
@@ -372,7 +377,7 @@ static void edges(clg_device *dev, const engine *eng)
     CHECK_OK(dev, clg__write(dev, c, 0, nan, sizeof nan));
     g = (clg_gemm_args){.type = CLG_GEMM_F32, .m = 2, .n = 2, .k = 3, .batch = 1, .alpha = 1.0, .beta = 0.0,
                         .a = a, .lda = 3, .b = b, .ldb = 2, .c = c, .ldc = 2};
-    CHECK_OK(dev, clg__gemm_run(dev, eng->e, eng->cfg, &g));
+    CHECK_OK(dev, clg__gemm_run(dev, eng->e, eng->cfg ? &eng->opaque : NULL, &g));
     CHECK_OK(dev, clg__read(dev, c, 0, out, sizeof out));
     /* [0 1 2; 3 4 5] * [0 1; 2 3; 4 5] = [10 13; 28 40] */
     CHECK_MSG(out[0] == 10 && out[1] == 13 && out[2] == 28 && out[3] == 40 && isnan(out[4]),
@@ -383,6 +388,37 @@ static void edges(clg_device *dev, const engine *eng)
 }
 
 /* The checks made before any engine runs. */
+/* The engine table (engines.c) and the names the device table's `gemm` takes (params.c)
+ * agree: every name params.c lists (its error message says them) but "tune" is an engine
+ * the tuner knows, and every such engine is a name params.c takes. */
+static void table_names(clg_device *dev)
+{
+    char want[CLG_NAME_MAX] = "";
+    char saved[sizeof clg__device_params(dev)->gemm];
+    snprintf(saved, sizeof saved, "%s", clg__device_params(dev)->gemm);
+    CHECK(clg_device_set_param(dev, "gemm", "no-such-engine") == CLG_ERR_INVALID_ARGUMENT);
+    const char *w = strstr(clg_device_error(dev), "want ");
+    CHECK_MSG(w != NULL, "%s", clg_device_error(dev));
+    snprintf(want, sizeof want, "%s", w ? w + 5 : "");
+    int listed = 0;
+    for (char *tok = strtok(want, ", "); tok; tok = strtok(NULL, ", ")) {
+        if (!strcmp(tok, "or") || !strcmp(tok, "tune")) continue;
+        const clg_gemm_engine *e = ENGINE(tok);
+        CHECK_MSG(e && e->candidates, "params.c takes gemm = %s: not an engine of the table the tuner knows", tok);
+        listed++;
+    }
+    int tunable = 0;
+    for (int i = 0; i < clg__gemm_engine_count(); i++) {
+        const clg_gemm_engine *e = clg__gemm_engine_at(i);
+        CHECK_MSG(ENGINE(e->name) == e && e->run, "engine %d (%s)", i, e->name);
+        if (!e->candidates) continue;
+        tunable++;
+        CHECK_MSG(clg_device_set_param(dev, "gemm", e->name) == CLG_OK, "gemm = %s: %s", e->name, clg_device_error(dev));
+    }
+    CHECK_MSG(listed == tunable && listed > 0, "params.c lists %d engines, the table has %d", listed, tunable);
+    CHECK_OK(dev, clg_device_set_param(dev, "gemm", saved));
+}
+
 static void argument_checks(clg_device *dev)
 {
     float out[12];
@@ -417,7 +453,8 @@ static void argument_checks(clg_device *dev)
     CHECK(clg__gemm_tiled_parse("128x128x1024/16x16/v1/m0", &huge)); /* 1 MiB of local memory */
     clg_gemm_args g = {.type = CLG_GEMM_F32, .m = 2, .n = 2, .k = 3, .batch = 1, .alpha = 1.0, .a = a, .lda = 3,
                        .b = b, .ldb = 2, .c = c, .ldc = 2};
-    CHECK(clg__gemm_run(dev, CLG_GEMM_TILED, &huge, &g) == CLG_ERR_INVALID_ARGUMENT);
+    clg_gemm_config huge_opaque = clg__gemm_tiled_as_config(&huge);
+    CHECK(clg__gemm_run(dev, ENGINE("tiled"), &huge_opaque, &g) == CLG_ERR_INVALID_ARGUMENT);
     CHECK_MSG(strstr(clg_device_error(dev), "does not fit"), "%s", clg_device_error(dev));
     /* Malformed or inconsistent configurations do not parse. */
     clg_gemm_tiled_config x;
@@ -480,7 +517,7 @@ static void choice_and_cache(void)
     char path[1400] = "";
     CHECK(tune_files(dir, path, sizeof path) == 1);
     /* The chosen engine computes correctly through clg__gemm. */
-    engine autoe = {.e = CLG_GEMM_AUTO, .name = "auto (tuned)"};
+    engine autoe = {.e = NULL, .name = "auto (tuned)"};
     gcase c = {.ta = true, .tb = false, .m = 19, .n = 23, .k = 29, .batch = 2, .alpha = 1.0, .beta = 0.0,
                .nan_c = true};
     run_case(dev, &autoe, CLG_GEMM_F32, &c);
@@ -518,8 +555,8 @@ static void choice_and_cache(void)
     for (int i = 0; i < 2; i++) {
         setenv("CLG_PARAMS", forced[i][0], 1);
         dev = check_open_device();
-        clg_gemm_engine e = clg__gemm_engine_for(dev);
-        CHECK(e == (i == 0 ? CLG_GEMM_TILED : CLG_GEMM_PACKED));
+        const clg_gemm_engine *e = clg__gemm_engine_for(dev);
+        CHECK(e == ENGINE(forced[i][1]));
         CHECK(clg__gemm_choice_origin(dev) == 1);
         double r = -1;
         const char *name = clg__gemm_choice(dev, &r);
@@ -543,18 +580,18 @@ int main(void)
     clg_device *dev = check_open_device();
     const clg_device_info *info = clg_device_get_info(dev);
     double rate = 0;
-    clg_gemm_engine own = clg__gemm_engine_for(dev);   /* tunes here when the table says "tune" */
+    const clg_gemm_engine *own = clg__gemm_engine_for(dev);   /* tunes here when the table says "tune" */
     const char *choice = clg__gemm_choice(dev, &rate);
     printf("test_gemm on %s: gemm = %s, engine %s", info->name, clg__device_params(dev)->gemm, choice);
     if (rate > 0) printf(" (%.3g GFLOP/s)", rate);
     printf("%s\n", small_mode ? ", small shapes" : "");
-    CHECK(own == CLG_GEMM_PACKED || own == CLG_GEMM_TILED || own == CLG_GEMM_CLBLAST || own == CLG_GEMM_HOST);
+    CHECK(own == ENGINE("packed") || own == ENGINE("tiled") || own == ENGINE("clblast") || own == ENGINE("host"));
 
     /* Every engine: the packed kernels, every tiled configuration that fits, CLBlast, host. */
     engine engines[32];
     int n = 0;
-    engines[n++] = (engine){.e = CLG_GEMM_PACKED, .name = "packed"};
-    engines[n++] = (engine){.e = CLG_GEMM_PACKED, .name = "packed, gemm_dot off", .no_dot = true};
+    engines[n++] = (engine){.e = ENGINE("packed"), .name = "packed"};
+    engines[n++] = (engine){.e = ENGINE("packed"), .name = "packed, gemm_dot off", .no_dot = true};
     for (int i = 0; i < clg__gemm_tiled_count() && n < 30; i++) {
         const clg_gemm_tiled_config *cfg = clg__gemm_tiled_config(i);
         char d[64];
@@ -565,26 +602,26 @@ int main(void)
             printf("  tiled %s does not fit %s: not run\n", d, info->name);
             continue;
         }
-        engines[n] = (engine){.e = CLG_GEMM_TILED, .cfg = cfg};
+        engines[n] = (engine){.e = ENGINE("tiled"), .cfg = cfg, .opaque = clg__gemm_tiled_as_config(cfg)};
         snprintf(engines[n++].name, sizeof engines[0].name, "tiled %s", d);
     }
-    engines[n++] = (engine){.e = CLG_GEMM_CLBLAST, .name = "clblast"};
+    engines[n++] = (engine){.e = ENGINE("clblast"), .name = "clblast"};
     /* The host's BLAS on the queue, where the device runs host functions (POCL). */
-    if (clg__gemm_host_available(dev)) engines[n++] = (engine){.e = CLG_GEMM_HOST, .name = "host"};
+    if (ENGINE("host")->ready(dev, CLG_GEMM_F32)) engines[n++] = (engine){.e = ENGINE("host"), .name = "host"};
     else printf("  host: %s runs no host functions, or no CBLAS library: not run\n", info->name);
     for (int i = 0; i < n; i++) {
         double t0 = clg__now();
         /* The device's own engine gets every case; AUTO is that engine. */
         bool mine = engines[i].e == own &&
-                    (own != CLG_GEMM_TILED || !strcmp(engines[i].name + 6, choice + 6));
+                    (own != ENGINE("tiled") || !strcmp(engines[i].name + 6, choice + 6));
         /* The packed kernels run one work-item per group: on a GPU-shaped device that is
          * slow, so there they get small cases only (as under CLG_TEST_SMALL). */
-        bool slow = engines[i].e == CLG_GEMM_PACKED && clg__device_params(dev)->vector_float == 1;
+        bool slow = engines[i].e == ENGINE("packed") && clg__device_params(dev)->vector_float == 1;
         bool keep = small_mode;
         if (slow) small_mode = true;
         /* CLBlast in double only where it is the engine: its double program takes ~40 s
          * to compile on POCL, for a path nothing there uses. */
-        bool f64 = info->fp64 && (engines[i].e != CLG_GEMM_CLBLAST || own == CLG_GEMM_CLBLAST);
+        bool f64 = info->fp64 && (engines[i].e != ENGINE("clblast") || own == ENGINE("clblast"));
         if (f64 && engines[i].cfg) { /* doubles take twice the local memory: it may not fit */
             clg_kernel *k = NULL;
             CHECK_OK(dev, clg__gemm_tiled_kernel(dev, engines[i].cfg, CLG_GEMM_F64, &k));
@@ -594,7 +631,7 @@ int main(void)
         sweep(dev, &engines[i], CLG_GEMM_F32, mine);
         if (f64) sweep(dev, &engines[i], CLG_GEMM_F64, mine);
         /* 16-bit storage: the packed kernels convert as they pack and store, the others
-         * compute on float32 copies (gemm_widen.c). */
+         * compute on float32 copies (widen.c). */
         sweep(dev, &engines[i], CLG_GEMM_F16, mine);
         sweep(dev, &engines[i], CLG_GEMM_BF16, mine);
         edges(dev, &engines[i]);
@@ -604,10 +641,11 @@ int main(void)
                clg__now() - t0);
     }
     mma_engine(dev);
-    engine autoe = {.e = CLG_GEMM_AUTO, .name = "auto"};
+    engine autoe = {.e = NULL, .name = "auto"};
     gcase c = {.ta = false, .tb = true, .m = 37, .n = 41, .k = 43, .batch = 1, .alpha = 1.0, .beta = 0.0};
     run_case(dev, &autoe, CLG_GEMM_F32, &c);
     argument_checks(dev);
+    table_names(dev);
     CHECK(!strcmp(clg__clblast_status_name(-1017), "CLBlastInvalidDimension"));
     CHECK(!strcmp(clg__clblast_status_name(-5), "CL_OUT_OF_RESOURCES"));
     CHECK(!strcmp(clg__clblast_status_name(-2041), "CLBlastDatabaseError"));

@@ -18,7 +18,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "conformance_cases.h"
-/* The GEMM engine a device uses is internal (src/tensor/gemm.h; the tool links the
+/* The GEMM engine a device uses is internal (src/gemm/gemm.h; the tool links the
  * static library, tools/CMakeLists.txt). */
 
 #define CMD "conformance"

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Compile-check the matrix-unit GEMM (cl_kernels/gemm_mma.cl with mma = ptx) for NVIDIA
-# without a GPU (issue 35): every variant src/tensor/gemm_mma.c builds (three block
+# without a GPU (issue 35): every variant src/gemm/mma.c builds (three block
 # shapes, float16 and bfloat16, float32 or 16-bit C) through clang's OpenCL front end to
 # PTX (libclc's NVPTX builtins), then CUDA's ptxas for sm_90, which checks the inline
 # PTX and reports registers and spills. Fails on any error or spill.
@@ -16,7 +16,7 @@ done
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 { cat cl_kernels/common.cl; echo '#line 1 "gemm_mma.cl"'; cat cl_kernels/gemm_mma.cl; } > "$tmp/k.cl"
 fail=0
-# the blocks of src/tensor/gemm_mma.c (the table's default and the smaller two) and
+# the blocks of src/gemm/mma.c (the table's default and the smaller two) and
 # candidates for the table, as the table's mma_block: WMxWNxFMxFNxTKxS
 for cfg in ${PTX_CHECK_BLOCKS:-2x4x4x4x32x2 2x2x2x4x32x3 1x1x2x4x32x3 4x2x2x4x32x3}; do
   IFS=x; set -- $cfg; unset IFS

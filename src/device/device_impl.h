@@ -286,7 +286,7 @@ typedef struct clg_device_params {
     bool col2im_planes;
     /* The packed engine's A . B^T (A not transposed) with m or n at most 256: dot
      * products along k read in place, one launch (gemm.cl's gemm_dot), rather than
-     * packing both operands (gemm_kernel.c). */
+     * packing both operands (src/gemm/packed.c). */
     bool gemm_dot;
     /* conv2d's forward keeps its column matrix for the weight gradient ("keep": one
      * im2col pass less per layer and step, the columns held until the tape goes, tens
@@ -341,7 +341,7 @@ typedef struct clg_device_params {
      * log1p was 2.5 ulp off there). On where the device reports it can
      * (CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT); applies to programs built after it is set. */
     bool exact_div;
-    /* The matrix unit 16-bit products run on (gemm_mma.c, cl_kernels/gemm_mma.cl): "ptx"
+    /* The matrix unit 16-bit products run on (src/gemm/mma.c, cl_kernels/gemm_mma.cl): "ptx"
      * (NVIDIA's mma.sync through inline PTX: the default where the device reports compute
      * capability 8.0 or later through cl_nv_device_attribute_query), "emulate" (the same
      * kernel with the instruction computed by the warp's work-items: any device, for the
@@ -389,8 +389,9 @@ clg_status clg__kernel_error_check(clg_device *dev);
 void clg__kernel_errors_free(clg_device *dev);
 
 /* State that a layer above keeps per device (tensors, GEMM choices), made lazily by
- * that layer and freed at close, in slot order, before the pool and programs go. */
-typedef enum clg_slot_id { CLG_SLOT_TENSOR, CLG_SLOT_GEMM, CLG_SLOT_MMA, CLG_SLOT_COUNT } clg_slot_id;
+ * that layer and freed at close, in slot order, before the pool and programs go. GEMM:
+ * the choice of engine (src/gemm/choice.c), each engine's own state (src/gemm/slots.c). */
+typedef enum clg_slot_id { CLG_SLOT_TENSOR, CLG_SLOT_GEMM, CLG_SLOT_GEMM_ENGINES, CLG_SLOT_COUNT } clg_slot_id;
 typedef struct clg_slot {
     void *data;
     void (*free)(clg_device *dev, void *data);

@@ -101,7 +101,7 @@ static void defaults(clg_device *dev)
 
 /* "WMxWNxFMxFNxTKxS": warps 1..8 each way, fragments 1..8 each way (along n even), k
  * tile 16..128 in steps of 16, 2..4 stages. Whether a block fits a device (group size, local memory, whole shares of
- * the tile loads) is gemm_mma.c's to judge. */
+ * the tile loads) is src/gemm/mma.c's to judge. */
 static clg_status parse_block(clg_device *dev, const char *key, const char *v, const char *origin, int out[6])
 {
     int b[6], used = 0;
@@ -146,6 +146,8 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
 {
     clg_device_params *p = &dev->params;
     if (!strcmp(key, "gemm")) {
+        /* The GEMM engines the tuner knows (src/gemm/engines.c; the device layer sits
+         * below it, so the names are spelled here too: test_gemm checks that they agree). */
         static const char *engines[] = {"tune", "packed", "tiled", "clblast", "host"};
         for (size_t i = 0; i < sizeof engines / sizeof *engines; i++)
             if (!strcmp(value, engines[i])) {

@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "conv.h"
-#include "gemm.h"
+#include "gemm/gemm.h"
 
 #define PROGRAM "conv"
 
@@ -204,7 +204,7 @@ static clg_status grouped_gemm(clg_device *dev, clg_dtype dtype, const conv_geo 
             .ldb = b.ld, .stride_b = b.stride, .c_off = c.off + s * c.group_step, .ldc = c.ld, .stride_c = c.stride,
             .c_f32 = c_f32,
         };
-        st = clg__gemm_run(dev, CLG_GEMM_AUTO, NULL, &ga);
+        st = clg__gemm_run(dev, NULL, NULL, &ga);
     }
     return st;
 }
@@ -307,7 +307,7 @@ static conv_geo geo_load(const clg_node *n)
 }
 
 /* dW = sum over n of dy[n] . col[n]^T, per group, chunk by chunk of images. Where the
- * engine takes it (clg__gemm_dot_sum) the products sum the images themselves into
+ * engine takes it (clg__gemm_sum) the products sum the images themselves into
  * [O, K], each chunk added to the last; else they go per image into [N, O, K], summed
  * over N after. For 16-bit tensors the products and their sum are float32, rounded once
  * at the end. */
@@ -317,7 +317,7 @@ clg_tensor *clg__conv_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, 
     bool half = clg__is_half(x->dtype);
     clg_gemm_args probe = {.type = clg__gemm_type_of(x->dtype), .trans_b = true, .m = Og, .n = K, .k = P, .batch = 1,
                            .lda = P, .ldb = P, .ldc = K};
-    bool summed = clg__gemm_dot_sum_fits(x->dev, &probe);
+    bool summed = clg__gemm_sum_fits(x->dev, &probe);
     clg_tensor *part = clg__tensor_new(x->dev, half ? CLG_F32 : x->dtype, summed ? 2 : 3,
                                        summed ? (const int64_t[]){g->O, (int64_t)K} : (const int64_t[]){g->N, g->O, (int64_t)K});
     if (!part) return NULL;
@@ -341,7 +341,7 @@ clg_tensor *clg__conv_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, 
                 .lda = P, .stride_a = A.stride, .b_off = B.off + s * B.group_step, .ldb = P, .stride_b = B.stride,
                 .c_off = s * C.group_step, .ldc = K, .c_f32 = half,
             };
-            st = clg__gemm_dot_sum(x->dev, &ga);
+            st = clg__gemm_sum(x->dev, &ga);
         }
         if (!summed) st = grouped_gemm(x->dev, x->dtype, g, cnt, Og, K, P, A, B, 0.0, C, half);
         clg_tensor_free(c.t);

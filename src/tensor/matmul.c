@@ -6,7 +6,7 @@
  * contiguous first. Results are contiguous. */
 #include <string.h>
 
-#include "gemm.h"
+#include "gemm/gemm.h"
 #include "tensor_impl.h"
 
 /* One operand as GEMM sees it. */

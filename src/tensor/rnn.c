@@ -17,7 +17,7 @@
  * weight gradient's GEMM reads them in place. */
 #include <string.h>
 
-#include "gemm.h"
+#include "gemm/gemm.h"
 #include "tensor_impl.h"
 
 #define PROGRAM "rnn"

@@ -111,9 +111,8 @@ void clg__drop_cast(clg_tensor *made, const clg_tensor *t);
 
 /* The type a kernel computes a dtype's values in: float32 for the 16-bit floats. */
 static inline clg_dtype clg__compute_dtype(clg_dtype d) { return d == CLG_F16 || d == CLG_BF16 ? CLG_F32 : d; }
-/* A 16-bit float's value, and a value as one (through float32), as the device converts. */
-double clg__half_to_double(clg_dtype d, uint16_t v);
-uint16_t clg__half_from_double(clg_dtype d, double v);
+/* clg__half_to_double, clg__half_from_double: src/device/half.h (the GEMM engines convert too). */
+#include "half.h"
 
 /* ---- errors ---------------------------------------------------------------------------- */
 

@@ -1,9 +1,10 @@
 /* half.c: float16 and bfloat16 on the host, bit for bit as cl_kernels/half.cl converts
  * on the device (cl_kernels/common.cl's integer conversions for float16; the same rounding
- * for bfloat16), so that host data and device data agree. */
+ * for bfloat16), so that host data and device data agree. In src/device, below the
+ * tensors and the GEMM engines (mma.c's validation), which both convert. */
 #include <string.h>
 
-#include "tensor_impl.h"
+#include "half.h"
 
 static uint32_t bits_of(float f)
 {

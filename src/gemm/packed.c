@@ -1,4 +1,4 @@
-/* gemm_kernel.c: clgrad's own GEMM engine for CPU devices (cl_kernels/gemm.cl).
+/* packed.c: clgrad's own GEMM engine for CPU devices (cl_kernels/gemm.cl).
  *
  * Why not CLBlast on POCL: CLBlast's kernels are built for GPUs (work-groups of many
  * items sharing local memory); POCL runs a work-group as a loop on one core and the
@@ -9,9 +9,8 @@
  * type: a training step compiles it once.
  */
 #include <limits.h>
-#include <string.h>
 
-#include "tensor/gemm.h"
+#include "gemm/engine.h"
 
 #define MR 6 /* rows of a micro-tile: must match gemm.cl's six accumulators */
 
@@ -23,25 +22,10 @@ typedef struct tiles_plan {
     int pi, pj;            /* micro-tiles per work-item along m and n */
 } tiles_plan;
 
-/* -w: POCL's clang warns that float16 values passed to vload16/fma/store_row "change
- * the ABI" without AVX-512; those calls are inlined, so the warning is noise on stderr.
- * 16-bit operands compute as float (panels of float32), stored as TS (common.cl). */
-static const char *options(const clg_gemm_args *g)
+/* Whether gemm.cl's indexing holds g. */
+static bool fits(clg_device *dev, const clg_gemm_args *g)
 {
-    switch (g->type) {
-    case CLG_GEMM_F64: return "-DT=double -DMR=6 -DNR=8 -cl-mad-enable -w";
-    case CLG_GEMM_F16:
-        return g->c_f32 ? "-DT=float -DMR=6 -DNR=16 -DCLG_F16_STORE -DCLG_C_F32 -cl-mad-enable -w"
-                        : "-DT=float -DMR=6 -DNR=16 -DCLG_F16_STORE -cl-mad-enable -w";
-    case CLG_GEMM_BF16:
-        return g->c_f32 ? "-DT=float -DMR=6 -DNR=16 -DCLG_BF16_STORE -DCLG_C_F32 -cl-mad-enable -w"
-                        : "-DT=float -DMR=6 -DNR=16 -DCLG_BF16_STORE -cl-mad-enable -w";
-    default: return "-DT=float -DMR=6 -DNR=16 -cl-mad-enable -w";
-    }
-}
-
-bool clg__gemm_kernel_fits(const clg_gemm_args *g)
-{
+    (void)dev;
     /* gemm.cl indexes rows and columns with int and offsets with long. */
     size_t lim = INT_MAX / 2;
     return g->m < lim && g->n < lim && g->k < lim && g->lda < lim && g->ldb < lim && g->ldc < lim &&
@@ -73,7 +57,7 @@ static tiles_plan plan_tiles(const clg_device *dev, const clg_gemm_args *g)
     return t;
 }
 
-size_t clg__gemm_kernel_k_limit(const clg_device *dev, const clg_gemm_args *g)
+static size_t k_limit(clg_device *dev, const clg_gemm_args *g)
 {
     /* gemm_tiles: a work-item walks pi x pj micro-tiles, each over all of k; gemm_pack
      * and gemm_dot stay within item_loops / 4 (PACK_KC steps; 16 columns of k / 4). */
@@ -98,11 +82,6 @@ static clg_status pack(clg_device *dev, clg_kernel *kp, const clg_buffer *src, s
     size_t global[3] = {(P + (size_t)w - 1) / (size_t)w, (K + kc - 1) / kc, batch};
     size_t local[3] = {1, 1, 1};
     return clg__launch(dev, kp, args, 10, 3, global, local);
-}
-
-static clg_arg scalar(clg_gemm_type type, double v)
-{
-    return type == CLG_GEMM_F64 ? CLG_ARG_D(v) : CLG_ARG_F(v);
 }
 
 /* Where gemm_tiles finds B's panels (gemm.cl): packed, or a row-major B read in place. */
@@ -132,8 +111,8 @@ static clg_status tiles(clg_device *dev, clg_kernel *k, const clg_gemm_args *g, 
         CLG_ARG_I(g->m), CLG_ARG_I(n), CLG_ARG_I(g->k), CLG_ARG_I(t.pi), CLG_ARG_I(t.pj),
         CLG_ARG_M(ap->mem), CLG_ARG_L(g->stride_a ? ap_stride : 0), CLG_ARG_M(bp.mem), CLG_ARG_L(bp.off),
         CLG_ARG_L(bp.stride), CLG_ARG_L(bp.panel), CLG_ARG_I(bp.kstep), CLG_ARG_M(g->c->mem),
-        CLG_ARG_L(g->c_off + j0), CLG_ARG_I(g->ldc), CLG_ARG_L(g->stride_c), scalar(g->type, g->alpha),
-        scalar(g->type, g->beta),
+        CLG_ARG_L(g->c_off + j0), CLG_ARG_I(g->ldc), CLG_ARG_L(g->stride_c), clg__gemm_scalar(g->type, g->alpha),
+        clg__gemm_scalar(g->type, g->beta),
     };
     size_t global[3] = {(size_t)((t.npanels + t.pj - 1) / t.pj), (size_t)((t.mpanels + t.pi - 1) / t.pi),
                         g->batch};
@@ -158,7 +137,7 @@ static int dot_blocks(const clg_device *dev, const clg_gemm_args *g)
 /* A . B^T with A not transposed: both read along k in place, one launch (gemm.cl). */
 static clg_status dot(clg_device *dev, const clg_gemm_args *g)
 {
-    clg_kernel *k = clg__kernel_get(dev, "gemm", options(g), "gemm_dot");
+    clg_kernel *k = clg__kernel_get(dev, "gemm", clg__gemm_cl_options(g), "gemm_dot");
     if (!k) return dev->status;
     int jb = dot_blocks(dev, g);
     clg_arg args[] = {
@@ -166,7 +145,7 @@ static clg_status dot(clg_device *dev, const clg_gemm_args *g)
         CLG_ARG_M(g->a->mem), CLG_ARG_L(g->a_off), CLG_ARG_I(g->lda), CLG_ARG_L(g->stride_a),
         CLG_ARG_M(g->b->mem), CLG_ARG_L(g->b_off), CLG_ARG_I(g->ldb), CLG_ARG_L(g->stride_b),
         CLG_ARG_M(g->c->mem), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc), CLG_ARG_L(g->stride_c),
-        scalar(g->type, g->alpha), scalar(g->type, g->beta), CLG_ARG_I(1),
+        clg__gemm_scalar(g->type, g->alpha), clg__gemm_scalar(g->type, g->beta), CLG_ARG_I(1),
     };
     size_t nb = (g->n + 2) / 3;
     size_t global[3] = {(nb + (size_t)jb - 1) / (size_t)jb, (g->m + 3) / 4, g->batch};
@@ -180,19 +159,20 @@ static clg_status dot(clg_device *dev, const clg_gemm_args *g)
 /* gemm_dot's vector width (gemm.cl DW): its loop trips per row of k are k / DW + DW. */
 static size_t dot_width(const clg_gemm_args *g) { return g->type == CLG_GEMM_F64 ? 4 : 8; }
 
-bool clg__gemm_dot_sum_fits(const clg_device *dev, const clg_gemm_args *g)
+static bool sum_fits(const clg_device *dev, const clg_gemm_args *g)
 {
     const clg_device_params *p = clg__device_params(dev);
-    return !strcmp(p->gemm, "packed") && p->gemm_dot && !g->trans_a && g->trans_b && (g->m <= 256 || g->n <= 256) &&
-           g->type != CLG_GEMM_F16 && clg__gemm_kernel_fits(g) && 16 * (g->k / dot_width(g) + 8) <= p->item_loops;
+    /* The device table names this engine (the dispatcher asked it); gemm_dot on. */
+    return p->gemm_dot && !g->trans_a && g->trans_b && (g->m <= 256 || g->n <= 256) &&
+           g->type != CLG_GEMM_F16 && fits(NULL, g) && 16 * (g->k / dot_width(g) + 8) <= p->item_loops;
 }
 
 /* C = alpha sum over the batch of A[b] . B[b]^T + beta C (one C): gemm_dot with each
  * work-item summing the products of nsum matrices, in launches of as many as keep its
  * loops within item_loops, each adding to the last (beta 1 after the first). */
-clg_status clg__gemm_dot_sum(clg_device *dev, const clg_gemm_args *g)
+static clg_status sum(clg_device *dev, const clg_gemm_args *g)
 {
-    clg_kernel *k = clg__kernel_get(dev, "gemm", options(g), "gemm_dot");
+    clg_kernel *k = clg__kernel_get(dev, "gemm", clg__gemm_cl_options(g), "gemm_dot");
     if (!k) return dev->status;
     clg_gemm_args one = *g;
     one.batch = 1;
@@ -208,7 +188,7 @@ clg_status clg__gemm_dot_sum(clg_device *dev, const clg_gemm_args *g)
             CLG_ARG_M(g->a->mem), CLG_ARG_L(g->a_off + b0 * g->stride_a), CLG_ARG_I(g->lda), CLG_ARG_L(g->stride_a),
             CLG_ARG_M(g->b->mem), CLG_ARG_L(g->b_off + b0 * g->stride_b), CLG_ARG_I(g->ldb), CLG_ARG_L(g->stride_b),
             CLG_ARG_M(g->c->mem), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc), CLG_ARG_L(0),
-            scalar(g->type, g->alpha), scalar(g->type, b0 ? 1.0 : g->beta), CLG_ARG_I(cnt),
+            clg__gemm_scalar(g->type, g->alpha), clg__gemm_scalar(g->type, b0 ? 1.0 : g->beta), CLG_ARG_I(cnt),
         };
         st = clg__launch(dev, k, args, (int)(sizeof args / sizeof *args), 3, global, local);
     }
@@ -222,8 +202,9 @@ clg_status clg__gemm_dot_sum(clg_device *dev, const clg_gemm_args *g)
 
 static clg_status packed(clg_device *dev, const clg_gemm_args *g);
 
-clg_status clg__gemm_kernel(clg_device *dev, const clg_gemm_args *g)
+static clg_status run(clg_device *dev, const clg_gemm_args *g, const clg_gemm_config *cfg)
 {
+    (void)cfg;
     size_t nr = tile_cols(g->type), es = g->type == CLG_GEMM_F64 ? sizeof(double) : sizeof(float);
     size_t per = (g->n + nr - 1) / nr * nr * g->k * es;   /* one matrix's B panels, at most */
     /* Packing costs O(k (m + n)) against O(m n k) of products: negligible when m and n
@@ -252,7 +233,7 @@ clg_status clg__gemm_kernel(clg_device *dev, const clg_gemm_args *g)
 
 static clg_status packed(clg_device *dev, const clg_gemm_args *g)
 {
-    const char *opts = options(g);
+    const char *opts = clg__gemm_cl_options(g);
     clg_kernel *kpack = clg__kernel_get(dev, "gemm", opts, "gemm_pack");
     clg_kernel *ktiles = kpack ? clg__kernel_get(dev, "gemm", opts, "gemm_tiles") : NULL;
     if (!ktiles) return dev->status;
@@ -292,14 +273,22 @@ static clg_status packed(clg_device *dev, const clg_gemm_args *g)
     return st;
 }
 
-clg_status clg__gemm_scale(clg_device *dev, const clg_gemm_args *g)
+/* One candidate of the tuner, always: the fallback of every device. */
+static int candidates(clg_device *dev, int flags, bool fitting, clg_gemm_config *out, int cap)
 {
-    clg_kernel *k = clg__kernel_get(dev, "gemm", options(g), "gemm_scale");
-    if (!k) return dev->status;
-    clg_arg args[] = {
-        CLG_ARG_I(g->m), CLG_ARG_I(g->n), CLG_ARG_M(g->c->mem), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc),
-        CLG_ARG_L(g->stride_c), scalar(g->type, g->beta),
-    };
-    /* exact groups (not the driver's pick, one compile per matrix shape on POCL) */
-    return clg__launch_rows3(dev, k, args, 7, g->n, g->m, g->batch);
+    (void)dev, (void)flags, (void)fitting, (void)out;
+    return cap > 0;
 }
+
+const clg_gemm_engine clg__gemm_packed_engine = {
+    .name = "packed",
+    .stores16 = true,
+    .instead = "clblast",   /* sizes past gemm.cl's 32-bit indexing */
+    .fits = fits,
+    .k_limit = k_limit,
+    .run = run,
+    .candidates = candidates,
+    .programs = "common gemm",
+    .sum_fits = sum_fits,
+    .sum = sum,
+};

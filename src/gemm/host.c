@@ -1,4 +1,4 @@
-/* gemm_host.c: the host's BLAS as a GEMM engine ("host"), for devices that run host
+/* host.c: the host's BLAS as a GEMM engine ("host"), for devices that run host
  * functions as commands of their queue (native.c; POCL on a CPU, whose buffers are host
  * memory). cblas_sgemm / cblas_dgemm run on the buffers in queue order, one call per
  * batch entry, like a kernel: nothing waits. The engine a CPU's BLAS library took years
@@ -7,7 +7,7 @@
  *
  * The library is found at run time (no build dependency): libopenblas.so.0, else
  * libblas.so.3 (Debian's alternative: OpenBLAS, BLIS or the reference), with
- * cblas_sgemm and cblas_dgemm. Like every engine, the tuner (gemm_tune.c) times it
+ * cblas_sgemm and cblas_dgemm. Like every engine, the tuner (tune.c) times it
  * and validates its results against a host reference before it is chosen. 16-bit
  * operands stay on the packed kernels (they read 16-bit storage themselves).
  */
@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "tensor/gemm.h"
+#include "gemm/engine.h"
 
 /* CBLAS's enums and the two functions, as the CBLAS interface fixes them. */
 enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
@@ -51,19 +51,24 @@ static void load(void)
     }
 }
 
-const char *clg__gemm_host_library(void)
+/* The library found ("libopenblas.so.0"), or NULL. */
+static const char *library(void)
 {
     pthread_once(&blas.once, load);
     return blas.sgemm ? blas.name : NULL;
 }
 
-bool clg__gemm_host_available(clg_device *dev)
+/* A library, and a device that runs host functions as commands; float32 and float64
+ * (16-bit operands stay on the packed kernels, which read 16-bit storage themselves). */
+static bool ready(clg_device *dev, clg_gemm_type type)
 {
-    return clg__gemm_host_library() && clg__native_supported(dev);
+    return (type == CLG_GEMM_F32 || type == CLG_GEMM_F64) && library() && clg__native_supported(dev);
 }
 
-bool clg__gemm_host_fits(const clg_gemm_args *g)
+/* Sizes within CBLAS's int (a capture records the command like a launch). */
+static bool takes(clg_device *dev, const clg_gemm_args *g)
 {
+    (void)dev;
     return (g->type == CLG_GEMM_F32 || g->type == CLG_GEMM_F64) && g->m <= INT_MAX && g->n <= INT_MAX &&
            g->k <= INT_MAX && g->lda <= INT_MAX && g->ldb <= INT_MAX && g->ldc <= INT_MAX;
 }
@@ -73,7 +78,7 @@ bool clg__gemm_host_fits(const clg_gemm_args *g)
 enum { A_TYPE, A_TA, A_TB, A_M, A_N, A_K, A_BATCH, A_ALPHA, A_BETA, A_A, A_AOFF, A_LDA, A_SA, A_B, A_BOFF, A_LDB,
        A_SB, A_C, A_COFF, A_LDC, A_SC, A_COUNT };
 
-static void run(const clg_arg *a, int nargs)
+static void gemm_host(const clg_arg *a, int nargs)
 {
     if (nargs != A_COUNT) return;
     int ta = a[A_TA].v.i32 ? TRANS : NO_TRANS, tb = a[A_TB].v.i32 ? TRANS : NO_TRANS;
@@ -93,12 +98,13 @@ static void run(const clg_arg *a, int nargs)
     }
 }
 
-clg_status clg__gemm_host(clg_device *dev, const clg_gemm_args *g)
+static clg_status run(clg_device *dev, const clg_gemm_args *g, const clg_gemm_config *cfg)
 {
-    if (!clg__gemm_host_library())
+    (void)cfg;
+    if (!library())
         return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg__gemm (host): no CBLAS library found "
                                                         "(libopenblas.so.0 or libblas.so.3 with cblas_sgemm)");
-    clg_kernel *k = clg__native_kernel(dev, "gemm_host", run);
+    clg_kernel *k = clg__native_kernel(dev, "gemm_host", gemm_host);
     if (!k) return dev->status;
     clg_arg a[A_COUNT] = {
         [A_TYPE] = CLG_ARG_I(g->type), [A_TA] = CLG_ARG_I(g->trans_a), [A_TB] = CLG_ARG_I(g->trans_b),
@@ -111,3 +117,22 @@ clg_status clg__gemm_host(clg_device *dev, const clg_gemm_args *g)
     };
     return clg__launch_native(dev, k, a, A_COUNT);
 }
+
+/* A candidate of the tuner where it can run. */
+static int candidates(clg_device *dev, int flags, bool fitting, clg_gemm_config *out, int cap)
+{
+    (void)flags, (void)fitting, (void)out;
+    return ready(dev, CLG_GEMM_F32) && cap > 0;
+}
+
+static void version(char *buf, size_t len) { snprintf(buf, len, "%s", library() ? library() : "none"); }
+
+const clg_gemm_engine clg__gemm_host_engine = {
+    .name = "host",
+    .instead = "packed",   /* 16-bit operands, sizes past CBLAS's int */
+    .ready = ready,
+    .takes = takes,
+    .run = run,
+    .candidates = candidates,
+    .version = version,
+};

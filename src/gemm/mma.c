@@ -1,4 +1,4 @@
-/* gemm_mma.c: 16-bit products on matrix units (issue 35; cl_kernels/gemm_mma.cl).
+/* mma.c: 16-bit products on matrix units (issue 35; cl_kernels/gemm_mma.cl).
  *
  * Where the device table's `mma` names a warp instruction, float16 and bfloat16 products
  * (mixed precision's, or a 16-bit model's) run on gemm_mma.cl rather than on float32
@@ -14,12 +14,13 @@
  * A device whose compiler rejects the kernel, or whose results differ, refuses the engine
  * once, with a log line naming why; its products then take the path they took before.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor/gemm.h"
-#include "tensor/tensor_impl.h"
+#include "gemm/engine.h"
+#include "half.h"
 
 /* A kernel shape: warps along m and n, 16 x 8 fragments per warp along m and n, k tile,
  * tiles staged. */
@@ -50,21 +51,11 @@ static int tile_n(const mma_config *c) { return c->warps_n * c->fn * 8; }
  * one is validated anew). */
 typedef struct mma_state { int ready[3][2], block[6]; } mma_state;
 
-static void state_free(clg_device *dev, void *p)
-{
-    (void)dev;
-    free(p);
-}
+extern const clg_gemm_engine clg__gemm_mma_engine;
 
 static mma_state *state(clg_device *dev)
 {
-    clg_slot *slot = &dev->slots[CLG_SLOT_MMA];
-    if (!slot->data) {
-        slot->data = calloc(1, sizeof(mma_state));
-        if (!slot->data) return NULL;
-        slot->free = state_free;
-    }
-    return slot->data;
+    return clg__gemm_engine_data(dev, &clg__gemm_mma_engine, sizeof(mma_state), NULL);
 }
 
 static bool emulated(const clg_device *dev) { return clg__device_params(dev)->mma == CLG_MMA_EMULATE; }
@@ -127,7 +118,7 @@ static size_t trips_per_tile(const clg_device *dev, const mma_config *c)
     return 10 * loads + (size_t)c->tk / 16 * per16;
 }
 
-size_t clg__gemm_mma_k_limit(const clg_device *dev)
+static size_t mma_k_limit(const clg_device *dev)
 {
     size_t most = 1, tk = 1 << 30;
     for (int i = 0; i < NCONFIGS; i++) {
@@ -179,7 +170,11 @@ static clg_status run_mma(clg_device *dev, const clg_gemm_args *g, int only, boo
     return clg__launch(dev, k, args, (int)(sizeof args / sizeof args[0]), 3, global, local);
 }
 
-clg_status clg__gemm_mma(clg_device *dev, const clg_gemm_args *g) { return run_mma(dev, g, -1, NULL); }
+static clg_status run(clg_device *dev, const clg_gemm_args *g, const clg_gemm_config *cfg)
+{
+    (void)cfg;
+    return run_mma(dev, g, -1, NULL);
+}
 
 /* ---- validation before first use -------------------------------------------------------- */
 
@@ -247,7 +242,7 @@ static int validate(clg_device *dev, clg_gemm_type type)
     return ready;
 }
 
-bool clg__gemm_mma_ready(clg_device *dev, clg_gemm_type type)
+static bool ready(clg_device *dev, clg_gemm_type type)
 {
     if (!clg__gemm_type_is_half(type) || clg__device_params(dev)->mma == CLG_MMA_NONE) return false;
     mma_state *s = state(dev);
@@ -262,9 +257,42 @@ bool clg__gemm_mma_ready(clg_device *dev, clg_gemm_type type)
     return *r > 0;
 }
 
-bool clg__gemm_mma_fits(const clg_device *dev, const clg_gemm_args *g)
+/* The longest k one launch may take (the dispatcher slices longer ones when C is float32). */
+static size_t k_limit(clg_device *dev, const clg_gemm_args *g)
 {
-    /* 32-bit indexing of rows, columns and leading dimensions, as the tiled kernel; k
-     * within one launch's loop budget unless C is float32 (gemm.c then slices k). */
-    return clg__gemm_tiled_fits(g) && (g->c_f32 || g->k <= clg__gemm_mma_k_limit(dev));
+    (void)g;
+    return mma_k_limit(dev);
 }
+
+/* 16-bit operands where the engine is validated on dev (the first call validates it);
+ * 32-bit indexing of rows, columns and leading dimensions, as the tiled kernel; k
+ * within one launch's loop budget unless C is float32 (then sliced). */
+static bool takes(clg_device *dev, const clg_gemm_args *g)
+{
+    size_t lim = INT_MAX / 2;
+    return clg__gemm_type_is_half(g->type) && ready(dev, g->type) && g->m < lim && g->n < lim && g->k < lim &&
+           g->lda < lim && g->ldb < lim && g->ldc < lim && (g->c_f32 || g->k <= mma_k_limit(dev));
+}
+
+/* Asked for by name where absent or refused: an error. */
+static clg_status refuse(clg_device *dev, const clg_gemm_args *g)
+{
+    return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
+                     "clg__gemm (mma, %s, m=%zu n=%zu k=%zu): the matrix-unit engine does not take it on %s "
+                     "(16-bit operands only; device table mma = %s, validated on first use; see the log)",
+                     g->type == CLG_GEMM_F16 ? "float16" : g->type == CLG_GEMM_BF16 ? "bfloat16" : "float32/64",
+                     g->m, g->n, g->k, clg_device_get_info(dev)->name,
+                     clg__device_params(dev)->mma == CLG_MMA_NONE ? "none" : "ptx or emulate");
+}
+
+/* Every 16-bit product it takes, whatever the device's engine: not a tuning candidate. */
+const clg_gemm_engine clg__gemm_mma_engine = {
+    .name = "mma",
+    .first = true,
+    .stores16 = true,
+    .ready = ready,
+    .takes = takes,
+    .k_limit = k_limit,
+    .run = run,
+    .refuse = refuse,
+};

@@ -1,11 +1,11 @@
-/* gemm_tiled.c: clgrad's GEMM engine for GPU-shaped devices (cl_kernels/gemm_tiled.cl):
+/* tiled.c: clgrad's GEMM engine for GPU-shaped devices (cl_kernels/gemm_tiled.cl):
  * a work-group per TM x TN block of C, op(A)'s and op(B)'s tiles staged in local memory
  * over k, WM x WN results per work-item in registers.
  *
  * A configuration is the kernel's shape (tile sizes, results per item, vector width,
  * item mapping), fixed at compile time with -D options: one program per configuration
  * and element type, shared by every transpose and size. The configurations below are
- * the few the tuner (gemm_tune.c) times; one that does not fit a device (its group
+ * the few the tuner (tune.c) times; one that does not fit a device (its group
  * larger than the device or the compiled kernel allows, its tiles larger than local
  * memory) is skipped, never launched.
  */
@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tensor/gemm.h"
+#include "gemm/tiled.h"
 
 /* In order of preference when nothing was measured (gemm=tiled forced): the first that
  * fits the device is used. Measured on llvmpipe (8-lane AVX2, groups of at most 32
@@ -120,20 +120,16 @@ clg_status clg__gemm_tiled_kernel(clg_device *dev, const clg_gemm_tiled_config *
     return CLG_OK;
 }
 
-bool clg__gemm_tiled_fits(const clg_gemm_args *g)
+static bool fits(clg_device *dev, const clg_gemm_args *g)
 {
+    (void)dev;
     /* gemm_tiled.cl indexes rows, columns and leading dimensions with int (a tile's
      * corner may pass the end by up to a tile), offsets with long. */
     size_t lim = INT_MAX / 2;
     return g->m < lim && g->n < lim && g->k < lim && g->lda < lim && g->ldb < lim && g->ldc < lim;
 }
 
-static clg_arg scalar(clg_gemm_type type, double v)
-{
-    return type == CLG_GEMM_F64 ? CLG_ARG_D(v) : CLG_ARG_F(v);
-}
-
-clg_status clg__gemm_tiled(clg_device *dev, const clg_gemm_args *g, const clg_gemm_tiled_config *c)
+static clg_status run_config(clg_device *dev, const clg_gemm_args *g, const clg_gemm_tiled_config *c)
 {
     char cfg[64];
     clg__gemm_tiled_describe(c, cfg, sizeof cfg);
@@ -147,7 +143,7 @@ clg_status clg__gemm_tiled(clg_device *dev, const clg_gemm_args *g, const clg_ge
                          g->type == CLG_GEMM_F64 ? "float64" : "float32", g->m, g->n, g->k,
                          clg_device_get_info(dev)->name, items_n(c) * items_m(c),
                          local_a(c, g->type) + local_b(c, g->type));
-    if (!clg__gemm_tiled_fits(g))
+    if (!fits(dev, g))
         return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
                          "clg__gemm (tiled %s, m=%zu n=%zu k=%zu, lda=%zu ldb=%zu ldc=%zu): sizes beyond the "
                          "kernel's 32-bit indexing", cfg, g->m, g->n, g->k, g->lda, g->ldb, g->ldc);
@@ -156,10 +152,143 @@ clg_status clg__gemm_tiled(clg_device *dev, const clg_gemm_args *g, const clg_ge
         CLG_ARG_M(g->a->mem), CLG_ARG_L(g->a_off), CLG_ARG_I(g->lda), CLG_ARG_L(g->stride_a),
         CLG_ARG_M(g->b->mem), CLG_ARG_L(g->b_off), CLG_ARG_I(g->ldb), CLG_ARG_L(g->stride_b),
         CLG_ARG_M(g->c->mem), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc), CLG_ARG_L(g->stride_c),
-        scalar(g->type, g->alpha), scalar(g->type, g->beta),
+        clg__gemm_scalar(g->type, g->alpha), clg__gemm_scalar(g->type, g->beta),
     };
     size_t tm = (size_t)c->tm, tn = (size_t)c->tn;
     size_t local[3] = {items_n(c), items_m(c), 1};
     size_t global[3] = {(g->n + tn - 1) / tn * local[0], (g->m + tm - 1) / tm * local[1], g->batch};
     return clg__launch(dev, k, args, (int)(sizeof args / sizeof args[0]), 3, global, local);
 }
+
+/* ---- the engine's row ------------------------------------------------------------------- */
+
+_Static_assert(sizeof(clg_gemm_tiled_config) == sizeof(clg_gemm_config), "a tiled configuration is a clg_gemm_config");
+
+clg_gemm_config clg__gemm_tiled_as_config(const clg_gemm_tiled_config *c)
+{
+    clg_gemm_config x;
+    memcpy(&x, c, sizeof x);
+    return x;
+}
+
+static clg_gemm_tiled_config from_config(const clg_gemm_config *c)
+{
+    clg_gemm_tiled_config x;
+    memcpy(&x, c, sizeof x);
+    return x;
+}
+
+/* Per device: the configuration each type runs with when not told (float32, float64),
+ * resolved once for the tuner's preference it was resolved with. */
+typedef struct tiled_state {
+    bool resolved[2];
+    clg_gemm_tiled_config tiled_for[2];
+    bool had_pref;
+    clg_gemm_config pref;
+} tiled_state;
+
+/* The configuration the tiled engine uses on dev for `type`: the tuned one when it fits,
+ * else the first of the list that fits the device and its compiled kernel. NULL, with
+ * the error recorded, when none does. */
+static const clg_gemm_tiled_config *tiled_for(clg_device *dev, clg_gemm_type type)
+{
+    tiled_state *s = clg__gemm_engine_data(dev, &clg__gemm_tiled_engine, sizeof(tiled_state), NULL);
+    if (!s) return NULL;
+    const clg_gemm_config *pref = clg__gemm_preferred(dev, &clg__gemm_tiled_engine);
+    if (s->had_pref != (pref != NULL) || (pref && memcmp(pref, &s->pref, sizeof *pref))) {
+        s->resolved[0] = s->resolved[1] = false;   /* tuned anew */
+        s->had_pref = pref != NULL;
+        if (pref) s->pref = *pref;
+    }
+    int ti = type == CLG_GEMM_F64;
+    if (s->resolved[ti]) return &s->tiled_for[ti];
+    clg_kernel *k = NULL;
+    clg_status st = CLG_OK;
+    if (pref) {
+        clg_gemm_tiled_config c = from_config(pref);
+        st = clg__gemm_tiled_kernel(dev, &c, type, &k);
+        if (!st && k) s->tiled_for[ti] = c;
+    }
+    for (int i = 0; !st && !k && i < clg__gemm_tiled_count(); i++) {
+        st = clg__gemm_tiled_kernel(dev, clg__gemm_tiled_config(i), type, &k);
+        if (!st && k) s->tiled_for[ti] = *clg__gemm_tiled_config(i);
+    }
+    if (st) return NULL;
+    if (!k) {
+        clg__fail(dev, type == CLG_GEMM_F64 && !clg_device_get_info(dev)->fp64 ? CLG_ERR_DTYPE : CLG_ERR_INVALID_ARGUMENT,
+                  "clg__gemm (tiled, %s): no configuration of gemm_tiled.cl fits %s (max group %zu, local memory %llu)",
+                  type == CLG_GEMM_F64 ? "float64" : "float32", clg_device_get_info(dev)->name,
+                  clg__device_params(dev)->max_group, (unsigned long long)clg__device_params(dev)->local_mem);
+        return NULL;
+    }
+    s->resolved[ti] = true;
+    return &s->tiled_for[ti];
+}
+
+static bool config_for(clg_device *dev, clg_gemm_type type, clg_gemm_config *out)
+{
+    const clg_gemm_tiled_config *c = tiled_for(dev, type);
+    if (c) *out = clg__gemm_tiled_as_config(c);
+    return c != NULL;
+}
+
+static clg_status run(clg_device *dev, const clg_gemm_args *g, const clg_gemm_config *cfg)
+{
+    clg_gemm_tiled_config told;
+    if (cfg) told = from_config(cfg);
+    const clg_gemm_tiled_config *c = cfg ? &told : tiled_for(dev, g->type);
+    return c ? run_config(dev, g, c) : dev->status;
+}
+
+/* The longest k one launch may take: each work-item loops over all of k, with a few loop
+ * iterations per k in the tile loads, and some drivers end a work-item's loops silently
+ * past a count (item_loops, device table). */
+static size_t k_limit(clg_device *dev, const clg_gemm_args *g)
+{
+    (void)g;
+    size_t loops = clg__device_params(dev)->item_loops / 3 / 16 * 16;
+    return loops > 16 ? loops : 16;
+}
+
+/* Where the device table's gemm_tiles says so: every configuration (with `fitting`, those
+ * that fit dev: each is built to learn the compiled kernel's group limit; one whose
+ * build fails stays, and the tuning rejects it, saying why). */
+static int candidates(clg_device *dev, int flags, bool fitting, clg_gemm_config *out, int cap)
+{
+    (void)flags;
+    int n = 0;
+    for (int i = 0; clg__device_params(dev)->gemm_tiles && i < clg__gemm_tiled_count() && n < cap; i++) {
+        clg_kernel *k = NULL;
+        if (fitting && clg__gemm_tiled_kernel(dev, clg__gemm_tiled_config(i), CLG_GEMM_F32, &k) == CLG_OK && !k)
+            continue;
+        out[n++] = clg__gemm_tiled_as_config(clg__gemm_tiled_config(i));
+    }
+    return n;
+}
+
+static void describe(const clg_gemm_config *c, char *buf, size_t len)
+{
+    clg_gemm_tiled_config x = from_config(c);
+    clg__gemm_tiled_describe(&x, buf, len);
+}
+
+static bool parse(const char *text, clg_gemm_config *c)
+{
+    clg_gemm_tiled_config x;
+    if (!clg__gemm_tiled_parse(text, &x)) return false;
+    *c = clg__gemm_tiled_as_config(&x);
+    return true;
+}
+
+const clg_gemm_engine clg__gemm_tiled_engine = {
+    .name = "tiled",
+    .instead = "clblast",   /* sizes past gemm_tiled.cl's 32-bit indexing */
+    .fits = fits,
+    .k_limit = k_limit,
+    .run = run,
+    .candidates = candidates,
+    .describe = describe,
+    .parse = parse,
+    .config_for = config_for,
+    .programs = "common gemm_tiled",
+};

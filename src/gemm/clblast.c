@@ -1,8 +1,14 @@
-/* gemm_clblast.c: the CLBlast engine (GPUs): CLBlastXgemm, or CLBlastXgemmStridedBatched
- * for batch > 1, with the parameters CLBlast's database holds for the device. */
+/* clblast.c: the CLBlast engine (GPUs): CLBlastXgemm, or CLBlastXgemmStridedBatched
+ * for batch > 1, with the parameters CLBlast's database holds for the device.
+ *
+ * CLBlast keeps its compiled programs in a process-wide cache, which must be emptied
+ * before the device's context is released (engine state is freed at close, before the
+ * context goes), else CLBlast releases them later against a dead context. */
 #include <clblast_c.h>
 
-#include "tensor/gemm.h"
+#include <stdio.h>
+
+#include "gemm/clblast.h"
 
 const char *clg__clblast_status_name(int status)
 {
@@ -71,8 +77,17 @@ static CLBlastStatusCode call(clg_device *dev, const clg_gemm_args *g, cl_event 
                                       g->batch, &dev->queue, ev);
 }
 
-clg_status clg__gemm_clblast(clg_device *dev, const clg_gemm_args *g)
+/* Process-wide: another open device that used CLBlast recompiles its programs on its
+ * next call. The alternative is CLBlast releasing programs of a context already gone. */
+static void release(clg_device *dev, void *data)
 {
+    (void)dev, (void)data;
+    CLBlastClearCache();
+}
+
+static clg_status run(clg_device *dev, const clg_gemm_args *g, const clg_gemm_config *cfg)
+{
+    (void)cfg;
     /* BLAS says C is not read when beta is 0. CLBlast 1.5.3's small-size direct kernel
      * was seen to honour that on POCL, but nothing documents it for every kernel path
      * (direct, indirect with its padded copy of C, batched), and a NaN left in a fresh
@@ -82,7 +97,8 @@ clg_status clg__gemm_clblast(clg_device *dev, const clg_gemm_args *g)
     if (clg__capturing(dev))
         clg__cap_refuse(dev, "a product too large for clgrad's own GEMM kernels went to CLBlast, whose launches a "
                              "graph cannot record");
-    clg_status st = clg__gemm_note_clblast(dev);
+    /* CLBlast runs here: its cache is cleared when dev closes. */
+    clg_status st = clg__gemm_engine_data(dev, &clg__gemm_clblast_engine, 1, release) ? CLG_OK : dev->status;
     if (!st && g->beta == 0.0) st = clg__gemm_scale(dev, g);
     if (st) return st;
     cl_event ev = NULL;
@@ -99,3 +115,35 @@ clg_status clg__gemm_clblast(clg_device *dev, const clg_gemm_args *g)
     if (ev) clg__profile_launch(dev, clg__profile_slot(dev, fn), ev);
     return CLG_OK;
 }
+
+/* A graph records the launches clgrad enqueues; CLBlast enqueues its own, which no
+ * capture sees (a replay without them silently skipped every product). While a capture
+ * is open, products go to the tiled kernels instead (and back here only when too large
+ * for them: run() then makes the capture fail). */
+static bool takes(clg_device *dev, const clg_gemm_args *g)
+{
+    (void)g;
+    return !clg__capturing(dev);
+}
+
+/* Where the device table's gemm_tiles says so, and not in the quick tuning of tests
+ * (its compile takes long). */
+static int candidates(clg_device *dev, int flags, bool fitting, clg_gemm_config *out, int cap)
+{
+    (void)fitting, (void)out;
+    return clg__device_params(dev)->gemm_tiles && !(flags & CLG_GEMM_TUNE_QUICK) && cap > 0;
+}
+
+static void version(char *buf, size_t len)
+{
+    snprintf(buf, len, "%d.%d.%d", CLBLAST_VERSION_MAJOR, CLBLAST_VERSION_MINOR, CLBLAST_VERSION_PATCH);
+}
+
+const clg_gemm_engine clg__gemm_clblast_engine = {
+    .name = "clblast",
+    .instead = "tiled",   /* while capturing */
+    .takes = takes,
+    .run = run,
+    .candidates = candidates,
+    .version = version,
+};

@@ -1,14 +1,17 @@
-/* gemm_widen.c: 16-bit GEMM on engines that compute only in float32 (the tiled kernels,
+/* widen.c: 16-bit GEMM on engines that compute only in float32 (the tiled kernels,
  * CLBlast). A and B are widened into compact float32 scratch (exactly: every float16
  * and bfloat16 is a float32), the product runs there, and each result is rounded once
  * into C: the same sums as the packed kernels, which convert while packing (gemm.cl).
- * The extra passes are O(mk + kn + mn) against the product's O(mnk). */
-#include "tensor/gemm.h"
-#include "tensor/tensor_impl.h"
+ * The extra passes are O(mk + kn + mn) against the product's O(mnk). The dispatcher
+ * runs the product between clg__gemm_widen and clg__gemm_narrow (this file calls no
+ * engine). */
+#include "gemm/widen.h"
 
 static const char *options(clg_gemm_type type)
 {
-    return clg__dtype_options_ew(type == CLG_GEMM_BF16 ? CLG_BF16 : CLG_F16);
+    /* common.cl's 16-bit storage computed in float32: the options the elementwise ops
+     * build with (tensor.c, clg__dtype_options_ew), so the program is shared with them. */
+    return type == CLG_GEMM_BF16 ? "-DT=float -DCLG_BF16_STORE" : "-DT=float -DCLG_F16_STORE";
 }
 
 /* One operand: `batch` matrices of rows x cols (ld, stride) on the 16-bit side,
@@ -49,11 +52,12 @@ static clg_buffer *scratch(clg_device *dev, side s)
     return clg__buffer_alloc(dev, n);
 }
 
-clg_status clg__gemm_widened(clg_device *dev, clg_gemm_engine engine, const clg_gemm_tiled_config *tiled,
-                             const clg_gemm_args *g)
+clg_status clg__gemm_widen(clg_device *dev, const clg_gemm_args *g, clg_gemm_widened *w)
 {
+    *w = (clg_gemm_widened){0};
     const char *opts = options(g->type);
     clg_kernel *kw = clg__kernel_get(dev, "gemm_widen", opts, "gemm_widen");
+    /* Built now, so that a failure comes before the product. */
     clg_kernel *kn = kw ? clg__kernel_get(dev, "gemm_widen", opts, "gemm_narrow") : NULL;
     if (!kn) return dev->status;
     /* As stored: A is k x m when transposed, B n x k. A shared matrix (stride 0) once. */
@@ -63,25 +67,37 @@ clg_status clg__gemm_widened(clg_device *dev, clg_gemm_engine engine, const clg_
               g->trans_b ? g->k : g->n, g->stride_b ? g->batch : 1};
     side c = {g->c, g->c_off, g->ldc, g->stride_c, g->m, g->n, g->batch};
     /* A float32 C (c_f32) is written in place. */
-    clg_buffer *wa = scratch(dev, a), *wb = wa ? scratch(dev, b) : NULL;
-    clg_buffer *wc = wb && !g->c_f32 ? scratch(dev, c) : NULL;
-    clg_status st = wb && (wc || g->c_f32) ? CLG_OK : dev->status;
-    if (!st) st = convert(dev, kw, true, a, wa);
-    if (!st) st = convert(dev, kw, true, b, wb);
-    if (!st && g->beta != 0 && wc) st = convert(dev, kw, true, c, wc);
-    if (!st) {
-        clg_gemm_args w = *g;
-        w.type = CLG_GEMM_F32;
-        w.c_f32 = false;
-        w.a = wa, w.a_off = 0, w.lda = a.cols, w.stride_a = g->stride_a ? a.rows * a.cols : 0;
-        w.b = wb, w.b_off = 0, w.ldb = b.cols, w.stride_b = g->stride_b ? b.rows * b.cols : 0;
-        if (wc) w.c = wc, w.c_off = 0, w.ldc = c.cols, w.stride_c = c.rows * c.cols;
-        st = clg__gemm_run(dev, engine, tiled, &w);
+    w->a = scratch(dev, a);
+    w->b = w->a ? scratch(dev, b) : NULL;
+    w->c = w->b && !g->c_f32 ? scratch(dev, c) : NULL;
+    clg_status st = w->b && (w->c || g->c_f32) ? CLG_OK : dev->status;
+    if (!st) st = convert(dev, kw, true, a, w->a);
+    if (!st) st = convert(dev, kw, true, b, w->b);
+    if (!st && g->beta != 0 && w->c) st = convert(dev, kw, true, c, w->c);
+    if (st) {
+        clg__gemm_narrow(dev, g, w, st);
+        return st;
     }
-    if (!st && wc) st = convert(dev, kn, false, c, wc);
+    w->g = *g;
+    w->g.type = CLG_GEMM_F32;
+    w->g.c_f32 = false;
+    w->g.a = w->a, w->g.a_off = 0, w->g.lda = a.cols, w->g.stride_a = g->stride_a ? a.rows * a.cols : 0;
+    w->g.b = w->b, w->g.b_off = 0, w->g.ldb = b.cols, w->g.stride_b = g->stride_b ? b.rows * b.cols : 0;
+    if (w->c) w->g.c = w->c, w->g.c_off = 0, w->g.ldc = c.cols, w->g.stride_c = c.rows * c.cols;
+    return CLG_OK;
+}
+
+clg_status clg__gemm_narrow(clg_device *dev, const clg_gemm_args *g, clg_gemm_widened *w, clg_status st)
+{
+    if (!st && w->c) {
+        clg_kernel *kn = clg__kernel_get(dev, "gemm_widen", options(g->type), "gemm_narrow");
+        side c = {g->c, g->c_off, g->ldc, g->stride_c, g->m, g->n, g->batch};
+        st = kn ? convert(dev, kn, false, c, w->c) : dev->status;
+    }
     /* The in-order queue runs whoever gets these buffers next after the kernels above. */
-    clg__buffer_release(wa);
-    clg__buffer_release(wb);
-    clg__buffer_release(wc);
+    clg__buffer_release(w->a);
+    clg__buffer_release(w->b);
+    clg__buffer_release(w->c);
+    *w = (clg_gemm_widened){0};
     return st;
 }

@@ -1,0 +1,17 @@
+/* dispatch.h: one product on a given engine (dispatch.c), under clg__gemm_run (gemm.c)
+ * and the tuner (tune.c), which both name the engine. */
+#ifndef CLGRAD_GEMM_DISPATCH_H
+#define CLGRAD_GEMM_DISPATCH_H
+
+#include "gemm/engine.h"
+
+/* g's types, sizes and operands against their buffers, as clg__gemm documents them. */
+clg_status clg__gemm_check(clg_device *dev, const clg_gemm_args *g);
+
+/* g on engine e (not NULL) in configuration cfg (NULL: the engine's own): checked; k == 0
+ * scales C; then e, or where e sends what it does not take (`instead`), in slices of k
+ * past its k_limit, on float32 copies of 16-bit operands it does not store. */
+clg_status clg__gemm_dispatch(clg_device *dev, const clg_gemm_engine *e, const clg_gemm_config *cfg,
+                              const clg_gemm_args *g);
+
+#endif

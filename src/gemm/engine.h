@@ -1,0 +1,92 @@
+/* engine.h: what a GEMM engine is: one row of the table (engines.c), one file each
+ * (packed.c, tiled.c, clblast.c, host.c, mma.c). The dispatcher (dispatch.c) and the
+ * tuner (tune.c) know engines only through these fields; an engine calls the device
+ * layer and the helpers below, never another engine. CONTRIBUTING.md, "Adding a GEMM
+ * engine", is the recipe.
+ */
+#ifndef CLGRAD_GEMM_ENGINE_H
+#define CLGRAD_GEMM_ENGINE_H
+
+#include "gemm/gemm.h"
+
+/* A configuration of an engine that has several (the tiled kernels' shapes): opaque to
+ * the dispatcher and the tuner, which only pass it back; text through describe/parse. */
+struct clg_gemm_config { int v[8]; };
+
+struct clg_gemm_engine {
+    /* As the device table's `gemm` spells it (params.c), and the tuning cache names it. */
+    const char *name;
+    /* Tried before the device's engine for every product it takes (the matrix units,
+     * 16-bit operands); asked for by name where it takes nothing, refuse() says why. */
+    bool first;
+    /* Reads and writes 16-bit storage itself; else 16-bit products run on float32
+     * copies (widen.c). */
+    bool stores16;
+    /* Where a product goes that this engine does not take or fit (the table's name);
+     * NULL: nowhere (refused). */
+    const char *instead;
+    /* Whether the engine runs products of `type` on dev at all (a library found, a
+     * validation passed). NULL: every type the device has. */
+    bool (*ready)(clg_device *dev, clg_gemm_type type);
+    /* Before slicing k and widening 16-bit operands: whether it computes g at all
+     * (element types, sizes its interface takes, a graph capture). NULL: everything. */
+    bool (*takes)(clg_device *dev, const clg_gemm_args *g);
+    /* After: whether its kernels' indexing holds g. NULL: everything. */
+    bool (*fits)(clg_device *dev, const clg_gemm_args *g);
+    /* The longest k one call may take (loop budgets); NULL: no limit. */
+    size_t (*k_limit)(clg_device *dev, const clg_gemm_args *g);
+    /* The product, checked (sizes non-zero, operands within their buffers); cfg NULL:
+     * the engine's own choice. */
+    clg_status (*run)(clg_device *dev, const clg_gemm_args *g, const clg_gemm_config *cfg);
+    /* The error for a product asked of it by name that it does not take (NULL: a plain one). */
+    clg_status (*refuse)(clg_device *dev, const clg_gemm_args *g);
+
+    /* ---- tuning (NULL candidates: never a candidate) ---- */
+    /* The configurations to time on dev (flags: CLG_GEMM_TUNE_*), into out; with
+     * `fitting` only those that fit dev (may build them). Without configurations: 1 (out
+     * left zero) where it is a candidate, else 0. */
+    int (*candidates)(clg_device *dev, int flags, bool fitting, clg_gemm_config *out, int cap);
+    /* A configuration as text and back (NULL: the engine has none). */
+    void (*describe)(const clg_gemm_config *c, char *buf, size_t len);
+    bool (*parse)(const char *text, clg_gemm_config *c);
+    /* The configuration it runs `type` with on dev when not told (error recorded, false,
+     * when none fits). */
+    bool (*config_for)(clg_device *dev, clg_gemm_type type, clg_gemm_config *out);
+    /* What its results depend on besides the device, for the tuning cache's key: its
+     * kernel programs (space-separated names, hashed), an outside library's version. */
+    const char *programs;
+    void (*version)(char *buf, size_t len);
+
+    /* ---- C = alpha sum over the batch of A[b] op(B[b]) + beta C into one C (conv's
+     * weight gradient); NULL: not offered. ---- */
+    bool (*sum_fits)(const clg_device *dev, const clg_gemm_args *g);
+    clg_status (*sum)(clg_device *dev, const clg_gemm_args *g);
+};
+
+/* ---- the table (engines.c) ------------------------------------------------------------- */
+
+int clg__gemm_engine_count(void);
+const clg_gemm_engine *clg__gemm_engine_at(int i);   /* NULL out of range */
+
+/* ---- for engines: per-device state (slots.c) ---------------------------------------- */
+
+/* e's state on dev: `size` zeroed bytes on first use, freed (after release, when given)
+ * when dev closes. NULL, with the error recorded, when out of memory. */
+void *clg__gemm_engine_data(clg_device *dev, const clg_gemm_engine *e, size_t size,
+                            void (*release)(clg_device *dev, void *data));
+/* The configuration the tuner chose for e on dev (NULL: none), as the engine runs it
+ * when not told one; set by the choice (choice.c). */
+const clg_gemm_config *clg__gemm_preferred(clg_device *dev, const clg_gemm_engine *e);
+void clg__gemm_prefer(clg_device *dev, const clg_gemm_engine *e, const clg_gemm_config *c);
+
+/* ---- for engines: the gemm.cl program (gemm_cl.c) ---------------------------------------- */
+
+/* The -D options gemm.cl is built with for g's types. */
+const char *clg__gemm_cl_options(const clg_gemm_args *g);
+/* C = beta * C over m x n (x batch): what a product with k == 0 leaves, and what an
+ * engine that reads C even when beta is 0 runs first. */
+clg_status clg__gemm_scale(clg_device *dev, const clg_gemm_args *g);
+/* alpha or beta as a kernel argument of g's compute type. */
+clg_arg clg__gemm_scalar(clg_gemm_type type, double v);
+
+#endif

@@ -1,0 +1,72 @@
+/* gemm.c: clg__gemm: check the call once, then hand it to the engine that takes it:
+ * the table's `first` engines (the matrix units, for the 16-bit products they take),
+ * else the device's own, the one its parameter table names or the tuner chose
+ * (choice.c). dispatch.c does the rest. */
+#include "clgrad/ops.h"
+#include "gemm/dispatch.h"
+
+clg_status clg__gemm_run(clg_device *dev, const clg_gemm_engine *engine, const clg_gemm_config *cfg,
+                         const clg_gemm_args *g)
+{
+    if (!dev) return CLG_ERR_INVALID_ARGUMENT;
+    if (engine) return clg__gemm_dispatch(dev, engine, cfg, g);
+    if (g->m == 0 || g->n == 0 || g->batch == 0) return CLG_OK;
+    clg_status st = clg__gemm_check(dev, g);
+    if (st) return st;
+    if (g->k == 0) return clg__gemm_scale(dev, g);
+    /* Before the device's engine is chosen (which may tune): a 16-bit product on the
+     * matrix units does not wait for a float32 tuning. */
+    for (int i = 0; i < clg__gemm_engine_count(); i++) {
+        const clg_gemm_engine *e = clg__gemm_engine_at(i);
+        if (e->first && e->takes(dev, g)) return clg__gemm_dispatch(dev, e, NULL, g);
+    }
+    return clg__gemm_dispatch(dev, clg__gemm_engine_for(dev), NULL, g);
+}
+
+clg_status clg__gemm(clg_device *dev, clg_gemm_type type, bool trans_a, bool trans_b,
+                     size_t m, size_t n, size_t k, double alpha,
+                     const clg_buffer *a, size_t a_off, size_t lda, size_t stride_a,
+                     const clg_buffer *b, size_t b_off, size_t ldb, size_t stride_b,
+                     double beta, clg_buffer *c, size_t c_off, size_t ldc, size_t stride_c,
+                     size_t batch)
+{
+    clg_gemm_args g = {
+        .type = type, .trans_a = trans_a, .trans_b = trans_b, .m = m, .n = n, .k = k, .batch = batch,
+        .alpha = alpha, .beta = beta, .a = a, .b = b, .c = c, .a_off = a_off, .lda = lda,
+        .stride_a = stride_a, .b_off = b_off, .ldb = ldb, .stride_b = stride_b, .c_off = c_off,
+        .ldc = ldc, .stride_c = stride_c,
+    };
+    return clg__gemm_run(dev, NULL, NULL, &g);
+}
+
+/* The engine the device table names (not a tuned one: the sum is a choice made there). */
+static const clg_gemm_engine *named(clg_device *dev)
+{
+    return clg__gemm_engine_find(clg__device_params(dev)->gemm);
+}
+
+bool clg__gemm_sum_fits(clg_device *dev, const clg_gemm_args *g)
+{
+    const clg_gemm_engine *e = dev ? named(dev) : NULL;
+    return e && e->sum_fits && e->sum_fits(dev, g);
+}
+
+clg_status clg__gemm_sum(clg_device *dev, const clg_gemm_args *g)
+{
+    if (!dev) return CLG_ERR_INVALID_ARGUMENT;
+    const clg_gemm_engine *e = named(dev);
+    if (!e || !e->sum)
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg__gemm_sum: the engine the device table names (gemm = %s) "
+                         "sums no batches", clg__device_params(dev)->gemm);
+    return e->sum(dev, g);
+}
+
+const char *clg_matmul_engine(clg_device *dev, double *gflops, int *origin)
+{
+    if (gflops) *gflops = 0;
+    if (origin) *origin = 0;
+    if (!dev) return "none";
+    const char *choice = clg__gemm_choice(dev, gflops);
+    if (origin) *origin = clg__gemm_choice_origin(dev);
+    return choice;
+}

@@ -1,0 +1,38 @@
+/* gemm_cl.c: the gemm.cl program's build options, shared by the packed engine and by
+ * gemm_scale (C = beta C), which the dispatcher runs for k == 0 and CLBlast before a
+ * product with beta 0: one program per element type, whoever builds it first. */
+#include "gemm/engine.h"
+
+/* -w: POCL's clang warns that float16 values passed to vload16/fma/store_row "change
+ * the ABI" without AVX-512; those calls are inlined, so the warning is noise on stderr.
+ * 16-bit operands compute as float (panels of float32), stored as TS (common.cl). */
+const char *clg__gemm_cl_options(const clg_gemm_args *g)
+{
+    switch (g->type) {
+    case CLG_GEMM_F64: return "-DT=double -DMR=6 -DNR=8 -cl-mad-enable -w";
+    case CLG_GEMM_F16:
+        return g->c_f32 ? "-DT=float -DMR=6 -DNR=16 -DCLG_F16_STORE -DCLG_C_F32 -cl-mad-enable -w"
+                        : "-DT=float -DMR=6 -DNR=16 -DCLG_F16_STORE -cl-mad-enable -w";
+    case CLG_GEMM_BF16:
+        return g->c_f32 ? "-DT=float -DMR=6 -DNR=16 -DCLG_BF16_STORE -DCLG_C_F32 -cl-mad-enable -w"
+                        : "-DT=float -DMR=6 -DNR=16 -DCLG_BF16_STORE -cl-mad-enable -w";
+    default: return "-DT=float -DMR=6 -DNR=16 -cl-mad-enable -w";
+    }
+}
+
+clg_arg clg__gemm_scalar(clg_gemm_type type, double v)
+{
+    return type == CLG_GEMM_F64 ? CLG_ARG_D(v) : CLG_ARG_F(v);
+}
+
+clg_status clg__gemm_scale(clg_device *dev, const clg_gemm_args *g)
+{
+    clg_kernel *k = clg__kernel_get(dev, "gemm", clg__gemm_cl_options(g), "gemm_scale");
+    if (!k) return dev->status;
+    clg_arg args[] = {
+        CLG_ARG_I(g->m), CLG_ARG_I(g->n), CLG_ARG_M(g->c->mem), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc),
+        CLG_ARG_L(g->stride_c), clg__gemm_scalar(g->type, g->beta),
+    };
+    /* exact groups (not the driver's pick, one compile per matrix shape on POCL) */
+    return clg__launch_rows3(dev, k, args, 7, g->n, g->m, g->batch);
+}

@@ -1,0 +1,41 @@
+/* tune.h: the tuner's candidates (candidates.c), its cache file (cache.c) and the
+ * timing (tune.c), for the choice of engine (choice.c). */
+#ifndef CLGRAD_GEMM_TUNE_H
+#define CLGRAD_GEMM_TUNE_H
+
+#include "gemm/engine.h"
+
+/* One engine in one configuration (if it has any), named as the cache and the logs
+ * write it: "packed", "tiled 64x64x16/4x4/v4/m0". */
+typedef struct clg_gemm_candidate {
+    const clg_gemm_engine *engine;
+    bool has_config;
+    clg_gemm_config config;
+    char name[80];
+} clg_gemm_candidate;
+
+/* Every engine's candidates on dev, in the table's order (the fast first, so that the
+ * slow are dropped after one run). With `fitting`, only configurations that fit dev
+ * (built to learn so); without, the whole list: what the cache key names, known without
+ * building. */
+int clg__gemm_candidates(clg_device *dev, int flags, bool fitting, clg_gemm_candidate *out, int cap);
+/* A candidate from its name; false when no engine of the table has it. */
+bool clg__gemm_candidate_parse(const char *name, clg_gemm_candidate *out);
+
+/* The cache file: the text of everything a choice depends on (device, driver, the
+ * engines' programs and libraries, the candidates), the file's path under the device's
+ * cache directory ("" when there is none), reading and writing a choice, and a lock
+ * for one tuning process at a time (-1 when none can be had; closing it releases it). */
+void clg__gemm_cache_meta(clg_device *dev, int flags, const clg_gemm_candidate *cand, int ncand, char *meta,
+                          size_t len);
+void clg__gemm_cache_path(clg_device *dev, const char *meta, char *path, size_t len);
+bool clg__gemm_cache_read(const char *path, const char *meta, clg_gemm_candidate *out, double *gflops);
+bool clg__gemm_cache_write(const char *path, const char *meta, const clg_gemm_candidate *c, double gflops);
+int clg__gemm_cache_lock(const char *path);
+
+/* The tuner's choice on dev: read from the cache (unless CLG_GEMM_TUNE_FORCE), else timed
+ * over the candidates and saved. *cached says which; *gflops the measured float32 rate.
+ * Never fails: where nothing works, the table's last candidate (packed), with a warning. */
+void clg__gemm_pick(clg_device *dev, int flags, clg_gemm_candidate *out, double *gflops, bool *cached);
+
+#endif
