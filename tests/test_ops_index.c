@@ -513,6 +513,41 @@ static void test_deterministic(clg_device *dev)
 
 /* ---- index_add, scatter_add, masked_fill ------------------------------------------------------ */
 
+/* index_add of 700 rows of 32 into a [7, 32] table (an embedding's backward): rows of 16
+ * columns take index.c's explicit-vector kernel in float32 where scatter = lines, and so
+ * few work-items take chunks of keys summed in order; with a key out of range found by
+ * the kernel (the reporting variant). */
+static void test_add_at_wide(clg_device *dev)
+{
+    enum { B = 7, C = 32, K = 700 };
+    static double a[B * C], src[K * C], idx[K], want[B * C];
+    fill_ints(a, B * C, 7);
+    fill_ints(src, K * C, 8);
+    fill_indices(idx, K, B, 9);
+    memcpy(want, a, sizeof want);
+    for (int m = 0; m < K; m++)
+        for (int c = 0; c < C; c++) want[(int)idx[m] * C + c] += src[m * C + c];
+    for (int di = 0; di < ndtypes; di++) {
+        clg_scope_begin(dev);
+        char w[256];
+        clg_tensor *ta = optest_tensor(dev, dtypes[di], CLG_SHAPE(B, C), a, OPTEST_CONTIGUOUS);
+        clg_tensor *ts = optest_tensor(dev, dtypes[di], CLG_SHAPE(K, C), src, OPTEST_CONTIGUOUS);
+        clg_tensor *ti = optest_tensor(dev, CLG_I32, CLG_SHAPE(K), idx, OPTEST_CONTIGUOUS);
+        what(w, sizeof w, "index_add", "700 rows of 32", dtypes[di], 0);
+        optest_close(w, clg_index_add(ta, 0, ti, ts), want, B * C, 0, 0);
+        clg_scope_end(dev);
+    }
+    clg_scope_begin(dev);
+    idx[650] = B;
+    clg_tensor *ta = optest_tensor(dev, CLG_F32, CLG_SHAPE(B, C), a, OPTEST_CONTIGUOUS);
+    clg_tensor *ts = optest_tensor(dev, CLG_F32, CLG_SHAPE(K, C), src, OPTEST_CONTIGUOUS);
+    CHECK(out_of_range(dev, "index_add 700 rows of 32, index 7 of 7", "index_add", true,
+                       clg_index_add(ta, 0, optest_tensor(dev, CLG_I32, CLG_SHAPE(K), idx, OPTEST_CONTIGUOUS), ts),
+                       clg_index_add(ta, 0, clg_cast(optest_tensor(dev, CLG_F32, CLG_SHAPE(K), idx, OPTEST_CONTIGUOUS),
+                                                     CLG_I32), ts)) != NULL);
+    clg_scope_end(dev);
+}
+
 /* a [4, 5, 3] plus src added along axis 1 at idx (repeats add up). */
 static void test_add_at(clg_device *dev)
 {
@@ -594,6 +629,7 @@ int main(void)
         test_index_select(dev);
         test_gather(dev);
         test_add_at(dev);
+        test_add_at_wide(dev);
         test_backward_edges(dev);
         test_deterministic(dev);
     }

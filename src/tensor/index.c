@@ -99,14 +99,28 @@ static clg_status launch_rows3(clg_device *dev, clg_dtype dtype, const char *nam
 static clg_status lines_sum(clg_device *dev, clg_tensor *src, int64_t Q, int64_t R, int64_t inner, clg_tensor *keys,
                             bool per_q, int64_t na, clg_buffer *word, int code, clg_tensor *y)
 {
-    int64_t C = (int64_t)clg__device_params(dev)->item_loops, nch = (R + C - 1) / C;
+    const clg_device_params *prm = clg__device_params(dev);
+    int64_t C = (int64_t)prm->item_loops, nch = (R + C - 1) / C;
+    /* 16 columns per work-item in explicit vectors where they fit (float32, inner % 16) */
+    bool vec = src->dtype == CLG_F32 && inner % 16 == 0;
+    /* Too few work-items for the device's compute units (an embedding's backward: 128
+     * columns): more, shorter chunks, at least 256 keys each, summed in chunk order. */
+    int64_t items = (vec ? inner / 16 : inner) * Q, want = 4 * (int64_t)clg_device_get_info(dev)->compute_units;
+    if (items < want && nch < LINES_PARTS) {
+        int64_t more = (want + items - 1) / items, most = R / 256;
+        if (more > LINES_PARTS) more = LINES_PARTS;
+        if (more > most) more = most;
+        if (more > nch) C = (R + more - 1) / more, nch = (R + C - 1) / C;
+    }
     clg_tensor *part = nch > 1 ? clg_zeros(dev, src->dtype, 4, (int64_t[]){Q, nch, na, inner}) : y;
     if (!part || (nch == 1 && clg_fill_(y, 0.0) != CLG_OK)) return dev->status;
     clg_arg a[] = {CLG_ARG_I(inner), CLG_ARG_I(na), CLG_ARG_I(R), CLG_ARG_I(C), CLG_ARG_I(nch), CLG_ARG_I(per_q),
                    CLG_ARG_M(src->buf->mem), CLG_ARG_I(src->offset), CLG_ARG_M(keys->buf->mem),
                    CLG_ARG_I(keys->offset), CLG_ARG_M(part->buf->mem), CLG_ARG_I(part->offset), CLG_ARG_M(word ? word->mem : keys->buf->mem),
                    CLG_ARG_I(word ? code : 0)};
-    clg_status st = launch_rows3(dev, src->dtype, "scatter_lines", a, 14, inner, nch, Q);
+    const char *name = vec ? (word && code ? "scatter_lines_vec_check" : "scatter_lines_vec")
+                           : (word && code ? "scatter_lines_check" : "scatter_lines");
+    clg_status st = launch_rows3(dev, src->dtype, name, a, 14, vec ? inner / 16 : inner, nch, Q);
     if (!st && nch > 1) {
         clg_arg s[] = {CLG_ARG_I(inner), CLG_ARG_I(na), CLG_ARG_I(nch), CLG_ARG_M(part->buf->mem),
                        CLG_ARG_M(y->buf->mem), CLG_ARG_I(y->offset)};
