@@ -1,4 +1,4 @@
-/* bench_ops: every op of src/autograd/ops.def (views apart), forward and forward+backward,
+/* bench_ops: every op of src/tensor/ops.def (views apart), forward and forward+backward,
  * at three shape classes of 2^20 elements, timed on the device. bench/torch_ops.py times
  * the same cases in PyTorch; `python3 bench/run.py --ops-only` runs both alternating and
  * prints the per-op table of the speed issue.

@@ -4,7 +4,7 @@
  * Usage: conformance_coverage SOURCE_DIR CLGRAD   (CLGRAD: the built `clgrad` command)
  *
  * What counts as an op (read from the sources at each run, never from a copy):
- *   1. every name X(name) of src/autograd/ops.def (the differentiable ops, wherever
+ *   1. every name X(name) of src/tensor/ops.def (the differentiable ops, wherever
  *      declared: dist.h's clg_dist_all_reduce too);
  *   2. every function declared `CLG_API` in include/clgrad/ops.h or tensor.h that
  *      computes tensors from tensors: it returns `clg_tensor *`, or returns `clg_status`
@@ -171,7 +171,7 @@ static void header_ops(const char *dir, const char *file, names *ops, names *dec
 static void def_ops(const char *dir, names *ops, names *defs)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/src/autograd/ops.def", dir);
+    snprintf(path, sizeof path, "%s/src/tensor/ops.def", dir);
     char *s = slurp(path);
     if (!s) return;
     blank_comments(s);
@@ -180,8 +180,8 @@ static void def_ops(const char *dir, names *ops, names *defs)
         char *n = p + 2, *e = n;
         while (ident_char(*e)) e++;
         if (*e != ')' || e == n) continue;
-        add(defs, n, (size_t)(e - n), "src/autograd/ops.def");
-        add(ops, n, (size_t)(e - n), "src/autograd/ops.def");
+        add(defs, n, (size_t)(e - n), "src/tensor/ops.def");
+        add(ops, n, (size_t)(e - n), "src/tensor/ops.def");
     }
     if (!defs->n) fail("%s: no X(name) entry found", path);
     free(s);
