@@ -167,24 +167,40 @@ static void header_ops(const char *dir, const char *file, names *ops, names *dec
     free(s);
 }
 
-/* Rule 1: the X(name) entries of ops.def, into ops and defs. */
-static void def_ops(const char *dir, names *ops, names *defs)
+/* The entries `mark`name`stop` of src/tensor/<file> (comments and preprocessor lines
+ * aside), into ops and defs; how many. */
+static int def_entries(const char *dir, const char *file, const char *mark, char stop, names *ops, names *defs)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/src/tensor/ops.def", dir);
+    snprintf(path, sizeof path, "%s/src/tensor/%s", dir, file);
     char *s = slurp(path);
-    if (!s) return;
+    if (!s) return 0;
     blank_comments(s);
-    for (char *p = strstr(s, "X("); p; p = strstr(p + 1, "X(")) {
+    for (char *l = s; *l; l++)   /* #define CLG_UNARY(name, ...) X(name) is no entry */
+        if (*l == '#' && (l == s || l[-1] == '\n'))
+            while (*l && *l != '\n') *l++ = ' ';
+    int found = 0;
+    size_t m = strlen(mark);
+    for (char *p = strstr(s, mark); p; p = strstr(p + 1, mark)) {
         if (p > s && ident_char(p[-1])) continue;
-        char *n = p + 2, *e = n;
+        char *n = p + m, *e = n;
         while (ident_char(*e)) e++;
-        if (*e != ')' || e == n) continue;
-        add(defs, n, (size_t)(e - n), "src/tensor/ops.def");
-        add(ops, n, (size_t)(e - n), "src/tensor/ops.def");
+        if (*e != stop || e == n) continue;
+        add(defs, n, (size_t)(e - n), file);
+        add(ops, n, (size_t)(e - n), file);
+        found++;
     }
-    if (!defs->n) fail("%s: no X(name) entry found", path);
+    if (!found) fail("%s: no %s...%c entry found", path, mark, stop);
     free(s);
+    return found;
+}
+
+/* Rule 1: the X(name) entries of ops.def and the rows of unary_ops.def, which it
+ * includes, into ops and defs. */
+static void def_ops(const char *dir, names *ops, names *defs)
+{
+    def_entries(dir, "ops.def", "X(", ')', ops, defs);
+    def_entries(dir, "unary_ops.def", "CLG_UNARY(", ',', ops, defs);
 }
 
 /* The ops that `clgrad conformance --list` names cases after (up to the first space). */
@@ -209,6 +225,22 @@ static void case_ops(const char *clgrad, names *cases, int *rows)
 }
 
 /* The code (comments blanked) of every tools/conformance_*.c, one after another. */
+/* What a conformance source that includes unary_ops.def under a CLG_UNARY calling
+ * clg_##name makes of it: a call clg_<name>(a) per row (the preprocessor's expansion,
+ * which the text search below cannot see). */
+static char *row_calls(const char *dir, const char *src)
+{
+    if (!strstr(src, "\"unary_ops.def\"") || !strstr(src, "clg_##name(")) return NULL;
+    static names rows, unused;   /* large: not on the stack */
+    rows.n = unused.n = 0;
+    def_entries(dir, "unary_ops.def", "CLG_UNARY(", ',', &rows, &unused);
+    size_t len = 1;
+    for (int i = 0; i < rows.n; i++) len += strlen(rows.v[i]) + 12;
+    char *out = calloc(1, len);
+    for (int i = 0; out && i < rows.n; i++) strcat(strcat(strcat(out, "clg_"), rows.v[i]), "(a)\n");
+    return out;
+}
+
 static char *case_sources(const char *dir)
 {
     char path[4096];
@@ -228,6 +260,14 @@ static char *case_sources(const char *dir)
         char *s = slurp(path);
         if (!s) continue;
         blank_comments(s);
+        char *rows = row_calls(dir, s);
+        if (rows) {
+            char *both = malloc(strlen(s) + strlen(rows) + 1);
+            if (both) strcat(strcpy(both, s), rows);
+            free(s);
+            free(rows);
+            if (!(s = both)) continue;
+        }
         size_t k = strlen(s);
         char *grown = realloc(all, len + k + 2);
         if (grown) memcpy(grown + len, s, k), len += k, grown[len++] = '\n', grown[len] = 0;
