@@ -59,13 +59,18 @@ UNARY(op_leaky_relu, clg_leaky_relu(t[0], 0.01))
 UNARY(op_softplus, clg_softplus(t[0], 1, 20))
 UNARY(op_elu, clg_elu(t[0], 1))
 UNARY(op_clamp, clg_clamp(t[0], 0.2, 0.8))
-UNARY(op_add, clg_add(t[0], t[1]))
-UNARY(op_sub, clg_sub(t[0], t[1]))
-UNARY(op_mul, clg_mul(t[0], t[1]))
-UNARY(op_div, clg_div(t[0], t[1]))
-UNARY(op_pow, clg_pow(t[0], t[1]))
-UNARY(op_maximum, clg_maximum(t[0], t[1]))
-UNARY(op_minimum, clg_minimum(t[0], t[1]))
+/* the differentiable rows of src/tensor/binary_ops.def */
+#define BENCH_DIFF_INT(name) UNARY(op_##name, clg_##name(t[0], t[1]))
+#define BENCH_DIFF BENCH_DIFF_INT
+#define BENCH_COMPARE(name)
+#define BENCH_LOGIC(name)
+#define CLG_BINARY(name, kind, ...) BENCH_##kind(name)
+#include "binary_ops.def"
+#undef CLG_BINARY
+#define CASE_DIFF_INT(name) {#name, op_##name, 2, 0},
+#define CASE_DIFF CASE_DIFF_INT
+#define CASE_COMPARE(name)
+#define CASE_LOGIC(name)
 UNARY(op_add_scalar, clg_add_scalar(t[0], 2))
 UNARY(op_mul_scalar, clg_mul_scalar(t[0], 2))
 UNARY(op_rsub_scalar, clg_rsub_scalar(2, t[0]))
@@ -182,10 +187,12 @@ static const kase CASES[] = {
 #define CLG_UNARY(name, ...) {#name, op_##name, 1, 0},
 #include "unary_ops.def"
 #undef CLG_UNARY
+#define CLG_BINARY(name, kind, ...) CASE_##kind(name)
+#include "binary_ops.def"
+#undef CLG_BINARY
     {"leaky_relu", op_leaky_relu, 1, 0},
     {"softplus", op_softplus, 1, 0}, {"elu", op_elu, 1, 0}, {"clamp", op_clamp, 1, 0},
-    {"add", op_add, 2, 0}, {"sub", op_sub, 2, 0}, {"mul", op_mul, 2, 0}, {"div", op_div, 2, 0},
-    {"pow", op_pow, 2, 0}, {"maximum", op_maximum, 2, 0}, {"minimum", op_minimum, 2, 0},
+   
     {"add_bcast", op_add_bcast, 2, 0}, {"add_scalar", op_add_scalar, 1, 0}, {"mul_scalar", op_mul_scalar, 1, 0},
     {"rsub_scalar", op_rsub_scalar, 1, 0}, {"rdiv_scalar", op_rdiv_scalar, 1, 0},
     {"pow_scalar", op_pow_scalar, 1, 0}, {"where", op_where, 2, 0}, {"cast_f16", op_cast_f16, 1, 0},

@@ -15,16 +15,30 @@ CLASSES = [("rows", 16384, 64), ("square", 1024, 1024), ("long", 16, 65536)]
 A1 = 1
 
 
-def unary_rows():
-    """name -> PyTorch's function, from the rows of src/tensor/unary_ops.def (its last
-    field: PyTorch's expression of x), the table bench_ops.c takes the same names from."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "tensor", "unary_ops.def")
+def table_rows(file, mark):
+    """(name, kind, PyTorch's expression) of each row of src/tensor/FILE (its second and
+    last fields), the table bench_ops.c takes the same names from."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "tensor", file)
     with open(path, encoding="utf-8") as f:
         text = re.sub(r"/\*.*?\*/", " ", f.read(), flags=re.S)
-    rows = re.findall(r'^CLG_UNARY\(\s*(\w+),.*?"([^"]*)"\s*\)', text, flags=re.S | re.M)
+    rows = re.findall(r'^' + mark + r'\(\s*(\w+),\s*(\w+),.*?"([^"]*)"\s*\)', text, flags=re.S | re.M)
     if not rows:
-        sys.exit(f"torch_ops: no CLG_UNARY row in {path}")
-    return {name: eval("lambda x: " + expr, {"torch": torch, "F": F}) for name, expr in rows}
+        sys.exit(f"torch_ops: no {mark} row in {path}")
+    return rows
+
+
+def unary_rows():
+    """name -> PyTorch's function of x, from src/tensor/unary_ops.def."""
+    scope = {"torch": torch, "F": F}
+    return {name: eval("lambda x: " + expr, scope) for name, _, expr in table_rows("unary_ops.def", "CLG_UNARY")}
+
+
+def binary_rows():
+    """name -> PyTorch's function of a and b, from src/tensor/binary_ops.def's
+    differentiable rows (bench_ops.c measures those)."""
+    scope = {"torch": torch, "F": F}
+    return {name: eval("lambda a, b: " + expr, scope)
+            for name, kind, expr in table_rows("binary_ops.def", "CLG_BINARY") if kind.startswith("DIFF")}
 
 
 def class_cases():
@@ -46,11 +60,11 @@ def class_cases():
         "transpose": lambda x: x.t().contiguous(), "dropout": lambda x: F.dropout(x, 0.1, True),
     })
     cases = {k: (1, (lambda f: lambda inp, t: f(t[0]))(f)) for k, f in u.items()}
-    b = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "pow": torch.pow,
-         "maximum": torch.maximum, "minimum": torch.minimum, "mse": F.mse_loss, "l1_loss": F.l1_loss,
+    b = binary_rows()
+    b.update({"mse": F.mse_loss, "l1_loss": F.l1_loss,
          "smooth_l1_loss": lambda a, b: F.smooth_l1_loss(a, b, beta=1.0),
          "bce_with_logits": F.binary_cross_entropy_with_logits,
-         "concat": lambda a, b: torch.cat((a, b), A1), "stack": lambda a, b: torch.stack((a, b), 0)}
+         "concat": lambda a, b: torch.cat((a, b), A1), "stack": lambda a, b: torch.stack((a, b), 0)})
     cases.update({k: (2, (lambda f: lambda inp, t: f(t[0], t[1]))(f)) for k, f in b.items()})
     cases.update({
         "add_bcast": (2, lambda inp, t: t[0] + inp["bias"]),

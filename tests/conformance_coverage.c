@@ -225,15 +225,21 @@ static void case_ops(const char *clgrad, names *cases, int *rows)
 }
 
 /* The code (comments blanked) of every tools/conformance_*.c, one after another. */
-/* What a conformance source that includes unary_ops.def under a CLG_UNARY calling
- * clg_##name makes of it: a call clg_<name>(a) per row (the preprocessor's expansion,
- * which the text search below cannot see). */
+/* What a conformance source that includes a table of rows (unary_ops.def,
+ * binary_ops.def) under a macro naming clg_##name makes of it: a mention clg_<name> per
+ * row (the preprocessor's expansion, which the text search below cannot see). */
 static char *row_calls(const char *dir, const char *src)
 {
-    if (!strstr(src, "\"unary_ops.def\"") || !strstr(src, "clg_##name(")) return NULL;
+    static const struct { const char *file, *include, *mark; } tables[] = {
+        {"unary_ops.def", "\"unary_ops.def\"", "CLG_UNARY("},
+        {"binary_ops.def", "\"binary_ops.def\"", "CLG_BINARY("},
+    };
     static names rows, unused;   /* large: not on the stack */
     rows.n = unused.n = 0;
-    def_entries(dir, "unary_ops.def", "CLG_UNARY(", ',', &rows, &unused);
+    for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
+        if (strstr(src, tables[t].include) && strstr(src, "clg_##name"))
+            def_entries(dir, tables[t].file, tables[t].mark, ',', &rows, &unused);
+    if (!rows.n) return NULL;
     size_t len = 1;
     for (int i = 0; i < rows.n; i++) len += strlen(rows.v[i]) + 12;
     char *out = calloc(1, len);

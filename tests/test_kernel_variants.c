@@ -37,22 +37,6 @@ static clg_tensor *f_scalars(clg_tensor **x)
     return clg_add(clg_add(a, b), clg_add(clg_rsub_scalar(2.0, x[0]), clg_rdiv_scalar(1.5, x[0])));
 }
 static clg_tensor *f_pow_scalar(clg_tensor **x) { return clg_pow_scalar(x[0], 2.5); }
-static clg_tensor *f_add(clg_tensor **x) { return clg_add(x[0], x[1]); }
-static clg_tensor *f_sub(clg_tensor **x) { return clg_sub(x[0], x[1]); }
-static clg_tensor *f_mul(clg_tensor **x) { return clg_mul(x[0], x[1]); }
-static clg_tensor *f_div(clg_tensor **x) { return clg_div(x[0], x[1]); }
-static clg_tensor *f_pow(clg_tensor **x) { return clg_pow(x[0], x[1]); }
-static clg_tensor *f_maximum(clg_tensor **x) { return clg_maximum(x[0], x[1]); }
-static clg_tensor *f_minimum(clg_tensor **x) { return clg_minimum(x[0], x[1]); }
-/* comparisons have no gradient: they scale an op that has one, x[0] * (x[0] cmp x[1]) */
-static clg_tensor *f_eq(clg_tensor **x) { return clg_mul(x[0], clg_eq(x[0], x[1])); }
-static clg_tensor *f_gt(clg_tensor **x) { return clg_mul(x[0], clg_gt(x[0], x[1])); }
-static clg_tensor *f_ge(clg_tensor **x) { return clg_mul(x[0], clg_ge(x[0], x[1])); }
-static clg_tensor *f_lt(clg_tensor **x) { return clg_mul(x[0], clg_lt(x[0], x[1])); }
-static clg_tensor *f_le(clg_tensor **x) { return clg_mul(x[0], clg_le(x[0], x[1])); }
-static clg_tensor *f_ne(clg_tensor **x) { return clg_mul(x[0], clg_ne(x[0], x[1])); }
-static clg_tensor *f_and(clg_tensor **x) { return clg_mul(x[0], clg_logical_and(x[0], clg_gt(x[1], x[0]))); }
-static clg_tensor *f_or(clg_tensor **x) { return clg_mul(x[0], clg_logical_or(clg_gt(x[0], x[1]), x[1])); }
 static clg_tensor *f_not(clg_tensor **x) { return clg_mul(x[0], clg_logical_not(clg_gt(x[0], x[1]))); }
 static clg_tensor *f_elu(clg_tensor **x) { return clg_elu(x[0], 0.7); }
 static clg_tensor *f_steps(clg_tensor **x)
@@ -80,7 +64,25 @@ static clg_tensor *f_cast(clg_tensor **x) { return clg_mul_scalar(clg_contiguous
 #include "unary_ops.def"
 #undef CLG_UNARY
 
+/* The rows of binary_ops.def; comparisons and logic have no gradient: they scale an op
+ * that has one, x[0] * (x[0] op x[1]), x[1] constant. */
+#define BFN_DIFF_INT(name) static clg_tensor *f_##name(clg_tensor **x) { return clg_##name(x[0], x[1]); }
+#define BFN_DIFF BFN_DIFF_INT
+#define BFN_COMPARE(name) static clg_tensor *f_##name(clg_tensor **x) { return clg_mul(x[0], clg_##name(x[0], x[1])); }
+#define BFN_LOGIC BFN_COMPARE
+#define CLG_BINARY(name, kind, ...) BFN_##kind(name)
+#include "binary_ops.def"
+#undef CLG_BINARY
+#define BCONST_DIFF_INT false
+#define BCONST_DIFF false
+#define BCONST_COMPARE true
+#define BCONST_LOGIC true
+
 static const vcase cases[] = {
+#define CLG_BINARY(name, kind, lo, hi, alo, ahi, blo, bhi, ...) \
+    {#name, 2, f_##name, {alo, blo}, {ahi, bhi}, {false, BCONST_##kind}},
+#include "binary_ops.def"
+#undef CLG_BINARY
 #define CLG_UNARY(name, grad, lo, hi, glo, ghi, gsign, ...) VARIANT_##grad(name, glo, ghi, gsign)
 #include "unary_ops.def"
 #undef CLG_UNARY
@@ -89,21 +91,6 @@ static const vcase cases[] = {
     {"softplus", 1, f_softplus, {-3}, {3}, {false}},
     {"scalar ops", 1, f_scalars, {0.5}, {2}, {false}},
     {"pow_scalar", 1, f_pow_scalar, {0.5}, {2}, {false}},
-    {"add", 2, f_add, {-2, -2}, {2, 2}, {false, false}},
-    {"sub", 2, f_sub, {-2, -2}, {2, 2}, {false, false}},
-    {"mul", 2, f_mul, {-2, -2}, {2, 2}, {false, false}},
-    {"div", 2, f_div, {-2, 0.5}, {2, 2}, {false, false}},
-    {"pow", 2, f_pow, {0.5, -1}, {2, 2}, {false, false}},
-    {"maximum", 2, f_maximum, {-2, -2}, {2, 2}, {false, false}},
-    {"minimum", 2, f_minimum, {-2, -2}, {2, 2}, {false, false}},
-    {"eq", 2, f_eq, {-1, -1}, {1, 1}, {false, true}},
-    {"gt", 2, f_gt, {-1, -1}, {1, 1}, {false, true}},
-    {"ge", 2, f_ge, {-1, -1}, {1, 1}, {false, true}},
-    {"lt", 2, f_lt, {-1, -1}, {1, 1}, {false, true}},
-    {"le", 2, f_le, {-1, -1}, {1, 1}, {false, true}},
-    {"ne", 2, f_ne, {-1, -1}, {1, 1}, {false, true}},
-    {"logical_and", 2, f_and, {-1, -1}, {1, 1}, {false, true}},
-    {"logical_or", 2, f_or, {-1, -1}, {1, 1}, {false, true}},
     {"logical_not", 2, f_not, {-1, -1}, {1, 1}, {false, true}},
     {"elu", 1, f_elu, {-2}, {2}, {false}},
     {"floor, ceil, round, sign", 1, f_steps, {-3}, {3}, {false}},

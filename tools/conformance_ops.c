@@ -256,37 +256,18 @@ typedef struct binary_entry {
     bool bsigns, compare;   /* compare: integral values (ties), no gradient */
 } binary_entry;
 
-static double h_add(double a, double b) { return a + b; }
-static double h_sub(double a, double b) { return a - b; }
-static double h_mul(double a, double b) { return a * b; }
-static double h_div(double a, double b) { return a / b; }
-static double h_pow(double a, double b) { return pow(a, b); }
-static double h_max(double a, double b) { return a > b ? a : b; }
-static double h_min(double a, double b) { return a < b ? a : b; }
-static double h_eq(double a, double b) { return a == b; }
-static double h_gt(double a, double b) { return a > b; }
-static double h_ge(double a, double b) { return a >= b; }
-static double h_lt(double a, double b) { return a < b; }
-static double h_le(double a, double b) { return a <= b; }
-static double h_ne(double a, double b) { return a != b; }
-static double h_and(double a, double b) { return a != 0 && b != 0; }
-static double h_or(double a, double b) { return a != 0 || b != 0; }
-
-static const binary_entry B_ADD = {clg_add, h_add, -2, 2, -2, 2, false, false};
-static const binary_entry B_SUB = {clg_sub, h_sub, -2, 2, -2, 2, false, false};
-static const binary_entry B_MUL = {clg_mul, h_mul, -2, 2, -2, 2, false, false};
-static const binary_entry B_DIV = {clg_div, h_div, -2, 2, 0.5, 2, true, false};
-static const binary_entry B_POW = {clg_pow, h_pow, 0.5, 2, -1.5, 1.5, false, false};
-static const binary_entry B_MAX = {clg_maximum, h_max, -2, 2, -2, 2, false, false};
-static const binary_entry B_MIN = {clg_minimum, h_min, -2, 2, -2, 2, false, false};
-static const binary_entry B_EQ = {clg_eq, h_eq, -2, 2, -2, 2, false, true};
-static const binary_entry B_GT = {clg_gt, h_gt, -2, 2, -2, 2, false, true};
-static const binary_entry B_GE = {clg_ge, h_ge, -2, 2, -2, 2, false, true};
-static const binary_entry B_LT = {clg_lt, h_lt, -2, 2, -2, 2, false, true};
-static const binary_entry B_LE = {clg_le, h_le, -2, 2, -2, 2, false, true};
-static const binary_entry B_NE = {clg_ne, h_ne, -2, 2, -2, 2, false, true};
-static const binary_entry B_AND = {clg_logical_and, h_and, -2, 2, -2, 2, false, true};   /* integers: 0 a quarter of the time */
-static const binary_entry B_OR = {clg_logical_or, h_or, -2, 2, -2, 2, false, true};
+/* The rows of src/tensor/binary_ops.def: the op on the device, its plain-C definition
+ * on the host, over the row's ranges; comparisons and logic on integers (ties, zeros a
+ * quarter of the time), without a gradient. */
+#define B_COMPARE_DIFF_INT false
+#define B_COMPARE_DIFF false
+#define B_COMPARE_COMPARE true
+#define B_COMPARE_LOGIC true
+#define CLG_BINARY(name, kind, lo, hi, alo, ahi, blo, bhi, bsign, ref, torch)   \
+    static double hb_##name(double a, double b) { return (ref); }              \
+    static const binary_entry B_ROW_##name = {clg_##name, hb_##name, alo, ahi, blo, bhi, bsign, B_COMPARE_##kind};
+#include "binary_ops.def"
+#undef CLG_BINARY
 
 static void binary_setup(cf_prob *p)
 {
@@ -919,21 +900,13 @@ const cf_case cf_ops_cases[] = {
     VIEW("contiguous (of a permuted view)", "contiguous"),
     VIEW("clone (of a transposed view)", "clone"),
     {"cast", cast_setup, cast_run, cast_ref, NULL, NULL},
-    BINARY("add (broadcast)", B_ADD),
-    BINARY("sub (broadcast)", B_SUB),
-    BINARY("mul (broadcast)", B_MUL),
-    BINARY("div (broadcast)", B_DIV),
-    BINARY("pow (broadcast)", B_POW),
-    BINARY("maximum (broadcast)", B_MAX),
-    BINARY("minimum (broadcast)", B_MIN),
-    BINARY("eq (broadcast, ties)", B_EQ),
-    BINARY("gt (broadcast, ties)", B_GT),
-    BINARY("ge (broadcast, ties)", B_GE),
-    BINARY("lt (broadcast, ties)", B_LT),
-    BINARY("le (broadcast, ties)", B_LE),
-    BINARY("ne (broadcast, ties)", B_NE),
-    BINARY("logical_and (broadcast, zeros)", B_AND),
-    BINARY("logical_or (broadcast, zeros)", B_OR),
+#define B_NAME_DIFF_INT " (broadcast)"
+#define B_NAME_DIFF " (broadcast)"
+#define B_NAME_COMPARE " (broadcast, ties)"
+#define B_NAME_LOGIC " (broadcast, zeros)"
+#define CLG_BINARY(name, kind, ...) BINARY(#name B_NAME_##kind, B_ROW_##name),
+#include "binary_ops.def"
+#undef CLG_BINARY
     {"logical_not (zeros)", not_setup, not_run, not_ref, NULL, NULL},
     UNARY("add_scalar", U_ADD_S),
     UNARY("sub_scalar", U_SUB_S),
