@@ -1,4 +1,4 @@
-/* bench_ops: every op of src/autograd/ops.def (views apart), forward and forward+backward,
+/* bench_ops: every op of src/tensor/ops.def (views apart), forward and forward+backward,
  * at three shape classes of 2^20 elements, timed on the device. bench/torch_ops.py times
  * the same cases in PyTorch; `python3 bench/run.py --ops-only` runs both alternating and
  * prints the per-op table of the speed issue.
@@ -51,39 +51,26 @@ typedef clg_tensor *(*op_fn)(inputs *in, clg_tensor **t);
 static int ax1[1] = {1};
 /* ---- elementwise ---- */
 #define UNARY(NAME, EXPR) static clg_tensor *NAME(inputs *in, clg_tensor **t) { (void)in; return EXPR; }
-UNARY(op_neg, clg_neg(t[0]))
-UNARY(op_exp, clg_exp(t[0]))
-UNARY(op_log, clg_log(t[0]))
-UNARY(op_sqrt, clg_sqrt(t[0]))
-UNARY(op_abs, clg_abs(t[0]))
-UNARY(op_sin, clg_sin(t[0]))
-UNARY(op_cos, clg_cos(t[0]))
-UNARY(op_tan, clg_tan(t[0]))
-UNARY(op_log1p, clg_log1p(t[0]))
-UNARY(op_expm1, clg_expm1(t[0]))
-UNARY(op_rsqrt, clg_rsqrt(t[0]))
-UNARY(op_erf, clg_erf(t[0]))
-UNARY(op_sign, clg_sign(t[0]))
-UNARY(op_floor, clg_floor(t[0]))
-UNARY(op_ceil, clg_ceil(t[0]))
-UNARY(op_round, clg_round(t[0]))
-UNARY(op_relu, clg_relu(t[0]))
+/* the rows of src/tensor/unary_ops.def */
+#define CLG_UNARY(name, ...) UNARY(op_##name, clg_##name(t[0]))
+#include "unary_ops.def"
+#undef CLG_UNARY
 UNARY(op_leaky_relu, clg_leaky_relu(t[0], 0.01))
-UNARY(op_sigmoid, clg_sigmoid(t[0]))
-UNARY(op_tanh, clg_tanh(t[0]))
-UNARY(op_gelu, clg_gelu(t[0]))
-UNARY(op_gelu_tanh, clg_gelu_tanh(t[0]))
 UNARY(op_softplus, clg_softplus(t[0], 1, 20))
-UNARY(op_silu, clg_silu(t[0]))
 UNARY(op_elu, clg_elu(t[0], 1))
 UNARY(op_clamp, clg_clamp(t[0], 0.2, 0.8))
-UNARY(op_add, clg_add(t[0], t[1]))
-UNARY(op_sub, clg_sub(t[0], t[1]))
-UNARY(op_mul, clg_mul(t[0], t[1]))
-UNARY(op_div, clg_div(t[0], t[1]))
-UNARY(op_pow, clg_pow(t[0], t[1]))
-UNARY(op_maximum, clg_maximum(t[0], t[1]))
-UNARY(op_minimum, clg_minimum(t[0], t[1]))
+/* the differentiable rows of src/tensor/binary_ops.def */
+#define BENCH_DIFF_INT(name) UNARY(op_##name, clg_##name(t[0], t[1]))
+#define BENCH_DIFF BENCH_DIFF_INT
+#define BENCH_COMPARE(name)
+#define BENCH_LOGIC(name)
+#define CLG_BINARY(name, kind, ...) BENCH_##kind(name)
+#include "binary_ops.def"
+#undef CLG_BINARY
+#define CASE_DIFF_INT(name) {#name, op_##name, 2, 0},
+#define CASE_DIFF CASE_DIFF_INT
+#define CASE_COMPARE(name)
+#define CASE_LOGIC(name)
 UNARY(op_add_scalar, clg_add_scalar(t[0], 2))
 UNARY(op_mul_scalar, clg_mul_scalar(t[0], 2))
 UNARY(op_rsub_scalar, clg_rsub_scalar(2, t[0]))
@@ -197,15 +184,15 @@ typedef struct kase {
 enum { SP_NONE, SP_MATMUL, SP_LINEAR, SP_CONV, SP_CONVT, SP_POOL, SP_ATTN, SP_EMB, SP_BN, SP_UP };
 
 static const kase CASES[] = {
-    {"neg", op_neg, 1, 0}, {"exp", op_exp, 1, 0}, {"log", op_log, 1, 0}, {"sqrt", op_sqrt, 1, 0},
-    {"abs", op_abs, 1, 0}, {"sin", op_sin, 1, 0}, {"cos", op_cos, 1, 0}, {"tan", op_tan, 1, 0},
-    {"log1p", op_log1p, 1, 0}, {"expm1", op_expm1, 1, 0}, {"rsqrt", op_rsqrt, 1, 0}, {"erf", op_erf, 1, 0},
-    {"sign", op_sign, 1, 0}, {"floor", op_floor, 1, 0}, {"ceil", op_ceil, 1, 0}, {"round", op_round, 1, 0},
-    {"relu", op_relu, 1, 0}, {"leaky_relu", op_leaky_relu, 1, 0}, {"sigmoid", op_sigmoid, 1, 0},
-    {"tanh", op_tanh, 1, 0}, {"gelu", op_gelu, 1, 0}, {"gelu_tanh", op_gelu_tanh, 1, 0},
-    {"softplus", op_softplus, 1, 0}, {"silu", op_silu, 1, 0}, {"elu", op_elu, 1, 0}, {"clamp", op_clamp, 1, 0},
-    {"add", op_add, 2, 0}, {"sub", op_sub, 2, 0}, {"mul", op_mul, 2, 0}, {"div", op_div, 2, 0},
-    {"pow", op_pow, 2, 0}, {"maximum", op_maximum, 2, 0}, {"minimum", op_minimum, 2, 0},
+#define CLG_UNARY(name, ...) {#name, op_##name, 1, 0},
+#include "unary_ops.def"
+#undef CLG_UNARY
+#define CLG_BINARY(name, kind, ...) CASE_##kind(name)
+#include "binary_ops.def"
+#undef CLG_BINARY
+    {"leaky_relu", op_leaky_relu, 1, 0},
+    {"softplus", op_softplus, 1, 0}, {"elu", op_elu, 1, 0}, {"clamp", op_clamp, 1, 0},
+   
     {"add_bcast", op_add_bcast, 2, 0}, {"add_scalar", op_add_scalar, 1, 0}, {"mul_scalar", op_mul_scalar, 1, 0},
     {"rsub_scalar", op_rsub_scalar, 1, 0}, {"rdiv_scalar", op_rdiv_scalar, 1, 0},
     {"pow_scalar", op_pow_scalar, 1, 0}, {"where", op_where, 2, 0}, {"cast_f16", op_cast_f16, 1, 0},

@@ -5,7 +5,7 @@ same way, printed the same way ("case NAME/CLASS fwd|fwdbwd MIN MEDIAN MAX", ms 
 
 bench/run.py --ops-only runs it alternating with bench_ops and prints the ratios. Threads:
 2 on the CPU, OpenBLAS's core from the CPU's flags (refblas.py), as every reference here."""
-import argparse, math, statistics, sys, time
+import argparse, math, os, re, statistics, sys, time
 
 import refblas  # noqa: F401  (sets OPENBLAS_CORETYPE before torch loads OpenBLAS)
 import torch
@@ -15,16 +15,38 @@ CLASSES = [("rows", 16384, 64), ("square", 1024, 1024), ("long", 16, 65536)]
 A1 = 1
 
 
+def table_rows(file, mark):
+    """(name, kind, PyTorch's expression) of each row of src/tensor/FILE (its second and
+    last fields), the table bench_ops.c takes the same names from."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "tensor", file)
+    with open(path, encoding="utf-8") as f:
+        text = re.sub(r"/\*.*?\*/", " ", f.read(), flags=re.S)
+    rows = re.findall(r'^' + mark + r'\(\s*(\w+),\s*(\w+),.*?"([^"]*)"\s*\)', text, flags=re.S | re.M)
+    if not rows:
+        sys.exit(f"torch_ops: no {mark} row in {path}")
+    return rows
+
+
+def unary_rows():
+    """name -> PyTorch's function of x, from src/tensor/unary_ops.def."""
+    scope = {"torch": torch, "F": F}
+    return {name: eval("lambda x: " + expr, scope) for name, _, expr in table_rows("unary_ops.def", "CLG_UNARY")}
+
+
+def binary_rows():
+    """name -> PyTorch's function of a and b, from src/tensor/binary_ops.def's
+    differentiable rows (bench_ops.c measures those)."""
+    scope = {"torch": torch, "F": F}
+    return {name: eval("lambda a, b: " + expr, scope)
+            for name, kind, expr in table_rows("binary_ops.def", "CLG_BINARY") if kind.startswith("DIFF")}
+
+
 def class_cases():
     """name -> (number of tensor inputs, f(inputs, t))."""
-    u = {
-        "neg": torch.neg, "exp": torch.exp, "log": torch.log, "sqrt": torch.sqrt, "abs": torch.abs,
-        "sin": torch.sin, "cos": torch.cos, "tan": torch.tan, "log1p": torch.log1p, "expm1": torch.expm1,
-        "rsqrt": torch.rsqrt, "erf": torch.erf, "sign": torch.sign, "floor": torch.floor, "ceil": torch.ceil,
-        "round": torch.round, "relu": torch.relu, "leaky_relu": lambda x: F.leaky_relu(x, 0.01),
-        "sigmoid": torch.sigmoid, "tanh": torch.tanh, "gelu": F.gelu,
-        "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "softplus": lambda x: F.softplus(x, 1, 20),
-        "silu": F.silu, "elu": lambda x: F.elu(x, 1.0), "clamp": lambda x: torch.clamp(x, 0.2, 0.8),
+    u = unary_rows()
+    u.update({
+        "leaky_relu": lambda x: F.leaky_relu(x, 0.01), "softplus": lambda x: F.softplus(x, 1, 20),
+        "elu": lambda x: F.elu(x, 1.0), "clamp": lambda x: torch.clamp(x, 0.2, 0.8),
         "add_scalar": lambda x: x + 2, "mul_scalar": lambda x: x * 2, "rsub_scalar": lambda x: 2 - x,
         "rdiv_scalar": lambda x: 2 / x, "pow_scalar": lambda x: x ** 3, "cast_f16": lambda x: x.half(),
         "sum": lambda x: x.sum(A1), "sum_all": lambda x: x.sum(), "mean": lambda x: x.mean(A1),
@@ -36,13 +58,13 @@ def class_cases():
         "layer_norm": lambda x: F.layer_norm(x, x.shape[-1:], eps=1e-5),
         "flip": lambda x: torch.flip(x, (A1,)), "tril": lambda x: torch.tril(x, 0), "triu": lambda x: torch.triu(x, 1),
         "transpose": lambda x: x.t().contiguous(), "dropout": lambda x: F.dropout(x, 0.1, True),
-    }
+    })
     cases = {k: (1, (lambda f: lambda inp, t: f(t[0]))(f)) for k, f in u.items()}
-    b = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "pow": torch.pow,
-         "maximum": torch.maximum, "minimum": torch.minimum, "mse": F.mse_loss, "l1_loss": F.l1_loss,
+    b = binary_rows()
+    b.update({"mse": F.mse_loss, "l1_loss": F.l1_loss,
          "smooth_l1_loss": lambda a, b: F.smooth_l1_loss(a, b, beta=1.0),
          "bce_with_logits": F.binary_cross_entropy_with_logits,
-         "concat": lambda a, b: torch.cat((a, b), A1), "stack": lambda a, b: torch.stack((a, b), 0)}
+         "concat": lambda a, b: torch.cat((a, b), A1), "stack": lambda a, b: torch.stack((a, b), 0)})
     cases.update({k: (2, (lambda f: lambda inp, t: f(t[0], t[1]))(f)) for k, f in b.items()})
     cases.update({
         "add_bcast": (2, lambda inp, t: t[0] + inp["bias"]),

@@ -117,6 +117,7 @@ CLG_ELEMENTWISE1(log1p, clg_log1p(x))
 CLG_ELEMENTWISE1(expm1, clg_expm1(x))
 CLG_ELEMENTWISE1(rsqrt, rsqrt(x))
 CLG_ELEMENTWISE1(erf, clg_erf(x))
+CLG_ELEMENTWISE1(softsign, x / ((T)1 + fabs(x)))   // torch's softsign; +-inf gives NaN, as there
 CLG_ELEMENTWISE1(sign, x > (T)0 ? (T)1 : x < (T)0 ? (T)-1 : x)   // keeps 0, -0 and NaN
 // rint, floor and ceil without a call per element (POCL calls libm's, 2.5x slower):
 // adding and subtracting 2^23 (2^52 in double) rounds a magnitude below it to an
@@ -190,6 +191,13 @@ CLG_ELEMENTWISE2(expm1_grad, z * (x + (T)1))             // x = expm1(input)
 CLG_ELEMENTWISE2(rsqrt_grad, z * (T)-0.5 * x * x * x)    // x = rsqrt(input)
 #define CLG_2_SQRTPI ((T)1.12837916709551257390)
 CLG_ELEMENTWISE2(erf_grad, z * CLG_2_SQRTPI * exp(-x * x)) // x = input
+// d/dx x / (1 + |x|) = 1 / (1 + |x|)^2, x = input
+inline T clg_softsign_d(T x)
+{
+    T d = (T)1 + fabs(x);
+    return (T)1 / (d * d);
+}
+CLG_ELEMENTWISE2(softsign_grad, z * clg_softsign_d(x))
 // sign, floor, ceil and round are flat almost everywhere: a zero gradient (PyTorch's).
 CLG_ELEMENTWISE2(zero_grad, (T)0)
 

@@ -4,7 +4,7 @@
  * Usage: conformance_coverage SOURCE_DIR CLGRAD   (CLGRAD: the built `clgrad` command)
  *
  * What counts as an op (read from the sources at each run, never from a copy):
- *   1. every name X(name) of src/autograd/ops.def (the differentiable ops, wherever
+ *   1. every name X(name) of src/tensor/ops.def (the differentiable ops, wherever
  *      declared: dist.h's clg_dist_all_reduce too);
  *   2. every function declared `CLG_API` in include/clgrad/ops.h or tensor.h that
  *      computes tensors from tensors: it returns `clg_tensor *`, or returns `clg_status`
@@ -167,24 +167,40 @@ static void header_ops(const char *dir, const char *file, names *ops, names *dec
     free(s);
 }
 
-/* Rule 1: the X(name) entries of ops.def, into ops and defs. */
-static void def_ops(const char *dir, names *ops, names *defs)
+/* The entries `mark`name`stop` of src/tensor/<file> (comments and preprocessor lines
+ * aside), into ops and defs; how many. */
+static int def_entries(const char *dir, const char *file, const char *mark, char stop, names *ops, names *defs)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/src/autograd/ops.def", dir);
+    snprintf(path, sizeof path, "%s/src/tensor/%s", dir, file);
     char *s = slurp(path);
-    if (!s) return;
+    if (!s) return 0;
     blank_comments(s);
-    for (char *p = strstr(s, "X("); p; p = strstr(p + 1, "X(")) {
+    for (char *l = s; *l; l++)   /* #define CLG_UNARY(name, ...) X(name) is no entry */
+        if (*l == '#' && (l == s || l[-1] == '\n'))
+            while (*l && *l != '\n') *l++ = ' ';
+    int found = 0;
+    size_t m = strlen(mark);
+    for (char *p = strstr(s, mark); p; p = strstr(p + 1, mark)) {
         if (p > s && ident_char(p[-1])) continue;
-        char *n = p + 2, *e = n;
+        char *n = p + m, *e = n;
         while (ident_char(*e)) e++;
-        if (*e != ')' || e == n) continue;
-        add(defs, n, (size_t)(e - n), "src/autograd/ops.def");
-        add(ops, n, (size_t)(e - n), "src/autograd/ops.def");
+        if (*e != stop || e == n) continue;
+        add(defs, n, (size_t)(e - n), file);
+        add(ops, n, (size_t)(e - n), file);
+        found++;
     }
-    if (!defs->n) fail("%s: no X(name) entry found", path);
+    if (!found) fail("%s: no %s...%c entry found", path, mark, stop);
     free(s);
+    return found;
+}
+
+/* Rule 1: the X(name) entries of ops.def and the rows of unary_ops.def, which it
+ * includes, into ops and defs. */
+static void def_ops(const char *dir, names *ops, names *defs)
+{
+    def_entries(dir, "ops.def", "X(", ')', ops, defs);
+    def_entries(dir, "unary_ops.def", "CLG_UNARY(", ',', ops, defs);
 }
 
 /* The ops that `clgrad conformance --list` names cases after (up to the first space). */
@@ -209,6 +225,28 @@ static void case_ops(const char *clgrad, names *cases, int *rows)
 }
 
 /* The code (comments blanked) of every tools/conformance_*.c, one after another. */
+/* What a conformance source that includes a table of rows (unary_ops.def,
+ * binary_ops.def) under a macro naming clg_##name makes of it: a mention clg_<name> per
+ * row (the preprocessor's expansion, which the text search below cannot see). */
+static char *row_calls(const char *dir, const char *src)
+{
+    static const struct { const char *file, *include, *mark; } tables[] = {
+        {"unary_ops.def", "\"unary_ops.def\"", "CLG_UNARY("},
+        {"binary_ops.def", "\"binary_ops.def\"", "CLG_BINARY("},
+    };
+    static names rows, unused;   /* large: not on the stack */
+    rows.n = unused.n = 0;
+    for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
+        if (strstr(src, tables[t].include) && strstr(src, "clg_##name"))
+            def_entries(dir, tables[t].file, tables[t].mark, ',', &rows, &unused);
+    if (!rows.n) return NULL;
+    size_t len = 1;
+    for (int i = 0; i < rows.n; i++) len += strlen(rows.v[i]) + 12;
+    char *out = calloc(1, len);
+    for (int i = 0; out && i < rows.n; i++) strcat(strcat(strcat(out, "clg_"), rows.v[i]), "(a)\n");
+    return out;
+}
+
 static char *case_sources(const char *dir)
 {
     char path[4096];
@@ -228,6 +266,14 @@ static char *case_sources(const char *dir)
         char *s = slurp(path);
         if (!s) continue;
         blank_comments(s);
+        char *rows = row_calls(dir, s);
+        if (rows) {
+            char *both = malloc(strlen(s) + strlen(rows) + 1);
+            if (both) strcat(strcpy(both, s), rows);
+            free(s);
+            free(rows);
+            if (!(s = both)) continue;
+        }
         size_t k = strlen(s);
         char *grown = realloc(all, len + k + 2);
         if (grown) memcpy(grown + len, s, k), len += k, grown[len++] = '\n', grown[len] = 0;

@@ -1,4 +1,4 @@
-/* grad_coverage: fails when a differentiable op (src/autograd/ops.def) has not been
+/* grad_coverage: fails when a differentiable op (src/tensor/ops.def) has not been
  * through a finite-difference gradient check. The gradient checks (tests/test_grad_*)
  * write every op they found on the tapes they checked into CLG_GRAD_COVERAGE_DIR;
  * ctest runs this after them. */

@@ -1,7 +1,8 @@
 /* The elementwise ops of one operand, the activations and where (src/tensor/unary.c):
  * forward against plain-C references in double, in every layout and at sizes around
  * the work-group size; NaN and Inf; zero-size tensors; bad inputs; and that each
- * backward is a single kernel, launched as the device's parameter table says. */
+ * backward is a single kernel, launched as the device's parameter table says. The ops
+ * without parameters are the rows of src/tensor/unary_ops.def. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -26,101 +27,45 @@ typedef struct unary_case {
     const char *grad_kernel; /* the backward's kernel (its name's start) */
 } unary_case;
 
-static clg_tensor *op_neg(clg_tensor *a, const double *p) { (void)p; return clg_neg(a); }
-static clg_tensor *op_exp(clg_tensor *a, const double *p) { (void)p; return clg_exp(a); }
-static clg_tensor *op_log(clg_tensor *a, const double *p) { (void)p; return clg_log(a); }
-static clg_tensor *op_sqrt(clg_tensor *a, const double *p) { (void)p; return clg_sqrt(a); }
-static clg_tensor *op_abs(clg_tensor *a, const double *p) { (void)p; return clg_abs(a); }
-static clg_tensor *op_clamp(clg_tensor *a, const double *p) { return clg_clamp(a, p[0], p[1]); }
-static clg_tensor *op_relu(clg_tensor *a, const double *p) { (void)p; return clg_relu(a); }
-static clg_tensor *op_leaky(clg_tensor *a, const double *p) { return clg_leaky_relu(a, p[0]); }
-static clg_tensor *op_sigmoid(clg_tensor *a, const double *p) { (void)p; return clg_sigmoid(a); }
-static clg_tensor *op_tanh(clg_tensor *a, const double *p) { (void)p; return clg_tanh(a); }
-static clg_tensor *op_gelu(clg_tensor *a, const double *p) { (void)p; return clg_gelu(a); }
-static clg_tensor *op_softplus(clg_tensor *a, const double *p) { return clg_softplus(a, p[0], p[1]); }
-static clg_tensor *op_gelu_tanh(clg_tensor *a, const double *p) { (void)p; return clg_gelu_tanh(a); }
-static clg_tensor *op_silu(clg_tensor *a, const double *p) { (void)p; return clg_silu(a); }
-static clg_tensor *op_elu(clg_tensor *a, const double *p) { return clg_elu(a, p[0]); }
-static clg_tensor *op_sin(clg_tensor *a, const double *p) { (void)p; return clg_sin(a); }
-static clg_tensor *op_cos(clg_tensor *a, const double *p) { (void)p; return clg_cos(a); }
-static clg_tensor *op_tan(clg_tensor *a, const double *p) { (void)p; return clg_tan(a); }
-static clg_tensor *op_log1p(clg_tensor *a, const double *p) { (void)p; return clg_log1p(a); }
-static clg_tensor *op_expm1(clg_tensor *a, const double *p) { (void)p; return clg_expm1(a); }
-static clg_tensor *op_rsqrt(clg_tensor *a, const double *p) { (void)p; return clg_rsqrt(a); }
-static clg_tensor *op_erf(clg_tensor *a, const double *p) { (void)p; return clg_erf(a); }
-static clg_tensor *op_sign(clg_tensor *a, const double *p) { (void)p; return clg_sign(a); }
-static clg_tensor *op_floor(clg_tensor *a, const double *p) { (void)p; return clg_floor(a); }
-static clg_tensor *op_ceil(clg_tensor *a, const double *p) { (void)p; return clg_ceil(a); }
-static clg_tensor *op_round(clg_tensor *a, const double *p) { (void)p; return clg_round(a); }
+/* The rows of unary_ops.def: op_<name>, ref_<name> (the row's plain-C definition), and
+ * the kernel the backward launches (its grad kind). */
+#define GRAD_KERNEL_FROM_INPUT(name) #name "_grad"
+#define GRAD_KERNEL_FROM_OUTPUT(name) #name "_grad"
+#define GRAD_KERNEL_FLAT(name) "zero_grad"
+#define GRAD_KERNEL_SELF(name) #name
+#define CLG_UNARY(name, grad, lo, hi, glo, ghi, gsign, ref, torch)                              \
+    static clg_tensor *op_##name(clg_tensor *a, const double *p) { (void)p; return clg_##name(a); } \
+    static double ref_##name(double x, const double *p) { (void)p; return (ref); }
+#include "unary_ops.def"
+#undef CLG_UNARY
 
-static double ref_neg(double x, const double *p) { (void)p; return -x; }
-static double ref_exp(double x, const double *p) { (void)p; return exp(x); }
-static double ref_log(double x, const double *p) { (void)p; return log(x); }
-static double ref_sqrt(double x, const double *p) { (void)p; return sqrt(x); }
-static double ref_abs(double x, const double *p) { (void)p; return fabs(x); }
+/* The ops with parameters. */
+static clg_tensor *op_clamp(clg_tensor *a, const double *p) { return clg_clamp(a, p[0], p[1]); }
+static clg_tensor *op_leaky(clg_tensor *a, const double *p) { return clg_leaky_relu(a, p[0]); }
+static clg_tensor *op_softplus(clg_tensor *a, const double *p) { return clg_softplus(a, p[0], p[1]); }
+static clg_tensor *op_elu(clg_tensor *a, const double *p) { return clg_elu(a, p[0]); }
 static double ref_clamp(double x, const double *p) { return isnan(x) ? x : fmin(fmax(x, p[0]), p[1]); }
-static double ref_relu(double x, const double *p) { (void)p; return isnan(x) ? x : x > 0 ? x : 0; }
 static double ref_leaky(double x, const double *p) { return x > 0 ? x : x * p[0]; }
-static double ref_sigmoid(double x, const double *p) { (void)p; return 1 / (1 + exp(-x)); }
-static double ref_tanh(double x, const double *p) { (void)p; return tanh(x); }
-static double ref_gelu(double x, const double *p) { (void)p; return 0.5 * x * (1 + erf(x / sqrt(2.0))); }
 /* PyTorch's definition, evaluated in double (where exp does not overflow as soon). */
 static double ref_softplus(double x, const double *p)
 {
     return x * p[0] > p[1] ? x : log1p(exp(x * p[0])) / p[0];
 }
-/* x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), torch's gelu(approximate='tanh') */
-static double ref_gelu_tanh(double x, const double *p)
-{
-    (void)p;
-    return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-}
-static double ref_silu(double x, const double *p) { (void)p; return x / (1 + exp(-x)); }
 static double ref_elu(double x, const double *p) { return x > 0 ? x : p[0] * expm1(x); }
-static double ref_sin(double x, const double *p) { (void)p; return sin(x); }
-static double ref_cos(double x, const double *p) { (void)p; return cos(x); }
-static double ref_tan(double x, const double *p) { (void)p; return tan(x); }
-static double ref_log1p(double x, const double *p) { (void)p; return log1p(x); }
-static double ref_expm1(double x, const double *p) { (void)p; return expm1(x); }
-static double ref_rsqrt(double x, const double *p) { (void)p; return 1 / sqrt(x); }
-static double ref_erf(double x, const double *p) { (void)p; return erf(x); }
-static double ref_sign(double x, const double *p) { (void)p; return x > 0 ? 1 : x < 0 ? -1 : x; }
-static double ref_floor(double x, const double *p) { (void)p; return floor(x); }
-static double ref_ceil(double x, const double *p) { (void)p; return ceil(x); }
-static double ref_round(double x, const double *p) { (void)p; return nearbyint(x); } /* halves to even */
 
 static const unary_case cases[] = {
-    {"neg", op_neg, ref_neg, {0, 0}, -3, 3, "neg"},
-    {"exp", op_exp, ref_exp, {0, 0}, -5, 5, "exp_grad"},
-    {"log", op_log, ref_log, {0, 0}, 0.01, 10, "log_grad"},
-    {"sqrt", op_sqrt, ref_sqrt, {0, 0}, 0, 10, "sqrt_grad"},
-    {"abs", op_abs, ref_abs, {0, 0}, -3, 3, "abs_grad"},
+#define CLG_UNARY(name, grad, lo, hi, ...) {#name, op_##name, ref_##name, {0, 0}, lo, hi, GRAD_KERNEL_##grad(name)},
+#include "unary_ops.def"
+#undef CLG_UNARY
     {"clamp", op_clamp, ref_clamp, {-0.5, 0.7}, -2, 2, "clamp_grad"},
-    {"relu", op_relu, ref_relu, {0, 0}, -3, 3, "relu_grad"},
     {"leaky_relu", op_leaky, ref_leaky, {0.1, 0}, -3, 3, "leaky_relu_grad"},
-    {"sigmoid", op_sigmoid, ref_sigmoid, {0, 0}, -12, 12, "sigmoid_grad"},
-    {"tanh", op_tanh, ref_tanh, {0, 0}, -5, 5, "tanh_grad"},
-    {"gelu", op_gelu, ref_gelu, {0, 0}, -6, 6, "gelu_grad"},
     {"softplus", op_softplus, ref_softplus, {1, 20}, -30, 30, "softplus_grad"},
     {"softplus", op_softplus, ref_softplus, {2, 5}, -5, 5, "softplus_grad"},
     /* a threshold so high that the naive log(1 + exp(x)) overflows float32 below it */
     {"softplus", op_softplus, ref_softplus, {1, 200}, -120, 120, "softplus_grad"},
     {"softplus", op_softplus, ref_softplus, {-0.5, 20}, -10, 10, "softplus_grad"},
-    {"gelu_tanh", op_gelu_tanh, ref_gelu_tanh, {0, 0}, -6, 6, "gelu_tanh_grad"},
-    {"silu", op_silu, ref_silu, {0, 0}, -12, 12, "silu_grad"},
     {"elu", op_elu, ref_elu, {1, 0}, -5, 5, "elu_grad"},
     {"elu", op_elu, ref_elu, {0.3, 0}, -5, 5, "elu_grad"},
-    {"sin", op_sin, ref_sin, {0, 0}, -7, 7, "sin_grad"},
-    {"cos", op_cos, ref_cos, {0, 0}, -7, 7, "cos_grad"},
-    {"tan", op_tan, ref_tan, {0, 0}, -1.4, 1.4, "tan_grad"},
-    {"log1p", op_log1p, ref_log1p, {0, 0}, -0.99, 10, "log1p_grad"},
-    {"expm1", op_expm1, ref_expm1, {0, 0}, -5, 5, "expm1_grad"},
-    {"rsqrt", op_rsqrt, ref_rsqrt, {0, 0}, 0.01, 10, "rsqrt_grad"},
-    {"erf", op_erf, ref_erf, {0, 0}, -4, 4, "erf_grad"},
-    {"sign", op_sign, ref_sign, {0, 0}, -3, 3, "zero_grad"},
-    {"floor", op_floor, ref_floor, {0, 0}, -5, 5, "zero_grad"},
-    {"ceil", op_ceil, ref_ceil, {0, 0}, -5, 5, "zero_grad"},
-    {"round", op_round, ref_round, {0, 0}, -5, 5, "zero_grad"},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 

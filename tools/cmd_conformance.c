@@ -43,7 +43,7 @@ static int usage(void)
            "largest forward and backward error, max |device - reference| / (1 + |reference|),\n"
            "pass or fail; then the counts, the largest errors, the device, and the GEMM engine\n"
            "with its rate at 256^3 float32. A first row checks that every differentiable op\n"
-           "(src/autograd/ops.def) has a case.\n"
+           "(src/tensor/ops.def) has a case.\n"
            "Backward: the gradient of sum(w * output) (w random) from clg_backward against\n"
            "central differences of the host reference.\n"
            "  --dtype f32|f64     tensors' type on the device (default f32; f64 falls back to f32\n"

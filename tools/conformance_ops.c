@@ -184,35 +184,10 @@ typedef struct unary_entry {
 #define HOST1(name, expr) \
     static double name(double x, double s0, double s1) { UNUSED(s0); UNUSED(s1); return expr; }
 
-DEV1(d_neg, clg_neg(a)) HOST1(h_neg, -x)
-DEV1(d_exp, clg_exp(a)) HOST1(h_exp, exp(x))
-DEV1(d_log, clg_log(a)) HOST1(h_log, log(x))
-DEV1(d_sqrt, clg_sqrt(a)) HOST1(h_sqrt, sqrt(x))
-DEV1(d_abs, clg_abs(a)) HOST1(h_abs, fabs(x))
 DEV1(d_clamp, clg_clamp(a, s0, s1)) HOST1(h_clamp, x < s0 ? s0 : x > s1 ? s1 : x)
-DEV1(d_relu, clg_relu(a)) HOST1(h_relu, x > 0 ? x : 0)
 DEV1(d_leaky, clg_leaky_relu(a, s0)) HOST1(h_leaky, x > 0 ? x : s0 * x)
-DEV1(d_sigmoid, clg_sigmoid(a)) HOST1(h_sigmoid, 1 / (1 + exp(-x)))
-DEV1(d_tanh, clg_tanh(a)) HOST1(h_tanh, tanh(x))
-DEV1(d_gelu, clg_gelu(a)) HOST1(h_gelu, 0.5 * x * (1 + erf(x / sqrt(2.0))))
 DEV1(d_softplus, clg_softplus(a, s0, s1)) HOST1(h_softplus, s0 * x > s1 ? x : log1p(exp(s0 * x)) / s0)
-DEV1(d_gelu_tanh, clg_gelu_tanh(a))
-HOST1(h_gelu_tanh, 0.5 * x * (1 + tanh(0.79788456080286535588 /* sqrt(2 / pi) */ * (x + 0.044715 * x * x * x))))
-DEV1(d_silu, clg_silu(a)) HOST1(h_silu, x / (1 + exp(-x)))
 DEV1(d_elu, clg_elu(a, s0)) HOST1(h_elu, x > 0 ? x : s0 * expm1(x))
-DEV1(d_sin, clg_sin(a)) HOST1(h_sin, sin(x))
-DEV1(d_cos, clg_cos(a)) HOST1(h_cos, cos(x))
-DEV1(d_tan, clg_tan(a)) HOST1(h_tan, tan(x))
-DEV1(d_log1p, clg_log1p(a)) HOST1(h_log1p, log1p(x))
-DEV1(d_expm1, clg_expm1(a)) HOST1(h_expm1, expm1(x))
-DEV1(d_rsqrt, clg_rsqrt(a)) HOST1(h_rsqrt, 1 / sqrt(x))
-DEV1(d_erf, clg_erf(a)) HOST1(h_erf, erf(x))
-/* The steps, shifted by s0 so that inputs of either sign (away from 0) land on two
- * sides of a step but never near one (the backward's finite differences). */
-DEV1(d_sign, clg_sign(a)) HOST1(h_sign, x > 0 ? 1 : x < 0 ? -1 : x)
-DEV1(d_floor, clg_floor(clg_add_scalar(a, s0))) HOST1(h_floor, floor(x + s0))
-DEV1(d_ceil, clg_ceil(clg_add_scalar(a, s0))) HOST1(h_ceil, ceil(x + s0))
-DEV1(d_round, clg_round(clg_add_scalar(a, s0))) HOST1(h_round, nearbyint(x + s0))
 DEV1(d_add_s, clg_add_scalar(a, s0)) HOST1(h_add_s, x + s0)
 DEV1(d_sub_s, clg_sub_scalar(a, s0)) HOST1(h_sub_s, x - s0)
 DEV1(d_rsub_s, clg_rsub_scalar(s0, a)) HOST1(h_rsub_s, s0 - x)
@@ -233,32 +208,17 @@ static clg_dist *ranks(void)
 }
 DEV1(d_all_reduce, clg_dist_all_reduce(ranks(), a, 1)) HOST1(h_ranks, x * clg_dist_size(ranks()))
 
-static const unary_entry U_NEG = {d_neg, h_neg, 0, 0, -2, 2, false};
-static const unary_entry U_EXP = {d_exp, h_exp, 0, 0, -2, 2, false};
-static const unary_entry U_LOG = {d_log, h_log, 0, 0, 0.2, 3, false};
-static const unary_entry U_SQRT = {d_sqrt, h_sqrt, 0, 0, 0.2, 3, false};
-static const unary_entry U_ABS = {d_abs, h_abs, 0, 0, 0.05, 2, true};
+/* The rows of src/tensor/unary_ops.def: the op on the device, its plain-C definition on
+ * the host, over the row's gradient-check range (both signs where it says so). */
+#define CLG_UNARY(name, grad, lo, hi, glo, ghi, gsign, ref, torch) \
+    DEV1(d_##name, clg_##name(a)) HOST1(h_##name, (ref))        \
+    static const unary_entry U_ROW_##name = {d_##name, h_##name, 0, 0, glo, ghi, gsign};
+#include "unary_ops.def"
+#undef CLG_UNARY
 static const unary_entry U_CLAMP = {d_clamp, h_clamp, -0.5, 0.75, -1.5, 1.5, false};
-static const unary_entry U_RELU = {d_relu, h_relu, 0, 0, 0.05, 2, true};
 static const unary_entry U_LEAKY = {d_leaky, h_leaky, 0.125, 0, 0.05, 2, true};
-static const unary_entry U_SIGMOID = {d_sigmoid, h_sigmoid, 0, 0, -5, 5, false};
-static const unary_entry U_TANH = {d_tanh, h_tanh, 0, 0, -3, 3, false};
-static const unary_entry U_GELU = {d_gelu, h_gelu, 0, 0, -3, 3, false};
 static const unary_entry U_SOFTPLUS = {d_softplus, h_softplus, 2, 3, -3, 3, false};
-static const unary_entry U_GELU_TANH = {d_gelu_tanh, h_gelu_tanh, 0, 0, -3, 3, false};
-static const unary_entry U_SILU = {d_silu, h_silu, 0, 0, -4, 4, false};
 static const unary_entry U_ELU = {d_elu, h_elu, 0.7, 0, 0.05, 2, true};
-static const unary_entry U_SIN = {d_sin, h_sin, 0, 0, -3, 3, false};
-static const unary_entry U_COS = {d_cos, h_cos, 0, 0, -3, 3, false};
-static const unary_entry U_TAN = {d_tan, h_tan, 0, 0, -1.2, 1.2, false};
-static const unary_entry U_LOG1P = {d_log1p, h_log1p, 0, 0, -0.5, 3, false};
-static const unary_entry U_EXPM1 = {d_expm1, h_expm1, 0, 0, -2, 2, false};
-static const unary_entry U_RSQRT = {d_rsqrt, h_rsqrt, 0, 0, 0.3, 3, false};
-static const unary_entry U_ERF = {d_erf, h_erf, 0, 0, -2, 2, false};
-static const unary_entry U_SIGN = {d_sign, h_sign, 0, 0, 0.05, 2, true};
-static const unary_entry U_FLOOR = {d_floor, h_floor, 2, 0, 0.1, 0.9, true};
-static const unary_entry U_CEIL = {d_ceil, h_ceil, 2, 0, 0.1, 0.9, true};
-static const unary_entry U_ROUND = {d_round, h_round, 2.5, 0, 0.1, 0.4, true};
 static const unary_entry U_ADD_S = {d_add_s, h_add_s, 0.75, 0, -2, 2, false};
 static const unary_entry U_SUB_S = {d_sub_s, h_sub_s, 0.75, 0, -2, 2, false};
 static const unary_entry U_RSUB_S = {d_rsub_s, h_rsub_s, 0.75, 0, -2, 2, false};
@@ -296,37 +256,18 @@ typedef struct binary_entry {
     bool bsigns, compare;   /* compare: integral values (ties), no gradient */
 } binary_entry;
 
-static double h_add(double a, double b) { return a + b; }
-static double h_sub(double a, double b) { return a - b; }
-static double h_mul(double a, double b) { return a * b; }
-static double h_div(double a, double b) { return a / b; }
-static double h_pow(double a, double b) { return pow(a, b); }
-static double h_max(double a, double b) { return a > b ? a : b; }
-static double h_min(double a, double b) { return a < b ? a : b; }
-static double h_eq(double a, double b) { return a == b; }
-static double h_gt(double a, double b) { return a > b; }
-static double h_ge(double a, double b) { return a >= b; }
-static double h_lt(double a, double b) { return a < b; }
-static double h_le(double a, double b) { return a <= b; }
-static double h_ne(double a, double b) { return a != b; }
-static double h_and(double a, double b) { return a != 0 && b != 0; }
-static double h_or(double a, double b) { return a != 0 || b != 0; }
-
-static const binary_entry B_ADD = {clg_add, h_add, -2, 2, -2, 2, false, false};
-static const binary_entry B_SUB = {clg_sub, h_sub, -2, 2, -2, 2, false, false};
-static const binary_entry B_MUL = {clg_mul, h_mul, -2, 2, -2, 2, false, false};
-static const binary_entry B_DIV = {clg_div, h_div, -2, 2, 0.5, 2, true, false};
-static const binary_entry B_POW = {clg_pow, h_pow, 0.5, 2, -1.5, 1.5, false, false};
-static const binary_entry B_MAX = {clg_maximum, h_max, -2, 2, -2, 2, false, false};
-static const binary_entry B_MIN = {clg_minimum, h_min, -2, 2, -2, 2, false, false};
-static const binary_entry B_EQ = {clg_eq, h_eq, -2, 2, -2, 2, false, true};
-static const binary_entry B_GT = {clg_gt, h_gt, -2, 2, -2, 2, false, true};
-static const binary_entry B_GE = {clg_ge, h_ge, -2, 2, -2, 2, false, true};
-static const binary_entry B_LT = {clg_lt, h_lt, -2, 2, -2, 2, false, true};
-static const binary_entry B_LE = {clg_le, h_le, -2, 2, -2, 2, false, true};
-static const binary_entry B_NE = {clg_ne, h_ne, -2, 2, -2, 2, false, true};
-static const binary_entry B_AND = {clg_logical_and, h_and, -2, 2, -2, 2, false, true};   /* integers: 0 a quarter of the time */
-static const binary_entry B_OR = {clg_logical_or, h_or, -2, 2, -2, 2, false, true};
+/* The rows of src/tensor/binary_ops.def: the op on the device, its plain-C definition
+ * on the host, over the row's ranges; comparisons and logic on integers (ties, zeros a
+ * quarter of the time), without a gradient. */
+#define B_COMPARE_DIFF_INT false
+#define B_COMPARE_DIFF false
+#define B_COMPARE_COMPARE true
+#define B_COMPARE_LOGIC true
+#define CLG_BINARY(name, kind, lo, hi, alo, ahi, blo, bhi, bsign, ref, torch)   \
+    static double hb_##name(double a, double b) { return (ref); }              \
+    static const binary_entry B_ROW_##name = {clg_##name, hb_##name, alo, ahi, blo, bhi, bsign, B_COMPARE_##kind};
+#include "binary_ops.def"
+#undef CLG_BINARY
 
 static void binary_setup(cf_prob *p)
 {
@@ -959,21 +900,13 @@ const cf_case cf_ops_cases[] = {
     VIEW("contiguous (of a permuted view)", "contiguous"),
     VIEW("clone (of a transposed view)", "clone"),
     {"cast", cast_setup, cast_run, cast_ref, NULL, NULL},
-    BINARY("add (broadcast)", B_ADD),
-    BINARY("sub (broadcast)", B_SUB),
-    BINARY("mul (broadcast)", B_MUL),
-    BINARY("div (broadcast)", B_DIV),
-    BINARY("pow (broadcast)", B_POW),
-    BINARY("maximum (broadcast)", B_MAX),
-    BINARY("minimum (broadcast)", B_MIN),
-    BINARY("eq (broadcast, ties)", B_EQ),
-    BINARY("gt (broadcast, ties)", B_GT),
-    BINARY("ge (broadcast, ties)", B_GE),
-    BINARY("lt (broadcast, ties)", B_LT),
-    BINARY("le (broadcast, ties)", B_LE),
-    BINARY("ne (broadcast, ties)", B_NE),
-    BINARY("logical_and (broadcast, zeros)", B_AND),
-    BINARY("logical_or (broadcast, zeros)", B_OR),
+#define B_NAME_DIFF_INT " (broadcast)"
+#define B_NAME_DIFF " (broadcast)"
+#define B_NAME_COMPARE " (broadcast, ties)"
+#define B_NAME_LOGIC " (broadcast, zeros)"
+#define CLG_BINARY(name, kind, ...) BINARY(#name B_NAME_##kind, B_ROW_##name),
+#include "binary_ops.def"
+#undef CLG_BINARY
     {"logical_not (zeros)", not_setup, not_run, not_ref, NULL, NULL},
     UNARY("add_scalar", U_ADD_S),
     UNARY("sub_scalar", U_SUB_S),
@@ -983,33 +916,14 @@ const cf_case cf_ops_cases[] = {
     UNARY("rdiv_scalar", U_RDIV_S),
     UNARY("pow_scalar (2.5)", U_POW_S),
     UNARY("pow_scalar (3, negative base)", U_POW_S3),
-    UNARY("neg", U_NEG),
-    UNARY("exp", U_EXP),
-    UNARY("log", U_LOG),
-    UNARY("sqrt", U_SQRT),
-    UNARY("abs", U_ABS),
+#define CLG_UNARY(name, ...) UNARY(#name, U_ROW_##name),
+#include "unary_ops.def"
+#undef CLG_UNARY
     UNARY("clamp", U_CLAMP),
     {"where (broadcast)", where_setup, where_run, where_ref, NULL, NULL},
-    UNARY("relu", U_RELU),
     UNARY("leaky_relu", U_LEAKY),
-    UNARY("sigmoid", U_SIGMOID),
-    UNARY("tanh", U_TANH),
-    UNARY("gelu", U_GELU),
     UNARY("softplus (beta 2, threshold 3)", U_SOFTPLUS),
-    UNARY("gelu_tanh", U_GELU_TANH),
-    UNARY("silu", U_SILU),
     UNARY("elu (alpha 0.7)", U_ELU),
-    UNARY("sin", U_SIN),
-    UNARY("cos", U_COS),
-    UNARY("tan", U_TAN),
-    UNARY("log1p", U_LOG1P),
-    UNARY("expm1", U_EXPM1),
-    UNARY("rsqrt", U_RSQRT),
-    UNARY("erf", U_ERF),
-    UNARY("sign", U_SIGN),
-    UNARY("floor (of x + 2)", U_FLOOR),
-    UNARY("ceil (of x + 2)", U_CEIL),
-    UNARY("round (of x + 2.5)", U_ROUND),
     UNARY("dropout (eval: identity)", U_DROPOUT_EVAL),
     UNARY("dist_all_reduce (sum over the ranks)", U_ALL_REDUCE),
     REDUCE("sum (all)", R_SUM_ALL),

@@ -106,6 +106,7 @@ CLG_API clg_tensor *clg_gelu(clg_tensor *a);                     /* exact: x * P
 /* gelu's tanh approximation, torch's gelu(approximate='tanh') */
 CLG_API clg_tensor *clg_gelu_tanh(clg_tensor *a);
 CLG_API clg_tensor *clg_silu(clg_tensor *a);                     /* x * sigmoid(x) (swish) */
+CLG_API clg_tensor *clg_softsign(clg_tensor *a);                 /* x / (1 + |x|), torch's softsign */
 CLG_API clg_tensor *clg_elu(clg_tensor *a, double alpha);        /* x > 0 ? x : alpha (e^x - 1) */
 CLG_API clg_tensor *clg_softplus(clg_tensor *a, double beta, double threshold); /* PyTorch's; linear above threshold */
 

@@ -5,7 +5,11 @@
  * no-grad mode); gradients reaching one tensor from several uses are added; a
  * gradient with a broadcast shape is summed back to its input's shape. Leaves that
  * require a gradient accumulate into their own .grad, which they own. Everything
- * else the pass makes lives in a scope of its own that ends with the pass. */
+ * else the pass makes lives in a scope of its own that ends with the pass.
+ *
+ * The engine sits above the ops (src/tensor/): it computes with them, while they record
+ * their nodes (node.c) and read the grad-mode switch (grad_mode.c) down there, so that
+ * no function of src/tensor/ calls one of src/autograd/ (scripts/layers.py checks). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -357,22 +361,4 @@ clg_tensor *clg_detach(clg_tensor *t)
 {
     if (!t) return NULL;
     return clg__tensor_view(t, t->ndim, t->shape, t->strides, t->offset);
-}
-
-void clg_no_grad_begin(clg_device *dev)
-{
-    clg_tensor_state *s = dev ? clg__tstate(dev) : NULL;
-    if (s) s->no_grad++;
-}
-
-void clg_no_grad_end(clg_device *dev)
-{
-    clg_tensor_state *s = dev ? clg__tstate(dev) : NULL;
-    if (s && s->no_grad > 0) s->no_grad--;
-}
-
-bool clg_grad_enabled(const clg_device *dev)
-{
-    const clg_tensor_state *s = dev ? dev->slots[CLG_SLOT_TENSOR].data : NULL;
-    return !s || s->no_grad == 0;
 }

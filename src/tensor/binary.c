@@ -1,5 +1,6 @@
 /* binary.c: arithmetic of two tensors (broadcast) and of a tensor and a scalar,
- * with their backward passes. Kernels: cl_kernels/binary.cl and scalar.cl. */
+ * with their backward passes. Kernels: cl_kernels/binary.cl and scalar.cl. The ops of
+ * two tensors are the rows of binary_ops.def; their backward passes are written here. */
 #include "tensor_impl.h"
 
 #define IN2(a, b) ((clg_tensor *const[]){(a), (b)})
@@ -78,29 +79,23 @@ static clg_status minimum_bw(clg_node *n, clg_tensor *g, clg_tensor **gin) { ret
 
 /* ---- two operands ------------------------------------------------------------------------ */
 
-#define BINARY_OP(name, allow_int)                                                       \
+/* The rows of binary_ops.def: differentiable ones on the tape with their backward
+ * above, comparisons and logic off it. */
+#define BINARY_TAPED(name, allow_int)                                                    \
     clg_tensor *clg_##name(clg_tensor *a, clg_tensor *b)                                 \
     {                                                                                    \
         return clg__taped(binary_op(#name, a, b, allow_int), CLG_OP_##name, name##_bw, 2, \
                           IN2(a, b), NULL);                                              \
     }
-
-BINARY_OP(add, true)
-BINARY_OP(sub, true)
-BINARY_OP(mul, true)
-BINARY_OP(div, false)
-BINARY_OP(pow, false)
-BINARY_OP(maximum, true)
-BINARY_OP(minimum, true)
-
-clg_tensor *clg_eq(clg_tensor *a, clg_tensor *b) { return binary_op("eq", a, b, true); }
-clg_tensor *clg_gt(clg_tensor *a, clg_tensor *b) { return binary_op("gt", a, b, true); }
-clg_tensor *clg_ge(clg_tensor *a, clg_tensor *b) { return binary_op("ge", a, b, true); }
-clg_tensor *clg_lt(clg_tensor *a, clg_tensor *b) { return binary_op("lt", a, b, true); }
-clg_tensor *clg_ne(clg_tensor *a, clg_tensor *b) { return binary_op("ne", a, b, true); }
-clg_tensor *clg_le(clg_tensor *a, clg_tensor *b) { return binary_op("le", a, b, true); }
-clg_tensor *clg_logical_and(clg_tensor *a, clg_tensor *b) { return binary_op("logical_and", a, b, true); }
-clg_tensor *clg_logical_or(clg_tensor *a, clg_tensor *b) { return binary_op("logical_or", a, b, true); }
+#define BINARY_PLAIN(name)                                                               \
+    clg_tensor *clg_##name(clg_tensor *a, clg_tensor *b) { return binary_op(#name, a, b, true); }
+#define BINARY_DIFF_INT(name) BINARY_TAPED(name, true)
+#define BINARY_DIFF(name) BINARY_TAPED(name, false)
+#define BINARY_COMPARE(name) BINARY_PLAIN(name)
+#define BINARY_LOGIC(name) BINARY_PLAIN(name)
+#define CLG_BINARY(name, kind, ...) BINARY_##kind(name)
+#include "binary_ops.def"
+#undef CLG_BINARY
 
 /* ---- with a scalar --------------------------------------------------------------------------- */
 

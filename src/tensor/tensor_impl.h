@@ -1,5 +1,6 @@
-/* tensor_impl.h: the internals of tensors and the tape, for src/tensor/, src/autograd/
- * and the layers above. Not installed. */
+/* tensor_impl.h: the internals of tensors and the tape (recorded by the ops here, read
+ * by the backward engine of src/autograd/), for src/tensor/ and the layers above. Not
+ * installed. */
 #ifndef CLGRAD_TENSOR_IMPL_H
 #define CLGRAD_TENSOR_IMPL_H
 

@@ -4,7 +4,8 @@
  *
  * Each backward is one kernel, `<op>_grad`, fed the saved input or, where the
  * derivative is a function of the result (exp, sqrt, relu, sigmoid, tanh), the op's
- * output node->out, so that no transcendental is evaluated twice. */
+ * output node->out, so that no transcendental is evaluated twice. The ops without
+ * parameters are the rows of unary_ops.def; those with parameters are written out. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -39,44 +40,24 @@ static clg_status grad_kernel(clg_node *n, clg_tensor *g, clg_tensor **gin, cons
     {                                                                            \
         return grad_kernel(n, g, gin, #name "_grad", n->out);                    \
     }
+/* Flat almost everywhere (sign, floor, ...): a zero gradient, as PyTorch. */
+#define GRAD_FLAT(name)                                                          \
+    static clg_status name##_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)    \
+    {                                                                            \
+        return grad_kernel(n, g, gin, "zero_grad", g);                           \
+    }
+/* A linear op (neg): its own kernel on the gradient. */
+#define GRAD_SELF(name)                                                          \
+    static clg_status name##_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)    \
+    {                                                                            \
+        (void)n;                                                                 \
+        return (gin[0] = unary_op(#name, g, 0, 0)) ? CLG_OK : g->dev->status;    \
+    }
 
-GRAD_FROM_OUTPUT(exp)
-GRAD_FROM_INPUT(log)
-GRAD_FROM_OUTPUT(sqrt)
-GRAD_FROM_INPUT(abs)
 GRAD_FROM_INPUT(clamp)
-GRAD_FROM_OUTPUT(relu)
 GRAD_FROM_INPUT(leaky_relu)
-GRAD_FROM_OUTPUT(sigmoid)
-GRAD_FROM_OUTPUT(tanh)
-GRAD_FROM_INPUT(gelu)
 GRAD_FROM_INPUT(softplus)
-GRAD_FROM_INPUT(silu)
 GRAD_FROM_INPUT(elu)
-GRAD_FROM_INPUT(gelu_tanh)
-GRAD_FROM_INPUT(sin)
-GRAD_FROM_INPUT(cos)
-GRAD_FROM_OUTPUT(tan)
-GRAD_FROM_INPUT(log1p)
-GRAD_FROM_OUTPUT(expm1)
-GRAD_FROM_OUTPUT(rsqrt)
-GRAD_FROM_INPUT(erf)
-
-/* sign, floor, ceil, round: flat almost everywhere, a zero gradient (as PyTorch). */
-static clg_status zero_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
-{
-    return grad_kernel(n, g, gin, "zero_grad", g);
-}
-#define sign_bw zero_bw
-#define floor_bw zero_bw
-#define ceil_bw zero_bw
-#define round_bw zero_bw
-
-static clg_status neg_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
-{
-    (void)n;
-    return (gin[0] = unary_op("neg", g, 0, 0)) ? CLG_OK : g->dev->status;
-}
 
 /* ---- forward ------------------------------------------------------------------------------- */
 
@@ -92,34 +73,16 @@ static clg_tensor *unary_taped(const char *op, clg_tensor *a, double s0, double 
     return y;
 }
 
-#define UNARY_OP(name)                                                                  \
-    clg_tensor *clg_##name(clg_tensor *a)                                               \
-    {                                                                                   \
-        return unary_taped(#name, a, 0, 0, CLG_OP_##name, name##_bw);                    \
+/* The ops of unary_ops.def, one row each: the backward its grad kind names, and the
+ * public function (unary.cl's kernel <name>, the tape id CLG_OP_<name>). */
+#define CLG_UNARY(name, grad, ...)                                               \
+    GRAD_##grad(name)                                                            \
+    clg_tensor *clg_##name(clg_tensor *a)                                        \
+    {                                                                            \
+        return unary_taped(#name, a, 0, 0, CLG_OP_##name, name##_bw);            \
     }
-
-UNARY_OP(neg)
-UNARY_OP(exp)
-UNARY_OP(log)
-UNARY_OP(sqrt)
-UNARY_OP(abs)
-UNARY_OP(relu)
-UNARY_OP(sigmoid)
-UNARY_OP(tanh)
-UNARY_OP(gelu)
-UNARY_OP(gelu_tanh)
-UNARY_OP(silu)
-UNARY_OP(sin)
-UNARY_OP(cos)
-UNARY_OP(tan)
-UNARY_OP(log1p)
-UNARY_OP(expm1)
-UNARY_OP(rsqrt)
-UNARY_OP(erf)
-UNARY_OP(sign)
-UNARY_OP(floor)
-UNARY_OP(ceil)
-UNARY_OP(round)
+#include "unary_ops.def"
+#undef CLG_UNARY
 
 /* A NaN parameter would silently turn every result into NaN (or a branch never
  * taken): refuse it instead. */

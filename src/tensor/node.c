@@ -1,6 +1,8 @@
 /* node.c: tape nodes. Each tensor made by an op on the tape owns one node, which
  * holds references to the op's inputs (and anything else its backward needs), so
- * that the graph stays alive exactly as long as the tensors at its ends. */
+ * that the graph stays alive exactly as long as the tensors at its ends. The ops
+ * record here, below the backward engine (src/autograd/engine.c), which reads the
+ * nodes: the ops never call the engine. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""The folders of src/ as layers: which folder calls functions defined in which (from the
+object files' symbols, `nm`), and which includes headers of which (from `#include "..."`
+lines). Prints both graphs and any cycle between folders.
+
+    python3 scripts/layers.py BUILD_DIR [--check]
+
+With --check it exits 1 when the call graph or the include graph has a cycle between
+folders (the `layers` test), so that a lower layer never comes to depend on a higher one."""
+import os, re, subprocess, sys
+from collections import defaultdict
+
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+
+
+def objects(build):
+    """folder -> object files of the library's sources in that folder (the sources that
+    are there now: a build folder keeps the objects of files since moved)."""
+    root = os.path.join(build, "src", "CMakeFiles", "clgrad_objects.dir")
+    found = defaultdict(list)
+    for dirpath, _, files in os.walk(SRC):
+        rel = os.path.relpath(dirpath, SRC)
+        folder = rel.split(os.sep)[0]
+        for f in files:
+            obj = os.path.join(root, rel, f + ".o")
+            if f.endswith(".c") and folder not in (".", "mpi") and os.path.exists(obj):
+                found[folder].append(obj)
+    return found
+
+
+def symbols(objs):
+    """object file -> (defined, undefined) global symbols, from one run of nm."""
+    out = subprocess.run(["nm", "-P", "-A"] + objs, check=True, capture_output=True, text=True).stdout
+    table = {o: (set(), set()) for o in objs}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[2] in "UTDBR":
+            table[parts[0].rstrip(":")][parts[2] == "U"].add(parts[1])
+    return table
+
+
+def call_graph(build):
+    """{(from, to): sorted symbols} over clg_ functions defined in one folder, used in another."""
+    objs = objects(build)
+    if not objs:
+        sys.exit(f"layers: no object files under {build}/src/CMakeFiles/clgrad_objects.dir (build first)")
+    syms = symbols([o for files in objs.values() for o in files])
+    home, uses = {}, defaultdict(set)
+    for folder, files in objs.items():
+        for o in files:
+            d, u = syms[o]
+            for s in d:
+                home[s] = folder
+            uses[folder] |= {s for s in u if s.startswith("clg_")}
+    edges = defaultdict(set)
+    for folder, used in uses.items():
+        for s in used:
+            if s in home and home[s] != folder:
+                edges[(folder, home[s])].add(s)
+    return edges
+
+
+def include_graph():
+    """{(from, to): headers}: a file in folder `from` includes a header that lies in `to`."""
+    headers, edges = {}, defaultdict(set)
+    for dirpath, _, files in os.walk(SRC):
+        for f in files:
+            if f.endswith((".h", ".def")):
+                headers.setdefault(f, os.path.relpath(dirpath, SRC).split(os.sep)[0])
+    for dirpath, _, files in os.walk(SRC):
+        folder = os.path.relpath(dirpath, SRC).split(os.sep)[0]
+        for f in files:
+            if not f.endswith((".c", ".h", ".def")):
+                continue
+            with open(os.path.join(dirpath, f), encoding="utf-8") as fh:
+                for m in re.finditer(r'^\s*#\s*include\s+"([^"]+)"', fh.read(), re.M):
+                    h = os.path.basename(m.group(1))
+                    if h in headers and headers[h] != folder:
+                        edges[(folder, headers[h])].add(h)
+    return edges
+
+
+def cycles(edges):
+    """Pairs of folders that reach each other (each pair once)."""
+    graph = defaultdict(set)
+    for a, b in edges:
+        graph[a].add(b)
+
+    def reach(a):
+        seen, todo = set(), [a]
+        while todo:
+            for n in graph[todo.pop()] - seen:
+                seen.add(n)
+                todo.append(n)
+        return seen
+
+    r = {a: reach(a) for a in list(graph)}
+    return sorted({tuple(sorted((a, b))) for a in r for b in r[a] if a != b and a in r.get(b, ())})
+
+
+def show(title, edges, limit):
+    print(title)
+    for (a, b), what in sorted(edges.items()):
+        names = sorted(what)
+        more = f" (+{len(names) - limit})" if len(names) > limit else ""
+        print(f"  {a:9} -> {b:9} {len(names):4}: {' '.join(names[:limit])}{more}")
+
+
+def main():
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    if len(args) != 1:
+        sys.exit(__doc__)
+    calls, incs = call_graph(args[0]), include_graph()
+    show("calls (folder -> folder defining the function, count: functions):", calls, 6)
+    show("includes (folder -> folder holding the header):", incs, 6)
+    bad = [("calls", c) for c in cycles(calls)] + [("includes", c) for c in cycles(incs)]
+    for kind, (a, b) in bad:
+        print(f"cycle in the {kind}: {a} and {b} depend on each other")
+    if not bad:
+        print("no cycle between folders")
+    return 1 if bad and "--check" in sys.argv else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
