@@ -222,9 +222,21 @@ static clg_tensor *avg_pool(const char *op, clg_tensor *x, const pool_geo *g)
 {
     clg_tensor *y = new_output(x, g, x->dtype);
     if (!y) return fail(op, x, NULL, NULL);
-    clg_arg a[] = {CLG_ARG_I(y->numel), CLG_ARG_M(x->buf->mem), CLG_ARG_I(x->offset), clg__arg_int8(x->strides, 4),
-                   geo_arg(g), win_arg(g), CLG_ARG_M(y->buf->mem)};
-    if (launch(x->dev, x->dtype, "avg_pool", a, 7, y->numel) != CLG_OK) return fail(op, x, y, NULL);
+    /* The usual 2x2 / 2 window over a contiguous input: a kernel of its own, as max_pool2d's
+     * (the general one divides per element and walks clipped windows). */
+    bool two = g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && g->ph == 0 && g->pw == 0 &&
+               clg_tensor_is_contiguous(x);
+    clg_status st;
+    if (two) {
+        int64_t R = g->N * g->C * g->OH;
+        clg_arg a[] = {CLG_ARG_I(R), CLG_ARG_M(x->buf->mem), CLG_ARG_I(x->offset), geo_arg(g), CLG_ARG_M(y->buf->mem)};
+        st = clg__conv_launch_grid(x->dev, x->dtype, "avg_pool_2x2", a, 5, (const int64_t[]){g->OW, R, 1});
+    } else {
+        clg_arg a[] = {CLG_ARG_I(y->numel), CLG_ARG_M(x->buf->mem), CLG_ARG_I(x->offset),
+                       clg__arg_int8(x->strides, 4), geo_arg(g), win_arg(g), CLG_ARG_M(y->buf->mem)};
+        st = launch(x->dev, x->dtype, "avg_pool", a, 7, y->numel);
+    }
+    if (st != CLG_OK) return fail(op, x, y, NULL);
     clg_node *node = NULL;
     y = clg__taped(y, CLG_OP_avg_pool2d, avg_pool_bw, 1, &x, &node);
     if (node) geo_save(node, g);
