@@ -9,7 +9,6 @@
  * allocation inside, to its release inside or past the end. */
 typedef struct cap_value {
     clg_buffer *buf;     /* the buffer during the capture (not held: it may be gone) */
-    cl_mem mem;
     size_t size;
     size_t asked;        /* bytes the pool was asked for (size rounds it up); 0: made before */
     int first, last;     /* first and last command naming it; -1: none */

@@ -62,16 +62,11 @@ typedef struct clg_buffer {
      * index ops check indices on the host, at once, with no read. Valid while `known`
      * and range.version == version (an in-place write ends it). */
     struct { bool known; int32_t lo, hi; int64_t lo_at, hi_at, count; uint64_t version; } range;
-    size_t all_at;    /* where it stands in the pool's list of every buffer (pool.all) */
 } clg_buffer;
 
 typedef struct clg_pool {
     clg_buffer **free;   /* released buffers kept for reuse */
     size_t nfree, capfree;
-    /* Every buffer not destroyed, in use or cached: a capture finds the buffers that
-     * were made before it from the cl_mem its launches name (clg__buffer_of). */
-    clg_buffer **all;
-    size_t nall, capall;
     clg_pool_stats stats;
     uint64_t cache_limit; /* cached bytes kept at most */
 } clg_pool;
@@ -81,8 +76,6 @@ clg_buffer *clg__buffer_alloc(clg_device *dev, size_t bytes);
 void clg__buffer_retain(clg_buffer *buf);
 void clg__buffer_release(clg_buffer *buf);   /* NULL is fine */
 size_t clg__pool_round(const clg_device *dev, size_t bytes);
-/* The live buffer whose cl_mem is mem, or NULL (a linear search: captures only). */
-clg_buffer *clg__buffer_of(clg_device *dev, cl_mem mem);
 void clg__pool_free_all(clg_device *dev);
 
 /* ---- transfers (transfer.c); counted in dev->transfers ------------------------------ */
@@ -102,7 +95,7 @@ clg_status clg__read_async(clg_device *dev, const clg_buffer *src, size_t off, v
 
 struct clg_arg;
 /* A host function run as a command of the device's queue (native.c): its arguments as
- * a launch's, each buffer argument's v.mem holding the buffer's host address instead. */
+ * a launch's, each buffer argument's v.host holding the buffer's host address. */
 typedef void (*clg_native_fn)(const struct clg_arg *args, int nargs);
 
 typedef struct clg_kernel {
@@ -142,15 +135,23 @@ void clg__hash_hex(const void *data, size_t len, char out[33]);
 /* ---- launching (launch.c) ----------------------------------------------------------- */
 
 typedef enum clg_arg_kind {
-    CLG_ARG_MEM, CLG_ARG_I32, CLG_ARG_I64, CLG_ARG_F32, CLG_ARG_F64, CLG_ARG_LOCAL, CLG_ARG_INT8, CLG_ARG_U16
+    CLG_ARG_BUF, CLG_ARG_I32, CLG_ARG_I64, CLG_ARG_F32, CLG_ARG_F64, CLG_ARG_LOCAL, CLG_ARG_INT8, CLG_ARG_U16
 } clg_arg_kind;
 
 typedef struct clg_arg {
     clg_arg_kind kind;
-    union { cl_mem mem; int32_t i32; int64_t i64; float f32; double f64; size_t local; cl_int8 i8; uint16_t u16; } v;
+    union {
+        const clg_buffer *buf;   /* resolved to its device memory by the launcher; NULL is legal */
+        void *host;              /* a buffer argument inside a native function (native.c) */
+        int32_t i32; int64_t i64; float f32; double f64; size_t local; struct { int32_t s[8]; } i8; uint16_t u16;
+    } v;
 } clg_arg;
 
-#define CLG_ARG_M(m) ((clg_arg){.kind = CLG_ARG_MEM, .v.mem = (m)})
+/* A buffer argument: kernels name buffers, never their device memory, so that the
+ * layers above see no runtime type and a capture knows the buffer without a search. A
+ * function, not a cast, so that passing a tensor where a buffer belongs does not compile. */
+static inline clg_arg clg__arg_buf(const clg_buffer *b) { return (clg_arg){.kind = CLG_ARG_BUF, .v.buf = b}; }
+#define CLG_ARG_B(b) clg__arg_buf(b)
 #define CLG_ARG_I(x) ((clg_arg){.kind = CLG_ARG_I32, .v.i32 = (int32_t)(x)})
 #define CLG_ARG_L(x) ((clg_arg){.kind = CLG_ARG_I64, .v.i64 = (int64_t)(x)})
 #define CLG_ARG_F(x) ((clg_arg){.kind = CLG_ARG_F32, .v.f32 = (float)(x)})
@@ -197,7 +198,7 @@ clg_status clg__launch_native(clg_device *dev, clg_kernel *k, const clg_arg *arg
 /* The same without the capture's record: what a graph replay enqueues. */
 clg_status clg__enqueue_native(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, cl_event *ev);
 /* A buffer argument's host address inside a native function. */
-static inline void *clg__native_ptr(const clg_arg *a) { return (void *)a->v.mem; }
+static inline void *clg__native_ptr(const clg_arg *a) { return a->v.host; }
 
 /* ---- profiling (profile.c) ----------------------------------------------------------- */
 
