@@ -37,7 +37,7 @@ clg_status clg__fail(clg_device *dev, clg_status status, const char *fmt, ...)
     return status;
 }
 
-clg_status clg__cl_fail(clg_device *dev, cl_int err, const char *call, const char *what)
+clg_status clg__cl_fail(clg_device *dev, int err, const char *call, const char *what)
 {
     clg_status st = (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_HOST_MEMORY ||
                      err == CL_INVALID_BUFFER_SIZE)

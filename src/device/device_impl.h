@@ -16,6 +16,7 @@
 #include <CL/cl.h>
 
 #include "clgrad/device.h"
+#include "runtime.h"
 
 /* ---- errors ------------------------------------------------------------------------ */
 
@@ -24,8 +25,6 @@
 /* Record a failure on dev (printf-style message) and return `status`. */
 clg_status clg__fail(clg_device *dev, clg_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Record a failed OpenCL call: "<call>(<what>): CL_ERROR_NAME (code)". */
-clg_status clg__cl_fail(clg_device *dev, cl_int err, const char *call, const char *what);
 /* The device lists the extension (discover.c). */
 bool clg__has_extension(cl_device_id d, const char *ext);
 void clg__log(clg_device *dev, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -87,9 +86,9 @@ clg_status clg__copy(clg_device *dev, const clg_buffer *src, size_t src_off, clg
                      size_t dst_off, size_t bytes);
 /* Enqueue only; the host memory stays in use until *done completes (release it). */
 clg_status clg__write_async(clg_device *dev, clg_buffer *dst, size_t off, const void *src, size_t bytes,
-                            cl_event *done);
+                            clg_event **done);
 clg_status clg__read_async(clg_device *dev, const clg_buffer *src, size_t off, void *dst, size_t bytes,
-                           cl_event *done);
+                           clg_event **done);
 
 /* ---- programs and kernels (program.c, binary_cache.c) ------------------------------- */
 
