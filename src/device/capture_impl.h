@@ -3,7 +3,7 @@
 #ifndef CLGRAD_CAPTURE_IMPL_H
 #define CLGRAD_CAPTURE_IMPL_H
 
-#include "device_impl.h"
+#include "device_cl.h"
 
 /* One lifetime of one buffer as the capture saw it: from before the capture or its
  * allocation inside, to its release inside or past the end. */

@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "device_impl.h"
+#include "device_cl.h"
 
 const char *clg__clblast_status_name(int status)
 {

@@ -1,5 +1,7 @@
 /* device_impl.h: the internals of a clg_device, shared by src/device/ and the layers
- * above it. Not installed. Internal names start with clg__.
+ * above it, with no OpenCL header: the OpenCL handles in its structs are named by their
+ * struct tags, which only src/device/ (device_cl.h) can use, and what needs OpenCL's
+ * types is declared in device_cl.h. Not installed. Internal names start with clg__.
  *
  * Four roles, one file each:
  *   device.c     the context and queue, errors and logging, counters
@@ -10,10 +12,7 @@
 #ifndef CLGRAD_DEVICE_IMPL_H
 #define CLGRAD_DEVICE_IMPL_H
 
-#ifndef CL_TARGET_OPENCL_VERSION
-#define CL_TARGET_OPENCL_VERSION 120
-#endif
-#include <CL/cl.h>
+#include <stdint.h>
 
 #include "clgrad/device.h"
 #include "runtime.h"
@@ -25,30 +24,15 @@
 /* Record a failure on dev (printf-style message) and return `status`. */
 clg_status clg__fail(clg_device *dev, clg_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* The device lists the extension (discover.c). */
-bool clg__has_extension(cl_device_id d, const char *ext);
 void clg__log(clg_device *dev, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* Check an OpenCL call; on failure record it and return its status from the caller. */
-#define CLG_CL_TRY(dev, call_expr, call_name, what)                          \
-    do {                                                                     \
-        cl_int clg__e = (call_expr);                                         \
-        if (clg__e != CL_SUCCESS) return clg__cl_fail((dev), clg__e, (call_name), (what)); \
-    } while (0)
-
-/* clFinish that waits for everything enqueued on q so far, on every implementation.
- * Mesa 22's rusticl waits only for the commands enqueued since the last clFlush: after a
- * clFlush (the reducer's, the loader's) its clFinish returned while the queue's thread was
- * still running kernels, and a process exiting then crashed in LLVM's destructors. A
- * marker's event is the last command of the queue: waiting for it waits for them all. */
-cl_int clg__queue_finish(cl_command_queue q);
 
 double clg__now(void); /* monotonic seconds */
 
 /* ---- buffers and the pool (pool.c) ---------------------------------------------------- */
 
 typedef struct clg_buffer {
-    cl_mem mem;
+    struct _cl_mem *mem;   /* cl_mem: used by src/device/ only */
     size_t size;      /* bytes usable (the pool's rounded size) */
     int refs;         /* views sharing this buffer; freed to the pool at 0 */
     clg_device *dev;
@@ -98,7 +82,7 @@ struct clg_arg;
 typedef void (*clg_native_fn)(const struct clg_arg *args, int nargs);
 
 typedef struct clg_kernel {
-    cl_kernel k;        /* NULL for a native function */
+    struct _cl_kernel *k;   /* cl_kernel (src/device/ only); NULL for a native function */
     clg_native_fn native;
     char name[64];
     int prof_slot;      /* index into the profiler's per-kernel table, -1 until first launch */
@@ -160,9 +144,6 @@ static inline clg_arg clg__arg_buf(const clg_buffer *b) { return (clg_arg){.kind
 clg_arg clg__arg_int8(const int64_t *v, int n);
 #define CLG_ARG_LOCAL(bytes) ((clg_arg){.kind = CLG_ARG_LOCAL, .v.local = (bytes)})
 
-/* Set argument i, or all nargs arguments, of kernel object kern (named name, for errors). */
-clg_status clg__set_arg_on(clg_device *dev, cl_kernel kern, const char *name, int i, const clg_arg *a);
-clg_status clg__set_args_on(clg_device *dev, cl_kernel kern, const char *name, const clg_arg *args, int nargs);
 /* Set the arguments and enqueue. A zero global size launches nothing. With `local`
  * given, global sizes are rounded up to its multiples: kernels check their bounds. */
 clg_status clg__launch(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs,
@@ -194,8 +175,6 @@ clg_kernel *clg__native_kernel(clg_device *dev, const char *name, clg_native_fn 
 /* Enqueue k's function with args, in queue order like a launch, recorded by a capture
  * and timed by the profiler like one. Nothing waits. */
 clg_status clg__launch_native(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs);
-/* The same without the capture's record: what a graph replay enqueues. */
-clg_status clg__enqueue_native(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, cl_event *ev);
 /* A buffer argument's host address inside a native function. */
 static inline void *clg__native_ptr(const clg_arg *a) { return a->v.host; }
 
@@ -203,7 +182,7 @@ static inline void *clg__native_ptr(const clg_arg *a) { return a->v.host; }
 
 typedef struct clg_prof_kernel { char name[64]; uint64_t count; uint64_t ns, min_ns, max_ns; } clg_prof_kernel;
 typedef struct clg_prof_build { char name[64]; char options[128]; double start, seconds; bool cached; } clg_prof_build;
-typedef struct clg_prof_event { cl_event ev; int slot; } clg_prof_event;
+typedef struct clg_prof_event clg_prof_event;   /* device_cl.h */
 typedef struct clg_prof_span { int slot; uint64_t start_ns, end_ns; } clg_prof_span;
 
 typedef struct clg_profiler {
@@ -220,7 +199,6 @@ typedef struct clg_profiler {
 } clg_profiler;
 
 int clg__profile_slot(clg_device *dev, const char *kernel_name);
-void clg__profile_launch(clg_device *dev, int slot, cl_event ev); /* takes ownership of ev */
 /* Once, at open with profiling on: time a buffer fill on the device's clock and on the
  * host's; a device clock that shows (almost) nothing switches to host timing. */
 clg_status clg__profile_calibrate(clg_device *dev);
@@ -378,7 +356,7 @@ typedef struct clg_kernel_errors {
      * string literals of the callers */
     const char *ops[CLG_KERNEL_ERROR_OPS], *what[CLG_KERNEL_ERROR_OPS];
     int nops;
-    cl_int host[4];                          /* where the read lands */
+    int32_t host[4];                         /* where the read lands */
 } clg_kernel_errors;
 /* The word's buffer and the code under which a kernel reports for `op` (value: what
  * the checked value is, a string literal: "index" or "label", or a whole message with
@@ -400,10 +378,11 @@ typedef struct clg_slot {
 struct clg_device {
     clg_device_info info;
     clg_device_params params;
-    cl_platform_id platform;
-    cl_device_id id;
-    cl_context ctx;
-    cl_command_queue queue;
+    /* OpenCL's handles (cl_platform_id, ...), used by src/device/ only */
+    struct _cl_platform_id *platform;
+    struct _cl_device_id *id;
+    struct _cl_context *ctx;
+    struct _cl_command_queue *queue;
 
     clg_status status;
     char error[CLG_ERROR_MAX];

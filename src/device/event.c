@@ -1,5 +1,5 @@
 /* event.c: the runtime seam's events (runtime.h): a clg_event is an OpenCL event. */
-#include "device_impl.h"
+#include "device_cl.h"
 
 int clg__event_wait(clg_event *ev)
 {

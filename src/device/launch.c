@@ -2,7 +2,7 @@
  * soon as the work is queued; nothing here waits for the device. */
 #include <stdio.h>
 
-#include "device_impl.h"
+#include "device_cl.h"
 
 _Static_assert(sizeof(cl_int8) == 8 * sizeof(int32_t), "clg_arg's int8 is OpenCL's int8");
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device_impl.h"
+#include "device_cl.h"
 
 bool clg__native_supported(clg_device *dev)
 {

@@ -2,7 +2,7 @@
  * (runtime.h), for the layers that move data beside the device's queue (the loader). */
 #include <stdlib.h>
 
-#include "device_impl.h"
+#include "device_cl.h"
 
 clg_queue *clg__device_queue(clg_device *dev) { return (clg_queue *)dev->queue; }
 

@@ -17,6 +17,10 @@ typedef struct clg_queue clg_queue;   /* a queue of commands; the device has one
 /* Record a failed runtime call: "<call>(<what>): CL_ERROR_NAME (code)" (device.c). */
 clg_status clg__cl_fail(clg_device *dev, int err, const char *call, const char *what);
 
+/* The platform's version string ("OpenCL 3.0 PoCL ..."), "" when it cannot be read
+ * (device.c): what a cache of choices made on this device depends on. */
+void clg__platform_version(clg_device *dev, char *buf, size_t len);
+
 /* ---- events (event.c) ------------------------------------------------------------------ */
 
 /* Wait for ev: 0 once its command completed, else the negative runtime code of the

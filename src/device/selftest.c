@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "device_impl.h"
+#include "device_cl.h"
 
 static clg_status run(clg_device *dev, size_t n, float *hx, float *hy, float *out)
 {

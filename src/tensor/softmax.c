@@ -213,8 +213,8 @@ static clg_status rows_launch(clg_device *dev, clg_dtype dtype, const char *kern
     }
     for (int i = 0; i < nextra && i < 2; i++) a[na++] = extra[i];
     if (item) return clg__launch_1d(dev, k, a, na, (size_t)p->rows);
-    a[na++] = CLG_ARG_LOCAL(wg * (clg__is_half(dtype) ? sizeof(cl_float) : clg_dtype_size(dtype)));
-    if (int_scratch) a[na++] = CLG_ARG_LOCAL(wg * sizeof(cl_int));
+    a[na++] = CLG_ARG_LOCAL(wg * (clg__is_half(dtype) ? sizeof(float) : clg_dtype_size(dtype)));
+    if (int_scratch) a[na++] = CLG_ARG_LOCAL(wg * sizeof(int32_t));
     return clg__launch(dev, k, a, na, 1, &global, &wg);
 }
 
