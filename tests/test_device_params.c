@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "device_cl.h"   /* OpenCL handles: this test reaches into src/device */
 #include "device_impl.h"
 
 static clg_device *open_with(const char *params, const char *file)
@@ -190,7 +191,7 @@ static void fill_and_check(clg_device *dev, size_t n, const char *what)
     float *h = calloc(n + 64, sizeof(float));
     for (size_t i = 0; i < n + 64; i++) h[i] = -1;
     clg_status st = clg__write(dev, b, 0, h, (n + 64) * sizeof(float));
-    clg_arg a[] = {CLG_ARG_I(n), CLG_ARG_F(3.0f), CLG_ARG_M(b->mem)};
+    clg_arg a[] = {CLG_ARG_I(n), CLG_ARG_F(3.0f), CLG_ARG_B(b)};
     if (!st) st = clg__launch_1d(dev, k, a, 3, n);
     if (!st) st = clg__read(dev, b, 0, h, (n + 64) * sizeof(float));
     CHECK_MSG(st == CLG_OK, "%s: %s", what, clg_device_error(dev));
@@ -225,7 +226,7 @@ static void test_launches(void)
     clg_kernel *k = clg__kernel_get(dev, "axpy", "-DT=float", "fill");
     CHECK_MSG(k != NULL, "kernel: %s", clg_device_error(dev));
     clg_buffer *b = clg__buffer_alloc(dev, 64 * sizeof(float));
-    clg_arg a[] = {CLG_ARG_I(64), CLG_ARG_F(1.0f), CLG_ARG_M(b->mem)};
+    clg_arg a[] = {CLG_ARG_I(64), CLG_ARG_F(1.0f), CLG_ARG_B(b)};
     size_t global = 64, local = 64;
     CHECK_MSG(clg__launch(dev, k, a, 3, 1, &global, &local) == CLG_ERR_INVALID_ARGUMENT &&
               strstr(clg_device_error(dev), "fill") && strstr(clg_device_error(dev), "64 items"),
@@ -233,7 +234,7 @@ static void test_launches(void)
     clg_device_clear_error(dev);
     local = 32;
     CHECK_MSG(clg__launch(dev, k, a, 3, 1, &global, &local) == CLG_OK, "group of 32: %s", clg_device_error(dev));
-    clg_arg la[] = {CLG_ARG_I(64), CLG_ARG_F(1.0f), CLG_ARG_M(b->mem), CLG_ARG_LOCAL(2048)};
+    clg_arg la[] = {CLG_ARG_I(64), CLG_ARG_F(1.0f), CLG_ARG_B(b), CLG_ARG_LOCAL(2048)};
     CHECK_MSG(clg__launch(dev, k, la, 4, 1, &global, &local) == CLG_ERR_INVALID_ARGUMENT &&
               strstr(clg_device_error(dev), "local memory"),
           "local memory: %s", clg_device_error(dev));

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "device_cl.h"   /* OpenCL handles: this test reaches into src/device */
 #include "device_impl.h"
 
 static void write_file(const char *path, const char *text)
@@ -43,7 +44,7 @@ int main(void)
     CHECK_MSG(strstr(clg_device_error(dev), "CL_INVALID_KERNEL_NAME") && strstr(clg_device_error(dev), "nosuchkernel"),
               "%s", clg_device_error(dev));
     /* A zero-size launch enqueues nothing and succeeds. */
-    clg_arg args[] = {CLG_ARG_I(0), CLG_ARG_F(1), CLG_ARG_M(NULL), CLG_ARG_M(NULL)};
+    clg_arg args[] = {CLG_ARG_I(0), CLG_ARG_F(1), CLG_ARG_B(NULL), CLG_ARG_B(NULL)};
     CHECK_OK(dev, clg__launch_1d(dev, k, args, 4, 0));
     clg_device_close(dev);
 
@@ -71,7 +72,7 @@ int main(void)
     clg_buffer *b = clg__buffer_alloc(dev, 16);
     float out[4] = {0};
     if (k2 && b) {
-        clg_arg a[] = {CLG_ARG_M(b->mem)};
+        clg_arg a[] = {CLG_ARG_B(b)};
         size_t g = 4;
         CHECK_OK(dev, clg__launch(dev, k2, a, 1, 1, &g, NULL));
         CHECK_OK(dev, clg__read(dev, b, 0, out, sizeof out));

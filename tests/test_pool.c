@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "device_cl.h"   /* OpenCL handles: this test reaches into src/device */
 #include "device_impl.h"
 
 int main(void)

@@ -193,9 +193,8 @@ clg_status clg_loader_new(clg_device *dev, clg_dataset *ds, const clg_loader_con
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->work_cv, NULL);
     pthread_cond_init(&l->done_cv, NULL);
-    cl_int e;
-    l->upq = clCreateCommandQueue(dev->ctx, dev->id, 0, &e);
-    if (e != CL_SUCCESS) st = clg__cl_fail(dev, e, "clCreateCommandQueue", "loader upload queue");
+    l->upq = clg__queue_new(dev, "loader upload queue");
+    if (!l->upq) st = dev->status;
     l->nslots = cfg->prefetch > cfg->workers ? cfg->prefetch : cfg->workers;
     l->slots = st ? NULL : calloc((size_t)l->nslots, sizeof *l->slots);
     if (!st && !l->slots) st = clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "clg_loader_new: out of memory");
@@ -219,7 +218,7 @@ void clg_loader_free(clg_loader *l)
     pthread_mutex_unlock(&l->mu);
     for (int i = 0; i < l->nthreads; i++) pthread_join(l->threads[i], NULL);
     for (int i = 0; l->slots && i < l->nslots; i++) clg__slot_destroy(l, &l->slots[i]);
-    if (l->upq) clReleaseCommandQueue(l->upq);
+    clg__queue_free(l->upq);
     for (int i = 0; l->scratch && i < l->cfg.workers; i++) free(l->scratch[i]);
     free(l->scratch);
     free(l->threads);

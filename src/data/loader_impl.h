@@ -1,5 +1,5 @@
 /* loader_impl.h: the DataLoader's state, shared by loader.c (threads, order, API) and
- * loader_cl.c (staging buffers, uploads, OpenCL events).
+ * loader_cl.c (staging buffers, uploads, events: through the runtime seam).
  *
  * Batches are numbered globally, g = epoch * batches_per_epoch + batch, and batch g
  * lives in slot g % nslots. A slot cycles through:
@@ -10,7 +10,7 @@
  *             (up_ev), staging mapped again behind that copy (map events)
  * and when clg_loader_next hands it out, it is copied into the caller's tensors on
  * the compute queue (waiting for up_ev), then goes back to FREE for batch g + nslots.
- * Only the main thread calls OpenCL; workers touch host memory only. `state`, `g`,
+ * Only the main thread calls the runtime; workers touch host memory only. `state`, `g`,
  * and the worker's results are guarded by the loader's mutex. */
 #ifndef CLGRAD_LOADER_IMPL_H
 #define CLGRAD_LOADER_IMPL_H
@@ -28,13 +28,13 @@ typedef struct clg__slot {
     int64_t count;             /* samples in it (the last batch may be short) */
     clg_status status;         /* a worker's failure, with its message */
     char err[512];
-    cl_mem stage_x, stage_y;   /* CL_MEM_ALLOC_HOST_PTR: pinned host memory on GPUs */
+    clg_buffer *stage_x, *stage_y;   /* staging: host memory that GPUs' drivers pin */
     float *hx;                 /* mapped staging, valid in FREE, FILLING and FILLED */
     void *hy;
-    cl_mem dev_x, dev_y;       /* device copies, owned by the loader */
-    cl_event up_ev;            /* upload finished (UPLOADED) */
-    cl_event map_ev[2];        /* staging mapped again (UPLOADED) */
-    cl_event out_ev;           /* last copy from dev_x/dev_y into a caller's tensors */
+    clg_buffer *dev_x, *dev_y; /* device copies, owned by the loader (not the pool's) */
+    clg_event *up_ev;          /* upload finished (UPLOADED) */
+    clg_event *map_ev[2];      /* staging mapped again (UPLOADED) */
+    clg_event *out_ev;         /* last copy from dev_x/dev_y into a caller's tensors */
 } clg__slot;
 
 struct clg_loader {
@@ -45,7 +45,7 @@ struct clg_loader {
     int64_t n, nbatches, numel;   /* samples, batches per epoch, floats per sample */
     int classes;
     size_t xbytes, ybytes;        /* staging sizes, for a full batch */
-    cl_command_queue upq;         /* the upload queue, beside dev->queue */
+    clg_queue *upq;               /* the upload queue, beside the device's */
     clg__slot *slots;
     int nslots;
     pthread_t *threads;
@@ -63,7 +63,7 @@ struct clg_loader {
     /* main thread only */
     uint64_t epoch;
     int64_t batch;
-    clg_status broken;            /* an OpenCL failure left the slots unusable */
+    clg_status broken;            /* a runtime failure left the slots unusable */
     clg_loader_stats stats;
 };
 

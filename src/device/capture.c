@@ -38,19 +38,18 @@ static bool grow(clg_capture *c, void **arr, int *cap, int n, size_t sz)
 static int new_value(clg_capture *c, clg_buffer *b, bool born)
 {
     if (!grow(c, (void **)&c->vals, &c->capvals, c->nvals, sizeof *c->vals)) return -1;
-    c->vals[c->nvals] = (cap_value){.buf = b, .mem = b->mem, .size = b->size, .first = -1, .last = -1, .born = born};
+    c->vals[c->nvals] = (cap_value){.buf = b, .size = b->size, .first = -1, .last = -1, .born = born};
     return c->nvals++;
 }
 
-/* The live value whose buffer is mem; a buffer first seen here was made before the
- * capture. -1 (capture failed) for memory the pool does not know. */
-static int value_of(clg_capture *c, cl_mem mem, const char *who)
+/* The live value of buffer b; a buffer first seen here was made before the capture.
+ * -1 (capture failed) for an argument that names no buffer. */
+static int value_of(clg_capture *c, const clg_buffer *b, const char *who)
 {
     for (int v = c->nvals; v-- > 0;)
-        if (!c->vals[v].dead && c->vals[v].mem == mem) return v;
-    clg_buffer *b = clg__buffer_of(c->dev, mem);
-    if (b) return new_value(c, b, false);
-    clg__cap_fail(c, "%s names device memory that clgrad's pool did not allocate", who);
+        if (!c->vals[v].dead && c->vals[v].buf == b) return v;
+    if (b) return new_value(c, (clg_buffer *)b, false);
+    clg__cap_fail(c, "%s names no buffer", who);
     return -1;
 }
 
@@ -99,7 +98,7 @@ void clg__cap_args(clg_device *dev, clg_kernel *k, const clg_arg *args, int narg
     char who[96];
     for (int i = 0; i < nargs; i++) {
         snprintf(who, sizeof who, "kernel %s, argument %d,", k->name, i);
-        l->val[i] = args[i].kind == CLG_ARG_MEM ? value_of(c, args[i].v.mem, who) : -1;
+        l->val[i] = args[i].kind == CLG_ARG_BUF ? value_of(c, args[i].v.buf, who) : -1;
     }
 }
 
@@ -135,7 +134,7 @@ void clg__cap_write(clg_device *dev, const clg_buffer *dst, size_t off, const vo
         return;
     }
     memcpy(cmd->data, src, bytes);
-    cmd->dst = value_of(c, dst->mem, "a host-to-device write");
+    cmd->dst = value_of(c, dst, "a host-to-device write");
     cmd->dst_off = off;
     cmd->bytes = bytes;
     touch(c, cmd->dst, c->ncmds - 1, true);
@@ -147,8 +146,8 @@ void clg__cap_copy(clg_device *dev, const clg_buffer *src, size_t src_off, const
     clg_capture *c = dev->cap;
     cap_cmd *cmd = c && !c->failed ? new_cmd(c, CAP_COPY) : NULL;
     if (!cmd) return;
-    cmd->src = value_of(c, src->mem, "a device-to-device copy");
-    cmd->dst = value_of(c, dst->mem, "a device-to-device copy");
+    cmd->src = value_of(c, src, "a device-to-device copy");
+    cmd->dst = value_of(c, dst, "a device-to-device copy");
     cmd->src_off = src_off;
     cmd->dst_off = dst_off;
     cmd->bytes = bytes;
@@ -172,11 +171,11 @@ void clg__cap_born(clg_device *dev, clg_buffer *b, size_t asked)
 
 int clg__cap_mark(clg_device *dev) { return dev->cap && !dev->cap->failed ? dev->cap->ncmds : -1; }
 
-/* The live value of mem, or -1 (not known yet: no command named it). */
-static int live_value(const clg_capture *c, cl_mem mem)
+/* The live value of b, or -1 (not known yet: no command named it). */
+static int live_value(const clg_capture *c, const clg_buffer *b)
 {
     for (int v = c->nvals; v-- > 0;)
-        if (!c->vals[v].dead && c->vals[v].mem == mem) return v;
+        if (!c->vals[v].dead && c->vals[v].buf == b) return v;
     return -1;
 }
 
@@ -190,8 +189,8 @@ void clg__cap_note_copy(clg_device *dev, int mark, const clg_buffer *dst, size_t
         if (c->cmds[i].kind != CAP_KERNEL || c->cmds[i].launch != c->cmds[mark].launch) return;
     cap_cmd *cmd = &c->cmds[mark];
     cmd->copy_cmds = c->ncmds - mark;
-    cmd->dst = live_value(c, dst->mem);
-    cmd->src = live_value(c, src->mem);
+    cmd->dst = live_value(c, dst);
+    cmd->src = live_value(c, src);
     cmd->dst_off = dst_off;
     cmd->src_off = src_off;
     cmd->bytes = bytes;
@@ -276,7 +275,7 @@ void clg__cap_note_final(clg_device *dev, int mark, const clg_buffer *c, size_t 
 {
     clg_capture *cap = dev->cap;
     if (!cap || cap->failed || mark < 0 || mark >= cap->ncmds) return;
-    int v = live_value(cap, c->mem);
+    int v = live_value(cap, c);
     for (int i = mark; i < cap->ncmds; i++) {
         if (cap->cmds[i].kind != CAP_KERNEL) continue;
         cap->cmds[i].final_dst = v;

@@ -3,13 +3,12 @@
 #ifndef CLGRAD_CAPTURE_IMPL_H
 #define CLGRAD_CAPTURE_IMPL_H
 
-#include "device_impl.h"
+#include "device_cl.h"
 
 /* One lifetime of one buffer as the capture saw it: from before the capture or its
  * allocation inside, to its release inside or past the end. */
 typedef struct cap_value {
     clg_buffer *buf;     /* the buffer during the capture (not held: it may be gone) */
-    cl_mem mem;
     size_t size;
     size_t asked;        /* bytes the pool was asked for (size rounds it up); 0: made before */
     int first, last;     /* first and last command naming it; -1: none */

@@ -247,7 +247,7 @@ static clg_status make_kernels(clg_capture *c)
         cap_launch *l = &c->launches[i];
         if (l->dropped) continue;
         for (int a = 0; a < l->nargs; a++)
-            if (l->val[a] >= 0) l->args[a].v.mem = c->vals[l->val[a]].use->mem;
+            if (l->val[a] >= 0) l->args[a].v.buf = c->vals[l->val[a]].use;
         if (l->k->native) continue;   /* a host function: replay passes l->args as they are */
         cl_program prog;
         CLG_CL_TRY(dev, clGetKernelInfo(l->k->k, CL_KERNEL_PROGRAM, sizeof prog, &prog, NULL), "clGetKernelInfo",
@@ -299,10 +299,10 @@ clg_status clg__capture_rebind(clg_capture *c, int v, clg_buffer *b)
         cap_launch *l = &c->launches[i];
         for (int a = 0; a < l->nargs && !l->dropped; a++) {
             if (l->val[a] != v) continue;
-            l->args[a].v.mem = b->mem;
+            l->args[a].v.buf = b;
             if (l->k->native) continue;
-            CLG_CL_TRY(c->dev, clSetKernelArg(l->clone, (cl_uint)a, sizeof(cl_mem), &b->mem), "clSetKernelArg",
-                       l->k->name);
+            clg_status st = clg__set_arg_on(c->dev, l->clone, l->k->name, a, &l->args[a]);
+            if (st != CLG_OK) return st;
         }
     }
     clg__buffer_retain(b);

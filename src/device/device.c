@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "device_impl.h"
+#include "device_cl.h"
 #include "last_error.h"
 
 clg_status clg__device_enumerate(clg_device_info *infos, cl_platform_id *plats, cl_device_id *ids,
@@ -37,7 +37,7 @@ clg_status clg__fail(clg_device *dev, clg_status status, const char *fmt, ...)
     return status;
 }
 
-clg_status clg__cl_fail(clg_device *dev, cl_int err, const char *call, const char *what)
+clg_status clg__cl_fail(clg_device *dev, int err, const char *call, const char *what)
 {
     clg_status st = (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_HOST_MEMORY ||
                      err == CL_INVALID_BUFFER_SIZE)
@@ -136,6 +136,13 @@ cl_int clg__queue_finish(cl_command_queue q)
     if (ev) clReleaseEvent(ev);
     cl_int f = clFinish(q);
     return e != CL_SUCCESS ? e : f;
+}
+
+void clg__platform_version(clg_device *dev, char *buf, size_t len)
+{
+    if (!len) return;
+    if (clGetPlatformInfo(dev->platform, CL_PLATFORM_VERSION, len, buf, NULL) != CL_SUCCESS) buf[0] = 0;
+    buf[len - 1] = 0;
 }
 
 void clg_device_close(clg_device *dev)

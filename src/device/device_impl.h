@@ -1,5 +1,7 @@
 /* device_impl.h: the internals of a clg_device, shared by src/device/ and the layers
- * above it. Not installed. Internal names start with clg__.
+ * above it, with no OpenCL header: the OpenCL handles in its structs are named by their
+ * struct tags, which only src/device/ (device_cl.h) can use, and what needs OpenCL's
+ * types is declared in device_cl.h. Not installed. Internal names start with clg__.
  *
  * Four roles, one file each:
  *   device.c     the context and queue, errors and logging, counters
@@ -10,12 +12,10 @@
 #ifndef CLGRAD_DEVICE_IMPL_H
 #define CLGRAD_DEVICE_IMPL_H
 
-#ifndef CL_TARGET_OPENCL_VERSION
-#define CL_TARGET_OPENCL_VERSION 120
-#endif
-#include <CL/cl.h>
+#include <stdint.h>
 
 #include "clgrad/device.h"
+#include "runtime.h"
 
 /* ---- errors ------------------------------------------------------------------------ */
 
@@ -24,32 +24,15 @@
 /* Record a failure on dev (printf-style message) and return `status`. */
 clg_status clg__fail(clg_device *dev, clg_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Record a failed OpenCL call: "<call>(<what>): CL_ERROR_NAME (code)". */
-clg_status clg__cl_fail(clg_device *dev, cl_int err, const char *call, const char *what);
-/* The device lists the extension (discover.c). */
-bool clg__has_extension(cl_device_id d, const char *ext);
 void clg__log(clg_device *dev, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* Check an OpenCL call; on failure record it and return its status from the caller. */
-#define CLG_CL_TRY(dev, call_expr, call_name, what)                          \
-    do {                                                                     \
-        cl_int clg__e = (call_expr);                                         \
-        if (clg__e != CL_SUCCESS) return clg__cl_fail((dev), clg__e, (call_name), (what)); \
-    } while (0)
-
-/* clFinish that waits for everything enqueued on q so far, on every implementation.
- * Mesa 22's rusticl waits only for the commands enqueued since the last clFlush: after a
- * clFlush (the reducer's, the loader's) its clFinish returned while the queue's thread was
- * still running kernels, and a process exiting then crashed in LLVM's destructors. A
- * marker's event is the last command of the queue: waiting for it waits for them all. */
-cl_int clg__queue_finish(cl_command_queue q);
 
 double clg__now(void); /* monotonic seconds */
 
 /* ---- buffers and the pool (pool.c) ---------------------------------------------------- */
 
 typedef struct clg_buffer {
-    cl_mem mem;
+    struct _cl_mem *mem;   /* cl_mem: used by src/device/ only */
     size_t size;      /* bytes usable (the pool's rounded size) */
     int refs;         /* views sharing this buffer; freed to the pool at 0 */
     clg_device *dev;
@@ -62,16 +45,11 @@ typedef struct clg_buffer {
      * index ops check indices on the host, at once, with no read. Valid while `known`
      * and range.version == version (an in-place write ends it). */
     struct { bool known; int32_t lo, hi; int64_t lo_at, hi_at, count; uint64_t version; } range;
-    size_t all_at;    /* where it stands in the pool's list of every buffer (pool.all) */
 } clg_buffer;
 
 typedef struct clg_pool {
     clg_buffer **free;   /* released buffers kept for reuse */
     size_t nfree, capfree;
-    /* Every buffer not destroyed, in use or cached: a capture finds the buffers that
-     * were made before it from the cl_mem its launches name (clg__buffer_of). */
-    clg_buffer **all;
-    size_t nall, capall;
     clg_pool_stats stats;
     uint64_t cache_limit; /* cached bytes kept at most */
 } clg_pool;
@@ -81,8 +59,6 @@ clg_buffer *clg__buffer_alloc(clg_device *dev, size_t bytes);
 void clg__buffer_retain(clg_buffer *buf);
 void clg__buffer_release(clg_buffer *buf);   /* NULL is fine */
 size_t clg__pool_round(const clg_device *dev, size_t bytes);
-/* The live buffer whose cl_mem is mem, or NULL (a linear search: captures only). */
-clg_buffer *clg__buffer_of(clg_device *dev, cl_mem mem);
 void clg__pool_free_all(clg_device *dev);
 
 /* ---- transfers (transfer.c); counted in dev->transfers ------------------------------ */
@@ -94,19 +70,19 @@ clg_status clg__copy(clg_device *dev, const clg_buffer *src, size_t src_off, clg
                      size_t dst_off, size_t bytes);
 /* Enqueue only; the host memory stays in use until *done completes (release it). */
 clg_status clg__write_async(clg_device *dev, clg_buffer *dst, size_t off, const void *src, size_t bytes,
-                            cl_event *done);
+                            clg_event **done);
 clg_status clg__read_async(clg_device *dev, const clg_buffer *src, size_t off, void *dst, size_t bytes,
-                           cl_event *done);
+                           clg_event **done);
 
 /* ---- programs and kernels (program.c, binary_cache.c) ------------------------------- */
 
 struct clg_arg;
 /* A host function run as a command of the device's queue (native.c): its arguments as
- * a launch's, each buffer argument's v.mem holding the buffer's host address instead. */
+ * a launch's, each buffer argument's v.host holding the buffer's host address. */
 typedef void (*clg_native_fn)(const struct clg_arg *args, int nargs);
 
 typedef struct clg_kernel {
-    cl_kernel k;        /* NULL for a native function */
+    struct _cl_kernel *k;   /* cl_kernel (src/device/ only); NULL for a native function */
     clg_native_fn native;
     char name[64];
     int prof_slot;      /* index into the profiler's per-kernel table, -1 until first launch */
@@ -142,15 +118,23 @@ void clg__hash_hex(const void *data, size_t len, char out[33]);
 /* ---- launching (launch.c) ----------------------------------------------------------- */
 
 typedef enum clg_arg_kind {
-    CLG_ARG_MEM, CLG_ARG_I32, CLG_ARG_I64, CLG_ARG_F32, CLG_ARG_F64, CLG_ARG_LOCAL, CLG_ARG_INT8, CLG_ARG_U16
+    CLG_ARG_BUF, CLG_ARG_I32, CLG_ARG_I64, CLG_ARG_F32, CLG_ARG_F64, CLG_ARG_LOCAL, CLG_ARG_INT8, CLG_ARG_U16
 } clg_arg_kind;
 
 typedef struct clg_arg {
     clg_arg_kind kind;
-    union { cl_mem mem; int32_t i32; int64_t i64; float f32; double f64; size_t local; cl_int8 i8; uint16_t u16; } v;
+    union {
+        const clg_buffer *buf;   /* resolved to its device memory by the launcher; NULL is legal */
+        void *host;              /* a buffer argument inside a native function (native.c) */
+        int32_t i32; int64_t i64; float f32; double f64; size_t local; struct { int32_t s[8]; } i8; uint16_t u16;
+    } v;
 } clg_arg;
 
-#define CLG_ARG_M(m) ((clg_arg){.kind = CLG_ARG_MEM, .v.mem = (m)})
+/* A buffer argument: kernels name buffers, never their device memory, so that the
+ * layers above see no runtime type and a capture knows the buffer without a search. A
+ * function, not a cast, so that passing a tensor where a buffer belongs does not compile. */
+static inline clg_arg clg__arg_buf(const clg_buffer *b) { return (clg_arg){.kind = CLG_ARG_BUF, .v.buf = b}; }
+#define CLG_ARG_B(b) clg__arg_buf(b)
 #define CLG_ARG_I(x) ((clg_arg){.kind = CLG_ARG_I32, .v.i32 = (int32_t)(x)})
 #define CLG_ARG_L(x) ((clg_arg){.kind = CLG_ARG_I64, .v.i64 = (int64_t)(x)})
 #define CLG_ARG_F(x) ((clg_arg){.kind = CLG_ARG_F32, .v.f32 = (float)(x)})
@@ -160,9 +144,6 @@ typedef struct clg_arg {
 clg_arg clg__arg_int8(const int64_t *v, int n);
 #define CLG_ARG_LOCAL(bytes) ((clg_arg){.kind = CLG_ARG_LOCAL, .v.local = (bytes)})
 
-/* Set argument i, or all nargs arguments, of kernel object kern (named name, for errors). */
-clg_status clg__set_arg_on(clg_device *dev, cl_kernel kern, const char *name, int i, const clg_arg *a);
-clg_status clg__set_args_on(clg_device *dev, cl_kernel kern, const char *name, const clg_arg *args, int nargs);
 /* Set the arguments and enqueue. A zero global size launches nothing. With `local`
  * given, global sizes are rounded up to its multiples: kernels check their bounds. */
 clg_status clg__launch(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs,
@@ -194,16 +175,14 @@ clg_kernel *clg__native_kernel(clg_device *dev, const char *name, clg_native_fn 
 /* Enqueue k's function with args, in queue order like a launch, recorded by a capture
  * and timed by the profiler like one. Nothing waits. */
 clg_status clg__launch_native(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs);
-/* The same without the capture's record: what a graph replay enqueues. */
-clg_status clg__enqueue_native(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, cl_event *ev);
 /* A buffer argument's host address inside a native function. */
-static inline void *clg__native_ptr(const clg_arg *a) { return (void *)a->v.mem; }
+static inline void *clg__native_ptr(const clg_arg *a) { return a->v.host; }
 
 /* ---- profiling (profile.c) ----------------------------------------------------------- */
 
 typedef struct clg_prof_kernel { char name[64]; uint64_t count; uint64_t ns, min_ns, max_ns; } clg_prof_kernel;
 typedef struct clg_prof_build { char name[64]; char options[128]; double start, seconds; bool cached; } clg_prof_build;
-typedef struct clg_prof_event { cl_event ev; int slot; } clg_prof_event;
+typedef struct clg_prof_event clg_prof_event;   /* device_cl.h */
 typedef struct clg_prof_span { int slot; uint64_t start_ns, end_ns; } clg_prof_span;
 
 typedef struct clg_profiler {
@@ -220,7 +199,6 @@ typedef struct clg_profiler {
 } clg_profiler;
 
 int clg__profile_slot(clg_device *dev, const char *kernel_name);
-void clg__profile_launch(clg_device *dev, int slot, cl_event ev); /* takes ownership of ev */
 /* Once, at open with profiling on: time a buffer fill on the device's clock and on the
  * host's; a device clock that shows (almost) nothing switches to host timing. */
 clg_status clg__profile_calibrate(clg_device *dev);
@@ -378,7 +356,7 @@ typedef struct clg_kernel_errors {
      * string literals of the callers */
     const char *ops[CLG_KERNEL_ERROR_OPS], *what[CLG_KERNEL_ERROR_OPS];
     int nops;
-    cl_int host[4];                          /* where the read lands */
+    int32_t host[4];                         /* where the read lands */
 } clg_kernel_errors;
 /* The word's buffer and the code under which a kernel reports for `op` (value: what
  * the checked value is, a string literal: "index" or "label", or a whole message with
@@ -400,10 +378,11 @@ typedef struct clg_slot {
 struct clg_device {
     clg_device_info info;
     clg_device_params params;
-    cl_platform_id platform;
-    cl_device_id id;
-    cl_context ctx;
-    cl_command_queue queue;
+    /* OpenCL's handles (cl_platform_id, ...), used by src/device/ only */
+    struct _cl_platform_id *platform;
+    struct _cl_device_id *id;
+    struct _cl_context *ctx;
+    struct _cl_command_queue *queue;
 
     clg_status status;
     char error[CLG_ERROR_MAX];

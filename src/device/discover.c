@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "device_impl.h"
+#include "device_cl.h"
 #include "last_error.h"
 
 #define MAX_PLATFORMS 16

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "device_impl.h"
+#include "device_cl.h"
 
 /* Zero the word, uncounted (it is not a transfer the program asked for); the source
  * is static, so the write need not wait. */

@@ -2,26 +2,32 @@
  * soon as the work is queued; nothing here waits for the device. */
 #include <stdio.h>
 
-#include "device_impl.h"
+#include "device_cl.h"
+
+_Static_assert(sizeof(cl_int8) == 8 * sizeof(int32_t), "clg_arg's int8 is OpenCL's int8");
 
 clg_arg clg__arg_int8(const int64_t *v, int n)
 {
     clg_arg a = {.kind = CLG_ARG_INT8};
-    for (int i = 0; i < 8; i++) a.v.i8.s[i] = i < n ? (cl_int)v[i] : 0;
+    for (int i = 0; i < 8; i++) a.v.i8.s[i] = i < n ? (int32_t)v[i] : 0;
     return a;
 }
 
 clg_status clg__set_arg_on(clg_device *dev, cl_kernel kern, const char *name, int i, const clg_arg *a)
 {
     cl_int e;
+    cl_mem mem;
     switch (a->kind) {
-    case CLG_ARG_MEM: e = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_mem), &a->v.mem); break;
+    case CLG_ARG_BUF:
+        mem = a->v.buf ? a->v.buf->mem : NULL;
+        e = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_mem), &mem);
+        break;
     case CLG_ARG_I32: e = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_int), &a->v.i32); break;
     case CLG_ARG_I64: e = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_long), &a->v.i64); break;
     case CLG_ARG_F32: e = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_float), &a->v.f32); break;
     case CLG_ARG_F64: e = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_double), &a->v.f64); break;
     case CLG_ARG_LOCAL: e = clSetKernelArg(kern, (cl_uint)i, a->v.local, NULL); break;
-    case CLG_ARG_INT8: e = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_int8), &a->v.i8); break;
+    case CLG_ARG_INT8: e = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_int8), a->v.i8.s); break;
     case CLG_ARG_U16: e = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_ushort), &a->v.u16); break;
     default: e = CL_INVALID_ARG_VALUE;
     }

@@ -2,12 +2,12 @@
  * for devices whose memory is the host's (POCL on a CPU): a library that already runs
  * on the host (the host's BLAS) then works on the device's buffers in queue order, like
  * a kernel, with no copy and no wait. The function gets the launch's arguments with
- * every buffer argument's cl_mem replaced by its host address: the runtime writes each
+ * every buffer argument replaced by its host address (v.host): the runtime writes each
  * buffer's address where a command asks (mem_list, args_mem_loc). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "device_impl.h"
+#include "device_cl.h"
 
 bool clg__native_supported(clg_device *dev)
 {
@@ -47,7 +47,7 @@ static void CL_CALLBACK trampoline(void *data)
 {
     native_call *c = data;
     for (int i = 0; i < c->nargs; i++)
-        if (c->args[i].kind == CLG_ARG_MEM) c->args[i].v.mem = (cl_mem)c->addr[c->slot[i]];
+        if (c->args[i].kind == CLG_ARG_BUF) c->args[i].v.host = c->addr[c->slot[i]];
     c->fn(c->args, c->nargs);
     free(c->addr);
 }
@@ -62,10 +62,12 @@ clg_status clg__enqueue_native(clg_device *dev, clg_kernel *k, const clg_arg *ar
     cl_mem mems[MAX_NATIVE_ARGS];
     int nu = 0;
     for (int i = 0; i < nargs; i++) {
-        if (args[i].kind != CLG_ARG_MEM) continue;
+        if (args[i].kind != CLG_ARG_BUF) continue;
+        if (!args[i].v.buf)
+            return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "%s: argument %d names no buffer", k->name, i);
         int j = 0;
-        while (j < nu && mems[j] != args[i].v.mem) j++;
-        if (j == nu) mems[nu++] = args[i].v.mem;
+        while (j < nu && mems[j] != args[i].v.buf->mem) j++;
+        if (j == nu) mems[nu++] = args[i].v.buf->mem;
         call.slot[i] = j;
     }
     call.addr = calloc((size_t)(nu ? nu : 1), sizeof *call.addr);

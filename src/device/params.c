@@ -20,7 +20,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "device_impl.h"
+#include "device_cl.h"
 #include "file_read.h"
 
 const clg_device_params *clg__device_params(const clg_device *dev) { return &dev->params; }

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device_impl.h"
+#include "device_cl.h"
 
 size_t clg__pool_round(const clg_device *dev, size_t bytes)
 {
@@ -34,35 +34,10 @@ static clg_buffer *take_cached(clg_device *dev, size_t size)
     return NULL;
 }
 
-/* Keep b in the list of every live buffer; false when out of host memory. */
-static bool list_add(clg_pool *p, clg_buffer *b)
-{
-    if (p->nall == p->capall) {
-        size_t cap = p->capall ? p->capall * 2 : 64;
-        clg_buffer **na = realloc(p->all, cap * sizeof *na);
-        if (!na) return false;
-        p->all = na;
-        p->capall = cap;
-    }
-    b->all_at = p->nall;
-    p->all[p->nall++] = b;
-    return true;
-}
-
 static void destroy(clg_buffer *b)
 {
-    clg_pool *p = &b->dev->pool;
-    p->all[b->all_at] = p->all[--p->nall];
-    p->all[b->all_at]->all_at = b->all_at;
     clReleaseMemObject(b->mem);
     free(b);
-}
-
-clg_buffer *clg__buffer_of(clg_device *dev, cl_mem mem)
-{
-    for (size_t i = 0; i < dev->pool.nall; i++)
-        if (dev->pool.all[i]->mem == mem) return dev->pool.all[i];
-    return NULL;
 }
 
 void clg_device_pool_trim(clg_device *dev)
@@ -80,9 +55,6 @@ void clg__pool_free_all(clg_device *dev)
     free(dev->pool.free);
     dev->pool.free = NULL;
     dev->pool.capfree = 0;
-    free(dev->pool.all);   /* buffers still in use at close are the caller's leak */
-    dev->pool.all = NULL;
-    dev->pool.nall = dev->pool.capall = 0;
 }
 
 clg_pool_stats clg_device_pool_stats(const clg_device *dev)
@@ -129,12 +101,6 @@ clg_buffer *clg__buffer_alloc(clg_device *dev, size_t bytes)
         p->stats.device_allocs++;
         b->size = size;
         b->dev = dev;
-        if (!list_add(p, b)) {
-            clReleaseMemObject(b->mem);
-            free(b);
-            clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "clg_buffer: out of host memory");
-            return NULL;
-        }
     }
     b->refs = 1;
     b->range.known = false;   /* a reused buffer's contents are not its last owner's */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device_impl.h"
+#include "device_cl.h"
 
 #define MAX_PENDING 4096      /* drain early past this many events (profiling only) */
 #define MAX_SPANS (1u << 20)  /* trace length kept */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device_impl.h"
+#include "device_cl.h"
 #include "file_read.h"
 #include "kernel_sources.h"
 

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "device_impl.h"
+#include "device_cl.h"
 
 static clg_status run(clg_device *dev, size_t n, float *hx, float *hy, float *out)
 {
@@ -16,11 +16,11 @@ static clg_status run(clg_device *dev, size_t n, float *hx, float *hy, float *ou
     clg_status st = y ? CLG_OK : dev->status;
     if (!st) st = clg__write(dev, x, 0, hx, n * sizeof(float));
     if (!st) {
-        clg_arg a[] = {CLG_ARG_I(n), CLG_ARG_F(0.25f), CLG_ARG_M(y->mem)};
+        clg_arg a[] = {CLG_ARG_I(n), CLG_ARG_F(0.25f), CLG_ARG_B(y)};
         st = clg__launch_1d(dev, fill, a, 3, n);
     }
     if (!st) {
-        clg_arg a[] = {CLG_ARG_I(n), CLG_ARG_F(2.0f), CLG_ARG_M(x->mem), CLG_ARG_M(y->mem)};
+        clg_arg a[] = {CLG_ARG_I(n), CLG_ARG_F(2.0f), CLG_ARG_B(x), CLG_ARG_B(y)};
         st = clg__launch_1d(dev, axpy, a, 4, n);
     }
     if (!st) st = clg__read(dev, y, 0, out, n * sizeof(float));

@@ -1,5 +1,5 @@
 /* status.c: names for clgrad status codes and OpenCL error codes. */
-#include "device_impl.h"
+#include "device_cl.h"
 
 const char *clg_status_str(clg_status status)
 {

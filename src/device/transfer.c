@@ -1,6 +1,6 @@
 /* transfer.c: copies between host and device, counted, and device-to-device copies.
  * Every host<->device byte of clgrad goes through here, so the counters are exact. */
-#include "device_impl.h"
+#include "device_cl.h"
 
 static clg_status check_range(clg_device *dev, const clg_buffer *b, size_t off, size_t bytes,
                               const char *call)
@@ -57,24 +57,28 @@ static clg_status async_check(clg_device *dev, const clg_buffer *b, size_t off, 
 }
 
 clg_status clg__write_async(clg_device *dev, clg_buffer *dst, size_t off, const void *src, size_t bytes,
-                            cl_event *done)
+                            clg_event **done)
 {
     clg_status st = async_check(dev, dst, off, bytes, "clg_write_async");
     if (st) return st;
-    CLG_CL_TRY(dev, clEnqueueWriteBuffer(dev->queue, dst->mem, CL_FALSE, off, bytes, src, 0, NULL, done),
+    cl_event ev = NULL;
+    CLG_CL_TRY(dev, clEnqueueWriteBuffer(dev->queue, dst->mem, CL_FALSE, off, bytes, src, 0, NULL, done ? &ev : NULL),
                "clEnqueueWriteBuffer", "host to device, asynchronous");
+    if (done) *done = (clg_event *)ev;
     dev->transfers.h2d_bytes += bytes;
     dev->transfers.h2d_count++;
     return CLG_OK;
 }
 
 clg_status clg__read_async(clg_device *dev, const clg_buffer *src, size_t off, void *dst, size_t bytes,
-                           cl_event *done)
+                           clg_event **done)
 {
     clg_status st = async_check(dev, src, off, bytes, "clg_read_async");
     if (st) return st;
-    CLG_CL_TRY(dev, clEnqueueReadBuffer(dev->queue, src->mem, CL_FALSE, off, bytes, dst, 0, NULL, done),
+    cl_event ev = NULL;
+    CLG_CL_TRY(dev, clEnqueueReadBuffer(dev->queue, src->mem, CL_FALSE, off, bytes, dst, 0, NULL, done ? &ev : NULL),
                "clEnqueueReadBuffer", "device to host, asynchronous");
+    if (done) *done = (clg_event *)ev;
     dev->transfers.d2h_bytes += bytes;
     dev->transfers.d2h_count++;
     return CLG_OK;

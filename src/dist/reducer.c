@@ -31,8 +31,8 @@ typedef struct bucket {
     int first, last;         /* parameters [first, last) */
     int64_t off, len;        /* elements of the arena */
     int pending;             /* reads still to come this step, all replicas */
-    cl_event *read_ev;       /* [nrep]: this step's last read, NULL when none */
-    cl_event *write_ev;      /* [nrep]: the last step's last write back */
+    clg_event **read_ev;     /* [nrep]: this step's last read, NULL when none */
+    clg_event **write_ev;    /* [nrep]: the last step's last write back */
 } bucket;
 
 typedef struct hook_ctx { clg__reducer *r; int rep, i; } hook_ctx;
@@ -74,17 +74,15 @@ static double now(void)
 
 /* ---- the comm thread ------------------------------------------------------------------- */
 
-static clg_status wait_events(cl_event *ev, int n, const char *what, char *err, size_t errlen)
+static clg_status wait_events(clg_event **ev, int n, const char *what, char *err, size_t errlen)
 {
     for (int i = 0; i < n; i++) {
         if (!ev[i]) continue;
-        cl_int e = clWaitForEvents(1, &ev[i]), status = CL_COMPLETE;
-        if (e == CL_SUCCESS) e = clGetEventInfo(ev[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
-        clReleaseEvent(ev[i]);
+        int e = clg__event_wait(ev[i]);
+        clg__event_release(ev[i]);
         ev[i] = NULL;
-        if (e != CL_SUCCESS || status < 0) {
-            snprintf(err, errlen, "clWaitForEvents (%s, replica %d): %s", what, i,
-                     clg_cl_error_name(e != CL_SUCCESS ? e : status));
+        if (e) {
+            snprintf(err, errlen, "clWaitForEvents (%s, replica %d): %s", what, i, clg_cl_error_name(e));
             return CLG_ERR_OPENCL;
         }
     }
@@ -229,17 +227,21 @@ static clg_status stage_param(clg__reducer *r, int rep, int i)
     clg_tensor *p = r->params[rep * r->n + i], *g = p->grad;
     unsigned char *dst = r->stage[rep] + (size_t)r->arena_off[i] * r->esize;
     bucket *k = &r->b[r->bucket_of[i]];
-    cl_event ev = NULL;
+    clg_event *ev = NULL;
     if (!g || p->grad_zero) {
         memset(dst, 0, (size_t)p->numel * r->esize);
     } else {
         clg_status st = clg__read_async(p->dev, g->buf, (size_t)g->offset * r->esize, dst, (size_t)g->numel * r->esize, &ev);
-        if (st) return device_failure(r, p, st);
-        clFlush(p->dev->queue);   /* so that the comm thread's wait is not a wait for ever */
+        /* so that the comm thread's wait is not a wait for ever */
+        if (!st) st = clg__queue_flush(p->dev, clg__device_queue(p->dev), "gradient read");
+        if (st) {
+            if (ev) clg__event_wait(ev), clg__event_release(ev);   /* dst is in use until then */
+            return device_failure(r, p, st);
+        }
     }
     pthread_mutex_lock(&r->mu);
     if (ev) {
-        if (k->read_ev[rep]) clReleaseEvent(k->read_ev[rep]);
+        clg__event_release(k->read_ev[rep]);
         k->read_ev[rep] = ev;   /* the in-order queue: later than the bucket's other reads */
     }
     if (!r->seen[rep * r->n + i]) mark_seen(r, rep, i);
@@ -313,7 +315,7 @@ static clg_status wait_all(clg__reducer *r, double timeout)
 }
 
 /* The arena's means into parameter i's gradient of replica rep (made if missing). */
-static clg_status write_back(clg__reducer *r, int rep, int i, cl_event *ev)
+static clg_status write_back(clg__reducer *r, int rep, int i, clg_event **ev)
 {
     clg_tensor *p = r->params[rep * r->n + i];
     clg_tensor *g = clg__grad_target(p);
@@ -330,13 +332,17 @@ clg_status clg__reducer_finish(clg__reducer *r, double timeout)
     for (int k = 0; k < r->nb && !st; k++)
         for (int rep = 0; rep < r->nrep && !st; rep++)
             for (int i = r->b[k].first; i < r->b[k].last && !st; i++) {
-                cl_event ev = NULL;
+                clg_event *ev = NULL;
                 st = write_back(r, rep, i, &ev);
                 if (st) break;
-                if (r->b[k].write_ev[rep]) clReleaseEvent(r->b[k].write_ev[rep]);
+                clg__event_release(r->b[k].write_ev[rep]);
                 r->b[k].write_ev[rep] = ev;
             }
-    for (int rep = 0; rep < r->nrep; rep++) clFlush(r->params[rep * r->n]->dev->queue);
+    for (int rep = 0; rep < r->nrep; rep++) {   /* the next step's comm thread waits on the writes */
+        clg_device *d = r->params[rep * r->n]->dev;
+        clg_status fs = clg__queue_flush(d, clg__device_queue(d), "gradient write back");
+        if (!st && fs) st = device_failure(r, r->params[rep * r->n], fs);
+    }
     pthread_mutex_lock(&r->mu);
     r->running = false;
     r->next = 0;
@@ -500,8 +506,8 @@ void clg__reducer_free(clg__reducer *r)
     for (int k = 0; r->b && k < r->nb; k++) {
         bucket *b = &r->b[k];
         for (int rep = 0; rep < r->nrep; rep++) {
-            if (b->read_ev && b->read_ev[rep]) clWaitForEvents(1, &b->read_ev[rep]), clReleaseEvent(b->read_ev[rep]);
-            if (b->write_ev && b->write_ev[rep]) clWaitForEvents(1, &b->write_ev[rep]), clReleaseEvent(b->write_ev[rep]);
+            if (b->read_ev && b->read_ev[rep]) clg__event_wait(b->read_ev[rep]), clg__event_release(b->read_ev[rep]);
+            if (b->write_ev && b->write_ev[rep]) clg__event_wait(b->write_ev[rep]), clg__event_release(b->write_ev[rep]);
         }
         free(b->read_ev);
         free(b->write_ev);

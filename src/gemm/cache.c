@@ -36,8 +36,7 @@ void clg__gemm_cache_meta(clg_device *dev, int flags, const clg_gemm_candidate *
                           size_t len)
 {
     char pver[CLG_NAME_MAX] = "";
-    if (clGetPlatformInfo(dev->platform, CL_PLATFORM_VERSION, sizeof pver, pver, NULL) != CL_SUCCESS) pver[0] = 0;
-    pver[sizeof pver - 1] = 0;
+    clg__platform_version(dev, pver, sizeof pver);
     const clg_device_info *in = clg_device_get_info(dev);
     int w = snprintf(meta, len, CACHE_MAGIC "platform: %s | %s\ndevice: %s\nvendor: %s\ndriver: %s\n", in->platform,
                      pver, in->name, in->vendor, in->driver);

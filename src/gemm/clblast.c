@@ -1,88 +1,18 @@
 /* clblast.c: the CLBlast engine (GPUs): CLBlastXgemm, or CLBlastXgemmStridedBatched
- * for batch > 1, with the parameters CLBlast's database holds for the device.
+ * for batch > 1, with the parameters CLBlast's database holds for the device. The calls
+ * themselves take OpenCL's types: src/device/clblast.c makes them (runtime.h).
  *
  * CLBlast keeps its compiled programs in a process-wide cache, which must be emptied
  * before the device's context is released (engine state is freed at close, before the
  * context goes), else CLBlast releases them later against a dead context. */
-#include <clblast_c.h>
-
-#include <stdio.h>
-
 #include "gemm/clblast.h"
-
-const char *clg__clblast_status_name(int status)
-{
-    switch (status) {
-    case CLBlastSuccess: return "CLBlastSuccess";
-    case CLBlastNotImplemented: return "CLBlastNotImplemented";
-    case CLBlastInvalidMatrixA: return "CLBlastInvalidMatrixA";
-    case CLBlastInvalidMatrixB: return "CLBlastInvalidMatrixB";
-    case CLBlastInvalidMatrixC: return "CLBlastInvalidMatrixC";
-    case CLBlastInvalidVectorX: return "CLBlastInvalidVectorX";
-    case CLBlastInvalidVectorY: return "CLBlastInvalidVectorY";
-    case CLBlastInvalidDimension: return "CLBlastInvalidDimension";
-    case CLBlastInvalidLeadDimA: return "CLBlastInvalidLeadDimA";
-    case CLBlastInvalidLeadDimB: return "CLBlastInvalidLeadDimB";
-    case CLBlastInvalidLeadDimC: return "CLBlastInvalidLeadDimC";
-    case CLBlastInvalidIncrementX: return "CLBlastInvalidIncrementX";
-    case CLBlastInvalidIncrementY: return "CLBlastInvalidIncrementY";
-    case CLBlastInsufficientMemoryA: return "CLBlastInsufficientMemoryA";
-    case CLBlastInsufficientMemoryB: return "CLBlastInsufficientMemoryB";
-    case CLBlastInsufficientMemoryC: return "CLBlastInsufficientMemoryC";
-    case CLBlastInsufficientMemoryX: return "CLBlastInsufficientMemoryX";
-    case CLBlastInsufficientMemoryY: return "CLBlastInsufficientMemoryY";
-    case CLBlastInsufficientMemoryTemp: return "CLBlastInsufficientMemoryTemp";
-    case CLBlastInvalidBatchCount: return "CLBlastInvalidBatchCount";
-    case CLBlastInvalidOverrideKernel: return "CLBlastInvalidOverrideKernel";
-    case CLBlastMissingOverrideParameter: return "CLBlastMissingOverrideParameter";
-    case CLBlastInvalidLocalMemUsage: return "CLBlastInvalidLocalMemUsage";
-    case CLBlastNoHalfPrecision: return "CLBlastNoHalfPrecision";
-    case CLBlastNoDoublePrecision: return "CLBlastNoDoublePrecision";
-    case CLBlastInvalidVectorScalar: return "CLBlastInvalidVectorScalar";
-    case CLBlastInsufficientMemoryScalar: return "CLBlastInsufficientMemoryScalar";
-    case CLBlastDatabaseError: return "CLBlastDatabaseError";
-    case CLBlastUnknownError: return "CLBlastUnknownError";
-    case CLBlastUnexpectedError: return "CLBlastUnexpectedError";
-    default: break;
-    }
-    /* The codes from -1 to -69 are OpenCL's own errors, passed through. */
-    return status < 0 && status > -100 ? clg_cl_error_name(status) : "CLBlastUnknownStatus";
-}
-
-static CLBlastTranspose transpose(bool t)
-{
-    return t ? CLBlastTransposeYes : CLBlastTransposeNo;
-}
-
-/* One CLBlast call; ev is set when profiling wants the event. */
-static CLBlastStatusCode call(clg_device *dev, const clg_gemm_args *g, cl_event *ev)
-{
-    CLBlastLayout L = CLBlastLayoutRowMajor;
-    CLBlastTranspose ta = transpose(g->trans_a), tb = transpose(g->trans_b);
-    cl_mem a = g->a->mem, b = g->b->mem, c = g->c->mem;
-    if (g->type == CLG_GEMM_F64) {
-        if (g->batch == 1)
-            return CLBlastDgemm(L, ta, tb, g->m, g->n, g->k, g->alpha, a, g->a_off, g->lda, b, g->b_off, g->ldb,
-                                g->beta, c, g->c_off, g->ldc, &dev->queue, ev);
-        return CLBlastDgemmStridedBatched(L, ta, tb, g->m, g->n, g->k, g->alpha, a, g->a_off, g->lda,
-                                          g->stride_a, b, g->b_off, g->ldb, g->stride_b, g->beta, c, g->c_off,
-                                          g->ldc, g->stride_c, g->batch, &dev->queue, ev);
-    }
-    float alpha = (float)g->alpha, beta = (float)g->beta;
-    if (g->batch == 1)
-        return CLBlastSgemm(L, ta, tb, g->m, g->n, g->k, alpha, a, g->a_off, g->lda, b, g->b_off, g->ldb, beta,
-                            c, g->c_off, g->ldc, &dev->queue, ev);
-    return CLBlastSgemmStridedBatched(L, ta, tb, g->m, g->n, g->k, alpha, a, g->a_off, g->lda, g->stride_a, b,
-                                      g->b_off, g->ldb, g->stride_b, beta, c, g->c_off, g->ldc, g->stride_c,
-                                      g->batch, &dev->queue, ev);
-}
 
 /* Process-wide: another open device that used CLBlast recompiles its programs on its
  * next call. The alternative is CLBlast releasing programs of a context already gone. */
 static void release(clg_device *dev, void *data)
 {
     (void)dev, (void)data;
-    CLBlastClearCache();
+    clg__clblast_clear_cache();
 }
 
 static clg_status run(clg_device *dev, const clg_gemm_args *g, const clg_gemm_config *cfg)
@@ -101,18 +31,20 @@ static clg_status run(clg_device *dev, const clg_gemm_args *g, const clg_gemm_co
     clg_status st = clg__gemm_engine_data(dev, &clg__gemm_clblast_engine, 1, release) ? CLG_OK : dev->status;
     if (!st && g->beta == 0.0) st = clg__gemm_scale(dev, g);
     if (st) return st;
-    cl_event ev = NULL;
-    CLBlastStatusCode s = call(dev, g, dev->prof.enabled ? &ev : NULL);
     const char *fn = g->type == CLG_GEMM_F64 ? (g->batch == 1 ? "CLBlastDgemm" : "CLBlastDgemmStridedBatched")
                                              : (g->batch == 1 ? "CLBlastSgemm" : "CLBlastSgemmStridedBatched");
-    if (s != CLBlastSuccess) {
-        if (ev) clReleaseEvent(ev);
+    clg_blas_gemm b = {.f64 = g->type == CLG_GEMM_F64, .trans_a = g->trans_a, .trans_b = g->trans_b, .m = g->m,
+                       .n = g->n, .k = g->k, .batch = g->batch, .alpha = g->alpha, .beta = g->beta, .a = g->a,
+                       .b = g->b, .c = g->c, .a_off = g->a_off, .lda = g->lda, .stride_a = g->stride_a,
+                       .b_off = g->b_off, .ldb = g->ldb, .stride_b = g->stride_b, .c_off = g->c_off, .ldc = g->ldc,
+                       .stride_c = g->stride_c};
+    int s = clg__clblast_gemm(dev, &b, fn);
+    if (s) {
         return clg__fail(dev, CLG_ERR_CLBLAST, "%s(%s%s, m=%zu n=%zu k=%zu, lda=%zu ldb=%zu ldc=%zu, batch=%zu) "
                          "on %s: %s (%d)", fn, g->trans_a ? "A^T" : "A", g->trans_b ? " B^T" : " B", g->m, g->n,
                          g->k, g->lda, g->ldb, g->ldc, g->batch, clg_device_get_info(dev)->name,
-                         clg__clblast_status_name(s), (int)s);
+                         clg__clblast_status_name(s), s);
     }
-    if (ev) clg__profile_launch(dev, clg__profile_slot(dev, fn), ev);
     return CLG_OK;
 }
 
@@ -134,16 +66,11 @@ static int candidates(clg_device *dev, int flags, bool fitting, clg_gemm_config 
     return clg__device_params(dev)->gemm_tiles && !(flags & CLG_GEMM_TUNE_QUICK) && cap > 0;
 }
 
-static void version(char *buf, size_t len)
-{
-    snprintf(buf, len, "%d.%d.%d", CLBLAST_VERSION_MAJOR, CLBLAST_VERSION_MINOR, CLBLAST_VERSION_PATCH);
-}
-
 const clg_gemm_engine clg__gemm_clblast_engine = {
     .name = "clblast",
     .instead = "tiled",   /* while capturing */
     .takes = takes,
     .run = run,
     .candidates = candidates,
-    .version = version,
+    .version = clg__clblast_version,
 };

@@ -30,7 +30,7 @@ clg_status clg__gemm_scale(clg_device *dev, const clg_gemm_args *g)
     clg_kernel *k = clg__kernel_get(dev, "gemm", clg__gemm_cl_options(g), "gemm_scale");
     if (!k) return dev->status;
     clg_arg args[] = {
-        CLG_ARG_I(g->m), CLG_ARG_I(g->n), CLG_ARG_M(g->c->mem), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc),
+        CLG_ARG_I(g->m), CLG_ARG_I(g->n), CLG_ARG_B(g->c), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc),
         CLG_ARG_L(g->stride_c), clg__gemm_scalar(g->type, g->beta),
     };
     /* exact groups (not the driver's pick, one compile per matrix shape on POCL) */

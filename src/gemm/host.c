@@ -110,9 +110,9 @@ static clg_status run(clg_device *dev, const clg_gemm_args *g, const clg_gemm_co
         [A_TYPE] = CLG_ARG_I(g->type), [A_TA] = CLG_ARG_I(g->trans_a), [A_TB] = CLG_ARG_I(g->trans_b),
         [A_M] = CLG_ARG_L(g->m), [A_N] = CLG_ARG_L(g->n), [A_K] = CLG_ARG_L(g->k), [A_BATCH] = CLG_ARG_L(g->batch),
         [A_ALPHA] = CLG_ARG_D(g->alpha), [A_BETA] = CLG_ARG_D(g->beta),
-        [A_A] = CLG_ARG_M(g->a->mem), [A_AOFF] = CLG_ARG_L(g->a_off), [A_LDA] = CLG_ARG_L(g->lda),
-        [A_SA] = CLG_ARG_L(g->stride_a), [A_B] = CLG_ARG_M(g->b->mem), [A_BOFF] = CLG_ARG_L(g->b_off),
-        [A_LDB] = CLG_ARG_L(g->ldb), [A_SB] = CLG_ARG_L(g->stride_b), [A_C] = CLG_ARG_M(g->c->mem),
+        [A_A] = CLG_ARG_B(g->a), [A_AOFF] = CLG_ARG_L(g->a_off), [A_LDA] = CLG_ARG_L(g->lda),
+        [A_SA] = CLG_ARG_L(g->stride_a), [A_B] = CLG_ARG_B(g->b), [A_BOFF] = CLG_ARG_L(g->b_off),
+        [A_LDB] = CLG_ARG_L(g->ldb), [A_SB] = CLG_ARG_L(g->stride_b), [A_C] = CLG_ARG_B(g->c),
         [A_COFF] = CLG_ARG_L(g->c_off), [A_LDC] = CLG_ARG_L(g->ldc), [A_SC] = CLG_ARG_L(g->stride_c),
     };
     return clg__launch_native(dev, k, a, A_COUNT);

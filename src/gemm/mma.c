@@ -157,11 +157,11 @@ static clg_status run_mma(clg_device *dev, const clg_gemm_args *g, int only, boo
                          clg__device_params(dev)->max_group);
     clg_arg args[] = {
         CLG_ARG_I(g->m), CLG_ARG_I(g->n), CLG_ARG_I(g->k), CLG_ARG_I(g->trans_a), CLG_ARG_I(g->trans_b),
-        CLG_ARG_M(g->a->mem), CLG_ARG_L(g->a_off), CLG_ARG_I(g->lda), CLG_ARG_L(g->stride_a),
+        CLG_ARG_B(g->a), CLG_ARG_L(g->a_off), CLG_ARG_I(g->lda), CLG_ARG_L(g->stride_a),
         CLG_ARG_I(vec_ok(g->a_off, g->lda, g->stride_a, g->batch)),
-        CLG_ARG_M(g->b->mem), CLG_ARG_L(g->b_off), CLG_ARG_I(g->ldb), CLG_ARG_L(g->stride_b),
+        CLG_ARG_B(g->b), CLG_ARG_L(g->b_off), CLG_ARG_I(g->ldb), CLG_ARG_L(g->stride_b),
         CLG_ARG_I(vec_ok(g->b_off, g->ldb, g->stride_b, g->batch)),
-        CLG_ARG_M(g->c->mem), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc), CLG_ARG_L(g->stride_c),
+        CLG_ARG_B(g->c), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc), CLG_ARG_L(g->stride_c),
         CLG_ARG_F(g->alpha), CLG_ARG_F(g->beta),
     };
     size_t tm = (size_t)tile_m(&c), tn = (size_t)tile_n(&c);

@@ -76,8 +76,8 @@ static clg_status pack(clg_device *dev, clg_kernel *kp, const clg_buffer *src, s
     /* Work-item: one panel, PACK_KC (256, gemm.cl) steps of k. */
     const size_t kc = 256;
     clg_arg args[] = {
-        CLG_ARG_M(src->mem), CLG_ARG_L(off), CLG_ARG_I(ld), CLG_ARG_L(stride), CLG_ARG_I(P), CLG_ARG_I(K),
-        CLG_ARG_I(pmajor), CLG_ARG_I(w), CLG_ARG_M(dst->mem), CLG_ARG_L(dst_stride),
+        CLG_ARG_B(src), CLG_ARG_L(off), CLG_ARG_I(ld), CLG_ARG_L(stride), CLG_ARG_I(P), CLG_ARG_I(K),
+        CLG_ARG_I(pmajor), CLG_ARG_I(w), CLG_ARG_B(dst), CLG_ARG_L(dst_stride),
     };
     size_t global[3] = {(P + (size_t)w - 1) / (size_t)w, (K + kc - 1) / kc, batch};
     size_t local[3] = {1, 1, 1};
@@ -86,7 +86,7 @@ static clg_status pack(clg_device *dev, clg_kernel *kp, const clg_buffer *src, s
 
 /* Where gemm_tiles finds B's panels (gemm.cl): packed, or a row-major B read in place. */
 typedef struct b_panels {
-    cl_mem mem;
+    const clg_buffer *buf;
     size_t off, stride;    /* first panel; between batches (0: shared) */
     size_t panel, kstep;   /* between panels; between steps of k */
 } b_panels;
@@ -109,8 +109,8 @@ static clg_status tiles(clg_device *dev, clg_kernel *k, const clg_gemm_args *g, 
     tiles_plan t = plan_tiles(dev, &part);
     clg_arg args[] = {
         CLG_ARG_I(g->m), CLG_ARG_I(n), CLG_ARG_I(g->k), CLG_ARG_I(t.pi), CLG_ARG_I(t.pj),
-        CLG_ARG_M(ap->mem), CLG_ARG_L(g->stride_a ? ap_stride : 0), CLG_ARG_M(bp.mem), CLG_ARG_L(bp.off),
-        CLG_ARG_L(bp.stride), CLG_ARG_L(bp.panel), CLG_ARG_I(bp.kstep), CLG_ARG_M(g->c->mem),
+        CLG_ARG_B(ap), CLG_ARG_L(g->stride_a ? ap_stride : 0), CLG_ARG_B(bp.buf), CLG_ARG_L(bp.off),
+        CLG_ARG_L(bp.stride), CLG_ARG_L(bp.panel), CLG_ARG_I(bp.kstep), CLG_ARG_B(g->c),
         CLG_ARG_L(g->c_off + j0), CLG_ARG_I(g->ldc), CLG_ARG_L(g->stride_c), clg__gemm_scalar(g->type, g->alpha),
         clg__gemm_scalar(g->type, g->beta),
     };
@@ -142,9 +142,9 @@ static clg_status dot(clg_device *dev, const clg_gemm_args *g)
     int jb = dot_blocks(dev, g);
     clg_arg args[] = {
         CLG_ARG_I(g->m), CLG_ARG_I(g->n), CLG_ARG_I(g->k), CLG_ARG_I(jb),
-        CLG_ARG_M(g->a->mem), CLG_ARG_L(g->a_off), CLG_ARG_I(g->lda), CLG_ARG_L(g->stride_a),
-        CLG_ARG_M(g->b->mem), CLG_ARG_L(g->b_off), CLG_ARG_I(g->ldb), CLG_ARG_L(g->stride_b),
-        CLG_ARG_M(g->c->mem), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc), CLG_ARG_L(g->stride_c),
+        CLG_ARG_B(g->a), CLG_ARG_L(g->a_off), CLG_ARG_I(g->lda), CLG_ARG_L(g->stride_a),
+        CLG_ARG_B(g->b), CLG_ARG_L(g->b_off), CLG_ARG_I(g->ldb), CLG_ARG_L(g->stride_b),
+        CLG_ARG_B(g->c), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc), CLG_ARG_L(g->stride_c),
         clg__gemm_scalar(g->type, g->alpha), clg__gemm_scalar(g->type, g->beta), CLG_ARG_I(1),
     };
     size_t nb = (g->n + 2) / 3;
@@ -185,9 +185,9 @@ static clg_status sum(clg_device *dev, const clg_gemm_args *g)
         size_t cnt = g->batch - b0 < per ? g->batch - b0 : per;
         clg_arg args[] = {
             CLG_ARG_I(g->m), CLG_ARG_I(g->n), CLG_ARG_I(g->k), CLG_ARG_I(jb),
-            CLG_ARG_M(g->a->mem), CLG_ARG_L(g->a_off + b0 * g->stride_a), CLG_ARG_I(g->lda), CLG_ARG_L(g->stride_a),
-            CLG_ARG_M(g->b->mem), CLG_ARG_L(g->b_off + b0 * g->stride_b), CLG_ARG_I(g->ldb), CLG_ARG_L(g->stride_b),
-            CLG_ARG_M(g->c->mem), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc), CLG_ARG_L(0),
+            CLG_ARG_B(g->a), CLG_ARG_L(g->a_off + b0 * g->stride_a), CLG_ARG_I(g->lda), CLG_ARG_L(g->stride_a),
+            CLG_ARG_B(g->b), CLG_ARG_L(g->b_off + b0 * g->stride_b), CLG_ARG_I(g->ldb), CLG_ARG_L(g->stride_b),
+            CLG_ARG_B(g->c), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc), CLG_ARG_L(0),
             clg__gemm_scalar(g->type, g->alpha), clg__gemm_scalar(g->type, b0 ? 1.0 : g->beta), CLG_ARG_I(cnt),
         };
         st = clg__launch(dev, k, args, (int)(sizeof args / sizeof *args), 3, global, local);
@@ -260,13 +260,13 @@ static clg_status packed(clg_device *dev, const clg_gemm_args *g)
                   ap_stride);
     if (!st && direct)
         st = tiles(dev, ktiles, g, direct, 0, ap, ap_stride,
-                   (b_panels){g->b->mem, g->b_off, g->stride_b, nr, g->ldb});
+                   (b_panels){g->b, g->b_off, g->stride_b, nr, g->ldb});
     if (!st && rest)
         st = pack(dev, kpack, g->b, g->b_off + direct, g->ldb, g->stride_b, rest, (int)nr, g->k, g->trans_b, bbatch,
                   bp, bp_stride);
     if (!st && rest)
         st = tiles(dev, ktiles, g, rest, direct, ap, ap_stride,
-                   (b_panels){bp->mem, 0, g->stride_b ? bp_stride : 0, nr * g->k, nr});
+                   (b_panels){bp, 0, g->stride_b ? bp_stride : 0, nr * g->k, nr});
     /* The in-order queue runs whoever gets these buffers next after the kernels above. */
     clg__buffer_release(ap);
     clg__buffer_release(bp);

@@ -149,9 +149,9 @@ static clg_status run_config(clg_device *dev, const clg_gemm_args *g, const clg_
                          "kernel's 32-bit indexing", cfg, g->m, g->n, g->k, g->lda, g->ldb, g->ldc);
     clg_arg args[] = {
         CLG_ARG_I(g->m), CLG_ARG_I(g->n), CLG_ARG_I(g->k), CLG_ARG_I(g->trans_a), CLG_ARG_I(g->trans_b),
-        CLG_ARG_M(g->a->mem), CLG_ARG_L(g->a_off), CLG_ARG_I(g->lda), CLG_ARG_L(g->stride_a),
-        CLG_ARG_M(g->b->mem), CLG_ARG_L(g->b_off), CLG_ARG_I(g->ldb), CLG_ARG_L(g->stride_b),
-        CLG_ARG_M(g->c->mem), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc), CLG_ARG_L(g->stride_c),
+        CLG_ARG_B(g->a), CLG_ARG_L(g->a_off), CLG_ARG_I(g->lda), CLG_ARG_L(g->stride_a),
+        CLG_ARG_B(g->b), CLG_ARG_L(g->b_off), CLG_ARG_I(g->ldb), CLG_ARG_L(g->stride_b),
+        CLG_ARG_B(g->c), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc), CLG_ARG_L(g->stride_c),
         clg__gemm_scalar(g->type, g->alpha), clg__gemm_scalar(g->type, g->beta),
     };
     size_t tm = (size_t)c->tm, tn = (size_t)c->tn;

@@ -69,7 +69,7 @@ static clg_status run_once(tune_ctx *t, const clg_gemm_candidate *c, const clg_g
 {
     double t0 = clg__now();
     clg_status st = clg__gemm_dispatch(t->dev, c->engine, c->has_config ? &c->config : NULL, g);
-    if (!st) CLG_CL_TRY(t->dev, clg__queue_finish(t->dev->queue), "clFinish", "GEMM tuning");
+    if (!st) st = clg__queue_wait(t->dev, clg__device_queue(t->dev), "GEMM tuning");
     *seconds = clg__now() - t0;
     return st;
 }

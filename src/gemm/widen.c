@@ -25,12 +25,12 @@ static clg_status convert(clg_device *dev, clg_kernel *k, bool widen, side s, cl
 {
     clg_arg args[7];
     int n = 0;
-    if (!widen) args[n++] = CLG_ARG_M(wide->mem);
-    args[n++] = CLG_ARG_M(s.half->mem);
+    if (!widen) args[n++] = CLG_ARG_B(wide);
+    args[n++] = CLG_ARG_B(s.half);
     args[n++] = CLG_ARG_L(s.off);
     args[n++] = CLG_ARG_L(s.ld);
     args[n++] = CLG_ARG_L(s.stride);
-    if (widen) args[n++] = CLG_ARG_M(wide->mem);
+    if (widen) args[n++] = CLG_ARG_B(wide);
     args[n++] = CLG_ARG_L(s.rows);
     args[n++] = CLG_ARG_L(s.cols);
     /* exact groups from the device table, not the driver's pick: POCL compiles the kernel

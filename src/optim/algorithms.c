@@ -160,7 +160,7 @@ clg_optimizer *clg_adagrad_new(int n, clg_tensor *const *params, const clg_adagr
 /* ---- updates ------------------------------------------------------------------------------- */
 
 /* A tensor as the (buffer, element offset) pair of the kernels' arguments. */
-#define MEM(t) CLG_ARG_M((t)->buf->mem), CLG_ARG_I((t)->offset)
+#define MEM(t) CLG_ARG_B((t)->buf), CLG_ARG_I((t)->offset)
 #define OPTIM_MAX_ARGS 24
 /* Copy the literal array a into args (room for OPTIM_MAX_ARGS) and return its length. */
 #define RETURN_ARGS(a)                                                                         \
@@ -254,7 +254,7 @@ static void refresh_update(void *data, int64_t *regs, clg_arg *args, int nargs)
     const char *kernel;
     int n = update_args(r->opt, pp, pp->p->grad ? pp->p->grad : pp->p, a, &kernel);
     for (int i = 0; i < n && i < nargs; i++)
-        if (args[i].kind != CLG_ARG_MEM) args[i] = a[i];
+        if (args[i].kind != CLG_ARG_BUF) args[i] = a[i];
 }
 
 clg_status clg__optim_update(clg_optimizer *opt, clg_optim_param *pp, clg_tensor *grad)

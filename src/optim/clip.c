@@ -60,7 +60,7 @@ static clg_status launch(clg_device *dev, clg_dtype dtype, const char *kernel, c
     return k ? clg__launch_1d(dev, k, args, nargs, n) : dev->status;
 }
 
-#define MEM(t) CLG_ARG_M((t)->buf->mem), CLG_ARG_I((t)->offset)
+#define MEM(t) CLG_ARG_B((t)->buf), CLG_ARG_I((t)->offset)
 
 /* norm and scale (fresh 0-d tensors) from the sum of squares; then every grad *= scale. */
 static clg_status clip(clg_device *dev, clg_dtype dtype, int n, clg_tensor *const *params, double max_norm,

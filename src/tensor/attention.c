@@ -33,13 +33,13 @@ typedef struct att_dims {
 /* An operand as the kernels read it: buffer, offset, batch strides (0 where broadcast),
  * row and column strides. */
 typedef struct att_operand {
-    cl_mem mem;
+    const clg_buffer *buf;
     int64_t off, bstr[CLG_MAX_DIMS], row, col;
 } att_operand;
 
 static att_operand operand(const clg_tensor *t, const att_dims *d)
 {
-    att_operand o = {t->buf->mem, t->offset, {0}, t->strides[t->ndim - 2], t->strides[t->ndim - 1]};
+    att_operand o = {t->buf, t->offset, {0}, t->strides[t->ndim - 2], t->strides[t->ndim - 1]};
     int lead = t->ndim - 2;
     for (int a = 0; a < d->nb; a++) {
         int ta = a - (d->nb - lead);   /* right-aligned */
@@ -50,7 +50,7 @@ static att_operand operand(const clg_tensor *t, const att_dims *d)
 
 static int push_operand(clg_arg *a, int n, const att_operand *o, int nb)
 {
-    a[n++] = CLG_ARG_M(o->mem);
+    a[n++] = CLG_ARG_B(o->buf);
     a[n++] = CLG_ARG_I(o->off);
     a[n++] = clg__arg_int8(o->bstr, nb);
     a[n++] = CLG_ARG_I(o->row);
@@ -263,16 +263,16 @@ static clg_status forward(clg_device *dev, const att_call *c, clg_tensor *o, clg
             return dev->status;
         }
     }
-    cl_mem accm = acc ? acc->buf->mem : lse->buf->mem, mlm = ml ? ml->buf->mem : lse->buf->mem;
+    const clg_buffer *accm = acc ? acc->buf : lse->buf, *mlm = ml ? ml->buf : lse->buf;
     clg_status st = CLG_OK;
     for (int64_t cc = 0; cc < ncol && !st; cc++)
         for (int64_t kc = 0; kc < nkeys && !st; kc++) {
             clg_arg a[64];
             int n = push_common(a, c);
-            a[n++] = CLG_ARG_M(o->buf->mem);
-            a[n++] = CLG_ARG_M(lse->buf->mem);
-            a[n++] = CLG_ARG_M(accm);
-            a[n++] = CLG_ARG_M(mlm);
+            a[n++] = CLG_ARG_B(o->buf);
+            a[n++] = CLG_ARG_B(lse->buf);
+            a[n++] = CLG_ARG_B(accm);
+            a[n++] = CLG_ARG_B(mlm);
             a[n++] = CLG_ARG_I(kc * per);
             a[n++] = CLG_ARG_I(min64(c->d.S, (kc + 1) * per));
             a[n++] = CLG_ARG_I(cc * ak.ncols);
@@ -310,13 +310,13 @@ static clg_tensor *row_dots(clg_device *dev, const att_call *c, clg_tensor *o, c
     a[n++] = CLG_ARG_I(c->d.Ev);
     a[n++] = CLG_ARG_I(c->d.nb);
     a[n++] = clg__arg_int8(c->d.bshape, c->d.nb);
-    a[n++] = CLG_ARG_M(o->buf->mem);
-    a[n++] = CLG_ARG_M(g->mem);
+    a[n++] = CLG_ARG_B(o->buf);
+    a[n++] = CLG_ARG_B(g->buf);
     a[n++] = CLG_ARG_I(g->off);
     a[n++] = clg__arg_int8(g->bstr, c->d.nb);
     a[n++] = CLG_ARG_I(g->row);
     a[n++] = CLG_ARG_I(g->col);
-    a[n++] = CLG_ARG_M(dr->buf->mem);
+    a[n++] = CLG_ARG_B(dr->buf);
     if (att_launch(dev, &ak, a, n, 1, c->d.L, c) != CLG_OK) {
         clg_tensor_free(dr);
         return NULL;
@@ -342,9 +342,9 @@ static clg_status grad_q(clg_device *dev, const att_call *c, const att_operand *
             clg_arg a[64];
             int n = push_common(a, c);
             n = push_operand(a, n, g, c->d.nb);
-            a[n++] = CLG_ARG_M(lse->buf->mem);
-            a[n++] = CLG_ARG_M(dr->buf->mem);
-            a[n++] = CLG_ARG_M(dq->buf->mem);
+            a[n++] = CLG_ARG_B(lse->buf);
+            a[n++] = CLG_ARG_B(dr->buf);
+            a[n++] = CLG_ARG_B(dq->buf);
             a[n++] = CLG_ARG_I(kc * per);
             a[n++] = CLG_ARG_I(min64(c->d.S, (kc + 1) * per));
             a[n++] = CLG_ARG_I(cc * ak.ncols);
@@ -380,10 +380,10 @@ static clg_status grad_kv(clg_device *dev, const att_call *c, const att_operand 
             clg_arg a[64];
             int n = push_common(a, c);
             n = push_operand(a, n, g, c->d.nb);
-            a[n++] = CLG_ARG_M(lse->buf->mem);
-            a[n++] = CLG_ARG_M(dr->buf->mem);
-            a[n++] = CLG_ARG_M(dk->buf->mem);
-            a[n++] = CLG_ARG_M(dv->buf->mem);
+            a[n++] = CLG_ARG_B(lse->buf);
+            a[n++] = CLG_ARG_B(dr->buf);
+            a[n++] = CLG_ARG_B(dk->buf);
+            a[n++] = CLG_ARG_B(dv->buf);
             a[n++] = CLG_ARG_I(qc * per);
             a[n++] = CLG_ARG_I(min64(c->d.L, (qc + 1) * per));
             a[n++] = CLG_ARG_I(cc * ak.ncols);
@@ -449,7 +449,7 @@ static bool plan(att_call *c, clg_tensor *q, clg_tensor *k, clg_tensor *v, clg_t
     c->has_mask = mask != NULL;
     if (mask) {
         /* the mask as a [..., L, S] operand: a tensor with fewer axes lines up on the right */
-        c->m = (att_operand){mask->buf->mem, mask->offset, {0}, 0, 0};
+        c->m = (att_operand){mask->buf, mask->offset, {0}, 0, 0};
         int lead = mask->ndim - 2;
         for (int a = 0; a < n; a++) {
             int ma = a - (n - lead);

@@ -168,8 +168,8 @@ static bool im2col(clg_tensor *x, const conv_geo *g, int64_t n0, int64_t nb, col
     c->buf = c->t->buf;
     /* check_geometry bounds the column count by INT32_MAX: the kernel indexes with int. */
     bool w1 = g->sw == 1 && x->strides[3] == 1;
-    clg_arg a[] = {CLG_ARG_I(rows), CLG_ARG_M(x->buf->mem), CLG_ARG_I(x->offset + n0 * x->strides[0]),
-                   strides_arg(x), geo_arg(g), win_arg(g, 0, 0), CLG_ARG_M(c->t->buf->mem)};
+    clg_arg a[] = {CLG_ARG_I(rows), CLG_ARG_B(x->buf), CLG_ARG_I(x->offset + n0 * x->strides[0]),
+                   strides_arg(x), geo_arg(g), win_arg(g, 0, 0), CLG_ARG_B(c->t->buf)};
     int64_t vw = clg__device_params(x->dev)->vector_float, ow = (g->OW + vw - 1) / vw * vw;
     if (clg__conv_launch_grid(x->dev, x->dtype, w1 ? "im2col_w1" : "im2col", a, 7,
                               (const int64_t[]){ow, g->OH, rows}) == CLG_OK)
@@ -224,7 +224,7 @@ static clg_tensor *weight_matrix(clg_tensor *w)
 static clg_status fill_bias(clg_tensor *y, clg_tensor *b)
 {
     int64_t P = y->shape[2] * y->shape[3], NO = y->shape[0] * y->shape[1];
-    clg_arg a[] = {CLG_ARG_I(P), CLG_ARG_I(NO), CLG_ARG_M(y->buf->mem), CLG_ARG_M(b->buf->mem),
+    clg_arg a[] = {CLG_ARG_I(P), CLG_ARG_I(NO), CLG_ARG_B(y->buf), CLG_ARG_B(b->buf),
                    CLG_ARG_I(b->offset), CLG_ARG_I(b->strides[0]), CLG_ARG_I(y->shape[1])};
     return clg__conv_launch_grid(y->dev, y->dtype, "fill_bias", a, 7, (const int64_t[]){P, NO, 1});
 }
@@ -263,9 +263,9 @@ static clg_status forward_direct(clg_tensor *x, clg_tensor *w, clg_tensor *b, co
 {
     clg_tensor *wm = weight_matrix(w);
     if (!wm) return x->dev->status;
-    clg_arg a[] = {CLG_ARG_I(y->numel), CLG_ARG_M(x->buf->mem), CLG_ARG_I(x->offset), strides_arg(x),
-                   CLG_ARG_M(wm->buf->mem), CLG_ARG_M(b ? b->buf->mem : wm->buf->mem), CLG_ARG_I(b ? b->offset : 0),
-                   geo_arg(g), win_arg(g, g->O, b != NULL), CLG_ARG_M(y->buf->mem)};
+    clg_arg a[] = {CLG_ARG_I(y->numel), CLG_ARG_B(x->buf), CLG_ARG_I(x->offset), strides_arg(x),
+                   CLG_ARG_B(wm->buf), CLG_ARG_B(b ? b->buf : wm->buf), CLG_ARG_I(b ? b->offset : 0),
+                   geo_arg(g), win_arg(g, g->O, b != NULL), CLG_ARG_B(y->buf)};
     clg_status st = launch(x->dev, x->dtype, "conv2d_direct", a, 10, y->numel);
     if (wm != w) clg_tensor_free(wm);
     return st;
@@ -375,7 +375,7 @@ static clg_status col2im(clg_tensor *dcol, clg_tensor *dx, const conv_geo *g, in
 {
     clg_device *dev = dx->dev;
     /* both built for dcol's dtype (the planes' scratch is float32 for 16-bit dcol) */
-    clg_arg a[] = {CLG_ARG_M(dcol->buf->mem), CLG_ARG_M(dx->buf->mem), CLG_ARG_I(n0 * g->C * g->H * g->W), geo_arg(g),
+    clg_arg a[] = {CLG_ARG_B(dcol->buf), CLG_ARG_B(dx->buf), CLG_ARG_I(n0 * g->C * g->H * g->W), geo_arg(g),
                    win_arg(g, 0, 0)};
     if (planes) return launch(dev, dcol->dtype, "col2im_planes", a, 5, nb * g->C);
     return clg__conv_launch_grid(dev, dcol->dtype, "col2im", a, 5, (const int64_t[]){g->W, g->H, nb * g->C});

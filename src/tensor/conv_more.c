@@ -228,13 +228,13 @@ static clg_status bilinear_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     clg_tensor *dx = t ? clg__tensor_new(dev, x->dtype, 4, x->shape) : NULL;
     clg_status st = dx ? CLG_OK : dev->status;
     if (st == CLG_OK) {
-        clg_arg a[] = {CLG_ARG_M(gc->buf->mem), bilinear_geo(n->i), CLG_ARG_M(tb->buf->mem), CLG_ARG_M(lam->buf->mem),
-                       CLG_ARG_M(t->buf->mem)};
+        clg_arg a[] = {CLG_ARG_B(gc->buf), bilinear_geo(n->i), CLG_ARG_B(tb->buf), CLG_ARG_B(lam->buf),
+                       CLG_ARG_B(t->buf)};
         st = clg__conv_launch_grid(dev, x->dtype, "upsample_bilinear_bw_w", a, 5, (const int64_t[]){W, OH, NC});
     }
     if (st == CLG_OK) {
-        clg_arg a[] = {CLG_ARG_M(t->buf->mem), bilinear_geo(n->i), CLG_ARG_M(tb->buf->mem), CLG_ARG_M(lam->buf->mem),
-                       CLG_ARG_M(dx->buf->mem)};
+        clg_arg a[] = {CLG_ARG_B(t->buf), bilinear_geo(n->i), CLG_ARG_B(tb->buf), CLG_ARG_B(lam->buf),
+                       CLG_ARG_B(dx->buf)};
         st = clg__conv_launch_grid(dev, x->dtype, "upsample_bilinear_bw_h", a, 5, (const int64_t[]){W, H, NC});
     }
     if (gc != g) clg_tensor_free(gc);
@@ -257,8 +257,8 @@ static clg_tensor *bilinear_kernel(clg_tensor *x, const int32_t *idx, int64_t ni
     int64_t geo[5] = {C, x->shape[2], x->shape[3], oh, ow};
     clg_status st = y ? CLG_OK : dev->status;
     if (st == CLG_OK) {
-        clg_arg a[] = {CLG_ARG_M(x->buf->mem), CLG_ARG_I(x->offset), clg__arg_int8(x->strides, 4), bilinear_geo(geo),
-                       CLG_ARG_M(tb->buf->mem), CLG_ARG_M(lt->buf->mem), CLG_ARG_M(y->buf->mem)};
+        clg_arg a[] = {CLG_ARG_B(x->buf), CLG_ARG_I(x->offset), clg__arg_int8(x->strides, 4), bilinear_geo(geo),
+                       CLG_ARG_B(tb->buf), CLG_ARG_B(lt->buf), CLG_ARG_B(y->buf)};
         st = clg__conv_launch_grid(dev, x->dtype, "upsample_bilinear", a, 7, (const int64_t[]){ow, oh, NC});
     }
     if (st != CLG_OK) {

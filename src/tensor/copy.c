@@ -27,8 +27,8 @@ static clg_status convert_flat(clg_tensor *dst, const clg_tensor *src)
     clg_dtype h = to16 ? dst->dtype : src->dtype;
     const char *name = h == CLG_BF16 ? (to16 ? "bf16_from_f32" : "bf16_to_f32") : (to16 ? "f16_from_f32" : "f16_to_f32");
     clg_kernel *k = clg__kernel_get(dst->dev, "half", "", name);
-    clg_arg args[] = {CLG_ARG_I(dst->numel), CLG_ARG_M(dst->buf->mem), CLG_ARG_I(dst->offset),
-                      CLG_ARG_M(src->buf->mem), CLG_ARG_I(src->offset)};
+    clg_arg args[] = {CLG_ARG_I(dst->numel), CLG_ARG_B(dst->buf), CLG_ARG_I(dst->offset),
+                      CLG_ARG_B(src->buf), CLG_ARG_I(src->offset)};
     return k ? clg__launch_1d(dst->dev, k, args, 5, (size_t)dst->numel) : dst->dev->status;
 }
 
@@ -89,9 +89,9 @@ static bool copy_transposed(clg_device *dev, const clg_iter *it, const char *opt
         return true;
     }
     int64_t B = d == 3 ? it->shape[0] : 1;
-    clg_arg args[] = {CLG_ARG_I(I), CLG_ARG_I(J), CLG_ARG_M(it->mem[0]), CLG_ARG_I(it->offset[0]),
+    clg_arg args[] = {CLG_ARG_I(I), CLG_ARG_I(J), CLG_ARG_B(it->buf[0]), CLG_ARG_I(it->offset[0]),
                       CLG_ARG_L(d == 3 ? it->strides[0][0] : 0), CLG_ARG_I(it->strides[0][d - 2]),
-                      CLG_ARG_M(it->mem[1]), CLG_ARG_I(it->offset[1]), CLG_ARG_L(d == 3 ? it->strides[1][0] : 0),
+                      CLG_ARG_B(it->buf[1]), CLG_ARG_I(it->offset[1]), CLG_ARG_L(d == 3 ? it->strides[1][0] : 0),
                       CLG_ARG_I(it->strides[1][d - 1])};
     *st = clg__launch_rows3(dev, k, args, 10, (size_t)((J + 63) / 64), (size_t)((I + 15) / 16), (size_t)B);
     return true;

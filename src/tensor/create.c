@@ -205,7 +205,7 @@ static clg_tensor *random_tensor(clg_device *dev, const char *op, const char *ke
     int per = dtype == CLG_F64 ? 2 : 4;   /* numbers per Philox block, as random.cl */
     uint64_t blocks = ((uint64_t)t->numel + (uint64_t)per - 1) / (uint64_t)per;
     clg_kernel *k = clg__kernel_get(dev, "random", clg__dtype_options(dtype), kernel);
-    clg_arg a[] = {CLG_ARG_I(t->numel), CLG_ARG_M(t->buf->mem), CLG_ARG_I(0),
+    clg_arg a[] = {CLG_ARG_I(t->numel), CLG_ARG_B(t->buf), CLG_ARG_I(0),
                    CLG_ARG_I((uint32_t)s->seed), CLG_ARG_I((uint32_t)(s->seed >> 32)),
                    CLG_ARG_I((uint32_t)s->rng_offset), CLG_ARG_I((uint32_t)(s->rng_offset >> 32)),
                    clg__arg_scalar(dtype, p0), clg__arg_scalar(dtype, p1)};

@@ -115,15 +115,15 @@ static clg_status lines_sum(clg_device *dev, clg_tensor *src, int64_t Q, int64_t
     clg_tensor *part = nch > 1 ? clg_zeros(dev, src->dtype, 4, (int64_t[]){Q, nch, na, inner}) : y;
     if (!part || (nch == 1 && clg_fill_(y, 0.0) != CLG_OK)) return dev->status;
     clg_arg a[] = {CLG_ARG_I(inner), CLG_ARG_I(na), CLG_ARG_I(R), CLG_ARG_I(C), CLG_ARG_I(nch), CLG_ARG_I(per_q),
-                   CLG_ARG_M(src->buf->mem), CLG_ARG_I(src->offset), CLG_ARG_M(keys->buf->mem),
-                   CLG_ARG_I(keys->offset), CLG_ARG_M(part->buf->mem), CLG_ARG_I(part->offset), CLG_ARG_M(word ? word->mem : keys->buf->mem),
+                   CLG_ARG_B(src->buf), CLG_ARG_I(src->offset), CLG_ARG_B(keys->buf),
+                   CLG_ARG_I(keys->offset), CLG_ARG_B(part->buf), CLG_ARG_I(part->offset), CLG_ARG_B(word ? word : keys->buf),
                    CLG_ARG_I(word ? code : 0)};
     const char *name = vec ? (word && code ? "scatter_lines_vec_check" : "scatter_lines_vec")
                            : (word && code ? "scatter_lines_check" : "scatter_lines");
     clg_status st = launch_rows3(dev, src->dtype, name, a, 14, vec ? inner / 16 : inner, nch, Q);
     if (!st && nch > 1) {
-        clg_arg s[] = {CLG_ARG_I(inner), CLG_ARG_I(na), CLG_ARG_I(nch), CLG_ARG_M(part->buf->mem),
-                       CLG_ARG_M(y->buf->mem), CLG_ARG_I(y->offset)};
+        clg_arg s[] = {CLG_ARG_I(inner), CLG_ARG_I(na), CLG_ARG_I(nch), CLG_ARG_B(part->buf),
+                       CLG_ARG_B(y->buf), CLG_ARG_I(y->offset)};
         st = launch_rows3(dev, src->dtype, "scatter_lines_sum", s, 6, inner, na, Q);
     }
     if (part != y) clg_tensor_free(part);
@@ -167,20 +167,20 @@ static clg_tensor *segment_sum(const char *op, clg_tensor *src, int64_t Q, int64
         st = part ? CLG_OK : dev->status;
     }
     if (!st) {
-        clg_arg b[] = {CLG_ARG_I(na), CLG_ARG_I(R), CLG_ARG_M(sk->buf->mem), CLG_ARG_M(bounds->buf->mem),
-                       CLG_ARG_M(word ? word->mem : sk->buf->mem), CLG_ARG_I(word ? code : 0)};
+        clg_arg b[] = {CLG_ARG_I(na), CLG_ARG_I(R), CLG_ARG_B(sk->buf), CLG_ARG_B(bounds->buf),
+                       CLG_ARG_B(word ? word : sk->buf), CLG_ARG_I(word ? code : 0)};
         st = launch_rows3(dev, CLG_I32, "segsum_bounds", b, 6, na + 1, lists, 1);
     }
     if (!st) {
         clg_arg c[] = {CLG_ARG_I(inner), CLG_ARG_I(R), CLG_ARG_I(L), CLG_ARG_I(nch), CLG_ARG_I(per_q),
-                       CLG_ARG_M(src->buf->mem), CLG_ARG_I(src->offset), CLG_ARG_M(sk->buf->mem),
-                       CLG_ARG_M(sp->buf->mem), CLG_ARG_M(part->buf->mem)};
+                       CLG_ARG_B(src->buf), CLG_ARG_I(src->offset), CLG_ARG_B(sk->buf),
+                       CLG_ARG_B(sp->buf), CLG_ARG_B(part->buf)};
         st = launch_rows3(dev, src->dtype, "segsum_chunks", c, 10, inner, nch, Q);
     }
     if (!st) {
         clg_arg s[] = {CLG_ARG_I(inner), CLG_ARG_I(na), CLG_ARG_I(R), CLG_ARG_I(L), CLG_ARG_I(nch), CLG_ARG_I(per_q),
-                       CLG_ARG_M(src->buf->mem), CLG_ARG_I(src->offset), CLG_ARG_M(sp->buf->mem),
-                       CLG_ARG_M(bounds->buf->mem), CLG_ARG_M(part->buf->mem), CLG_ARG_M(y->buf->mem),
+                       CLG_ARG_B(src->buf), CLG_ARG_I(src->offset), CLG_ARG_B(sp->buf),
+                       CLG_ARG_B(bounds->buf), CLG_ARG_B(part->buf), CLG_ARG_B(y->buf),
                        CLG_ARG_I(y->offset)};
         st = launch_rows3(dev, src->dtype, "segsum", s, 13, inner, na, Q);
     }
@@ -299,14 +299,14 @@ clg_tensor *clg_index_select(clg_tensor *a, int axis, clg_tensor *indices)
     int64_t k = indices->shape[0], na = a->shape[ax];
     if (clg_tensor_is_contiguous(a) && y->numel > 0 && na > 0) {
         if (!clg__index_known_in_range(indices, na)) {
-            clg_arg chk[] = {CLG_ARG_I(k), CLG_ARG_M(indices->buf->mem), CLG_ARG_I(indices->offset),
-                             CLG_ARG_I(indices->strides[0]), CLG_ARG_I(na), CLG_ARG_M(word->mem), CLG_ARG_I(code)};
+            clg_arg chk[] = {CLG_ARG_I(k), CLG_ARG_B(indices->buf), CLG_ARG_I(indices->offset),
+                             CLG_ARG_I(indices->strides[0]), CLG_ARG_I(na), CLG_ARG_B(word), CLG_ARG_I(code)};
             if (launch(a->dev, a->dtype, "index_check", chk, 7, k) != CLG_OK) return fail_launch(op, y, a);
         }
         if (inner >= 16) {
-            clg_arg rows[] = {CLG_ARG_I(inner), CLG_ARG_I(k), CLG_ARG_I(na), CLG_ARG_M(y->buf->mem),
-                              CLG_ARG_I(y->offset), CLG_ARG_M(a->buf->mem), CLG_ARG_I(a->offset),
-                              CLG_ARG_M(indices->buf->mem), CLG_ARG_I(indices->offset),
+            clg_arg rows[] = {CLG_ARG_I(inner), CLG_ARG_I(k), CLG_ARG_I(na), CLG_ARG_B(y->buf),
+                              CLG_ARG_I(y->offset), CLG_ARG_B(a->buf), CLG_ARG_I(a->offset),
+                              CLG_ARG_B(indices->buf), CLG_ARG_I(indices->offset),
                               CLG_ARG_I(indices->strides[0])};
             clg_kernel *kn = clg__kernel_get(a->dev, "index", clg__dtype_options(a->dtype), "index_select_rows");
             if (!kn || clg__launch_rows3(a->dev, kn, rows, 10, (size_t)inner, (size_t)k, (size_t)outer))
@@ -317,19 +317,19 @@ clg_tensor *clg_index_select(clg_tensor *a, int axis, clg_tensor *indices)
             clg__udiv_magic(inner, &mi, &si);
             clg__udiv_magic(k, &mk, &sk);
             clg_arg flat[] = {CLG_ARG_I(inner), CLG_ARG_I(mi), CLG_ARG_I(si), CLG_ARG_I(k), CLG_ARG_I(mk),
-                              CLG_ARG_I(sk), CLG_ARG_I(na), CLG_ARG_M(y->buf->mem), CLG_ARG_I(y->offset),
-                              CLG_ARG_M(a->buf->mem), CLG_ARG_I(a->offset), CLG_ARG_M(indices->buf->mem),
+                              CLG_ARG_I(sk), CLG_ARG_I(na), CLG_ARG_B(y->buf), CLG_ARG_I(y->offset),
+                              CLG_ARG_B(a->buf), CLG_ARG_I(a->offset), CLG_ARG_B(indices->buf),
                               CLG_ARG_I(indices->offset), CLG_ARG_I(indices->strides[0])};
             if (launch(a->dev, a->dtype, "index_select_flat", flat, 14, y->numel) != CLG_OK)
                 return fail_launch(op, y, a);
         }
     } else {
         clg_arg args[] = {CLG_ARG_I(y->numel), CLG_ARG_I(y->ndim), clg__arg_int8(y->shape, y->ndim), CLG_ARG_I(ax),
-                          CLG_ARG_M(y->buf->mem), CLG_ARG_I(y->offset),
-                          CLG_ARG_M(a->buf->mem), CLG_ARG_I(a->offset), clg__arg_int8(a->strides, a->ndim),
+                          CLG_ARG_B(y->buf), CLG_ARG_I(y->offset),
+                          CLG_ARG_B(a->buf), CLG_ARG_I(a->offset), clg__arg_int8(a->strides, a->ndim),
                           CLG_ARG_I(a->shape[ax]),
-                          CLG_ARG_M(indices->buf->mem), CLG_ARG_I(indices->offset), CLG_ARG_I(indices->strides[0]),
-                          CLG_ARG_M(word->mem), CLG_ARG_I(code)};
+                          CLG_ARG_B(indices->buf), CLG_ARG_I(indices->offset), CLG_ARG_I(indices->strides[0]),
+                          CLG_ARG_B(word), CLG_ARG_I(code)};
         if (launch(a->dev, a->dtype, "index_select", args, 15, y->numel) != CLG_OK) return fail_launch(op, y, a);
     }
     clg_node *node = NULL;
@@ -372,9 +372,9 @@ clg_tensor *clg_gather(clg_tensor *a, int axis, clg_tensor *index)
     }
     if (rows) {
         int64_t k = index->shape[ax];
-        clg_arg args[] = {CLG_ARG_I(inner), CLG_ARG_I(k), CLG_ARG_I(a->shape[ax]), CLG_ARG_M(y->buf->mem),
-                          CLG_ARG_I(y->offset), CLG_ARG_M(a->buf->mem), CLG_ARG_I(a->offset),
-                          CLG_ARG_M(index->buf->mem), CLG_ARG_I(index->offset), CLG_ARG_M(word->mem), CLG_ARG_I(code)};
+        clg_arg args[] = {CLG_ARG_I(inner), CLG_ARG_I(k), CLG_ARG_I(a->shape[ax]), CLG_ARG_B(y->buf),
+                          CLG_ARG_I(y->offset), CLG_ARG_B(a->buf), CLG_ARG_I(a->offset),
+                          CLG_ARG_B(index->buf), CLG_ARG_I(index->offset), CLG_ARG_B(word), CLG_ARG_I(code)};
         bool last = inner == 1;
         clg_kernel *kk = clg__kernel_get(a->dev, "index", clg__dtype_options(a->dtype), last ? "gather_last" : "gather_inner");
         if (!kk || (last ? clg__launch_rows(a->dev, kk, args + 1, 10, (size_t)k, (size_t)Q)
@@ -382,11 +382,11 @@ clg_tensor *clg_gather(clg_tensor *a, int axis, clg_tensor *index)
             return fail_launch(op, y, a);
     } else {
         clg_arg args[] = {CLG_ARG_I(y->numel), CLG_ARG_I(y->ndim), clg__arg_int8(y->shape, y->ndim), CLG_ARG_I(ax),
-                          CLG_ARG_M(y->buf->mem), CLG_ARG_I(y->offset),
-                          CLG_ARG_M(a->buf->mem), CLG_ARG_I(a->offset), clg__arg_int8(a->strides, a->ndim),
+                          CLG_ARG_B(y->buf), CLG_ARG_I(y->offset),
+                          CLG_ARG_B(a->buf), CLG_ARG_I(a->offset), clg__arg_int8(a->strides, a->ndim),
                           CLG_ARG_I(a->shape[ax]),
-                          CLG_ARG_M(index->buf->mem), CLG_ARG_I(index->offset),
-                          clg__arg_int8(index->strides, index->ndim), CLG_ARG_M(word->mem), CLG_ARG_I(code)};
+                          CLG_ARG_B(index->buf), CLG_ARG_I(index->offset),
+                          clg__arg_int8(index->strides, index->ndim), CLG_ARG_B(word), CLG_ARG_I(code)};
         if (launch(a->dev, a->dtype, "gather", args, 15, y->numel) != CLG_OK) return fail_launch(op, y, a);
     }
     clg_node *node = NULL;

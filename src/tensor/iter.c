@@ -28,7 +28,7 @@ void clg__iter_init(clg_iter *it, int n, clg_tensor *const *ops)
     }
     for (int k = 0; k < n; k++) {
         it->offset[k] = ops[k]->offset;
-        it->mem[k] = ops[k]->buf->mem;
+        it->buf[k] = ops[k]->buf;
     }
     /* Merge axis d into d-1 where every operand steps over both as one. */
     int m = 0;
@@ -117,7 +117,7 @@ clg_status clg__iter_launch(clg_device *dev, const clg_iter *it, const char *pro
         args[na++] = clg__arg_int8(it->shape, it->ndim);
     }
     for (int i = 0; i < it->n; i++) {
-        args[na++] = CLG_ARG_M(it->mem[i]);
+        args[na++] = CLG_ARG_B(it->buf[i]);
         args[na++] = CLG_ARG_I(it->offset[i]);
         if (!it->flat) args[na++] = clg__arg_int8(it->strides[i], it->ndim);
     }

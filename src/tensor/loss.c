@@ -147,10 +147,10 @@ static clg_status nll_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     clg_tensor *dx = clg__tensor_new(dev, x->dtype, 2, x->shape);
     if (!dx) return dev->status;
     clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options(x->dtype), "nll_bwd");
-    clg_arg a[] = {CLG_ARG_I(N), CLG_ARG_I(C), CLG_ARG_M(lab->buf->mem), CLG_ARG_I(lab->offset),
-                   CLG_ARG_I(lab->strides[0]), CLG_ARG_M(g->buf->mem), CLG_ARG_I(g->offset),
+    clg_arg a[] = {CLG_ARG_I(N), CLG_ARG_I(C), CLG_ARG_B(lab->buf), CLG_ARG_I(lab->offset),
+                   CLG_ARG_I(lab->strides[0]), CLG_ARG_B(g->buf), CLG_ARG_I(g->offset),
                    CLG_ARG_I(g->ndim ? g->strides[0] : 0), clg__arg_scalar(x->dtype, n->f[0]),
-                   clg__arg_scalar(x->dtype, n->f[1]), CLG_ARG_M(dx->buf->mem)};
+                   clg__arg_scalar(x->dtype, n->f[1]), CLG_ARG_B(dx->buf)};
     if (!k || clg__launch_rows(dev, k, a, (int)(sizeof a / sizeof *a), (size_t)C, (size_t)N) != CLG_OK) {
         clg_tensor_free(dx);
         return dev->status;
@@ -169,10 +169,10 @@ static clg_tensor *nll_rows(const char *op, clg_tensor *x, clg_tensor *lab, doub
     if (!word) return NULL;
     clg_tensor *loss = clg__tensor_new(dev, x->dtype, 1, &N);
     clg_kernel *k = loss ? clg__kernel_get(dev, PROGRAM, clg__dtype_options(x->dtype), "nll_fwd") : NULL;
-    clg_arg a[] = {CLG_ARG_I(N), CLG_ARG_I(C), CLG_ARG_M(x->buf->mem), CLG_ARG_I(x->offset),
-                   CLG_ARG_I(x->strides[0]), CLG_ARG_I(x->strides[1]), CLG_ARG_M(lab->buf->mem),
+    clg_arg a[] = {CLG_ARG_I(N), CLG_ARG_I(C), CLG_ARG_B(x->buf), CLG_ARG_I(x->offset),
+                   CLG_ARG_I(x->strides[0]), CLG_ARG_I(x->strides[1]), CLG_ARG_B(lab->buf),
                    CLG_ARG_I(lab->offset), CLG_ARG_I(lab->strides[0]), clg__arg_scalar(x->dtype, eps),
-                   CLG_ARG_M(loss ? loss->buf->mem : x->buf->mem), CLG_ARG_M(word->mem),
+                   CLG_ARG_B(loss ? loss->buf : x->buf), CLG_ARG_B(word),
                    CLG_ARG_I(code)};
     if (!k || clg__launch_1d(dev, k, a, (int)(sizeof a / sizeof *a), (size_t)N) != CLG_OK) {
         char err[CLG_ERROR_MAX];

@@ -73,22 +73,22 @@ static clg_status draw_replacement(clg_tensor *w, clg_tensor *y, int64_t R, int6
             break;
         }
         clg_tensor *in = lev[nlev - 1];
-        clg_arg a[] = {CLG_ARG_I(n[nlev - 1]), CLG_ARG_I(n[nlev]), CLG_ARG_M(in->buf->mem), CLG_ARG_I(in->offset),
-                       CLG_ARG_M(lev[nlev]->buf->mem), CLG_ARG_I(nlev == 1), CLG_ARG_M(word->mem),
+        clg_arg a[] = {CLG_ARG_I(n[nlev - 1]), CLG_ARG_I(n[nlev]), CLG_ARG_B(in->buf), CLG_ARG_I(in->offset),
+                       CLG_ARG_B(lev[nlev]->buf), CLG_ARG_I(nlev == 1), CLG_ARG_B(word),
                        CLG_ARG_I(code_bad)};
         st = clg__launch_rows(dev, k, a, 8, (size_t)n[nlev], (size_t)R);
         nlev++;
     }
     clg_kernel *k = st == CLG_OK ? clg__kernel_get(dev, "multinomial", opts, "mn_draw") : NULL;
     if (k) {
-        clg_arg a[21] = {CLG_ARG_I(S), CLG_ARG_I(nlev), CLG_ARG_M(y->buf->mem), CLG_ARG_M(w->buf->mem),
+        clg_arg a[21] = {CLG_ARG_I(S), CLG_ARG_I(nlev), CLG_ARG_B(y->buf), CLG_ARG_B(w->buf),
                          CLG_ARG_I(w->offset), CLG_ARG_I(C)};
         for (int L = 1; L < MN_LEVELS; L++) {   /* unused levels: any buffer, never read */
-            a[4 + 2 * L] = CLG_ARG_M((L < nlev ? lev[L] : w)->buf->mem);
+            a[4 + 2 * L] = CLG_ARG_B((L < nlev ? lev[L] : w)->buf);
             a[5 + 2 * L] = CLG_ARG_I(n[L]);
         }
         set_position(a + 12, s);
-        a[16] = CLG_ARG_M(word->mem), a[17] = CLG_ARG_I(code_bad), a[18] = CLG_ARG_I(code_empty);
+        a[16] = CLG_ARG_B(word), a[17] = CLG_ARG_I(code_bad), a[18] = CLG_ARG_I(code_empty);
         st = clg__launch_rows(dev, k, a, 19, (size_t)S, (size_t)R);
         if (st == CLG_OK) advance(dev, s, w->dtype, R * S, 12);
     } else if (st == CLG_OK) {
@@ -119,22 +119,22 @@ static clg_status draw_distinct(clg_tensor *w, clg_tensor *y, int64_t R, int64_t
     clg_kernel *kt = clg__kernel_get(dev, "multinomial", opts, "mn_take");
     clg_status st = keys && idx && kk && kb && kt ? CLG_OK : dev->status;
     if (st == CLG_OK) {
-        clg_arg a[12] = {CLG_ARG_I(C), CLG_ARG_I(P), CLG_ARG_M(w->buf->mem), CLG_ARG_I(w->offset),
-                         CLG_ARG_M(keys->buf->mem), CLG_ARG_M(idx->buf->mem)};
+        clg_arg a[12] = {CLG_ARG_I(C), CLG_ARG_I(P), CLG_ARG_B(w->buf), CLG_ARG_I(w->offset),
+                         CLG_ARG_B(keys->buf), CLG_ARG_B(idx->buf)};
         set_position(a + 6, s);
-        a[10] = CLG_ARG_M(word->mem), a[11] = CLG_ARG_I(code_bad);
+        a[10] = CLG_ARG_B(word), a[11] = CLG_ARG_I(code_bad);
         st = clg__launch_rows(dev, kk, a, 12, (size_t)P, (size_t)R);
         if (st == CLG_OK) advance(dev, s, w->dtype, R * C, 6);
     }
     for (int64_t k = 2; st == CLG_OK && k <= P; k *= 2)
         for (int64_t j = k / 2; st == CLG_OK && j > 0; j /= 2) {
-            clg_arg a[] = {CLG_ARG_I(P), CLG_ARG_I(k), CLG_ARG_I(j), CLG_ARG_M(keys->buf->mem),
-                           CLG_ARG_M(idx->buf->mem)};
+            clg_arg a[] = {CLG_ARG_I(P), CLG_ARG_I(k), CLG_ARG_I(j), CLG_ARG_B(keys->buf),
+                           CLG_ARG_B(idx->buf)};
             st = clg__launch_rows(dev, kb, a, 5, (size_t)(P / 2), (size_t)R);
         }
     if (st == CLG_OK) {
-        clg_arg a[] = {CLG_ARG_I(S), CLG_ARG_I(P), CLG_ARG_M(y->buf->mem), CLG_ARG_M(keys->buf->mem),
-                       CLG_ARG_M(idx->buf->mem), CLG_ARG_M(word->mem), CLG_ARG_I(code_few)};
+        clg_arg a[] = {CLG_ARG_I(S), CLG_ARG_I(P), CLG_ARG_B(y->buf), CLG_ARG_B(keys->buf),
+                       CLG_ARG_B(idx->buf), CLG_ARG_B(word), CLG_ARG_I(code_few)};
         st = clg__launch_rows(dev, kt, a, 7, (size_t)S, (size_t)R);
     }
     clg_tensor_free(keys);

@@ -69,7 +69,7 @@ static clg_tensor *launch_fail(const char *op, const clg_tensor *in)
 static int vec_args(clg_arg *a, const clg_tensor *v, const clg_tensor *alt)
 {
     a[0] = CLG_ARG_I(v != NULL);
-    a[1] = CLG_ARG_M(v ? v->buf->mem : alt->buf->mem);
+    a[1] = CLG_ARG_B(v ? v->buf : alt->buf);
     a[2] = CLG_ARG_I(v ? v->offset : 0);
     a[3] = CLG_ARG_I(v && v->ndim ? v->strides[0] : 0);
     return 4;
@@ -79,7 +79,7 @@ static int vec_args(clg_arg *a, const clg_tensor *v, const clg_tensor *alt)
 static int out_args(clg_arg *a, const clg_tensor *v, const clg_tensor *alt)
 {
     a[0] = CLG_ARG_I(v != NULL);
-    a[1] = CLG_ARG_M(v ? v->buf->mem : alt->buf->mem);
+    a[1] = CLG_ARG_B(v ? v->buf : alt->buf);
     return 2;
 }
 
@@ -215,12 +215,12 @@ static clg_status bn_chunks(clg_tensor *x, const char *kernel, clg_tensor *g, cl
         a[n++] = CLG_ARG_I(sp->L);
         a[n++] = CLG_ARG_I(sp->P);
     }
-    a[n++] = CLG_ARG_M(x->buf->mem);
+    a[n++] = CLG_ARG_B(x->buf);
     if (g) {
-        a[n++] = CLG_ARG_M(g->buf->mem);
-        a[n++] = CLG_ARG_M(stats->buf->mem);
+        a[n++] = CLG_ARG_B(g->buf);
+        a[n++] = CLG_ARG_B(stats->buf);
     }
-    a[n++] = CLG_ARG_M((*part)->buf->mem);
+    a[n++] = CLG_ARG_B((*part)->buf);
     if (rows) return clg__launch_1d(dev, k, a, n, (size_t)(d.N * d.C));
     a[n++] = CLG_ARG_LOCAL(sp->wg * clg_dtype_size(pt));
     size_t global[2] = {(size_t)d.C * sp->wg, (size_t)sp->P}, local[2] = {sp->wg, 1};
@@ -237,9 +237,9 @@ static clg_status bn_apply(clg_tensor *x, clg_tensor *y, clg_tensor *stats, clg_
     int n = 0;
     a[n++] = CLG_ARG_I(d.C);
     a[n++] = CLG_ARG_I(d.S);
-    a[n++] = CLG_ARG_M(x->buf->mem);
-    a[n++] = CLG_ARG_M(y->buf->mem);
-    a[n++] = CLG_ARG_M(stats->buf->mem);
+    a[n++] = CLG_ARG_B(x->buf);
+    a[n++] = CLG_ARG_B(y->buf);
+    a[n++] = CLG_ARG_B(stats->buf);
     n += vec_args(a + n, w, x);
     n += vec_args(a + n, b, x);
     return clg__launch_rows(x->dev, k, a, n, (size_t)d.S, (size_t)(d.N * d.C));
@@ -264,8 +264,8 @@ static clg_status bn_train(clg_tensor *x, clg_tensor *y, clg_tensor *stats, clg_
     a[n++] = CLG_ARG_I(d.S);
     a[n++] = CLG_ARG_I(sp.L);
     a[n++] = CLG_ARG_I(sp.P);
-    a[n++] = CLG_ARG_M(part->buf->mem);
-    a[n++] = CLG_ARG_M(stats->buf->mem);
+    a[n++] = CLG_ARG_B(part->buf);
+    a[n++] = CLG_ARG_B(stats->buf);
     n += vec_args(a + n, rm, x);   /* has_run, then running_mean */
     clg_arg rva[4];
     vec_args(rva, rv, x);            /* running_var without a flag of its own */
@@ -282,9 +282,9 @@ static clg_status bn_eval(clg_tensor *x, clg_tensor *y, clg_tensor *stats, clg_t
                           clg_tensor *w, clg_tensor *b, double eps)
 {
     bn_dims d = bn_dims_of(x);
-    clg_arg s[] = {CLG_ARG_I(d.C), CLG_ARG_M(rm->buf->mem), CLG_ARG_I(rm->offset), CLG_ARG_I(rm->strides[0]),
-                   CLG_ARG_M(rv->buf->mem), CLG_ARG_I(rv->offset), CLG_ARG_I(rv->strides[0]),
-                   CLG_ARG_M(stats->buf->mem), clg__arg_scalar(x->dtype, eps)};
+    clg_arg s[] = {CLG_ARG_I(d.C), CLG_ARG_B(rm->buf), CLG_ARG_I(rm->offset), CLG_ARG_I(rm->strides[0]),
+                   CLG_ARG_B(rv->buf), CLG_ARG_I(rv->offset), CLG_ARG_I(rv->strides[0]),
+                   CLG_ARG_B(stats->buf), clg__arg_scalar(x->dtype, eps)};
     clg_status st = launch_items(x->dev, x->dtype, "bn_eval_stats", s, 9, d.C);
     return st ? st : bn_apply(x, y, stats, w, b);
 }
@@ -313,17 +313,17 @@ static clg_status bn_backward(clg_tensor *x, clg_tensor *g, clg_tensor *stats, c
     a[n++] = CLG_ARG_I(d.C);
     a[n++] = CLG_ARG_I(d.S);
     a[n++] = CLG_ARG_I(sp.P);
-    a[n++] = CLG_ARG_M(part->buf->mem);
-    a[n++] = CLG_ARG_M(stats->buf->mem);
+    a[n++] = CLG_ARG_B(part->buf);
+    a[n++] = CLG_ARG_B(stats->buf);
     n += vec_args(a + n, w, x);
     a[n++] = CLG_ARG_I(training);
     n += out_args(a + n, dw, x);
     n += out_args(a + n, db, x);
-    a[n++] = CLG_ARG_M(coef->buf->mem);
+    a[n++] = CLG_ARG_B(coef->buf);
     if (!st) st = clg__launch_1d(dev, kc, a, n, (size_t)d.C);
     if (!st && dx) {
-        clg_arg b[] = {CLG_ARG_I(d.C), CLG_ARG_I(d.S), CLG_ARG_M(x->buf->mem), CLG_ARG_M(g->buf->mem),
-                       CLG_ARG_M(stats->buf->mem), CLG_ARG_M(coef->buf->mem), CLG_ARG_M(dx->buf->mem)};
+        clg_arg b[] = {CLG_ARG_I(d.C), CLG_ARG_I(d.S), CLG_ARG_B(x->buf), CLG_ARG_B(g->buf),
+                       CLG_ARG_B(stats->buf), CLG_ARG_B(coef->buf), CLG_ARG_B(dx->buf)};
         st = clg__launch_rows(dev, kx, b, 7, (size_t)d.S, (size_t)(d.N * d.C));
     }
     clg_tensor_free(part);
@@ -436,12 +436,12 @@ static clg_status ln_weight_grads(clg_tensor *x, clg_tensor *gc, clg_tensor *sta
     clg_status st = k2 ? CLG_OK : dev->status;
     if (!st && rows == 0) st = clg_fill_(pw, 0.0) || clg_fill_(pb, 0.0) ? dev->status : CLG_OK;
     if (!st && rows > 0) {
-        clg_arg a[] = {CLG_ARG_I(rows), CLG_ARG_I(D), CLG_ARG_I(L), CLG_ARG_M(x->buf->mem), CLG_ARG_M(gc->buf->mem),
-                       CLG_ARG_M(stats->buf->mem), CLG_ARG_M(pw->buf->mem), CLG_ARG_M(pb->buf->mem)};
+        clg_arg a[] = {CLG_ARG_I(rows), CLG_ARG_I(D), CLG_ARG_I(L), CLG_ARG_B(x->buf), CLG_ARG_B(gc->buf),
+                       CLG_ARG_B(stats->buf), CLG_ARG_B(pw->buf), CLG_ARG_B(pb->buf)};
         st = clg__launch_rows(dev, k1, a, 8, (size_t)D, (size_t)chunks);
     }
     if (!st) {
-        clg_arg b[8] = {CLG_ARG_I(chunks), CLG_ARG_I(D), CLG_ARG_M(pw->buf->mem), CLG_ARG_M(pb->buf->mem)};
+        clg_arg b[8] = {CLG_ARG_I(chunks), CLG_ARG_I(D), CLG_ARG_B(pw->buf), CLG_ARG_B(pb->buf)};
         int n = 4 + out_args(b + 4, dw, x);
         n += out_args(b + n, db, x);
         st = clg__launch_1d(dev, k2, b, n, (size_t)D);
@@ -469,9 +469,9 @@ static clg_status layer_norm_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
     clg_status st = gc ? CLG_OK : dev->status;
     if (st == CLG_OK && clg__wants_grad(node, 0)) {
         clg_tensor *dx = clg__tensor_new(dev, x->dtype, x->ndim, x->shape);
-        clg_arg a[9] = {CLG_ARG_I(D), CLG_ARG_M(x->buf->mem), CLG_ARG_M(gc->buf->mem), CLG_ARG_M(stats->buf->mem)};
+        clg_arg a[9] = {CLG_ARG_I(D), CLG_ARG_B(x->buf), CLG_ARG_B(gc->buf), CLG_ARG_B(stats->buf)};
         int n = 4 + out_args(a + 4, w, x);
-        if (dx) a[n++] = CLG_ARG_M(dx->buf->mem);
+        if (dx) a[n++] = CLG_ARG_B(dx->buf);
         if (!dx) st = dev->status;
         else if (rows > 0 && D > 0 && ln_by_vector(dev, x->dtype, D))
             st = launch_items(dev, x->dtype, "ln_bwd_x_vec", a, n, rows);
@@ -495,7 +495,7 @@ static clg_status layer_norm_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
 static clg_status ln_forward(clg_tensor *xc, clg_tensor *y, clg_tensor *stats, clg_tensor *wc, clg_tensor *bc,
                              int64_t rows, int64_t D, double eps)
 {
-    clg_arg a[12] = {CLG_ARG_I(D), CLG_ARG_M(xc->buf->mem), CLG_ARG_M(y->buf->mem), CLG_ARG_M(stats->buf->mem)};
+    clg_arg a[12] = {CLG_ARG_I(D), CLG_ARG_B(xc->buf), CLG_ARG_B(y->buf), CLG_ARG_B(stats->buf)};
     int n = 4 + out_args(a + 4, wc, xc);
     n += out_args(a + n, bc, xc);
     a[n++] = clg__arg_scalar(xc->dtype, eps);
@@ -597,7 +597,7 @@ static clg_status dropout_launch(clg_device *dev, clg_dtype dtype, const clg_ite
         a[n++] = clg__arg_int8(it->shape, it->ndim);
     }
     for (int i = 0; i < 2; i++) {
-        a[n++] = CLG_ARG_M(it->mem[i]);
+        a[n++] = CLG_ARG_B(it->buf[i]);
         a[n++] = CLG_ARG_I(it->offset[i]);
         if (!it->flat) a[n++] = clg__arg_int8(it->strides[i], it->ndim);
     }

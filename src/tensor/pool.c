@@ -111,9 +111,9 @@ static clg_tensor *gather_grad(clg_node *n, clg_tensor *g, const char *kernel, c
         clg_arg a[6];
         int na = 0;
         a[na++] = CLG_ARG_I(dx->numel);
-        a[na++] = CLG_ARG_M(gy->buf->mem);
-        if (idx) a[na++] = CLG_ARG_M(idx->buf->mem);
-        a[na++] = CLG_ARG_M(dx->buf->mem);
+        a[na++] = CLG_ARG_B(gy->buf);
+        if (idx) a[na++] = CLG_ARG_B(idx->buf);
+        a[na++] = CLG_ARG_B(dx->buf);
         a[na++] = geo_arg(&geo);
         a[na++] = win_arg(&geo);
         st = launch(x->dev, x->dtype, kernel, a, na, dx->numel);
@@ -135,8 +135,8 @@ static clg_tensor *scatter_grad(clg_node *n, clg_tensor *g, clg_tensor *idx)
     clg_tensor *dx = gy ? clg_zeros(x->dev, x->dtype, 4, x->shape) : NULL;
     if (!dx) return NULL;
     clg_tensor *gc = gy->offset ? clg__copy_as(gy, gy->dtype) : gy;
-    clg_arg a[] = {CLG_ARG_I(idx->numel), CLG_ARG_M(gc ? gc->buf->mem : NULL), CLG_ARG_M(idx->buf->mem),
-                   CLG_ARG_M(dx->buf->mem), geo_arg(&geo), win_arg(&geo)};
+    clg_arg a[] = {CLG_ARG_I(idx->numel), CLG_ARG_B(gc ? gc->buf : NULL), CLG_ARG_B(idx->buf),
+                   CLG_ARG_B(dx->buf), geo_arg(&geo), win_arg(&geo)};
     clg_status st = gc ? launch(x->dev, x->dtype, "max_pool_bw_scatter", a, 6, idx->numel) : x->dev->status;
     if (gc != gy) clg_tensor_free(gc);
     if (st == CLG_OK) return dx;
@@ -164,12 +164,12 @@ clg_tensor *clg_max_pool2d(clg_tensor *x, int kh, int kw, int sh, int sw, int ph
     clg_status st;
     if (two) {
         int64_t R = g.N * g.C * g.OH;
-        clg_arg a[] = {CLG_ARG_I(R), CLG_ARG_M(x->buf->mem), CLG_ARG_I(x->offset), geo_arg(&g),
-                       CLG_ARG_M(y->buf->mem), CLG_ARG_M(idx->buf->mem)};
+        clg_arg a[] = {CLG_ARG_I(R), CLG_ARG_B(x->buf), CLG_ARG_I(x->offset), geo_arg(&g),
+                       CLG_ARG_B(y->buf), CLG_ARG_B(idx->buf)};
         st = clg__conv_launch_grid(x->dev, x->dtype, "max_pool_2x2", a, 6, (const int64_t[]){g.OW, R, 1});
     } else {
-        clg_arg a[] = {CLG_ARG_I(y->numel), CLG_ARG_M(x->buf->mem), CLG_ARG_I(x->offset), clg__arg_int8(x->strides, 4),
-                       geo_arg(&g), win_arg(&g), CLG_ARG_M(y->buf->mem), CLG_ARG_M(idx->buf->mem)};
+        clg_arg a[] = {CLG_ARG_I(y->numel), CLG_ARG_B(x->buf), CLG_ARG_I(x->offset), clg__arg_int8(x->strides, 4),
+                       geo_arg(&g), win_arg(&g), CLG_ARG_B(y->buf), CLG_ARG_B(idx->buf)};
         st = launch(x->dev, x->dtype, "max_pool", a, 8, y->numel);
     }
     if (st != CLG_OK) return fail(op, x, y, idx);
@@ -197,7 +197,7 @@ static clg_tensor *avg_grad_disjoint(clg_node *n, clg_tensor *g)
     clg_kernel *k = dx ? clg__kernel_get(x->dev, PROGRAM, clg__dtype_options_ew(x->dtype), "avg_pool_bw_disjoint") : NULL;
     clg_status st = x->dev->status;
     if (k) {
-        clg_arg a[] = {CLG_ARG_M(gc->buf->mem), CLG_ARG_M(dx->buf->mem), geo_arg(&geo), win_arg(&geo),
+        clg_arg a[] = {CLG_ARG_B(gc->buf), CLG_ARG_B(dx->buf), geo_arg(&geo), win_arg(&geo),
                        CLG_ARG_F(1.0f / (float)geo.sh), CLG_ARG_F(1.0f / (float)geo.sw)};
         st = clg__launch_rows3(x->dev, k, a, 6, (size_t)geo.W, (size_t)geo.H, (size_t)(geo.N * geo.C));
     }
@@ -229,11 +229,11 @@ static clg_tensor *avg_pool(const char *op, clg_tensor *x, const pool_geo *g)
     clg_status st;
     if (two) {
         int64_t R = g->N * g->C * g->OH;
-        clg_arg a[] = {CLG_ARG_I(R), CLG_ARG_M(x->buf->mem), CLG_ARG_I(x->offset), geo_arg(g), CLG_ARG_M(y->buf->mem)};
+        clg_arg a[] = {CLG_ARG_I(R), CLG_ARG_B(x->buf), CLG_ARG_I(x->offset), geo_arg(g), CLG_ARG_B(y->buf)};
         st = clg__conv_launch_grid(x->dev, x->dtype, "avg_pool_2x2", a, 5, (const int64_t[]){g->OW, R, 1});
     } else {
-        clg_arg a[] = {CLG_ARG_I(y->numel), CLG_ARG_M(x->buf->mem), CLG_ARG_I(x->offset),
-                       clg__arg_int8(x->strides, 4), geo_arg(g), win_arg(g), CLG_ARG_M(y->buf->mem)};
+        clg_arg a[] = {CLG_ARG_I(y->numel), CLG_ARG_B(x->buf), CLG_ARG_I(x->offset),
+                       clg__arg_int8(x->strides, 4), geo_arg(g), win_arg(g), CLG_ARG_B(y->buf)};
         st = launch(x->dev, x->dtype, "avg_pool", a, 7, y->numel);
     }
     if (st != CLG_OK) return fail(op, x, y, NULL);

@@ -73,8 +73,8 @@ static clg_status mrk_pass(clg_device *dev, const char *kernel, clg_dtype dtype,
     clg_kernel *k = clg__kernel_get(dev, "reduce", opts, vec ? vname : kernel);
     if (!k) return dev->status;
     int64_t L = (R + C - 1) / C;
-    clg_arg a[] = {CLG_ARG_I(M), CLG_ARG_I(R), CLG_ARG_I(K), CLG_ARG_I(C), CLG_ARG_I(L), CLG_ARG_M(src->buf->mem),
-                   CLG_ARG_I(src->offset), CLG_ARG_M(out->buf->mem), CLG_ARG_I(out->offset),
+    clg_arg a[] = {CLG_ARG_I(M), CLG_ARG_I(R), CLG_ARG_I(K), CLG_ARG_I(C), CLG_ARG_I(L), CLG_ARG_B(src->buf),
+                   CLG_ARG_I(src->offset), CLG_ARG_B(out->buf), CLG_ARG_I(out->offset),
                    clg__arg_scalar(dtype, scale)};
     return clg__launch_1d(dev, k, a, 10, (size_t)(M * C * K));
 }

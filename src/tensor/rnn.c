@@ -54,7 +54,7 @@ static clg_status gemm(clg_device *dev, clg_dtype dt, bool ta, bool tb, int64_t 
 }
 
 /* An optional operand as (flag, buffer): `alt` stands in for an absent one. */
-#define OPT(t, alt) CLG_ARG_I((t) != NULL), CLG_ARG_M(((t) ? (t) : (alt))->buf->mem)
+#define OPT(t, alt) CLG_ARG_I((t) != NULL), CLG_ARG_B(((t) ? (t) : (alt))->buf)
 /* Both biases (RNN_BIASES in rnn.cl). */
 #define BIASES(s, alt) OPT((s)->bih, alt), OPT((s)->bhh, alt)
 
@@ -89,20 +89,20 @@ static clg_status step_forward(const rnn_dims *d, int64_t t, clg_tensor *xw, clg
     if (st != CLG_OK) return st;
     int H = (int)d->H;
     if (d->kind == K_RNN) {
-        clg_arg a[] = {CLG_ARG_I(H), CLG_ARG_I(d->relu), CLG_ARG_M(xw->buf->mem), CLG_ARG_I(t * gbh),
-                       CLG_ARG_M(s->hw->buf->mem), BIASES(s, xw), CLG_ARG_M(O->buf->mem), CLG_ARG_I((t + 1) * bh)};
+        clg_arg a[] = {CLG_ARG_I(H), CLG_ARG_I(d->relu), CLG_ARG_B(xw->buf), CLG_ARG_I(t * gbh),
+                       CLG_ARG_B(s->hw->buf), BIASES(s, xw), CLG_ARG_B(O->buf), CLG_ARG_I((t + 1) * bh)};
         return launch(dev, dt, "rnn_fwd", a, (int)(sizeof a / sizeof *a), d);
     }
     if (d->kind == K_LSTM) {
         cell_at cp = lstm_cell(d, s->extra, O, t - 1), cn = lstm_cell(d, s->extra, O, t);
-        clg_arg a[] = {CLG_ARG_I(H), CLG_ARG_M(xw->buf->mem), CLG_ARG_I(t * gbh), CLG_ARG_M(s->hw->buf->mem),
-                       BIASES(s, xw), CLG_ARG_M(cp.t->buf->mem), CLG_ARG_I(cp.off), CLG_ARG_M(s->act->buf->mem), CLG_ARG_I(t * gbh), CLG_ARG_M(cn.t->buf->mem),
-                       CLG_ARG_I(cn.off), CLG_ARG_M(O->buf->mem), CLG_ARG_I((t + 1) * bh)};
+        clg_arg a[] = {CLG_ARG_I(H), CLG_ARG_B(xw->buf), CLG_ARG_I(t * gbh), CLG_ARG_B(s->hw->buf),
+                       BIASES(s, xw), CLG_ARG_B(cp.t->buf), CLG_ARG_I(cp.off), CLG_ARG_B(s->act->buf), CLG_ARG_I(t * gbh), CLG_ARG_B(cn.t->buf),
+                       CLG_ARG_I(cn.off), CLG_ARG_B(O->buf), CLG_ARG_I((t + 1) * bh)};
         return launch(dev, dt, "lstm_fwd", a, (int)(sizeof a / sizeof *a), d);
     }
-    clg_arg a[] = {CLG_ARG_I(H), CLG_ARG_M(xw->buf->mem), CLG_ARG_I(t * gbh), CLG_ARG_M(s->hw->buf->mem),
-                   BIASES(s, xw), CLG_ARG_M(O->buf->mem), CLG_ARG_I(t * bh), CLG_ARG_M(s->act->buf->mem),
-                   CLG_ARG_I(t * gbh), CLG_ARG_M(s->extra->buf->mem), CLG_ARG_I(t * bh), CLG_ARG_M(O->buf->mem),
+    clg_arg a[] = {CLG_ARG_I(H), CLG_ARG_B(xw->buf), CLG_ARG_I(t * gbh), CLG_ARG_B(s->hw->buf),
+                   BIASES(s, xw), CLG_ARG_B(O->buf), CLG_ARG_I(t * bh), CLG_ARG_B(s->act->buf),
+                   CLG_ARG_I(t * gbh), CLG_ARG_B(s->extra->buf), CLG_ARG_I(t * bh), CLG_ARG_B(O->buf),
                    CLG_ARG_I((t + 1) * bh)};
     return launch(dev, dt, "gru_fwd", a, (int)(sizeof a / sizeof *a), d);
 }
@@ -157,23 +157,23 @@ static clg_status step_backward(const rnn_dims *d, int64_t t, const clg_node *no
     int64_t bh = d->B * d->H, gbh = d->G * bh;
     int H = (int)d->H;
     if (d->kind == K_RNN) {
-        clg_arg a[] = {CLG_ARG_I(H), CLG_ARG_I(d->relu), CLG_ARG_M(s->g->buf->mem), CLG_ARG_I((t + 1) * bh),
-                       CLG_ARG_M(s->dh->buf->mem), CLG_ARG_M(O->buf->mem), CLG_ARG_I((t + 1) * bh),
-                       CLG_ARG_M(s->dg->buf->mem), CLG_ARG_I(t * gbh)};
+        clg_arg a[] = {CLG_ARG_I(H), CLG_ARG_I(d->relu), CLG_ARG_B(s->g->buf), CLG_ARG_I((t + 1) * bh),
+                       CLG_ARG_B(s->dh->buf), CLG_ARG_B(O->buf), CLG_ARG_I((t + 1) * bh),
+                       CLG_ARG_B(s->dg->buf), CLG_ARG_I(t * gbh)};
         return launch(dev, dt, "rnn_bwd", a, (int)(sizeof a / sizeof *a), d);
     }
     if (d->kind == K_LSTM) {
         cell_at cp = lstm_cell(d, extra, O, t - 1), c = lstm_cell(d, extra, O, t);
-        clg_arg a[] = {CLG_ARG_I(H), CLG_ARG_M(s->g->buf->mem), CLG_ARG_I((t + 1) * bh), CLG_ARG_M(s->dh->buf->mem),
-                       CLG_ARG_M(act->buf->mem), CLG_ARG_I(t * gbh), CLG_ARG_M(c.t->buf->mem), CLG_ARG_I(c.off),
-                       CLG_ARG_M(cp.t->buf->mem), CLG_ARG_I(cp.off),
-                       CLG_ARG_M(s->dc->buf->mem), CLG_ARG_M(s->dg->buf->mem), CLG_ARG_I(t * gbh)};
+        clg_arg a[] = {CLG_ARG_I(H), CLG_ARG_B(s->g->buf), CLG_ARG_I((t + 1) * bh), CLG_ARG_B(s->dh->buf),
+                       CLG_ARG_B(act->buf), CLG_ARG_I(t * gbh), CLG_ARG_B(c.t->buf), CLG_ARG_I(c.off),
+                       CLG_ARG_B(cp.t->buf), CLG_ARG_I(cp.off),
+                       CLG_ARG_B(s->dc->buf), CLG_ARG_B(s->dg->buf), CLG_ARG_I(t * gbh)};
         return launch(dev, dt, "lstm_bwd", a, (int)(sizeof a / sizeof *a), d);
     }
-    clg_arg a[] = {CLG_ARG_I(H), CLG_ARG_M(s->g->buf->mem), CLG_ARG_I((t + 1) * bh), CLG_ARG_M(s->dh->buf->mem),
-                   CLG_ARG_M(act->buf->mem), CLG_ARG_I(t * gbh), CLG_ARG_M(extra->buf->mem), CLG_ARG_I(t * bh),
-                   CLG_ARG_M(O->buf->mem), CLG_ARG_I(t * bh), CLG_ARG_M(s->dg->buf->mem), CLG_ARG_I(t * gbh),
-                   CLG_ARG_M(s->dhw->buf->mem), CLG_ARG_I(t * gbh)};
+    clg_arg a[] = {CLG_ARG_I(H), CLG_ARG_B(s->g->buf), CLG_ARG_I((t + 1) * bh), CLG_ARG_B(s->dh->buf),
+                   CLG_ARG_B(act->buf), CLG_ARG_I(t * gbh), CLG_ARG_B(extra->buf), CLG_ARG_I(t * bh),
+                   CLG_ARG_B(O->buf), CLG_ARG_I(t * bh), CLG_ARG_B(s->dg->buf), CLG_ARG_I(t * gbh),
+                   CLG_ARG_B(s->dhw->buf), CLG_ARG_I(t * gbh)};
     return launch(dev, dt, "gru_bwd", a, (int)(sizeof a / sizeof *a), d);
 }
 

@@ -28,7 +28,7 @@
 /* One operand of a row kernel: its buffer and an element layout over the op's full
  * shape; an axis of size 1 in `shape` is broadcast (stride 0) along the full shape. */
 typedef struct rows_operand {
-    cl_mem mem;
+    const clg_buffer *buf;
     int64_t offset;
     const int64_t *shape, *strides;
 } rows_operand;
@@ -42,7 +42,7 @@ typedef struct rows_plan {
 
 static rows_operand operand(const clg_tensor *t)
 {
-    return (rows_operand){t->buf->mem, t->offset, t->shape, t->strides};
+    return (rows_operand){t->buf, t->offset, t->shape, t->strides};
 }
 
 /* Append axis `size` with the operands' strides to one group (kept or reduced),
@@ -166,7 +166,7 @@ static clg_status rows_launch_vec(clg_device *dev, const char *kernel, const row
     a[na++] = CLG_ARG_I(p->nk);
     a[na++] = clg__arg_int8(p->kshape, p->nk);
     for (int i = 0; i < p->nops; i++) {
-        a[na++] = CLG_ARG_M(ops[i].mem);
+        a[na++] = CLG_ARG_B(ops[i].buf);
         a[na++] = CLG_ARG_I(ops[i].offset);
         a[na++] = clg__arg_int8(p->kstr[i], p->nk);
     }
@@ -206,15 +206,15 @@ static clg_status rows_launch(clg_device *dev, clg_dtype dtype, const char *kern
     a[na++] = CLG_ARG_I(p->nr);
     a[na++] = clg__arg_int8(p->rshape, p->nr);
     for (int i = 0; i < p->nops; i++) {
-        a[na++] = CLG_ARG_M(ops[i].mem);
+        a[na++] = CLG_ARG_B(ops[i].buf);
         a[na++] = CLG_ARG_I(ops[i].offset);
         a[na++] = clg__arg_int8(p->kstr[i], p->nk);
         a[na++] = clg__arg_int8(p->rstr[i], p->nr);
     }
     for (int i = 0; i < nextra && i < 2; i++) a[na++] = extra[i];
     if (item) return clg__launch_1d(dev, k, a, na, (size_t)p->rows);
-    a[na++] = CLG_ARG_LOCAL(wg * (clg__is_half(dtype) ? sizeof(cl_float) : clg_dtype_size(dtype)));
-    if (int_scratch) a[na++] = CLG_ARG_LOCAL(wg * sizeof(cl_int));
+    a[na++] = CLG_ARG_LOCAL(wg * (clg__is_half(dtype) ? sizeof(float) : clg_dtype_size(dtype)));
+    if (int_scratch) a[na++] = CLG_ARG_LOCAL(wg * sizeof(int32_t));
     return clg__launch(dev, k, a, na, 1, &global, &wg);
 }
 
@@ -341,7 +341,7 @@ static clg_status var_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     }
     clg_tensor *dx = clg__tensor_new(x->dev, x->dtype, x->ndim, x->shape);
     if (!dx) return x->dev->status;
-    rows_operand ops[3] = {operand(x), {g->buf->mem, g->offset, keep, gstr}, operand(dx)};
+    rows_operand ops[3] = {operand(x), {g->buf, g->offset, keep, gstr}, operand(dx)};
     rows_plan p;
     rows_init(&p, x->ndim, x->shape, mask, 3, ops);
     clg_arg div = clg__arg_scalar(x->dtype, n->f[0]);   /* float32 for 16-bit x */
@@ -370,7 +370,7 @@ clg_tensor *clg_var(clg_tensor *a, int naxes, const int *axes, int correction, b
     }
     clg_tensor *y = clg__tensor_new(a->dev, a->dtype, ap.out_ndim, ap.out_shape);
     if (!y) return NULL;
-    rows_operand ops[2] = {operand(a), {y->buf->mem, y->offset, ap.keep_shape, ap.keep_strides}};
+    rows_operand ops[2] = {operand(a), {y->buf, y->offset, ap.keep_shape, ap.keep_strides}};
     rows_plan p;
     rows_init(&p, a->ndim, a->shape, ap.mask, 2, ops);
     clg_arg d = clg__arg_scalar(a->dtype, div);
@@ -435,7 +435,7 @@ static clg_tensor *arg_extremum(const char *op, clg_tensor *a, int axis, bool ke
     if (a->ndim && rows_too_long(a->dev, a->dtype, kname, ap.R)) return arg_composed(op, a, ax, keepdim);
     clg_tensor *y = clg__tensor_new(a->dev, CLG_I32, ap.out_ndim, ap.out_shape);
     if (!y) return NULL;
-    rows_operand ops[2] = {operand(a), {y->buf->mem, y->offset, ap.keep_shape, ap.keep_strides}};
+    rows_operand ops[2] = {operand(a), {y->buf, y->offset, ap.keep_shape, ap.keep_strides}};
     rows_plan p;
     rows_init(&p, a->ndim, a->shape, ap.mask, 2, ops);
     char kernel[16];
@@ -471,11 +471,11 @@ static clg_status cross_entropy_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     bool rows = !vec && C >= (int64_t)clg__device_params(dev)->rows_min;
     const char *name = vec ? "ce_bwd_vec" : rows ? "ce_bwd_rows" : "ce_bwd";
     clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options(x->dtype), name);
-    clg_arg a[] = {CLG_ARG_I(N), CLG_ARG_I(C), CLG_ARG_M(x->buf->mem), CLG_ARG_I(x->offset),
-                   CLG_ARG_I(x->strides[0]), CLG_ARG_I(x->strides[1]), CLG_ARG_M(lab->buf->mem),
-                   CLG_ARG_I(lab->offset), CLG_ARG_I(lab->strides[0]), CLG_ARG_M(stats->buf->mem),
-                   CLG_ARG_M(g->buf->mem), CLG_ARG_I(g->offset), CLG_ARG_I(g->ndim ? g->strides[0] : 0),
-                   clg__arg_scalar(x->dtype, n->f[0]), CLG_ARG_M(dx->buf->mem)};
+    clg_arg a[] = {CLG_ARG_I(N), CLG_ARG_I(C), CLG_ARG_B(x->buf), CLG_ARG_I(x->offset),
+                   CLG_ARG_I(x->strides[0]), CLG_ARG_I(x->strides[1]), CLG_ARG_B(lab->buf),
+                   CLG_ARG_I(lab->offset), CLG_ARG_I(lab->strides[0]), CLG_ARG_B(stats->buf),
+                   CLG_ARG_B(g->buf), CLG_ARG_I(g->offset), CLG_ARG_I(g->ndim ? g->strides[0] : 0),
+                   clg__arg_scalar(x->dtype, n->f[0]), CLG_ARG_B(dx->buf)};
     int na = (int)(sizeof a / sizeof *a);
     clg_status st = !k ? dev->status
                     : vec  ? clg__launch_1d(dev, k, a, na, (size_t)N)
@@ -524,12 +524,12 @@ static clg_status cross_entropy_rows(clg_tensor *x, clg_tensor *lab, clg_tensor 
     clg_arg a[14];
     int na = 0;
     a[na++] = CLG_ARG_I(x->shape[1]);
-    a[na++] = CLG_ARG_M(x->buf->mem), a[na++] = CLG_ARG_I(x->offset);
+    a[na++] = CLG_ARG_B(x->buf), a[na++] = CLG_ARG_I(x->offset);
     a[na++] = CLG_ARG_I(x->strides[0]), a[na++] = CLG_ARG_I(x->strides[1]);
-    a[na++] = CLG_ARG_M(lab->buf->mem), a[na++] = CLG_ARG_I(lab->offset), a[na++] = CLG_ARG_I(lab->strides[0]);
-    a[na++] = CLG_ARG_M(loss->buf->mem), a[na++] = CLG_ARG_I(loss->offset), a[na++] = CLG_ARG_M(stats->buf->mem);
+    a[na++] = CLG_ARG_B(lab->buf), a[na++] = CLG_ARG_I(lab->offset), a[na++] = CLG_ARG_I(lab->strides[0]);
+    a[na++] = CLG_ARG_B(loss->buf), a[na++] = CLG_ARG_I(loss->offset), a[na++] = CLG_ARG_B(stats->buf);
     if (!item) a[na++] = CLG_ARG_LOCAL(wg * clg_dtype_size(x->dtype));   /* the group kernel's scratch */
-    a[na++] = CLG_ARG_M(word->mem), a[na++] = CLG_ARG_I(code);
+    a[na++] = CLG_ARG_B(word), a[na++] = CLG_ARG_I(code);
     if (item) return clg__launch_1d(dev, k, a, na, (size_t)x->shape[0]);
     return clg__launch(dev, k, a, na, 1, &global, &wg);
 }
@@ -550,7 +550,7 @@ static clg_status cross_entropy_reduce(clg_tensor *loss, clg_tensor *y, double d
         clg_no_grad_end(dev);
         return st;
     }
-    clg_arg a[] = {CLG_ARG_I(loss->numel), CLG_ARG_M(loss->buf->mem), CLG_ARG_M(y->buf->mem), CLG_ARG_I(y->offset),
+    clg_arg a[] = {CLG_ARG_I(loss->numel), CLG_ARG_B(loss->buf), CLG_ARG_B(y->buf), CLG_ARG_I(y->offset),
                    clg__arg_scalar(loss->dtype, div), CLG_ARG_LOCAL(wg * clg_dtype_size(loss->dtype))};
     return clg__launch(dev, k, a, (int)(sizeof a / sizeof *a), 1, &global, &wg);
 }

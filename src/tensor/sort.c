@@ -35,16 +35,16 @@ static clg_status scan(clg_device *dev, clg_tensor *src, clg_tensor *y, int64_t 
     clg_tensor *tot = np > 1 ? clg__tensor_new(dev, src->dtype, 3, (int64_t[]){np, M, K}) : NULL;
     if (np > 1 && !tot) return dev->status;
     clg_arg a[] = {CLG_ARG_I(M * K * np), CLG_ARG_I(R), CLG_ARG_I(K), CLG_ARG_I(M), CLG_ARG_I(P),
-                   CLG_ARG_M(src->buf->mem), CLG_ARG_I(src->offset), CLG_ARG_M(y->buf->mem), CLG_ARG_I(y->offset),
-                   CLG_ARG_I(reverse), CLG_ARG_M(tot ? tot->buf->mem : y->buf->mem), CLG_ARG_I(np)};
+                   CLG_ARG_B(src->buf), CLG_ARG_I(src->offset), CLG_ARG_B(y->buf), CLG_ARG_I(y->offset),
+                   CLG_ARG_I(reverse), CLG_ARG_B(tot ? tot->buf : y->buf), CLG_ARG_I(np)};
     clg_status st = launch(dev, src->dtype, "cumsum", a, 12, M * K * np);
     if (!st && tot) {
         clg_tensor *ctot = clg__tensor_new(dev, src->dtype, 3, tot->shape);
         st = ctot ? scan(dev, tot, ctot, 1, np, M * K, false) : dev->status;
         if (!st) {
             clg_arg c[] = {CLG_ARG_I(M * K * (np - 1)), CLG_ARG_I(R), CLG_ARG_I(K), CLG_ARG_I(M), CLG_ARG_I(P),
-                           CLG_ARG_M(y->buf->mem), CLG_ARG_I(y->offset), CLG_ARG_I(reverse),
-                           CLG_ARG_M(ctot->buf->mem)};
+                           CLG_ARG_B(y->buf), CLG_ARG_I(y->offset), CLG_ARG_I(reverse),
+                           CLG_ARG_B(ctot->buf)};
             st = launch(dev, src->dtype, "cumsum_add", c, 9, M * K * (np - 1));
         }
         clg_tensor_free(ctot);
@@ -110,9 +110,9 @@ static clg_status sort_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     clg_tensor *ga = gc && ic ? clg_zeros(dev, g->dtype, a->ndim, shape) : NULL;
     clg_status st = ga ? CLG_OK : dev->status;
     if (!st) {
-        clg_arg args[] = {CLG_ARG_I(gc->numel), CLG_ARG_I(k), CLG_ARG_I(R), CLG_ARG_M(gc->buf->mem),
-                          CLG_ARG_I(gc->offset), CLG_ARG_M(ic->buf->mem), CLG_ARG_I(ic->offset),
-                          CLG_ARG_M(ga->buf->mem), CLG_ARG_I(ga->offset)};
+        clg_arg args[] = {CLG_ARG_I(gc->numel), CLG_ARG_I(k), CLG_ARG_I(R), CLG_ARG_B(gc->buf),
+                          CLG_ARG_I(gc->offset), CLG_ARG_B(ic->buf), CLG_ARG_I(ic->offset),
+                          CLG_ARG_B(ga->buf), CLG_ARG_I(ga->offset)};
         st = launch(dev, g->dtype, "unsort", args, 9, gc->numel);
     }
     if (!st && ax != last) {   /* the axis back in place */
@@ -147,8 +147,8 @@ clg_status clg__sort_rows(clg_tensor *t, int64_t R, bool descending, clg_tensor 
      * vectorizes); longer ones from blocks of 64. */
     int64_t B = R <= 256 ? R : 64;
     if (!st) {
-        clg_arg args[] = {CLG_ARG_I(t->numel), CLG_ARG_I(R), CLG_ARG_I(B), CLG_ARG_M(t->buf->mem),
-                          CLG_ARG_I(t->offset), CLG_ARG_M(k[0]->buf->mem), CLG_ARG_M(p[0]->buf->mem),
+        clg_arg args[] = {CLG_ARG_I(t->numel), CLG_ARG_I(R), CLG_ARG_I(B), CLG_ARG_B(t->buf),
+                          CLG_ARG_I(t->offset), CLG_ARG_B(k[0]->buf), CLG_ARG_B(p[0]->buf),
                           CLG_ARG_I(descending)};
         st = launch(dev, t->dtype, "sort_blocks", args, 8, t->numel);
     }
@@ -156,8 +156,8 @@ clg_status clg__sort_rows(clg_tensor *t, int64_t R, bool descending, clg_tensor 
     for (int64_t w = B; !st && w < R; w *= 2, cur ^= 1) {   /* log2(R / B) passes */
         int64_t segs = (R + 31) / 32, items = t->numel / R * segs;
         clg_arg args[] = {CLG_ARG_I(items), CLG_ARG_I(R), CLG_ARG_I(w), CLG_ARG_I(segs),
-                          CLG_ARG_M(k[cur]->buf->mem), CLG_ARG_M(p[cur]->buf->mem),
-                          CLG_ARG_M(k[cur ^ 1]->buf->mem), CLG_ARG_M(p[cur ^ 1]->buf->mem), CLG_ARG_I(descending)};
+                          CLG_ARG_B(k[cur]->buf), CLG_ARG_B(p[cur]->buf),
+                          CLG_ARG_B(k[cur ^ 1]->buf), CLG_ARG_B(p[cur ^ 1]->buf), CLG_ARG_I(descending)};
         st = launch(dev, t->dtype, "sort_merge", args, 9, items);
     }
     clg_tensor_free(k[cur ^ 1]), clg_tensor_free(p[cur ^ 1]);
@@ -204,8 +204,8 @@ static clg_status select_rows(clg_tensor *t, int64_t R, int64_t k, int64_t P, bo
         clg_tensor *np = nv ? clg__tensor_new(dev, CLG_I32, nd, shape) : NULL;
         if (np) {
             clg_arg args[] = {CLG_ARG_I(rows * nch), CLG_ARG_I(len), CLG_ARG_I(P), CLG_ARG_I(nch), CLG_ARG_I(k),
-                              CLG_ARG_M(v->buf->mem), CLG_ARG_I(v->offset), CLG_ARG_M((p ? p : np)->buf->mem),
-                              CLG_ARG_I(p != NULL), CLG_ARG_M(nv->buf->mem), CLG_ARG_M(np->buf->mem),
+                              CLG_ARG_B(v->buf), CLG_ARG_I(v->offset), CLG_ARG_B((p ? p : np)->buf),
+                              CLG_ARG_I(p != NULL), CLG_ARG_B(nv->buf), CLG_ARG_B(np->buf),
                               CLG_ARG_I(descending)};
             st = launch(dev, t->dtype, "topk_select", args, 12, rows * nch);
         } else st = dev->status;

@@ -153,7 +153,7 @@ typedef struct clg_iter {
     int64_t shape[CLG_MAX_DIMS];
     int64_t strides[CLG_ITER_MAX][CLG_MAX_DIMS];
     int64_t offset[CLG_ITER_MAX];
-    cl_mem mem[CLG_ITER_MAX];
+    const clg_buffer *buf[CLG_ITER_MAX];
     int64_t numel;
     bool flat;                               /* every operand contiguous over numel */
     clg_dtype dtype;                         /* the output's */

@@ -27,10 +27,10 @@ static clg_tensor *masked(const char *op, clg_tensor *t, int64_t diagonal, bool 
     bool one = true;
     for (int d = 0; d + 3 < t->ndim; d++) one = one && t->strides[d] == t->strides[d + 1] * t->shape[d + 1];
     clg_kernel *k = clg__kernel_get(t->dev, "tri", tri_options(t->dtype), one ? "tri_mask3" : "tri_mask");
-    clg_arg args[] = {CLG_ARG_I(t->ndim), clg__arg_int8(t->shape, t->ndim), CLG_ARG_M(y->buf->mem),
-                      CLG_ARG_M(t->buf->mem), CLG_ARG_I(t->offset), clg__arg_int8(t->strides, t->ndim),
+    clg_arg args[] = {CLG_ARG_I(t->ndim), clg__arg_int8(t->shape, t->ndim), CLG_ARG_B(y->buf),
+                      CLG_ARG_B(t->buf), CLG_ARG_I(t->offset), clg__arg_int8(t->strides, t->ndim),
                       CLG_ARG_I(diag), CLG_ARG_I(upper)};
-    clg_arg args3[] = {CLG_ARG_I(rows), CLG_ARG_I(cols), CLG_ARG_M(y->buf->mem), CLG_ARG_M(t->buf->mem),
+    clg_arg args3[] = {CLG_ARG_I(rows), CLG_ARG_I(cols), CLG_ARG_B(y->buf), CLG_ARG_B(t->buf),
                        CLG_ARG_I(t->offset), CLG_ARG_I(sb), CLG_ARG_I(t->strides[t->ndim - 2]),
                        CLG_ARG_I(t->strides[t->ndim - 1]), CLG_ARG_I(diag), CLG_ARG_I(upper)};
     if (!k || clg__launch_rows3(t->dev, k, one ? args3 : args, one ? 10 : 8, (size_t)cols, (size_t)rows,

@@ -1,0 +1,87 @@
+/* runtime.h: the runtime seam as the layers above src/device/ see it: opaque events
+ * and extra queues, and the operations on them, with no OpenCL type in sight. The
+ * OpenCL side (event.c, queue.c) casts the handles back; a handle costs nothing.
+ * Not installed. Internal names start with clg__. */
+#ifndef CLGRAD_RUNTIME_H
+#define CLGRAD_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "clgrad/device.h"
+
+typedef struct clg_buffer clg_buffer;
+typedef struct clg_event clg_event;   /* a command's completion, from an enqueue */
+typedef struct clg_queue clg_queue;   /* a queue of commands; the device has one of its own */
+
+/* Record a failed runtime call: "<call>(<what>): CL_ERROR_NAME (code)" (device.c). */
+clg_status clg__cl_fail(clg_device *dev, int err, const char *call, const char *what);
+
+/* The platform's version string ("OpenCL 3.0 PoCL ..."), "" when it cannot be read
+ * (device.c): what a cache of choices made on this device depends on. */
+void clg__platform_version(clg_device *dev, char *buf, size_t len);
+
+/* ---- events (event.c) ------------------------------------------------------------------ */
+
+/* Wait for ev: 0 once its command completed, else the negative runtime code of the
+ * wait or of the command's failure (clg_cl_error_name names it). Touches no device
+ * state, so that another thread (the reducer's) may wait. */
+int clg__event_wait(clg_event *ev);
+void clg__event_release(clg_event *ev);   /* NULL is fine */
+
+/* ---- queues (queue.c) ------------------------------------------------------------------ */
+
+/* The device's own queue, for the operations below. */
+clg_queue *clg__device_queue(clg_device *dev);
+/* A second queue on dev's device (the loader's uploads); NULL with the error recorded. */
+clg_queue *clg__queue_new(clg_device *dev, const char *what);
+/* Waits for what q holds, then frees it; NULL is fine. */
+void clg__queue_free(clg_queue *q);
+/* Send q's commands to the device. A wait on another queue, or on another thread, for
+ * a command of q ends only after q was flushed: POCL submits eagerly and hides a
+ * missing flush, rusticl does not and the wait lasts for ever. */
+clg_status clg__queue_flush(clg_device *dev, clg_queue *q, const char *what);
+/* Wait for everything enqueued on q so far (through clg__queue_finish's marker). */
+clg_status clg__queue_wait(clg_device *dev, clg_queue *q, const char *what);
+/* Enqueue a copy of bytes from src's start to dst's start on q after the nwait events
+ * in wait, or, for 0 bytes, a marker in its place (an empty copy is an error, and the
+ * events must still be there). *done, when given, receives the command's event. */
+clg_status clg__queue_copy(clg_device *dev, clg_queue *q, const clg_buffer *src, clg_buffer *dst, size_t bytes,
+                           int nwait, clg_event *const *wait, clg_event **done, const char *what);
+
+/* ---- buffers outside the pool (queue.c) ------------------------------------------------- */
+
+/* A buffer of exactly `bytes` the caller owns (freed with clg__buffer_free_unpooled,
+ * never released to the pool); `staging`: in host memory the driver can pin for fast
+ * transfers, to be mapped. NULL with the error recorded. */
+clg_buffer *clg__buffer_unpooled(clg_device *dev, size_t bytes, bool staging, const char *what);
+void clg__buffer_free_unpooled(clg_buffer *b);   /* NULL is fine */
+/* Map b's first `bytes` for the host to write (its old contents discarded), on q; with
+ * `done`, the map is enqueued and the memory is valid once *done completes, else it
+ * blocks. NULL with the error recorded. */
+void *clg__queue_map_write(clg_device *dev, clg_queue *q, clg_buffer *b, size_t bytes, clg_event **done,
+                           const char *what);
+clg_status clg__queue_unmap(clg_device *dev, clg_queue *q, clg_buffer *b, void *host, const char *what);
+
+/* ---- CLBlast, OpenCL's BLAS (clblast.c) ------------------------------------------------- */
+
+typedef struct clg_blas_gemm {
+    bool f64, trans_a, trans_b;   /* float64, else float32 */
+    size_t m, n, k, batch;
+    double alpha, beta;
+    const clg_buffer *a, *b;
+    clg_buffer *c;
+    size_t a_off, lda, stride_a, b_off, ldb, stride_b, c_off, ldc, stride_c;   /* elements */
+} clg_blas_gemm;
+/* C = alpha op(A) op(B) + beta C, row-major, through CLBlastXgemm (batch 1) or
+ * CLBlastXgemmStridedBatched on dev's queue, timed by the profiler as `fn`. Returns
+ * CLBlast's status: 0 on success. */
+int clg__clblast_gemm(clg_device *dev, const clg_blas_gemm *g, const char *fn);
+/* The name of a CLBlast status code ("CLBlastInvalidLeadDimA", or the OpenCL error's
+ * name for the codes CLBlast shares with OpenCL). Never NULL. */
+const char *clg__clblast_status_name(int status);
+/* CLBlast's process-wide program cache, emptied before a context it used goes. */
+void clg__clblast_clear_cache(void);
+void clg__clblast_version(char *buf, size_t len);   /* "1.5.3" */
+
+#endif
