@@ -271,6 +271,20 @@ clg_capture *clg__cap_pause(clg_device *dev)
 
 void clg__cap_resume(clg_device *dev, clg_capture *c) { dev->cap = c; }
 
+clg_status clg__uncaptured(clg_device *dev, clg_uncaptured_fn fn, void *data)
+{
+    clg_capture *c = clg__cap_pause(dev);
+    clg_status st = fn(data);
+    clg__cap_resume(dev, c);
+    return st;
+}
+
+void clg__host_step(clg_device *dev, clg_host_fn fn, void *data, size_t size)
+{
+    fn(data, dev->cap ? dev->cap->regs : NULL);
+    clg__cap_host(dev, fn, data, size);
+}
+
 void clg__cap_note_final(clg_device *dev, int mark, const clg_buffer *c, size_t elems)
 {
     clg_capture *cap = dev->cap;

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "clgrad/status.h"
+#include "runtime.h"
 
 typedef struct clg_device clg_device;
 typedef struct clg_buffer clg_buffer;
@@ -46,8 +47,8 @@ void clg__cap_died(clg_device *dev, clg_buffer *b);  /* its last reference went 
  * forward's refresh hands its values to its backward's. */
 typedef void (*clg_refresh_fn)(void *data, int64_t *regs, clg_arg *args, int nargs);
 void clg__cap_refresh(clg_device *dev, clg_refresh_fn fn, const void *data, size_t size);
-/* At replay, at this point of the list: fn(data, regs): host state only. */
-typedef void (*clg_host_fn)(void *data, int64_t *regs);
+/* At replay, at this point of the list: fn(data, regs): host state only (clg_host_fn:
+ * runtime.h, whose clg__host_step also runs it now). */
 void clg__cap_host(clg_device *dev, clg_host_fn fn, const void *data, size_t size);
 /* Make the open capture fail at its end with `why` (an op whose eager behaviour this
  * step differs from the next steps', so that replaying it would be wrong). */

@@ -76,6 +76,10 @@ static CLBlastStatusCode call(clg_device *dev, const clg_blas_gemm *g, cl_event 
 
 int clg__clblast_gemm(clg_device *dev, const clg_blas_gemm *g, const char *fn)
 {
+    /* CLBlast enqueues its own kernels, out of a capture's sight: run the product, and
+     * make an open capture fail, since a replay could not repeat it. */
+    clg__cap_refuse(dev, "a product went to CLBlast (too large for clgrad's own GEMM kernels), whose launches a "
+                         "graph cannot record");
     cl_event ev = NULL;
     CLBlastStatusCode s = call(dev, g, dev->prof.enabled ? &ev : NULL);
     if (s != CLBlastSuccess) {

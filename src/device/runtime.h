@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "clgrad/device.h"
 
@@ -63,6 +64,22 @@ void *clg__queue_map_write(clg_device *dev, clg_queue *q, clg_buffer *b, size_t 
                            const char *what);
 clg_status clg__queue_unmap(clg_device *dev, clg_queue *q, clg_buffer *b, void *host, const char *what);
 
+/* ---- capture (capture.c): the graph recording seen from an op ------------------------- */
+
+/* Run fn(data) outside the open capture, if any: what it enqueues is not recorded, and
+ * buffers it makes count as made before the capture (state a step before it would have
+ * made, a tuner's trials). The capture is taken back whatever fn returns, so that no
+ * caller can leave it set aside. Returns fn's status. */
+typedef clg_status (*clg_uncaptured_fn)(void *data);
+clg_status clg__uncaptured(clg_device *dev, clg_uncaptured_fn fn, void *data);
+
+/* Host state that an op advances each step (a step count): fn(data, regs) runs now and,
+ * while a capture is open, again at that point of every replay. One call does both, so
+ * that the replay cannot drift from the eager step. data (size bytes) is copied for the
+ * replays, after the run now; regs are the capture's registers (NULL when none is open). */
+typedef void (*clg_host_fn)(void *data, int64_t *regs);
+void clg__host_step(clg_device *dev, clg_host_fn fn, void *data, size_t size);
+
 /* ---- CLBlast, OpenCL's BLAS (clblast.c) ------------------------------------------------- */
 
 typedef struct clg_blas_gemm {
@@ -75,7 +92,8 @@ typedef struct clg_blas_gemm {
 } clg_blas_gemm;
 /* C = alpha op(A) op(B) + beta C, row-major, through CLBlastXgemm (batch 1) or
  * CLBlastXgemmStridedBatched on dev's queue, timed by the profiler as `fn`. Returns
- * CLBlast's status: 0 on success. */
+ * CLBlast's status: 0 on success. An open capture fails at its end: CLBlast's own
+ * launches cannot be recorded. */
 int clg__clblast_gemm(clg_device *dev, const clg_blas_gemm *g, const char *fn);
 /* The name of a CLBlast status code ("CLBlastInvalidLeadDimA", or the OpenCL error's
  * name for the codes CLBlast shares with OpenCL). Never NULL. */

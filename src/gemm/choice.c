@@ -79,6 +79,8 @@ clg_status clg__gemm_tune(clg_device *dev, int flags)
     return CLG_OK;
 }
 
+static clg_status tune_now(void *dev) { return clg__gemm_tune(dev, 0); }
+
 static gemm_state *chosen(clg_device *dev)
 {
     gemm_state *s = state(dev);
@@ -93,9 +95,7 @@ static gemm_state *chosen(clg_device *dev)
     if (!strcmp(want, "tune")) {
         /* The first product may come inside a capture: the tuner's trial runs (and its
          * reads of their results) are not part of the step. */
-        clg_capture *c = clg__cap_pause(dev);
-        clg__gemm_tune(dev, 0);
-        clg__cap_resume(dev, c);
+        (void)clg__uncaptured(dev, tune_now, dev);
         return s;
     }
     /* Named by the table (params.c accepts only the table's names). */

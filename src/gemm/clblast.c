@@ -22,11 +22,8 @@ static clg_status run(clg_device *dev, const clg_gemm_args *g, const clg_gemm_co
      * was seen to honour that on POCL, but nothing documents it for every kernel path
      * (direct, indirect with its padded copy of C, batched), and a NaN left in a fresh
      * pooled buffer must never leak into a result: zero C first (one cheap pass). */
-    /* Only sizes past the tiled kernels' 32-bit indexing get here while capturing: run
-     * them, and make the capture fail, since a replay could not repeat them. */
-    if (clg__capturing(dev))
-        clg__cap_refuse(dev, "a product too large for clgrad's own GEMM kernels went to CLBlast, whose launches a "
-                             "graph cannot record");
+    /* Only sizes past the tiled kernels' 32-bit indexing get here while capturing:
+     * clg__clblast_gemm runs them and makes the capture fail (runtime.h). */
     /* CLBlast runs here: its cache is cleared when dev closes. */
     clg_status st = clg__gemm_engine_data(dev, &clg__gemm_clblast_engine, 1, release) ? CLG_OK : dev->status;
     if (!st && g->beta == 0.0) st = clg__gemm_scale(dev, g);

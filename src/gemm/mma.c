@@ -216,19 +216,27 @@ static clg_status check_product(clg_device *dev, clg_gemm_type type, int config,
     return st;
 }
 
+typedef struct check_ref { clg_device *dev; clg_gemm_type type; bool *same; } check_ref;
+
+static clg_status check_all(void *data)
+{
+    check_ref *r = data;
+    clg_status st = CLG_OK;
+    for (int i = 0; i < NCONFIGS && !st && (*r->same || !i); i++) {   /* every block the engine may choose */
+        st = check_product(r->dev, r->type, i, false, true, r->same);
+        if (!st && *r->same) st = check_product(r->dev, r->type, i, true, false, r->same);
+    }
+    return st;
+}
+
 static int validate(clg_device *dev, clg_gemm_type type)
 {
     const char *name = type == CLG_GEMM_BF16 ? "bfloat16" : "float16";
     clg_status saved = dev->status;
     char *saved_text = strdup(dev->error);
-    clg_capture *cap = clg__cap_pause(dev);   /* not part of a step being recorded */
     bool same = false;
-    clg_status st = CLG_OK;
-    for (int i = 0; i < NCONFIGS && !st && (same || !i); i++) {   /* every block the engine may choose */
-        st = check_product(dev, type, i, false, true, &same);
-        if (!st && same) st = check_product(dev, type, i, true, false, &same);
-    }
-    clg__cap_resume(dev, cap);
+    /* not part of a step being recorded */
+    clg_status st = clg__uncaptured(dev, check_all, &(check_ref){dev, type, &same});
     int ready = !st && same ? 1 : -1;
     if (ready < 0)
         clg__log(dev, 2, "GEMM on %s: the matrix-unit engine (mma = %s) is refused for %s: %s", clg_device_get_info(dev)->name,

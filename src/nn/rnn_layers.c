@@ -142,9 +142,15 @@ static clg_tensor *keep(clg_tensor *s)
  * step before it would have made them: the captured step then reads and writes its
  * state in place like every later step. From zeros or from no state, the arithmetic
  * is the same. */
-static clg_status zero_state(clg_module *m, rnn_data *d, int64_t batch, clg_dtype dtype)
+typedef struct zero_ref { clg_module *m; rnn_data *d; int64_t batch; clg_dtype dtype; } zero_ref;
+
+static clg_status make_zero_state(void *data)
 {
-    clg_capture *c = clg__cap_pause(m->dev);
+    zero_ref *r = data;
+    clg_module *m = r->m;
+    rnn_data *d = r->d;
+    int64_t batch = r->batch;
+    clg_dtype dtype = r->dtype;
     clg_no_grad_begin(m->dev);
     const int64_t shape[3] = {d->opt.num_layers, batch, d->hidden};
     clg_tensor *h = clg__tensor_new(m->dev, dtype, 3, shape);
@@ -152,13 +158,17 @@ static clg_status zero_state(clg_module *m, rnn_data *d, int64_t batch, clg_dtyp
     clg_status st = h && (cs || d->mode != CLG_LSTM) ? clg_fill_(h, 0.0) : m->dev->status;
     if (st == CLG_OK && cs) st = clg_fill_(cs, 0.0);
     clg_no_grad_end(m->dev);
-    clg__cap_resume(m->dev, c);
     if (h) clg__tensor_unscope(h);
     if (cs) clg__tensor_unscope(cs);
     d->state_h = h;
     d->state_c = cs;
     if (st != CLG_OK) drop_state(d);
     return st;
+}
+
+static clg_status zero_state(clg_module *m, rnn_data *d, int64_t batch, clg_dtype dtype)
+{
+    return clg__uncaptured(m->dev, make_zero_state, &(zero_ref){m, d, batch, dtype});
 }
 
 static clg_tensor *rnn_module_forward(clg_module *m, clg_tensor *x)

@@ -69,9 +69,12 @@ void clg_optimizer_free(clg_optimizer *opt)
  * steps), filled with their fresh value on the device. Outside an open capture too
  * (clgrad/graph.h): made once, as by a step before it, so that a replay of a captured
  * first step does not fill them again. */
-static clg_status make_state(clg_optimizer *opt, clg_optim_param *pp)
+typedef struct state_ref { clg_optimizer *opt; clg_optim_param *pp; } state_ref;
+
+static clg_status fill_state(void *data)
 {
-    clg_capture *c = clg__cap_pause(opt->dev);
+    clg_optimizer *opt = ((state_ref *)data)->opt;
+    clg_optim_param *pp = ((state_ref *)data)->pp;
     clg_status st = CLG_OK;
     for (int s = 0; s < CLG_OPTIM_MAX_STATE && st == CLG_OK; s++) {
         if (!opt->state_names[s] || pp->state[s]) continue;
@@ -84,8 +87,12 @@ static clg_status make_state(clg_optimizer *opt, clg_optim_param *pp)
         pp->state[s] = t;
         st = clg_fill_(t, opt->state_init[s]);
     }
-    clg__cap_resume(opt->dev, c);
     return st;
+}
+
+static clg_status make_state(clg_optimizer *opt, clg_optim_param *pp)
+{
+    return clg__uncaptured(opt->dev, fill_state, &(state_ref){opt, pp});
 }
 
 clg_status clg_optimizer_init_state(clg_optimizer *opt)
@@ -137,7 +144,7 @@ static clg_status check_grad(const clg_optimizer *opt, int i)
                      opt->name, CLG_DESC(g), i, CLG_DESC(p));
 }
 
-/* A graph replay's share of the host work of clg_optimizer_step (the updates refresh
+/* The host work of clg_optimizer_step that a graph replay repeats (the updates refresh
  * their own counts, algorithms.c). */
 static void count_step(void *data, int64_t *regs)
 {
@@ -156,8 +163,7 @@ clg_status clg_optimizer_step(clg_optimizer *opt)
         if (st == CLG_OK) st = make_state(opt, pp);
         if (st != CLG_OK) return st;
     }
-    opt->steps++;
-    if (clg__capturing(opt->dev)) clg__cap_host(opt->dev, count_step, &opt, sizeof opt);
+    clg__host_step(opt->dev, count_step, &opt, sizeof opt);   /* opt->steps++, now and at each replay */
     for (int i = 0; i < opt->n; i++) {
         clg_optim_param *pp = &opt->params[i];
         if (!takes_step(pp->p)) continue;

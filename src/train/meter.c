@@ -59,8 +59,7 @@ clg_status clg_meter_add(clg_meter *m, clg_tensor *loss, clg_tensor *logits, clg
     clg_no_grad_end(m->dev);
     clg_tensor_free(l);
     clg_tensor_free(c);
-    if (st == CLG_OK) m->samples += batch;
-    if (st == CLG_OK && clg__capturing(m->dev)) clg__cap_host(m->dev, count_batch, &(meter_ref){m, batch}, sizeof(meter_ref));
+    if (st == CLG_OK) clg__host_step(m->dev, count_batch, &(meter_ref){m, batch}, sizeof(meter_ref));
     return st;
 }
 
