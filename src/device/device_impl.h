@@ -148,6 +148,22 @@ clg_arg clg__arg_int8(const int64_t *v, int n);
  * given, global sizes are rounded up to its multiples: kernels check their bounds. */
 clg_status clg__launch(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs,
                        int dims, const size_t *global, const size_t *local);
+/* clg__launch of a launch that writes final values into c, whose first `elems`
+ * elements are the whole result (its part of them: a result split over launches says
+ * so at each), with a kernel that builds with -DCLG_EPI_RELU to write relu of them
+ * instead (GEMM): a graph's plan may fold a ReLU that reads all of c, and only it,
+ * into the launch. With c NULL, a plain clg__launch. */
+clg_status clg__launch_final(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, int dims,
+                             const size_t *global, const size_t *local, const clg_buffer *c, size_t elems);
+/* fn(data) enqueues one launch (perhaps split over enqueues) that copies `bytes` bytes
+ * of src from src_off to dst at dst_off as they are (contiguous, one dtype): a graph
+ * whose src dies right after may have src's producers write dst directly and leave the
+ * copy out. With dst NULL, the launch is not such a copy and fn merely runs. */
+typedef struct clg_copy_note {
+    const clg_buffer *dst, *src;
+    size_t dst_off, src_off, bytes;
+} clg_copy_note;
+clg_status clg__launch_copy(clg_device *dev, clg_status (*fn)(void *data), void *data, clg_copy_note note);
 /* The largest divisor of n that is at most cap (1 for n == 0): a group size that
  * covers n work-items exactly. */
 size_t clg__divisor_at_most(size_t n, size_t cap);

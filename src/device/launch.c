@@ -108,6 +108,24 @@ clg_status clg__launch(clg_device *dev, clg_kernel *k, const clg_arg *args, int 
     return st ? st : enqueue(dev, k, dims, NULL, g, local);
 }
 
+clg_status clg__launch_final(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, int dims,
+                             const size_t *global, const size_t *local, const clg_buffer *c, size_t elems)
+{
+    int mark = clg__cap_mark(dev);
+    clg_status st = clg__launch(dev, k, args, nargs, dims, global, local);
+    if (st == CLG_OK && c) clg__cap_note_final(dev, mark, c, elems);
+    return st;
+}
+
+clg_status clg__launch_copy(clg_device *dev, clg_status (*fn)(void *data), void *data, clg_copy_note note)
+{
+    int mark = clg__cap_mark(dev);
+    clg_status st = fn(data);
+    if (st == CLG_OK && note.dst)
+        clg__cap_note_copy(dev, mark, note.dst, note.dst_off, note.src, note.src_off, note.bytes);
+    return st;
+}
+
 /* The work-group size for exact 1-D and row launches: the table's, within the kernel's
  * limit. */
 static size_t group_size(const clg_device *dev, const clg_kernel *k)

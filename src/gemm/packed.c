@@ -91,13 +91,12 @@ typedef struct b_panels {
     size_t panel, kstep;   /* between panels; between steps of k */
 } b_panels;
 
-/* C is the whole contiguous result from its buffer's start, so a launch writing its
- * final values may be told to the capture (clg__cap_note_final): a graph may then
+/* C when it is the whole contiguous result from its buffer's start, else NULL: a
+ * launch writing its final values then says so (clg__launch_final), and a graph may
  * fold a ReLU of C into it (gemm.cl, CLG_EPI_RELU). */
-static void note_final(clg_device *dev, int mark, const clg_gemm_args *g)
+static const clg_buffer *final_c(const clg_gemm_args *g)
 {
-    if (mark >= 0 && g->c_off == 0 && g->ldc == g->n && (g->batch == 1 || g->stride_c == g->m * g->n))
-        clg__cap_note_final(dev, mark, g->c, g->m * g->n * g->batch);
+    return g->c_off == 0 && g->ldc == g->n && (g->batch == 1 || g->stride_c == g->m * g->n) ? g->c : NULL;
 }
 
 /* The micro-kernels over C's n columns from column j0, with B's panels as described. */
@@ -117,10 +116,7 @@ static clg_status tiles(clg_device *dev, clg_kernel *k, const clg_gemm_args *g, 
     size_t global[3] = {(size_t)((t.npanels + t.pj - 1) / t.pj), (size_t)((t.mpanels + t.pi - 1) / t.pi),
                         g->batch};
     size_t local[3] = {1, 1, 1};
-    int mark = clg__cap_mark(dev);
-    clg_status st = clg__launch(dev, k, args, 18, 3, global, local);
-    if (st == CLG_OK) note_final(dev, mark, g);
-    return st;
+    return clg__launch_final(dev, k, args, 18, 3, global, local, final_c(g), g->m * g->n * g->batch);
 }
 
 /* JB, gemm_dot's blocks of 3 columns per work-item: as many as leave at least 8 items
@@ -150,10 +146,8 @@ static clg_status dot(clg_device *dev, const clg_gemm_args *g)
     size_t nb = (g->n + 2) / 3;
     size_t global[3] = {(nb + (size_t)jb - 1) / (size_t)jb, (g->m + 3) / 4, g->batch};
     size_t local[3] = {1, 1, 1};
-    int mark = clg__cap_mark(dev);
-    clg_status st = clg__launch(dev, k, args, (int)(sizeof args / sizeof *args), 3, global, local);
-    if (st == CLG_OK) note_final(dev, mark, g);
-    return st;
+    return clg__launch_final(dev, k, args, (int)(sizeof args / sizeof *args), 3, global, local, final_c(g),
+                             g->m * g->n * g->batch);
 }
 
 /* gemm_dot's vector width (gemm.cl DW): its loop trips per row of k are k / DW + DW. */

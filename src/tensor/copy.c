@@ -97,27 +97,39 @@ static bool copy_transposed(clg_device *dev, const clg_iter *it, const char *opt
     return true;
 }
 
+typedef struct copy_launch {
+    clg_tensor *dst;
+    const clg_tensor *src;
+    clg_iter it;
+} copy_launch;
+
+static clg_status launch_copy(void *data)
+{
+    copy_launch *cl = data;
+    char opts[96];
+    copy_options(cl->dst->dtype, cl->src->dtype, opts, sizeof opts);
+    clg_status st = CLG_OK;
+    if (cl->it.numel == 0 || cl->dst->dtype != cl->src->dtype || !copy_transposed(cl->dst->dev, &cl->it, opts, &st))
+        st = clg__iter_launch(cl->dst->dev, &cl->it, "copy", opts, "copy", NULL, 0);
+    return st;
+}
+
 /* dst (any strides) <- src broadcast to dst's shape, converting the dtype. A capture
  * is told when that is a plain copy of bytes, which its plan may leave out. */
 static clg_status copy_into(clg_tensor *dst, const clg_tensor *src)
 {
     if (dst->dtype != src->dtype && (clg__is_half(dst->dtype) || clg__is_half(src->dtype)))
         return copy_converting(dst, src);
-    char opts[96];
-    copy_options(dst->dtype, src->dtype, opts, sizeof opts);
-    clg_iter it;
-    clg__iter_init(&it, 2, (clg_tensor *const[]){dst, (clg_tensor *)src});
-    int mark = clg__cap_mark(dst->dev);
-    clg_status st = CLG_OK;
-    if (it.numel == 0 || dst->dtype != src->dtype || !copy_transposed(dst->dev, &it, opts, &st))
-        st = clg__iter_launch(dst->dev, &it, "copy", opts, "copy", NULL, 0);
-    if (st == CLG_OK && mark >= 0 && dst->dtype == src->dtype && dst->numel == src->numel &&
-        clg_tensor_is_contiguous(dst) && clg_tensor_is_contiguous(src)) {
+    copy_launch cl = {.dst = dst, .src = src};
+    clg__iter_init(&cl.it, 2, (clg_tensor *const[]){dst, (clg_tensor *)src});
+    clg_copy_note note = {0};
+    if (dst->dtype == src->dtype && dst->numel == src->numel && clg_tensor_is_contiguous(dst) &&
+        clg_tensor_is_contiguous(src)) {
         size_t es = clg_dtype_size(dst->dtype);
-        clg__cap_note_copy(dst->dev, mark, dst->buf, (size_t)dst->offset * es, src->buf, (size_t)src->offset * es,
-                           (size_t)dst->numel * es);
+        note = (clg_copy_note){dst->buf, src->buf, (size_t)dst->offset * es, (size_t)src->offset * es,
+                               (size_t)dst->numel * es};
     }
-    return st;
+    return clg__launch_copy(dst->dev, launch_copy, &cl, note);
 }
 
 clg_tensor *clg__copy_as(clg_tensor *t, clg_dtype dtype)
