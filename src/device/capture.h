@@ -44,8 +44,8 @@ void clg__cap_died(clg_device *dev, clg_buffer *b);  /* its last reference went 
  * nargs) advances the host state the op advanced and rewrites the launch's scalar
  * arguments in args (buffer arguments are the graph's: leave them). data (size bytes)
  * is copied. regs are the capture's registers (clg__cap_register), through which a
- * forward's refresh hands its values to its backward's. */
-typedef void (*clg_refresh_fn)(void *data, int64_t *regs, clg_arg *args, int nargs);
+ * forward's refresh hands its values to its backward's. clg_refresh_fn: device_impl.h,
+ * beside the launches that take one. */
 void clg__cap_refresh(clg_device *dev, clg_refresh_fn fn, const void *data, size_t size);
 /* At replay, at this point of the list: fn(data, regs): host state only (clg_host_fn:
  * runtime.h, whose clg__host_step also runs it now). */

@@ -171,6 +171,20 @@ size_t clg__divisor_at_most(size_t n, size_t cap);
  * group size: whole groups, then the remainder as a second launch at an offset. The
  * kernel needs no bounds check; POCL only vectorizes work-group loops without one. */
 clg_status clg__launch_1d(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t n);
+/* A launch's refresh at each graph replay (capture.h, clg__cap_refresh): fn(data, regs,
+ * args, nargs) advances the host state the op advanced and rewrites the launch's scalar
+ * arguments; fn == NULL for none. data (size bytes) is copied. */
+typedef void (*clg_refresh_fn)(void *data, int64_t *regs, clg_arg *args, int nargs);
+typedef struct clg_refresh {
+    clg_refresh_fn fn;
+    const void *data;
+    size_t size;
+} clg_refresh;
+/* clg__launch_1d whose scalar arguments a graph replay rewrites with `refresh` (an
+ * optimizer's step count, the generator's position): passed with the launch, so that
+ * no op can record the launch without it. */
+clg_status clg__launch_1d_refreshed(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t n,
+                                    clg_refresh refresh);
 /* 2-D launch of exactly inner x rows work-items, groups along the rows (inner), the
  * same way: for the _rows elementwise kernels (cl_kernels/common.cl). */
 clg_status clg__launch_rows(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t inner,

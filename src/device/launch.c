@@ -108,6 +108,14 @@ clg_status clg__launch(clg_device *dev, clg_kernel *k, const clg_arg *args, int 
     return st ? st : enqueue(dev, k, dims, NULL, g, local);
 }
 
+clg_status clg__launch_1d_refreshed(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t n,
+                                    clg_refresh refresh)
+{
+    clg_status st = clg__launch_1d(dev, k, args, nargs, n);
+    if (st == CLG_OK && refresh.fn) clg__cap_refresh(dev, refresh.fn, refresh.data, refresh.size);
+    return st;
+}
+
 clg_status clg__launch_final(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, int dims,
                              const size_t *global, const size_t *local, const clg_buffer *c, size_t elems)
 {

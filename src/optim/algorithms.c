@@ -267,10 +267,7 @@ clg_status clg__optim_update(clg_optimizer *opt, clg_optim_param *pp, clg_tensor
                          (int)opt->kind);
     clg_kernel *k = clg__kernel_get(opt->dev, "optim", clg__dtype_options(pp->p->dtype), kernel);
     if (!k) return opt->dev->status;
-    clg_status st = clg__launch_1d(opt->dev, k, args, n, (size_t)pp->p->numel);
-    if (st == CLG_OK && clg__capturing(opt->dev)) {
-        update_ref r = {opt, (int)(pp - opt->params)};
-        clg__cap_refresh(opt->dev, refresh_update, &r, sizeof r);
-    }
-    return st;
+    update_ref r = {opt, (int)(pp - opt->params)};
+    return clg__launch_1d_refreshed(opt->dev, k, args, n, (size_t)pp->p->numel,
+                                    (clg_refresh){refresh_update, &r, sizeof r});
 }

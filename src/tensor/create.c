@@ -209,12 +209,12 @@ static clg_tensor *random_tensor(clg_device *dev, const char *op, const char *ke
                    CLG_ARG_I((uint32_t)s->seed), CLG_ARG_I((uint32_t)(s->seed >> 32)),
                    CLG_ARG_I((uint32_t)s->rng_offset), CLG_ARG_I((uint32_t)(s->rng_offset >> 32)),
                    clg__arg_scalar(dtype, p0), clg__arg_scalar(dtype, p1)};
-    if (!k || clg__launch_1d(dev, k, a, 9, (size_t)blocks) != CLG_OK) {
+    random_ref r = {s, blocks};
+    if (!k || clg__launch_1d_refreshed(dev, k, a, 9, (size_t)blocks, (clg_refresh){refresh_random, &r, sizeof r})) {
         clg_tensor_free(t);
         return NULL;
     }
     s->rng_offset += blocks;
-    if (clg__capturing(dev)) clg__cap_refresh(dev, refresh_random, &(random_ref){s, blocks}, sizeof(random_ref));
     return t;
 }
 
