@@ -189,6 +189,9 @@ clg_status clg__launch_1d_refreshed(clg_device *dev, clg_kernel *k, const clg_ar
  * same way: for the _rows elementwise kernels (cl_kernels/common.cl). */
 clg_status clg__launch_rows(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t inner,
                             size_t rows);
+/* clg__launch_rows with a refresh at each graph replay, as clg__launch_1d_refreshed. */
+clg_status clg__launch_rows_refreshed(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t inner,
+                                      size_t rows, clg_refresh refresh);
 /* The same over exactly inner x rows x planes work-items: the elementwise _rows kernels. */
 clg_status clg__launch_rows3(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t inner,
                              size_t rows, size_t planes);

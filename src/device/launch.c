@@ -116,6 +116,14 @@ clg_status clg__launch_1d_refreshed(clg_device *dev, clg_kernel *k, const clg_ar
     return st;
 }
 
+clg_status clg__launch_rows_refreshed(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t inner,
+                                      size_t rows, clg_refresh refresh)
+{
+    clg_status st = clg__launch_rows(dev, k, args, nargs, inner, rows);
+    if (st == CLG_OK && refresh.fn) clg__cap_refresh(dev, refresh.fn, refresh.data, refresh.size);
+    return st;
+}
+
 clg_status clg__launch_final(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, int dims,
                              const size_t *global, const size_t *local, const clg_buffer *c, size_t elems)
 {

@@ -41,13 +41,17 @@ static void refresh_draw(void *data, int64_t *regs, clg_arg *args, int nargs)
     r->s->rng_offset += r->blocks;
 }
 
-/* After a launch that drew `numbers` uniforms at the generator's position (its
- * arguments from `at`): move the generator on, and tell a capture how to redo it. */
-static void advance(clg_device *dev, clg_tensor_state *s, clg_dtype dt, int64_t numbers, int at)
+/* A launch of k over inner x rows that draws `numbers` uniforms at the generator's
+ * position (its arguments from `at`): the generator moves on after it, and a graph
+ * replay redoes that with the launch. */
+static clg_status launch_drawing(clg_device *dev, clg_kernel *k, const clg_arg *a, int nargs, size_t inner,
+                                 size_t rows, clg_tensor_state *s, clg_dtype dt, int64_t numbers, int at)
 {
     uint64_t per = dt == CLG_F64 ? 2 : 4, blocks = ((uint64_t)numbers + per - 1) / per;
-    s->rng_offset += blocks;
-    if (clg__capturing(dev)) clg__cap_refresh(dev, refresh_draw, &(mn_ref){s, blocks, at}, sizeof(mn_ref));
+    mn_ref r = {s, blocks, at};
+    clg_status st = clg__launch_rows_refreshed(dev, k, a, nargs, inner, rows, (clg_refresh){refresh_draw, &r, sizeof r});
+    if (st == CLG_OK) s->rng_offset += blocks;
+    return st;
 }
 
 /* With replacement: the sum tree's levels above the weights (block_sums), then a walk
@@ -89,8 +93,7 @@ static clg_status draw_replacement(clg_tensor *w, clg_tensor *y, int64_t R, int6
         }
         set_position(a + 12, s);
         a[16] = CLG_ARG_B(word), a[17] = CLG_ARG_I(code_bad), a[18] = CLG_ARG_I(code_empty);
-        st = clg__launch_rows(dev, k, a, 19, (size_t)S, (size_t)R);
-        if (st == CLG_OK) advance(dev, s, w->dtype, R * S, 12);
+        st = launch_drawing(dev, k, a, 19, (size_t)S, (size_t)R, s, w->dtype, R * S, 12);
     } else if (st == CLG_OK) {
         st = dev->status;
     }
@@ -123,8 +126,7 @@ static clg_status draw_distinct(clg_tensor *w, clg_tensor *y, int64_t R, int64_t
                          CLG_ARG_B(keys->buf), CLG_ARG_B(idx->buf)};
         set_position(a + 6, s);
         a[10] = CLG_ARG_B(word), a[11] = CLG_ARG_I(code_bad);
-        st = clg__launch_rows(dev, kk, a, 12, (size_t)P, (size_t)R);
-        if (st == CLG_OK) advance(dev, s, w->dtype, R * C, 6);
+        st = launch_drawing(dev, kk, a, 12, (size_t)P, (size_t)R, s, w->dtype, R * C, 6);
     }
     for (int64_t k = 2; st == CLG_OK && k <= P; k *= 2)
         for (int64_t j = k / 2; st == CLG_OK && j > 0; j /= 2) {
