@@ -301,23 +301,21 @@ __kernel void avg_pool_bw(int total, __global const TS *g, __global TS *dx, int8
     CLG_ST(dx, i, s);
 }
 
-// The window along one axis that holds pixel p when windows do not overlap (stride >=
-// kernel), or -1. The quotient (p + pad) / s comes from a float reciprocal, corrected by
-// one either way (exact below 2^24): integer division does not vectorize on CPUs.
-inline int disjoint_window(int p, int pad, int k, int s, int nout, float rs)
+// The window along one axis that holds pixel p when windows do not overlap (stride s >=
+// kernel k), or -1: (p + pad) / s by clg_udiv with the host's pair (m, sh) for s.
+inline int disjoint_window(int p, int pad, int k, int s, int nout, uint m, int sh)
 {
-    int t = p + pad, q = (int)((float)t * rs);
-    q -= q * s > t ? 1 : 0;
-    q += (q + 1) * s <= t ? 1 : 0;
+    int t = p + pad, q = (int)clg_udiv((uint)t, m, sh);
     return t - q * s < k && q < nout ? q : -1;
 }
 
 // dx for average pooling with disjoint windows (the usual 2x2 / 2): each pixel takes
 // its one window's g / divisor, or 0. A 3-D range (iw, ih, n * C + c), no loop.
-__kernel void avg_pool_bw_disjoint(__global const TS *g, __global TS *dx, int8 geo, int8 win, float rsh, float rsw)
+__kernel void avg_pool_bw_disjoint(__global const TS *g, __global TS *dx, int8 geo, int8 win, uint mh, int shh,
+                                   uint mw, int shw)
 {
     int iw = get_global_id(0), ih = get_global_id(1), nc = get_global_id(2);
-    int oh = disjoint_window(ih, WPH, GKH, WSH, GOH, rsh), ow = disjoint_window(iw, WPW, GKW, WSW, GOW, rsw);
+    int oh = disjoint_window(ih, WPH, GKH, WSH, GOH, mh, shh), ow = disjoint_window(iw, WPW, GKW, WSW, GOW, mw, shw);
     int h = max(oh, 0), w = max(ow, 0);
     T v = CLG_LD(g, (nc * GOH + h) * GOW + w) / (T)avg_divisor(h, w, geo, win);
     CLG_ST(dx, (nc * GH + ih) * GW + iw, oh >= 0 && ow >= 0 ? v : (T)0);

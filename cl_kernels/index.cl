@@ -187,55 +187,45 @@ __kernel void segsum(int inner, int na, int R, int L, int nch, int per_q, __glob
 // positions [hC, min(R, hC + C)), one by one into part[q, h, :, c], which holds zeros.
 // The same terms in the same order on every run; C is within the device's item_loops.
 // Keys outside [0, na) add nothing and, with code != 0, are reported.
-// Two kernels from one body: scatter_lines_check reports keys outside [0, na) (the
-// forward's check, code != 0); scatter_lines, for keys already checked, has no call in
-// its body, so that POCL vectorizes it across c (with the report's call it ran scalar:
-// the GPT's embedding backward, 4,096 rows of 128, took 1.1-1.9 ms).
-#define CLG_SCATTER_LINES(NAME, REPORT)                                                            \
-__kernel void NAME(int inner, int na, int R, int C, int nch, int per_q, __global const T *src, int os, \
-                   __global const int *keys, int ok, __global T *part, int op, __global int *err, int code) \
-{                                                                                              \
-    int c = get_global_id(0), h = get_global_id(1), q = get_global_id(2);                      \
-    __global const int *k = keys + ok + (size_t)(per_q ? q : 0) * R;                           \
-    __global const T *s = src + os + (size_t)q * R * inner + c;                                \
-    __global T *p = part + op + ((size_t)q * nch + h) * na * inner + c;                        \
-    int m1 = min(R, h * C + C);                                                                \
-    for (int m = h * C; m < m1; m++) {                                                         \
-        int j = k[m];                                                                          \
-        bool in = j >= 0 && j < na;                                                            \
-        if (REPORT && !in) clg_report(err, code, j, na);                                       \
-        p[(size_t)(in ? j : 0) * inner] += in ? s[(size_t)m * inner] : (T)0;                   \
-    }                                                                                          \
+__kernel void scatter_lines(int inner, int na, int R, int C, int nch, int per_q, __global const T *src, int os,
+                            __global const int *keys, int ok, __global T *part, int op, __global int *err, int code)
+{
+    int c = get_global_id(0), h = get_global_id(1), q = get_global_id(2);
+    __global const int *k = keys + ok + (size_t)(per_q ? q : 0) * R;
+    __global const T *s = src + os + (size_t)q * R * inner + c;
+    __global T *p = part + op + ((size_t)q * nch + h) * na * inner + c;
+    int m1 = min(R, h * C + C);
+    for (int m = h * C; m < m1; m++) {
+        int j = k[m];
+        if (j >= 0 && j < na) p[(size_t)j * inner] += s[(size_t)m * inner];
+        else if (code) clg_report(err, code, j, na);
+    }
 }
-CLG_SCATTER_LINES(scatter_lines, 0)
-CLG_SCATTER_LINES(scatter_lines_check, 1)
 
 #if defined(CLG_F32) && !defined(CLG_F16_STORE) && !defined(CLG_BF16_STORE)
 // The same 16 columns at a time in explicit vectors (inner % 16 == 0; index.c chooses it):
 // work-item (c16, h, q) walks its chunk of keys once for 16 columns. POCL vectorizes a
-// kernel across work-items only around loop-free bodies: the one-column kernels above run
+// kernel across work-items only around loop-free bodies: scatter_lines above runs
 // one column per pass over the keys.
-#define CLG_SCATTER_LINES_VEC(NAME, REPORT)                                                        \
-__kernel void NAME(int inner, int na, int R, int C, int nch, int per_q, __global const float *src, int os, \
-                   __global const int *keys, int ok, __global float *part, int op, __global int *err, int code) \
-{                                                                                              \
-    int c = get_global_id(0) * 16, h = get_global_id(1), q = get_global_id(2);                 \
-    __global const int *k = keys + ok + (size_t)(per_q ? q : 0) * R;                           \
-    __global const float *s = src + os + (size_t)q * R * inner + c;                            \
-    __global float *p = part + op + ((size_t)q * nch + h) * na * inner + c;                    \
-    int m1 = min(R, h * C + C);                                                                \
-    for (int m = h * C; m < m1; m++) {                                                         \
-        int j = k[m];                                                                          \
-        if (j >= 0 && j < na) {                                                                \
-            __global float *d = p + (size_t)j * inner;                                         \
-            vstore16(vload16(0, d) + vload16(0, s + (size_t)m * inner), 0, d);                 \
-        } else if (REPORT) {                                                                   \
-            clg_report(err, code, j, na);                                                      \
-        }                                                                                      \
-    }                                                                                          \
+__kernel void scatter_lines_vec(int inner, int na, int R, int C, int nch, int per_q, __global const float *src,
+                                int os, __global const int *keys, int ok, __global float *part, int op,
+                                __global int *err, int code)
+{
+    int c = get_global_id(0) * 16, h = get_global_id(1), q = get_global_id(2);
+    __global const int *k = keys + ok + (size_t)(per_q ? q : 0) * R;
+    __global const float *s = src + os + (size_t)q * R * inner + c;
+    __global float *p = part + op + ((size_t)q * nch + h) * na * inner + c;
+    int m1 = min(R, h * C + C);
+    for (int m = h * C; m < m1; m++) {
+        int j = k[m];
+        if (j >= 0 && j < na) {
+            __global float *d = p + (size_t)j * inner;
+            vstore16(vload16(0, d) + vload16(0, s + (size_t)m * inner), 0, d);
+        } else if (code) {
+            clg_report(err, code, j, na);
+        }
+    }
 }
-CLG_SCATTER_LINES_VEC(scatter_lines_vec, 0)
-CLG_SCATTER_LINES_VEC(scatter_lines_vec_check, 1)
 #endif
 
 // y[q, j, c] = the sum over the chunks h of part[q, h, j, c], h ascending.

@@ -107,8 +107,8 @@ static void pool_checks(clg_device *dev)
         optest_gradcheck(dev, "avg_pool2d 3x3 s3 pad 1 incl", f_avg, &k3p1, 1, IN({SH(2, 1, 7, 5)}));
         optest_gradcheck(dev, "avg_pool2d 2x1 s(2,1) excl", f_avg, &col, 1, IN({SH(1, 1, 6, 3)}));
     }
-    /* 41 * float(1 / 41) rounds below 1: the kernel's quotient needs its correction (a
-     * second window, so that pixel 41 is in one) */
+    /* a long window and a stride that is no power of two (the kernel's quotient by
+     * clg_udiv), pixel 41 the first of the second window */
     pool_args w41 = {1, 41, 1, 41, 0, 0, false};
     optest_gradcheck(dev, "avg_pool2d 1x41 s41", f_avg, &w41, 1, IN({SH(1, 1, 1, 83)}));
     optest_gradcheck(dev, "global_avg_pool2d", f_global, NULL, 1, IN({SH(2, 3, 3, 4)}));

@@ -516,7 +516,7 @@ static void test_deterministic(clg_device *dev)
 /* index_add of 700 rows of 32 into a [7, 32] table (an embedding's backward): rows of 16
  * columns take index.c's explicit-vector kernel in float32 where scatter = lines, and so
  * few work-items take chunks of keys summed in order; with a key out of range found by
- * the kernel (the reporting variant). */
+ * the kernel. */
 static void test_add_at_wide(clg_device *dev)
 {
     enum { B = 7, C = 32, K = 700 };

@@ -118,9 +118,8 @@ static clg_status lines_sum(clg_device *dev, clg_tensor *src, int64_t Q, int64_t
                    CLG_ARG_B(src->buf), CLG_ARG_I(src->offset), CLG_ARG_B(keys->buf),
                    CLG_ARG_I(keys->offset), CLG_ARG_B(part->buf), CLG_ARG_I(part->offset), CLG_ARG_B(word ? word : keys->buf),
                    CLG_ARG_I(word ? code : 0)};
-    const char *name = vec ? (word && code ? "scatter_lines_vec_check" : "scatter_lines_vec")
-                           : (word && code ? "scatter_lines_check" : "scatter_lines");
-    clg_status st = launch_rows3(dev, src->dtype, name, a, 14, vec ? inner / 16 : inner, nch, Q);
+    clg_status st = launch_rows3(dev, src->dtype, vec ? "scatter_lines_vec" : "scatter_lines", a, 14,
+                                 vec ? inner / 16 : inner, nch, Q);
     if (!st && nch > 1) {
         clg_arg s[] = {CLG_ARG_I(inner), CLG_ARG_I(na), CLG_ARG_I(nch), CLG_ARG_B(part->buf),
                        CLG_ARG_B(y->buf), CLG_ARG_I(y->offset)};

@@ -197,9 +197,13 @@ static clg_tensor *avg_grad_disjoint(clg_node *n, clg_tensor *g)
     clg_kernel *k = dx ? clg__kernel_get(x->dev, PROGRAM, clg__dtype_options_ew(x->dtype), "avg_pool_bw_disjoint") : NULL;
     clg_status st = x->dev->status;
     if (k) {
+        uint32_t mh, mw;
+        int sh, sw;
+        clg__udiv_magic(geo.sh, &mh, &sh);
+        clg__udiv_magic(geo.sw, &mw, &sw);
         clg_arg a[] = {CLG_ARG_B(gc->buf), CLG_ARG_B(dx->buf), geo_arg(&geo), win_arg(&geo),
-                       CLG_ARG_F(1.0f / (float)geo.sh), CLG_ARG_F(1.0f / (float)geo.sw)};
-        st = clg__launch_rows3(x->dev, k, a, 6, (size_t)geo.W, (size_t)geo.H, (size_t)(geo.N * geo.C));
+                       CLG_ARG_I(mh), CLG_ARG_I(sh), CLG_ARG_I(mw), CLG_ARG_I(sw)};
+        st = clg__launch_rows3(x->dev, k, a, 8, (size_t)geo.W, (size_t)geo.H, (size_t)(geo.N * geo.C));
     }
     if (!direct) clg_tensor_free(gc);
     if (st == CLG_OK && k) return dx;
@@ -209,11 +213,7 @@ static clg_tensor *avg_grad_disjoint(clg_node *n, clg_tensor *g)
 
 static clg_status avg_pool_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
 {
-    /* stride >= kernel on both axes, and sides where the kernel's float quotient is exact
-     * to one (below 2^24) */
-    const clg_tensor *x = n->inputs[0];
-    bool disjoint = n->i[2] >= n->i[0] && n->i[3] >= n->i[1] && x->shape[2] + n->i[4] < (1 << 24) &&
-                    x->shape[3] + n->i[5] < (1 << 24);
+    bool disjoint = n->i[2] >= n->i[0] && n->i[3] >= n->i[1];   /* stride >= kernel on both axes */
     gin[0] = disjoint ? avg_grad_disjoint(n, g) : gather_grad(n, g, "avg_pool_bw", NULL);
     return gin[0] ? CLG_OK : g->dev->status;
 }
