@@ -134,6 +134,63 @@ __kernel void col2im_planes(__global const TS *col, __global T *dx, int dxo, int
     }
 }
 
+// ---- stride-1 convolution without columns (src/tensor/conv_shift.c) --------------------
+//
+// The input's channels each as one zero-padded plane holding the whole batch (images
+// stacked, the padding between them shared): row (c, ki, kj) of the batch's column
+// matrix is then channel c's plane read from ki * DH * Ws + kj * DW on (Ws its row
+// length), so the GEMM reads it in place (gemm.cl: gemm_tiles_rows, gemm_dot with row
+// offsets) and computes outputs on the same grid, those outside OH x OW dropped by
+// conv_crop.
+
+// pg = (N, RPC, Lh, Sh, Hdat, Lw, Wdat, Ws): per channel RPC rows of Ws: Lh rows of
+// zeros, then N slots of Sh rows whose first Hdat rows hold an image's rows (Lw zeros,
+// Wdat values, zeros to Ws), zeros after. dst [C, RPC, Ws]. A 2-D range (b, r = row of
+// dst), b rounded up to the vector width (stores guarded): the row's split depends on r
+// alone, uniform along the vectorized b; conv_pad_w1 reads x at unit stride along w (a
+// runtime stride gathers).
+#define CONV_PAD(NAME, X_STEP)                                                                    \
+__kernel void NAME(__global const TS *x, int xo, int8 xs, int8 pg, __global TS *dst)             \
+{                                                                                                 \
+    int b = get_global_id(0), r = get_global_id(1);                                               \
+    int c = r / pg.s1, m = r - c * pg.s1 - pg.s2;                                                 \
+    int n = m >= 0 ? m / pg.s3 : 0, i = m - n * pg.s3, iw = b - pg.s5;                            \
+    TS v = (TS)0;                                                                                 \
+    if (m >= 0 && n < pg.s0 && i < pg.s4 && iw >= 0 && iw < pg.s6) v = x[xo + n * xs.s0 + c * xs.s1 + i * xs.s2 + iw * (X_STEP)]; \
+    if (b < pg.s7) dst[r * pg.s7 + b] = v;                                                        \
+}
+CONV_PAD(conv_pad, xs.s3)
+CONV_PAD(conv_pad_w1, 1)
+
+// rows[r], r = (c * KH + ki) * KW + kj: where row r of the column matrix starts:
+// c * cstep + base + ki * DH * Ws + kj * DW; with flip, the taps from the far end
+// ((KH - 1 - ki), (KW - 1 - kj)): the input gradient's correlation.
+// rg = (KH, KW, cstep, Ws, DH, DW, flip, base)
+__kernel void conv_rows(int n, int8 rg, __global int *rows)
+{
+    int r = get_global_id(0);
+    int kj = r % rg.s1, ki = r / rg.s1 % rg.s0, c = r / (rg.s1 * rg.s0);
+    if (rg.s6) {
+        ki = rg.s0 - 1 - ki;
+        kj = rg.s1 - 1 - kj;
+    }
+    rows[r] = c * rg.s2 + rg.s7 + ki * rg.s4 * rg.s3 + kj * rg.s5;
+}
+
+// y [N, P, OH, OW] from the product's [P, N, Sh, Ws] (P planes per image: output or
+// input channels), the bias b[bo + p * bs] added where given. A 2-D range (ow rounded
+// up to the vector width; r = row of y): only the store is guarded (a load under the
+// guard kept POCL from vectorizing: 4 GB/s), src has room for the reads past a row.
+// cg = (OH, OW, Sh, Ws, P, N, has_bias, -)
+__kernel void conv_crop(__global const TS *src, int8 cg, __global TS *y, __global const TS *bias, int bo, int bs)
+{
+    int ow = get_global_id(0), r = get_global_id(1);
+    int np = r / cg.s0, oh = r - np * cg.s0, n = np / cg.s4, p = np - n * cg.s4;
+    T v = CLG_LD(src, ((p * cg.s5 + n) * cg.s2 + oh) * cg.s3 + ow);
+    if (cg.s6) v += CLG_LD(bias, bo + p * bs);
+    if (ow < cg.s1) CLG_ST(y, r * cg.s1 + ow, v);
+}
+
 // The direct alternative to im2col + GEMM (measured in bench/bench_conv.c): one
 // work-item per output pixel and output channel, y = b + sum over its group's channels
 // and taps. geo.s7 is the number of groups, win.s6 the output channels O, win.s7 whether

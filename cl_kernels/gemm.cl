@@ -204,6 +204,43 @@ void gemm_tiles(const int M, const int N, const int K, const int PI, const int P
     }
 }
 
+// gemm_tiles over a B whose rows start at given offsets: row kk of B, from column j, is
+// B[b_off + b * b_stride + rows[kk] + j], steps k0 <= kk < k1 of a K-step product (the
+// host splits k to stay within item_loops, adding to C after the first). A convolution
+// with stride 1 reads its input so (src/tensor/conv_shift.c): each row (c, ki, kj) of
+// its column matrix is the zero-padded input plane shifted by ki * row + kj, so no
+// column matrix is written. Every panel is read in place, including the last partial
+// one: its columns past N are read (the host leaves room after B) and never stored.
+// 32- and 64-bit storage only: the micro-kernel reads B as T.
+#if !defined(CLG_F16_STORE) && !defined(CLG_BF16_STORE)
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void gemm_tiles_rows(const int M, const int N, const int K, const int k0, const int k1, const int PI,
+                     const int PJ, __global const T *Ap, const long ap_stride, __global const T *B,
+                     const long b_off, const long b_stride, __global const int *rows, __global TC *C,
+                     const long c_off0, const int ldc, const long c_stride, const T alpha, const T beta)
+{
+    int bj = get_global_id(0), bi = get_global_id(1), b = get_global_id(2);
+    int mpanels = (M + MR - 1) / MR, npanels = (N + NR - 1) / NR;
+    int q_end = min(npanels, (bj + 1) * PJ), p_end = min(mpanels, (bi + 1) * PI);
+    const long c_off = c_off0 + b * c_stride;
+    for (int q = bj * PJ; q < q_end; q++) {
+        __global const T *bpanel = B + b_off + b * b_stride + q * NR;
+        int j0 = q * NR;
+        for (int p = bi * PI; p < p_end; p++) {
+            __global const T *a = Ap + b * ap_stride + ((long)p * K + k0) * MR;
+            TN c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0;
+            for (int kk = k0; kk < k1; kk++) {
+                TN bv = VLOAD(0, bpanel + rows[kk]);
+                FMA_ROW(0); FMA_ROW(1); FMA_ROW(2); FMA_ROW(3); FMA_ROW(4); FMA_ROW(5);
+                a += MR;
+            }
+            int i0 = p * MR;
+            STORE_ROW(0); STORE_ROW(1); STORE_ROW(2); STORE_ROW(3); STORE_ROW(4); STORE_ROW(5);
+        }
+    }
+}
+#endif
+
 // ---- A . B^T with both operands contiguous along k: dot products, no packing ----------
 //
 // C = alpha * A * B^T + beta * C where A's rows (lda) and B's rows (ldb) both run along
@@ -236,12 +273,16 @@ void gemm_tiles(const int M, const int N, const int K, const int PI, const int P
 #define DOT_TAIL(r) { T x = CLG_LD(a##r, k); s[r][0] += x * y0; s[r][1] += x * y1; s[r][2] += x * y2; }
 #define DOT_ADD(r) { s[r][0] += HSUM(d##r##0); s[r][1] += HSUM(d##r##1); s[r][2] += HSUM(d##r##2); }
 
+// has_rows: B's row j starts at rows[j] (a convolution's shifted input, as in
+// gemm_tiles_rows), else at j * ldb; rows is then any buffer, never read.
+#define BROW(j) (has_rows ? (long)rows[j] : (long)(j) * ldb)
+
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void gemm_dot(const int M, const int N, const int K, const int JB,
               __global const TS *A, const long a_off, const int lda, const long a_stride,
               __global const TS *B, const long b_off, const int ldb, const long b_stride,
               __global TC *C, const long c_off, const int ldc, const long c_stride, const T alpha, const T beta,
-              const int nsum)
+              const int nsum, const int has_rows, __global const int *rows)
 {
     int bj = get_global_id(0), i0 = get_global_id(1) * 4, b = get_global_id(2);
     A += a_off + b * a_stride;
@@ -257,8 +298,8 @@ void gemm_dot(const int M, const int N, const int K, const int JB,
             __global const TS *at = A + t * a_stride, *bt = B + t * b_stride;
             __global const TS *a0 = at + (long)min(i0, M - 1) * lda, *a1 = at + (long)min(i0 + 1, M - 1) * lda;
             __global const TS *a2 = at + (long)min(i0 + 2, M - 1) * lda, *a3 = at + (long)min(i0 + 3, M - 1) * lda;
-            __global const TS *b0 = bt + (long)j0 * ldb, *b1 = bt + (long)min(j0 + 1, N - 1) * ldb;
-            __global const TS *b2 = bt + (long)min(j0 + 2, N - 1) * ldb;
+            __global const TS *b0 = bt + BROW(j0), *b1 = bt + BROW(min(j0 + 1, N - 1));
+            __global const TS *b2 = bt + BROW(min(j0 + 2, N - 1));
             DOT_ROW(0) DOT_ROW(1) DOT_ROW(2) DOT_ROW(3)
             for (int k = 0; k < kv; k += DW) {
                 TD x0 = LOADW(b0 + k), x1 = LOADW(b1 + k), x2 = LOADW(b2 + k);

@@ -204,6 +204,22 @@ static void chunks_agree(clg_device *dev)
     CHECK_OK(dev, clg_device_set_param(dev, "conv_chunk", was));
 }
 
+/* Stride-1 convolutions with and without columns (conv_shift, src/tensor/conv_shift.c):
+ * dx and dW within float32 rounding (sums in another order); with item_loops 256 the
+ * shifted products go in slices of k (gemm_tiles_rows' steps, the weight gradient's dot
+ * products over the images' planes), against whole ones. Padding (1, 2), dilation (2, 1)
+ * and 2 groups: the input gradient's own padding (3, 0) differs from the forward's. */
+static void shift_agree(clg_device *dev)
+{
+    clg_conv2d_params geo = {{1, 1}, {1, 2}, {2, 1}, 2};
+    const char *const on_off[2] = {"on", "off"}, *const loops[2] = {"32768", "256"};
+    variants_agree_tol(dev, "conv_shift", on_off, 3, &geo, true, "conv2d dx", 1e-6);
+    variants_agree_tol(dev, "conv_shift", on_off, 3, &geo, false, "conv2d dW", 1e-6);
+    variants_agree_tol(dev, "item_loops", loops, 3, &geo, true, "conv2d dx", 1e-6);
+    /* 40 images: 150 launches of 64 steps; 3 (CLG_TEST_SMALL: Oclgrind) still take 6 */
+    variants_agree_tol(dev, "item_loops", loops, optest_small() ? 3 : 40, &geo, false, "conv2d dW", 1e-6);
+}
+
 /* upsample_bilinear2d by its kernels and, where item_loops (64) is shorter than twice
  * the 35 outputs met by one input row, by the composed ops: y and dx agree. */
 static void bilinear_paths_agree(clg_device *dev)
@@ -236,6 +252,14 @@ static void bilinear_paths_agree(clg_device *dev)
 int main(void)
 {
     clg_device *dev = check_open_device();
+    /* Stride-1 geometries without columns where the device table says so (conv_shift);
+     * then im2col's machinery (col2im both ways, kept and rebuilt columns, chunks) for
+     * every geometry, conv_shift off. */
+    bool shift = clg__device_params(dev)->conv_shift;
+    CHECK_OK(dev, clg_device_set_param(dev, "conv_shift", "on"));
+    if (!optest_small()) conv_checks(dev, true);   /* Oclgrind: shift_agree's comparisons only */
+    shift_agree(dev);
+    CHECK_OK(dev, clg_device_set_param(dev, "conv_shift", "off"));
     kept_columns_agree(dev);
     /* Both ways of summing the input gradient, whatever the device's default. */
     CHECK_OK(dev, clg_device_set_param(dev, "col2im", "planes"));
@@ -247,6 +271,7 @@ int main(void)
     CHECK_OK(dev, clg_device_set_param(dev, "conv_columns", "keep"));
     col2im_variants_agree(dev);
     chunks_agree(dev);
+    CHECK_OK(dev, clg_device_set_param(dev, "conv_shift", shift ? "on" : "off"));
     bilinear_paths_agree(dev);
     pool_checks(dev);
     more_layer_checks(dev);

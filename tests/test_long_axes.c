@@ -336,12 +336,15 @@ int main(void)
     test_sort(dev);
     test_matmul(dev);
     test_linear(dev);
-    test_conv1d(dev);
+    for (int shift = 0; shift < 2; shift++) {   /* with im2col's columns and without (conv_shift.c) */
+        CHECK_OK(dev, clg_device_set_param(dev, "conv_shift", shift ? "on" : "off"));
+        test_conv1d(dev);
+        test_conv2d_plane(dev);
+    }
     test_upsample(dev);
     test_sum_columns(dev);
     test_norms_and_rows(dev);
     test_packed_tiles(dev);
-    test_conv2d_plane(dev);
     CHECK_MSG(clg_tensor_live_count(dev) == 0, "%lld tensors leaked", (long long)clg_tensor_live_count(dev));
     clg_device_close(dev);
     return check_report("test_long_axes");

@@ -107,7 +107,11 @@ static void test_conv(clg_device *dev)
             check_conv(dev, &conv_cases[i], CLG_F32, (optest_layout)l, CLG_CONV_DIRECT);
         }
     /* The batch in chunks of one image each (conv_chunk: bytes of columns per chunk),
-     * whatever the device's default: every image its own im2col and GEMM. */
+     * whatever the device's default: every image its own im2col and GEMM; stride-1
+     * convolutions too (conv_shift off: above, they read their input shifted, with no
+     * columns, where the device table says so). */
+    bool shift = clg__device_params(dev)->conv_shift;
+    CHECK_OK(dev, clg_device_set_param(dev, "conv_shift", "off"));
     char was[32];
     snprintf(was, sizeof was, "%zu", clg__device_params(dev)->conv_chunk);
     CHECK_OK(dev, clg_device_set_param(dev, "conv_chunk", "1"));
@@ -115,6 +119,10 @@ static void test_conv(clg_device *dev)
     CHECK_OK(dev, clg_device_set_param(dev, "conv_chunk", "0"));
     for (size_t i = 0; i < n; i++) check_conv(dev, &conv_cases[i], CLG_F32, OPTEST_CONTIGUOUS, CLG_CONV_GEMM);
     CHECK_OK(dev, clg_device_set_param(dev, "conv_chunk", was));
+    /* and the other way of stride-1 convolutions than the device's own */
+    CHECK_OK(dev, clg_device_set_param(dev, "conv_shift", shift ? "off" : "on"));
+    for (size_t i = 0; i < n; i++) check_conv(dev, &conv_cases[i], CLG_F32, OPTEST_PERMUTED, CLG_CONV_GEMM);
+    CHECK_OK(dev, clg_device_set_param(dev, "conv_shift", shift ? "on" : "off"));
     if (optest_fp64(dev)) {
         check_conv(dev, &conv_cases[1], CLG_F64, OPTEST_CONTIGUOUS, CLG_CONV_GEMM);
         check_conv(dev, &conv_cases[9], CLG_F64, OPTEST_PERMUTED, CLG_CONV_GEMM);

@@ -308,6 +308,10 @@ typedef struct clg_device_params {
      * them (CPUs: 9x a 3x3 convolution's input through memory and back cost more than
      * its products); 0: the whole batch at once (GPUs, whose launches cost more). */
     size_t conv_chunk;
+    /* Stride-1 convolutions read their zero-padded input shifted, with no column matrix
+     * (src/tensor/conv_shift.c), where the GEMM engine takes row offsets: on for devices
+     * with wide work-items (CPUs: im2col's traffic bounded the ResNet's convolutions). */
+    bool conv_shift;
     /* The most loop iterations one work-item may run, all its loops together. Mesa's
      * llvmpipe ends a work-item's loops after 65,535 iterations in all, silently (gallivm's
      * LP_MAX_TGSI_LOOP_ITERATIONS), and GPU drivers have watchdogs: kernels that walk a

@@ -61,6 +61,11 @@ struct clg_gemm_engine {
      * weight gradient); NULL: not offered. ---- */
     bool (*sum_fits)(const clg_device *dev, const clg_gemm_args *g);
     clg_status (*sum)(clg_device *dev, const clg_gemm_args *g);
+    /* ---- C = alpha op(A) . B + beta C with B's rows at g->b_rows (gemm.h,
+     * clg__gemm_rows); NULL: not offered. sum and sum_fits take g->b_rows too where
+     * rows is offered. ---- */
+    bool (*rows_fits)(const clg_device *dev, const clg_gemm_args *g);
+    clg_status (*rows)(clg_device *dev, const clg_gemm_args *g);
 };
 
 /* ---- the table (engines.c) ------------------------------------------------------------- */

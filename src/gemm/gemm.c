@@ -61,6 +61,21 @@ clg_status clg__gemm_sum(clg_device *dev, const clg_gemm_args *g)
     return e->sum(dev, g);
 }
 
+bool clg__gemm_rows_fits(clg_device *dev, const clg_gemm_args *g)
+{
+    const clg_gemm_engine *e = dev ? named(dev) : NULL;
+    return e && e->rows_fits && e->rows_fits(dev, g);
+}
+
+clg_status clg__gemm_rows(clg_device *dev, const clg_gemm_args *g)
+{
+    if (!dev) return CLG_ERR_INVALID_ARGUMENT;
+    if (!clg__gemm_rows_fits(dev, g))
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg__gemm_rows: the engine the device table names (gemm = %s) "
+                         "does not take %zu x %zu x %zu with row offsets", clg__device_params(dev)->gemm, g->m, g->n, g->k);
+    return g->m && g->n && g->batch ? named(dev)->rows(dev, g) : CLG_OK;
+}
+
 const char *clg_matmul_engine(clg_device *dev, double *gflops, int *origin)
 {
     if (gflops) *gflops = 0;

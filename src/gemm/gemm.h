@@ -110,6 +110,10 @@ typedef struct clg_gemm_args {
     clg_buffer *c;
     size_t a_off, lda, stride_a, b_off, ldb, stride_b, c_off, ldc, stride_c;
     bool c_f32;   /* 16-bit types: C is float32 (sums never rounded to 16 bits) */
+    /* Only for clg__gemm_rows and clg__gemm_sum (NULL elsewhere): int32 offsets, one
+     * per row of the stored B, where that row starts (from b_off + b * stride_b) instead
+     * of at row * ldb: a convolution's input read shifted, with no column matrix. */
+    const clg_buffer *b_rows;
 } clg_gemm_args;
 
 /* A configuration of an engine that has several (engine.h). */
@@ -128,5 +132,13 @@ clg_status clg__gemm_run(clg_device *dev, const clg_gemm_engine *engine, const c
  * float16), and the product. */
 bool clg__gemm_sum_fits(clg_device *dev, const clg_gemm_args *g);
 clg_status clg__gemm_sum(clg_device *dev, const clg_gemm_args *g);
+
+/* C = alpha op(A) . B + beta C (batched) with B's rows at g->b_rows (B not transposed;
+ * ldb unused): a stride-1 convolution over its zero-padded input (src/tensor/conv_shift.c).
+ * Every panel of 16 (float) columns is read whole: B's buffer must hold the columns past
+ * n of the last panel (reads only). Whether the engine the device table names takes g so
+ * (the packed engine, float32 and float64), and the product. */
+bool clg__gemm_rows_fits(clg_device *dev, const clg_gemm_args *g);
+clg_status clg__gemm_rows(clg_device *dev, const clg_gemm_args *g);
 
 #endif

@@ -141,7 +141,8 @@ static clg_status dot(clg_device *dev, const clg_gemm_args *g)
         CLG_ARG_B(g->a), CLG_ARG_L(g->a_off), CLG_ARG_I(g->lda), CLG_ARG_L(g->stride_a),
         CLG_ARG_B(g->b), CLG_ARG_L(g->b_off), CLG_ARG_I(g->ldb), CLG_ARG_L(g->stride_b),
         CLG_ARG_B(g->c), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc), CLG_ARG_L(g->stride_c),
-        clg__gemm_scalar(g->type, g->alpha), clg__gemm_scalar(g->type, g->beta), CLG_ARG_I(1),
+        clg__gemm_scalar(g->type, g->alpha), clg__gemm_scalar(g->type, g->beta), CLG_ARG_I(1), CLG_ARG_I(0),
+        CLG_ARG_B(g->b),
     };
     size_t nb = (g->n + 2) / 3;
     size_t global[3] = {(nb + (size_t)jb - 1) / (size_t)jb, (g->m + 3) / 4, g->batch};
@@ -156,7 +157,9 @@ static size_t dot_width(const clg_gemm_args *g) { return g->type == CLG_GEMM_F64
 static bool sum_fits(const clg_device *dev, const clg_gemm_args *g)
 {
     const clg_device_params *p = clg__device_params(dev);
-    /* The device table names this engine (the dispatcher asked it); gemm_dot on. */
+    /* The device table names this engine (the dispatcher asked it); gemm_dot on (B's
+     * rows at offsets: 32- and 64-bit types, as gemm_tiles_rows). */
+    if (g->b_rows && clg__gemm_type_is_half(g->type)) return false;
     return p->gemm_dot && !g->trans_a && g->trans_b && (g->m <= 256 || g->n <= 256) &&
            g->type != CLG_GEMM_F16 && fits(NULL, g) && 16 * (g->k / dot_width(g) + 8) <= p->item_loops;
 }
@@ -183,6 +186,7 @@ static clg_status sum(clg_device *dev, const clg_gemm_args *g)
             CLG_ARG_B(g->b), CLG_ARG_L(g->b_off + b0 * g->stride_b), CLG_ARG_I(g->ldb), CLG_ARG_L(g->stride_b),
             CLG_ARG_B(g->c), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc), CLG_ARG_L(0),
             clg__gemm_scalar(g->type, g->alpha), clg__gemm_scalar(g->type, b0 ? 1.0 : g->beta), CLG_ARG_I(cnt),
+            CLG_ARG_I(g->b_rows != NULL), CLG_ARG_B(g->b_rows ? g->b_rows : g->b),
         };
         st = clg__launch(dev, k, args, (int)(sizeof args / sizeof *args), 3, global, local);
     }
@@ -267,6 +271,49 @@ static clg_status packed(clg_device *dev, const clg_gemm_args *g)
     return st;
 }
 
+/* ---- B's rows at offsets (clg__gemm_rows, gemm.h) ----------------------------------------- */
+
+static bool rows_fits(const clg_device *dev, const clg_gemm_args *g)
+{
+    (void)dev;
+    size_t nr = tile_cols(g->type);
+    return !g->trans_b && !clg__gemm_type_is_half(g->type) && !g->c_f32 && fits(NULL, g) &&
+           (g->n + nr - 1) / nr * nr < INT_MAX / 2;
+}
+
+/* op(A) packed, then gemm_tiles_rows over every panel of B in place, in slices of k
+ * that keep a work-item's loops within item_loops (each slice adding to C). */
+static clg_status rows(clg_device *dev, const clg_gemm_args *g)
+{
+    const char *opts = clg__gemm_cl_options(g);
+    clg_kernel *kpack = clg__kernel_get(dev, "gemm", opts, "gemm_pack");
+    clg_kernel *krows = kpack ? clg__kernel_get(dev, "gemm", opts, "gemm_tiles_rows") : NULL;
+    if (!krows) return dev->status;
+    size_t es = g->type == CLG_GEMM_F64 ? sizeof(double) : sizeof(float);
+    size_t abatch = g->stride_a ? g->batch : 1, ap_stride = (g->m + MR - 1) / MR * MR * g->k;
+    clg_buffer *ap = clg__buffer_alloc(dev, ap_stride * abatch * es);
+    if (!ap) return dev->status;
+    clg_status st = pack(dev, kpack, g->a, g->a_off, g->lda, g->stride_a, g->m, MR, g->k, !g->trans_a, abatch, ap,
+                         ap_stride);
+    tiles_plan t = plan_tiles(dev, g);
+    size_t slice = k_limit(dev, g);
+    size_t global[3] = {(size_t)((t.npanels + t.pj - 1) / t.pj), (size_t)((t.mpanels + t.pi - 1) / t.pi), g->batch};
+    size_t local[3] = {1, 1, 1};
+    for (size_t k0 = 0; st == CLG_OK && k0 < g->k; k0 += slice) {
+        size_t k1 = g->k - k0 < slice ? g->k : k0 + slice;
+        clg_arg args[] = {
+            CLG_ARG_I(g->m), CLG_ARG_I(g->n), CLG_ARG_I(g->k), CLG_ARG_I(k0), CLG_ARG_I(k1), CLG_ARG_I(t.pi),
+            CLG_ARG_I(t.pj), CLG_ARG_B(ap), CLG_ARG_L(g->stride_a ? ap_stride : 0), CLG_ARG_B(g->b),
+            CLG_ARG_L(g->b_off), CLG_ARG_L(g->stride_b), CLG_ARG_B(g->b_rows), CLG_ARG_B(g->c), CLG_ARG_L(g->c_off),
+            CLG_ARG_I(g->ldc), CLG_ARG_L(g->stride_c), clg__gemm_scalar(g->type, g->alpha),
+            clg__gemm_scalar(g->type, k0 ? 1.0 : g->beta),
+        };
+        st = clg__launch(dev, krows, args, (int)(sizeof args / sizeof *args), 3, global, local);
+    }
+    clg__buffer_release(ap);
+    return st;
+}
+
 /* One candidate of the tuner, always: the fallback of every device. */
 static int candidates(clg_device *dev, int flags, bool fitting, clg_gemm_config *out, int cap)
 {
@@ -285,4 +332,6 @@ const clg_gemm_engine clg__gemm_packed_engine = {
     .programs = "common gemm",
     .sum_fits = sum_fits,
     .sum = sum,
+    .rows_fits = rows_fits,
+    .rows = rows,
 };

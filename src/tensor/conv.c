@@ -281,6 +281,12 @@ clg_tensor *clg__conv_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, const
     /* the direct kernel's work-item walks C/G x KH x KW taps: within item_loops only */
     bool direct = algo == CLG_CONV_DIRECT && (!b || clg_tensor_is_contiguous(b)) &&
                   g->C / g->G * g->KH * g->KW <= (int64_t)clg__device_params(x->dev)->item_loops;
+    if (!direct && clg__conv_shift_ok(x->dev, x->dtype, g, CLG_CONV_PASS_FORWARD)) {
+        clg_tensor_free(y);
+        if ((y = clg__conv_shift_forward(x, w, b, g))) return y;
+        return clg__op_fail(x->dev, x->dev->status, "conv2d", "x %s, weight %s: %.7000s", CLG_DESC(x), CLG_DESC(w),
+                            x->dev->error);
+    }
     clg_status st = direct ? forward_direct(x, w, b, g, y) : forward_gemm(x, w, b, g, y, cols);
     if (st == CLG_OK) return y;
     clg_tensor_free(y);
@@ -313,6 +319,8 @@ static conv_geo geo_load(const clg_node *n)
  * at the end. */
 clg_tensor *clg__conv_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g, clg_tensor *kept)
 {
+    if (!kept && clg__conv_shift_ok(x->dev, x->dtype, g, CLG_CONV_PASS_WEIGHT))
+        return clg__conv_shift_grad_weight(x, w, gy, g);
     size_t K = (size_t)rows_per_group(g), P = (size_t)pixels(g), Og = (size_t)(g->O / g->G), CK = K * (size_t)g->G;
     bool half = clg__is_half(x->dtype);
     clg_gemm_args probe = {.type = clg__gemm_type_of(x->dtype), .trans_b = true, .m = Og, .n = K, .k = P, .batch = 1,
@@ -386,6 +394,7 @@ static clg_status col2im(clg_tensor *dcol, clg_tensor *dx, const conv_geo *g, in
 clg_tensor *clg__conv_grad_input(clg_tensor *w, clg_tensor *gy, const conv_geo *g)
 {
     clg_device *dev = w->dev;
+    if (clg__conv_shift_ok(dev, w->dtype, g, CLG_CONV_PASS_INPUT)) return clg__conv_shift_grad_input(w, gy, g);
     size_t K = (size_t)rows_per_group(g), P = (size_t)pixels(g), Og = (size_t)(g->O / g->G), CK = K * (size_t)g->G;
     clg_tensor *dx = clg__tensor_new(dev, w->dtype, 4, (const int64_t[]){g->N, g->C, g->H, g->W});
     clg_tensor *wm = weight_matrix(w);

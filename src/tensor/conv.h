@@ -30,6 +30,15 @@ clg_tensor *clg__conv_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, 
 clg_tensor *clg__conv2d_with(clg_tensor *x, clg_tensor *w, clg_tensor *b, const clg_conv2d_params *p,
                              clg_conv_algo algo);
 
+/* Stride-1 convolutions without a column matrix (conv_shift.c): whether the device
+ * table's conv_shift and the GEMM engine take g's pass for dtype, and the passes (y;
+ * dW shaped as w; dx [N, C, H, W]), NULL with the error recorded. */
+typedef enum clg_conv_pass { CLG_CONV_PASS_FORWARD, CLG_CONV_PASS_WEIGHT, CLG_CONV_PASS_INPUT } clg_conv_pass;
+bool clg__conv_shift_ok(clg_device *dev, clg_dtype dtype, const conv_geo *g, clg_conv_pass pass);
+clg_tensor *clg__conv_shift_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, const conv_geo *g);
+clg_tensor *clg__conv_shift_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g);
+clg_tensor *clg__conv_shift_grad_input(clg_tensor *w, clg_tensor *gy, const conv_geo *g);
+
 /* Runs `kernel` of conv.cl on exactly the 3-D range n[0] x n[1] x n[2]: work-group
  * sizes are divisors of the range, so kernels need no bounds check (on POCL an early
  * `return` for the items past the end stops the work-group loop from being vectorized:

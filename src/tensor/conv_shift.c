@@ -1,0 +1,257 @@
+/* conv_shift.c: stride-1 convolutions without a column matrix (conv.c chooses them
+ * where the device table's conv_shift says so and the GEMM engine takes B's rows at
+ * offsets: gemm.h, clg__gemm_rows). Kernels: cl_kernels/conv.cl (conv_pad, conv_rows,
+ * conv_crop) and gemm.cl (gemm_tiles_rows, gemm_dot with row offsets).
+ *
+ * Why: im2col writes a 3x3 convolution's input nine times over and the GEMM reads it
+ * back; on CPUs that traffic, not the products, bounded the ResNet's convolutions
+ * (bench/RESULTS.md, session 23). With stride 1, lay the zero-padded input planes out
+ * channel-major ([C, N, Hd, Wd]) and the outputs with the same plane (output (n, oh, ow)
+ * at (n * Hd + oh) * Wd + ow, the positions past OH x OW computed and dropped): row
+ * (c, ki, kj) of the whole batch's column matrix is then channel c's planes read from
+ * ki * DH * Wd + kj * DW on. So, each a single product over the whole batch:
+ *   forward  y' = W . shift(pad(x)),             y = crop(y') + b
+ *   dW       dW = pad0(dy) . shift(pad(x))^T     (dy on the same planes, zeros at the
+ *                 dropped positions, so they add nothing; k = N Hd Wd, long)
+ *   dx       dx' = W~ . flipshift(pad'(dy)),     dx = crop(dx')
+ * where pad' pads dy by (KH - 1) DH - PH rows and (KW - 1) DW - PW columns and W~ is W
+ * as [C/G, O/G * KH * KW] per group, the taps read from the far end (a correlation
+ * with the flipped kernel). The padded planes are 1.15-1.65x the input for the
+ * ResNet's 28/14/7-pixel planes, against 9x for the columns.
+ */
+#include "conv.h"
+#include "gemm/gemm.h"
+
+#define PROGRAM "conv"
+
+/* A batch's planes, one per channel: rpc rows of ws; from row lead_h on, slots of sh
+ * rows, one per image, whose first hdat rows hold the image's rows from column lead_w
+ * (wdat values); zeros everywhere else. The gaps between images and between rows are
+ * shared padding: a window reaching past an image's bottom (right) edge meets the
+ * zeros that the next image (row) has above (left of) it. */
+typedef struct layout {
+    int64_t rpc, lead_h, sh, hdat, lead_w, wdat, ws;
+} layout;
+
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* Planes for data of hdat x wdat padded by (ph, pw) for a KH x KW window (dilated): the
+ * gaps are the larger of the padding before and the reach after; then rows of zeros that
+ * cover every read past the last slot (the GEMM reads 16 columns past its last one). */
+static layout planes_for(const conv_geo *g, int64_t hdat, int64_t wdat, int64_t ph, int64_t pw)
+{
+    int64_t gh = max64(ph, (g->KH - 1) * g->dh - ph), gw = max64(pw, (g->KW - 1) * g->dw - pw);
+    int64_t sh = hdat + gh, ws = wdat + gw, tail = gh + 4 + (16 + ws - 1) / ws;
+    return (layout){gh + g->N * sh + tail, gh, sh, hdat, gw, wdat, ws};
+}
+
+/* Where the window of output 0 starts in such planes: (lead_h - ph) rows, (lead_w - pw) columns in. */
+static int64_t window_base(const layout *l, int64_t ph, int64_t pw) { return (l->lead_h - ph) * l->ws + l->lead_w - pw; }
+
+/* The input gradient's padding: the window's reach minus the forward's padding. */
+static int64_t pad_q(int64_t k, int64_t d, int64_t p) { return (k - 1) * d - p; }
+
+/* Whether these convolutions take g: stride 1, 32- or 64-bit (gemm_tiles_rows reads B
+ * as its compute type), not a 1x1 without padding (x is its own column matrix), the
+ * input gradient's padding not negative, int indices. */
+static bool geometry_ok(const clg_device *dev, clg_dtype dtype, const conv_geo *g)
+{
+    if (!clg__device_params(dev)->conv_shift || (dtype != CLG_F32 && dtype != CLG_F64)) return false;
+    if (g->sh != 1 || g->sw != 1 || (g->KH == 1 && g->KW == 1 && g->ph == 0 && g->pw == 0)) return false;
+    int64_t qh = pad_q(g->KH, g->dh, g->ph), qw = pad_q(g->KW, g->dw, g->pw);
+    if (qh < 0 || qw < 0) return false;
+    layout x = planes_for(g, g->H, g->W, g->ph, g->pw), d = planes_for(g, g->OH, g->OW, qh, qw);
+    return x.rpc * x.ws * max64(g->C, g->O) < INT32_MAX / 2 && d.rpc * d.ws * max64(g->C, g->O) < INT32_MAX / 2;
+}
+
+static clg_gemm_args probe(clg_dtype dtype, size_t m, size_t n, size_t k, bool summed)
+{
+    return (clg_gemm_args){.type = clg__gemm_type_of(dtype), .trans_b = summed, .m = m, .n = n, .k = k, .batch = 1,
+                           .lda = k, .ldc = n};
+}
+
+/* k of the weight gradient's dot products per launch: within item_loops (gemm_dot's
+ * trips: 16 column blocks x (k / 8 + 8), src/gemm/packed.c). */
+static size_t dot_slice(const clg_device *dev)
+{
+    size_t trips = clg__device_params(dev)->item_loops / 16;
+    return trips > 16 ? (trips - 8) * 8 : 64;
+}
+
+bool clg__conv_shift_ok(clg_device *dev, clg_dtype dtype, const conv_geo *g, clg_conv_pass pass)
+{
+    if (!geometry_ok(dev, dtype, g)) return false;
+    size_t Cg = (size_t)(g->C / g->G), Og = (size_t)(g->O / g->G), taps = (size_t)(g->KH * g->KW);
+    layout x = planes_for(g, g->H, g->W, g->ph, g->pw);
+    layout d = planes_for(g, g->OH, g->OW, pad_q(g->KH, g->dh, g->ph), pad_q(g->KW, g->dw, g->pw));
+    clg_gemm_args a;
+    switch (pass) {
+    case CLG_CONV_PASS_FORWARD: a = probe(dtype, Og, (size_t)(g->N * x.sh * x.ws), Cg * taps, false); break;
+    case CLG_CONV_PASS_WEIGHT: a = probe(dtype, Og, Cg * taps, dot_slice(dev), true); break;
+    default: a = probe(dtype, Cg, (size_t)(g->N * d.sh * d.ws), Og * taps, false); break;
+    }
+    a.b_rows = (const clg_buffer *)dev;   /* any non-NULL: asks whether row offsets are taken */
+    return pass == CLG_CONV_PASS_WEIGHT ? clg__gemm_sum_fits(dev, &a) : clg__gemm_rows_fits(dev, &a);
+}
+
+/* ---- the pieces -------------------------------------------------------------------------------- */
+
+static int64_t vector_round(const clg_device *dev, int64_t n)
+{
+    int64_t v = clg__device_params(dev)->vector_float;
+    return v > 1 ? (n + v - 1) / v * v : n;
+}
+
+/* x [N, C, H, W] (any strides) in planes laid out as l: a contiguous 1-D tensor. */
+static clg_tensor *pad(clg_tensor *x, const layout *l)
+{
+    int64_t rows = x->shape[1] * l->rpc;
+    clg_tensor *p = clg__tensor_new(x->dev, x->dtype, 1, (const int64_t[]){rows * l->ws});
+    if (!p) return NULL;
+    const int64_t pg[8] = {x->shape[0], l->rpc, l->lead_h, l->sh, l->hdat, l->lead_w, l->wdat, l->ws};
+    clg_arg a[] = {CLG_ARG_B(x->buf), CLG_ARG_I(x->offset), clg__arg_int8(x->strides, 4), clg__arg_int8(pg, 8),
+                   CLG_ARG_B(p->buf)};
+    const char *k = x->strides[3] == 1 ? "conv_pad_w1" : "conv_pad";
+    if (clg__conv_launch_grid(x->dev, x->dtype, k, a, 5, (const int64_t[]){vector_round(x->dev, l->ws), rows, 1}) ==
+        CLG_OK)
+        return p;
+    clg_tensor_free(p);
+    return NULL;
+}
+
+/* Where the column matrix's rows (c, ki, kj), c < channels, start in planes laid out as
+ * l (a channel l->rpc * l->ws elements on), the window at `base`; flip: the taps from
+ * the far end. */
+static clg_tensor *row_offsets(clg_device *dev, const conv_geo *g, int64_t channels, const layout *l, int64_t base,
+                               bool flip)
+{
+    int64_t n = channels * g->KH * g->KW;
+    clg_tensor *r = clg__tensor_new(dev, CLG_I32, 1, (const int64_t[]){n});
+    clg_kernel *k = r ? clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(CLG_F32), "conv_rows") : NULL;
+    const int64_t rg[8] = {g->KH, g->KW, l->rpc * l->ws, l->ws, g->dh, g->dw, flip, base};
+    clg_arg a[] = {CLG_ARG_I(n), clg__arg_int8(rg, 8), CLG_ARG_B(r ? r->buf : NULL)};
+    if (k && clg__launch_1d(dev, k, a, 3, (size_t)n) == CLG_OK) return r;
+    clg_tensor_free(r);
+    return NULL;
+}
+
+/* [N, P, oh, ow] (+ b per plane p) from the product's [P, N, sh, ws] (followed by a
+ * vector's width of room: the rows are read whole vectors at a time): a new tensor. */
+static clg_tensor *crop(clg_tensor *out, int64_t N, int64_t P, int64_t oh, int64_t ow, const layout *l, clg_tensor *b)
+{
+    clg_tensor *y = clg__tensor_new(out->dev, out->dtype, 4, (const int64_t[]){N, P, oh, ow});
+    if (!y) return NULL;
+    const int64_t cg[8] = {oh, ow, l->sh, l->ws, P, N, b != NULL, 0};
+    clg_arg a[] = {CLG_ARG_B(out->buf), clg__arg_int8(cg, 8), CLG_ARG_B(y->buf), CLG_ARG_B(b ? b->buf : out->buf),
+                   CLG_ARG_I(b ? b->offset : 0), CLG_ARG_I(b ? b->strides[0] : 0)};
+    if (clg__conv_launch_grid(out->dev, out->dtype, "conv_crop", a, 6,
+                              (const int64_t[]){vector_round(out->dev, ow), N * P * oh, 1}) == CLG_OK)
+        return y;
+    clg_tensor_free(y);
+    return NULL;
+}
+
+/* For each group gi: out rows [gi m, gi m + m) (cols each) = a's rows for gi (m x k,
+ * a_step elements apart per group) . shift(planes) with the rows at `rows`, the planes
+ * b_step elements on per group. */
+static clg_status shifted(clg_device *dev, clg_dtype dtype, const conv_geo *g, size_t m, size_t cols, size_t k,
+                          const clg_tensor *a, size_t a_step, const clg_tensor *planes, size_t b_step,
+                          const clg_tensor *rows, clg_tensor *out)
+{
+    clg_status st = CLG_OK;
+    for (int64_t gi = 0; st == CLG_OK && gi < g->G; gi++) {
+        size_t s = (size_t)gi;
+        clg_gemm_args ga = {
+            .type = clg__gemm_type_of(dtype), .m = m, .n = cols, .k = k, .batch = 1, .alpha = 1.0, .a = a->buf,
+            .a_off = (size_t)a->offset + s * a_step, .lda = k, .b = planes->buf, .b_off = s * b_step,
+            .b_rows = rows->buf, .c = out->buf, .c_off = s * m * cols, .ldc = cols,
+        };
+        st = clg__gemm_rows(dev, &ga);
+    }
+    return st;
+}
+
+/* ---- the three products ------------------------------------------------------------------------- */
+
+clg_tensor *clg__conv_shift_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, const conv_geo *g)
+{
+    clg_device *dev = x->dev;
+    layout l = planes_for(g, g->H, g->W, g->ph, g->pw);
+    int64_t Cg = g->C / g->G, Og = g->O / g->G, cstep = l.rpc * l.ws, L = g->N * l.sh * l.ws;
+    size_t K = (size_t)(Cg * g->KH * g->KW);
+    clg_tensor *xp = pad(x, &l);
+    clg_tensor *rows = xp ? row_offsets(dev, g, Cg, &l, window_base(&l, g->ph, g->pw), false) : NULL;
+    clg_tensor *wm = rows ? clg__contiguous_at0(w) : NULL;
+    clg_tensor *out = wm ? clg__tensor_new(dev, x->dtype, 1, (const int64_t[]){g->O * L + vector_round(dev, 1)}) : NULL;
+    clg_tensor *y = NULL;
+    if (out && shifted(dev, x->dtype, g, (size_t)Og, (size_t)L, K, wm, (size_t)Og * K, xp, (size_t)(Cg * cstep), rows,
+                       out) == CLG_OK)
+        y = crop(out, g->N, g->O, g->OH, g->OW, &l, b);
+    clg_tensor_free(out);
+    clg__release_copy(wm, w);
+    clg_tensor_free(rows);
+    clg_tensor_free(xp);
+    return y;
+}
+
+clg_tensor *clg__conv_shift_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g)
+{
+    clg_device *dev = x->dev;
+    layout l = planes_for(g, g->H, g->W, g->ph, g->pw);
+    /* dy on the forward's output grid: zeros where no output is, so those add nothing */
+    layout o = {g->N * l.sh, 0, l.sh, g->OH, 0, g->OW, l.ws};
+    int64_t Cg = g->C / g->G, Og = g->O / g->G, cstep = l.rpc * l.ws;
+    size_t K = (size_t)(Cg * g->KH * g->KW), L = (size_t)(g->N * l.sh * l.ws), slice = dot_slice(dev);
+    clg_tensor *xp = pad(x, &l);
+    clg_tensor *dyp = xp ? pad(gy, &o) : NULL;
+    clg_tensor *rows = dyp ? row_offsets(dev, g, Cg, &l, window_base(&l, g->ph, g->pw), false) : NULL;
+    clg_tensor *dw = rows ? clg__tensor_new(dev, x->dtype, 4, w->shape) : NULL;
+    clg_status st = dw ? CLG_OK : dev->status;
+    /* per group, k (all images' planes) in slices, each adding to the last */
+    for (int64_t gi = 0; st == CLG_OK && gi < g->G; gi++) {
+        for (size_t k0 = 0; st == CLG_OK && k0 < L; k0 += slice) {
+            size_t s = (size_t)gi;
+            clg_gemm_args ga = {
+                .type = clg__gemm_type_of(x->dtype), .trans_b = true, .m = (size_t)Og, .n = K,
+                .k = L - k0 < slice ? L - k0 : slice, .batch = 1, .alpha = 1.0, .beta = k0 ? 1.0 : 0.0,
+                .a = dyp->buf, .a_off = s * (size_t)Og * L + k0, .lda = L, .b = xp->buf,
+                .b_off = s * (size_t)(Cg * cstep) + k0, .b_rows = rows->buf, .c = dw->buf,
+                .c_off = s * (size_t)Og * K, .ldc = K,
+            };
+            st = clg__gemm_sum(dev, &ga);
+        }
+    }
+    clg_tensor_free(rows);
+    clg_tensor_free(dyp);
+    clg_tensor_free(xp);
+    if (st == CLG_OK) return dw;
+    clg_tensor_free(dw);
+    return NULL;
+}
+
+clg_tensor *clg__conv_shift_grad_input(clg_tensor *w, clg_tensor *gy, const conv_geo *g)
+{
+    clg_device *dev = w->dev;
+    int64_t qh = pad_q(g->KH, g->dh, g->ph), qw = pad_q(g->KW, g->dw, g->pw);
+    layout l = planes_for(g, g->OH, g->OW, qh, qw);
+    int64_t Cg = g->C / g->G, Og = g->O / g->G, cstep = l.rpc * l.ws, L = g->N * l.sh * l.ws;
+    size_t K = (size_t)(Og * g->KH * g->KW);
+    /* W~: w [G, Og, Cg, taps] as [G, Cg, Og, taps], contiguous: group gi's rows c. */
+    clg_tensor *wv = clg_reshape(w, CLG_SHAPE(g->G, Og, Cg, g->KH * g->KW));
+    clg_tensor *wp = wv ? clg_permute(wv, 4, (const int[]){0, 2, 1, 3}) : NULL;
+    clg_tensor *wt = wp ? clg__copy_as(wp, w->dtype) : NULL;
+    clg_tensor_free(wp);
+    clg_tensor_free(wv);
+    clg_tensor *dyq = wt ? pad(gy, &l) : NULL;
+    clg_tensor *rows = dyq ? row_offsets(dev, g, Og, &l, window_base(&l, qh, qw), true) : NULL;
+    clg_tensor *out = rows ? clg__tensor_new(dev, w->dtype, 1, (const int64_t[]){g->C * L + vector_round(dev, 1)}) : NULL;
+    clg_tensor *dx = NULL;
+    if (out && shifted(dev, w->dtype, g, (size_t)Cg, (size_t)L, K, wt, (size_t)Cg * K, dyq, (size_t)(Og * cstep), rows,
+                       out) == CLG_OK)
+        dx = crop(out, g->N, g->C, g->H, g->W, &l, NULL);
+    clg_tensor_free(out);
+    clg_tensor_free(rows);
+    clg_tensor_free(dyq);
+    clg_tensor_free(wt);
+    return dx;
+}
