@@ -77,6 +77,9 @@ static void conv_checks(clg_device *dev, bool all)
     if (!all) return;
     optest_gradcheck(dev, "conv2d pad 1", f_conv, &pad1, 3, IN({SH(2, 2, 5, 5)}, {SH(3, 2, 3, 3)}, {SH(3)}));
     optest_gradcheck(dev, "conv2d dilation 2", f_conv_nobias, &dil2, 2, IN({SH(1, 2, 5, 6)}, {SH(2, 2, 3, 3)}));
+    clg_conv2d_params uneven = {{1, 1}, {1, 2}, {2, 1}, 1};   /* stride 1: dx's padding (3, 0) */
+    optest_gradcheck(dev, "conv2d pad (1,2) dilation (2,1)", f_conv, &uneven, 3,
+                     IN({SH(2, 2, 6, 4)}, {SH(2, 2, 3, 3)}, {SH(2)}));
     optest_gradcheck(dev, "conv2d depthwise", f_conv, &depthwise, 3, IN({SH(2, 3, 5, 4)}, {SH(3, 1, 3, 3)}, {SH(3)}));
     optest_gradcheck(dev, "conv2d 1x1", f_conv, &plain, 3, IN({SH(2, 3, 3, 4)}, {SH(2, 3, 1, 1)}, {SH(2)}));
     optest_gradcheck(dev, "conv2d weight only", f_conv, &pad1, 3,

@@ -283,7 +283,9 @@ clg_tensor *clg__conv_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, const
                   g->C / g->G * g->KH * g->KW <= (int64_t)clg__device_params(x->dev)->item_loops;
     if (!direct && clg__conv_shift_ok(x->dev, x->dtype, g, CLG_CONV_PASS_FORWARD)) {
         clg_tensor_free(y);
-        if ((y = clg__conv_shift_forward(x, w, b, g))) return y;
+        /* its padded planes kept for a weight gradient that reads them too */
+        bool keep = cols && clg__conv_shift_ok(x->dev, x->dtype, g, CLG_CONV_PASS_WEIGHT);
+        if ((y = clg__conv_shift_forward(x, w, b, g, keep ? cols : NULL))) return y;
         return clg__op_fail(x->dev, x->dev->status, "conv2d", "x %s, weight %s: %.7000s", CLG_DESC(x), CLG_DESC(w),
                             x->dev->error);
     }
@@ -312,15 +314,18 @@ static conv_geo geo_load(const clg_node *n)
     return g;
 }
 
-/* dW = sum over n of dy[n] . col[n]^T, per group, chunk by chunk of images. Where the
+/* dW = sum over n of dy[n] . col[n]^T, per group, chunk by chunk of images (or without
+ * columns, conv_shift.c, from the forward's padded planes when kept). Where the
  * engine takes it (clg__gemm_sum) the products sum the images themselves into
  * [O, K], each chunk added to the last; else they go per image into [N, O, K], summed
  * over N after. For 16-bit tensors the products and their sum are float32, rounded once
  * at the end. */
 clg_tensor *clg__conv_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g, clg_tensor *kept)
 {
+    /* kept: the forward's columns [N, C*KH*KW, P], or its padded planes (1-D, conv_shift.c) */
+    if (kept && kept->ndim == 1) return clg__conv_shift_grad_weight(x, w, gy, g, kept);
     if (!kept && clg__conv_shift_ok(x->dev, x->dtype, g, CLG_CONV_PASS_WEIGHT))
-        return clg__conv_shift_grad_weight(x, w, gy, g);
+        return clg__conv_shift_grad_weight(x, w, gy, g, NULL);
     size_t K = (size_t)rows_per_group(g), P = (size_t)pixels(g), Og = (size_t)(g->O / g->G), CK = K * (size_t)g->G;
     bool half = clg__is_half(x->dtype);
     clg_gemm_args probe = {.type = clg__gemm_type_of(x->dtype), .trans_b = true, .m = Og, .n = K, .k = P, .batch = 1,
@@ -448,6 +453,11 @@ static clg_status conv2d_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     clg_tensor *gy = clg_contiguous(g);
     if (!gy) return g->dev->status;
     if (n->ninputs > 2 && clg__wants_grad(n, 2) && !(gin[2] = grad_bias(gy, &geo))) return g->dev->status;
+    clg_tensor *kept = n->saved[0];
+    if (clg__wants_grad(n, 0) && clg__wants_grad(n, 1) && (!kept || kept->ndim == 1) &&
+        clg__conv_shift_ok(x->dev, x->dtype, &geo, CLG_CONV_PASS_WEIGHT) &&
+        clg__conv_shift_ok(x->dev, x->dtype, &geo, CLG_CONV_PASS_INPUT))
+        return clg__conv_shift_backward(x, w, gy, &geo, kept, &gin[1], &gin[0]);
     if (clg__wants_grad(n, 1) && !(gin[1] = clg__conv_grad_weight(x, w, gy, &geo, n->saved[0])))
         return g->dev->status;
     if (clg__wants_grad(n, 0) && !(gin[0] = clg__conv_grad_input(w, gy, &geo))) return g->dev->status;

@@ -71,11 +71,12 @@ static clg_gemm_args probe(clg_dtype dtype, size_t m, size_t n, size_t k, bool s
 }
 
 /* k of the weight gradient's dot products per launch: within item_loops (gemm_dot's
- * trips: 16 column blocks x (k / 8 + 8), src/gemm/packed.c). */
-static size_t dot_slice(const clg_device *dev)
+ * trips: 16 column blocks x (k / w + 8) for vectors of w = 8 floats or 4 doubles,
+ * src/gemm/packed.c). */
+static size_t dot_slice(const clg_device *dev, clg_dtype dtype)
 {
-    size_t trips = clg__device_params(dev)->item_loops / 16;
-    return trips > 16 ? (trips - 8) * 8 : 64;
+    size_t trips = clg__device_params(dev)->item_loops / 16, w = dtype == CLG_F64 ? 4 : 8;
+    return trips > 16 ? (trips - 8) * w : 8 * w;
 }
 
 bool clg__conv_shift_ok(clg_device *dev, clg_dtype dtype, const conv_geo *g, clg_conv_pass pass)
@@ -87,7 +88,7 @@ bool clg__conv_shift_ok(clg_device *dev, clg_dtype dtype, const conv_geo *g, clg
     clg_gemm_args a;
     switch (pass) {
     case CLG_CONV_PASS_FORWARD: a = probe(dtype, Og, (size_t)(g->N * x.sh * x.ws), Cg * taps, false); break;
-    case CLG_CONV_PASS_WEIGHT: a = probe(dtype, Og, Cg * taps, dot_slice(dev), true); break;
+    case CLG_CONV_PASS_WEIGHT: a = probe(dtype, Og, Cg * taps, dot_slice(dev, dtype), true); break;
     default: a = probe(dtype, Cg, (size_t)(g->N * d.sh * d.ws), Og * taps, false); break;
     }
     a.b_rows = (const clg_buffer *)dev;   /* any non-NULL: asks whether row offsets are taken */
@@ -173,7 +174,8 @@ static clg_status shifted(clg_device *dev, clg_dtype dtype, const conv_geo *g, s
 
 /* ---- the three products ------------------------------------------------------------------------- */
 
-clg_tensor *clg__conv_shift_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, const conv_geo *g)
+clg_tensor *clg__conv_shift_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, const conv_geo *g,
+                                    clg_tensor **planes)
 {
     clg_device *dev = x->dev;
     layout l = planes_for(g, g->H, g->W, g->ph, g->pw);
@@ -190,31 +192,36 @@ clg_tensor *clg__conv_shift_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b,
     clg_tensor_free(out);
     clg__release_copy(wm, w);
     clg_tensor_free(rows);
-    clg_tensor_free(xp);
+    if (y && planes) *planes = xp;
+    else clg_tensor_free(xp);
     return y;
 }
 
-clg_tensor *clg__conv_shift_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g)
+/* dy, as the weight gradient reads it: its rows (one per output channel, a_ld apart
+ * from a_off) hold dy on the forward's output grid, zeros where no output is (so that
+ * those positions add nothing). */
+typedef struct dy_rows {
+    const clg_tensor *t;
+    size_t a_off, a_ld;
+} dy_rows;
+
+/* dW = sum over the grid of dy . shift(xp)^T: per group, k (all images' planes) in
+ * slices within item_loops, each adding to the last. */
+static clg_tensor *weight_product(clg_tensor *w, const conv_geo *g, const clg_tensor *xp, const layout *l, dy_rows dy)
 {
-    clg_device *dev = x->dev;
-    layout l = planes_for(g, g->H, g->W, g->ph, g->pw);
-    /* dy on the forward's output grid: zeros where no output is, so those add nothing */
-    layout o = {g->N * l.sh, 0, l.sh, g->OH, 0, g->OW, l.ws};
-    int64_t Cg = g->C / g->G, Og = g->O / g->G, cstep = l.rpc * l.ws;
-    size_t K = (size_t)(Cg * g->KH * g->KW), L = (size_t)(g->N * l.sh * l.ws), slice = dot_slice(dev);
-    clg_tensor *xp = pad(x, &l);
-    clg_tensor *dyp = xp ? pad(gy, &o) : NULL;
-    clg_tensor *rows = dyp ? row_offsets(dev, g, Cg, &l, window_base(&l, g->ph, g->pw), false) : NULL;
-    clg_tensor *dw = rows ? clg__tensor_new(dev, x->dtype, 4, w->shape) : NULL;
+    clg_device *dev = w->dev;
+    int64_t Cg = g->C / g->G, Og = g->O / g->G, cstep = l->rpc * l->ws;
+    size_t K = (size_t)(Cg * g->KH * g->KW), L = (size_t)(g->N * l->sh * l->ws), slice = dot_slice(dev, w->dtype);
+    clg_tensor *rows = row_offsets(dev, g, Cg, l, window_base(l, g->ph, g->pw), false);
+    clg_tensor *dw = rows ? clg__tensor_new(dev, w->dtype, 4, w->shape) : NULL;
     clg_status st = dw ? CLG_OK : dev->status;
-    /* per group, k (all images' planes) in slices, each adding to the last */
     for (int64_t gi = 0; st == CLG_OK && gi < g->G; gi++) {
         for (size_t k0 = 0; st == CLG_OK && k0 < L; k0 += slice) {
             size_t s = (size_t)gi;
             clg_gemm_args ga = {
-                .type = clg__gemm_type_of(x->dtype), .trans_b = true, .m = (size_t)Og, .n = K,
+                .type = clg__gemm_type_of(w->dtype), .trans_b = true, .m = (size_t)Og, .n = K,
                 .k = L - k0 < slice ? L - k0 : slice, .batch = 1, .alpha = 1.0, .beta = k0 ? 1.0 : 0.0,
-                .a = dyp->buf, .a_off = s * (size_t)Og * L + k0, .lda = L, .b = xp->buf,
+                .a = dy.t->buf, .a_off = dy.a_off + s * (size_t)Og * dy.a_ld + k0, .lda = dy.a_ld, .b = xp->buf,
                 .b_off = s * (size_t)(Cg * cstep) + k0, .b_rows = rows->buf, .c = dw->buf,
                 .c_off = s * (size_t)Og * K, .ldc = K,
             };
@@ -222,19 +229,23 @@ clg_tensor *clg__conv_shift_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor
         }
     }
     clg_tensor_free(rows);
-    clg_tensor_free(dyp);
-    clg_tensor_free(xp);
     if (st == CLG_OK) return dw;
     clg_tensor_free(dw);
     return NULL;
 }
 
-clg_tensor *clg__conv_shift_grad_input(clg_tensor *w, clg_tensor *gy, const conv_geo *g)
+/* The input gradient's planes: dy padded by (KH - 1) DH - PH rows, (KW - 1) DW - PW columns. */
+static layout input_grad_planes(const conv_geo *g)
+{
+    return planes_for(g, g->OH, g->OW, pad_q(g->KH, g->dh, g->ph), pad_q(g->KW, g->dw, g->pw));
+}
+
+/* dx = crop(W~ . flipshift(dyq)) from dy's planes dyq laid out as l. */
+static clg_tensor *input_product(clg_tensor *w, const conv_geo *g, const clg_tensor *dyq, const layout *l)
 {
     clg_device *dev = w->dev;
     int64_t qh = pad_q(g->KH, g->dh, g->ph), qw = pad_q(g->KW, g->dw, g->pw);
-    layout l = planes_for(g, g->OH, g->OW, qh, qw);
-    int64_t Cg = g->C / g->G, Og = g->O / g->G, cstep = l.rpc * l.ws, L = g->N * l.sh * l.ws;
+    int64_t Cg = g->C / g->G, Og = g->O / g->G, cstep = l->rpc * l->ws, L = g->N * l->sh * l->ws;
     size_t K = (size_t)(Og * g->KH * g->KW);
     /* W~: w [G, Og, Cg, taps] as [G, Cg, Og, taps], contiguous: group gi's rows c. */
     clg_tensor *wv = clg_reshape(w, CLG_SHAPE(g->G, Og, Cg, g->KH * g->KW));
@@ -242,16 +253,58 @@ clg_tensor *clg__conv_shift_grad_input(clg_tensor *w, clg_tensor *gy, const conv
     clg_tensor *wt = wp ? clg__copy_as(wp, w->dtype) : NULL;
     clg_tensor_free(wp);
     clg_tensor_free(wv);
-    clg_tensor *dyq = wt ? pad(gy, &l) : NULL;
-    clg_tensor *rows = dyq ? row_offsets(dev, g, Og, &l, window_base(&l, qh, qw), true) : NULL;
+    clg_tensor *rows = wt ? row_offsets(dev, g, Og, l, window_base(l, qh, qw), true) : NULL;
     clg_tensor *out = rows ? clg__tensor_new(dev, w->dtype, 1, (const int64_t[]){g->C * L + vector_round(dev, 1)}) : NULL;
     clg_tensor *dx = NULL;
     if (out && shifted(dev, w->dtype, g, (size_t)Cg, (size_t)L, K, wt, (size_t)Cg * K, dyq, (size_t)(Og * cstep), rows,
                        out) == CLG_OK)
-        dx = crop(out, g->N, g->C, g->H, g->W, &l, NULL);
+        dx = crop(out, g->N, g->C, g->H, g->W, l, NULL);
     clg_tensor_free(out);
     clg_tensor_free(rows);
-    clg_tensor_free(dyq);
     clg_tensor_free(wt);
     return dx;
+}
+
+clg_tensor *clg__conv_shift_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g,
+                                        clg_tensor *planes)
+{
+    layout l = planes_for(g, g->H, g->W, g->ph, g->pw);
+    layout o = {g->N * l.sh, 0, l.sh, g->OH, 0, g->OW, l.ws};   /* dy on the output grid */
+    clg_tensor *xp = planes ? planes : pad(x, &l);
+    clg_tensor *dyp = xp ? pad(gy, &o) : NULL;
+    clg_tensor *dw = dyp ? weight_product(w, g, xp, &l, (dy_rows){dyp, 0, (size_t)(o.rpc * o.ws)}) : NULL;
+    clg_tensor_free(dyp);
+    if (xp != planes) clg_tensor_free(xp);
+    return dw;
+}
+
+clg_tensor *clg__conv_shift_grad_input(clg_tensor *w, clg_tensor *gy, const conv_geo *g)
+{
+    layout l = input_grad_planes(g);
+    clg_tensor *dyq = pad(gy, &l);
+    clg_tensor *dx = dyq ? input_product(w, g, dyq, &l) : NULL;
+    clg_tensor_free(dyq);
+    return dx;
+}
+
+clg_status clg__conv_shift_backward(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g,
+                                    clg_tensor *planes, clg_tensor **dw, clg_tensor **dx)
+{
+    layout l = planes_for(g, g->H, g->W, g->ph, g->pw), q = input_grad_planes(g);
+    clg_device *dev = w->dev;
+    if (q.sh != l.sh || q.ws != l.ws) {   /* dy's two layouts differ: padded twice */
+        *dw = clg__conv_shift_grad_weight(x, w, gy, g, planes);
+        *dx = *dw ? clg__conv_shift_grad_input(w, gy, g) : NULL;
+        return *dx ? CLG_OK : dev->status;
+    }
+    /* "Same" convolutions: dy's padded planes hold it on the output grid too, from the
+     * input gradient's window base on, zeros around: the weight gradient reads them. */
+    clg_tensor *dyq = pad(gy, &q);
+    clg_tensor *xp = dyq ? (planes ? planes : pad(x, &l)) : NULL;
+    *dw = xp ? weight_product(w, g, xp, &l, (dy_rows){dyq, (size_t)(q.lead_h * q.ws + q.lead_w), (size_t)(q.rpc * q.ws)})
+             : NULL;
+    *dx = *dw ? input_product(w, g, dyq, &q) : NULL;
+    if (xp != planes) clg_tensor_free(xp);
+    clg_tensor_free(dyq);
+    return *dx ? CLG_OK : dev->status;
 }
