@@ -9,7 +9,8 @@ With --check it exits 1 when the call graph or the include graph has a cycle bet
 folders (the `layers` test), so that a lower layer never comes to depend on a higher one,
 or when a folder other than device/ calls a capture hook (clg__cap_*): capture and
 replay belong to the runtime, which records what an op passes with its launches
-(issue 34). CAP_HOOKS_LEFT lists the calls not yet folded; none may be added."""
+(issue 34), or when a file outside device/ includes one of its private headers
+(DEVICE_PRIVATE: the capture's and OpenCL's) or OpenCL's own."""
 import os, re, subprocess, sys
 from collections import defaultdict
 
@@ -63,17 +64,34 @@ def call_graph(build):
     return edges
 
 
-# Capture hooks still called from above src/device/, to be folded into the launches:
-# dropout's and attention's refreshes hand the generator's position from a forward to
-# its backward through capture registers.
-CAP_HOOKS_LEFT = {("tensor", "clg__cap_refresh"), ("tensor", "clg__cap_register")}
-
-
 def capture_hooks(calls):
-    """(folder, hook) pairs of clg__cap_* functions called from outside device/ and not
-    in CAP_HOOKS_LEFT."""
-    return sorted((a, s) for (a, b), syms in calls.items() for s in syms
-                  if a != "device" and s.startswith("clg__cap_") and (a, s) not in CAP_HOOKS_LEFT)
+    """(folder, hook) pairs of clg__cap_* functions called from outside device/."""
+    return sorted((a, s) for (a, b), syms in calls.items() for s in syms if a != "device" and s.startswith("clg__cap_"))
+
+
+# Headers of src/device/ that no other folder includes: the recording hooks, the
+# capture's internals and what names OpenCL's types. The layers above see runtime.h and
+# device_impl.h.
+DEVICE_PRIVATE = {"capture.h", "capture_impl.h", "device_cl.h"}
+
+
+def private_includes():
+    """(file, header) pairs: a file outside src/device/ that includes a private header of
+    src/device/ or OpenCL's (<CL/...>)."""
+    found = []
+    for dirpath, _, files in os.walk(SRC):
+        rel = os.path.relpath(dirpath, SRC)
+        if rel.split(os.sep)[0] == "device":
+            continue
+        for f in files:
+            if not f.endswith((".c", ".h", ".def")):
+                continue
+            with open(os.path.join(dirpath, f), encoding="utf-8") as fh:
+                for m in re.finditer(r'^\s*#\s*include\s+["<]([^">]+)[">]', fh.read(), re.M):
+                    h = m.group(1)
+                    if os.path.basename(h) in DEVICE_PRIVATE or h.startswith("CL/"):
+                        found.append((os.path.normpath(os.path.join(rel, f)), h))
+    return sorted(found)
 
 
 def include_graph():
@@ -137,7 +155,10 @@ def main():
     hooks = capture_hooks(calls)
     for folder, hook in hooks:
         print(f"capture hook outside src/device/: {folder} calls {hook} (fold it into the runtime call it belongs to: runtime.h, device_impl.h)")
-    return 1 if (bad or hooks) and "--check" in sys.argv else 0
+    private = private_includes()
+    for f, h in private:
+        print(f"src/{f} includes {h}, private to src/device/ (what the layers above need is in runtime.h, device_impl.h)")
+    return 1 if (bad or hooks or private) and "--check" in sys.argv else 0
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 #ifndef CLGRAD_CAPTURE_IMPL_H
 #define CLGRAD_CAPTURE_IMPL_H
 
+#include "capture.h"
 #include "device_cl.h"
 
 /* One lifetime of one buffer as the capture saw it: from before the capture or its
@@ -30,6 +31,7 @@ typedef struct cap_launch {
     cl_kernel clone;     /* from the plan, its arguments set */
     clg_refresh_fn refresh;
     void *refresh_data;
+    int refresh_reg;     /* the refresh's first register, -1: none */
     bool dropped;        /* left out by the plan: no kernel object */
 } cap_launch;
 

@@ -26,7 +26,7 @@ static clg_status refresh(clg_capture *c, cap_launch *l)
     clg_arg old[CLG_CAP_MAX_REFRESH_ARGS];
     int n = l->nargs < CLG_CAP_MAX_REFRESH_ARGS ? l->nargs : CLG_CAP_MAX_REFRESH_ARGS;
     memcpy(old, l->args, (size_t)n * sizeof *old);
-    l->refresh(l->refresh_data, c->regs, l->args, l->nargs);
+    l->refresh(l->refresh_data, l->refresh_reg >= 0 ? c->regs + l->refresh_reg : NULL, l->args, l->nargs);
     for (int a = 0; a < l->nargs && !l->k->native; a++) {
         if (l->val[a] >= 0 || l->args[a].kind == CLG_ARG_LOCAL || (a < n && same_arg(&old[a], &l->args[a]))) continue;
         clg_status st = clg__set_arg_on(c->dev, l->clone, l->k->name, a, &l->args[a]);
@@ -85,7 +85,7 @@ clg_status clg__capture_replay(clg_capture *c)
                                                 cmd->src_off, cmd->dst_off, cmd->bytes, 0, NULL, NULL),
                        "clEnqueueCopyBuffer", "graph replay");
             break;
-        case CAP_HOST: cmd->host(cmd->data, c->regs); break;
+        case CAP_HOST: cmd->host(cmd->data); break;
         case CAP_GONE: break;
         }
         if (st != CLG_OK) return st;

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 
+#include "capture.h"
 #include "device_cl.h"
 
 const char *clg__clblast_status_name(int status)

@@ -171,18 +171,35 @@ size_t clg__divisor_at_most(size_t n, size_t cap);
  * group size: whole groups, then the remainder as a second launch at an offset. The
  * kernel needs no bounds check; POCL only vectorizes work-group loops without one. */
 clg_status clg__launch_1d(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t n);
-/* A launch's refresh at each graph replay (capture.h, clg__cap_refresh): fn(data, regs,
- * args, nargs) advances the host state the op advanced and rewrites the launch's scalar
- * arguments; fn == NULL for none. data (size bytes) is copied. */
+/* A launch's refresh at each graph replay: fn(data, regs, args, nargs) advances the host
+ * state the op advanced and rewrites the launch's scalar arguments (its buffer
+ * arguments are the graph's: leave them); fn == NULL for none. data (size bytes) is
+ * copied. regs are the refresh's capture registers (NULL when it has none): values a
+ * refresh computes at replay for later launches' refreshes, the generator position a
+ * dropout forward draws at and its backward draws at again. The launcher makes them
+ * and hands their index to the op, which keeps it on the tape for the backward. */
 typedef void (*clg_refresh_fn)(void *data, int64_t *regs, clg_arg *args, int nargs);
+typedef enum clg_regs_use {
+    CLG_REGS_NONE,
+    CLG_REGS_NEW,    /* make nregs registers for fn to write: their first index into *reg (-1 outside a capture) */
+    CLG_REGS_READ    /* the nregs at *reg, which an earlier launch of the capture made (CLG_REGS_NEW) */
+} clg_regs_use;
 typedef struct clg_refresh {
     clg_refresh_fn fn;
     const void *data;
     size_t size;
+    clg_regs_use regs;
+    int nregs;
+    int *reg;
 } clg_refresh;
-/* clg__launch_1d whose scalar arguments a graph replay rewrites with `refresh` (an
+/* clg__launch whose scalar arguments a graph replay rewrites with `refresh` (an
  * optimizer's step count, the generator's position): passed with the launch, so that
- * no op can record the launch without it. */
+ * no op can record the launch without it. Inside a capture, a refresh that reads
+ * registers no launch of it made (*reg -1: a backward captured without its forward)
+ * fails before launching. */
+clg_status clg__launch_refreshed(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, int dims,
+                                 const size_t *global, const size_t *local, clg_refresh refresh);
+/* clg__launch_1d with a refresh at each graph replay, as clg__launch_refreshed. */
 clg_status clg__launch_1d_refreshed(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t n,
                                     clg_refresh refresh);
 /* 2-D launch of exactly inner x rows work-items, groups along the rows (inner), the
@@ -434,7 +451,6 @@ struct clg_device {
     struct clg_capture *cap; /* the capture open on this device (capture.c), else NULL */
 };
 
-#include "capture.h"
 static inline bool clg__capturing(const clg_device *dev) { return dev->cap != NULL; }
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "device_cl.h"
 
 bool clg__native_supported(clg_device *dev)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "device_cl.h"
 
 size_t clg__pool_round(const clg_device *dev, size_t bytes)

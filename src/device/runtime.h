@@ -73,12 +73,53 @@ clg_status clg__queue_unmap(clg_device *dev, clg_queue *q, clg_buffer *b, void *
 typedef clg_status (*clg_uncaptured_fn)(void *data);
 clg_status clg__uncaptured(clg_device *dev, clg_uncaptured_fn fn, void *data);
 
-/* Host state that an op advances each step (a step count): fn(data, regs) runs now and,
+/* Host state that an op advances each step (a step count): fn(data) runs now and,
  * while a capture is open, again at that point of every replay. One call does both, so
  * that the replay cannot drift from the eager step. data (size bytes) is copied for the
- * replays, after the run now; regs are the capture's registers (NULL when none is open). */
-typedef void (*clg_host_fn)(void *data, int64_t *regs);
+ * replays, after the run now. */
+typedef void (*clg_host_fn)(void *data);
 void clg__host_step(clg_device *dev, clg_host_fn fn, void *data, size_t size);
+
+/* ---- graphs (capture.c, capture_replay.c): a captured step as clgrad/graph.h holds it -- */
+
+typedef struct clg_capture clg_capture;
+
+clg_status clg__capture_begin(clg_device *dev);
+/* Close the capture and plan it; NULL with the error recorded when it cannot be replayed
+ * (a host read inside, a buffer clgrad does not know, a buffer the step released after
+ * reading it though it was made before: state carried between steps by swapping). */
+clg_capture *clg__capture_end(clg_device *dev);
+void clg__capture_free(clg_capture *c);
+/* Enqueue the recorded list again; the caller's buffers must still be owned
+ * (clg__capture_check). Waits for nothing. */
+clg_status clg__capture_replay(clg_capture *c);
+/* CLG_OK, or the error for a buffer made before the capture and used by it that only
+ * the capture still holds (a parameter or state replaced or freed since). */
+clg_status clg__capture_check(clg_capture *c);
+/* The same test without recording an error. */
+bool clg__capture_stale(const clg_capture *c);
+
+/* The value (a buffer's lifetime) of b alive at the capture's end that the list uses,
+ * or -1. */
+int clg__capture_value(const clg_capture *c, const clg_buffer *b);
+/* The buffer replay uses for value v now (held by the capture). */
+clg_buffer *clg__capture_buffer(const clg_capture *c, int v);
+/* Replay value v from buffer b from now on (an input fed anew): the arguments and
+ * copies that named it are pointed at b, which the capture holds until rebound. */
+clg_status clg__capture_rebind(clg_capture *c, int v, clg_buffer *b);
+/* Never checked for an owner (clg__capture_check): inputs, whose buffer is fed. */
+void clg__capture_mark_input(clg_capture *c, int v);
+
+typedef struct clg_capture_stats {
+    int launches, enqueues, copies, writes, host_steps, refreshes;
+    int removed;                  /* launches of the eager step left out (redundant copies) */
+    int fused;                    /* ReLUs folded into the GEMM before them */
+    int values, planned, slots;   /* buffers' lifetimes; those planned into shared slots */
+    uint64_t planned_bytes;       /* bytes those lifetimes had in the capture */
+    uint64_t slot_bytes;          /* bytes the slots hold */
+    uint64_t held_bytes;          /* other buffers the capture holds (parameters, state...) */
+} clg_capture_stats;
+clg_capture_stats clg__capture_stats(const clg_capture *c);
 
 /* ---- CLBlast, OpenCL's BLAS (clblast.c) ------------------------------------------------- */
 

@@ -1,5 +1,6 @@
 /* transfer.c: copies between host and device, counted, and device-to-device copies.
  * Every host<->device byte of clgrad goes through here, so the counters are exact. */
+#include "capture.h"
 #include "device_cl.h"
 
 static clg_status check_range(clg_device *dev, const clg_buffer *b, size_t off, size_t bytes,
