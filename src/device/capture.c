@@ -367,7 +367,7 @@ void clg__capture_free(clg_capture *c)
     if (!c) return;
     for (int i = 0; i < c->nlaunches; i++) {
         cap_launch *l = &c->launches[i];
-        if (l->clone) clReleaseKernel(l->clone);
+        clg__kobj_release(l->clone);
         free(l->args);
         free(l->val);
         free(l->refresh_data);

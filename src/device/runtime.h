@@ -1,6 +1,6 @@
 /* runtime.h: the runtime seam as the layers above src/device/ see it: opaque events
  * and extra queues, and the operations on them, with no OpenCL type in sight. The
- * OpenCL side (event.c, queue.c) casts the handles back; a handle costs nothing.
+ * OpenCL side (src/device/opencl/) casts the handles back; a handle costs nothing.
  * Not installed. Internal names start with clg__. */
 #ifndef CLGRAD_RUNTIME_H
 #define CLGRAD_RUNTIME_H
@@ -15,14 +15,14 @@ typedef struct clg_buffer clg_buffer;
 typedef struct clg_event clg_event;   /* a command's completion, from an enqueue */
 typedef struct clg_queue clg_queue;   /* a queue of commands; the device has one of its own */
 
-/* Record a failed runtime call: "<call>(<what>): CL_ERROR_NAME (code)" (device.c). */
+/* Record a failed runtime call: "<call>(<what>): CL_ERROR_NAME (code)" (opencl/device.c). */
 clg_status clg__cl_fail(clg_device *dev, int err, const char *call, const char *what);
 
 /* The platform's version string ("OpenCL 3.0 PoCL ..."), "" when it cannot be read
- * (device.c): what a cache of choices made on this device depends on. */
+ * (opencl/device.c): what a cache of choices made on this device depends on. */
 void clg__platform_version(clg_device *dev, char *buf, size_t len);
 
-/* ---- events (event.c) ------------------------------------------------------------------ */
+/* ---- events (opencl/queue.c) ----------------------------------------------------------- */
 
 /* Wait for ev: 0 once its command completed, else the negative runtime code of the
  * wait or of the command's failure (clg_cl_error_name names it). Touches no device
@@ -30,7 +30,7 @@ void clg__platform_version(clg_device *dev, char *buf, size_t len);
 int clg__event_wait(clg_event *ev);
 void clg__event_release(clg_event *ev);   /* NULL is fine */
 
-/* ---- queues (queue.c) ------------------------------------------------------------------ */
+/* ---- queues (opencl/queue.c) ----------------------------------------------------------- */
 
 /* The device's own queue, for the operations below. */
 clg_queue *clg__device_queue(clg_device *dev);
@@ -50,7 +50,7 @@ clg_status clg__queue_wait(clg_device *dev, clg_queue *q, const char *what);
 clg_status clg__queue_copy(clg_device *dev, clg_queue *q, const clg_buffer *src, clg_buffer *dst, size_t bytes,
                            int nwait, clg_event *const *wait, clg_event **done, const char *what);
 
-/* ---- buffers outside the pool (queue.c) ------------------------------------------------- */
+/* ---- buffers outside the pool (opencl/queue.c) ----------------------------------------- */
 
 /* A buffer of exactly `bytes` the caller owns (freed with clg__buffer_free_unpooled,
  * never released to the pool); `staging`: in host memory the driver can pin for fast
@@ -64,7 +64,7 @@ void *clg__queue_map_write(clg_device *dev, clg_queue *q, clg_buffer *b, size_t 
                            const char *what);
 clg_status clg__queue_unmap(clg_device *dev, clg_queue *q, clg_buffer *b, void *host, const char *what);
 
-/* ---- capture (capture.c): the graph recording seen from an op ------------------------- */
+/* ---- capture (capture.c): the graph recording seen from an op -------------------------- */
 
 /* Run fn(data) outside the open capture, if any: what it enqueues is not recorded, and
  * buffers it makes count as made before the capture (state a step before it would have
@@ -80,7 +80,7 @@ clg_status clg__uncaptured(clg_device *dev, clg_uncaptured_fn fn, void *data);
 typedef void (*clg_host_fn)(void *data);
 void clg__host_step(clg_device *dev, clg_host_fn fn, void *data, size_t size);
 
-/* ---- graphs (capture.c, capture_replay.c): a captured step as clgrad/graph.h holds it -- */
+/* ---- graphs (capture.c, capture_replay.c): a captured step as clgrad/graph.h holds it --- */
 
 typedef struct clg_capture clg_capture;
 
@@ -121,7 +121,7 @@ typedef struct clg_capture_stats {
 } clg_capture_stats;
 clg_capture_stats clg__capture_stats(const clg_capture *c);
 
-/* ---- CLBlast, OpenCL's BLAS (clblast.c) ------------------------------------------------- */
+/* ---- CLBlast, OpenCL's BLAS (opencl/clblast.c) ----------------------------------------- */
 
 typedef struct clg_blas_gemm {
     bool f64, trans_a, trans_b;   /* float64, else float32 */
