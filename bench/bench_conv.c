@@ -125,13 +125,15 @@ static int time_clblast(clg_device *dev, const layer *l, int repeats, stats *out
     clg_tensor *ref = clg_conv2d(t.x, t.w, NULL, &p), *y = clg_zeros(dev, CLG_F32, 4, clg_tensor_shape(t.gy));
     double *ms = calloc((size_t)repeats, sizeof *ms);
     int rc = ref && y && ms ? 0 : -1;
+    cl_command_queue queue = (cl_command_queue)clg__device_queue(dev);   /* clgrad's handles are OpenCL's, cast */
     for (int r = -1; r < repeats && !rc; r++) {
         clg_device_finish(dev);
         double t0 = now();
         CLBlastStatusCode s = CLBlastSconvgemm(CLBlastKernelModeCrossCorrelation, (size_t)l->C, (size_t)l->H,
                                                (size_t)l->W, (size_t)l->K, (size_t)l->K, (size_t)l->pad,
                                                (size_t)l->pad, 1, 1, 1, 1, (size_t)l->O, (size_t)l->N,
-                                               t.x->buf->mem, 0, t.w->buf->mem, 0, y->buf->mem, 0, &dev->queue, NULL);
+                                               (cl_mem)t.x->buf->mem, 0, (cl_mem)t.w->buf->mem, 0,
+                                               (cl_mem)y->buf->mem, 0, &queue, NULL);
         if (s != CLBlastSuccess || clg_device_finish(dev) != CLG_OK) {
             fprintf(stderr, "bench_conv: CLBlastSconvgemm: %d\n", (int)s);
             rc = -1;

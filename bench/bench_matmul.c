@@ -28,7 +28,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "device_cl.h"   /* OpenCL handles: this test reaches into src/device */
 #include "device_impl.h"
 #include "gemm/engine.h"
 

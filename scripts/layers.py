@@ -9,7 +9,9 @@ With --check it exits 1 when the call graph or the include graph has a cycle bet
 folders (the `layers` test), so that a lower layer never comes to depend on a higher one,
 or when a folder other than device/ calls a capture hook (clg__cap_*): capture and
 replay belong to the runtime, which records what an op passes with its launches
-(issue 34). CAP_HOOKS_LEFT lists the calls not yet folded; none may be added."""
+(issue 34), or when a file outside device/ includes one of its private headers
+(DEVICE_PRIVATE), or a file outside device/opencl/ includes OpenCL's headers or names an
+OpenCL type: the OpenCL implementation is that one folder."""
 import os, re, subprocess, sys
 from collections import defaultdict
 
@@ -63,17 +65,44 @@ def call_graph(build):
     return edges
 
 
-# Capture hooks still called from above src/device/, to be folded into the launches:
-# dropout's and attention's refreshes hand the generator's position from a forward to
-# its backward through capture registers.
-CAP_HOOKS_LEFT = {("tensor", "clg__cap_refresh"), ("tensor", "clg__cap_register")}
-
-
 def capture_hooks(calls):
-    """(folder, hook) pairs of clg__cap_* functions called from outside device/ and not
-    in CAP_HOOKS_LEFT."""
-    return sorted((a, s) for (a, b), syms in calls.items() for s in syms
-                  if a != "device" and s.startswith("clg__cap_") and (a, s) not in CAP_HOOKS_LEFT)
+    """(folder, hook) pairs of clg__cap_* functions called from outside device/."""
+    return sorted((a, s) for (a, b), syms in calls.items() for s in syms if a != "device" and s.startswith("clg__cap_"))
+
+
+# Headers of src/device/ that no other folder includes: the recording hooks, the
+# capture's internals and what src/device/ asks of its OpenCL implementation. The layers
+# above see runtime.h and device_impl.h.
+DEVICE_PRIVATE = {"capture.h", "capture_impl.h", "backend.h"}
+# What only the OpenCL implementation, src/device/opencl/, includes or names.
+OPENCL_HEADERS = {"device_cl.h", "clblast_c.h"}
+OPENCL_TYPES = re.compile(r"\b(cl_mem|cl_event|cl_int|cl_uint|cl_kernel|cl_command_queue|cl_device_id|cl_context|"
+                          r"cl_program|cl_ulong|cl_bool|cl_platform_id)\b")
+
+
+def private_includes():
+    """(file, what) pairs: a file outside src/device/ that includes a private header of
+    src/device/, or a file outside src/device/opencl/ that includes OpenCL's headers or
+    names an OpenCL type."""
+    found = []
+    for dirpath, _, files in os.walk(SRC):
+        rel = os.path.relpath(dirpath, SRC)
+        parts = rel.split(os.sep)
+        device, opencl = parts[0] == "device", parts[:2] == ["device", "opencl"]
+        for f in files:
+            if opencl or not f.endswith((".c", ".h", ".def")):
+                continue
+            name = os.path.normpath(os.path.join(rel, f))
+            with open(os.path.join(dirpath, f), encoding="utf-8") as fh:
+                text = fh.read()
+            for m in re.finditer(r'^\s*#\s*include\s+["<]([^">]+)[">]', text, re.M):
+                h = m.group(1)
+                if (os.path.basename(h) in DEVICE_PRIVATE and not device) or os.path.basename(h) in OPENCL_HEADERS \
+                        or h.startswith("CL/"):
+                    found.append((name, f"includes {h}"))
+            for t in sorted(set(OPENCL_TYPES.findall(text))):
+                found.append((name, f"names OpenCL's {t}"))
+    return sorted(found)
 
 
 def include_graph():
@@ -137,7 +166,11 @@ def main():
     hooks = capture_hooks(calls)
     for folder, hook in hooks:
         print(f"capture hook outside src/device/: {folder} calls {hook} (fold it into the runtime call it belongs to: runtime.h, device_impl.h)")
-    return 1 if (bad or hooks) and "--check" in sys.argv else 0
+    private = private_includes()
+    for f, what in private:
+        print(f"src/{f} {what}: private to src/device/ (the layers above see runtime.h and device_impl.h) or to its "
+              "OpenCL implementation, src/device/opencl/ (the rest of src/device/ goes through backend.h)")
+    return 1 if (bad or hooks or private) and "--check" in sys.argv else 0
 
 
 if __name__ == "__main__":

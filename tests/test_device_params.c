@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "device_cl.h"   /* OpenCL handles: this test reaches into src/device */
 #include "device_impl.h"
 
 static clg_device *open_with(const char *params, const char *file)

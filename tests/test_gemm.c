@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "device_cl.h"   /* OpenCL handles: this test reaches into src/device */
 #include "device_impl.h"
 #include "gemm/clblast.h"
 #include "gemm/tiled.h"

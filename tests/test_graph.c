@@ -4,10 +4,11 @@
  * the first step eager, the second captured and the rest replayed, feeding each batch.
  * Every step's loss and every weight at the end must be the same bits, the optimizer's
  * and the meter's counts the same: an MLP with dropout under SGD with momentum (the
- * rate changed half-way) and under Adam, and a small CNN. Also: the planned memory,
+ * rate changed half-way) and under Adam, a small CNN, and a tiny GPT with dropout (in
+ * the fused attention and plain). Also: the planned memory,
  * feeding from the host, and the errors: a shape change, a parameter freed after the
  * capture, a host read inside one, state carried by replacing a tensor, a second
- * capture, and an unknown input. */
+ * capture, an unknown input, and a backward captured without its forward. */
 #include <math.h>
 #include <string.h>
 
@@ -156,9 +157,9 @@ static clg_graph *graph_run(clg_device *dev, run *r, int cnn, int steps, bool fr
 
 static bool same_params(clg_module *a, clg_module *b)
 {
-    clg_tensor *pa[8], *pb[8];
-    int n = clg_module_parameters(a, pa, 8, false), nb = clg_module_parameters(b, pb, 8, false);
-    if (n != nb) return false;
+    clg_tensor *pa[32], *pb[32];
+    int n = clg_module_parameters(a, pa, 32, false), nb = clg_module_parameters(b, pb, 32, false);
+    if (n != nb || n > 32) return false;
     for (int i = 0; i < n; i++) {
         size_t bytes = (size_t)clg_tensor_numel(pa[i]) * sizeof(float);
         float *ha = malloc(bytes), *hb = malloc(bytes);
@@ -351,6 +352,82 @@ static void test_stateful_rnn(clg_device *dev)
     clg_module_free(models[1]);
 }
 
+/* A tiny GPT with dropout 0.2: the fused attention's on its weights, plain dropout on
+ * the embeddings and the residual branches. Each step draws new masks and each backward
+ * draws its forward's again, so that eager and replayed steps agree bit for bit only if
+ * every replayed launch draws where the eager one did (all steps but the first two
+ * replayed). */
+static void test_gpt_dropout(clg_device *dev)
+{
+    enum { B = 2, T = 8, STEPS = 6 };
+    float losses[2][STEPS];
+    clg_module *models[2];
+    int64_t replays = 0;
+    for (int mode = 0; mode < 2; mode++) {
+        clg_manual_seed(dev, 11);
+        clg_gpt_config c = clg_gpt_defaults();
+        c.vocab_size = 16;
+        c.block_size = T;
+        c.n_layer = 1;
+        c.n_head = 2;
+        c.n_embd = 16;
+        c.dropout = 0.2;
+        clg_module *m = models[mode] = clg_nn_gpt(dev, &c);
+        clg_tensor *p[32];
+        int n = m ? clg_module_parameters(m, p, 32, true) : 0;
+        clg_optimizer *opt = m ? clg_adamw_new(n, p, &(clg_adam_options){.lr = 1e-2}) : NULL;
+        clg_trainer *tr = opt ? clg_trainer_new(m, opt, &(clg_trainer_options){.graph = mode == 1, .loss = flat_loss})
+                              : NULL;
+        CHECK_MSG(tr != NULL, "%s", clg_device_error(dev));
+        if (!tr) return;
+        for (int s = 0; s < STEPS; s++) {
+            int32_t tok[B * (T + 1)];
+            for (int i = 0; i < B * (T + 1); i++) tok[i] = (int32_t)((i * 5 + s * 3 + (i / (T + 1)) * 7) % 16);
+            clg_scope_begin(dev);
+            clg_tensor *all = clg_tensor_from_host(dev, CLG_I32, CLG_SHAPE(B, T + 1), tok);
+            clg_tensor *x = clg_contiguous(clg_narrow(all, 1, 0, T)), *y = clg_contiguous(clg_narrow(all, 1, 1, T));
+            clg_tensor *loss = NULL;
+            CHECK_OK(dev, clg_trainer_step(tr, x, y, &loss));
+            CHECK_OK(dev, loss ? clg_tensor_to_host(loss, &losses[mode][s], sizeof(float)) : clg_device_last_status(dev));
+            clg_scope_end(dev);
+        }
+        if (mode == 1) replays = clg_trainer_replays(tr);
+        clg_trainer_free(tr);
+        clg_optimizer_free(opt);
+    }
+    for (int s = 0; s < STEPS; s++)
+        CHECK_MSG(!memcmp(&losses[0][s], &losses[1][s], sizeof(float)), "gpt with dropout: the loss of step %d "
+                  "differs: eager %.9g, graph %.9g", s, losses[0][s], losses[1][s]);
+    CHECK_MSG(replays == STEPS - 2, "%lld of %d steps replayed, want %d", (long long)replays, STEPS, STEPS - 2);
+    CHECK_MSG(same_params(models[0], models[1]), "gpt with dropout: the weights after %d steps differ", STEPS);
+    clg_module_free(models[0]);
+    clg_module_free(models[1]);
+}
+
+/* A backward captured without its forward cannot draw its forward's masks at replay:
+ * dropout's and attention's backward fail, and so does the capture. */
+static void test_backward_without_forward(clg_device *dev)
+{
+    for (int attention = 0; attention < 2; attention++) {
+        clg_scope_begin(dev);
+        clg_tensor *x = clg_rand(dev, CLG_F32, CLG_SHAPE(1, 4, 8), -1, 1);
+        CHECK_OK(dev, clg_tensor_set_requires_grad(x, true));
+        clg_tensor *y = attention ? clg_scaled_dot_product_attention(x, x, x, NULL, false, 0.5, 0)
+                                  : clg_dropout(x, 0.5, true);
+        clg_tensor *loss = clg_sum(y, 0, NULL, false);
+        CHECK_MSG(loss != NULL, "%s", clg_device_error(dev));
+        CHECK_OK(dev, clg_graph_begin(dev));
+        CHECK(clg_backward(loss, NULL) == CLG_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(clg_device_error(dev), "a backward captured without its forward"), "%s",
+                  clg_device_error(dev));
+        clg_graph *g = NULL;
+        CHECK(clg_graph_end(dev, &g) == CLG_ERR_INVALID_ARGUMENT && !g);
+        CHECK_MSG(strstr(clg_device_error(dev), "a backward captured without its forward"), "%s",
+                  clg_device_error(dev));
+        clg_scope_end(dev);
+    }
+}
+
 /* A device whose products go to CLBlast: a graph cannot record CLBlast's launches, so
  * its products run on the tiled kernels (a replay once left them out, silently). Eager
  * and replayed steps then differ by float32 rounding only. */
@@ -440,6 +517,8 @@ int main(void)
     test_bit_identical(dev, 0, 0, false, 0);   /* the first step captured: momentum made once */
     test_bit_identical(dev, 0, 1, false, 0);   /* and Adam's moments */
     test_stateful_rnn(dev);
+    if (!small()) test_gpt_dropout(dev);   /* not under Oclgrind (+10 s): oclgrind_test_grad_attention checks its kernels */
+    test_backward_without_forward(dev);
     test_errors(dev);
     CHECK_MSG(clg_device_pool_stats(dev).in_use_bytes == before.in_use_bytes, "device memory leaked: %llu bytes",
               (unsigned long long)(clg_device_pool_stats(dev).in_use_bytes - before.in_use_bytes));

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "device_cl.h"   /* OpenCL handles: this test reaches into src/device */
 #include "device_impl.h"
 
 static void write_file(const char *path, const char *text)

@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "check.h"
-#include "device_cl.h"   /* OpenCL handles: this test reaches into src/device */
 #include "device_impl.h"
 
 int main(void)
@@ -21,7 +20,7 @@ int main(void)
 
     clg_buffer *a = clg__buffer_alloc(dev, 1000 * sizeof(float));
     CHECK(a && a->refs == 1);
-    cl_mem mem_a = a ? a->mem : NULL;
+    const clg_mem *mem_a = a ? a->mem : NULL;
     clg_pool_stats s = clg_device_pool_stats(dev);
     CHECK(s.allocs == 1 && s.hits == 0 && s.device_allocs == 1 && s.in_use_bytes == a->size);
     clg__buffer_release(a);

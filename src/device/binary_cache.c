@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "device_cl.h"
+#include "device_impl.h"
 #include "file_read.h"
 
 #define MAGIC "CLGBIN1\n"

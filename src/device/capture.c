@@ -208,7 +208,7 @@ void clg__cap_died(clg_device *dev, clg_buffer *b)
         }
 }
 
-void clg__cap_refresh(clg_device *dev, clg_refresh_fn fn, const void *data, size_t size)
+void clg__cap_refresh(clg_device *dev, clg_refresh_fn fn, const void *data, size_t size, int reg)
 {
     clg_capture *c = dev->cap;
     if (!c || c->failed) return;
@@ -221,9 +221,11 @@ void clg__cap_refresh(clg_device *dev, clg_refresh_fn fn, const void *data, size
         clg__cap_fail(c, "out of host memory while recording");
         return;
     }
-    memcpy(d, data, size);
-    c->launches[c->nlaunches - 1].refresh = fn;
-    c->launches[c->nlaunches - 1].refresh_data = d;
+    if (size) memcpy(d, data, size);
+    cap_launch *l = &c->launches[c->nlaunches - 1];
+    l->refresh = fn;
+    l->refresh_data = d;
+    l->refresh_reg = reg;
     c->refreshes++;
 }
 
@@ -247,10 +249,9 @@ void clg__cap_refuse(clg_device *dev, const char *why)
     if (dev->cap) clg__cap_fail(dev->cap, "%s", why);
 }
 
-int clg__cap_register(clg_device *dev, int n)
+/* n fresh registers (their first index), or -1 (the capture failed) when out of memory. */
+static int new_registers(clg_capture *c, int n)
 {
-    clg_capture *c = dev->cap;
-    if (!c || c->failed || n < 1) return -1;
     int64_t *nr = realloc(c->regs, (size_t)(c->nregs + n) * sizeof *nr);
     if (!nr) {
         clg__cap_fail(c, "out of host memory while recording");
@@ -260,6 +261,22 @@ int clg__cap_register(clg_device *dev, int n)
     c->regs = nr;
     c->nregs += n;
     return c->nregs - n;
+}
+
+clg_status clg__cap_regs(clg_device *dev, const clg_refresh *r, const char *kernel)
+{
+    clg_capture *c = dev->cap;
+    if (r->regs == CLG_REGS_NEW) {
+        *r->reg = c && !c->failed && r->nregs > 0 ? new_registers(c, r->nregs) : -1;
+        return CLG_OK;
+    }
+    if (r->regs != CLG_REGS_READ || !c || c->failed) return CLG_OK;   /* a failed capture records nothing more */
+    if (*r->reg >= 0 && r->nregs > 0 && *r->reg + r->nregs <= c->nregs) return CLG_OK;
+    char why[256];
+    snprintf(why, sizeof why, "%s: its refresh reads capture registers that no launch of this capture made (a "
+             "backward captured without its forward)", kernel);
+    clg__cap_fail(c, "%s", why);   /* the step goes on without this launch: the capture must not end as if whole */
+    return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "%s", why);
 }
 
 clg_capture *clg__cap_pause(clg_device *dev)
@@ -281,7 +298,7 @@ clg_status clg__uncaptured(clg_device *dev, clg_uncaptured_fn fn, void *data)
 
 void clg__host_step(clg_device *dev, clg_host_fn fn, void *data, size_t size)
 {
-    fn(data, dev->cap ? dev->cap->regs : NULL);
+    fn(data);
     clg__cap_host(dev, fn, data, size);
 }
 
@@ -350,7 +367,7 @@ void clg__capture_free(clg_capture *c)
     if (!c) return;
     for (int i = 0; i < c->nlaunches; i++) {
         cap_launch *l = &c->launches[i];
-        if (l->clone) clReleaseKernel(l->clone);
+        clg__kobj_release(l->clone);
         free(l->args);
         free(l->val);
         free(l->refresh_data);

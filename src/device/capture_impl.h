@@ -3,7 +3,8 @@
 #ifndef CLGRAD_CAPTURE_IMPL_H
 #define CLGRAD_CAPTURE_IMPL_H
 
-#include "device_cl.h"
+#include "backend.h"
+#include "capture.h"
 
 /* One lifetime of one buffer as the capture saw it: from before the capture or its
  * allocation inside, to its release inside or past the end. */
@@ -27,9 +28,10 @@ typedef struct cap_launch {
     clg_arg *args;
     int nargs;
     int *val;            /* per argument: the value of a buffer argument, else -1 */
-    cl_kernel clone;     /* from the plan, its arguments set */
+    clg_kobj *clone;     /* from the plan, its arguments set */
     clg_refresh_fn refresh;
     void *refresh_data;
+    int refresh_reg;     /* the refresh's first register, -1: none */
     bool dropped;        /* left out by the plan: no kernel object */
 } cap_launch;
 

@@ -249,16 +249,9 @@ static clg_status make_kernels(clg_capture *c)
         for (int a = 0; a < l->nargs; a++)
             if (l->val[a] >= 0) l->args[a].v.buf = c->vals[l->val[a]].use;
         if (l->k->native) continue;   /* a host function: replay passes l->args as they are */
-        cl_program prog;
-        CLG_CL_TRY(dev, clGetKernelInfo(l->k->k, CL_KERNEL_PROGRAM, sizeof prog, &prog, NULL), "clGetKernelInfo",
-                   l->k->name);
-        cl_int e;
-        l->clone = clCreateKernel(prog, l->k->name, &e);
-        if (e != CL_SUCCESS) {
-            l->clone = NULL;
-            return clg__cl_fail(dev, e, "clCreateKernel", l->k->name);
-        }
-        clg_status st = clg__set_args_on(dev, l->clone, l->k->name, l->args, l->nargs);
+        l->clone = clg__kobj_clone(dev, l->k);
+        if (!l->clone) return dev->status;
+        clg_status st = clg__kobj_set_args(dev, l->clone, l->k->name, l->args, l->nargs);
         if (st != CLG_OK) return st;
     }
     return CLG_OK;
@@ -301,7 +294,7 @@ clg_status clg__capture_rebind(clg_capture *c, int v, clg_buffer *b)
             if (l->val[a] != v) continue;
             l->args[a].v.buf = b;
             if (l->k->native) continue;
-            clg_status st = clg__set_arg_on(c->dev, l->clone, l->k->name, a, &l->args[a]);
+            clg_status st = clg__kobj_set_arg(c->dev, l->clone, l->k->name, a, &l->args[a]);
             if (st != CLG_OK) return st;
         }
     }

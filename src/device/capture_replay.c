@@ -26,10 +26,10 @@ static clg_status refresh(clg_capture *c, cap_launch *l)
     clg_arg old[CLG_CAP_MAX_REFRESH_ARGS];
     int n = l->nargs < CLG_CAP_MAX_REFRESH_ARGS ? l->nargs : CLG_CAP_MAX_REFRESH_ARGS;
     memcpy(old, l->args, (size_t)n * sizeof *old);
-    l->refresh(l->refresh_data, c->regs, l->args, l->nargs);
+    l->refresh(l->refresh_data, l->refresh_reg >= 0 ? c->regs + l->refresh_reg : NULL, l->args, l->nargs);
     for (int a = 0; a < l->nargs && !l->k->native; a++) {
         if (l->val[a] >= 0 || l->args[a].kind == CLG_ARG_LOCAL || (a < n && same_arg(&old[a], &l->args[a]))) continue;
-        clg_status st = clg__set_arg_on(c->dev, l->clone, l->k->name, a, &l->args[a]);
+        clg_status st = clg__kobj_set_arg(c->dev, l->clone, l->k->name, a, &l->args[a]);
         if (st != CLG_OK) return st;
     }
     return CLG_OK;
@@ -39,22 +39,9 @@ static clg_status enqueue(clg_capture *c, const cap_cmd *cmd)
 {
     clg_device *dev = c->dev;
     cap_launch *l = &c->launches[cmd->launch];
-    cl_event ev = NULL;
-    if (l->k->native) {   /* a host function (native.c), its arguments as planned */
-        clg_status st = clg__enqueue_native(dev, l->k, l->args, l->nargs, dev->prof.enabled ? &ev : NULL);
-        if (st != CLG_OK) return st;
-    } else {
-        if (dev->prof.host_timed) clg__profile_before_enqueue(dev);
-        cl_int e = clEnqueueNDRangeKernel(dev->queue, l->clone, (cl_uint)cmd->dims,
-                                          cmd->has_offset ? cmd->offset : NULL, cmd->global,
-                                          cmd->has_local ? cmd->local : NULL, 0, NULL, dev->prof.enabled ? &ev : NULL);
-        if (e != CL_SUCCESS) return clg__cl_fail(dev, e, "clEnqueueNDRangeKernel (graph replay)", l->k->name);
-    }
-    if (ev) {
-        if (l->k->prof_slot < 0) l->k->prof_slot = clg__profile_slot(dev, l->k->name);
-        clg__profile_launch(dev, l->k->prof_slot, ev);
-    }
-    return CLG_OK;
+    if (l->k->native) return clg__enqueue_native(dev, l->k, l->args, l->nargs);   /* its arguments as planned */
+    return clg__kobj_enqueue(dev, l->k, l->clone, cmd->dims, cmd->has_offset ? cmd->offset : NULL, cmd->global,
+                             cmd->has_local ? cmd->local : NULL, "clEnqueueNDRangeKernel (graph replay)");
 }
 
 clg_status clg__capture_replay(clg_capture *c)
@@ -74,18 +61,16 @@ clg_status clg__capture_replay(clg_capture *c)
             break;
         case CAP_WRITE:
             /* the bytes live in the capture: no need to block */
-            CLG_CL_TRY(dev, clEnqueueWriteBuffer(dev->queue, c->vals[cmd->dst].use->mem, CL_FALSE, cmd->dst_off,
-                                                 cmd->bytes, cmd->data, 0, NULL, NULL),
-                       "clEnqueueWriteBuffer", "graph replay");
-            dev->transfers.h2d_bytes += cmd->bytes;
-            dev->transfers.h2d_count++;
+            st = clg__mem_write(dev, c->vals[cmd->dst].use, cmd->dst_off, cmd->data, cmd->bytes, false, NULL,
+                                "graph replay");
+            dev->transfers.h2d_bytes += st ? 0 : cmd->bytes;
+            dev->transfers.h2d_count += !st;
             break;
         case CAP_COPY:
-            CLG_CL_TRY(dev, clEnqueueCopyBuffer(dev->queue, c->vals[cmd->src].use->mem, c->vals[cmd->dst].use->mem,
-                                                cmd->src_off, cmd->dst_off, cmd->bytes, 0, NULL, NULL),
-                       "clEnqueueCopyBuffer", "graph replay");
+            st = clg__mem_copy(dev, c->vals[cmd->src].use, cmd->src_off, c->vals[cmd->dst].use, cmd->dst_off, cmd->bytes,
+                               "graph replay");
             break;
-        case CAP_HOST: cmd->host(cmd->data, c->regs); break;
+        case CAP_HOST: cmd->host(cmd->data); break;
         case CAP_GONE: break;
         }
         if (st != CLG_OK) return st;

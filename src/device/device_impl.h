@@ -1,13 +1,15 @@
 /* device_impl.h: the internals of a clg_device, shared by src/device/ and the layers
- * above it, with no OpenCL header: the OpenCL handles in its structs are named by their
- * struct tags, which only src/device/ (device_cl.h) can use, and what needs OpenCL's
- * types is declared in device_cl.h. Not installed. Internal names start with clg__.
+ * above it, with no OpenCL header and no OpenCL type: what the runtime holds (device
+ * memory, kernel objects, the context and queue) is named by clgrad's own opaque
+ * handles, which only src/device/opencl/ casts back. Not installed. Internal names
+ * start with clg__.
  *
  * Four roles, one file each:
- *   device.c     the context and queue, errors and logging, counters
- *   pool.c       the allocator: device buffers, reused through a pool
- *   program.c    the compiler: kernel sources, lazy builds, binary_cache.c on disk
- *   launch.c     the program runner: kernel arguments and enqueueing, profile.c timing
+ *   opencl/device.c   the context and queue, errors and logging, counters
+ *   pool.c            the allocator: device buffers, reused through a pool
+ *   opencl/program.c  the compiler: kernel sources, lazy builds, binary_cache.c on disk
+ *   launch.c          the program runner: kernel arguments and enqueueing, opencl/profile.c timing
+ * src/device/backend.h lists what the files of src/device/ outside opencl/ ask of it.
  */
 #ifndef CLGRAD_DEVICE_IMPL_H
 #define CLGRAD_DEVICE_IMPL_H
@@ -17,7 +19,7 @@
 #include "clgrad/device.h"
 #include "runtime.h"
 
-/* ---- errors ------------------------------------------------------------------------ */
+/* ---- errors ---------------------------------------------------------------------------- */
 
 #define CLG_ERROR_MAX 8192
 
@@ -29,10 +31,15 @@ void clg__log(clg_device *dev, int level, const char *fmt, ...) __attribute__((f
 
 double clg__now(void); /* monotonic seconds */
 
-/* ---- buffers and the pool (pool.c) ---------------------------------------------------- */
+/* ---- buffers and the pool (pool.c) ----------------------------------------------------- */
+
+/* The runtime's handles (src/device/opencl/ casts them back): a buffer's device memory
+ * and a built kernel object. */
+typedef struct clg_mem clg_mem;
+typedef struct clg_kobj clg_kobj;
 
 typedef struct clg_buffer {
-    struct _cl_mem *mem;   /* cl_mem: used by src/device/ only */
+    clg_mem *mem;     /* its device memory */
     size_t size;      /* bytes usable (the pool's rounded size) */
     int refs;         /* views sharing this buffer; freed to the pool at 0 */
     clg_device *dev;
@@ -61,7 +68,7 @@ void clg__buffer_release(clg_buffer *buf);   /* NULL is fine */
 size_t clg__pool_round(const clg_device *dev, size_t bytes);
 void clg__pool_free_all(clg_device *dev);
 
-/* ---- transfers (transfer.c); counted in dev->transfers ------------------------------ */
+/* ---- transfers (transfer.c); counted in dev->transfers --------------------------------- */
 
 clg_status clg__write(clg_device *dev, clg_buffer *dst, size_t offset, const void *src, size_t bytes);
 /* Blocking: waits for queued work that writes dst, then copies. */
@@ -74,20 +81,20 @@ clg_status clg__write_async(clg_device *dev, clg_buffer *dst, size_t off, const 
 clg_status clg__read_async(clg_device *dev, const clg_buffer *src, size_t off, void *dst, size_t bytes,
                            clg_event **done);
 
-/* ---- programs and kernels (program.c, binary_cache.c) ------------------------------- */
+/* ---- programs and kernels (opencl/program.c, binary_cache.c) --------------------------- */
 
 struct clg_arg;
-/* A host function run as a command of the device's queue (native.c): its arguments as
+/* A host function run as a command of the device's queue (opencl/native.c): its arguments as
  * a launch's, each buffer argument's v.host holding the buffer's host address. */
 typedef void (*clg_native_fn)(const struct clg_arg *args, int nargs);
 
 typedef struct clg_kernel {
-    struct _cl_kernel *k;   /* cl_kernel (src/device/ only); NULL for a native function */
+    clg_kobj *k;        /* the kernel object; NULL for a native function */
     clg_native_fn native;
     char name[64];
     int prof_slot;      /* index into the profiler's per-kernel table, -1 until first launch */
     size_t wg_max;      /* CL_KERNEL_WORK_GROUP_SIZE */
-    const char *key;    /* "program\noptions\nkernel": the kernel table's (program.c) */
+    const char *key;    /* "program\noptions\nkernel": the kernel table's (opencl/program.c) */
 } clg_kernel;
 
 /* The kernel `kernel` of program cl_kernels/<program>.cl built with `options`
@@ -100,7 +107,7 @@ clg_kernel *clg__kernel_get(clg_device *dev, const char *program, const char *op
  * -DCLG_EPI_RELU); NULL with the error recorded on failure. */
 clg_kernel *clg__kernel_variant(clg_device *dev, const clg_kernel *k, const char *extra);
 
-typedef struct clg_kernel_table clg_kernel_table; /* in program.c */
+typedef struct clg_kernel_table clg_kernel_table; /* in opencl/program.c */
 void clg__programs_free(clg_device *dev);
 
 typedef struct clg_disk_cache {
@@ -115,7 +122,7 @@ void clg__disk_cache_store(clg_device *dev, const char *meta, const unsigned cha
 /* 128-bit hash of bytes as 32 hex digits plus NUL. */
 void clg__hash_hex(const void *data, size_t len, char out[33]);
 
-/* ---- launching (launch.c) ----------------------------------------------------------- */
+/* ---- launching (launch.c) -------------------------------------------------------------- */
 
 typedef enum clg_arg_kind {
     CLG_ARG_BUF, CLG_ARG_I32, CLG_ARG_I64, CLG_ARG_F32, CLG_ARG_F64, CLG_ARG_LOCAL, CLG_ARG_INT8, CLG_ARG_U16
@@ -125,7 +132,7 @@ typedef struct clg_arg {
     clg_arg_kind kind;
     union {
         const clg_buffer *buf;   /* resolved to its device memory by the launcher; NULL is legal */
-        void *host;              /* a buffer argument inside a native function (native.c) */
+        void *host;              /* a buffer argument inside a native function (opencl/native.c) */
         int32_t i32; int64_t i64; float f32; double f64; size_t local; struct { int32_t s[8]; } i8; uint16_t u16;
     } v;
 } clg_arg;
@@ -171,18 +178,35 @@ size_t clg__divisor_at_most(size_t n, size_t cap);
  * group size: whole groups, then the remainder as a second launch at an offset. The
  * kernel needs no bounds check; POCL only vectorizes work-group loops without one. */
 clg_status clg__launch_1d(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t n);
-/* A launch's refresh at each graph replay (capture.h, clg__cap_refresh): fn(data, regs,
- * args, nargs) advances the host state the op advanced and rewrites the launch's scalar
- * arguments; fn == NULL for none. data (size bytes) is copied. */
+/* A launch's refresh at each graph replay: fn(data, regs, args, nargs) advances the host
+ * state the op advanced and rewrites the launch's scalar arguments (its buffer
+ * arguments are the graph's: leave them); fn == NULL for none. data (size bytes) is
+ * copied. regs are the refresh's capture registers (NULL when it has none): values a
+ * refresh computes at replay for later launches' refreshes, the generator position a
+ * dropout forward draws at and its backward draws at again. The launcher makes them
+ * and hands their index to the op, which keeps it on the tape for the backward. */
 typedef void (*clg_refresh_fn)(void *data, int64_t *regs, clg_arg *args, int nargs);
+typedef enum clg_regs_use {
+    CLG_REGS_NONE,
+    CLG_REGS_NEW,    /* make nregs registers for fn to write: their first index into *reg (-1 outside a capture) */
+    CLG_REGS_READ    /* the nregs at *reg, which an earlier launch of the capture made (CLG_REGS_NEW) */
+} clg_regs_use;
 typedef struct clg_refresh {
     clg_refresh_fn fn;
     const void *data;
     size_t size;
+    clg_regs_use regs;
+    int nregs;
+    int *reg;
 } clg_refresh;
-/* clg__launch_1d whose scalar arguments a graph replay rewrites with `refresh` (an
+/* clg__launch whose scalar arguments a graph replay rewrites with `refresh` (an
  * optimizer's step count, the generator's position): passed with the launch, so that
- * no op can record the launch without it. */
+ * no op can record the launch without it. Inside a capture, a refresh that reads
+ * registers no launch of it made (*reg -1: a backward captured without its forward)
+ * fails before launching. */
+clg_status clg__launch_refreshed(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, int dims,
+                                 const size_t *global, const size_t *local, clg_refresh refresh);
+/* clg__launch_1d with a refresh at each graph replay, as clg__launch_refreshed. */
 clg_status clg__launch_1d_refreshed(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t n,
                                     clg_refresh refresh);
 /* 2-D launch of exactly inner x rows work-items, groups along the rows (inner), the
@@ -196,7 +220,7 @@ clg_status clg__launch_rows_refreshed(clg_device *dev, clg_kernel *k, const clg_
 clg_status clg__launch_rows3(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t inner,
                              size_t rows, size_t planes);
 
-/* ---- host functions on the queue (native.c) ------------------------------------------ */
+/* ---- host functions on the queue (opencl/native.c) ------------------------------------- */
 
 /* Whether the device runs host functions as commands (CL_EXEC_NATIVE_KERNEL: POCL does;
  * GPUs and rusticl do not). Its buffers are then host memory the function may use. */
@@ -211,11 +235,11 @@ clg_status clg__launch_native(clg_device *dev, clg_kernel *k, const clg_arg *arg
 /* A buffer argument's host address inside a native function. */
 static inline void *clg__native_ptr(const clg_arg *a) { return a->v.host; }
 
-/* ---- profiling (profile.c) ----------------------------------------------------------- */
+/* ---- profiling (opencl/profile.c) ------------------------------------------------------ */
 
 typedef struct clg_prof_kernel { char name[64]; uint64_t count; uint64_t ns, min_ns, max_ns; } clg_prof_kernel;
 typedef struct clg_prof_build { char name[64]; char options[128]; double start, seconds; bool cached; } clg_prof_build;
-typedef struct clg_prof_event clg_prof_event;   /* device_cl.h */
+typedef struct clg_prof_event clg_prof_event;   /* opencl/device_cl.h */
 typedef struct clg_prof_span { int slot; uint64_t start_ns, end_ns; } clg_prof_span;
 
 typedef struct clg_profiler {
@@ -243,7 +267,7 @@ void clg__profile_build(clg_device *dev, const char *program, const char *option
 void clg__profile_collect(clg_device *dev);
 void clg__profile_free(clg_device *dev);
 
-/* ---- the per-device parameter table (params.c) -------------------------------------- */
+/* ---- the per-device parameter table (params.c) ----------------------------------------- */
 
 /* What differs between devices, in one place: ops read these and never ask what kind of
  * device they run on. Filled at open from the device's properties, then overridden by
@@ -378,7 +402,7 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
 /* The table as "key = value" lines into buf (for `clgrad devices --params`). */
 void clg__params_format(const clg_device_params *p, char *buf, size_t len);
 
-/* ---- the device -------------------------------------------------------------------- */
+/* ---- the device ------------------------------------------------------------------------ */
 
 /* Errors that kernels find in values made on the device (an index out of range), which
  * the host cannot check without reading them (errflag.c): a word of 4 ints on the
@@ -415,11 +439,9 @@ typedef struct clg_slot {
 struct clg_device {
     clg_device_info info;
     clg_device_params params;
-    /* OpenCL's handles (cl_platform_id, ...), used by src/device/ only */
-    struct _cl_platform_id *platform;
-    struct _cl_device_id *id;
-    struct _cl_context *ctx;
-    struct _cl_command_queue *queue;
+    /* the runtime's handles (platform, device, context, queue: opencl/device_cl.h); NULL
+     * until the device is open */
+    struct clg_cl *cl;
 
     clg_status status;
     char error[CLG_ERROR_MAX];
@@ -438,7 +460,10 @@ struct clg_device {
     struct clg_capture *cap; /* the capture open on this device (capture.c), else NULL */
 };
 
-#include "capture.h"
+/* The device's context and queue exist (an open that failed leaves a device with its
+ * error and no queue). */
+bool clg__device_is_open(const clg_device *dev);
+
 static inline bool clg__capturing(const clg_device *dev) { return dev->cap != NULL; }
 
 #endif

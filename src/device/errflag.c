@@ -6,16 +6,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "device_cl.h"
+#include "backend.h"
 
 /* Zero the word, uncounted (it is not a transfer the program asked for); the source
  * is static, so the write need not wait. */
 static clg_status clear_word(clg_device *dev, clg_buffer *w)
 {
-    static const cl_int zero[4] = {0, 0, 0, 0};
-    CLG_CL_TRY(dev, clEnqueueWriteBuffer(dev->queue, w->mem, CL_FALSE, 0, sizeof zero, zero, 0, NULL, NULL),
-               "clEnqueueWriteBuffer", "kernel error word");
-    return CLG_OK;
+    static const int32_t zero[4] = {0, 0, 0, 0};
+    return clg__mem_write(dev, w, 0, zero, sizeof zero, false, NULL, "kernel error word");
 }
 
 clg_buffer *clg__kernel_error_word(clg_device *dev, const char *op, const char *value, int *code)
@@ -51,7 +49,7 @@ clg_status clg__kernel_error_check(clg_device *dev)
     int k = e->host[0] - 1;
     const char *op = k >= 0 && k < e->nops ? e->ops[k] : "an op";
     const char *what = k >= 0 && k < e->nops ? e->what[k] : "index";
-    cl_int value = e->host[1], bound = e->host[2];
+    int32_t value = e->host[1], bound = e->host[2];
     memset(e->host, 0, sizeof e->host);
     clg_status st = clear_word(dev, e->word);   /* report it once */
     if (st) return st;

@@ -2,9 +2,8 @@
  * soon as the work is queued; nothing here waits for the device. */
 #include <stdio.h>
 
-#include "device_cl.h"
-
-_Static_assert(sizeof(cl_int8) == 8 * sizeof(int32_t), "clg_arg's int8 is OpenCL's int8");
+#include "backend.h"
+#include "capture.h"
 
 clg_arg clg__arg_int8(const int64_t *v, int n)
 {
@@ -13,60 +12,19 @@ clg_arg clg__arg_int8(const int64_t *v, int n)
     return a;
 }
 
-clg_status clg__set_arg_on(clg_device *dev, cl_kernel kern, const char *name, int i, const clg_arg *a)
-{
-    cl_int e;
-    cl_mem mem;
-    switch (a->kind) {
-    case CLG_ARG_BUF:
-        mem = a->v.buf ? a->v.buf->mem : NULL;
-        e = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_mem), &mem);
-        break;
-    case CLG_ARG_I32: e = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_int), &a->v.i32); break;
-    case CLG_ARG_I64: e = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_long), &a->v.i64); break;
-    case CLG_ARG_F32: e = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_float), &a->v.f32); break;
-    case CLG_ARG_F64: e = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_double), &a->v.f64); break;
-    case CLG_ARG_LOCAL: e = clSetKernelArg(kern, (cl_uint)i, a->v.local, NULL); break;
-    case CLG_ARG_INT8: e = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_int8), a->v.i8.s); break;
-    case CLG_ARG_U16: e = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_ushort), &a->v.u16); break;
-    default: e = CL_INVALID_ARG_VALUE;
-    }
-    if (e == CL_SUCCESS) return CLG_OK;
-    char what[96];
-    snprintf(what, sizeof what, "%s, argument %d", name, i);
-    return clg__cl_fail(dev, e, "clSetKernelArg", what);
-}
-
-clg_status clg__set_args_on(clg_device *dev, cl_kernel kern, const char *name, const clg_arg *args, int nargs)
-{
-    for (int i = 0; i < nargs; i++) {
-        clg_status st = clg__set_arg_on(dev, kern, name, i, &args[i]);
-        if (st != CLG_OK) return st;
-    }
-    return CLG_OK;
-}
-
 static clg_status set_args(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs)
 {
     if (dev->cap) clg__cap_args(dev, k, args, nargs);
-    return clg__set_args_on(dev, k->k, k->name, args, nargs);
+    return clg__kobj_set_args(dev, k->k, k->name, args, nargs);
 }
 
 /* Enqueue over [offset, offset + global) in each dimension. */
 static clg_status enqueue(clg_device *dev, clg_kernel *k, int dims, const size_t *offset, const size_t *global,
                           const size_t *local)
 {
-    cl_event ev = NULL;
-    if (dev->prof.host_timed) clg__profile_before_enqueue(dev);
-    cl_int e = clEnqueueNDRangeKernel(dev->queue, k->k, (cl_uint)dims, offset, global, local, 0, NULL,
-                                      dev->prof.enabled ? &ev : NULL);
-    if (e != CL_SUCCESS) return clg__cl_fail(dev, e, "clEnqueueNDRangeKernel", k->name);
-    if (dev->cap) clg__cap_enqueue(dev, dims, offset, global, local);
-    if (ev) {
-        if (k->prof_slot < 0) k->prof_slot = clg__profile_slot(dev, k->name);
-        clg__profile_launch(dev, k->prof_slot, ev);
-    }
-    return CLG_OK;
+    clg_status st = clg__kobj_enqueue(dev, k, k->k, dims, offset, global, local, "clEnqueueNDRangeKernel");
+    if (st == CLG_OK && dev->cap) clg__cap_enqueue(dev, dims, offset, global, local);
+    return st;
 }
 
 /* The device's and the kernel's limits on a group, checked here once for every launch
@@ -108,20 +66,48 @@ clg_status clg__launch(clg_device *dev, clg_kernel *k, const clg_arg *args, int 
     return st ? st : enqueue(dev, k, dims, NULL, g, local);
 }
 
+/* A refreshed launch: its registers made or checked before it (refresh_before, which
+ * returns the capture's mark), the refresh recorded on the launch after it
+ * (refresh_after, given the launch's status), unless it launched nothing (a zero size):
+ * the refresh would land on an earlier launch's arguments. */
+static int refresh_before(clg_device *dev, const clg_kernel *k, clg_refresh r, clg_status *st)
+{
+    *st = r.regs != CLG_REGS_NONE ? clg__cap_regs(dev, &r, k->name) : CLG_OK;
+    return clg__cap_mark(dev);
+}
+
+static clg_status refresh_after(clg_device *dev, clg_status st, clg_refresh r, int mark)
+{
+    if (st == CLG_OK && r.fn && clg__cap_mark(dev) > mark)
+        clg__cap_refresh(dev, r.fn, r.data, r.size, r.regs != CLG_REGS_NONE ? *r.reg : -1);
+    return st;
+}
+
+clg_status clg__launch_refreshed(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, int dims,
+                                 const size_t *global, const size_t *local, clg_refresh refresh)
+{
+    clg_status st;
+    int mark = refresh_before(dev, k, refresh, &st);
+    if (st == CLG_OK) st = clg__launch(dev, k, args, nargs, dims, global, local);
+    return refresh_after(dev, st, refresh, mark);
+}
+
 clg_status clg__launch_1d_refreshed(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t n,
                                     clg_refresh refresh)
 {
-    clg_status st = clg__launch_1d(dev, k, args, nargs, n);
-    if (st == CLG_OK && refresh.fn) clg__cap_refresh(dev, refresh.fn, refresh.data, refresh.size);
-    return st;
+    clg_status st;
+    int mark = refresh_before(dev, k, refresh, &st);
+    if (st == CLG_OK) st = clg__launch_1d(dev, k, args, nargs, n);
+    return refresh_after(dev, st, refresh, mark);
 }
 
 clg_status clg__launch_rows_refreshed(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t inner,
                                       size_t rows, clg_refresh refresh)
 {
-    clg_status st = clg__launch_rows(dev, k, args, nargs, inner, rows);
-    if (st == CLG_OK && refresh.fn) clg__cap_refresh(dev, refresh.fn, refresh.data, refresh.size);
-    return st;
+    clg_status st;
+    int mark = refresh_before(dev, k, refresh, &st);
+    if (st == CLG_OK) st = clg__launch_rows(dev, k, args, nargs, inner, rows);
+    return refresh_after(dev, st, refresh, mark);
 }
 
 clg_status clg__launch_final(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, int dims,

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "device_cl.h"
+#include "backend.h"
 #include "file_read.h"
 
 const clg_device_params *clg__device_params(const clg_device *dev) { return &dev->params; }
@@ -42,31 +42,16 @@ static bool compiles_per_group_size(const clg_device *dev)
     return strstr(dev->info.platform, "Portable Computing Language") != NULL;
 }
 
-/* NVIDIA's compute capability (cl_nv_device_attribute_query) is 8.0 or more: mma.sync
- * m16n8k16 with float16 and bfloat16 inputs exists (PTX ISA 7.0, sm_80). */
-static bool nvidia_sm80(const clg_device *dev)
-{
-    if (!clg__has_extension(dev->id, "cl_nv_device_attribute_query")) return false;
-    cl_uint major = 0;   /* CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV */
-    return clGetDeviceInfo(dev->id, 0x4000, sizeof major, &major, NULL) == CL_SUCCESS && major >= 8;
-}
-
 static void defaults(clg_device *dev)
 {
     clg_device_params *p = &dev->params;
     memset(p, 0, sizeof *p);
-    cl_uint vw = 0;
-    if (clGetDeviceInfo(dev->id, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, sizeof vw, &vw, NULL) != CL_SUCCESS) vw = 1;
-    p->vector_float = vw ? (int)vw : 1;
+    clg_device_props props = clg__device_props(dev);
+    p->vector_float = props.vector_float;
     p->max_group = dev->info.max_work_group ? dev->info.max_work_group : 1;
-    size_t items[3] = {1, 1, 1};
-    if (clGetDeviceInfo(dev->id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items, NULL) != CL_SUCCESS)
-        items[0] = items[1] = items[2] = 1;
-    memcpy(p->max_item, items, sizeof items);
+    memcpy(p->max_item, props.max_item, sizeof p->max_item);
     p->local_mem = dev->info.local_mem;
-    cl_device_local_mem_type lt = CL_LOCAL;
-    if (clGetDeviceInfo(dev->id, CL_DEVICE_LOCAL_MEM_TYPE, sizeof lt, &lt, NULL) != CL_SUCCESS) lt = CL_LOCAL;
-    p->local_is_global = lt == CL_GLOBAL;
+    p->local_is_global = props.local_is_global;
 
     bool wide_items = p->vector_float > 1;
     /* Where work-items are SIMD-wide: the packed kernels. The host's BLAS ("host") is
@@ -93,10 +78,8 @@ static void defaults(clg_device *dev)
     p->const_strides = wide_items;
     p->transpose_tiles = wide_items;
     p->flat16 = p->vector_float >= 8;
-    cl_device_fp_config fp = 0;
-    p->exact_div = clGetDeviceInfo(dev->id, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL) == CL_SUCCESS &&
-                   (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT);
-    p->mma = nvidia_sm80(dev) ? CLG_MMA_PTX : CLG_MMA_NONE;
+    p->exact_div = props.exact_div;
+    p->mma = props.nvidia_sm80 ? CLG_MMA_PTX : CLG_MMA_NONE;
     memcpy(p->mma_block, (int[6]){2, 4, 4, 4, 32, 2}, sizeof p->mma_block);
 }
 
@@ -297,13 +280,13 @@ void clg__params_format(const clg_device_params *p, char *buf, size_t len)
 
 clg_status clg_device_set_param(clg_device *dev, const char *key, const char *value)
 {
-    if (!dev || !dev->ctx || !key || !value) return CLG_ERR_INVALID_ARGUMENT;
+    if (!clg__device_is_open(dev) || !key || !value) return CLG_ERR_INVALID_ARGUMENT;
     return clg__params_set(dev, key, value, "clg_device_set_param");
 }
 
 clg_status clg_device_params_print(const clg_device *dev, FILE *out)
 {
-    if (!dev || !out || !dev->ctx) return CLG_ERR_INVALID_ARGUMENT;
+    if (!clg__device_is_open(dev) || !out) return CLG_ERR_INVALID_ARGUMENT;
     char buf[1024];
     clg__params_format(&dev->params, buf, sizeof buf);
     fputs(buf, out);

@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device_cl.h"
+#include "backend.h"
+#include "capture.h"
 
 size_t clg__pool_round(const clg_device *dev, size_t bytes)
 {
@@ -36,7 +37,7 @@ static clg_buffer *take_cached(clg_device *dev, size_t size)
 
 static void destroy(clg_buffer *b)
 {
-    clReleaseMemObject(b->mem);
+    clg__mem_free(b->mem);
     free(b);
 }
 
@@ -85,13 +86,14 @@ clg_buffer *clg__buffer_alloc(clg_device *dev, size_t bytes)
             clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "clg_buffer: out of host memory");
             return NULL;
         }
-        cl_int e;
-        b->mem = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, size, NULL, &e);
-        if (e == CL_MEM_OBJECT_ALLOCATION_FAILURE || e == CL_OUT_OF_RESOURCES) {
+        int e;
+        bool exhausted;
+        b->mem = clg__mem_new(dev, size, &e, &exhausted);
+        if (!b->mem && exhausted) {   /* the cached buffers go, then once more */
             clg_device_pool_trim(dev);
-            b->mem = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, size, NULL, &e);
+            b->mem = clg__mem_new(dev, size, &e, &exhausted);
         }
-        if (e != CL_SUCCESS) {
+        if (!b->mem) {
             char what[96];
             snprintf(what, sizeof what, "%zu bytes", size);
             clg__cl_fail(dev, e, "clCreateBuffer", what);

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "device_cl.h"
+#include "device_impl.h"
 
 static clg_status run(clg_device *dev, size_t n, float *hx, float *hy, float *out)
 {
@@ -37,7 +37,7 @@ static clg_status run(clg_device *dev, size_t n, float *hx, float *hy, float *ou
 
 clg_status clg_device_selftest(clg_device *dev, size_t n)
 {
-    if (!dev || !dev->queue) return dev ? clg__fail(dev, CLG_ERR_NO_DEVICE, "selftest: device not open")
+    if (!clg__device_is_open(dev)) return dev ? clg__fail(dev, CLG_ERR_NO_DEVICE, "selftest: device not open")
                                         : CLG_ERR_INVALID_ARGUMENT;
     if (n == 0 || n > (1u << 28)) return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "selftest: n = %zu", n);
     float *hx = malloc(n * sizeof(float)), *hy = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));

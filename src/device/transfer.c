@@ -1,6 +1,7 @@
 /* transfer.c: copies between host and device, counted, and device-to-device copies.
  * Every host<->device byte of clgrad goes through here, so the counters are exact. */
-#include "device_cl.h"
+#include "backend.h"
+#include "capture.h"
 
 static clg_status check_range(clg_device *dev, const clg_buffer *b, size_t off, size_t bytes,
                               const char *call)
@@ -18,8 +19,8 @@ clg_status clg__write(clg_device *dev, clg_buffer *dst, size_t off, const void *
     if (st) return st;
     if (dev->cap) clg__cap_write(dev, dst, off, src, bytes);
     /* Blocking: the caller's memory may be gone when the call returns. */
-    CLG_CL_TRY(dev, clEnqueueWriteBuffer(dev->queue, dst->mem, CL_TRUE, off, bytes, src, 0, NULL, NULL),
-               "clEnqueueWriteBuffer", "host to device");
+    st = clg__mem_write(dev, dst, off, src, bytes, true, NULL, "host to device");
+    if (st) return st;
     dev->transfers.h2d_bytes += bytes;
     dev->transfers.h2d_count++;
     return CLG_OK;
@@ -34,11 +35,10 @@ clg_status clg__read(clg_device *dev, const clg_buffer *src, size_t off, void *d
     /* The kernels' error word, read on the way (errflag.c): queued first, so it has
      * landed when the blocking read returns. Not counted as a transfer. */
     if (dev->kerr.word)
-        CLG_CL_TRY(dev, clEnqueueReadBuffer(dev->queue, dev->kerr.word->mem, CL_FALSE, 0, sizeof dev->kerr.host,
-                                            dev->kerr.host, 0, NULL, NULL),
-                   "clEnqueueReadBuffer", "kernel error word");
-    CLG_CL_TRY(dev, clEnqueueReadBuffer(dev->queue, src->mem, CL_TRUE, off, bytes, dst, 0, NULL, NULL),
-               "clEnqueueReadBuffer", "device to host");
+        st = clg__mem_read(dev, dev->kerr.word, 0, dev->kerr.host, sizeof dev->kerr.host, false, NULL,
+                           "kernel error word");
+    if (!st) st = clg__mem_read(dev, src, off, dst, bytes, true, NULL, "device to host");
+    if (st) return st;
     dev->transfers.d2h_bytes += bytes;
     dev->transfers.d2h_count++;
     clg__profile_collect(dev); /* the in-order queue has drained up to here */
@@ -61,10 +61,8 @@ clg_status clg__write_async(clg_device *dev, clg_buffer *dst, size_t off, const 
 {
     clg_status st = async_check(dev, dst, off, bytes, "clg_write_async");
     if (st) return st;
-    cl_event ev = NULL;
-    CLG_CL_TRY(dev, clEnqueueWriteBuffer(dev->queue, dst->mem, CL_FALSE, off, bytes, src, 0, NULL, done ? &ev : NULL),
-               "clEnqueueWriteBuffer", "host to device, asynchronous");
-    if (done) *done = (clg_event *)ev;
+    st = clg__mem_write(dev, dst, off, src, bytes, false, done, "host to device, asynchronous");
+    if (st) return st;
     dev->transfers.h2d_bytes += bytes;
     dev->transfers.h2d_count++;
     return CLG_OK;
@@ -75,10 +73,8 @@ clg_status clg__read_async(clg_device *dev, const clg_buffer *src, size_t off, v
 {
     clg_status st = async_check(dev, src, off, bytes, "clg_read_async");
     if (st) return st;
-    cl_event ev = NULL;
-    CLG_CL_TRY(dev, clEnqueueReadBuffer(dev->queue, src->mem, CL_FALSE, off, bytes, dst, 0, NULL, done ? &ev : NULL),
-               "clEnqueueReadBuffer", "device to host, asynchronous");
-    if (done) *done = (clg_event *)ev;
+    st = clg__mem_read(dev, src, off, dst, bytes, false, done, "device to host, asynchronous");
+    if (st) return st;
     dev->transfers.d2h_bytes += bytes;
     dev->transfers.d2h_count++;
     return CLG_OK;
@@ -92,7 +88,5 @@ clg_status clg__copy(clg_device *dev, const clg_buffer *src, size_t src_off, clg
     if (!st) st = check_range(dev, dst, dst_off, bytes, "clg_copy");
     if (st) return st;
     if (dev->cap) clg__cap_copy(dev, src, src_off, dst, dst_off, bytes);
-    CLG_CL_TRY(dev, clEnqueueCopyBuffer(dev->queue, src->mem, dst->mem, src_off, dst_off, bytes, 0, NULL, NULL),
-               "clEnqueueCopyBuffer", "device to device");
-    return CLG_OK;
+    return clg__mem_copy(dev, src, src_off, dst, dst_off, bytes, "device to device");
 }

@@ -68,7 +68,7 @@ static void adopt(clg_device *dev, gemm_state *s, const clg_gemm_candidate *c, d
 
 clg_status clg__gemm_tune(clg_device *dev, int flags)
 {
-    if (!dev || !dev->ctx) return CLG_ERR_INVALID_ARGUMENT;
+    if (!clg__device_is_open(dev)) return CLG_ERR_INVALID_ARGUMENT;
     gemm_state *s = state(dev);
     if (!s) return dev->status;
     clg_gemm_candidate c;

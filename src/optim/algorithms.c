@@ -269,5 +269,5 @@ clg_status clg__optim_update(clg_optimizer *opt, clg_optim_param *pp, clg_tensor
     if (!k) return opt->dev->status;
     update_ref r = {opt, (int)(pp - opt->params)};
     return clg__launch_1d_refreshed(opt->dev, k, args, n, (size_t)pp->p->numel,
-                                    (clg_refresh){refresh_update, &r, sizeof r});
+                                    (clg_refresh){.fn = refresh_update, .data = &r, .size = sizeof r});
 }

@@ -146,9 +146,8 @@ static clg_status check_grad(const clg_optimizer *opt, int i)
 
 /* The host work of clg_optimizer_step that a graph replay repeats (the updates refresh
  * their own counts, algorithms.c). */
-static void count_step(void *data, int64_t *regs)
+static void count_step(void *data)
 {
-    (void)regs;
     (*(clg_optimizer **)data)->steps++;
 }
 

@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "tensor_impl.h"
-#include "device/capture.h"
 
 #define PROGRAM "attention"
 #define OP "scaled_dot_product_attention"
@@ -79,9 +78,9 @@ static int push_drop(clg_arg *a, int n, const att_drop *dr, clg_dtype cdt)
 }
 
 /* Graph replay: the forward's first launch moves the generator on as the eager op does
- * and leaves the position in two registers; every other launch of the op and of its
- * backward reads them. `at` is the index of the launch's seed_lo argument. */
-typedef struct att_ref { clg_tensor_state *s; uint64_t blocks; int reg, at; } att_ref;
+ * and leaves the position in its two registers; every other launch of the op and of
+ * its backward reads them. `at` is the index of the launch's seed_lo argument. */
+typedef struct att_ref { clg_tensor_state *s; uint64_t blocks; int at; } att_ref;
 
 static void set_position(clg_arg *a, int64_t seed, int64_t offset)
 {
@@ -95,25 +94,28 @@ static void refresh_draw(void *data, int64_t *regs, clg_arg *args, int nargs)
 {
     att_ref *r = data;
     (void)nargs;
-    regs[r->reg] = (int64_t)r->s->seed;
-    regs[r->reg + 1] = (int64_t)r->s->rng_offset;
+    regs[0] = (int64_t)r->s->seed;
+    regs[1] = (int64_t)r->s->rng_offset;
     r->s->rng_offset += r->blocks;
-    set_position(args + r->at, regs[r->reg], regs[r->reg + 1]);
+    set_position(args + r->at, regs[0], regs[1]);
 }
 
 static void refresh_read(void *data, int64_t *regs, clg_arg *args, int nargs)
 {
     const att_ref *r = data;
     (void)nargs;
-    set_position(args + r->at, regs[r->reg], regs[r->reg + 1]);
+    set_position(args + r->at, regs[0], regs[1]);
 }
 
-/* After a launch with dropout inside a capture: its refresh (draw: the forward's first). */
-static void note_drop(clg_device *dev, const att_drop *dr, int at, bool draw, uint64_t blocks)
+/* The refresh of a launch with dropout (none without): the forward's first launch
+ * draws (draw: the launcher makes the registers, their index into dr->reg), every
+ * other launch reads them (the launcher checks that this capture made them). r, the
+ * refresh's data, lives until the launch returns. */
+static clg_refresh drop_refresh(att_drop *dr, const att_ref *r, bool draw)
 {
-    if (dr->p <= 0 || dr->reg < 0) return;
-    att_ref r = {clg__tstate(dev), blocks, dr->reg, at};
-    clg__cap_refresh(dev, draw ? refresh_draw : refresh_read, &r, sizeof r);
+    if (dr->p <= 0) return (clg_refresh){.fn = NULL};
+    return (clg_refresh){draw ? refresh_draw : refresh_read, r, sizeof *r, draw ? CLG_REGS_NEW : CLG_REGS_READ, 2,
+                         &dr->reg};
 }
 
 /* ---- launch geometry ------------------------------------------------------------------ */
@@ -189,16 +191,16 @@ static bool att_get(clg_device *dev, const att_call *c, const char *name, const 
  * rounded up (vec: POCL compiles one group shape, not one per tail), or a group of w per
  * row with `nlocal` local scratch arrays of w values (tiles). */
 static clg_status att_launch(clg_device *dev, const att_kernel *ak, clg_arg *a, int n, int nlocal, int64_t rows,
-                             const att_call *c)
+                             const att_call *c, clg_refresh refresh)
 {
     if (ak->vec) {   /* groups of 16 rows, the last one checked in the kernel */
         size_t global[2] = {((size_t)rows + 15) / 16 * 16, (size_t)c->d.B}, local[2] = {16, 1};
-        return clg__launch(dev, ak->k, a, n, 2, global, local);
+        return clg__launch_refreshed(dev, ak->k, a, n, 2, global, local, refresh);
     }
-    if (ak->rows) return clg__launch_rows(dev, ak->k, a, n, (size_t)rows, (size_t)c->d.B);
+    if (ak->rows) return clg__launch_rows_refreshed(dev, ak->k, a, n, (size_t)rows, (size_t)c->d.B, refresh);
     for (int i = 0; i < nlocal; i++) a[n++] = CLG_ARG_LOCAL(ak->w * clg_dtype_size(c->cdt));
     size_t global[3] = {ak->w, (size_t)rows, (size_t)c->d.B}, local[3] = {ak->w, 1, 1};
-    return clg__launch(dev, ak->k, a, n, 3, global, local);
+    return clg__launch_refreshed(dev, ak->k, a, n, 3, global, local, refresh);
 }
 
 /* How many rows of the walked axis one launch takes: whole tiles of w while a work-item's
@@ -242,8 +244,9 @@ static int push_common(clg_arg *a, const att_call *c)
 
 /* O and lse: every column range of Ev (one at least, for lse) over every key range.
  * Loop trips per work-item and key: the score's E, the columns' nu (tiles: and two group
- * reductions); plus the state's read and write. */
-static clg_status forward(clg_device *dev, const att_call *c, clg_tensor *o, clg_tensor *lse)
+ * reductions); plus the state's read and write. With dropout, the first launch's refresh
+ * leaves its registers' index in c->drop.reg. */
+static clg_status forward(clg_device *dev, att_call *c, clg_tensor *o, clg_tensor *lse)
 {
     att_kernel ak;
     if (!att_get(dev, c, "attn_fwd", NULL, &ak)) return dev->status;
@@ -281,11 +284,9 @@ static clg_status forward(clg_device *dev, const att_call *c, clg_tensor *o, clg
             a[n++] = CLG_ARG_I(kc == nkeys - 1);
             a[n++] = CLG_ARG_I(c->causal);
             a[n++] = clg__arg_scalar(c->cdt, c->scale);
-            int at = n;
+            att_ref r = {clg__tstate(dev), ((uint64_t)(c->d.B * c->d.L * c->d.S) + 3) / 4, n};
             n = push_drop(a, n, &c->drop, c->cdt);
-            st = att_launch(dev, &ak, a, n, 2, c->d.L, c);
-            uint64_t blocks = ((uint64_t)(c->d.B * c->d.L * c->d.S) + 3) / 4;
-            if (!st) note_drop(dev, &c->drop, at, cc == 0 && kc == 0, blocks);
+            st = att_launch(dev, &ak, a, n, 2, c->d.L, c, drop_refresh(&c->drop, &r, cc == 0 && kc == 0));
         }
     clg_tensor_free(acc);
     clg_tensor_free(ml);
@@ -317,7 +318,7 @@ static clg_tensor *row_dots(clg_device *dev, const att_call *c, clg_tensor *o, c
     a[n++] = CLG_ARG_I(g->row);
     a[n++] = CLG_ARG_I(g->col);
     a[n++] = CLG_ARG_B(dr->buf);
-    if (att_launch(dev, &ak, a, n, 1, c->d.L, c) != CLG_OK) {
+    if (att_launch(dev, &ak, a, n, 1, c->d.L, c, (clg_refresh){.fn = NULL}) != CLG_OK) {
         clg_tensor_free(dr);
         return NULL;
     }
@@ -336,6 +337,7 @@ static clg_status grad_q(clg_device *dev, const att_call *c, const att_operand *
                          : rows_per_launch(dev, ak.w, c->d.E + c->d.Ev + nu * w + 8, nu + 4, &c->d);
     if (!per) return dev->status;
     int64_t nkeys = c->d.S ? cdiv(c->d.S, per) : 1, ncol = cdiv(c->d.E, ak.ncols);
+    att_drop drop = c->drop;   /* its registers read, never made */
     clg_status st = CLG_OK;
     for (int64_t cc = 0; cc < ncol && !st; cc++)
         for (int64_t kc = 0; kc < nkeys && !st; kc++) {
@@ -352,10 +354,9 @@ static clg_status grad_q(clg_device *dev, const att_call *c, const att_operand *
             a[n++] = CLG_ARG_I(kc == 0);
             a[n++] = CLG_ARG_I(c->causal);
             a[n++] = clg__arg_scalar(c->cdt, c->scale);
-            int at = n;
+            att_ref r = {NULL, 0, n};
             n = push_drop(a, n, &c->drop, c->cdt);
-            st = att_launch(dev, &ak, a, n, 1, c->d.L, c);
-            if (!st) note_drop(dev, &c->drop, at, false, 0);
+            st = att_launch(dev, &ak, a, n, 1, c->d.L, c, drop_refresh(&drop, &r, false));
         }
     return st;
 }
@@ -374,6 +375,7 @@ static clg_status grad_kv(clg_device *dev, const att_call *c, const att_operand 
                          : rows_per_launch(dev, ak.w, c->d.E + c->d.Ev + 2 * nu * w + 8, 2 * nu + 4, &c->d);
     if (!per) return dev->status;
     int64_t nq = c->d.L ? cdiv(c->d.L, per) : 1, ncol = wide ? cdiv(wide, ak.ncols) : 1;
+    att_drop drop = c->drop;   /* its registers read, never made */
     clg_status st = CLG_OK;
     for (int64_t cc = 0; cc < ncol && !st; cc++)
         for (int64_t qc = 0; qc < nq && !st; qc++) {
@@ -391,10 +393,9 @@ static clg_status grad_kv(clg_device *dev, const att_call *c, const att_operand 
             a[n++] = CLG_ARG_I(qc == 0);
             a[n++] = CLG_ARG_I(c->causal);
             a[n++] = clg__arg_scalar(c->cdt, c->scale);
-            int at = n;
+            att_ref r = {NULL, 0, n};
             n = push_drop(a, n, &c->drop, c->cdt);
-            st = att_launch(dev, &ak, a, n, 2, c->d.S, c);
-            if (!st) note_drop(dev, &c->drop, at, false, 0);
+            st = att_launch(dev, &ak, a, n, 2, c->d.S, c, drop_refresh(&drop, &r, false));
         }
     return st;
 }
@@ -493,8 +494,6 @@ static clg_status attention_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
     c.causal = node->i[3];
     c.scale = node->f[1];
     c.drop = (att_drop){node->f[0], (uint64_t)node->i[0], (uint64_t)node->i[1], (int)node->i[2]};
-    if (c.drop.p > 0 && clg__capturing(dev) && c.drop.reg < 0)
-        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "%s: a backward captured without its forward", OP);
     clg_tensor *gc = g->dtype == y->dtype ? g : clg__copy_as(g, y->dtype);
     if (!gc) return dev->status;
     att_operand go = operand(gc, &c.d);
@@ -565,8 +564,7 @@ static clg_tensor *attend(clg_tensor *q, clg_tensor *k, clg_tensor *v, clg_tenso
     if (m && clg__needs_grad(dev, 1, &m))
         return clg__op_fail(dev, CLG_ERR_INVALID_ARGUMENT, OP, "the mask %s requires a gradient, which is not "
                             "computed: add a learned bias to the scores with the composed ops", CLG_DESC(m));
-    c.drop = (att_drop){p, s->seed, s->rng_offset, -1};
-    if (p > 0) c.drop.reg = clg__cap_register(dev, 2);
+    c.drop = (att_drop){p, s->seed, s->rng_offset, -1};   /* reg: made by forward's first launch */
     int64_t sh[CLG_MAX_DIMS];
     memcpy(sh, c.d.bshape, sizeof(int64_t) * (size_t)c.d.nb);
     sh[c.d.nb] = c.d.L;

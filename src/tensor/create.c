@@ -210,7 +210,8 @@ static clg_tensor *random_tensor(clg_device *dev, const char *op, const char *ke
                    CLG_ARG_I((uint32_t)s->rng_offset), CLG_ARG_I((uint32_t)(s->rng_offset >> 32)),
                    clg__arg_scalar(dtype, p0), clg__arg_scalar(dtype, p1)};
     random_ref r = {s, blocks};
-    if (!k || clg__launch_1d_refreshed(dev, k, a, 9, (size_t)blocks, (clg_refresh){refresh_random, &r, sizeof r})) {
+    clg_refresh refresh = {.fn = refresh_random, .data = &r, .size = sizeof r};
+    if (!k || clg__launch_1d_refreshed(dev, k, a, 9, (size_t)blocks, refresh)) {
         clg_tensor_free(t);
         return NULL;
     }

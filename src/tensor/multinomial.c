@@ -49,7 +49,8 @@ static clg_status launch_drawing(clg_device *dev, clg_kernel *k, const clg_arg *
 {
     uint64_t per = dt == CLG_F64 ? 2 : 4, blocks = ((uint64_t)numbers + per - 1) / per;
     mn_ref r = {s, blocks, at};
-    clg_status st = clg__launch_rows_refreshed(dev, k, a, nargs, inner, rows, (clg_refresh){refresh_draw, &r, sizeof r});
+    clg_refresh refresh = {.fn = refresh_draw, .data = &r, .size = sizeof r};
+    clg_status st = clg__launch_rows_refreshed(dev, k, a, nargs, inner, rows, refresh);
     if (st == CLG_OK) s->rng_offset += blocks;
     return st;
 }

@@ -582,8 +582,9 @@ clg_tensor *clg_layer_norm(clg_tensor *x, int naxes, clg_tensor *weight, clg_ten
 /* ---- dropout --------------------------------------------------------------------------------- */
 
 /* Launch a dropout kernel over the iteration (flat or strided, as clg__iter_launch
- * picks) with one work-item per Philox block of four elements. */
-static clg_status dropout_launch(clg_device *dev, clg_dtype dtype, const clg_iter *it, const clg_arg *extra)
+ * picks) with one work-item per Philox block of four elements, and its refresh. */
+static clg_status dropout_launch(clg_device *dev, clg_dtype dtype, const clg_iter *it, const clg_arg *extra,
+                                 clg_refresh refresh)
 {
     if (it->numel == 0) return CLG_OK;
     clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(dtype), it->flat ? "dropout_flat"
@@ -602,33 +603,14 @@ static clg_status dropout_launch(clg_device *dev, clg_dtype dtype, const clg_ite
         if (!it->flat) a[n++] = clg__arg_int8(it->strides[i], it->ndim);
     }
     for (int i = 0; i < 6; i++) a[n++] = extra[i];
-    return clg__launch_1d(dev, k, a, n, (size_t)((it->numel + 3) / 4));
-}
-
-/* Apply the mask drawn at generator position (seed, offset) to src, scaled, into a new
- * tensor of src's shape: the forward on x, the backward on the gradient. */
-static clg_tensor *dropout_apply(clg_tensor *src, double p, uint64_t seed, uint64_t offset)
-{
-    clg_tensor *y = clg__tensor_new(src->dev, src->dtype, src->ndim, src->shape);
-    if (!y) return NULL;
-    /* keep where a 24-bit uniform (word >> 8) >= ceil(p 2^24); p == 1 keeps nothing. */
-    uint32_t thr = (uint32_t)ceil(p * 16777216.0);
-    double scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
-    clg_iter it;
-    clg__iter_init(&it, 2, (clg_tensor *const[]){y, src});
-    clg_arg a[6] = {CLG_ARG_I((uint32_t)seed), CLG_ARG_I((uint32_t)(seed >> 32)), CLG_ARG_I((uint32_t)offset),
-                    CLG_ARG_I((uint32_t)(offset >> 32)), CLG_ARG_I(thr), clg__arg_scalar(src->dtype, scale)};
-    if (dropout_launch(src->dev, src->dtype, &it, a) != CLG_OK) {
-        clg_tensor_free(y);
-        return launch_fail("dropout", src);
-    }
-    return y;
+    return clg__launch_1d_refreshed(dev, k, a, n, (size_t)((it->numel + 3) / 4), refresh);
 }
 
 /* Graph replay (clgrad/graph.h): the forward draws at the generator's position then,
- * as the eager op would, and leaves it in two registers for its backward. The seed and
- * offset are the last six arguments' first four (dropout_apply). */
-typedef struct dropout_ref { clg_tensor_state *s; uint64_t blocks; int reg; } dropout_ref;
+ * as the eager op would, and leaves it in its two registers for its backward, which
+ * draws there again. The seed and offset are the last six arguments' first four
+ * (dropout_apply). */
+typedef struct dropout_ref { clg_tensor_state *s; uint64_t blocks; } dropout_ref;
 
 static void set_position(clg_arg *a, uint64_t seed, uint64_t offset)
 {
@@ -641,30 +623,51 @@ static void set_position(clg_arg *a, uint64_t seed, uint64_t offset)
 static void refresh_dropout(void *data, int64_t *regs, clg_arg *args, int nargs)
 {
     const dropout_ref *r = data;
-    regs[r->reg] = (int64_t)r->s->seed;
-    regs[r->reg + 1] = (int64_t)r->s->rng_offset;
+    regs[0] = (int64_t)r->s->seed;
+    regs[1] = (int64_t)r->s->rng_offset;
     set_position(args + nargs - 6, r->s->seed, r->s->rng_offset);
     r->s->rng_offset += r->blocks;
 }
 
 static void refresh_dropout_bw(void *data, int64_t *regs, clg_arg *args, int nargs)
 {
-    int reg = *(const int *)data;
-    set_position(args + nargs - 6, (uint64_t)regs[reg], (uint64_t)regs[reg + 1]);
+    (void)data;
+    set_position(args + nargs - 6, (uint64_t)regs[0], (uint64_t)regs[1]);
+}
+
+/* Apply the mask drawn at generator position (seed, offset) to src, scaled, into a new
+ * tensor of src's shape: the forward on x, the backward on the gradient; `refresh`
+ * redraws at replay. */
+static clg_tensor *dropout_apply(clg_tensor *src, double p, uint64_t seed, uint64_t offset, clg_refresh refresh)
+{
+    clg_tensor *y = clg__tensor_new(src->dev, src->dtype, src->ndim, src->shape);
+    if (!y) return NULL;
+    /* keep where a 24-bit uniform (word >> 8) >= ceil(p 2^24); p == 1 keeps nothing. */
+    uint32_t thr = (uint32_t)ceil(p * 16777216.0);
+    double scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
+    clg_iter it;
+    clg__iter_init(&it, 2, (clg_tensor *const[]){y, src});
+    clg_arg a[6] = {CLG_ARG_I((uint32_t)seed), CLG_ARG_I((uint32_t)(seed >> 32)), CLG_ARG_I((uint32_t)offset),
+                    CLG_ARG_I((uint32_t)(offset >> 32)), CLG_ARG_I(thr), clg__arg_scalar(src->dtype, scale)};
+    if (dropout_launch(src->dev, src->dtype, &it, a, refresh) != CLG_OK) {
+        clg_tensor_free(y);
+        return launch_fail("dropout", src);
+    }
+    return y;
 }
 
 /* f[0]: p (0 for the identity); i[0], i[1]: the generator's seed and offset; i[2]: the
- * capture's registers holding them at replay (-1 outside a capture). */
+ * capture's registers holding them at replay (-1 outside a capture), which the
+ * launcher checks inside one. */
 static clg_status dropout_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
 {
-    if (node->f[0] == 0) gin[0] = g;
-    else gin[0] = dropout_apply(g, node->f[0], (uint64_t)node->i[0], (uint64_t)node->i[1]);
-    if (gin[0] && node->f[0] != 0 && clg__capturing(g->dev)) {
-        int reg = (int)node->i[2];
-        if (reg >= 0) clg__cap_refresh(g->dev, refresh_dropout_bw, &reg, sizeof reg);
-        else clg__fail(g->dev, CLG_ERR_INVALID_ARGUMENT, "dropout: a backward captured without its forward");
-        if (reg < 0) return CLG_ERR_INVALID_ARGUMENT;
+    if (node->f[0] == 0) {
+        gin[0] = g;
+        return CLG_OK;
     }
+    int reg = (int)node->i[2];
+    gin[0] = dropout_apply(g, node->f[0], (uint64_t)node->i[0], (uint64_t)node->i[1],
+                           (clg_refresh){refresh_dropout_bw, NULL, 0, CLG_REGS_READ, 2, &reg});
     return gin[0] ? CLG_OK : g->dev->status;
 }
 
@@ -683,12 +686,12 @@ clg_tensor *clg_dropout(clg_tensor *x, double p, bool training)
     clg_tensor_state *s = clg__tstate(x->dev);
     if (!s || !clg__check_numel("dropout", x->dev, x->numel)) return NULL;
     uint64_t seed = s->seed, offset = s->rng_offset;
-    clg_tensor *y = dropout_apply(x, p, seed, offset);
-    if (!y) return NULL;
     uint64_t blocks = ((uint64_t)x->numel + 3) / 4;   /* four numbers per Philox block */
+    int reg = -1;
+    clg_tensor *y = dropout_apply(x, p, seed, offset, (clg_refresh){refresh_dropout, &(dropout_ref){s, blocks},
+                                                                    sizeof(dropout_ref), CLG_REGS_NEW, 2, &reg});
+    if (!y) return NULL;
     s->rng_offset += blocks;
-    int reg = clg__cap_register(x->dev, 2);
-    if (reg >= 0) clg__cap_refresh(x->dev, refresh_dropout, &(dropout_ref){s, blocks, reg}, sizeof(dropout_ref));
     y = clg__taped(y, CLG_OP_dropout, dropout_bw, 1, &x, &node);
     if (node) {
         node->f[0] = p;

@@ -7,12 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "device_cl.h"
 
 bool clg__native_supported(clg_device *dev)
 {
     cl_device_exec_capabilities caps = 0;
-    return clGetDeviceInfo(dev->id, CL_DEVICE_EXECUTION_CAPABILITIES, sizeof caps, &caps, NULL) == CL_SUCCESS &&
+    return clGetDeviceInfo(dev->cl->id, CL_DEVICE_EXECUTION_CAPABILITIES, sizeof caps, &caps, NULL) == CL_SUCCESS &&
            (caps & CL_EXEC_NATIVE_KERNEL);
 }
 
@@ -52,7 +53,7 @@ static void CL_CALLBACK trampoline(void *data)
     free(c->addr);
 }
 
-clg_status clg__enqueue_native(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, cl_event *ev)
+static clg_status enqueue_native(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, cl_event *ev)
 {
     if (!k->native || nargs > MAX_NATIVE_ARGS)
         return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "%s: not a native function, or over %d arguments", k->name,
@@ -66,8 +67,8 @@ clg_status clg__enqueue_native(clg_device *dev, clg_kernel *k, const clg_arg *ar
         if (!args[i].v.buf)
             return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "%s: argument %d names no buffer", k->name, i);
         int j = 0;
-        while (j < nu && mems[j] != args[i].v.buf->mem) j++;
-        if (j == nu) mems[nu++] = args[i].v.buf->mem;
+        while (j < nu && mems[j] != clg__cl_mem(args[i].v.buf)) j++;
+        if (j == nu) mems[nu++] = clg__cl_mem(args[i].v.buf);
         call.slot[i] = j;
     }
     call.addr = calloc((size_t)(nu ? nu : 1), sizeof *call.addr);
@@ -77,7 +78,7 @@ clg_status clg__enqueue_native(clg_device *dev, clg_kernel *k, const clg_arg *ar
     for (int j = 0; j < nu && e == CL_SUCCESS; j++) {
         native_note n = {.at = &call.addr[j]};
         const void *loc = &n.addr;
-        e = clEnqueueNativeKernel(dev->queue, note, &n, sizeof n, 1, &mems[j], &loc, 0, NULL, NULL);
+        e = clEnqueueNativeKernel(dev->cl->queue, note, &n, sizeof n, 1, &mems[j], &loc, 0, NULL, NULL);
     }
     if (e == CL_SUCCESS) {
         /* Every buffer in the call's list too, so that the runtime orders and tracks its
@@ -85,25 +86,31 @@ clg_status clg__enqueue_native(clg_device *dev, clg_kernel *k, const clg_arg *ar
         const void *locs[MAX_NATIVE_ARGS];
         for (int j = 0; j < nu; j++) locs[j] = &call.unused[j];
         if (dev->prof.host_timed) clg__profile_before_enqueue(dev);
-        e = clEnqueueNativeKernel(dev->queue, trampoline, &call, sizeof call, (cl_uint)nu, nu ? mems : NULL,
+        e = clEnqueueNativeKernel(dev->cl->queue, trampoline, &call, sizeof call, (cl_uint)nu, nu ? mems : NULL,
                                   nu ? locs : NULL, 0, NULL, ev);
         if (e == CL_SUCCESS) return CLG_OK;
     }
-    clg__queue_finish(dev->queue);   /* the notes queued so far write into addr */
+    clg__queue_finish(dev->cl->queue);   /* the notes queued so far write into addr */
     free(call.addr);
     return clg__cl_fail(dev, e, "clEnqueueNativeKernel", k->name);
 }
 
-clg_status clg__launch_native(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs)
+clg_status clg__enqueue_native(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs)
 {
     cl_event ev = NULL;
-    if (dev->cap) clg__cap_args(dev, k, args, nargs);
-    clg_status st = clg__enqueue_native(dev, k, args, nargs, dev->prof.enabled ? &ev : NULL);
+    clg_status st = enqueue_native(dev, k, args, nargs, dev->prof.enabled ? &ev : NULL);
     if (st != CLG_OK) return st;
-    if (dev->cap) clg__cap_enqueue(dev, 0, NULL, NULL, NULL);
     if (ev) {
         if (k->prof_slot < 0) k->prof_slot = clg__profile_slot(dev, k->name);
         clg__profile_launch(dev, k->prof_slot, ev);
     }
     return CLG_OK;
+}
+
+clg_status clg__launch_native(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs)
+{
+    if (dev->cap) clg__cap_args(dev, k, args, nargs);
+    clg_status st = clg__enqueue_native(dev, k, args, nargs);
+    if (st == CLG_OK && dev->cap) clg__cap_enqueue(dev, 0, NULL, NULL, NULL);
+    return st;
 }

@@ -85,9 +85,9 @@ static void build_failure(clg_device *dev, cl_program p, cl_int e, const char *n
 {
     size_t n = 0;
     char *log = NULL;
-    if (clGetProgramBuildInfo(p, dev->id, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) == CL_SUCCESS && n) {
+    if (clGetProgramBuildInfo(p, dev->cl->id, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) == CL_SUCCESS && n) {
         log = malloc(n + 1);
-        if (log && clGetProgramBuildInfo(p, dev->id, CL_PROGRAM_BUILD_LOG, n, log, NULL) != CL_SUCCESS)
+        if (log && clGetProgramBuildInfo(p, dev->cl->id, CL_PROGRAM_BUILD_LOG, n, log, NULL) != CL_SUCCESS)
             log[0] = 0;
         if (log) log[n] = 0;
     }
@@ -99,7 +99,7 @@ static void build_failure(clg_device *dev, cl_program p, cl_int e, const char *n
 static char *cache_meta(clg_device *dev, const char *src, const char *opts)
 {
     char pver[CLG_NAME_MAX] = "";
-    if (clGetPlatformInfo(dev->platform, CL_PLATFORM_VERSION, sizeof pver, pver, NULL) != CL_SUCCESS)
+    if (clGetPlatformInfo(dev->cl->platform, CL_PLATFORM_VERSION, sizeof pver, pver, NULL) != CL_SUCCESS)
         pver[0] = 0;
     pver[sizeof pver - 1] = 0;
     char srchash[33];
@@ -120,9 +120,9 @@ static cl_program from_cache(clg_device *dev, const char *meta, const char *opts
     if (!bin) return NULL;
     cl_int e, bs;
     const unsigned char *bins[1] = {bin};
-    cl_program p = clCreateProgramWithBinary(dev->ctx, 1, &dev->id, &len, bins, &bs, &e);
+    cl_program p = clCreateProgramWithBinary(dev->cl->ctx, 1, &dev->cl->id, &len, bins, &bs, &e);
     free(bin);
-    if (e == CL_SUCCESS && bs == CL_SUCCESS && clBuildProgram(p, 1, &dev->id, opts, NULL, NULL) == CL_SUCCESS)
+    if (e == CL_SUCCESS && bs == CL_SUCCESS && clBuildProgram(p, 1, &dev->cl->id, opts, NULL, NULL) == CL_SUCCESS)
         return p;
     if (e == CL_SUCCESS) clReleaseProgram(p);
     dev->prog_stats.cache_rejects++;  /* the driver refused it: rebuild from source */
@@ -152,11 +152,11 @@ static cl_program build_program(clg_device *dev, const char *name, const char *o
     if (!p) {
         cl_int e;
         const char *srcs[1] = {src};
-        p = clCreateProgramWithSource(dev->ctx, 1, srcs, NULL, &e);
+        p = clCreateProgramWithSource(dev->cl->ctx, 1, srcs, NULL, &e);
         if (e != CL_SUCCESS) {
             clg__cl_fail(dev, e, "clCreateProgramWithSource", name);
             p = NULL;
-        } else if ((e = clBuildProgram(p, 1, &dev->id, opts, NULL, NULL)) != CL_SUCCESS) {
+        } else if ((e = clBuildProgram(p, 1, &dev->cl->id, opts, NULL, NULL)) != CL_SUCCESS) {
             build_failure(dev, p, e, name, opts);
             clReleaseProgram(p);
             p = NULL;
@@ -272,11 +272,11 @@ static clg_kernel *insert(clg_device *dev, clg_kernel_table *t, uint64_t h, cons
     }
     snprintf(key, keylen, "%s\n%s\n%s", program, options, kernel);
     ck->key = key;
-    ck->k = k;
+    ck->k = (clg_kobj *)k;
     ck->native = fn;
     snprintf(ck->name, sizeof ck->name, "%s", kernel);
     ck->prof_slot = -1;
-    if (!k || clGetKernelWorkGroupInfo(k, dev->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof ck->wg_max, &ck->wg_max,
+    if (!k || clGetKernelWorkGroupInfo(k, dev->cl->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof ck->wg_max, &ck->wg_max,
                                        NULL) != CL_SUCCESS)
         ck->wg_max = 1;
     size_t j = h & (t->cap - 1);
@@ -350,7 +350,7 @@ void clg__programs_free(clg_device *dev)
     if (!t) return;
     for (size_t i = 0; i < t->cap; i++)
         if (t->slots[i].key) {
-            if (t->slots[i].kernel->k) clReleaseKernel(t->slots[i].kernel->k);
+            if (t->slots[i].kernel->k) clReleaseKernel(clg__cl_kernel(t->slots[i].kernel->k));
             free(t->slots[i].kernel);
             free(t->slots[i].key);
         }

@@ -67,6 +67,35 @@ bool clg__has_extension(cl_device_id d, const char *ext)
     return found;
 }
 
+/* NVIDIA's compute capability (cl_nv_device_attribute_query) is 8.0 or more: mma.sync
+ * m16n8k16 with float16 and bfloat16 inputs exists (PTX ISA 7.0, sm_80). */
+static bool nvidia_sm80(cl_device_id d)
+{
+    if (!clg__has_extension(d, "cl_nv_device_attribute_query")) return false;
+    cl_uint major = 0;   /* CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV */
+    return clGetDeviceInfo(d, 0x4000, sizeof major, &major, NULL) == CL_SUCCESS && major >= 8;
+}
+
+clg_device_props clg__device_props(const clg_device *dev)
+{
+    cl_device_id d = dev->cl->id;
+    clg_device_props p = {.vector_float = 1, .max_item = {1, 1, 1}};
+    cl_uint vw = 0;
+    if (clGetDeviceInfo(d, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, sizeof vw, &vw, NULL) == CL_SUCCESS && vw)
+        p.vector_float = (int)vw;
+    size_t items[3];
+    if (clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items, NULL) == CL_SUCCESS)
+        memcpy(p.max_item, items, sizeof items);
+    cl_device_local_mem_type lt = CL_LOCAL;
+    p.local_is_global = clGetDeviceInfo(d, CL_DEVICE_LOCAL_MEM_TYPE, sizeof lt, &lt, NULL) == CL_SUCCESS &&
+                        lt == CL_GLOBAL;
+    cl_device_fp_config fp = 0;
+    p.exact_div = clGetDeviceInfo(d, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL) == CL_SUCCESS &&
+                  (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT);
+    p.nvidia_sm80 = nvidia_sm80(d);
+    return p;
+}
+
 static void fill_info(clg_device_info *in, cl_platform_id p, cl_device_id d)
 {
     memset(in, 0, sizeof *in);

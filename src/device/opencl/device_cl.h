@@ -1,5 +1,7 @@
-/* device_cl.h: what src/device/ declares with OpenCL's types, on top of device_impl.h.
- * Only src/device/ includes it: no file above sees OpenCL's headers. */
+/* device_cl.h: the OpenCL implementation's own declarations: OpenCL's header, the
+ * handles a device holds, and the casts from clgrad's opaque handles. Only
+ * src/device/opencl/ includes it: no other file names an OpenCL type (the rest of
+ * src/device/ goes through backend.h). */
 #ifndef CLGRAD_DEVICE_CL_H
 #define CLGRAD_DEVICE_CL_H
 
@@ -8,7 +10,19 @@
 #endif
 #include <CL/cl.h>
 
-#include "device_impl.h"
+#include "backend.h"
+
+/* A device's handles (clg_device.cl), made at open and released at close. */
+struct clg_cl {
+    cl_platform_id platform;
+    cl_device_id id;
+    cl_context ctx;
+    cl_command_queue queue;
+};
+
+/* clgrad's opaque handles are OpenCL's, cast: a buffer's memory, a kernel object. */
+static inline cl_mem clg__cl_mem(const clg_buffer *b) { return b ? (cl_mem)b->mem : NULL; }
+static inline cl_kernel clg__cl_kernel(const clg_kobj *k) { return (cl_kernel)k; }
 
 /* The device lists the extension (discover.c). */
 bool clg__has_extension(cl_device_id d, const char *ext);
@@ -26,13 +40,6 @@ bool clg__has_extension(cl_device_id d, const char *ext);
  * still running kernels, and a process exiting then crashed in LLVM's destructors. A
  * marker's event is the last command of the queue: waiting for it waits for them all. */
 cl_int clg__queue_finish(cl_command_queue q);
-
-/* Set argument i, or all nargs arguments, of kernel object kern (named name, for errors). */
-clg_status clg__set_arg_on(clg_device *dev, cl_kernel kern, const char *name, int i, const clg_arg *a);
-clg_status clg__set_args_on(clg_device *dev, cl_kernel kern, const char *name, const clg_arg *args, int nargs);
-
-/* clg__launch_native without the capture's record: what a graph replay enqueues. */
-clg_status clg__enqueue_native(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, cl_event *ev);
 
 struct clg_prof_event { cl_event ev; int slot; };
 

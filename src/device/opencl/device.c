@@ -72,11 +72,11 @@ void clg_device_set_log(clg_device *dev, clg_log_fn fn, void *user)
 static clg_status create_context(clg_device *dev)
 {
     cl_int e;
-    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)dev->platform, 0};
-    dev->ctx = clCreateContext(props, 1, &dev->id, NULL, NULL, &e);
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)dev->cl->platform, 0};
+    dev->cl->ctx = clCreateContext(props, 1, &dev->cl->id, NULL, NULL, &e);
     if (e != CL_SUCCESS) return clg__cl_fail(dev, e, "clCreateContext", dev->info.name);
     cl_command_queue_properties qp = dev->prof.enabled ? CL_QUEUE_PROFILING_ENABLE : 0;
-    dev->queue = clCreateCommandQueue(dev->ctx, dev->id, qp, &e);
+    dev->cl->queue = clCreateCommandQueue(dev->cl->ctx, dev->cl->id, qp, &e);
     if (e != CL_SUCCESS) return clg__cl_fail(dev, e, "clCreateCommandQueue", dev->info.name);
     return dev->prof.enabled ? clg__profile_calibrate(dev) : CLG_OK;
 }
@@ -87,6 +87,8 @@ clg_status clg_device_open(const char *spec, clg_device **out)
     clg_device *dev = calloc(1, sizeof *dev);
     *out = dev;
     if (!dev) return CLG_ERR_OUT_OF_MEMORY;
+    dev->cl = calloc(1, sizeof *dev->cl);
+    if (!dev->cl) return clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "clg_device_open: out of host memory");
     dev->log = log_stderr;
     const char *env = getenv("CLG_PROFILE");
     dev->prof.enabled = env && *env && strcmp(env, "0") != 0;
@@ -116,8 +118,8 @@ clg_status clg_device_open(const char *spec, clg_device **out)
         goto done;
     }
     dev->info = infos[idx];
-    dev->platform = plats[idx];
-    dev->id = ids[idx];
+    dev->cl->platform = plats[idx];
+    dev->cl->id = ids[idx];
     dev->pool.cache_limit = dev->info.global_mem / 2;
     st = clg__params_init(dev);
     if (st == CLG_OK) st = create_context(dev);
@@ -141,22 +143,29 @@ cl_int clg__queue_finish(cl_command_queue q)
 void clg__platform_version(clg_device *dev, char *buf, size_t len)
 {
     if (!len) return;
-    if (clGetPlatformInfo(dev->platform, CL_PLATFORM_VERSION, len, buf, NULL) != CL_SUCCESS) buf[0] = 0;
+    if (clGetPlatformInfo(dev->cl->platform, CL_PLATFORM_VERSION, len, buf, NULL) != CL_SUCCESS) buf[0] = 0;
     buf[len - 1] = 0;
 }
+
+bool clg__device_is_open(const clg_device *dev) { return dev && dev->cl && dev->cl->queue; }
 
 void clg_device_close(clg_device *dev)
 {
     if (!dev) return;
-    if (dev->queue) clg__queue_finish(dev->queue);
+    if (!dev->cl) {   /* its open failed before it had any handle */
+        free(dev);
+        return;
+    }
+    if (dev->cl->queue) clg__queue_finish(dev->cl->queue);
     for (int i = 0; i < CLG_SLOT_COUNT; i++)
         if (dev->slots[i].free) dev->slots[i].free(dev, dev->slots[i].data);
     clg__profile_free(dev);
     clg__kernel_errors_free(dev);
     clg__programs_free(dev);
     clg__pool_free_all(dev);
-    if (dev->queue) clReleaseCommandQueue(dev->queue);
-    if (dev->ctx) clReleaseContext(dev->ctx);
+    if (dev->cl->queue) clReleaseCommandQueue(dev->cl->queue);
+    if (dev->cl->ctx) clReleaseContext(dev->cl->ctx);
+    free(dev->cl);
     free(dev);
 }
 
@@ -176,8 +185,8 @@ void clg_device_clear_error(clg_device *dev)
 
 clg_status clg_device_finish(clg_device *dev)
 {
-    if (!dev || !dev->queue) return CLG_ERR_INVALID_ARGUMENT;
-    CLG_CL_TRY(dev, clg__queue_finish(dev->queue), "clFinish", dev->info.name);
+    if (!dev || !dev->cl->queue) return CLG_ERR_INVALID_ARGUMENT;
+    CLG_CL_TRY(dev, clg__queue_finish(dev->cl->queue), "clFinish", dev->info.name);
     clg__profile_collect(dev);
     return CLG_OK;
 }
@@ -204,6 +213,6 @@ clg_program_stats clg_device_program_stats(const clg_device *dev)
 
 const char *clg_device_cache_dir(clg_device *dev)
 {
-    if (dev && dev->ctx) clg__disk_cache_init(dev);
+    if (dev && dev->cl->ctx) clg__disk_cache_init(dev);
     return dev && dev->disk.enabled ? dev->disk.dir : NULL;
 }

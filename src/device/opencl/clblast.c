@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 
+#include "capture.h"
 #include "device_cl.h"
 
 const char *clg__clblast_status_name(int status)
@@ -56,22 +57,22 @@ static CLBlastStatusCode call(clg_device *dev, const clg_blas_gemm *g, cl_event 
 {
     CLBlastLayout L = CLBlastLayoutRowMajor;
     CLBlastTranspose ta = transpose(g->trans_a), tb = transpose(g->trans_b);
-    cl_mem a = g->a->mem, b = g->b->mem, c = g->c->mem;
+    cl_mem a = clg__cl_mem(g->a), b = clg__cl_mem(g->b), c = clg__cl_mem(g->c);
     if (g->f64) {
         if (g->batch == 1)
             return CLBlastDgemm(L, ta, tb, g->m, g->n, g->k, g->alpha, a, g->a_off, g->lda, b, g->b_off, g->ldb,
-                                g->beta, c, g->c_off, g->ldc, &dev->queue, ev);
+                                g->beta, c, g->c_off, g->ldc, &dev->cl->queue, ev);
         return CLBlastDgemmStridedBatched(L, ta, tb, g->m, g->n, g->k, g->alpha, a, g->a_off, g->lda,
                                           g->stride_a, b, g->b_off, g->ldb, g->stride_b, g->beta, c, g->c_off,
-                                          g->ldc, g->stride_c, g->batch, &dev->queue, ev);
+                                          g->ldc, g->stride_c, g->batch, &dev->cl->queue, ev);
     }
     float alpha = (float)g->alpha, beta = (float)g->beta;
     if (g->batch == 1)
         return CLBlastSgemm(L, ta, tb, g->m, g->n, g->k, alpha, a, g->a_off, g->lda, b, g->b_off, g->ldb, beta,
-                            c, g->c_off, g->ldc, &dev->queue, ev);
+                            c, g->c_off, g->ldc, &dev->cl->queue, ev);
     return CLBlastSgemmStridedBatched(L, ta, tb, g->m, g->n, g->k, alpha, a, g->a_off, g->lda, g->stride_a, b,
                                       g->b_off, g->ldb, g->stride_b, beta, c, g->c_off, g->ldc, g->stride_c,
-                                      g->batch, &dev->queue, ev);
+                                      g->batch, &dev->cl->queue, ev);
 }
 
 int clg__clblast_gemm(clg_device *dev, const clg_blas_gemm *g, const char *fn)

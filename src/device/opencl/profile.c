@@ -54,7 +54,7 @@ static uint64_t host_ns(const clg_profiler *p, double t) { return (uint64_t)((t 
 
 void clg__profile_before_enqueue(clg_device *dev)
 {
-    clg__queue_finish(dev->queue);
+    clg__queue_finish(dev->cl->queue);
     dev->prof.host_mark = clg__now();
 }
 
@@ -67,7 +67,7 @@ static cl_int timed_fills(clg_device *dev, cl_mem m, size_t bytes, int reps, dou
     double t0 = clg__now();
     cl_int e = CL_SUCCESS;
     for (int r = 0; r < reps && e == CL_SUCCESS; r++)
-        e = clEnqueueFillBuffer(dev->queue, m, &zero, sizeof zero, 0, bytes, 0, NULL,
+        e = clEnqueueFillBuffer(dev->cl->queue, m, &zero, sizeof zero, 0, bytes, 0, NULL,
                                 r == 0 ? &first : r == reps - 1 ? &last : NULL);
     if (e == CL_SUCCESS) e = clWaitForEvents(1, last ? &last : &first);
     *host = clg__now() - t0;
@@ -92,7 +92,7 @@ clg_status clg__profile_calibrate(clg_device *dev)
     if (bytes > dev->info.max_alloc / 2) bytes = (size_t)(dev->info.max_alloc / 2) & ~(size_t)63;
     if (bytes < 4096) return CLG_OK;
     cl_int e;
-    cl_mem m = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, bytes, NULL, &e);
+    cl_mem m = clCreateBuffer(dev->cl->ctx, CL_MEM_READ_WRITE, bytes, NULL, &e);
     if (e != CL_SUCCESS) return clg__cl_fail(dev, e, "clCreateBuffer", "profiling clock check");
     double host = 0;
     cl_ulong device = 0;
@@ -132,7 +132,7 @@ void clg__profile_launch(clg_device *dev, int slot, cl_event ev)
         return;
     }
     p->pending[p->npending++] = (clg_prof_event){ev, slot};
-    if (p->npending >= MAX_PENDING && clg__queue_finish(dev->queue) == CL_SUCCESS) clg__profile_collect(dev);
+    if (p->npending >= MAX_PENDING && clg__queue_finish(dev->cl->queue) == CL_SUCCESS) clg__profile_collect(dev);
 }
 
 void clg__profile_build(clg_device *dev, const char *program, const char *options, double start,
@@ -247,7 +247,7 @@ void clg_device_profile_reset(clg_device *dev)
 {
     if (!dev) return;
     clg_profiler *p = &dev->prof;
-    if (dev->queue && clg__queue_finish(dev->queue) == CL_SUCCESS) clg__profile_collect(dev);
+    if (dev->cl->queue && clg__queue_finish(dev->cl->queue) == CL_SUCCESS) clg__profile_collect(dev);
     for (int i = 0; i < p->nkernels; i++) {
         p->kernels[i].count = p->kernels[i].ns = p->kernels[i].max_ns = 0;
         p->kernels[i].min_ns = UINT64_MAX;
