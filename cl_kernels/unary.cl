@@ -98,7 +98,31 @@ CLG_ELEMENTWISE1(softplus, clg_softplus(x, s0, s1))
 CLG_ELEMENTWISE1(silu, x * clg_sigmoid(x))
 CLG_FLAT16_1(silu, x * CLG_SIGMOID_E(x, exp(-fabs(x))), 1)
 CLG_ELEMENTWISE1(elu, x > (T)0 ? x : s0 * clg_expm1(x))
-CLG_FLAT16_1(elu, x > 0.0f ? x : s0 * CLG_EXPM1_E(x), 1)
+// elu's 16-wide kernel skips the exponential where none of the 16 lanes is negative
+// (their sign bits ORed: -0 and a negative NaN take the full path, which gives them
+// too), as PyTorch's vectors do: elu of positive inputs ran 5 times slower than
+// PyTorch's, at the speed of an exp.
+#ifdef CLG_F32
+#define CLG_ELU_E(x) ((x) > 0.0f ? (x) : s0 * CLG_EXPM1_E(x))
+__kernel void elu_flat16(int n, __global float *y, int oy, __global const float *a, int oa, const float s0,
+                         const float s1)
+{
+    int i = get_global_id(0) * 16;
+    if (i + 16 <= n) {
+        float16 x = vload16(0, a + oa + i);
+        int16 b = as_int16(x);
+        int8 o8 = b.lo | b.hi;
+        int4 o4 = o8.lo | o8.hi;
+        int2 o2 = o4.lo | o4.hi;
+        vstore16((o2.x | o2.y) >= 0 ? x : CLG_ELU_E(x), 0, y + oy + i);
+        return;
+    }
+    for (int e = i; e < n; e++) {
+        float x = a[oa + e];
+        y[oy + e] = CLG_ELU_E(x);
+    }
+}
+#endif
 // gelu's tanh approximation (PyTorch's approximate='tanh'):
 // x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); the tanh saturates as clg_tanh does.
 #define CLG_SQRT_2_PI ((T)0.79788456080286535588)
