@@ -449,7 +449,8 @@ static clg_tensor *elu_07(clg_tensor *t) { return clg_elu(t, 0.7); }
  * exponent, specials among them, mixed within each vector: a vector function that goes
  * wrong for some lanes because of another lane's value (POCL 3.1's sin for small lanes
  * beside one of 1.6e7 or more) differs here, and whole vectors of one sign (elu's
- * shortcut). Within 2 ulp of each other, or both NaN. */
+ * shortcut) or below 2^22 (sin's and cos's own vector math, near multiples of pi/2
+ * too). Within 2 ulp of each other, or both NaN. */
 static void flat16_lanes(clg_device *dev)
 {
     const int N = optest_small() ? 2000 : 40000;   /* the simulators: fewer */
@@ -462,6 +463,12 @@ static void flat16_lanes(clg_device *dev)
         if (i % 2) x[i] = -x[i];
         if (i % 5 == 1) x[i] = (float)(s >> 8) / (float)(1 << 20) - 8;   /* moderate */
         if (i / 16 % 3 == 2) x[i] = fabsf(x[i]);   /* whole vectors of positives: elu skips expm1 */
+        if (i / 16 % 3 == 1) {   /* whole vectors below 2^22 (sin's and cos's vector path) */
+            uint32_t b = bits % 0x4a800000u;   /* every exponent up to 2^22 */
+            memcpy(&x[i], &b, 4);
+            if (i % 2) x[i] = -x[i];
+            if (i % 4 == 3) x[i] = (float)((double)(i % 997) * 1.5707963267948966 * (i % 7 == 3 ? 4099 : 1));   /* near k pi/2 */
+        }
     }
     const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-45f, 3e38f, 2e7f};
     for (int i = 0; i < N; i += 37) x[i] = special[(i / 37) % 8];
@@ -493,6 +500,34 @@ static void flat16_lanes(clg_device *dev)
     free(x);
     free(a);
     free(b);
+}
+
+/* sin and cos against C's sinf and cosf on the host, within 1 ulp: a first vector of 16
+ * within 2^22 (the 16-wide kernels' own reduction: 1e4, 1e6, near multiples of pi/2,
+ * subnormals, -0), a second with huge lanes, infinities and NaN (the library's calls). */
+static void trig_libm(clg_device *dev)
+{
+    enum { N = 35 };
+    const float x[N] = {1e4f, -1e4f, 1e6f, -1e6f, 4194304.0f, 12345.678f, 1.5707964f, 3.1415927f, -4.712389f,
+                        6.2831855f, 0x1p-140f, -0.0f, 0.0f, 1e-4f, 0.7853982f, 355.0f,
+                        1e30f, -1e30f, 3e38f, INFINITY, -INFINITY, NAN, 1e7f, 2e7f, 102943.70f, 1.0f,
+                        -2.0f, 100.0f, 0.5f, -0.25f, 8.0e5f, 1e5f, 3.0f, 7.0f, -7.0f};
+    float got[N];
+    static const char *const names[2] = {"sin", "cos"};
+    for (int k = 0; k < 2; k++) {
+        clg_scope_begin(dev);
+        clg_tensor *t = clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(N), x);
+        clg_tensor *y = t ? (k ? clg_cos(t) : clg_sin(t)) : NULL;
+        CHECK_OK(dev, y ? clg_tensor_to_host(y, got, sizeof got) : clg_device_last_status(dev));
+        clg_scope_end(dev);
+        for (int i = 0; i < N; i++) {
+            float want = k ? cosf(x[i]) : sinf(x[i]);
+            float big = fmaxf(fabsf(want), fabsf(got[i]));
+            bool ok = isnan(want) ? isnan(got[i]) : (want == got[i] && signbit(want) == signbit(got[i])) ||
+                                                        fabsf(want - got[i]) <= nextafterf(big, INFINITY) - big;
+            CHECK_MSG(ok, "%s(%.9g) = %.9g, C's %.9g", names[k], (double)x[i], (double)got[i], (double)want);
+        }
+    }
 }
 
 int main(void)
@@ -527,6 +562,7 @@ int main(void)
         }
     CHECK_OK(dev, clg_device_set_param(dev, "flat16", flat16));
     flat16_lanes(dev);
+    trig_libm(dev);
     test_bad_params(dev);
     test_where(dev);
     float_accuracy(dev);
