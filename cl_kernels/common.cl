@@ -318,14 +318,14 @@ __kernel void NAME##_rows(int n, int nd, int8 shape, __global TS *y, int oy, int
 CLG_ROWSU1(NAME##_rowsu, EXPR)
 
 // A float32 elementwise op whose math POCL vectorizes only when written in vectors
-// (libm's sin, cos, tan, pow: called per element from the one-element kernels, SLEEF's
-// 16-wide versions from vectors). NAME_flat16: work-item i takes elements 16 i to
+// (libm's sin, cos, tan: called per element from the one-element kernels; unary.cl's
+// own float16 versions, or SLEEF's, from vectors). NAME_flat16: work-item i takes elements 16 i to
 // 16 i + 15 of contiguous operands in vectors where OK (an int on those vectors) holds,
 // else, and for the last work-item's rest, one by one (src/tensor/iter.c launches
 // ceil(n / 16)). Other types have only the kernels above.
 // CLG_TRIG_OK: POCL 3.1's vector sin, cos and tan return wrong values for the other
-// lanes (sin(1e-4) = 0.0078) when one lane is 1.6e7 or more (their Payne-Hanek path);
-// such vectors go one by one.
+// lanes (sin(1e-4) = 0.0078) when one lane is 1.6e7 or more (their Payne-Hanek path),
+// and unary.cl's reduction holds below 2^28 only; such vectors go one by one.
 #define CLG_TRIG_OK all(fabs(x) <= 0x1p22f)
 #ifdef CLG_F32
 // The body: LOADV declares the operands as vectors at element i, LOADS as scalars at e.
