@@ -164,8 +164,8 @@ inline float clg_expm1f(float x)
 }
 
 // pow of float32 without the library's call (SLEEF's 16-wide powf, flat16, still took
-// 9.9 ms for 1M elements, PyTorch 4.3; this 2.6): |x|^y = 2^(y log2 |x|) in float64 arithmetic, selects
-// and no branch, so that POCL vectorizes the work-group loop (8 doubles a vector).
+// 9.9 ms for 1M elements, PyTorch 4.3; this 2.6): |x|^y = 2^(y log2 |x|) in float64
+// arithmetic, selects and no branch, so that POCL vectorizes the work-group loop.
 // log2 |x| = e + 2 atanh(t) / ln 2, t = (m - 1) / (m + 1), m in [sqrt(1/2), sqrt(2)):
 // |t| < 0.172, the odd series to t^11 is within 5e-11 of it (relative); 2^w = 2^k
 // e^(f ln 2), |f| <= 1/2, Taylor to degree 8 (within 2e-10). Where the result is a
@@ -319,8 +319,8 @@ CLG_ROWSU1(NAME##_rowsu, EXPR)
 
 // A float32 elementwise op whose math POCL vectorizes only when written in vectors
 // (libm's sin, cos, tan: called per element from the one-element kernels; unary.cl's
-// own float16 versions, or SLEEF's, from vectors). NAME_flat16: work-item i takes elements 16 i to
-// 16 i + 15 of contiguous operands in vectors where OK (an int on those vectors) holds,
+// own float16 versions, or SLEEF's, from vectors). NAME_flat16: work-item i takes
+// elements 16 i to 16 i + 15 of contiguous operands in vectors where OK (an int on those vectors) holds,
 // else, and for the last work-item's rest, one by one (src/tensor/iter.c launches
 // ceil(n / 16)). Other types have only the kernels above.
 // CLG_TRIG_OK: POCL 3.1's vector sin, cos and tan return wrong values for the other

@@ -150,15 +150,16 @@ CLG_ELEMENTWISE1(gelu_tanh, (T)0.5 * x * ((T)1 + clg_tanh_sat(clg_gelu_inner(x))
 // 53 bits (k pi/2's first part exact for |k| < 2^28, y within 1e-15 of its value, which
 // is never below 2^-28 or so for a float x), then the polynomials of FreeBSD's
 // __sindf / __cosdf on |y| <= pi/4 (within 2^-37.5 and 2^-34.1: 0.501 ulp at most over
-// 4M floats below 4e6, after the rounding to float) chosen and signed by
-// k's quadrant. Vectors with a lane past CLG_TRIG_OK's 2^22 (or an infinity, a NaN)
-// take the library's scalar calls: Payne-Hanek's reduction is theirs. The scalar
-// overloads are those calls, for the kernels' tails; a device without float64 keeps
-// the library's vector functions.
+// 4M floats below 4e6, after the rounding to float) chosen and signed by k's quadrant
+// (in float on y's two float parts: 2 ulp, and hardly faster). Vectors with a lane past
+// CLG_TRIG_OK's 2^22 (or an infinity, a NaN) take the library's scalar calls:
+// Payne-Hanek's reduction is theirs. The scalar overloads are those calls, for the
+// kernels' tails; a device without float64 keeps the library's vector functions.
 #if defined(CLG_F32) && defined(cl_khr_fp64)
 inline double16 clg_sindf16(double16 y)
 {
-    double16 z = y * y, w = z * z, r = -0.000198393348360966317347 + z * 0.0000027183114939898219064, s = z * y;
+    double16 z = y * y, w = z * z, s = z * y;
+    double16 r = -0.000198393348360966317347 + z * 0.0000027183114939898219064;
     return (y + s * (-0.166666666416265235595 + z * 0.0083333293858894631756)) + s * w * r;
 }
 inline double16 clg_cosdf16(double16 y)
