@@ -22,18 +22,15 @@ CLG_ELEMENTWISE2(logical_or, (T)(x != (T)0 || z != (T)0))
 
 #ifndef CLG_I32
 CLG_ELEMENTWISE2(div, x / z)
-CLG_ELEMENTWISE2(pow, pow(x, z))
-CLG_FLAT16_2(pow, pow(x, z), 1)
+CLG_ELEMENTWISE2(pow, clg_pow(x, z))   // common.cl: vectorizable for float32
 // The share of the gradient of maximum(x, z) that goes to x: 0 where z wins, 1/2 on
 // ties, else 1: where either is NaN (the result is NaN) both get the whole gradient,
 // as PyTorch's, so that the NaN reaches the backward pass.
 CLG_ELEMENTWISE2(max_share, x < z ? (T)0 : (x == z ? (T)0.5 : (T)1))
 // d/dx of x^z = z x^(z-1), 0 where z == 0 (as pow_scalar_grad, scalar.cl).
-CLG_ELEMENTWISE2(pow_grad_base, z == (T)0 ? (T)0 : z * pow(x, z - (T)1))
-CLG_FLAT16_2(pow_grad_base, z == 0.0f ? 0.0f : z * pow(x, z - 1.0f), 1)
+CLG_ELEMENTWISE2(pow_grad_base, z == (T)0 ? (T)0 : z * clg_pow(x, z - (T)1))
 // d/dz of x^z = x^z log x, taken as 0 where x == 0 and z >= 0 (PyTorch's convention).
-CLG_ELEMENTWISE2(pow_grad_exponent, (x == 0 && z >= 0) ? (T)0 : pow(x, z) * log(x))
-CLG_FLAT16_2(pow_grad_exponent, (x == 0.0f && z >= 0.0f) ? 0.0f : pow(x, z) * log(x), 1)
+CLG_ELEMENTWISE2(pow_grad_exponent, (x == 0 && z >= 0) ? (T)0 : clg_pow(x, z) * clg_log(x))
 // y = x + s0 * z: gradient accumulation and in-place updates.
 CLG_ELEMENTWISE2(axpy, x + s0 * z)
 #endif

@@ -88,9 +88,23 @@ CLG_ELEMENTWISE1(gelu, x * (T)0.5 * ((T)1 + clg_erf(x * CLG_SQRT1_2)))
 // softplus(x; beta = s0, threshold = s1) = log(1 + exp(beta x)) / beta, and x where
 // beta x > threshold (PyTorch). log(1 + e^t) is computed as max(t, 0) + log1p(e^-|t|),
 // which neither overflows for large t nor loses the tail for very negative t.
+// log1p(e) for e = exp(-|t|) in [0, 1] in float32: 2 atanh(s), s = e / (2 + e) <= 1/3,
+// the odd series to s^17 (next term below 3e-10 of it): one division, where
+// clg_log1pf's two paths for any x take three (softplus of 1M floats 3.1 ms, PyTorch 2.5).
+#ifdef CLG_F64
+#define clg_log1p01(e) log1p(e)
+#else
+inline float clg_log1p01(float e)
+{
+    float s = e / (2.0f + e), s2 = s * s, s4 = s2 * s2, p = 2.0f / 17.0f;   // common.cl's
+    p = p * s2 + 2.0f / 15.0f;                                                // poly ends
+    p = p * s2 + 2.0f / 13.0f;                                                // at s^11
+    return 2.0f * s + s * s2 * (p * (s4 * s2 * s2 * s2) + clg_atanh2_poly(s2));
+}
+#endif
 inline T clg_softplus(T x, T beta, T threshold)
 {
-    T t = x * beta, r = ((t > (T)0 ? t : (T)0) + clg_log1p(exp(-fabs(t)))) / beta;
+    T t = x * beta, r = ((t > (T)0 ? t : (T)0) + clg_log1p01(exp(-fabs(t)))) / beta;
     return t > threshold ? x : r;   // no early return: POCL vectorizes selects, not branches
 }
 CLG_ELEMENTWISE1(softplus, clg_softplus(x, s0, s1))
@@ -98,7 +112,31 @@ CLG_ELEMENTWISE1(softplus, clg_softplus(x, s0, s1))
 CLG_ELEMENTWISE1(silu, x * clg_sigmoid(x))
 CLG_FLAT16_1(silu, x * CLG_SIGMOID_E(x, exp(-fabs(x))), 1)
 CLG_ELEMENTWISE1(elu, x > (T)0 ? x : s0 * clg_expm1(x))
-CLG_FLAT16_1(elu, x > 0.0f ? x : s0 * CLG_EXPM1_E(x), 1)
+// elu's 16-wide kernel skips the exponential where none of the 16 lanes is negative
+// (their sign bits ORed: -0 and a negative NaN take the full path, which gives them
+// too), as PyTorch's vectors do: elu of positive inputs ran 5 times slower than
+// PyTorch's, at the speed of an exp.
+#ifdef CLG_F32
+#define CLG_ELU_E(x) ((x) > 0.0f ? (x) : s0 * CLG_EXPM1_E(x))
+__kernel void elu_flat16(int n, __global float *y, int oy, __global const float *a, int oa, const float s0,
+                         const float s1)
+{
+    int i = get_global_id(0) * 16;
+    if (i + 16 <= n) {
+        float16 x = vload16(0, a + oa + i);
+        int16 b = as_int16(x);
+        int8 o8 = b.lo | b.hi;
+        int4 o4 = o8.lo | o8.hi;
+        int2 o2 = o4.lo | o4.hi;
+        vstore16((o2.x | o2.y) >= 0 ? x : CLG_ELU_E(x), 0, y + oy + i);
+        return;
+    }
+    for (int e = i; e < n; e++) {
+        float x = a[oa + e];
+        y[oy + e] = CLG_ELU_E(x);
+    }
+}
+#endif
 // gelu's tanh approximation (PyTorch's approximate='tanh'):
 // x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); the tanh saturates as clg_tanh does.
 #define CLG_SQRT_2_PI ((T)0.79788456080286535588)
@@ -107,12 +145,77 @@ inline T clg_gelu_inner(T x) { return CLG_SQRT_2_PI * (x + (T)0.044715 * x * x *
 CLG_ELEMENTWISE1(gelu_tanh, (T)0.5 * x * ((T)1 + clg_tanh_sat(clg_gelu_inner(x))))
 
 // Elementwise math (src/tensor/unary.c). round is rint: halves to even, as PyTorch.
+// sin, cos and tan of 16 floats in float64 arithmetic (SLEEF's float16 sin, POCL's, took
+// 1.0 ms for 1M floats, PyTorch's 0.6), musl's way: x = k pi/2 + y with pi/2 in 25 +
+// 53 bits (k pi/2's first part exact for |k| < 2^28, y within 1e-15 of its value, which
+// is never below 2^-28 or so for a float x), then the polynomials of FreeBSD's
+// __sindf / __cosdf on |y| <= pi/4 (within 2^-37.5 and 2^-34.1: 0.501 ulp at most over
+// 4M floats below 4e6, after the rounding to float) chosen and signed by k's quadrant
+// (in float on y's two float parts: 2 ulp, and hardly faster). Vectors with a lane past
+// CLG_TRIG_OK's 2^22 (or an infinity, a NaN) take the library's scalar calls:
+// Payne-Hanek's reduction is theirs. The scalar overloads are those calls, for the
+// kernels' tails; a device without float64 keeps the library's vector functions.
+#if defined(CLG_F32) && defined(cl_khr_fp64)
+inline double16 clg_sindf16(double16 y)
+{
+    double16 z = y * y, w = z * z, s = z * y;
+    double16 r = -0.000198393348360966317347 + z * 0.0000027183114939898219064;
+    return (y + s * (-0.166666666416265235595 + z * 0.0083333293858894631756)) + s * w * r;
+}
+inline double16 clg_cosdf16(double16 y)
+{
+    double16 z = y * y, w = z * z, r = -0.00138867637746099294692 + z * 0.0000243904487962774090654;
+    return ((1.0 + z * -0.499999997251031003120) + w * 0.0416666233237390631894) + (w * z) * r;
+}
+// x = k pi/2 + *y, |*y| <= pi/4 (a little more where rint's tie goes the other way);
+// returns k mod 4 (k's low bits: the sum with 1.5 2^52 holds k in its last ones).
+inline long16 clg_rem_pio2_16(float16 x, double16 *y)
+{
+    double16 xd = convert_double16(x), big = xd * 6.36619772367581382433e-01 + 0x1.8p52, k = big - 0x1.8p52;
+    *y = xd - k * 1.57079631090164184570e+00 - k * 1.58932547735281966916e-08;
+    return as_long16(big) & 3;
+}
+__attribute__((overloadable)) inline float16 clg_sin16(float16 x)
+{
+    double16 y;
+    long16 q = clg_rem_pio2_16(x, &y);
+    double16 s = clg_sindf16(y), c = clg_cosdf16(y), v = (q & 1) != 0 ? c : s;
+    float16 r = convert_float16((q & 2) != 0 ? -v : v);
+    return fabs(x) < 0x1p-12f ? x : r;   // sin(x) rounds to x there; keeps -0
+}
+__attribute__((overloadable)) inline float16 clg_cos16(float16 x)
+{
+    double16 y;
+    long16 q = clg_rem_pio2_16(x, &y);
+    double16 s = clg_sindf16(y), c = clg_cosdf16(y), v = (q & 1) != 0 ? s : c;
+    return convert_float16(((q + 1) & 2) != 0 ? -v : v);
+}
+// tan(y) = sin(y) / cos(y) and -cos(y) / sin(y) a quadrant on, one division in double
+// (the polynomials' errors add: within 1e-10 before the rounding).
+__attribute__((overloadable)) inline float16 clg_tan16(float16 x)
+{
+    double16 y;
+    long16 q = clg_rem_pio2_16(x, &y);
+    double16 s = clg_sindf16(y), c = clg_cosdf16(y);
+    float16 r = convert_float16(((q & 1) != 0 ? -c : s) / ((q & 1) != 0 ? s : c));
+    return fabs(x) < 0x1p-12f ? x : r;   // tan(x) rounds to x there; keeps -0
+}
+#elif defined(CLG_F32)
+__attribute__((overloadable)) inline float16 clg_sin16(float16 x) { return sin(x); }
+__attribute__((overloadable)) inline float16 clg_cos16(float16 x) { return cos(x); }
+__attribute__((overloadable)) inline float16 clg_tan16(float16 x) { return tan(x); }
+#endif
+#ifdef CLG_F32
+__attribute__((overloadable)) inline float clg_sin16(float x) { return sin(x); }
+__attribute__((overloadable)) inline float clg_cos16(float x) { return cos(x); }
+__attribute__((overloadable)) inline float clg_tan16(float x) { return tan(x); }
+#endif
 CLG_ELEMENTWISE1(sin, sin(x))
-CLG_FLAT16_1(sin, sin(x), CLG_TRIG_OK)
+CLG_FLAT16_1(sin, clg_sin16(x), CLG_TRIG_OK)
 CLG_ELEMENTWISE1(cos, cos(x))
-CLG_FLAT16_1(cos, cos(x), CLG_TRIG_OK)
+CLG_FLAT16_1(cos, clg_cos16(x), CLG_TRIG_OK)
 CLG_ELEMENTWISE1(tan, tan(x))
-CLG_FLAT16_1(tan, tan(x), CLG_TRIG_OK)
+CLG_FLAT16_1(tan, clg_tan16(x), CLG_TRIG_OK)
 CLG_ELEMENTWISE1(log1p, clg_log1p(x))
 CLG_ELEMENTWISE1(expm1, clg_expm1(x))
 CLG_ELEMENTWISE1(rsqrt, rsqrt(x))
@@ -182,9 +285,9 @@ inline T clg_gelu_tanh_d(T x)
 }
 CLG_ELEMENTWISE2(gelu_tanh_grad, z * clg_gelu_tanh_d(x))
 CLG_ELEMENTWISE2(sin_grad, z * cos(x))                   // x = input
-CLG_FLAT16_2(sin_grad, z * cos(x), CLG_TRIG_OK)
+CLG_FLAT16_2(sin_grad, z * clg_cos16(x), CLG_TRIG_OK)
 CLG_ELEMENTWISE2(cos_grad, -z * sin(x))                  // x = input
-CLG_FLAT16_2(cos_grad, -z * sin(x), CLG_TRIG_OK)
+CLG_FLAT16_2(cos_grad, -z * clg_sin16(x), CLG_TRIG_OK)
 CLG_ELEMENTWISE2(tan_grad, z * ((T)1 + x * x))           // x = tan(input)
 CLG_ELEMENTWISE2(log1p_grad, z / ((T)1 + x))             // x = input
 CLG_ELEMENTWISE2(expm1_grad, z * (x + (T)1))             // x = expm1(input)

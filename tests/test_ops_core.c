@@ -437,115 +437,125 @@ static void poison_pool(clg_device *dev, int64_t n)
     clg_scope_end(dev);
 }
 
-/* pow's kernels in both variants the device table may choose (flat16: 16 elements per
- * work-item in float32 vectors, or one), whatever it chooses: pow and pow_scalar forward,
- * and pow's two gradients, in float32 against float64 references, with a tail (n = 1003). */
-static void pow_both_widths(clg_device *dev)
+/* pow and pow_scalar forward and pow's two gradients in float32 against float64
+ * references over the benchmark's ranges, with a tail (n = 1003). */
+static void pow_gradients(clg_device *dev)
 {
     enum { N = 1003 };
-    const char *table = clg__device_params(dev)->flat16 ? "on" : "off";
     double *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b), *w = malloc(N * 3 * sizeof *w);
     optest_fill(a, N, 0.5, 2, 21);
     optest_fill(b, N, -1.5, 2.5, 22);
-    for (int pass = 0; pass < 2; pass++) {
-        CHECK_OK(dev, clg_device_set_param(dev, "flat16", pass ? "on" : "off"));
-        clg_scope_begin(dev);
-        poison_pool(dev, N);   /* an element a kernel leaves unwritten reads NaN */
-        clg_tensor *ta = optest_tensor(dev, CLG_F32, CLG_SHAPE(N), a, OPTEST_CONTIGUOUS);
-        clg_tensor *tb = optest_tensor(dev, CLG_F32, CLG_SHAPE(N), b, OPTEST_CONTIGUOUS);
-        char what[64];
-        for (int i = 0; i < N; i++) w[i] = pow(a[i], 1.7);
-        snprintf(what, sizeof what, "pow_scalar 1.7, flat16 %s", pass ? "on" : "off");
-        optest_close(what, clg_pow_scalar(ta, 1.7), w, N, 1e-6, 1e-5);
-        CHECK_OK(dev, clg_tensor_set_requires_grad(ta, true));
-        CHECK_OK(dev, clg_tensor_set_requires_grad(tb, true));
-        clg_tensor *y = clg_pow(ta, tb);
-        for (int i = 0; i < N; i++) {
-            w[i] = pow(a[i], b[i]);
-            w[N + i] = b[i] * pow(a[i], b[i] - 1);
-            w[2 * N + i] = pow(a[i], b[i]) * log(a[i]);
-        }
-        snprintf(what, sizeof what, "pow, flat16 %s", pass ? "on" : "off");
-        optest_close(what, y, w, N, 1e-6, 1e-5);
-        CHECK_OK(dev, clg_backward(y, clg_ones(dev, CLG_F32, CLG_SHAPE(N))));
-        strcat(what, " da");
-        optest_close(what, clg_tensor_grad(ta), w + N, N, 1e-6, 1e-5);
-        what[strlen(what) - 1] = 'b';
-        optest_close(what, clg_tensor_grad(tb), w + 2 * N, N, 1e-6, 1e-5);
-        clg_scope_end(dev);
+    clg_scope_begin(dev);
+    poison_pool(dev, N);   /* an element a kernel leaves unwritten reads NaN */
+    clg_tensor *ta = optest_tensor(dev, CLG_F32, CLG_SHAPE(N), a, OPTEST_CONTIGUOUS);
+    clg_tensor *tb = optest_tensor(dev, CLG_F32, CLG_SHAPE(N), b, OPTEST_CONTIGUOUS);
+    for (int i = 0; i < N; i++) w[i] = pow(a[i], 1.7);
+    optest_close("pow_scalar 1.7", clg_pow_scalar(ta, 1.7), w, N, 1e-6, 1e-5);
+    CHECK_OK(dev, clg_tensor_set_requires_grad(ta, true));
+    CHECK_OK(dev, clg_tensor_set_requires_grad(tb, true));
+    clg_tensor *y = clg_pow(ta, tb);
+    for (int i = 0; i < N; i++) {
+        w[i] = pow(a[i], b[i]);
+        w[N + i] = b[i] * pow(a[i], b[i] - 1);
+        w[2 * N + i] = pow(a[i], b[i]) * log(a[i]);
     }
-    CHECK_OK(dev, clg_device_set_param(dev, "flat16", table));
+    optest_close("pow", y, w, N, 1e-6, 1e-5);
+    CHECK_OK(dev, clg_backward(y, clg_ones(dev, CLG_F32, CLG_SHAPE(N))));
+    optest_close("pow da", clg_tensor_grad(ta), w + N, N, 1e-6, 1e-5);
+    optest_close("pow db", clg_tensor_grad(tb), w + 2 * N, N, 1e-6, 1e-5);
+    clg_scope_end(dev);
     free(a);
     free(b);
     free(w);
 }
 
-/* pow's 16-wide kernels (forward, pow_scalar, both gradients) against the one-element
- * ones over bases of every exponent and sign, specials among them, and exponents
- * integral and not: within 2 ulp of each other (results below 2^-100 within 1e-2), or both NaN (a vector function wrong for some lanes because of another's value
- * differs here; POCL 3.1's sin does that, test_ops_unary). */
-static void pow_lanes(clg_device *dev)
+/* float32 pow's inputs: bases of every exponent and sign (subnormals included),
+ * exponents integral (odd and even, up to +-16) and not, C99's specials among both. */
+static void pow_inputs(float *x, float *e, int n)
 {
-    const int N = optest_small() ? 2000 : 30000;   /* the simulators: fewer */
-    float *x = malloc(N * sizeof *x), *e = malloc(N * sizeof *e), *r[8];
-    for (int q = 0; q < 8; q++) r[q] = malloc(N * sizeof(float));
     uint32_t s = 5;
-    for (int i = 0; i < N; i++) {
+    for (int i = 0; i < n; i++) {
         s = s * 1664525u + 1013904223u;
         uint32_t bits = (uint32_t)i * 104729u % 0x7f800000u ^ (s & 0xfffu);
         memcpy(&x[i], &bits, 4);
         if (i % 3 == 1) x[i] = -x[i];
         e[i] = i % 4 == 0 ? (float)((int)(s >> 24) - 128) / 8 : (float)(s >> 8) / (float)(1 << 21) - 4;
+        if (i % 7 == 3) x[i] = (float)(i % 61) / 16 - 2;   /* near 1, -1 and 0: exact powers */
     }
-    const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1.0f, -1.0f, 1e-45f};
-    for (int i = 0; i < N; i += 29) x[i] = special[(i / 29) % 8];
-    for (int i = 5; i < N; i += 31) e[i] = special[(i / 31) % 8];
-    const char *table = clg__device_params(dev)->flat16 ? "on" : "off";
-    for (int pass = 0; pass < 2; pass++) {
-        CHECK_OK(dev, clg_device_set_param(dev, "flat16", pass ? "on" : "off"));
-        clg_scope_begin(dev);
-        poison_pool(dev, N);   /* an element a kernel leaves unwritten reads NaN */
-        clg_tensor *tx = clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(N), x);
-        clg_tensor *te = clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(N), e);
-        CHECK_OK(dev, clg_tensor_set_requires_grad(tx, true));
-        CHECK_OK(dev, clg_tensor_set_requires_grad(te, true));
-        clg_tensor *p = clg_pow(tx, te), *q = clg_pow_scalar(tx, -2.5);
-        CHECK_OK(dev, p && q ? clg_tensor_to_host(p, r[pass], N * sizeof(float)) : clg_device_last_status(dev));
-        CHECK_OK(dev, q ? clg_tensor_to_host(q, r[2 + pass], N * sizeof(float)) : clg_device_last_status(dev));
-        CHECK_OK(dev, clg_backward(p, clg_ones(dev, CLG_F32, CLG_SHAPE(N))));   /* both gradients' kernels */
-        CHECK_OK(dev, clg_tensor_to_host(clg_tensor_grad(tx), r[4 + pass], N * sizeof(float)));
-        CHECK_OK(dev, clg_tensor_to_host(clg_tensor_grad(te), r[6 + pass], N * sizeof(float)));
-        clg_scope_end(dev);
-    }
-    static const char *const what[4] = {"pow", "pow_scalar", "pow's base gradient", "pow's exponent gradient"};
+    enum { S = 12 };
+    const float special[S] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1.0f, -1.0f, 1e-45f, 0.5f, -2.0f, 3.0f, -3.0f};
+    for (int i = 0; i < n; i += 29) x[i] = special[(i / 29) % S];
+    for (int i = 5; i < n; i += 31) e[i] = special[(i / 31) % S];
+    for (int i = 0; i < S * S && i < n; i++) x[i] = special[i / S], e[i] = special[i % S];   /* every pair */
+}
+
+/* |a - b| within k ulp of the larger (the subnormals' step below 2^-126), or equal
+ * (infinities), or both NaN. */
+static bool within_ulps(float a, float b, float k)
+{
+    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
+    if (a == b) return true;
+    float big = fmaxf(fabsf(a), fabsf(b));
+    return isfinite(big) && fabsf(a - b) <= k * (nextafterf(big, INFINITY) - big);
+}
+
+/* pow (forward, pow_scalar, both gradients; the device's own float32 pow) against C's
+ * powf on the host, element for element: within 1 ulp (C's powf is within 0.82 of the
+ * exact value, so two correct results may differ by one), the specials exactly (pow(-2,
+ * 3) = -8, pow(-2, 0.5) = NaN, pow(0, 0) = 1, pow(x, +-inf), pow(-0, -3) = -inf, ...).
+ * The gradients as the kernels write them in float (z powf(x, z - 1), powf(x, z) logf(x))
+ * within 2 and 4 ulp (the product's rounding, logf's); below 2^-100 within 1e-2 of the
+ * value or 2^-120: x^(z-1) or x^z may be subnormal there, with a few digits only, before
+ * its product, and a device may flush the product's subnormals (llvmpipe does). */
+static void pow_libm(clg_device *dev)
+{
+    const int N = optest_small() ? 2000 : 30000;   /* the simulators: fewer */
+    float *x = malloc(N * sizeof *x), *e = malloc(N * sizeof *e), *r[4], *want = malloc(N * sizeof *want);
+    for (int q = 0; q < 4; q++) r[q] = malloc(N * sizeof(float));
+    pow_inputs(x, e, N);
+    clg_scope_begin(dev);
+    poison_pool(dev, N);
+    clg_tensor *tx = clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(N), x);
+    clg_tensor *te = clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(N), e);
+    CHECK_OK(dev, clg_tensor_set_requires_grad(tx, true));
+    CHECK_OK(dev, clg_tensor_set_requires_grad(te, true));
+    clg_tensor *p = clg_pow(tx, te), *q = clg_pow_scalar(tx, -2.5);
+    CHECK_OK(dev, p && q ? clg_tensor_to_host(p, r[0], N * sizeof(float)) : clg_device_last_status(dev));
+    CHECK_OK(dev, q ? clg_tensor_to_host(q, r[1], N * sizeof(float)) : clg_device_last_status(dev));
+    CHECK_OK(dev, clg_backward(p, clg_ones(dev, CLG_F32, CLG_SHAPE(N))));
+    CHECK_OK(dev, clg_tensor_to_host(clg_tensor_grad(tx), r[2], N * sizeof(float)));
+    CHECK_OK(dev, clg_tensor_to_host(clg_tensor_grad(te), r[3], N * sizeof(float)));
+    clg_scope_end(dev);
+    static const char *const what[4] = {"pow", "pow_scalar -2.5", "pow's base gradient", "pow's exponent gradient"};
+    static const float ulps[4] = {1, 1, 2, 4};
     for (int k = 0; k < 4; k++) {
         int bad = 0, at = -1;
-        const float *a = r[2 * k], *b = r[2 * k + 1];
         for (int i = 0; i < N; i++) {
-            if (isnan(a[i]) && isnan(b[i])) continue;
-            float big = fmaxf(fabsf(a[i]), fabsf(b[i]));
-            /* 2 ulp; below 2^-100 a relative 1e-2: a gradient's x^(z-1) or x^z may be
-             * subnormal there, with a few digits only, before its product (z x^(z-1),
-             * x^z log x). A lane gone wrong is off by far more. */
-            float tol = big < 0x1p-100f ? 1e-2f * big + 8 * 0x1p-149f : 2 * (nextafterf(big, INFINITY) - big);
-            if (!(a[i] == b[i] || fabsf(a[i] - b[i]) <= tol)) bad++, at = at < 0 ? i : at;
+            float xi = x[i], ei = k == 1 ? -2.5f : e[i];
+            want[i] = k < 2 ? powf(xi, ei)
+                      : k == 2 ? (ei == 0.0f ? 0.0f : ei * powf(xi, ei - 1.0f))
+                               : (xi == 0.0f && ei >= 0.0f ? 0.0f : powf(xi, ei) * logf(xi));
+            float big = fmaxf(fabsf(want[i]), fabsf(r[k][i]));
+            bool ok = k >= 2 && big < 0x1p-100f ? fabsf(want[i] - r[k][i]) <= 1e-2f * big + 0x1p-120f
+                                                : within_ulps(want[i], r[k][i], ulps[k]);
+            if (!ok) bad++, at = at < 0 ? i : at;
         }
-        CHECK_MSG(bad == 0, "%s: flat16 on and off differ in %d of %d, first at %.9g ^ %.9g: %.9g and %.9g",
-                  what[k], bad, N, at < 0 ? 0.0 : (double)x[at], k == 1 ? -2.5 : at < 0 ? 0.0 : (double)e[at],
-                  at < 0 ? 0.0 : (double)a[at], at < 0 ? 0.0 : (double)b[at]);
+        CHECK_MSG(bad == 0, "%s: %d of %d differ from the host's powf, first at %.9g ^ %.9g: %.9g, host %.9g", what[k],
+                  bad, N, at < 0 ? 0.0 : (double)x[at], k == 1 ? -2.5 : at < 0 ? 0.0 : (double)e[at],
+                  at < 0 ? 0.0 : (double)r[k][at], at < 0 ? 0.0 : (double)want[at]);
     }
-    CHECK_OK(dev, clg_device_set_param(dev, "flat16", table));
     free(x);
     free(e);
-    for (int q = 0; q < 8; q++) free(r[q]);
+    free(want);
+    for (int q = 0; q < 4; q++) free(r[q]);
 }
 
 int main(void)
 {
     clg_device *dev = check_open_device();
     binary_sizes(dev);
-    pow_both_widths(dev);
-    pow_lanes(dev);
+    pow_gradients(dev);
+    pow_libm(dev);
     scalars_and_ieee(dev);
     reductions(dev);
     more_reductions(dev);
