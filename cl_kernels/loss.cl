@@ -88,10 +88,10 @@ __kernel void nll_rows(int N, NLL_ARGS, __global T *loss, int oloss, __global T 
 
 // The whole loss in one launch of one work-group (the host bounds N / wg by item_loops):
 // y[oy] = sum of the rows' losses, divided by the sum of their weights for the mean
-// (0 / 0 = NaN when every row is skipped, as PyTorch), and that sum into wsum[0] for
+// (0 / 0 = NaN when every row is skipped, as PyTorch), and 1 / that sum into winv[0] for
 // the backward. One launch instead of rows, sums and a division: POCL's launches, not
 // the bytes, were the time of a loss over a few rows.
-__kernel void nll_sum(int N, NLL_ARGS, int mean, __global T *y, int oy, __global T *wsum, __local T *s)
+__kernel void nll_sum(int N, NLL_ARGS, int mean, __global T *y, int oy, __global T *winv, __local T *s)
 {
     int l = get_local_id(0), wg = get_local_size(0);
     T acc = 0, wacc = 0;
@@ -103,7 +103,7 @@ __kernel void nll_sum(int N, NLL_ARGS, int mean, __global T *y, int oy, __global
     T sum = clg_group_sum(acc, s), W = clg_group_sum(wacc, s);
     if (l == 0) {
         y[oy] = mean ? sum / W : sum;
-        wsum[0] = W;
+        winv[0] = (T)1 / W;
     }
 }
 
@@ -111,7 +111,7 @@ __kernel void nll_sum(int N, NLL_ARGS, int mean, __global T *y, int oy, __global
 // nll_sum finishes them (the host bounds n / wg by item_loops): for more rows than one
 // group gathers quickly, whose gathers then run on every core.
 __kernel void nll_total(int n, __global const T *loss, __global const T *wts, int mean, __global T *y, int oy,
-                        __global T *wsum, __local T *s)
+                        __global T *winv, __local T *s)
 {
     int l = get_local_id(0), wg = get_local_size(0);
     T acc = 0, wacc = 0;
@@ -122,48 +122,52 @@ __kernel void nll_total(int n, __global const T *loss, __global const T *wts, in
     T sum = clg_group_sum(acc, s), W = clg_group_sum(wacc, s);
     if (l == 0) {
         y[oy] = mean ? sum / W : sum;
-        wsum[0] = W;
+        winv[0] = (T)1 / W;
     }
 }
 
 // d loss / d lp[i, c] = -g_i / div ((1 - eps) w[y_i] [c == y_i] + eps / C w[c]) for a row
 // kept, 0 for a row skipped (PyTorch's, even when every row is: no NaN), NaN for a
-// label out of range. div = wsum[0] for the mean, else 1; g_i at og + i * sg (sg = 0:
+// label out of range. 1 / div = winv[0] for the mean (a product: a division per element
+// made the kernel 1.7x slower), else 1; g_i at og + i * sg (sg = 0:
 // one value for MEAN/SUM); dx contiguous [N, C]. As dx = (c == y ? a : 0) + b w[c] with
 // a and b the row's: the vectorized c sees one compare, one load and a multiply-add (a
 // conditional load of w per element kept POCL from vectorizing: 2.5x slower). A 2-D
 // range (c, i): the row's values are uniform along c (a 1-D range dividing k by C per
 // element ran ~8x slower on POCL: integer division does not vectorize).
-inline void nll_grad_row(int i, NLL_ARGS, __global const T *g, int og, int sg, int mean, __global const T *wsum,
+inline void nll_grad_row(int i, NLL_ARGS, __global const T *g, int og, int sg, int mean, __global const T *winv,
                          int *y, T *a, T *b)
 {
     *y = lab[olab + i * slab];
     bool keep = !(useign && *y == ign), bad = keep && (*y < 0 || *y >= C);
     T wv = w[ow + (keep && !bad ? *y : 0) * sw], wy = keep && !bad ? (hasw ? wv : (T)1) : (T)0;
-    T div = wsum[0];   // a valid buffer whatever mean is (the host passes g's otherwise)
-    T sc = keep ? (bad ? (T)NAN : -g[og + i * sg] / (mean ? div : (T)1)) : (T)0;
+    T inv = winv[0];   // a valid buffer whatever mean is (the host passes g's otherwise)
+    T sc = keep ? (bad ? (T)NAN : -g[og + i * sg] * (mean ? inv : (T)1)) : (T)0;
     *a = sc * ((T)1 - eps) * wy;
     *b = sc * eps / (T)C;
 }
 
-__kernel void nll_bwd(int N, NLL_ARGS, __global const T *g, int og, int sg, int mean, __global const T *wsum,
+// Without class weights (the host passes none): hasw 0 as a constant removes the
+// weight's load per element (1.4x faster).
+__kernel void nll_bwd(int N, NLL_ARGS, __global const T *g, int og, int sg, int mean, __global const T *winv,
                       __global T *dx)
 {
     int c = get_global_id(0), i = get_global_id(1), y;
     T a, b;
-    nll_grad_row(i, NLL_PASS, g, og, sg, mean, wsum, &y, &a, &b);
+    hasw = 0;
+    nll_grad_row(i, NLL_PASS, g, og, sg, mean, winv, &y, &a, &b);
     dx[i * C + c] = (c == y ? a : (T)0) + b;
 }
 
-// The same with class weights (hasw) and smoothing (eps != 0; else nll_bwd, whose a
-// holds the label's weight), of unit stride: a strided gather of w per element kept
-// POCL from vectorizing (2.1 ms for [16384, 64], 8x the unweighted kernel).
-__kernel void nll_bwd_w(int N, NLL_ARGS, __global const T *g, int og, int sg, int mean, __global const T *wsum,
+// With class weights, of unit stride: a strided gather of w per element kept POCL from
+// vectorizing (2.1 ms for [16384, 64], 8x the unweighted kernel). Without smoothing the
+// weights of the other classes do not count, not even a NaN or an infinite one.
+__kernel void nll_bwd_w(int N, NLL_ARGS, __global const T *g, int og, int sg, int mean, __global const T *winv,
                         __global T *dx)
 {
     int c = get_global_id(0), i = get_global_id(1), y;
     T a, b;
-    nll_grad_row(i, NLL_PASS, g, og, sg, mean, wsum, &y, &a, &b);
-    dx[i * C + c] = (c == y ? a : (T)0) + b * w[ow + c];
+    nll_grad_row(i, NLL_PASS, g, og, sg, mean, winv, &y, &a, &b);
+    dx[i * C + c] = (c == y ? a : (T)0) + (eps != 0 ? b * w[ow + c] : (T)0);
 }
 #endif

@@ -90,10 +90,10 @@ static clg_status launch_rows(const nll_spec *s, clg_tensor *loss, clg_tensor *w
  * every core and nll_total's sum: [16384, 64] took 74 us by nll_sum (one core). */
 enum { SUM_ROWS = 16 };
 
-/* The reduced loss into y and the sum of the rows' weights into wsum (one value each),
+/* The reduced loss into y and 1 / the sum of the rows' weights into winv (one value each),
  * by one work-group; CLG_ERR_UNSUPPORTED (nothing recorded) for more rows than it takes
  * (SUM_ROWS a work-item). */
-static clg_status launch_sum(const nll_spec *s, clg_tensor *y, clg_tensor *wsum)
+static clg_status launch_sum(const nll_spec *s, clg_tensor *y, clg_tensor *winv)
 {
     clg_device *dev = s->lp->dev;
     int64_t N = s->lp->shape[0];
@@ -110,14 +110,14 @@ static clg_status launch_sum(const nll_spec *s, clg_tensor *y, clg_tensor *wsum)
     a[n++] = CLG_ARG_I(N);
     n += nll_args(s, word, code, a + n);
     a[n++] = CLG_ARG_I(s->red == CLG_REDUCE_MEAN), a[n++] = CLG_ARG_B(y->buf), a[n++] = CLG_ARG_I(y->offset);
-    a[n++] = CLG_ARG_B(wsum->buf), a[n++] = CLG_ARG_LOCAL(wg * clg_dtype_size(s->lp->dtype));
+    a[n++] = CLG_ARG_B(winv->buf), a[n++] = CLG_ARG_LOCAL(wg * clg_dtype_size(s->lp->dtype));
     return clg__launch(dev, k, a, n, 1, &wg, &wg);
 }
 
-/* y and wsum as launch_sum's from the rows' losses and weights, by one work-group;
+/* y and winv as launch_sum's from the rows' losses and weights, by one work-group;
  * CLG_ERR_UNSUPPORTED (nothing recorded) where its loops would pass item_loops. */
 static clg_status launch_total(const nll_spec *s, const clg_tensor *loss, const clg_tensor *wts, clg_tensor *y,
-                               clg_tensor *wsum)
+                               clg_tensor *winv)
 {
     clg_device *dev = s->lp->dev;
     clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options(s->lp->dtype), "nll_total");
@@ -126,14 +126,14 @@ static clg_status launch_total(const nll_spec *s, const clg_tensor *loss, const 
     if ((loss->numel + (int64_t)wg - 1) / (int64_t)wg > (int64_t)clg__device_params(dev)->item_loops / 2)
         return CLG_ERR_UNSUPPORTED;
     clg_arg a[] = {CLG_ARG_I(loss->numel), CLG_ARG_B(loss->buf), CLG_ARG_B(wts->buf),
-                   CLG_ARG_I(s->red == CLG_REDUCE_MEAN), CLG_ARG_B(y->buf), CLG_ARG_I(y->offset), CLG_ARG_B(wsum->buf),
+                   CLG_ARG_I(s->red == CLG_REDUCE_MEAN), CLG_ARG_B(y->buf), CLG_ARG_I(y->offset), CLG_ARG_B(winv->buf),
                    CLG_ARG_LOCAL(wg * clg_dtype_size(s->lp->dtype))};
     return clg__launch(dev, k, a, (int)(sizeof a / sizeof *a), 1, &wg, &wg);
 }
 
 /* ---- the op ---------------------------------------------------------------------------------- */
 
-/* saved[0]: the weights (or NULL), saved[1]: the sum of the rows' weights (MEAN);
+/* saved[0]: the weights (or NULL), saved[1]: 1 / the sum of the rows' weights (MEAN);
  * f[0]: eps; i[0]: ignore_index, i[1]: useign, i[2]: the reduction. */
 static clg_status nll_bw(clg_node *nd, clg_tensor *g, clg_tensor **gin)
 {
@@ -141,11 +141,11 @@ static clg_status nll_bw(clg_node *nd, clg_tensor *g, clg_tensor **gin)
                   .ign = (int)nd->i[0], .useign = nd->i[1] != 0, .eps = nd->f[0], .red = (clg_reduction)nd->i[2]};
     clg_device *dev = s.lp->dev;
     int64_t N = s.lp->shape[0], C = s.lp->shape[1];
-    bool by_w = s.w && s.eps != 0;   /* else nll_bwd: only the label's weight counts */
+    bool by_w = s.w != NULL;
     clg_tensor *wc = by_w && s.w->strides[0] != 1 ? clg_contiguous(s.w) : NULL;   /* nll_bwd_w's unit stride */
     if (wc) s.w = wc;
     else if (by_w && s.w->strides[0] != 1) return dev->status;
-    clg_tensor *dx = clg__tensor_new(dev, s.lp->dtype, 2, s.lp->shape), *wsum = nd->saved[1];
+    clg_tensor *dx = clg__tensor_new(dev, s.lp->dtype, 2, s.lp->shape), *winv = nd->saved[1];
     clg_kernel *k = dx ? clg__kernel_get(dev, PROGRAM, clg__dtype_options(s.lp->dtype), by_w ? "nll_bwd_w" : "nll_bwd") : NULL;
     int code = 0;
     clg_buffer *word = k ? clg__kernel_error_word(dev, s.op, "label", &code) : NULL;
@@ -159,7 +159,7 @@ static clg_status nll_bw(clg_node *nd, clg_tensor *g, clg_tensor **gin)
     a[n++] = CLG_ARG_I(N);
     n += nll_args(&s, word, code, a + n);
     a[n++] = CLG_ARG_B(g->buf), a[n++] = CLG_ARG_I(g->offset), a[n++] = CLG_ARG_I(g->ndim ? g->strides[0] : 0);
-    a[n++] = CLG_ARG_I(s.red == CLG_REDUCE_MEAN), a[n++] = CLG_ARG_B(wsum ? wsum->buf : g->buf);
+    a[n++] = CLG_ARG_I(s.red == CLG_REDUCE_MEAN), a[n++] = CLG_ARG_B(winv ? winv->buf : g->buf);
     a[n++] = CLG_ARG_B(dx->buf);
     clg_status st = clg__launch_rows(dev, k, a, n, (size_t)C, (size_t)N);
     clg_tensor_free(wc);
@@ -171,32 +171,34 @@ static clg_status nll_bw(clg_node *nd, clg_tensor *g, clg_tensor **gin)
     return CLG_OK;
 }
 
-/* The reduced loss (and the weights' sum) by rows, then nll_total, or for more rows than
- * its group may walk, reductions that split long sums. Off the tape; *y and *wsum new
+/* The reduced loss (and 1 / the weights' sum) by rows, then nll_total, or for more rows than
+ * its group may walk, reductions that split long sums. Off the tape; *y and *winv new
  * tensors, or NULL on failure. */
-static clg_status sum_by_rows(const nll_spec *s, clg_tensor **y, clg_tensor **wsum)
+static clg_status sum_by_rows(const nll_spec *s, clg_tensor **y, clg_tensor **winv)
 {
     clg_device *dev = s->lp->dev;
     int64_t N = s->lp->shape[0];
     clg_tensor *loss = clg__tensor_new(dev, s->lp->dtype, 1, &N), *wts = clg__tensor_new(dev, s->lp->dtype, 1, &N);
-    *y = clg__tensor_new(dev, s->lp->dtype, 0, NULL), *wsum = clg__tensor_new(dev, s->lp->dtype, 0, NULL);
-    clg_status st = loss && wts && *y && *wsum ? launch_rows(s, loss, wts) : dev->status;
-    if (st == CLG_OK) st = launch_total(s, loss, wts, *y, *wsum);
+    *y = clg__tensor_new(dev, s->lp->dtype, 0, NULL), *winv = clg__tensor_new(dev, s->lp->dtype, 0, NULL);
+    clg_status st = loss && wts && *y && *winv ? launch_rows(s, loss, wts) : dev->status;
+    if (st == CLG_OK) st = launch_total(s, loss, wts, *y, *winv);
     if (st == CLG_ERR_UNSUPPORTED) {
         clg_tensor_free(*y);
-        clg_tensor_free(*wsum);
+        clg_tensor_free(*winv);
         clg_no_grad_begin(dev);
         clg_tensor *sum = clg_sum(loss, 0, NULL, false);
-        *wsum = clg_sum(wts, 0, NULL, false);
-        *y = s->red == CLG_REDUCE_MEAN ? clg_div(sum, *wsum) : sum;
+        clg_tensor *W = clg_sum(wts, 0, NULL, false);
+        *winv = clg_rdiv_scalar(1, W);
+        *y = s->red == CLG_REDUCE_MEAN ? clg_div(sum, W) : sum;
         if (*y != sum) clg_tensor_free(sum);
+        clg_tensor_free(W);
         clg_no_grad_end(dev);
-        st = *y && *wsum ? CLG_OK : dev->status;
+        st = *y && *winv ? CLG_OK : dev->status;
     }
     if (st != CLG_OK) {
         clg_tensor_free(*y);
-        clg_tensor_free(*wsum);
-        *y = *wsum = NULL;
+        clg_tensor_free(*winv);
+        *y = *winv = NULL;
     }
     clg_tensor_free(loss);
     clg_tensor_free(wts);
@@ -208,38 +210,38 @@ static clg_tensor *nll_fused(const nll_spec *s)
 {
     clg_device *dev = s->lp->dev;
     int64_t N = s->lp->shape[0];
-    clg_tensor *y = NULL, *wsum = NULL;
+    clg_tensor *y = NULL, *winv = NULL;
     clg_status st;
     if (s->red == CLG_REDUCE_NONE) {
         y = clg__tensor_new(dev, s->lp->dtype, 1, &N);
         st = y ? launch_rows(s, y, NULL) : dev->status;
     } else {
         y = clg__tensor_new(dev, s->lp->dtype, 0, NULL);
-        wsum = clg__tensor_new(dev, s->lp->dtype, 0, NULL);
-        st = y && wsum ? launch_sum(s, y, wsum) : dev->status;
+        winv = clg__tensor_new(dev, s->lp->dtype, 0, NULL);
+        st = y && winv ? launch_sum(s, y, winv) : dev->status;
         if (st == CLG_ERR_UNSUPPORTED) {
             clg_tensor_free(y);
-            clg_tensor_free(wsum);
-            y = wsum = NULL;
-            st = sum_by_rows(s, &y, &wsum);
+            clg_tensor_free(winv);
+            y = winv = NULL;
+            st = sum_by_rows(s, &y, &winv);
         }
     }
     if (st != CLG_OK) {
         char err[CLG_ERROR_MAX];
         memcpy(err, dev->error, sizeof err);
         clg_tensor_free(y);
-        clg_tensor_free(wsum);
+        clg_tensor_free(winv);
         return clg__op_fail(dev, st, s->op, "%s: %.7000s", CLG_DESC(s->lp), err);
     }
     clg_node *node = NULL;
     y = clg__taped(y, CLG_OP_nll_loss, nll_bw, 2, (clg_tensor *const[]){s->lp, s->lab}, &node);
     if (node) {
         if (s->w) clg__node_save(node, 0, s->w);
-        if (wsum) clg__node_save(node, 1, wsum);
+        if (winv) clg__node_save(node, 1, winv);
         node->f[0] = s->eps;
         node->i[0] = s->ign, node->i[1] = s->useign, node->i[2] = s->red;
     }
-    clg_tensor_free(wsum);   /* the node, if any, holds it */
+    clg_tensor_free(winv);   /* the node, if any, holds it */
     return y;
 }
 
