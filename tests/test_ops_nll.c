@@ -10,8 +10,10 @@
 
 #include "optest.h"
 
-enum { C = 5, IGNORE = -100 };
-static const double W[C] = {0.5, 2, 1, 1.5, 0.25};
+enum { IGNORE = -100, C_MAX = 32 };
+/* classes: 5, or 32 (the float32 gradient's 16-class vectors, nll_bwd_vec) */
+static int C = 5;
+static double W[C_MAX];
 
 /* Log-probabilities-like values (any reals do), labels in [0, C) with every 7th skipped. */
 static double lp_at(int64_t i, int c) { return -0.1 - (double)((i * 7 + c * 3) % 11) / 4.0; }
@@ -51,7 +53,7 @@ static void check_case(clg_device *dev, int64_t N, bool weighted, double eps, cl
     }
     nll_ref(N, weighted ? W : NULL, eps, r, rows, &red, d);
     char what[160];
-    snprintf(what, sizeof what, "nll_loss_ex N %lld%s%s, reduction %d (%s)", (long long)N,
+    snprintf(what, sizeof what, "nll_loss_ex [%lld, %d]%s%s, reduction %d (%s)", (long long)N, C,
              weighted ? " weighted" : "", eps ? " smoothing 0.1" : "", (int)r, way);
     clg_scope_begin(dev);
     /* permuted log-probabilities: the kernels read them where they lie */
@@ -74,8 +76,11 @@ static void check_case(clg_device *dev, int64_t N, bool weighted, double eps, cl
 
 static void check_all(clg_device *dev, int64_t N, const char *way)
 {
-    for (int k = 0; k < 4; k++)
-        for (int r = 0; r < 3; r++) check_case(dev, N, k & 1, k & 2 ? 0.1 : 0, (clg_reduction)r, way);
+    for (int nc = 0; nc < 2; nc++) {
+        C = nc ? C_MAX : 5;
+        for (int k = 0; k < 4; k++)
+            for (int r = 0; r < 3; r++) check_case(dev, N, k & 1, k & 2 ? 0.1 : 0, (clg_reduction)r, way);
+    }
 }
 
 /* Every row skipped: the mean is NaN (0 / 0) and the gradient 0, as PyTorch's; the sum 0.
@@ -111,6 +116,7 @@ static void check_edges(clg_device *dev)
 int main(void)
 {
     clg_device *dev = check_open_device();
+    for (int c = 0; c < C_MAX; c++) W[c] = 0.25 + (c * 7 % 9) / 4.0;
     check_edges(dev);
     check_all(dev, 9, "one group");
     /* groups of at most 32: more rows than one group sums (16 a work-item) ... */

@@ -60,11 +60,12 @@ static clg_buffer *label_word(const nll_spec *s, int *code)
     return clg__kernel_error_word(s->lp->dev, s->op, "label", code);
 }
 
-/* The group of nll_sum: a power of two (clg_group_sum), from a fixed pair of sizes so
- * that POCL compiles few shapes. */
-static size_t sum_group(const clg_device *dev, const clg_kernel *k, int64_t N)
+/* The group of nll_sum and nll_total: a power of two (clg_group_sum), one fixed size
+ * so that POCL compiles one shape. 64, not 256: over 1024 rows nll_sum took 9 us with
+ * 256 work-items (the group sums' barriers), 4 with 64. */
+static size_t sum_group(const clg_device *dev, const clg_kernel *k)
 {
-    size_t wg = N <= 64 ? 64 : 256;
+    size_t wg = 64;
     while (wg > 1 && (wg > k->wg_max || wg > clg__device_params(dev)->max_group)) wg >>= 1;
     return wg;
 }
@@ -99,7 +100,7 @@ static clg_status launch_sum(const nll_spec *s, clg_tensor *y, clg_tensor *winv)
     int64_t N = s->lp->shape[0];
     clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options(s->lp->dtype), "nll_sum");
     if (!k) return dev->status;
-    size_t wg = sum_group(dev, k, N);
+    size_t wg = sum_group(dev, k);
     int64_t rows = (N + (int64_t)wg - 1) / (int64_t)wg;
     if (rows > SUM_ROWS) return CLG_ERR_UNSUPPORTED;
     int code = 0;
@@ -122,7 +123,7 @@ static clg_status launch_total(const nll_spec *s, const clg_tensor *loss, const 
     clg_device *dev = s->lp->dev;
     clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options(s->lp->dtype), "nll_total");
     if (!k) return dev->status;
-    size_t wg = sum_group(dev, k, loss->numel);
+    size_t wg = sum_group(dev, k);
     if ((loss->numel + (int64_t)wg - 1) / (int64_t)wg > (int64_t)clg__device_params(dev)->item_loops / 2)
         return CLG_ERR_UNSUPPORTED;
     clg_arg a[] = {CLG_ARG_I(loss->numel), CLG_ARG_B(loss->buf), CLG_ARG_B(wts->buf),
@@ -146,7 +147,9 @@ static clg_status nll_bw(clg_node *nd, clg_tensor *g, clg_tensor **gin)
     if (wc) s.w = wc;
     else if (by_w && s.w->strides[0] != 1) return dev->status;
     clg_tensor *dx = clg__tensor_new(dev, s.lp->dtype, 2, s.lp->shape), *winv = nd->saved[1];
-    clg_kernel *k = dx ? clg__kernel_get(dev, PROGRAM, clg__dtype_options(s.lp->dtype), by_w ? "nll_bwd_w" : "nll_bwd") : NULL;
+    bool vec = s.lp->dtype == CLG_F32 && C % 16 == 0;   /* nll_bwd_vec: 16 classes a work-item */
+    const char *name = vec ? "nll_bwd_vec" : by_w ? "nll_bwd_w" : "nll_bwd";
+    clg_kernel *k = dx ? clg__kernel_get(dev, PROGRAM, clg__dtype_options(s.lp->dtype), name) : NULL;
     int code = 0;
     clg_buffer *word = k ? clg__kernel_error_word(dev, s.op, "label", &code) : NULL;
     if (!word) {
@@ -161,7 +164,7 @@ static clg_status nll_bw(clg_node *nd, clg_tensor *g, clg_tensor **gin)
     a[n++] = CLG_ARG_B(g->buf), a[n++] = CLG_ARG_I(g->offset), a[n++] = CLG_ARG_I(g->ndim ? g->strides[0] : 0);
     a[n++] = CLG_ARG_I(s.red == CLG_REDUCE_MEAN), a[n++] = CLG_ARG_B(winv ? winv->buf : g->buf);
     a[n++] = CLG_ARG_B(dx->buf);
-    clg_status st = clg__launch_rows(dev, k, a, n, (size_t)C, (size_t)N);
+    clg_status st = clg__launch_rows(dev, k, a, n, (size_t)(vec ? C / 16 : C), (size_t)N);
     clg_tensor_free(wc);
     if (st != CLG_OK) {
         clg_tensor_free(dx);
