@@ -70,20 +70,22 @@ static size_t sum_group(const clg_device *dev, const clg_kernel *k)
     return wg;
 }
 
-/* Each row's loss into loss [N] and, with wts, its weight into wts [N]. */
+/* Each row's loss into loss [N] and its weight into wts [N] (every time: a store behind
+ * a flag kept POCL from vectorizing nll_rows). */
 static clg_status launch_rows(const nll_spec *s, clg_tensor *loss, clg_tensor *wts)
 {
     clg_device *dev = s->lp->dev;
     int code = 0;
     clg_buffer *word = label_word(s, &code);
-    clg_kernel *k = word ? clg__kernel_get(dev, PROGRAM, clg__dtype_options(s->lp->dtype), "nll_rows") : NULL;
+    const char *name = clg__index_known_in_range(s->lab, s->lp->shape[1]) ? "nll_rows_known" : "nll_rows";
+    clg_kernel *k = word ? clg__kernel_get(dev, PROGRAM, clg__dtype_options(s->lp->dtype), name) : NULL;
     if (!k) return dev->status;
     clg_arg a[24];
     int n = 0;
     a[n++] = CLG_ARG_I(s->lp->shape[0]);
     n += nll_args(s, word, code, a + n);
     a[n++] = CLG_ARG_B(loss->buf), a[n++] = CLG_ARG_I(loss->offset);
-    a[n++] = CLG_ARG_B(wts ? wts->buf : loss->buf), a[n++] = CLG_ARG_I(wts != NULL);
+    a[n++] = CLG_ARG_B(wts->buf);
     return clg__launch_1d(dev, k, a, n, (size_t)s->lp->shape[0]);
 }
 
@@ -217,7 +219,9 @@ static clg_tensor *nll_fused(const nll_spec *s)
     clg_status st;
     if (s->red == CLG_REDUCE_NONE) {
         y = clg__tensor_new(dev, s->lp->dtype, 1, &N);
-        st = y ? launch_rows(s, y, NULL) : dev->status;
+        clg_tensor *wts = clg__tensor_new(dev, s->lp->dtype, 1, &N);
+        st = y && wts ? launch_rows(s, y, wts) : dev->status;
+        clg_tensor_free(wts);
     } else {
         y = clg__tensor_new(dev, s->lp->dtype, 0, NULL);
         winv = clg__tensor_new(dev, s->lp->dtype, 0, NULL);
