@@ -1,8 +1,8 @@
 /* nll_loss_ex (and through it cross_entropy_ex's last step) against a plain-C reference
  * written from PyTorch's definition: class weights, rows labelled ignore_index skipped,
  * label smoothing, each reduction, forward and gradient, in float32, by each of the
- * kernels' ways: one work-group for a few rows (nll_sum), a work-item per row and one
- * group's sum (nll_rows, nll_total), and the device reductions where item_loops is
+ * kernels' ways: one work-item or one work-group for a few rows (nll_sum), a work-item
+ * per row and one group's sum (nll_rows, nll_total), and the device reductions where item_loops is
  * lowered below the rows one group would walk (groups made small, so that these ways
  * come at sizes Oclgrind runs quickly). Also nll_loss and the out-of-range label. */
 #include <math.h>
@@ -129,6 +129,7 @@ int main(void)
     /* ... and past item_loops (32 a work-item): the rows, then the device reductions */
     CHECK_OK(dev, clg_device_set_param(dev, "item_loops", "64"));
     check_all(dev, 1100, "rows and reductions");
+    check_all(dev, 100, "one group of several work-items");
     CHECK_MSG(clg_tensor_live_count(dev) == 0, "%lld tensors leaked", (long long)clg_tensor_live_count(dev));
     clg_device_close(dev);
     return check_report("test_ops_nll");

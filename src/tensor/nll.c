@@ -90,21 +90,23 @@ static clg_status launch_rows(const nll_spec *s, clg_tensor *loss, clg_tensor *w
 }
 
 /* Rows per work-item past which nll_sum's one group gathers slower than nll_rows over
- * every core and nll_total's sum: [16384, 64] took 74 us by nll_sum (one core). */
-enum { SUM_ROWS = 16 };
+ * every core and nll_total's sum ([16384, 64] took 74 us by nll_sum, on one core), and
+ * the rows one work-item alone takes. */
+enum { SUM_ROWS = 16, ONE_ITEM = 1024 };
 
 /* The reduced loss into y and 1 / the sum of the rows' weights into winv (one value each),
- * by one work-group; CLG_ERR_UNSUPPORTED (nothing recorded) for more rows than it takes
- * (SUM_ROWS a work-item). */
+ * by one work-group (or one work-item); CLG_ERR_UNSUPPORTED (nothing recorded) for more
+ * rows than it takes. */
 static clg_status launch_sum(const nll_spec *s, clg_tensor *y, clg_tensor *winv)
 {
     clg_device *dev = s->lp->dev;
     int64_t N = s->lp->shape[0];
     clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options(s->lp->dtype), "nll_sum");
     if (!k) return dev->status;
-    size_t wg = sum_group(dev, k);
-    int64_t rows = (N + (int64_t)wg - 1) / (int64_t)wg;
-    if (rows > SUM_ROWS) return CLG_ERR_UNSUPPORTED;
+    /* one work-item walks up to ONE_ITEM rows: no barrier (over 16 rows, 0.2-0.3 us of
+     * device time against 1.5 for a group of 64; over 1024, 2-4 us against 4.5-5.6) */
+    size_t wg = N <= ONE_ITEM && N <= (int64_t)clg__device_params(dev)->item_loops / 2 ? 1 : sum_group(dev, k);
+    if ((N + (int64_t)wg - 1) / (int64_t)wg > (wg == 1 ? ONE_ITEM : SUM_ROWS)) return CLG_ERR_UNSUPPORTED;
     int code = 0;
     clg_buffer *word = label_word(s, &code);
     if (!word) return dev->status;
