@@ -168,6 +168,19 @@ inline void nll_grad_row(int i, NLL_ARGS, __global const T *g, int og, int sg, i
     *b = sc * eps / (T)C;
 }
 
+// Without smoothing (eps 0), into zeros: the one value of row i's gradient, at its
+// label, over exactly N work-items (clg__launch_1d). A label out of range puts NaN at
+// its row's class 0 (the forward reported it); a row skipped leaves its zeros.
+__kernel void nll_bwd_pick(int N, NLL_ARGS, __global const T *g, int og, int sg, int mean,
+                           __global const T *winv, __global T *dx)
+{
+    int i = get_global_id(0), y;
+    T a, b;
+    nll_grad_row(i, NLL_PASS, g, og, sg, mean, winv, &y, &a, &b);
+    bool in = y >= 0 && y < C;
+    dx[(size_t)i * C + (in ? y : 0)] = in ? a : b;   // b: NaN for a label out of range, else 0
+}
+
 // Without class weights (the host passes none): hasw 0 as a constant removes the
 // weight's load per element (1.4x faster).
 __kernel void nll_bwd(int N, NLL_ARGS, __global const T *g, int og, int sg, int mean, __global const T *winv,
