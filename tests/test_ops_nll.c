@@ -104,6 +104,14 @@ static void check_edges(clg_device *dev)
     optest_close("nll_loss", clg_nll_loss(t, optest_tensor(dev, CLG_I32, 1, (int64_t[]){2}, (const double[]){2, 0},
                                                           OPTEST_CONTIGUOUS), CLG_REDUCE_MEAN),
                  (const double[]){(3 + 4) / 2.0}, 1, 0, 1e-6);
+    /* no rows: the mean NaN, the sum 0, as PyTorch's; its gradient of no elements */
+    clg_tensor *none = optest_tensor(dev, CLG_F32, 2, (int64_t[]){0, 3}, x, OPTEST_CONTIGUOUS);
+    CHECK_OK(dev, clg_tensor_set_requires_grad(none, true));
+    clg_tensor *nolab = optest_tensor(dev, CLG_I32, 1, (int64_t[]){0}, all, OPTEST_CONTIGUOUS);
+    clg_tensor *m0 = clg_nll_loss_ex(none, nolab, NULL);
+    optest_close("nll_loss_ex: no rows, mean", m0, (const double[]){NAN}, 1, 0, 0);
+    CHECK_OK(dev, clg_backward(m0, NULL));
+    optest_close("nll_loss_ex: no rows, sum", clg_nll_loss_ex(none, nolab, &o), (const double[]){0}, 1, 0, 0);
     /* a device-made label (not known on the host) out of range: the kernel reports it */
     clg_tensor *lab = clg_cast(optest_tensor(dev, CLG_F32, 1, (int64_t[]){2}, bad, OPTEST_CONTIGUOUS), CLG_I32);
     double v = 0;
