@@ -33,8 +33,10 @@ clg_ce_options clg_ce_defaults(void) { return (clg_ce_options){.reduction = CLG_
 
 /* ---- kernels --------------------------------------------------------------------------------- */
 
-/* NLL_ARGS of loss.cl (18 arguments) into a; `word` and `code` from the label check. A
- * missing weight or sm passes lp's buffer, which the kernels then read at 0 only. */
+/* NLL_ARGS of loss.cl (NLL_NARGS arguments) into a; `word` and `code` from the label
+ * check. A missing weight or sm passes lp's buffer, which the kernels then read at 0 only.
+ * The kernels' argument arrays hold NLL_NARGS and the ARGS_MORE their own. */
+enum { NLL_NARGS = 19, ARGS_MORE = 8 };
 static int nll_args(const nll_spec *s, const clg_buffer *word, int code, clg_arg *a)
 {
     const clg_tensor *x = s->lp, *lab = s->lab, *w = s->w;
@@ -80,7 +82,7 @@ static clg_status launch_rows(const nll_spec *s, clg_tensor *loss, clg_tensor *w
     const char *name = clg__index_known_in_range(s->lab, s->lp->shape[1]) ? "nll_rows_known" : "nll_rows";
     clg_kernel *k = word ? clg__kernel_get(dev, PROGRAM, clg__dtype_options(s->lp->dtype), name) : NULL;
     if (!k) return dev->status;
-    clg_arg a[24];
+    clg_arg a[NLL_NARGS + ARGS_MORE];
     int n = 0;
     a[n++] = CLG_ARG_I(s->lp->shape[0]);
     n += nll_args(s, word, code, a + n);
@@ -110,7 +112,7 @@ static clg_status launch_sum(const nll_spec *s, clg_tensor *y, clg_tensor *winv)
     int code = 0;
     clg_buffer *word = label_word(s, &code);
     if (!word) return dev->status;
-    clg_arg a[24];
+    clg_arg a[NLL_NARGS + ARGS_MORE];
     int n = 0;
     a[n++] = CLG_ARG_I(N);
     n += nll_args(s, word, code, a + n);
@@ -152,7 +154,7 @@ static clg_status bw_launch(const nll_spec *s, const clg_tensor *g, const clg_te
     int code = 0;
     clg_buffer *word = k ? clg__kernel_error_word(dev, s->op, "label", &code) : NULL;
     if (!word || (pick && clg_fill_(dx, 0.0) != CLG_OK)) return dev->status;
-    clg_arg a[28];
+    clg_arg a[NLL_NARGS + ARGS_MORE];
     int n = 0;
     a[n++] = CLG_ARG_I(N);
     n += nll_args(s, word, code, a + n);
