@@ -228,12 +228,28 @@ __kernel void scatter_lines_vec(int inner, int na, int R, int C, int nch, int pe
 }
 #endif
 
-// y[q, j, c] = the sum over the chunks h of part[q, h, j, c], h ascending.
-__kernel void scatter_lines_sum(int inner, int na, int nch, __global const T *part, __global T *y, int oy)
+// y[q, r] = the sum over the chunks h of part[q, h, r], h ascending, r < plane = na *
+// inner: over plane x Q work-items (a range of inner x na x Q made groups of one
+// work-item where inner is 1, a scatter_add along the last axis: 1.07 ms for [16, 65536]).
+__kernel void scatter_lines_sum(int plane, int nch, __global const T *part, __global T *y, int oy)
 {
-    int c = get_global_id(0), j = get_global_id(1), q = get_global_id(2);
-    size_t plane = (size_t)na * inner, at = ((size_t)q * nch * na + j) * inner + c;
+    int r = get_global_id(0), q = get_global_id(1);
+    size_t at = (size_t)q * nch * plane + r;
     T acc = part[at];
-    for (int h = 1; h < nch; h++) acc += part[at + h * plane];
-    y[oy + ((size_t)q * na + j) * inner + c] = acc;
+    for (int h = 1; h < nch; h++) acc += part[at + (size_t)h * plane];
+    y[oy + (size_t)q * plane + r] = acc;
 }
+
+#if defined(CLG_F32) && !defined(CLG_F16_STORE) && !defined(CLG_BF16_STORE)
+// The same 16 values a work-item in explicit vectors (plane % 16 == 0; index.c chooses
+// it): POCL leaves the work-item's loop over the chunks scalar (0.71 ms for two chunks
+// of [16, 65536]).
+__kernel void scatter_lines_sum_vec(int plane, int nch, __global const float *part, __global float *y, int oy)
+{
+    int r = get_global_id(0) * 16, q = get_global_id(1);
+    size_t at = (size_t)q * nch * plane + r;
+    float16 acc = vload16(0, part + at);
+    for (int h = 1; h < nch; h++) acc += vload16(0, part + at + (size_t)h * plane);
+    vstore16(acc, 0, y + oy + (size_t)q * plane + r);
+}
+#endif

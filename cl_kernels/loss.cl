@@ -43,42 +43,184 @@ CLG_ELEMENTWISE3(smooth_l1_grad, s1 * w * (fabs(x - z) < s0 ? (x - z) / s0 : los
 CLG_ELEMENTWISE3(bce_grad_logits, s1 * w * (loss_sigmoid(x) - z))
 CLG_ELEMENTWISE3(bce_grad_targets, -s1 * w * x)
 
-// ---- nll with label smoothing ------------------------------------------------------------------
-// Row i of the log-probabilities lp [N, C] (strides s0, s1 from offset olp), label y_i:
-//   loss_i = -(1 - eps) lp[i, y_i] - (eps / C) sum_c lp[i, c]
-// eps = 0 is nll_loss, and then the other classes are not read (a NaN elsewhere in the
-// row does not reach the loss, as in PyTorch). A label outside [0, C) gives its row a
-// NaN loss (and gradient), reads nothing outside lp, and is reported in the device's
+// ---- nll: class weights, ignore_index, label smoothing -------------------------------------------
+// Row i of the log-probabilities lp [N, C] (strides s0, s1 from offset olp), label y_i,
+// class weights w[ow + c * sw] (hasw; else all 1), rows labelled ign skipped (useign):
+//   loss_i = -(1 - eps) w[y_i] lp[i, y_i] - (eps / C) sum_c w[c] lp[i, c],  weight_i = w[y_i]
+// and 0, 0 for a skipped row. The sums sum_c w[c] lp[i, c] come in sm[osm + i] (the host
+// computes them by a reduction, which splits long rows and runs vectorized; a loop over
+// the row per work-item took 0.44 ms for [16384, 64]); with eps = 0 they are not read,
+// nor is any other class (a NaN elsewhere in the row does not reach the loss, as in PyTorch). A label outside [0, C) that is not skipped
+// gives its row a NaN loss, reads nothing outside lp, and is reported in the device's
 // error word (clg_report), so that the loss's readout fails with it.
-__kernel void nll_fwd(int N, int C, __global const T *lp, int olp, int s0, int s1, __global const int *lab, int olab,
-                      int slab, const T eps, __global T *loss, __global int *err, int code)
+#define NLL_ARGS                                                                                         \
+    int C, __global const T *lp, int olp, int s0, int s1, __global const int *lab, int olab, int slab,  \
+        __global const T *w, int ow, int sw, int hasw, int ign, int useign, const T eps, __global const T *sm,    \
+        int osm, __global int *err, int code
+#define NLL_PASS C, lp, olp, s0, s1, lab, olab, slab, w, ow, sw, hasw, ign, useign, eps, sm, osm, err, code
+
+// Loads are unconditional, at safe indices (class 0 for a row skipped or out of range;
+// a missing w or sm is lp's buffer read at 0), and the cases are selects: a conditional load
+// kept POCL from vectorizing nll_bwd (5x slower).
+inline T nll_row(int i, NLL_ARGS, T *weight, bool check)
 {
-    int i = get_global_id(0);
     int y = lab[olab + i * slab];
-    if (y < 0 || y >= C) {
-        loss[i] = NAN;
-        clg_report(err, code, y, C);
-        return;
-    }
+    bool keep = !(useign && y == ign), bad = keep && (y < 0 || y >= C), ok = keep && !bad;
+    if (check && bad) clg_report(err, code, y, C);
+    int ys = ok ? y : 0;
     __global const T *row = lp + olp + i * s0;
-    T l = -((T)1 - eps) * row[y * s1];
-    if (eps != 0) {
-        T sum = 0;
-        for (int c = 0; c < C; c++) sum += row[c * s1];
-        l -= eps / (T)C * sum;
-    }
-    loss[i] = l;
+    T wv = w[ow + ys * sw], wy = ok ? (hasw ? wv : (T)1) : (T)0;
+    T smooth = sm[eps != 0 ? osm + i : 0];   // without smoothing, lp's buffer at 0
+    T l = -((T)1 - eps) * wy * row[ys * s1] - (eps != 0 ? eps / (T)C * smooth : (T)0);
+    *weight = wy;
+    return ok ? l : bad ? (T)NAN : (T)0;
 }
 
-// d loss / d lp[i, c] = -scale g_i ((1 - eps) [c == y_i] + eps / C), dx contiguous [N, C];
-// g_i at og + i * sg (sg = 0: one value for MEAN/SUM). A 2-D range (c, i): the row's
-// label and gradient are uniform along the vectorized c (a 1-D range dividing k by C per
-// element ran ~8x slower on POCL: integer division does not vectorize).
-__kernel void nll_bwd(int N, int C, __global const int *lab, int olab, int slab, __global const T *g, int og, int sg,
-                      const T scale, const T eps, __global T *dx)
+// Each row's loss into loss[oloss + i] and its weight into wts[i]: over exactly N
+// work-items (clg__launch_1d).
+__kernel void nll_rows(int N, NLL_ARGS, __global T *loss, int oloss, __global T *wts)
 {
-    int c = get_global_id(0), i = get_global_id(1), k = i * C + c, y = lab[olab + i * slab];
-    T t = (y < 0 || y >= C) ? (T)NAN : (c == y ? (T)1 - eps : (T)0) + eps / (T)C;
-    dx[k] = -scale * g[og + i * sg] * t;
+    int i = get_global_id(0);
+    T wy;
+    loss[oloss + i] = nll_row(i, NLL_PASS, &wy, true);
+    wts[i] = wy;
 }
+
+// The same for labels the host knows lie in [0, C) (clg__index_known_in_range): with no
+// report, which is a branch around an atomic, POCL vectorizes it (12-27 us over 16384
+// rows against 70).
+__kernel void nll_rows_known(int N, NLL_ARGS, __global T *loss, int oloss, __global T *wts)
+{
+    int i = get_global_id(0);
+    T wy;
+    loss[oloss + i] = nll_row(i, NLL_PASS, &wy, false);
+    wts[i] = wy;
+}
+
+// The whole loss in one launch of one work-group (the host bounds N / wg by item_loops):
+// y[oy] = sum of the rows' losses, divided by the sum of their weights for the mean
+// (0 / 0 = NaN when every row is skipped, as PyTorch), and 1 / that sum into winv[0] for
+// the backward. One launch instead of rows, sums and a division: POCL's launches, not
+// the bytes, were the time of a loss over a few rows.
+__kernel void nll_sum(int N, NLL_ARGS, int mean, __global T *y, int oy, __global T *winv, __local T *s)
+{
+    int l = get_local_id(0), wg = get_local_size(0);
+    T acc = 0, wacc = 0;
+    for (int i = l; i < N; i += wg) {
+        T wy;
+        acc += nll_row(i, NLL_PASS, &wy, true);
+        wacc += wy;
+    }
+    T sum = clg_group_sum(acc, s), W = clg_group_sum(wacc, s);
+    if (l == 0) {
+        y[oy] = mean ? sum / W : sum;
+        winv[0] = (T)1 / W;
+    }
+}
+
+// The sums of the rows' losses and weights that nll_rows wrote, by one work-group, as
+// nll_sum finishes them (the host bounds n / wg by item_loops, n / (16 wg) for float32):
+// for more rows than one group gathers quickly, whose gathers then run on every core.
+// float32 walks 16 values at a time in explicit vectors (a work-item's strided loop
+// stays scalar on POCL: 19 us over 16384 rows).
+__kernel void nll_total(int n, __global const T *loss, __global const T *wts, int mean, __global T *y, int oy,
+                        __global T *winv, __local T *s)
+{
+    int l = get_local_id(0), wg = get_local_size(0), i0 = 0;
+    T acc = 0, wacc = 0;
+#if defined(CLG_F32) && !defined(CLG_F16_STORE) && !defined(CLG_BF16_STORE)
+    float16 a16 = 0, w16 = 0;
+    for (int v = l; v < n / 16; v += wg) {
+        a16 += vload16(v, loss);
+        w16 += vload16(v, wts);
+    }
+    acc = clg_hsum16(a16), wacc = clg_hsum16(w16), i0 = n / 16 * 16;
+#endif
+    for (int i = i0 + l; i < n; i += wg) {
+        acc += loss[i];
+        wacc += wts[i];
+    }
+    T sum = clg_group_sum(acc, s), W = clg_group_sum(wacc, s);
+    if (l == 0) {
+        y[oy] = mean ? sum / W : sum;
+        winv[0] = (T)1 / W;
+    }
+}
+
+// d loss / d lp[i, c] = -g_i / div ((1 - eps) w[y_i] [c == y_i] + eps / C w[c]) for a row
+// kept, 0 for a row skipped (PyTorch's, even when every row is: no NaN), NaN for a
+// label out of range. 1 / div = winv[0] for the mean (a product: a division per element
+// made the kernel 1.7x slower), else 1; g_i at og + i * sg (sg = 0:
+// one value for MEAN/SUM); dx contiguous [N, C]. As dx = (c == y ? a : 0) + b w[c] with
+// a and b the row's: the vectorized c sees one compare, one load and a multiply-add (a
+// conditional load of w per element kept POCL from vectorizing: 2.5x slower). A 2-D
+// range (c, i): the row's values are uniform along c (a 1-D range dividing k by C per
+// element ran ~8x slower on POCL: integer division does not vectorize).
+inline void nll_grad_row(int i, NLL_ARGS, __global const T *g, int og, int sg, int mean, __global const T *winv,
+                         int *y, T *a, T *b)
+{
+    *y = lab[olab + i * slab];
+    bool keep = !(useign && *y == ign), bad = keep && (*y < 0 || *y >= C);
+    T wv = w[ow + (keep && !bad ? *y : 0) * sw], wy = keep && !bad ? (hasw ? wv : (T)1) : (T)0;
+    T inv = winv[0];   // a valid buffer whatever mean is (the host passes g's otherwise)
+    T sc = keep ? (bad ? (T)NAN : -g[og + i * sg] * (mean ? inv : (T)1)) : (T)0;
+    *a = sc * ((T)1 - eps) * wy;
+    *b = sc * eps / (T)C;
+}
+
+// Without smoothing (eps 0), into zeros: the one value of row i's gradient, at its
+// label, over exactly N work-items (clg__launch_1d). A label out of range puts NaN at
+// its row's class 0 (the forward reported it); a row skipped leaves its zeros.
+__kernel void nll_bwd_pick(int N, NLL_ARGS, __global const T *g, int og, int sg, int mean,
+                           __global const T *winv, __global T *dx)
+{
+    int i = get_global_id(0), y;
+    T a, b;
+    nll_grad_row(i, NLL_PASS, g, og, sg, mean, winv, &y, &a, &b);
+    bool in = y >= 0 && y < C;
+    dx[(size_t)i * C + (in ? y : 0)] = in ? a : b;   // b: NaN for a label out of range, else 0
+}
+
+// Without class weights (the host passes none): hasw 0 as a constant removes the
+// weight's load per element (1.4x faster).
+__kernel void nll_bwd(int N, NLL_ARGS, __global const T *g, int og, int sg, int mean, __global const T *winv,
+                      __global T *dx)
+{
+    int c = get_global_id(0), i = get_global_id(1), y;
+    T a, b;
+    hasw = 0;
+    nll_grad_row(i, NLL_PASS, g, og, sg, mean, winv, &y, &a, &b);
+    dx[i * C + c] = (c == y ? a : (T)0) + b;
+}
+
+// With class weights, of unit stride: a strided gather of w per element kept POCL from
+// vectorizing (2.1 ms for [16384, 64], 8x the unweighted kernel). Without smoothing the
+// weights of the other classes do not count, not even a NaN or an infinite one (b is
+// then 0, or NaN for a label out of range).
+__kernel void nll_bwd_w(int N, NLL_ARGS, __global const T *g, int og, int sg, int mean, __global const T *winv,
+                        __global T *dx)
+{
+    int c = get_global_id(0), i = get_global_id(1), y;
+    T a, b;
+    nll_grad_row(i, NLL_PASS, g, og, sg, mean, winv, &y, &a, &b);
+    dx[i * C + c] = (c == y ? a : (T)0) + (eps != 0 ? b * w[ow + c] : b);
+}
+
+#if defined(CLG_F32) && !defined(CLG_F16_STORE) && !defined(CLG_BF16_STORE)
+// nll_bwd and nll_bwd_w 16 classes at a time in explicit vectors (C % 16 == 0; nll.c
+// chooses it): the row's label, weight and scale once per 16 values instead of once
+// per value (POCL does not hoist them out of its work-item loop).
+__kernel void nll_bwd_vec(int N, NLL_ARGS, __global const float *g, int og, int sg, int mean,
+                          __global const float *winv, __global float *dx)
+{
+    int c = get_global_id(0) * 16, i = get_global_id(1), y;
+    float a, b;
+    nll_grad_row(i, NLL_PASS, g, og, sg, mean, winv, &y, &a, &b);
+    int16 k = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15) + c;
+    float16 v = select((float16)0.0f, (float16)a, k == (int16)y);
+    if (hasw && eps != 0) v += b * vload16(0, w + ow + c);   // unit stride (nll.c)
+    else v += b;
+    vstore16(v, 0, dx + (size_t)i * C + c);
+}
+#endif
 #endif

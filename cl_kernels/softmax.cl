@@ -156,10 +156,17 @@ __kernel void softmax_fwd_vec(int R, int nk, int8 kshape, __global const float *
         sum += e;
         if (!log_mode) yr[r] = e;
     }
-    float lsum = log(sum), inv = 1.0f / sum;
-    for (int v = 0; v < V; v++)
-        vstore16(log_mode ? vload16(v, xr) - m - lsum : vload16(v, yr) * inv, v, yr);
-    for (int r = 16 * V; r < R; r++) yr[r] = log_mode ? xr[r] - m - lsum : yr[r] * inv;
+    // One mode's pass per launch (log_mode is uniform): a select computed both sides, the
+    // log of each row's sum and both loads in softmax too (rows of 64: 0.5x PyTorch).
+    if (log_mode) {
+        float lsum = log(sum);
+        for (int v = 0; v < V; v++) vstore16(vload16(v, xr) - m - lsum, v, yr);
+        for (int r = 16 * V; r < R; r++) yr[r] = xr[r] - m - lsum;
+    } else {
+        float inv = 1.0f / sum;
+        for (int v = 0; v < V; v++) vstore16(vload16(v, yr) * inv, v, yr);
+        for (int r = 16 * V; r < R; r++) yr[r] *= inv;
+    }
 }
 
 __kernel void softmax_bwd_vec(int R, int nk, int8 kshape, __global const float *y, int oy, int8 ky,
@@ -170,18 +177,26 @@ __kernel void softmax_bwd_vec(int R, int nk, int8 kshape, __global const float *
     __global const float *yr = y + clg_rowbase(row, nk, kshape, oy, ky);
     __global const float *gr = g + clg_rowbase(row, nk, kshape, og, kg);
     __global float *dr = dx + clg_rowbase(row, nk, kshape, od, kd);
+    // Each mode's own loops (log_mode is uniform): a select computed both sides, an exp
+    // per element in softmax too.
     float16 d16 = 0;
-    for (int v = 0; v < V; v++) {
-        float16 gv = vload16(v, gr);
-        d16 += log_mode ? gv : gv * vload16(v, yr);
+    float dot = 0;
+    if (log_mode) {
+        for (int v = 0; v < V; v++) d16 += vload16(v, gr);
+        dot = clg_hsum16(d16);
+        for (int r = 16 * V; r < R; r++) dot += gr[r];
+        for (int v = 0; v < V; v++) vstore16(vload16(v, gr) - exp(vload16(v, yr)) * dot, v, dr);
+        for (int r = 16 * V; r < R; r++) dr[r] = gr[r] - exp(yr[r]) * dot;
+    } else {
+        for (int v = 0; v < V; v++) d16 += vload16(v, gr) * vload16(v, yr);
+        dot = clg_hsum16(d16);
+        for (int r = 16 * V; r < R; r++) dot += gr[r] * yr[r];
+        for (int v = 0; v < V; v++) {
+            float16 yv = vload16(v, yr);
+            vstore16(yv * (vload16(v, gr) - dot), v, dr);
+        }
+        for (int r = 16 * V; r < R; r++) dr[r] = yr[r] * (gr[r] - dot);
     }
-    float dot = clg_hsum16(d16);
-    for (int r = 16 * V; r < R; r++) dot += log_mode ? gr[r] : gr[r] * yr[r];
-    for (int v = 0; v < V; v++) {
-        float16 yv = vload16(v, yr), gv = vload16(v, gr);
-        vstore16(log_mode ? gv - exp(yv) * dot : yv * (gv - dot), v, dr);
-    }
-    for (int r = 16 * V; r < R; r++) dr[r] = log_mode ? gr[r] - exp(yr[r]) * dot : yr[r] * (gr[r] - dot);
 }
 #endif
 

@@ -121,9 +121,11 @@ static clg_status lines_sum(clg_device *dev, clg_tensor *src, int64_t Q, int64_t
     clg_status st = launch_rows3(dev, src->dtype, vec ? "scatter_lines_vec" : "scatter_lines", a, 14,
                                  vec ? inner / 16 : inner, nch, Q);
     if (!st && nch > 1) {
-        clg_arg s[] = {CLG_ARG_I(inner), CLG_ARG_I(na), CLG_ARG_I(nch), CLG_ARG_B(part->buf),
-                       CLG_ARG_B(y->buf), CLG_ARG_I(y->offset)};
-        st = launch_rows3(dev, src->dtype, "scatter_lines_sum", s, 6, inner, na, Q);
+        clg_arg s[] = {CLG_ARG_I(na * inner), CLG_ARG_I(nch), CLG_ARG_B(part->buf), CLG_ARG_B(y->buf),
+                       CLG_ARG_I(y->offset)};
+        bool vsum = src->dtype == CLG_F32 && (na * inner) % 16 == 0;   /* 16 values a work-item */
+        st = launch_rows3(dev, src->dtype, vsum ? "scatter_lines_sum_vec" : "scatter_lines_sum", s, 5,
+                          vsum ? na * inner / 16 : na * inner, Q, 1);
     }
     if (part != y) clg_tensor_free(part);
     return st;
