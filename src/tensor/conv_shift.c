@@ -5,19 +5,21 @@
  *
  * Why: im2col writes a 3x3 convolution's input nine times over and the GEMM reads it
  * back; on CPUs that traffic, not the products, bounded the ResNet's convolutions
- * (bench/RESULTS.md, session 23). With stride 1, lay the zero-padded input planes out
- * channel-major ([C, N, Hd, Wd]) and the outputs with the same plane (output (n, oh, ow)
- * at (n * Hd + oh) * Wd + ow, the positions past OH x OW computed and dropped): row
- * (c, ki, kj) of the whole batch's column matrix is then channel c's planes read from
- * ki * DH * Wd + kj * DW on. So, each a single product over the whole batch:
+ * (bench/RESULTS.md, session 23). With stride 1, lay the zero-padded input out as one
+ * plane per channel holding the whole batch (images stacked, rows of W + gap, the
+ * padding between images and between rows shared: `layout`) and compute the outputs on
+ * the same grid (those outside OH x OW computed and dropped): row (c, ki, kj) of the
+ * whole batch's column matrix is then channel c's plane read from ki * DH * Ws + kj * DW
+ * on (Ws the plane's row length). So, each a single product over the whole batch:
  *   forward  y' = W . shift(pad(x)),             y = crop(y') + b
- *   dW       dW = pad0(dy) . shift(pad(x))^T     (dy on the same planes, zeros at the
- *                 dropped positions, so they add nothing; k = N Hd Wd, long)
+ *   dW       dW = pad0(dy) . shift(pad(x))^T     (dy on the output grid, zeros at the
+ *                 dropped positions, so they add nothing; k = the whole grid, long)
  *   dx       dx' = W~ . flipshift(pad'(dy)),     dx = crop(dx')
  * where pad' pads dy by (KH - 1) DH - PH rows and (KW - 1) DW - PW columns and W~ is W
  * as [C/G, O/G * KH * KW] per group, the taps read from the far end (a correlation
- * with the flipped kernel). The padded planes are 1.15-1.65x the input for the
- * ResNet's 28/14/7-pixel planes, against 9x for the columns.
+ * with the flipped kernel). The padded planes are 1.07-1.31x the input for the
+ * ResNet's 28/14/7-pixel planes, against 9x for the columns. The forward keeps them for
+ * the weight gradient; a "same" convolution pads dy once for both gradients.
  */
 #include "conv.h"
 #include "gemm/gemm.h"
