@@ -205,37 +205,55 @@ void gemm_tiles(const int M, const int N, const int K, const int PI, const int P
 }
 
 // gemm_tiles over a B whose rows start at given offsets: row kk of B, from column j, is
-// B[b_off + b * b_stride + rows[kk] + j], steps k0 <= kk < k1 of a K-step product (the
-// host splits k to stay within item_loops, adding to C after the first). A convolution
-// with stride 1 reads its input so (src/tensor/conv_shift.c): each row (c, ki, kj) of
-// its column matrix is the zero-padded input plane shifted by ki * row + kj, so no
-// column matrix is written. Every panel is read in place, including the last partial
-// one: its columns past N are read (the host leaves room after B) and never stored.
+// B[b_off + rows[kk] + j], steps k0 <= kk < k1 of a K-step product (the host splits k
+// to stay within item_loops, adding to C after the first). A convolution with stride 1
+// reads its input so (src/tensor/conv_shift.c): each row (c, ki, kj) of its column
+// matrix is the zero-padded input plane shifted, so no column matrix is written. Every
+// panel is read in place, including the last partial one: its columns past N are read
+// (the host leaves room after B) and never stored. RMR rows per micro-tile (A packed in
+// panels of RMR): 8 where the device has 16-wide float vectors (32 registers: the 8 x 16
+// accumulators and a convolution's 16, 32, 64 output channels in whole panels), else 6.
 // 32- and 64-bit storage only: the micro-kernel reads B as T.
+#ifndef RMR
+#define RMR 6
+#endif
+#if RMR != 6 && RMR != 8
+#error "gemm_tiles_rows holds six or eight rows of accumulators"
+#endif
+#define RFMA(r) c##r = fma((TN)(a[r]), bv, c##r)
+#define RSTORE(r) store_row(C, c_off0 + (long)(i0 + r) * ldc + j0, N - j0, c##r, alpha, beta, i0 + r < M)
 #if !defined(CLG_F16_STORE) && !defined(CLG_BF16_STORE)
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void gemm_tiles_rows(const int M, const int N, const int K, const int k0, const int k1, const int PI,
-                     const int PJ, __global const T *Ap, const long ap_stride, __global const T *B,
-                     const long b_off, const long b_stride, __global const int *rows, __global TC *C,
-                     const long c_off0, const int ldc, const long c_stride, const T alpha, const T beta)
+                     const int PJ, __global const T *Ap, __global const T *B, const long b_off,
+                     __global const int *rows, __global TC *C, const long c_off0, const int ldc, const T alpha,
+                     const T beta)
 {
-    int bj = get_global_id(0), bi = get_global_id(1), b = get_global_id(2);
-    int mpanels = (M + MR - 1) / MR, npanels = (N + NR - 1) / NR;
+    int bj = get_global_id(0), bi = get_global_id(1);
+    int mpanels = (M + RMR - 1) / RMR, npanels = (N + NR - 1) / NR;
     int q_end = min(npanels, (bj + 1) * PJ), p_end = min(mpanels, (bi + 1) * PI);
-    const long c_off = c_off0 + b * c_stride;
     for (int q = bj * PJ; q < q_end; q++) {
-        __global const T *bpanel = B + b_off + b * b_stride + q * NR;
+        __global const T *bpanel = B + b_off + q * NR;
         int j0 = q * NR;
         for (int p = bi * PI; p < p_end; p++) {
-            __global const T *a = Ap + b * ap_stride + ((long)p * K + k0) * MR;
+            __global const T *a = Ap + ((long)p * K + k0) * RMR;
             TN c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0;
+#if RMR == 8
+            TN c6 = 0, c7 = 0;
+#endif
             for (int kk = k0; kk < k1; kk++) {
                 TN bv = VLOAD(0, bpanel + rows[kk]);
-                FMA_ROW(0); FMA_ROW(1); FMA_ROW(2); FMA_ROW(3); FMA_ROW(4); FMA_ROW(5);
-                a += MR;
+                RFMA(0); RFMA(1); RFMA(2); RFMA(3); RFMA(4); RFMA(5);
+#if RMR == 8
+                RFMA(6); RFMA(7);
+#endif
+                a += RMR;
             }
-            int i0 = p * MR;
-            STORE_ROW(0); STORE_ROW(1); STORE_ROW(2); STORE_ROW(3); STORE_ROW(4); STORE_ROW(5);
+            int i0 = p * RMR;
+            RSTORE(0); RSTORE(1); RSTORE(2); RSTORE(3); RSTORE(4); RSTORE(5);
+#if RMR == 8
+            RSTORE(6); RSTORE(7);
+#endif
         }
     }
 }

@@ -300,6 +300,23 @@ static clg_tensor *flat_loss(void *user, clg_tensor **out, clg_tensor **y)
     return clg_cross_entropy(*out, *y, CLG_REDUCE_MEAN);
 }
 
+/* One training step of tr on B sequences of T + 1 tokens below 16, token i of the batch
+ * (i * c[0] + c[1] + (i / (T + 1)) * c[2]) % 16: inputs the first T, targets the last T.
+ * The loss to *loss. */
+static void token_step(clg_device *dev, clg_trainer *tr, int B, int T, const int c[3], float *loss)
+{
+    int32_t tok[256];
+    CHECK_MSG(B * (T + 1) <= 256, "token_step: %d x %d tokens", B, T + 1);
+    for (int i = 0; i < B * (T + 1) && i < 256; i++) tok[i] = (int32_t)((i * c[0] + c[1] + (i / (T + 1)) * c[2]) % 16);
+    clg_scope_begin(dev);
+    clg_tensor *all = clg_tensor_from_host(dev, CLG_I32, CLG_SHAPE(B, T + 1), tok);
+    clg_tensor *x = clg_contiguous(clg_narrow(all, 1, 0, T)), *y = clg_contiguous(clg_narrow(all, 1, 1, T));
+    clg_tensor *l = NULL;
+    CHECK_OK(dev, clg_trainer_step(tr, x, y, &l));
+    CHECK_OK(dev, l ? clg_tensor_to_host(l, loss, sizeof(float)) : clg_device_last_status(dev));
+    clg_scope_end(dev);
+}
+
 /* A stateful LSTM language model through clg_trainer, eager and in graph mode. Its
  * state is dropped before step 1 (the capture then starts from no state, as after an
  * evaluation) and before step 9 (the graph goes stale and is captured again): the
@@ -327,15 +344,7 @@ static void test_stateful_rnn(clg_device *dev)
         if (!tr) return;
         for (int s = 0; s < STEPS; s++) {
             if (s == 1 || s == 9) CHECK_OK(dev, clg_rnn_set_stateful(rnn, true));   /* the state dropped */
-            int32_t tok[B * (T + 1)];
-            for (int i = 0; i < B * (T + 1); i++) tok[i] = (int32_t)((i * 7 + s * 3 + (i / (T + 1)) * 5) % 16);
-            clg_scope_begin(dev);
-            clg_tensor *all = clg_tensor_from_host(dev, CLG_I32, CLG_SHAPE(B, T + 1), tok);
-            clg_tensor *x = clg_contiguous(clg_narrow(all, 1, 0, T)), *y = clg_contiguous(clg_narrow(all, 1, 1, T));
-            clg_tensor *loss = NULL;
-            CHECK_OK(dev, clg_trainer_step(tr, x, y, &loss));
-            CHECK_OK(dev, loss ? clg_tensor_to_host(loss, &losses[mode][s], sizeof(float)) : clg_device_last_status(dev));
-            clg_scope_end(dev);
+            token_step(dev, tr, B, T, (int[3]){7, s * 3, 5}, &losses[mode][s]);
         }
         if (mode == 1) replays = clg_trainer_replays(tr);
         clg_trainer_free(tr);
@@ -381,15 +390,7 @@ static void test_gpt_dropout(clg_device *dev)
         CHECK_MSG(tr != NULL, "%s", clg_device_error(dev));
         if (!tr) return;
         for (int s = 0; s < STEPS; s++) {
-            int32_t tok[B * (T + 1)];
-            for (int i = 0; i < B * (T + 1); i++) tok[i] = (int32_t)((i * 5 + s * 3 + (i / (T + 1)) * 7) % 16);
-            clg_scope_begin(dev);
-            clg_tensor *all = clg_tensor_from_host(dev, CLG_I32, CLG_SHAPE(B, T + 1), tok);
-            clg_tensor *x = clg_contiguous(clg_narrow(all, 1, 0, T)), *y = clg_contiguous(clg_narrow(all, 1, 1, T));
-            clg_tensor *loss = NULL;
-            CHECK_OK(dev, clg_trainer_step(tr, x, y, &loss));
-            CHECK_OK(dev, loss ? clg_tensor_to_host(loss, &losses[mode][s], sizeof(float)) : clg_device_last_status(dev));
-            clg_scope_end(dev);
+            token_step(dev, tr, B, T, (int[3]){5, s * 3, 7}, &losses[mode][s]);
         }
         if (mode == 1) replays = clg_trainer_replays(tr);
         clg_trainer_free(tr);

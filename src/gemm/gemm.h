@@ -133,8 +133,9 @@ clg_status clg__gemm_run(clg_device *dev, const clg_gemm_engine *engine, const c
 bool clg__gemm_sum_fits(clg_device *dev, const clg_gemm_args *g);
 clg_status clg__gemm_sum(clg_device *dev, const clg_gemm_args *g);
 
-/* C = alpha op(A) . B + beta C (batched) with B's rows at g->b_rows (B not transposed;
- * ldb unused): a stride-1 convolution over its zero-padded input (src/tensor/conv_shift.c).
+/* C = alpha op(A) . B + beta C (one product: batch 1) with B's rows at g->b_rows (B not
+ * transposed; ldb unused): a stride-1 convolution over its zero-padded input
+ * (src/tensor/conv_shift.c).
  * Every panel of 16 (float) columns is read whole: B's buffer must hold the columns past
  * n of the last panel (reads only). Whether the engine the device table names takes g so
  * (the packed engine, float32 and float64), and the product. */

@@ -37,11 +37,11 @@ static bool fits(clg_device *dev, const clg_gemm_args *g)
  * panels; but there must be enough blocks to keep every core busy to the end, so blocks
  * shrink until there are at least 8 per compute unit. Blocks are then evened out, so
  * that no core waits on one oversized last block. */
-static tiles_plan plan_tiles(const clg_device *dev, const clg_gemm_args *g)
+static tiles_plan plan_tiles(const clg_device *dev, const clg_gemm_args *g, size_t mr)
 {
     tiles_plan t;
     size_t nr = tile_cols(g->type);
-    t.mpanels = (int)((g->m + MR - 1) / MR);
+    t.mpanels = (int)((g->m + mr - 1) / mr);
     t.npanels = (int)((g->n + nr - 1) / nr);
     int pi = 16, pj = 4;
     size_t want = 8 * (size_t)(clg_device_get_info(dev)->compute_units ? clg_device_get_info(dev)->compute_units : 1);
@@ -62,7 +62,7 @@ static size_t k_limit(clg_device *dev, const clg_gemm_args *g)
     /* gemm_tiles: a work-item walks pi x pj micro-tiles, each over all of k; gemm_pack
      * and gemm_dot stay within item_loops / 4 (PACK_KC steps; 16 columns of k / 4). */
     size_t loops = clg__device_params(dev)->item_loops;
-    tiles_plan t = plan_tiles(dev, g);
+    tiles_plan t = plan_tiles(dev, g, MR);
     size_t per = (size_t)t.pi * (size_t)t.pj + 1, lim = loops / (per > 4 ? per : 4) / 16 * 16;
     return lim > 16 ? lim : 16;
 }
@@ -105,7 +105,7 @@ static clg_status tiles(clg_device *dev, clg_kernel *k, const clg_gemm_args *g, 
 {
     clg_gemm_args part = *g;
     part.n = n;
-    tiles_plan t = plan_tiles(dev, &part);
+    tiles_plan t = plan_tiles(dev, &part, MR);
     clg_arg args[] = {
         CLG_ARG_I(g->m), CLG_ARG_I(n), CLG_ARG_I(g->k), CLG_ARG_I(t.pi), CLG_ARG_I(t.pj),
         CLG_ARG_B(ap), CLG_ARG_L(g->stride_a ? ap_stride : 0), CLG_ARG_B(bp.buf), CLG_ARG_L(bp.off),
@@ -273,39 +273,50 @@ static clg_status packed(clg_device *dev, const clg_gemm_args *g)
 
 /* ---- B's rows at offsets (clg__gemm_rows, gemm.h) ----------------------------------------- */
 
+/* gemm_tiles_rows' rows per micro-tile (gemm.cl RMR): 8 where float vectors are 16 wide
+ * (32 vector registers hold the 8 x 16 accumulators), else 6; its program's options. */
+static size_t rows_mr(const clg_device *dev) { return clg__device_params(dev)->vector_float >= 16 ? 8 : 6; }
+
+static const char *rows_options(const clg_device *dev, const clg_gemm_args *g)
+{
+    bool f64 = g->type == CLG_GEMM_F64;
+    if (rows_mr(dev) == 8)
+        return f64 ? "-DT=double -DMR=6 -DNR=8 -DRMR=8 -cl-mad-enable -w" : "-DT=float -DMR=6 -DNR=16 -DRMR=8 -cl-mad-enable -w";
+    return clg__gemm_cl_options(g);
+}
+
 static bool rows_fits(const clg_device *dev, const clg_gemm_args *g)
 {
     (void)dev;
     size_t nr = tile_cols(g->type);
-    return !g->trans_b && !clg__gemm_type_is_half(g->type) && !g->c_f32 && fits(NULL, g) &&
+    return !g->trans_b && g->batch == 1 && !clg__gemm_type_is_half(g->type) && !g->c_f32 && fits(NULL, g) &&
            (g->n + nr - 1) / nr * nr < INT_MAX / 2;
 }
 
-/* op(A) packed, then gemm_tiles_rows over every panel of B in place, in slices of k
- * that keep a work-item's loops within item_loops (each slice adding to C). */
+/* op(A) packed in panels of rows_mr, then gemm_tiles_rows over every panel of B in
+ * place, in slices of k that keep a work-item's loops within item_loops (each slice
+ * adding to C). */
 static clg_status rows(clg_device *dev, const clg_gemm_args *g)
 {
-    const char *opts = clg__gemm_cl_options(g);
+    const char *opts = rows_options(dev, g);
     clg_kernel *kpack = clg__kernel_get(dev, "gemm", opts, "gemm_pack");
     clg_kernel *krows = kpack ? clg__kernel_get(dev, "gemm", opts, "gemm_tiles_rows") : NULL;
     if (!krows) return dev->status;
-    size_t es = g->type == CLG_GEMM_F64 ? sizeof(double) : sizeof(float);
-    size_t abatch = g->stride_a ? g->batch : 1, ap_stride = (g->m + MR - 1) / MR * MR * g->k;
-    clg_buffer *ap = clg__buffer_alloc(dev, ap_stride * abatch * es);
+    size_t mr = rows_mr(dev), es = g->type == CLG_GEMM_F64 ? sizeof(double) : sizeof(float);
+    clg_buffer *ap = clg__buffer_alloc(dev, (g->m + mr - 1) / mr * mr * g->k * es);
     if (!ap) return dev->status;
-    clg_status st = pack(dev, kpack, g->a, g->a_off, g->lda, g->stride_a, g->m, MR, g->k, !g->trans_a, abatch, ap,
-                         ap_stride);
-    tiles_plan t = plan_tiles(dev, g);
-    size_t slice = k_limit(dev, g);
-    size_t global[3] = {(size_t)((t.npanels + t.pj - 1) / t.pj), (size_t)((t.mpanels + t.pi - 1) / t.pi), g->batch};
+    clg_status st = pack(dev, kpack, g->a, g->a_off, g->lda, 0, g->m, (int)mr, g->k, !g->trans_a, 1, ap, 0);
+    tiles_plan t = plan_tiles(dev, g, mr);
+    size_t loops = clg__device_params(dev)->item_loops, per = (size_t)t.pi * (size_t)t.pj + 1;
+    size_t slice = loops / per > 16 ? loops / per : 16;
+    size_t global[3] = {(size_t)((t.npanels + t.pj - 1) / t.pj), (size_t)((t.mpanels + t.pi - 1) / t.pi), 1};
     size_t local[3] = {1, 1, 1};
     for (size_t k0 = 0; st == CLG_OK && k0 < g->k; k0 += slice) {
         size_t k1 = g->k - k0 < slice ? g->k : k0 + slice;
         clg_arg args[] = {
             CLG_ARG_I(g->m), CLG_ARG_I(g->n), CLG_ARG_I(g->k), CLG_ARG_I(k0), CLG_ARG_I(k1), CLG_ARG_I(t.pi),
-            CLG_ARG_I(t.pj), CLG_ARG_B(ap), CLG_ARG_L(g->stride_a ? ap_stride : 0), CLG_ARG_B(g->b),
-            CLG_ARG_L(g->b_off), CLG_ARG_L(g->stride_b), CLG_ARG_B(g->b_rows), CLG_ARG_B(g->c), CLG_ARG_L(g->c_off),
-            CLG_ARG_I(g->ldc), CLG_ARG_L(g->stride_c), clg__gemm_scalar(g->type, g->alpha),
+            CLG_ARG_I(t.pj), CLG_ARG_B(ap), CLG_ARG_B(g->b), CLG_ARG_L(g->b_off), CLG_ARG_B(g->b_rows),
+            CLG_ARG_B(g->c), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc), clg__gemm_scalar(g->type, g->alpha),
             clg__gemm_scalar(g->type, k0 ? 1.0 : g->beta),
         };
         st = clg__launch(dev, krows, args, (int)(sizeof args / sizeof *args), 3, global, local);
