@@ -283,15 +283,12 @@ clg_tensor *clg__conv_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, const
     /* the direct kernel's work-item walks C/G x KH x KW taps: within item_loops only */
     bool direct = algo == CLG_CONV_DIRECT && (!b || clg_tensor_is_contiguous(b)) &&
                   g->C / g->G * g->KH * g->KW <= (int64_t)clg__device_params(x->dev)->item_loops;
-    if (!direct && clg__conv_shift_ok(x->dev, x->dtype, g, CLG_CONV_PASS_FORWARD)) {
-        clg_tensor_free(y);
-        /* its padded planes kept for a weight gradient that reads them too */
-        bool keep = cols && clg__conv_shift_ok(x->dev, x->dtype, g, CLG_CONV_PASS_WEIGHT);
-        if ((y = clg__conv_shift_forward(x, w, b, g, keep ? cols : NULL))) return y;
-        return clg__op_fail(x->dev, x->dev->status, "conv2d", "x %s, weight %s: %.7000s", CLG_DESC(x), CLG_DESC(w),
-                            x->dev->error);
-    }
-    clg_status st = direct ? forward_direct(x, w, b, g, y) : forward_gemm(x, w, b, g, y, cols);
+    bool shift = !direct && clg__conv_shift_ok(x->dev, x->dtype, g, CLG_CONV_PASS_FORWARD);
+    /* without columns: its padded planes kept for a weight gradient that reads them too */
+    bool planes = shift && cols && clg__conv_shift_ok(x->dev, x->dtype, g, CLG_CONV_PASS_WEIGHT);
+    clg_status st = direct  ? forward_direct(x, w, b, g, y)
+                    : shift ? clg__conv_shift_forward(x, w, b, g, y, planes ? cols : NULL)
+                            : forward_gemm(x, w, b, g, y, cols);
     if (st == CLG_OK) return y;
     clg_tensor_free(y);
     return clg__op_fail(x->dev, x->dev->status, "conv2d", "x %s, weight %s: %.7000s", CLG_DESC(x), CLG_DESC(w),

@@ -32,13 +32,14 @@ clg_tensor *clg__conv2d_with(clg_tensor *x, clg_tensor *w, clg_tensor *b, const 
 
 /* Stride-1 convolutions without a column matrix (conv_shift.c): whether the device
  * table's conv_shift and the GEMM engine take g's pass for dtype, and the passes (y;
- * dW shaped as w; dx [N, C, H, W]), NULL with the error recorded. The forward hands
+ * dW shaped as w; dx [N, C, H, W]), NULL with the error recorded; the forward writes
+ * y [N, O, OH, OW] and returns the status. The forward hands
  * out its padded input planes (a 1-D tensor) in *planes when asked, for the weight
  * gradient's `planes` (NULL: it pads x again). */
 typedef enum clg_conv_pass { CLG_CONV_PASS_FORWARD, CLG_CONV_PASS_WEIGHT, CLG_CONV_PASS_INPUT } clg_conv_pass;
 bool clg__conv_shift_ok(clg_device *dev, clg_dtype dtype, const conv_geo *g, clg_conv_pass pass);
-clg_tensor *clg__conv_shift_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, const conv_geo *g,
-                                    clg_tensor **planes);
+clg_status clg__conv_shift_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, const conv_geo *g, clg_tensor *y,
+                                   clg_tensor **planes);
 clg_tensor *clg__conv_shift_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g,
                                         clg_tensor *planes);
 clg_tensor *clg__conv_shift_grad_input(clg_tensor *w, clg_tensor *gy, const conv_geo *g);

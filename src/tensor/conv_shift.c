@@ -138,20 +138,16 @@ static clg_tensor *row_offsets(clg_device *dev, const conv_geo *g, int64_t chann
     return NULL;
 }
 
-/* [N, P, oh, ow] (+ b per plane p) from the product's [P, N, sh, ws] (followed by a
- * vector's width of room: the rows are read whole vectors at a time): a new tensor. */
-static clg_tensor *crop(clg_tensor *out, int64_t N, int64_t P, int64_t oh, int64_t ow, const layout *l, clg_tensor *b)
+/* y [N, P, oh, ow] (contiguous) = the product's [P, N, sh, ws] (followed by a vector's
+ * width of room: the rows are read whole vectors at a time) cut, + b per plane p. */
+static clg_status crop(const clg_tensor *out, int64_t N, int64_t P, int64_t oh, int64_t ow, const layout *l,
+                       const clg_tensor *b, clg_tensor *y)
 {
-    clg_tensor *y = clg__tensor_new(out->dev, out->dtype, 4, (const int64_t[]){N, P, oh, ow});
-    if (!y) return NULL;
     const int64_t cg[8] = {oh, ow, l->sh, l->ws, P, N, b != NULL, 0};
     clg_arg a[] = {CLG_ARG_B(out->buf), clg__arg_int8(cg, 8), CLG_ARG_B(y->buf), CLG_ARG_B(b ? b->buf : out->buf),
                    CLG_ARG_I(b ? b->offset : 0), CLG_ARG_I(b ? b->strides[0] : 0)};
-    if (clg__conv_launch_grid(out->dev, out->dtype, "conv_crop", a, 6,
-                              (const int64_t[]){vector_round(out->dev, ow), N * P * oh, 1}) == CLG_OK)
-        return y;
-    clg_tensor_free(y);
-    return NULL;
+    return clg__conv_launch_grid(out->dev, out->dtype, "conv_crop", a, 6,
+                                 (const int64_t[]){vector_round(out->dev, ow), N * P * oh, 1});
 }
 
 /* For each group gi: out rows [gi m, gi m + m) (cols each) = a's rows for gi (m x k,
@@ -176,8 +172,8 @@ static clg_status shifted(clg_device *dev, clg_dtype dtype, const conv_geo *g, s
 
 /* ---- the three products ------------------------------------------------------------------------- */
 
-clg_tensor *clg__conv_shift_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, const conv_geo *g,
-                                    clg_tensor **planes)
+clg_status clg__conv_shift_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, const conv_geo *g, clg_tensor *y,
+                                   clg_tensor **planes)
 {
     clg_device *dev = x->dev;
     layout l = planes_for(g, g->H, g->W, g->ph, g->pw);
@@ -187,16 +183,16 @@ clg_tensor *clg__conv_shift_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b,
     clg_tensor *rows = xp ? row_offsets(dev, g, Cg, &l, window_base(&l, g->ph, g->pw), false) : NULL;
     clg_tensor *wm = rows ? clg__contiguous_at0(w) : NULL;
     clg_tensor *out = wm ? clg__tensor_new(dev, x->dtype, 1, (const int64_t[]){g->O * L + vector_round(dev, 1)}) : NULL;
-    clg_tensor *y = NULL;
-    if (out && shifted(dev, x->dtype, g, (size_t)Og, (size_t)L, K, wm, (size_t)Og * K, xp, (size_t)(Cg * cstep), rows,
-                       out) == CLG_OK)
-        y = crop(out, g->N, g->O, g->OH, g->OW, &l, b);
+    clg_status st = out ? shifted(dev, x->dtype, g, (size_t)Og, (size_t)L, K, wm, (size_t)Og * K, xp,
+                                  (size_t)(Cg * cstep), rows, out)
+                        : dev->status;
+    if (st == CLG_OK) st = crop(out, g->N, g->O, g->OH, g->OW, &l, b, y);
     clg_tensor_free(out);
     clg__release_copy(wm, w);
     clg_tensor_free(rows);
-    if (y && planes) *planes = xp;
+    if (st == CLG_OK && planes) *planes = xp;
     else clg_tensor_free(xp);
-    return y;
+    return st;
 }
 
 /* dy, as the weight gradient reads it: its rows (one per output channel, a_ld apart
@@ -260,7 +256,11 @@ static clg_tensor *input_product(clg_tensor *w, const conv_geo *g, const clg_ten
     clg_tensor *dx = NULL;
     if (out && shifted(dev, w->dtype, g, (size_t)Cg, (size_t)L, K, wt, (size_t)Cg * K, dyq, (size_t)(Og * cstep), rows,
                        out) == CLG_OK)
-        dx = crop(out, g->N, g->C, g->H, g->W, l, NULL);
+        dx = clg__tensor_new(dev, w->dtype, 4, (const int64_t[]){g->N, g->C, g->H, g->W});
+    if (dx && crop(out, g->N, g->C, g->H, g->W, l, NULL, dx) != CLG_OK) {
+        clg_tensor_free(dx);
+        dx = NULL;
+    }
     clg_tensor_free(out);
     clg_tensor_free(rows);
     clg_tensor_free(wt);
