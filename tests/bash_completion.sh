@@ -5,6 +5,7 @@
 # function is called as bash calls it, with COMP_WORDS and COMP_CWORD set.
 # usage: bash_completion.sh BUILD_DIR CLGRAD
 set -u
+export LC_ALL=C   # sort byte-wise, as the expected lists are written (a UTF-8 locale puts "--help" among the words)
 build=$1 clgrad=$2
 work=$build/completion-test
 rm -rf "$work"
