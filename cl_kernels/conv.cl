@@ -162,11 +162,14 @@ __kernel void NAME(__global const TS *x, int xo, int8 xs, int8 pg, __global TS *
 CONV_PAD(conv_pad, xs.s3)
 CONV_PAD(conv_pad_w1, 1)
 
-// rows[r], r = (c * KH + ki) * KW + kj: where row r of the column matrix starts:
-// c * cstep + base + ki * DH * Ws + kj * DW; with flip, the taps from the far end
-// ((KH - 1 - ki), (KW - 1 - kj)): the input gradient's correlation.
-// rg = (KH, KW, cstep, Ws, DH, DW, flip, base)
-__kernel void conv_rows(int n, int8 rg, __global int *rows)
+// rows[r], r = (c * KH + ki) * KW + kj: where row r of the column matrix starts. With
+// stride 1 (st = (1, 1)): c * cstep + base + ki * DH * Ws + kj * DW; with flip, the taps
+// from the far end ((KH - 1 - ki), (KW - 1 - kj)): the input gradient's correlation.
+// With stride (SY, SX) the planes are phases (conv_phases: SY * SX planes per channel, a
+// cstep apart): tap offset a = ki * DH lies in phase a % SY, a / SY rows in; likewise
+// along w.
+// rg = (KH, KW, cstep, Ws, DH, DW, flip, base), st = (SY, SX, -...)
+__kernel void conv_rows(int n, int8 rg, int8 st, __global int *rows)
 {
     int r = get_global_id(0);
     int kj = r % rg.s1, ki = r / rg.s1 % rg.s0, c = r / (rg.s1 * rg.s0);
@@ -174,8 +177,35 @@ __kernel void conv_rows(int n, int8 rg, __global int *rows)
         ki = rg.s0 - 1 - ki;
         kj = rg.s1 - 1 - kj;
     }
-    rows[r] = c * rg.s2 + rg.s7 + ki * rg.s4 * rg.s3 + kj * rg.s5;
+    int a = ki * rg.s4, b = kj * rg.s5, p = a % st.s0, q = b % st.s1;
+    rows[r] = ((c * st.s0 + p) * st.s1 + q) * rg.s2 + rg.s7 + a / st.s0 * rg.s3 + b / st.s1;
 }
+
+// A strided convolution's input as phases (src/tensor/conv_shift.c): x [N, C, H, W]
+// zero-padded by (PH, PW), and plane (c, p, q) holds its rows p, p + SY, ... and columns
+// q, q + SX, ...: per plane RPC rows of Ws, N slots of Hd rows (an image's phase, the
+// padding inside it), zeros after. Output (i, j) of an image reads tap (ki, kj) from its
+// phase at (i + ki * DH / SY, j + kj * DW / SX): a stride-1 read, as conv_rows says.
+// A 3-D range (b = column, rounded up to the vector width; m = row of a plane; plane =
+// (c * SY + p) * SX + q). pg = (N, RPC, Hd, Ws, H, W, PH, PW), st = (SY, SX, -...)
+// Rows of Ws are short (15 at ResNet-20's 28 x 28): a division per row cost as much as
+// the row's copy, so the range gives plane and row and one division remains. A runtime
+// step along w makes the load a gather (2.7 ms against 1.1 for ResNet-20's 16 x 28 x 28
+// at stride 2): conv_phases_w1s2 takes the common case with both steps known.
+#define CONV_PHASES(NAME, X_STEP, S_X)                                                            \
+__kernel void NAME(__global const TS *x, int xo, int8 xs, int8 pg, int8 st, __global TS *dst)     \
+{                                                                                                 \
+    int b = get_global_id(0), m = get_global_id(1), plane = get_global_id(2), r = plane * pg.s1 + m; \
+    int np = st.s0 * st.s1, c = plane / np, ph = plane - c * np, p = ph / st.s1, q = ph - p * st.s1; \
+    int n = m / pg.s2, u = m - n * pg.s2, ih = u * st.s0 + p - pg.s6, iw = b * (S_X) + q - pg.s7;  \
+    bool row = n < pg.s0 && ih >= 0 && ih < pg.s4;                                                \
+    __global const TS *xr = x + xo + (row ? n * xs.s0 + c * xs.s1 + ih * xs.s2 : 0);              \
+    TS v = (TS)0;                                                                                 \
+    if (row && iw >= 0 && iw < pg.s5) v = xr[iw * (X_STEP)];                                      \
+    if (b < pg.s3) dst[r * pg.s3 + b] = v;                                                        \
+}
+CONV_PHASES(conv_phases, xs.s3, st.s1)
+CONV_PHASES(conv_phases_w1s2, 1, 2)
 
 // y [N, P, OH, OW] from the product's [P, N, Sh, Ws] (P planes per image: output or
 // input channels), the bias b[bo + p * bs] added where given. A 2-D range (ow rounded

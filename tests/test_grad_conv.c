@@ -221,6 +221,12 @@ static void shift_agree(clg_device *dev)
     variants_agree_tol(dev, "item_loops", loops, 3, &geo, true, "conv2d dx", 1e-6);
     /* 40 images: 150 launches of 64 steps; 3 (CLG_TEST_SMALL: Oclgrind) still take 6 */
     variants_agree_tol(dev, "item_loops", loops, optest_small() ? 3 : 40, &geo, false, "conv2d dW", 1e-6);
+    /* strided: the forward and dW on phases (conv_phases, both kernels: stride 2 along w
+     * takes conv_phases_w1s2), dx by the columns either way */
+    clg_conv2d_params s21 = {{2, 2}, {1, 1}, {1, 1}, 2}, s32 = {{3, 1}, {2, 0}, {1, 2}, 2};
+    variants_agree_tol(dev, "conv_shift", on_off, 3, &s21, false, "conv2d stride 2 dW", 1e-6);
+    variants_agree_tol(dev, "conv_shift", on_off, 3, &s32, true, "conv2d stride 3x1 dx", 1e-6);
+    variants_agree_tol(dev, "conv_shift", on_off, 3, &s32, false, "conv2d stride 3x1 dW", 1e-6);
 }
 
 /* upsample_bilinear2d by its kernels and, where item_loops (64) is shorter than twice

@@ -183,6 +183,26 @@ static void test_conv1d(clg_device *dev)
     clg_scope_end(dev);
 }
 
+/* A strided conv1d's weight gradient over a long signal (x[i] = i % 5, stride 2, 3 taps:
+ * tap k sums x[2j + k]; with conv_shift on, the two phases of the signal). */
+static void test_conv1d_strided(clg_device *dev)
+{
+    int64_t L = N_SIGNAL, OL = (L - 3) / 2 + 1;
+    float *xs = malloc((size_t)L * sizeof *xs);
+    double want[3] = {0, 0, 0};
+    for (int64_t i = 0; i < L; i++) xs[i] = (float)(i % 5);
+    for (int64_t j = 0; j < OL; j++)
+        for (int k = 0; k < 3; k++) want[k] += xs[2 * j + k];
+    clg_scope_begin(dev);
+    clg_tensor *x = clg_tensor_from_host(dev, CLG_F32, 3, (int64_t[]){1, 1, L}, xs);
+    clg_tensor *w = ones_grad(dev, 3, (int64_t[]){1, 1, 3});
+    clg_conv1d_params p = {.stride = 2};
+    CHECK_OK(dev, clg_backward(clg_sum(clg_conv1d(x, w, NULL, &p), 0, NULL, false), NULL));
+    optest_close("strided conv1d weight gradient over a long signal", clg_tensor_grad(w), want, 3, 0, 0);
+    clg_scope_end(dev);
+    free(xs);
+}
+
 /* upsample_nearest2d's backward at a long width: every pixel gets its 2 x 2 copies. */
 static void test_upsample(clg_device *dev)
 {
@@ -339,6 +359,7 @@ int main(void)
     for (int shift = 0; shift < 2; shift++) {   /* with im2col's columns and without (conv_shift.c) */
         CHECK_OK(dev, clg_device_set_param(dev, "conv_shift", shift ? "on" : "off"));
         test_conv1d(dev);
+        test_conv1d_strided(dev);
         test_conv2d_plane(dev);
     }
     test_upsample(dev);

@@ -8,7 +8,8 @@
  * into y first and the GEMM adds to it (beta = 1). A 1x1 convolution with stride 1
  * and no padding of a contiguous input needs no columns: x is its own column matrix.
  * Where the device table's conv_shift says so, other stride-1 convolutions need none
- * either: conv_shift.c reads their padded input shifted, in all three passes.
+ * either: conv_shift.c reads their padded input shifted, in all three passes (strided
+ * ones: the forward and the weight gradient, on the input's phases).
  *
  * Backward, for y = W . col:
  *   dW = sum over n of dy[n] . col[n]^T  (batched GEMM into [N, O, K], summed over N);

@@ -1,7 +1,9 @@
-/* conv_shift.c: stride-1 convolutions without a column matrix (conv.c chooses them
- * where the device table's conv_shift says so and the GEMM engine takes B's rows at
- * offsets: gemm.h, clg__gemm_rows). Kernels: cl_kernels/conv.cl (conv_pad, conv_rows,
- * conv_crop) and gemm.cl (gemm_tiles_rows, gemm_dot with row offsets).
+/* conv_shift.c: convolutions without a column matrix (conv.c chooses them where the
+ * device table's conv_shift says so and the GEMM engine takes B's rows at offsets:
+ * gemm.h, clg__gemm_rows): stride 1 in all three passes; strided ones, their forward
+ * and weight gradient, on the input's phases (phases_for). Kernels: cl_kernels/conv.cl
+ * (conv_pad, conv_phases, conv_rows, conv_crop) and gemm.cl (gemm_tiles_rows, gemm_dot
+ * with row offsets).
  *
  * Why: im2col writes a 3x3 convolution's input nine times over and the GEMM reads it
  * back; on CPUs that traffic, not the products, bounded the ResNet's convolutions
@@ -20,6 +22,12 @@
  * with the flipped kernel). The padded planes are 1.07-1.31x the input for the
  * ResNet's 28/14/7-pixel planes, against 9x for the columns. The forward keeps them for
  * the weight gradient; a "same" convolution pads dy once for both gradients.
+ *
+ * Strided: with stride (SY, SX) the padded input splits into SY x SX phases per
+ * channel, and each is a stride-1 problem on a grid of ceil((H + 2 PH) / SY) rows
+ * (a space-to-depth): the forward and dW as above on the phases. The input gradient
+ * keeps the columns (col2im): a flipped correlation over dy dilated by the stride
+ * would compute SY x SX times the outputs it keeps.
  */
 #include "conv.h"
 #include "gemm/gemm.h"
@@ -33,6 +41,7 @@
  * zeros that the next image (row) has above (left of) it. */
 typedef struct layout {
     int64_t rpc, lead_h, sh, hdat, lead_w, wdat, ws;
+    int64_t sy, sx;   /* 1, 1; or a strided convolution's phases (phases_for) */
 } layout;
 
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -44,26 +53,61 @@ static layout planes_for(const conv_geo *g, int64_t hdat, int64_t wdat, int64_t 
 {
     int64_t gh = max64(ph, (g->KH - 1) * g->dh - ph), gw = max64(pw, (g->KW - 1) * g->dw - pw);
     int64_t sh = hdat + gh, ws = wdat + gw, tail = gh + 4 + (16 + ws - 1) / ws;
-    return (layout){gh + g->N * sh + tail, gh, sh, hdat, gw, wdat, ws};
+    return (layout){gh + g->N * sh + tail, gh, sh, hdat, gw, wdat, ws, 1, 1};
 }
 
-/* Where the window of output 0 starts in such planes: (lead_h - ph) rows, (lead_w - pw) columns in. */
-static int64_t window_base(const layout *l, int64_t ph, int64_t pw) { return (l->lead_h - ph) * l->ws + l->lead_w - pw; }
+/* A strided convolution's input as phases: SY x SX planes per channel, plane (p, q)
+ * holding the padded images' rows p, p + SY, ... and columns q, q + SX, ... (slots of hd
+ * rows of wd, the padding inside them; conv_phases in conv.cl). Output (i, j) reads tap
+ * (ki, kj) at (i + ki DH / SY, j + kj DW / SX) of phase (ki DH % SY, kj DW % SX): a
+ * stride-1 read, so the products below take it as they take stride 1's planes, on a
+ * grid of hd x wd per image. Every read of an output inside OH x OW stays inside its
+ * image's padded phase; the tail covers the reads of the dropped ones past the last slot. */
+static layout phases_for(const conv_geo *g)
+{
+    int64_t hd = (g->H + 2 * g->ph + g->sh - 1) / g->sh, wd = (g->W + 2 * g->pw + g->sw - 1) / g->sw;
+    int64_t tail = (g->KH - 1) * g->dh / g->sh + 4 + (16 + wd - 1) / wd;
+    return (layout){g->N * hd + tail, 0, hd, hd, 0, wd, wd, g->sh, g->sw};
+}
+
+/* Elements from one input channel's planes to the next. */
+static int64_t channel_step(const layout *l) { return l->sy * l->sx * l->rpc * l->ws; }
+
+/* The forward's planes for g: phases where strided. */
+static layout input_planes(const conv_geo *g)
+{
+    return g->sh == 1 && g->sw == 1 ? planes_for(g, g->H, g->W, g->ph, g->pw) : phases_for(g);
+}
+
+/* Where the window of output 0 starts in such planes: (lead_h - ph) rows, (lead_w - pw)
+ * columns in (phases hold their padding: at 0). */
+static int64_t window_base(const layout *l, int64_t ph, int64_t pw)
+{
+    return l->sy > 1 || l->sx > 1 ? 0 : (l->lead_h - ph) * l->ws + l->lead_w - pw;
+}
 
 /* The input gradient's padding: the window's reach minus the forward's padding. */
 static int64_t pad_q(int64_t k, int64_t d, int64_t p) { return (k - 1) * d - p; }
 
-/* Whether these convolutions take g: stride 1, 32- or 64-bit (gemm_tiles_rows reads B
- * as its compute type), not a 1x1 without padding (x is its own column matrix), the
- * input gradient's padding not negative, int indices. */
-static bool geometry_ok(const clg_device *dev, clg_dtype dtype, const conv_geo *g)
+/* Whether these convolutions take g's pass: 32- or 64-bit (gemm_tiles_rows reads B as
+ * its compute type), not a 1x1 without padding (x is its own column matrix), int
+ * indices. Strided: the forward and the weight gradient on phases where the window
+ * meets every phase (not a strided 1x1: most of its phases unread); the input gradient
+ * stays with the columns. Stride 1: the input gradient's padding not negative. */
+static bool geometry_ok(const clg_device *dev, clg_dtype dtype, const conv_geo *g, clg_conv_pass pass)
 {
     if (!clg__device_params(dev)->conv_shift || (dtype != CLG_F32 && dtype != CLG_F64)) return false;
-    if (g->sh != 1 || g->sw != 1 || (g->KH == 1 && g->KW == 1 && g->ph == 0 && g->pw == 0)) return false;
+    if (g->KH == 1 && g->KW == 1 && g->ph == 0 && g->pw == 0) return false;
+    int64_t big = max64(g->C, g->O);
+    if (g->sh != 1 || g->sw != 1) {
+        layout x = phases_for(g);
+        return pass != CLG_CONV_PASS_INPUT && (g->KH - 1) * g->dh + 1 >= g->sh && (g->KW - 1) * g->dw + 1 >= g->sw &&
+               channel_step(&x) * big < INT32_MAX / 2;
+    }
     int64_t qh = pad_q(g->KH, g->dh, g->ph), qw = pad_q(g->KW, g->dw, g->pw);
     if (qh < 0 || qw < 0) return false;
     layout x = planes_for(g, g->H, g->W, g->ph, g->pw), d = planes_for(g, g->OH, g->OW, qh, qw);
-    return x.rpc * x.ws * max64(g->C, g->O) < INT32_MAX / 2 && d.rpc * d.ws * max64(g->C, g->O) < INT32_MAX / 2;
+    return x.rpc * x.ws * big < INT32_MAX / 2 && d.rpc * d.ws * big < INT32_MAX / 2;
 }
 
 static clg_gemm_args probe(clg_dtype dtype, size_t m, size_t n, size_t k, bool summed)
@@ -83,9 +127,9 @@ static size_t dot_slice(const clg_device *dev, clg_dtype dtype)
 
 bool clg__conv_shift_ok(clg_device *dev, clg_dtype dtype, const conv_geo *g, clg_conv_pass pass)
 {
-    if (!geometry_ok(dev, dtype, g)) return false;
+    if (!geometry_ok(dev, dtype, g, pass)) return false;
     size_t Cg = (size_t)(g->C / g->G), Og = (size_t)(g->O / g->G), taps = (size_t)(g->KH * g->KW);
-    layout x = planes_for(g, g->H, g->W, g->ph, g->pw);
+    layout x = input_planes(g);
     layout d = planes_for(g, g->OH, g->OW, pad_q(g->KH, g->dh, g->ph), pad_q(g->KW, g->dw, g->pw));
     clg_gemm_args a;
     switch (pass) {
@@ -105,12 +149,30 @@ static int64_t vector_round(const clg_device *dev, int64_t n)
     return v > 1 ? (n + v - 1) / v * v : n;
 }
 
-/* x [N, C, H, W] (any strides) in planes laid out as l: a contiguous 1-D tensor. */
-static clg_tensor *pad(clg_tensor *x, const layout *l)
+/* x [N, C, H, W] (any strides) as the phases of l (g's padding). */
+static clg_status phases(clg_tensor *x, const conv_geo *g, const layout *l, clg_tensor *p)
 {
-    int64_t rows = x->shape[1] * l->rpc;
+    int64_t planes = x->shape[1] * l->sy * l->sx;
+    const int64_t pg[8] = {x->shape[0], l->rpc, l->sh, l->ws, x->shape[2], x->shape[3], g->ph, g->pw};
+    const int64_t st[2] = {l->sy, l->sx};
+    clg_arg a[] = {CLG_ARG_B(x->buf), CLG_ARG_I(x->offset), clg__arg_int8(x->strides, 4), clg__arg_int8(pg, 8),
+                   clg__arg_int8(st, 2), CLG_ARG_B(p->buf)};
+    return clg__conv_launch_grid(x->dev, x->dtype, x->strides[3] == 1 && l->sx == 2 ? "conv_phases_w1s2" : "conv_phases", a, 6,
+                                 (const int64_t[]){vector_round(x->dev, l->ws), l->rpc, planes});
+}
+
+/* x [N, C, H, W] (any strides) in planes laid out as l (phases: g's padding): a
+ * contiguous 1-D tensor. */
+static clg_tensor *pad(clg_tensor *x, const conv_geo *g, const layout *l)
+{
+    int64_t rows = x->shape[1] * l->sy * l->sx * l->rpc;
     clg_tensor *p = clg__tensor_new(x->dev, x->dtype, 1, (const int64_t[]){rows * l->ws});
     if (!p) return NULL;
+    if (l->sy > 1 || l->sx > 1) {
+        if (phases(x, g, l, p) == CLG_OK) return p;
+        clg_tensor_free(p);
+        return NULL;
+    }
     const int64_t pg[8] = {x->shape[0], l->rpc, l->lead_h, l->sh, l->hdat, l->lead_w, l->wdat, l->ws};
     clg_arg a[] = {CLG_ARG_B(x->buf), CLG_ARG_I(x->offset), clg__arg_int8(x->strides, 4), clg__arg_int8(pg, 8),
                    CLG_ARG_B(p->buf)};
@@ -132,8 +194,9 @@ static clg_tensor *row_offsets(clg_device *dev, const conv_geo *g, int64_t chann
     clg_tensor *r = clg__tensor_new(dev, CLG_I32, 1, (const int64_t[]){n});
     clg_kernel *k = r ? clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(CLG_F32), "conv_rows") : NULL;
     const int64_t rg[8] = {g->KH, g->KW, l->rpc * l->ws, l->ws, g->dh, g->dw, flip, base};
-    clg_arg a[] = {CLG_ARG_I(n), clg__arg_int8(rg, 8), CLG_ARG_B(r ? r->buf : NULL)};
-    if (k && clg__launch_1d(dev, k, a, 3, (size_t)n) == CLG_OK) return r;
+    const int64_t st[2] = {l->sy, l->sx};
+    clg_arg a[] = {CLG_ARG_I(n), clg__arg_int8(rg, 8), clg__arg_int8(st, 2), CLG_ARG_B(r ? r->buf : NULL)};
+    if (k && clg__launch_1d(dev, k, a, 4, (size_t)n) == CLG_OK) return r;
     clg_tensor_free(r);
     return NULL;
 }
@@ -176,10 +239,10 @@ clg_status clg__conv_shift_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, 
                                    clg_tensor **planes)
 {
     clg_device *dev = x->dev;
-    layout l = planes_for(g, g->H, g->W, g->ph, g->pw);
-    int64_t Cg = g->C / g->G, Og = g->O / g->G, cstep = l.rpc * l.ws, L = g->N * l.sh * l.ws;
+    layout l = input_planes(g);
+    int64_t Cg = g->C / g->G, Og = g->O / g->G, cstep = channel_step(&l), L = g->N * l.sh * l.ws;
     size_t K = (size_t)(Cg * g->KH * g->KW);
-    clg_tensor *xp = pad(x, &l);
+    clg_tensor *xp = pad(x, g, &l);
     clg_tensor *rows = xp ? row_offsets(dev, g, Cg, &l, window_base(&l, g->ph, g->pw), false) : NULL;
     clg_tensor *wm = rows ? clg__contiguous_at0(w) : NULL;
     clg_tensor *out = wm ? clg__tensor_new(dev, x->dtype, 1, (const int64_t[]){g->O * L + vector_round(dev, 1)}) : NULL;
@@ -208,7 +271,7 @@ typedef struct dy_rows {
 static clg_tensor *weight_product(clg_tensor *w, const conv_geo *g, const clg_tensor *xp, const layout *l, dy_rows dy)
 {
     clg_device *dev = w->dev;
-    int64_t Cg = g->C / g->G, Og = g->O / g->G, cstep = l->rpc * l->ws;
+    int64_t Cg = g->C / g->G, Og = g->O / g->G, cstep = channel_step(l);
     size_t K = (size_t)(Cg * g->KH * g->KW), L = (size_t)(g->N * l->sh * l->ws), slice = dot_slice(dev, w->dtype);
     clg_tensor *rows = row_offsets(dev, g, Cg, l, window_base(l, g->ph, g->pw), false);
     clg_tensor *dw = rows ? clg__tensor_new(dev, w->dtype, 4, w->shape) : NULL;
@@ -243,7 +306,7 @@ static clg_tensor *input_product(clg_tensor *w, const conv_geo *g, const clg_ten
 {
     clg_device *dev = w->dev;
     int64_t qh = pad_q(g->KH, g->dh, g->ph), qw = pad_q(g->KW, g->dw, g->pw);
-    int64_t Cg = g->C / g->G, Og = g->O / g->G, cstep = l->rpc * l->ws, L = g->N * l->sh * l->ws;
+    int64_t Cg = g->C / g->G, Og = g->O / g->G, cstep = channel_step(l), L = g->N * l->sh * l->ws;
     size_t K = (size_t)(Og * g->KH * g->KW);
     /* W~: w [G, Og, Cg, taps] as [G, Cg, Og, taps], contiguous: group gi's rows c. */
     clg_tensor *wv = clg_reshape(w, CLG_SHAPE(g->G, Og, Cg, g->KH * g->KW));
@@ -270,10 +333,10 @@ static clg_tensor *input_product(clg_tensor *w, const conv_geo *g, const clg_ten
 clg_tensor *clg__conv_shift_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g,
                                         clg_tensor *planes)
 {
-    layout l = planes_for(g, g->H, g->W, g->ph, g->pw);
-    layout o = {g->N * l.sh, 0, l.sh, g->OH, 0, g->OW, l.ws};   /* dy on the output grid */
-    clg_tensor *xp = planes ? planes : pad(x, &l);
-    clg_tensor *dyp = xp ? pad(gy, &o) : NULL;
+    layout l = input_planes(g);
+    layout o = {g->N * l.sh, 0, l.sh, g->OH, 0, g->OW, l.ws, 1, 1};   /* dy on the output grid */
+    clg_tensor *xp = planes ? planes : pad(x, g, &l);
+    clg_tensor *dyp = xp ? pad(gy, g, &o) : NULL;
     clg_tensor *dw = dyp ? weight_product(w, g, xp, &l, (dy_rows){dyp, 0, (size_t)(o.rpc * o.ws)}) : NULL;
     clg_tensor_free(dyp);
     if (xp != planes) clg_tensor_free(xp);
@@ -283,7 +346,7 @@ clg_tensor *clg__conv_shift_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor
 clg_tensor *clg__conv_shift_grad_input(clg_tensor *w, clg_tensor *gy, const conv_geo *g)
 {
     layout l = input_grad_planes(g);
-    clg_tensor *dyq = pad(gy, &l);
+    clg_tensor *dyq = pad(gy, g, &l);
     clg_tensor *dx = dyq ? input_product(w, g, dyq, &l) : NULL;
     clg_tensor_free(dyq);
     return dx;
@@ -301,8 +364,8 @@ clg_status clg__conv_shift_backward(clg_tensor *x, clg_tensor *w, clg_tensor *gy
     }
     /* "Same" convolutions: dy's padded planes hold it on the output grid too, from the
      * input gradient's window base on, zeros around: the weight gradient reads them. */
-    clg_tensor *dyq = pad(gy, &q);
-    clg_tensor *xp = dyq ? (planes ? planes : pad(x, &l)) : NULL;
+    clg_tensor *dyq = pad(gy, g, &q);
+    clg_tensor *xp = dyq ? (planes ? planes : pad(x, g, &l)) : NULL;
     *dw = xp ? weight_product(w, g, xp, &l, (dy_rows){dyq, (size_t)(q.lead_h * q.ws + q.lead_w), (size_t)(q.rpc * q.ws)})
              : NULL;
     *dx = *dw ? input_product(w, g, dyq, &q) : NULL;
