@@ -172,8 +172,7 @@ clg_optimizer *clg_adagrad_new(int n, clg_tensor *const *params, const clg_adagr
     } while (0)
 
 /* The device's scalars of pp (device_steps.c), and whether the kernel takes them. */
-#define DEVICE(opt, pp) CLG_ARG_B((opt)->d.sc->buf), CLG_ARG_I((opt)->d.sc->offset + 3 * ((pp) - (opt)->params)), \
-                        CLG_ARG_I((opt)->d.on)
+#define DEVICE(opt, pp) CLG_ARG_B((opt)->d.sc), CLG_ARG_I(3 * ((pp) - (opt)->params)), CLG_ARG_I((opt)->d.on)
 
 /* A state slot's tensor, or the parameter for a slot this configuration leaves unused
  * (bound to the kernel, never touched). */

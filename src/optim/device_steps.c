@@ -14,25 +14,30 @@
  * computes them in double. */
 static clg_dtype wide(const clg_device *dev) { return clg_device_get_info(dev)->fp64 ? CLG_F64 : CLG_F32; }
 
-/* A new int32 tensor [n] outside every scope, written from h; NULL on failure. */
-static clg_tensor *ints(clg_device *dev, int64_t n, const int32_t *h)
+/* A device buffer of `bytes` written from h (the optimizer's own: plain buffers, not
+ * tensors, which users count); NULL on failure. */
+static clg_buffer *buffer(clg_device *dev, const void *h, size_t bytes)
 {
-    clg_tensor *t = clg__tensor_new(dev, CLG_I32, CLG_SHAPE(n));
-    if (!t) return NULL;
-    clg__tensor_unscope(t);
-    if (clg__write(dev, t->buf, 0, h, (size_t)n * sizeof *h) == CLG_OK) return t;
-    clg__tensor_release(t);
-    return NULL;
+    clg_buffer *b = clg__buffer_alloc(dev, bytes);
+    if (b && clg__write(dev, b, 0, h, bytes) != CLG_OK) {
+        clg__buffer_release(b);
+        b = NULL;
+    }
+    return b;
 }
 
+/* Zeros, filled on the device (a first step moves nothing up), through a tensor over
+ * the buffer that lives only for the fill. */
 static clg_status make_scalars(void *data)
 {
     clg_optimizer *opt = data;
-    clg_tensor *t = clg__tensor_new(opt->dev, wide(opt->dev), CLG_SHAPE(3 * (int64_t)opt->n));
-    if (!t) return opt->dev->status;
-    clg__tensor_unscope(t);
-    opt->d.sc = t;
-    return clg_fill_(t, 0);
+    clg_dtype w = wide(opt->dev);
+    int64_t n = 3 * (int64_t)opt->n;
+    if (!(opt->d.sc = clg__buffer_alloc(opt->dev, (size_t)n * clg_dtype_size(w)))) return opt->dev->status;
+    clg_tensor *t = clg__tensor_on(opt->dev, opt->d.sc, w, 1, (const int64_t[]){n}, (const int64_t[]){1}, 0);
+    clg_status st = t ? clg_fill_(t, 0) : opt->dev->status;
+    clg__tensor_release(t);
+    return st;
 }
 
 clg_status clg__optim_device_scalars(clg_optimizer *opt)
@@ -46,7 +51,7 @@ static clg_status make_counts(void *data)
 {
     clg_optimizer *opt = data;
     int n = opt->n;
-    clg__tensor_release(opt->d.steps);   /* what a failed call made */
+    clg__buffer_release(opt->d.steps);   /* what a failed call made */
     free(opt->d.take_host);
     opt->d.steps = NULL;
     int32_t *h = malloc((size_t)(n + 1) * sizeof *h);
@@ -63,9 +68,9 @@ static clg_status make_counts(void *data)
                            "device's int32 counts", opt->name, (long long)v);
         h[i] = (int32_t)v;
     }
-    if (st == CLG_OK && !(opt->d.steps = ints(opt->dev, n + 1, h))) st = opt->dev->status;
+    if (st == CLG_OK && !(opt->d.steps = buffer(opt->dev, h, (size_t)(n + 1) * sizeof *h))) st = opt->dev->status;
     for (int i = 0; i < n; i++) h[i] = 0;
-    if (st == CLG_OK && !(opt->d.take = ints(opt->dev, n, h))) st = opt->dev->status;
+    if (st == CLG_OK && !(opt->d.take = buffer(opt->dev, h, (size_t)n * sizeof *h))) st = opt->dev->status;
     free(h);
     return st;
 }
@@ -80,7 +85,7 @@ static clg_status write_take(clg_optimizer *opt)
         same = same && t == opt->d.take_host[i];
         opt->d.take_host[i] = t;
     }
-    return same ? CLG_OK : clg__write(opt->dev, opt->d.take->buf, 0, opt->d.take_host, (size_t)opt->n * sizeof(int32_t));
+    return same ? CLG_OK : clg__write(opt->dev, opt->d.take, 0, opt->d.take_host, (size_t)opt->n * sizeof(int32_t));
 }
 
 /* optim_prep's arguments; the rate (argument 11) is the one a replay refreshes. */
@@ -109,11 +114,11 @@ clg_status clg__optim_prep(clg_optimizer *opt, const clg_tensor *found)
     double b1 = 0, b2 = 0, decay = 0;
     if (opt->kind == CLG_OPTIM_ADAM || opt->kind == CLG_OPTIM_ADAMW) b1 = opt->o.adam.beta1, b2 = opt->o.adam.beta2;
     if (opt->kind == CLG_OPTIM_ADAGRAD) decay = opt->o.adagrad.lr_decay;
-    const clg_tensor *f = found ? found : opt->d.steps;   /* bound, unread without found */
-    clg_arg a[PREP_ARGS] = {CLG_ARG_I(opt->n), CLG_ARG_B(opt->d.steps->buf), CLG_ARG_I(opt->d.steps->offset),
-                            CLG_ARG_B(opt->d.take->buf), CLG_ARG_I(opt->d.take->offset), CLG_ARG_B(f->buf),
-                            CLG_ARG_I(f->offset), CLG_ARG_I(found != NULL), CLG_ARG_B(opt->d.sc->buf),
-                            CLG_ARG_I(opt->d.sc->offset), CLG_ARG_I(kind_code(opt->kind)),
+    /* without found, the counts are bound in its place and not read */
+    clg_arg a[PREP_ARGS] = {CLG_ARG_I(opt->n), CLG_ARG_B(opt->d.steps), CLG_ARG_I(0), CLG_ARG_B(opt->d.take),
+                            CLG_ARG_I(0), CLG_ARG_B(found ? found->buf : opt->d.steps),
+                            CLG_ARG_I(found ? found->offset : 0), CLG_ARG_I(found != NULL), CLG_ARG_B(opt->d.sc),
+                            CLG_ARG_I(0), CLG_ARG_I(kind_code(opt->kind)),
                             clg__arg_scalar(w, opt->lr), clg__arg_scalar(w, b1), clg__arg_scalar(w, b2),
                             clg__arg_scalar(w, decay)};
     return clg__launch_1d_refreshed(opt->dev, k, a, PREP_ARGS, (size_t)opt->n,
@@ -123,8 +128,7 @@ clg_status clg__optim_prep(clg_optimizer *opt, const clg_tensor *found)
 int64_t clg__optim_device_steps(const clg_optimizer *opt)
 {
     int32_t v;
-    const clg_tensor *t = opt->d.steps;
-    if (clg__read(opt->dev, t->buf, (size_t)(t->offset + opt->n) * sizeof v, &v, sizeof v) != CLG_OK) return -1;
+    if (clg__read(opt->dev, opt->d.steps, (size_t)opt->n * sizeof v, &v, sizeof v) != CLG_OK) return -1;
     return v;
 }
 
@@ -136,16 +140,15 @@ clg_status clg__optim_device_set_steps(clg_optimizer *opt, int64_t steps)
     int32_t *h = malloc((size_t)(opt->n + 1) * sizeof *h);
     if (!h) return clg__fail(opt->dev, CLG_ERR_OUT_OF_MEMORY, "clg_optimizer_set_steps (%s): out of host memory", opt->name);
     for (int i = 0; i <= opt->n; i++) h[i] = (int32_t)steps;
-    const clg_tensor *t = opt->d.steps;
-    clg_status st = clg__write(opt->dev, t->buf, (size_t)t->offset * sizeof *h, h, (size_t)(opt->n + 1) * sizeof *h);
+    clg_status st = clg__write(opt->dev, opt->d.steps, 0, h, (size_t)(opt->n + 1) * sizeof *h);
     free(h);
     return st;
 }
 
 void clg__optim_device_free(clg_optimizer *opt)
 {
-    clg__tensor_release(opt->d.sc);
-    clg__tensor_release(opt->d.steps);
-    clg__tensor_release(opt->d.take);
+    clg__buffer_release(opt->d.sc);
+    clg__buffer_release(opt->d.steps);
+    clg__buffer_release(opt->d.take);
     free(opt->d.take_host);
 }

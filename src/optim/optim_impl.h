@@ -38,9 +38,9 @@ typedef struct clg_optim_param {
  * step (`on`): from then on optim_prep counts the steps on the device, where a skip is
  * decided, and the host's counts (steps above and below) are no longer read. */
 typedef struct clg_optim_device {
-    clg_tensor *sc;      /* [3 n] of float64 (float32 without it): skip and two scalars per parameter */
-    clg_tensor *steps;   /* int32 [n + 1]: each parameter's updates, then the optimizer's steps */
-    clg_tensor *take;    /* int32 [n]: 1 where the parameter had a gradient at the last step */
+    clg_buffer *sc;      /* [3 n] float64 (float32 without it): skip and two scalars per parameter */
+    clg_buffer *steps;   /* int32 [n + 1]: each parameter's updates, then the optimizer's steps */
+    clg_buffer *take;    /* int32 [n]: 1 where the parameter had a gradient at the last step */
     int *take_host;      /* what take holds */
     bool on;
 } clg_optim_device;
