@@ -22,33 +22,51 @@ __kernel void scaler_unscale(int n, __global T *g, int og, __global const float 
 // One work-item: the scale for the next step, PyTorch's rule (_amp_update_scale_):
 // after a step that found inf or NaN, scale *= backoff and the tracker restarts; else
 // the tracker counts the clean step, and at growth_interval the scale grows by
-// growth_factor unless that makes it infinite, and the tracker restarts. The products
-// are taken in double where the device has it (PyTorch multiplies the float scale by
-// its double factors) and rounded to float; 1 / scale as PyTorch's
-// scale.double().reciprocal().float(). found_inf is cleared for the next step.
+// growth_factor unless that makes it infinite, and the tracker restarts. found_inf is
+// cleared for the next step. PyTorch multiplies the float scale by its double factors
+// and rounds to float, and takes 1 / scale as scale.double().reciprocal().float(): in
+// double where the device has it; else each factor comes as float hi + lo (the host
+// splits it) and the product and the reciprocal are corrected with fma, which gives
+// the same float but in rare ties.
 #ifdef cl_khr_fp64
 typedef double W;
+inline float times(float s, W f, float lo)
+{
+    (void)lo;
+    return (float)((W)s * f);
+}
+inline float reciprocal(float s) { return (float)(1.0 / (double)s); }
 #else
 typedef float W;
+inline float times(float s, W f, float lo)
+{
+    float p = s * f;
+    return p + (fma(s, f, -p) + s * lo);
+}
+inline float reciprocal(float s)
+{
+    float r = 1.0f / s;
+    return fma(r, fma(-s, r, 1.0f), r);
+}
 #endif
 __kernel void scaler_update(__global float *st, int ost, __global int *fl, int ofl, const W growth_factor,
-                            const W backoff_factor, int growth_interval)
+                            const W backoff_factor, const float growth_lo, const float backoff_lo, int growth_interval)
 {
     if (get_global_id(0) != 0) return;
     float scale = st[ost];
     int tracker = fl[ofl + 1];
     if (fl[ofl] != 0) {
-        scale = (float)((W)scale * backoff_factor);
+        scale = times(scale, backoff_factor, backoff_lo);
         tracker = 0;
     } else if (tracker + 1 == growth_interval) {
-        float grown = (float)((W)scale * growth_factor);
+        float grown = times(scale, growth_factor, growth_lo);
         scale = isfinite(grown) ? grown : scale;
         tracker = 0;
     } else {
         tracker += 1;
     }
     st[ost] = scale;
-    st[ost + 1] = (float)((W)1 / (W)scale);
+    st[ost + 1] = reciprocal(scale);
     fl[ofl] = 0;
     fl[ofl + 1] = tracker;
 }

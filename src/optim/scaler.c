@@ -156,11 +156,14 @@ clg_status clg_grad_scaler_update(clg_grad_scaler *s)
     if (!s) return CLG_ERR_INVALID_ARGUMENT;
     clg_kernel *k = clg__kernel_get(s->dev, "scaler", clg__dtype_options(CLG_F32), "scaler_update");
     if (!k) return s->dev->status;
-    clg_dtype w = clg_device_get_info(s->dev)->fp64 ? CLG_F64 : CLG_F32;
+    /* the factors in double, or as float hi + lo without it (scaler.cl) */
+    bool fp64 = clg_device_get_info(s->dev)->fp64;
+    clg_dtype w = fp64 ? CLG_F64 : CLG_F32;
+    double g = s->o.growth_factor, b = s->o.backoff_factor;
     clg_arg a[] = {CLG_ARG_B(s->st->buf), CLG_ARG_I(0), CLG_ARG_B(s->fl->buf), CLG_ARG_I(0),
-                   clg__arg_scalar(w, s->o.growth_factor), clg__arg_scalar(w, s->o.backoff_factor),
-                   CLG_ARG_I(s->o.growth_interval)};
-    clg_status st = clg__launch_1d(s->dev, k, a, 7, 1);
+                   clg__arg_scalar(w, g), clg__arg_scalar(w, b), CLG_ARG_F(fp64 ? 0 : g - (float)g),
+                   CLG_ARG_F(fp64 ? 0 : b - (float)b), CLG_ARG_I(s->o.growth_interval)};
+    clg_status st = clg__launch_1d(s->dev, k, a, 9, 1);
     if (st == CLG_OK) s->unscaled = false;
     return st;
 }
