@@ -7,7 +7,8 @@
 //
 // Every tensor is contiguous from its element offset (o*). Scalars that depend only on
 // the step count (bias corrections, the decayed rate) come from the host, which knows
-// the count, so nothing is read back. A state a configuration does not use is bound to
+// the count, so nothing is read back; after a step a loss scaler guarded, from
+// optim_prep on the device (below), which keeps the count there. A state a configuration does not use is bound to
 // some buffer but never touched. Weight decay is skipped when 0, as PyTorch does, so
 // that a non-finite parameter does not leak NaN into its own gradient.
 
