@@ -87,7 +87,9 @@ CLG_API clg_status clg_optimizer_step(clg_optimizer *opt);
 CLG_API void clg_optimizer_zero_grad(clg_optimizer *opt);
 CLG_API double clg_optimizer_lr(const clg_optimizer *opt);
 CLG_API clg_status clg_optimizer_set_lr(clg_optimizer *opt, double lr);
-/* Steps taken (the t of Adam's bias correction); settable for resuming. */
+/* Steps taken (the t of Adam's bias correction); settable for resuming. After a step
+ * a loss scaler guarded, the count is the device's: read (a wait) and written there;
+ * -1 on a failed read, with the error recorded on the device. */
 CLG_API int64_t clg_optimizer_steps(const clg_optimizer *opt);
 CLG_API clg_status clg_optimizer_set_steps(clg_optimizer *opt, int64_t steps);
 /* "sgd", "adam", "adamw", "rmsprop", "adagrad" */
@@ -122,32 +124,44 @@ CLG_API clg_status clg_clip_grad_norm(int n, clg_tensor *const *params, double m
  *       clg_grad_scaler_update(sc);           // backs off after a skip, grows after 2000 clean
  *   }
  *
- * For 16-bit gradients, whose small values would underflow without the scale. The
- * check for inf and NaN reads 4 bytes back per step (the one wait in the loop, as in
- * PyTorch); a skipped step leaves weights, optimizer state and step counts as they were.
- * With power-of-two scales and no overflow, a float32 run with a scaler takes the same
- * steps bit for bit as one without. */
+ * For 16-bit gradients, whose small values would underflow without the scale. As
+ * PyTorch's GradScaler on CUDA, the scale, the growth tracker and found_inf live on the
+ * device: unscaling flags inf and NaN there, the optimizer's kernels skip there and
+ * update applies the rule there, so a step reads nothing back and waits for nothing
+ * (and a graph, clgrad/graph.h, replays it). A skipped step leaves weights, optimizer
+ * state and step counts (bias corrections included) as they were: from the first step a
+ * scaler guards, the optimizer counts its steps on the device, and clg_optimizer_steps
+ * reads them there. The getters below (scale, growth tracker, found_inf) and a non-NULL
+ * `stepped` read the device when called: each waits for the queued work, so a training
+ * loop calls none of them per step (the trainer passes NULL). With power-of-two scales
+ * and no overflow, a float32 run with a scaler takes the same steps bit for bit as one
+ * without. */
 typedef struct clg_grad_scaler clg_grad_scaler;
 typedef struct clg_grad_scaler_options {
     double init_scale;        /* 0: 65536 (2^16) */
     double growth_factor;     /* 0: 2 */
     double backoff_factor;    /* 0: 0.5 */
-    int64_t growth_interval;  /* 0: 2000 */
+    int64_t growth_interval;  /* 0: 2000; below 2^31 (an int32 on the device, as PyTorch's) */
 } clg_grad_scaler_options;
 CLG_API clg_grad_scaler_options clg_grad_scaler_defaults(void);   /* PyTorch's: the values above */
 CLG_API clg_grad_scaler *clg_grad_scaler_new(clg_device *dev, const clg_grad_scaler_options *options);
 CLG_API void clg_grad_scaler_free(clg_grad_scaler *s);
-/* loss * scale, on the tape. */
+/* loss * scale (the scale read on the device), on the tape; a 16-bit loss is
+ * multiplied in float32 and the product is float32, as PyTorch's. */
 CLG_API clg_tensor *clg_grad_scaler_scale(clg_grad_scaler *s, clg_tensor *loss);
-/* Check opt's gradients for inf and NaN (as they are) and divide them by the scale;
- * once per step at most. Waits for the check's 4 bytes. */
+/* Check opt's gradients for inf and NaN (as they are) and divide them by the scale, on
+ * the device: one kernel per gradient; once per step at most. Waits for nothing. */
 CLG_API clg_status clg_grad_scaler_unscale(clg_grad_scaler *s, clg_optimizer *opt);
-/* Unscale (if not yet), then clg_optimizer_step unless a gradient was inf or NaN;
- * *stepped (may be NULL) says which. */
+/* Unscale (if not yet), then clg_optimizer_step, which the device skips if a gradient
+ * was inf or NaN. *stepped (may be NULL) says which: non-NULL, it reads found_inf back
+ * (a wait); pass NULL in a training loop. */
 CLG_API clg_status clg_grad_scaler_step(clg_grad_scaler *s, clg_optimizer *opt, bool *stepped);
-/* The scale for the next step: x backoff_factor after a skipped step (and the count of
- * clean steps restarts), x growth_factor after growth_interval clean steps in a row. */
+/* The scale for the next step, on the device: x backoff_factor after a skipped step
+ * (and the count of clean steps restarts), x growth_factor after growth_interval clean
+ * steps in a row (not into infinity); clears found_inf. */
 CLG_API clg_status clg_grad_scaler_update(clg_grad_scaler *s);
+/* Read from the device when called (each waits for the queued work). On a failed read:
+ * NaN, -1, false, with the error recorded on the device. */
 CLG_API double clg_grad_scaler_get_scale(const clg_grad_scaler *s);
 CLG_API int64_t clg_grad_scaler_growth_tracker(const clg_grad_scaler *s);   /* clean steps since */
 CLG_API bool clg_grad_scaler_found_inf(const clg_grad_scaler *s);           /* this step's, until update */

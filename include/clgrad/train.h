@@ -100,8 +100,8 @@ typedef struct clg_trainer_options {
     /* Mixed precision: CLG_F16 or CLG_BF16 runs the forward pass and the loss under
      * clg_autocast_begin (ops.h): products in 16 bits, float32 weights, gradients and
      * optimizer state. CLG_F16 also scales the loss (clg_grad_scaler, optim.h, with
-     * PyTorch's defaults): a step whose gradients overflow is skipped. Loss scaling
-     * decides on the host, so it does not combine with graph. CLG_F32 (0): off. */
+     * PyTorch's defaults): a step whose gradients overflow is skipped, decided on the
+     * device (nothing is read back; graph replays it too). CLG_F32 (0): off. */
     clg_dtype precision;
     /* Data-parallel training (clgrad/dist.h): the gradients are averaged over every
      * replica before the step (this rank's replicas: clg_trainer_step_replicas). The

@@ -1,7 +1,8 @@
 /* algorithms.c: SGD, Adam, AdamW, RMSprop and Adagrad as PyTorch documents them
  * (torch.optim): their defaults, the checks PyTorch makes of the options, and one
  * kernel launch per parameter per step (cl_kernels/optim.cl). Scalars that depend on
- * the step count are computed here in double, from counts the host keeps. */
+ * the step count are computed here in double, from counts the host keeps, until a loss
+ * scaler guards a step: then on the device (device_steps.c), where the skip is decided. */
 #include <math.h>
 #include <string.h>
 
@@ -170,6 +171,9 @@ clg_optimizer *clg_adagrad_new(int n, clg_tensor *const *params, const clg_adagr
         return (int)(sizeof(a) / sizeof *(a));                                                 \
     } while (0)
 
+/* The device's scalars of pp (device_steps.c), and whether the kernel takes them. */
+#define DEVICE(opt, pp) CLG_ARG_B((opt)->d.sc), CLG_ARG_I(3 * ((pp) - (opt)->params)), CLG_ARG_I((opt)->d.on)
+
 /* A state slot's tensor, or the parameter for a slot this configuration leaves unused
  * (bound to the kernel, never touched). */
 static clg_tensor *slot(const clg_optim_param *pp, int s) { return pp->state[s] ? pp->state[s] : pp->p; }
@@ -185,7 +189,8 @@ static int sgd_args(const clg_optimizer *opt, const clg_optim_param *pp, clg_ten
     /* PyTorch's buffer starts as the first gradient itself (no dampening) */
     clg_arg a[] = {CLG_ARG_I(p->numel), MEM(p), MEM(g), MEM(slot(pp, 0)),
                    clg__arg_scalar(d, opt->lr), clg__arg_scalar(d, o->momentum), clg__arg_scalar(d, o->dampening),
-                   clg__arg_scalar(d, o->weight_decay), CLG_ARG_I(o->nesterov), CLG_ARG_I(pp->steps == 1)};
+                   clg__arg_scalar(d, o->weight_decay), CLG_ARG_I(o->nesterov), CLG_ARG_I(pp->steps == 1),
+                   DEVICE(opt, pp)};
     RETURN_ARGS(a);
 }
 
@@ -201,7 +206,7 @@ static int adam_args(const clg_optimizer *opt, const clg_optim_param *pp, clg_te
                    clg__arg_scalar(d, o->beta1), clg__arg_scalar(d, o->beta2),
                    clg__arg_scalar(d, opt->lr / bc1), clg__arg_scalar(d, sqrt(bc2)), clg__arg_scalar(d, o->eps),
                    clg__arg_scalar(d, decoupled ? 0 : o->weight_decay),
-                   clg__arg_scalar(d, decoupled ? 1 - opt->lr * o->weight_decay : 1)};
+                   clg__arg_scalar(d, decoupled ? 1 - opt->lr * o->weight_decay : 1), DEVICE(opt, pp)};
     RETURN_ARGS(a);
 }
 
@@ -212,7 +217,8 @@ static int rmsprop_args(const clg_optimizer *opt, const clg_optim_param *pp, clg
     clg_dtype d = p->dtype;
     clg_arg a[] = {CLG_ARG_I(p->numel), MEM(p), MEM(g), MEM(pp->state[0]), MEM(slot(pp, 1)), MEM(slot(pp, 2)),
                    clg__arg_scalar(d, opt->lr), clg__arg_scalar(d, o->alpha), clg__arg_scalar(d, o->eps),
-                   clg__arg_scalar(d, o->weight_decay), clg__arg_scalar(d, o->momentum), CLG_ARG_I(o->centered)};
+                   clg__arg_scalar(d, o->weight_decay), clg__arg_scalar(d, o->momentum), CLG_ARG_I(o->centered),
+                   DEVICE(opt, pp)};
     RETURN_ARGS(a);
 }
 
@@ -223,7 +229,7 @@ static int adagrad_args(const clg_optimizer *opt, const clg_optim_param *pp, clg
     clg_dtype d = p->dtype;
     double clr = opt->lr / (1 + (double)(pp->steps - 1) * o->lr_decay);
     clg_arg a[] = {CLG_ARG_I(p->numel), MEM(p), MEM(g), MEM(pp->state[0]), clg__arg_scalar(d, clr),
-                   clg__arg_scalar(d, o->eps), clg__arg_scalar(d, o->weight_decay)};
+                   clg__arg_scalar(d, o->eps), clg__arg_scalar(d, o->weight_decay), DEVICE(opt, pp)};
     RETURN_ARGS(a);
 }
 

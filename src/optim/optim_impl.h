@@ -3,6 +3,8 @@
  *
  *   optimizer.c    the object: parameter checks, the step loop, state, lr and steps
  *   algorithms.c   the five algorithms: defaults, option checks, their kernel launches
+ *   device_steps.c the step counts on the device, for steps a loss scaler may skip there
+ *   scaler.c       dynamic loss scaling (GradScaler), its state on the device
  *   clip.c         clipping gradients by their global norm
  *   schedule.c     learning-rate schedules and their parser
  */
@@ -31,6 +33,18 @@ typedef struct clg_optim_param {
     int64_t steps;
 } clg_optim_param;
 
+/* The device side of the step (device_steps.c). Every update kernel reads its three
+ * values of `sc` (optim.cl); the host's arguments count until a loss scaler guards a
+ * step (`on`): from then on optim_prep counts the steps on the device, where a skip is
+ * decided, and the host's counts (steps above and below) are no longer read. */
+typedef struct clg_optim_device {
+    clg_buffer *sc;      /* [3 n] float64 (float32 without it): skip and two scalars per parameter */
+    clg_buffer *steps;   /* int32 [n + 1]: each parameter's updates, then the optimizer's steps */
+    clg_buffer *take;    /* int32 [n]: 1 where the parameter had a gradient at the last step */
+    int *take_host;      /* what take holds */
+    bool on;
+} clg_optim_device;
+
 struct clg_optimizer {
     clg_optim_kind kind;
     const char *name;                           /* "adam", ... */
@@ -47,6 +61,7 @@ struct clg_optimizer {
      * configuration does not use (SGD without momentum, RMSprop not centered). */
     const char *state_names[CLG_OPTIM_MAX_STATE];
     double state_init[CLG_OPTIM_MAX_STATE];     /* the value a fresh state holds */
+    clg_optim_device d;
     int n;
     clg_optim_param params[];
 };
@@ -57,6 +72,23 @@ clg_optimizer *clg__optim_new(clg_optim_kind kind, const char *name, const char 
                               clg_tensor *const *params);
 /* The device of the first non-NULL parameter, for error messages; NULL if none. */
 clg_device *clg__optim_device(int n, clg_tensor *const *params);
+
+/* Frozen parameters, and those no backward has reached, keep their values. */
+static inline bool clg__optim_takes_step(const clg_tensor *p) { return p->requires_grad && p->grad; }
+
+/* Make opt->d.sc (outside any capture), which every update reads. */
+clg_status clg__optim_device_scalars(clg_optimizer *opt);
+/* The device's side of a step: from the first call on, the step counts live on the
+ * device; this one is skipped there when found (int32, element 0; NULL: never) is not
+ * 0. Enqueues optim_prep: one launch for all the parameters. */
+clg_status clg__optim_prep(clg_optimizer *opt, const clg_tensor *found);
+/* The device's count of steps (waits for it); -1 with the error recorded on failure. */
+int64_t clg__optim_device_steps(const clg_optimizer *opt);
+/* Every count on the device = steps (the optimizer's and each parameter's). */
+clg_status clg__optim_device_set_steps(clg_optimizer *opt, int64_t steps);
+void clg__optim_device_free(clg_optimizer *opt);
+/* clg_optimizer_step, skipped on the device where found's element 0 is not 0 (scaler.c). */
+clg_status clg__optimizer_step_guarded(clg_optimizer *opt, const clg_tensor *found);
 
 /* One update of pp (its state made, pp->steps already counting this update) with its
  * gradient: one kernel launch (algorithms.c). */

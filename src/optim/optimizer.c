@@ -60,6 +60,7 @@ void clg_optimizer_free(clg_optimizer *opt)
     if (!opt) return;
     for (int i = 0; i < opt->n; i++)
         for (int s = 0; s < CLG_OPTIM_MAX_STATE; s++) clg__tensor_release(opt->params[i].state[s]);
+    clg__optim_device_free(opt);
     free(opt);
 }
 
@@ -128,8 +129,6 @@ int clg_optimizer_state(clg_optimizer *opt, int param, const char **names, clg_t
 
 /* ---- the step ------------------------------------------------------------------------------ */
 
-/* Frozen parameters, and those no backward has reached, keep their values. */
-static bool takes_step(const clg_tensor *p) { return p->requires_grad && p->grad; }
 
 /* The gradient must be the parameter's twin for the flat kernels; the engine makes it
  * so, this guards the invariant rather than corrupt memory. */
@@ -151,28 +150,34 @@ static void count_step(void *data)
     (*(clg_optimizer **)data)->steps++;
 }
 
-clg_status clg_optimizer_step(clg_optimizer *opt)
+clg_status clg__optimizer_step_guarded(clg_optimizer *opt, const clg_tensor *found)
 {
     if (!opt) return CLG_ERR_INVALID_ARGUMENT;
     /* Check and make state first, so that a failure leaves no parameter half-stepped. */
     for (int i = 0; i < opt->n; i++) {
         clg_optim_param *pp = &opt->params[i];
-        if (!takes_step(pp->p)) continue;
+        if (!clg__optim_takes_step(pp->p)) continue;
         clg_status st = check_grad(opt, i);
         if (st == CLG_OK) st = make_state(opt, pp);
         if (st != CLG_OK) return st;
     }
-    clg__host_step(opt->dev, count_step, &opt, sizeof opt);   /* opt->steps++, now and at each replay */
+    clg_status st = clg__optim_device_scalars(opt);
+    /* once a step was guarded, the counts are the device's (device_steps.c) */
+    if (st == CLG_OK && (found || opt->d.on)) st = clg__optim_prep(opt, found);
+    if (st != CLG_OK) return st;
+    if (!opt->d.on) clg__host_step(opt->dev, count_step, &opt, sizeof opt);   /* opt->steps++, now and at each replay */
     for (int i = 0; i < opt->n; i++) {
         clg_optim_param *pp = &opt->params[i];
-        if (!takes_step(pp->p)) continue;
+        if (!clg__optim_takes_step(pp->p)) continue;
         pp->steps++;
-        clg_status st = clg__optim_update(opt, pp, clg__grad(pp->p));
+        st = clg__optim_update(opt, pp, clg__grad(pp->p));
         if (st != CLG_OK) return st;
         clg__tensor_written(pp->p);   /* a tape that read the parameter is stale now */
     }
     return CLG_OK;
 }
+
+clg_status clg_optimizer_step(clg_optimizer *opt) { return clg__optimizer_step_guarded(opt, NULL); }
 
 void clg_optimizer_zero_grad(clg_optimizer *opt)
 {
@@ -196,7 +201,11 @@ clg_status clg_optimizer_set_lr(clg_optimizer *opt, double lr)
     return CLG_OK;
 }
 
-int64_t clg_optimizer_steps(const clg_optimizer *opt) { return opt ? opt->steps : 0; }
+/* After a step a loss scaler guarded, the count is the device's: read when asked. */
+int64_t clg_optimizer_steps(const clg_optimizer *opt)
+{
+    return !opt ? 0 : opt->d.on ? clg__optim_device_steps(opt) : opt->steps;
+}
 
 /* Resuming: every parameter continues from `steps` (the checkpoint's count), so that
  * bias corrections and SGD's first-step rule carry on where they stopped. */
@@ -210,7 +219,7 @@ clg_status clg_optimizer_set_steps(clg_optimizer *opt, int64_t steps)
     }
     opt->steps = steps;
     for (int i = 0; i < opt->n; i++) opt->params[i].steps = steps;
-    return CLG_OK;
+    return opt->d.on ? clg__optim_device_set_steps(opt, steps) : CLG_OK;
 }
 
 const char *clg_optimizer_name(const clg_optimizer *opt) { return opt ? opt->name : ""; }

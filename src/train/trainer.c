@@ -12,6 +12,8 @@
  * autocast and, for float16, scales the loss: the step is then PyTorch's
  *   with autocast(): loss = f(model(x)); scaler.scale(loss).backward();
  *   scaler.unscale_(opt) (when clipping); scaler.step(opt); scaler.update()
+ * whose scale and skip stay on the device (optim.h), so that nothing is read back and a
+ * graph replays it.
  *
  * Data-parallel (options.dist, clgrad/dist.h): the replicas' forward and backward
  * passes, then one reduction of their gradients (begun before backward, so that its
@@ -72,9 +74,7 @@ clg_trainer *clg_trainer_new(clg_module *model, clg_optimizer *opt, const clg_tr
     t->opt = opt;
     if (options) t->o = *options;
     clg_dtype p = t->o.precision;
-    const char *why = p != CLG_F32 && p != CLG_F16 && p != CLG_BF16 ? "want float32, float16 or bfloat16"
-                      : p == CLG_F16 && t->o.graph ? "float16's loss scaling decides each step on the host: no graph"
-                                                   : NULL;
+    const char *why = p != CLG_F32 && p != CLG_F16 && p != CLG_BF16 ? "want float32, float16 or bfloat16" : NULL;
     if (!why && p == CLG_F16 && !(t->scaler = clg_grad_scaler_new(dev, NULL))) why = "no loss scaler";
     if (why) {
         clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg_trainer_new: precision %s: %s", clg_dtype_name(p), why);
