@@ -1,0 +1,72 @@
+/* Programs built ahead (clg__programs_build, src/device/opencl/build_many.c): with the
+ * device table's build_threads above 1 the compiles run on threads of their own (the
+ * TSan pass runs this test); the programs are then the table's, so that their kernels
+ * build nothing more and compute; a duplicate or an already built program is built once;
+ * a failing build or an unknown program is left for the kernel's own request to report,
+ * and the device's error stays as it was. */
+#include <string.h>
+
+#include "check.h"
+#include "device_impl.h"
+
+/* fill(n, value, y) from a program built ahead: y = 7 on the device. */
+static void check_fill(clg_device *dev)
+{
+    clg_kernel *k = clg__kernel_get(dev, "axpy", "-DT=float", "fill");
+    CHECK_MSG(k != NULL, "%s", clg_device_error(dev));
+    clg_buffer *b = clg__buffer_alloc(dev, 4 * sizeof(float));
+    float out[4] = {0};
+    if (k && b) {
+        clg_arg a[] = {CLG_ARG_I(4), CLG_ARG_F(7), CLG_ARG_B(b)};
+        size_t g = 4;
+        CHECK_OK(dev, clg__launch(dev, k, a, 3, 1, &g, NULL));
+        CHECK_OK(dev, clg__read(dev, b, 0, out, sizeof out));
+    }
+    CHECK(out[0] == 7.0f && out[3] == 7.0f);
+    clg__buffer_release(b);
+}
+
+static int64_t built(clg_device *dev) { return clg_device_program_stats(dev).built_from_source; }
+
+int main(void)
+{
+    setenv("CLG_CACHE_DIR", "off", 1);   /* every program compiled here, counted as built */
+    unsetenv("CLG_KERNEL_DIR");
+    clg_device *dev = check_open_device();
+    clg_device_set_log(dev, NULL, NULL);
+    CHECK_OK(dev, clg_device_set_param(dev, "build_threads", "4"));
+    CHECK(clg_device_set_param(dev, "build_threads", "0") == CLG_ERR_INVALID_ARGUMENT);
+    CHECK(clg_device_set_param(dev, "build_threads", "17") == CLG_ERR_INVALID_ARGUMENT);
+    CHECK_OK(dev, clg_device_set_param(dev, "build_threads", "4"));
+    /* The error the device held before stays its error. */
+    CHECK(clg__kernel_get(dev, "nosuchprogram", "", "x") == NULL);
+    char before[256];
+    snprintf(before, sizeof before, "%s", clg_device_error(dev));
+    clg_program_req reqs[] = {
+        {"axpy", "-DT=float"}, {"scalar", "-DT=float -DCLG_F32"}, {"axpy", "-DT=float"},   /* a duplicate */
+        {"axpy", "-DT=no_such_type_xyz"},                                                /* fails to build */
+        {"nosuchprogram2", ""},                                                          /* no source */
+        {"tri", "-DT=float -DCLG_F32"},
+    };
+    CHECK_MSG(clg__programs_build(dev, 6, reqs) == 3, "%lld built", (long long)built(dev));
+    CHECK(built(dev) == 3);
+    CHECK_MSG(!strcmp(clg_device_error(dev), before), "%s", clg_device_error(dev));
+    /* Their kernels are the table's: nothing more is built. */
+    check_fill(dev);
+    CHECK(clg__kernel_get(dev, "scalar", "-DT=float -DCLG_F32", "mul_scalar_flat") != NULL);
+    CHECK(built(dev) == 3);
+    /* Again: all built already (the failing one is tried again, and fails again). */
+    CHECK(clg__programs_build(dev, 6, reqs) == 0);
+    /* The failing build is reported by the kernel's request, with its log. */
+    CHECK(clg__kernel_get(dev, "axpy", "-DT=no_such_type_xyz", "fill") == NULL);
+    CHECK_MSG(clg_device_last_status(dev) == CLG_ERR_BUILD && strstr(clg_device_error(dev), "no_such_type_xyz"), "%s",
+              clg_device_error(dev));
+    /* One thread: the same, in the caller's. */
+    CHECK_OK(dev, clg_device_set_param(dev, "build_threads", "1"));
+    clg_program_req one[] = {{"axpy", "-DT=int"}};
+    CHECK(clg__programs_build(dev, 1, one) == 1);
+    CHECK(clg__kernel_get(dev, "axpy", "-DT=int", "fill") != NULL && built(dev) == 4);
+    CHECK(clg__programs_build(dev, 0, NULL) == 0);
+    clg_device_close(dev);
+    return check_report("test_program_build");
+}
