@@ -332,6 +332,16 @@ static int candidates(clg_device *dev, int flags, bool fitting, clg_gemm_config 
     return cap > 0;
 }
 
+/* gemm.cl with float32's options: every kernel of a float32 product is in it. */
+static int builds(clg_device *dev, const clg_gemm_config *cfg, clg_gemm_build *out, int cap)
+{
+    (void)dev, (void)cfg;
+    if (cap < 1) return 0;
+    snprintf(out->program, sizeof out->program, "gemm");
+    snprintf(out->options, sizeof out->options, "%s", clg__gemm_cl_options(&(clg_gemm_args){.type = CLG_GEMM_F32}));
+    return 1;
+}
+
 const clg_gemm_engine clg__gemm_packed_engine = {
     .name = "packed",
     .stores16 = true,
@@ -341,6 +351,7 @@ const clg_gemm_engine clg__gemm_packed_engine = {
     .run = run,
     .candidates = candidates,
     .programs = "common gemm",
+    .builds = builds,
     .sum_fits = sum_fits,
     .sum = sum,
     .rows_fits = rows_fits,
