@@ -3,11 +3,14 @@
  * TSan pass runs this test); the programs are then the table's, so that their kernels
  * build nothing more and compute; a duplicate or an already built program is built once;
  * a failing build or an unknown program is left for the kernel's own request to report,
- * and the device's error stays as it was. */
+ * and the device's error stays as it was. Where build_threads > 1, the first float32
+ * tensor builds a training step's programs ahead (src/tensor/ahead.c): each of them is
+ * then used by an MLP's step, and nothing is built ahead with build_threads = 1. */
 #include <string.h>
 
 #include "check.h"
 #include "device_impl.h"
+#include "clgrad.h"
 
 /* fill(n, value, y) from a program built ahead: y = 7 on the device. */
 static void check_fill(clg_device *dev)
@@ -24,6 +27,37 @@ static void check_fill(clg_device *dev)
     }
     CHECK(out[0] == 7.0f && out[3] == 7.0f);
     clg__buffer_release(b);
+}
+
+/* One step of an MLP (linear, relu, linear, cross-entropy, SGD with momentum) on a batch
+ * of 8 made on the host. */
+static void mlp_step(clg_device *dev)
+{
+    clg_manual_seed(dev, 3);
+    clg_module *layers[] = {clg_nn_linear(dev, 12, 16, true), clg_nn_relu(dev), clg_nn_linear(dev, 16, 4, true)};
+    clg_module *model = clg_nn_sequential(dev, 3, layers);
+    clg_tensor *params[4];
+    int n = clg_module_parameters(model, params, 4, true);
+    clg_sgd_options so = clg_sgd_defaults();
+    so.lr = 0.1;
+    so.momentum = 0.9;
+    clg_optimizer *opt = n == 4 ? clg_sgd_new(n, params, &so) : NULL;
+    float hx[8 * 12];
+    int32_t hy[8];
+    for (int i = 0; i < 8 * 12; i++) hx[i] = (float)(i % 7) * 0.25f - 0.5f;
+    for (int i = 0; i < 8; i++) hy[i] = i % 4;
+    clg_scope_begin(dev);
+    clg_tensor *x = clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(8, 12), hx);
+    clg_tensor *y = clg_tensor_from_host(dev, CLG_I32, CLG_SHAPE(8), hy);
+    clg_tensor *loss = opt ? clg_cross_entropy(clg_module_forward(model, x), y, CLG_REDUCE_MEAN) : NULL;
+    double l = 0;
+    CHECK_OK(dev, loss ? clg_backward(loss, NULL) : dev->status);
+    CHECK_OK(dev, clg_optimizer_step(opt));
+    CHECK_OK(dev, clg_tensor_item(loss, &l));
+    CHECK(l > 0 && l < 10);
+    clg_scope_end(dev);
+    clg_optimizer_free(opt);
+    clg_module_free(model);
 }
 
 static int64_t built(clg_device *dev) { return clg_device_program_stats(dev).built_from_source; }
@@ -67,6 +101,23 @@ int main(void)
     CHECK(clg__programs_build(dev, 1, one) == 1);
     CHECK(clg__kernel_get(dev, "axpy", "-DT=int", "fill") != NULL && built(dev) == 4);
     CHECK(clg__programs_build(dev, 0, NULL) == 0);
+    clg_device_close(dev);
+
+    /* A step's programs ahead: all of them used by the step. */
+    dev = check_open_device();
+    CHECK_OK(dev, clg_device_set_param(dev, "build_threads", "2"));
+    clg_tensor *t = clg_rand(dev, CLG_F32, CLG_SHAPE(4), 0, 1);
+    CHECK_MSG(built(dev) >= 5, "%lld built ahead", (long long)built(dev));
+    clg_tensor_free(t);
+    mlp_step(dev);
+    CHECK_MSG(clg__programs_idle(dev) == 0, "%d programs built ahead and not used", clg__programs_idle(dev));
+    clg_device_close(dev);
+    /* One thread: nothing ahead. */
+    dev = check_open_device();
+    CHECK_OK(dev, clg_device_set_param(dev, "build_threads", "1"));
+    t = clg_rand(dev, CLG_F32, CLG_SHAPE(4), 0, 1);
+    CHECK_MSG(t && built(dev) <= 2, "%lld built", (long long)built(dev));
+    clg_tensor_free(t);
     clg_device_close(dev);
     return check_report("test_program_build");
 }

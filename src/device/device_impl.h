@@ -114,6 +114,8 @@ typedef struct clg_program_req {
     const char *program, *options;
 } clg_program_req;
 int clg__programs_build(clg_device *dev, int n, const clg_program_req *reqs);
+/* How many programs of the table no kernel was taken from (built ahead and not needed). */
+int clg__programs_idle(clg_device *dev);
 
 /* The same kernel of the same program built with `extra` options added (a variant, say
  * -DCLG_EPI_RELU); NULL with the error recorded on failure. */
@@ -470,6 +472,7 @@ struct clg_device {
     clg_pool pool;
     clg_kernel_table *kernels;
     clg_program_stats prog_stats;
+    bool programs_ahead;     /* a float32 step's programs were asked for ahead (src/tensor/ahead.c) */
     clg_disk_cache disk;
     char kernel_dir[1024];   /* CLG_KERNEL_DIR, "" for the embedded sources */
     clg_profiler prof;

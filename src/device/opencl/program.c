@@ -222,6 +222,31 @@ clg_kernel *clg__kernel_variant(clg_device *dev, const clg_kernel *k, const char
     return clg__kernel_get(dev, program, options, k->name);
 }
 
+/* Whether some kernel of the table comes from program e: its key "name\noptions\nkernel"
+ * names the program, and its options are the program's less what the device adds. */
+static bool in_use(clg_device *dev, const clg_kernel_table *t, const program_entry *e)
+{
+    size_t nl = strlen(e->name);
+    for (size_t i = 0; i < t->cap; i++) {
+        const char *k = t->slots[i].key, *end = k ? strchr(k + nl + 1, '\n') : NULL;
+        if (!k || strncmp(k, e->name, nl) || k[nl] != '\n' || !end) continue;
+        char given[1024];
+        snprintf(given, sizeof given, "%.*s", (int)(end - (k + nl + 1)), k + nl + 1);
+        char *whole = clg__program_options(dev, given);
+        bool same = whole && !strcmp(whole, e->options);
+        free(whole);
+        if (same) return true;
+    }
+    return false;
+}
+
+int clg__programs_idle(clg_device *dev)
+{
+    int n = 0;
+    for (program_entry *e = dev->kernels ? dev->kernels->programs : NULL; e; e = e->next) n += !in_use(dev, dev->kernels, e);
+    return n;
+}
+
 void clg__programs_free(clg_device *dev)
 {
     clg_kernel_table *t = dev->kernels;
