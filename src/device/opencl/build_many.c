@@ -75,14 +75,16 @@ int clg__programs_build(clg_device *dev, int n, const clg_program_req *reqs)
     build_batch b = {.dev = dev, .jobs = jobs, .n = begin_all(dev, n, reqs, jobs)};
     atomic_init(&b.next, 0);
     compile_all(&b, (int)dev->params.build_threads);
-    int built = 0;
+    int built = 0, compiled = 0;
     for (int i = 0; i < b.n; i++) {
+        compiled += !jobs[i].cached;
         cl_program p = clg__build_end(dev, &jobs[i], false);
         if (p && clg__program_keep(dev, jobs[i].name, jobs[i].options, p)) built++;
         free(jobs[i].options);
     }
-    clg__log(dev, 2, "built %d of %d programs ahead in %.2f s (%zu threads at most)", built, n, clg__now() - t0,
-             dev->params.build_threads);
+    if (compiled)   /* said when the compiler ran (a cold start), not at every start */
+        clg__log(dev, 2, "built %d of %d programs ahead in %.2f s (%d compiled, %zu threads at most)", built, n,
+                 clg__now() - t0, compiled, dev->params.build_threads);
     dev->status = status;
     snprintf(dev->error, sizeof dev->error, "%s", error ? error : "");
     free(error);
