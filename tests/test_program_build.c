@@ -4,8 +4,9 @@
  * build nothing more and compute; a duplicate or an already built program is built once;
  * a failing build or an unknown program is left for the kernel's own request to report,
  * and the device's error stays as it was. Where build_threads > 1, the first float32
- * tensor builds a training step's programs ahead (src/tensor/ahead.c): each of them is
- * then used by an MLP's step, and nothing is built ahead with build_threads = 1. */
+ * tensor builds a training step's programs ahead (src/tensor/ahead.c), a Conv2d made
+ * first adding its own: each of them is then used by an MLP's or a CNN's step, and
+ * nothing is built ahead with build_threads = 1. */
 #include <string.h>
 
 #include "check.h"
@@ -29,25 +30,40 @@ static void check_fill(clg_device *dev)
     clg__buffer_release(b);
 }
 
-/* One step of an MLP (linear, relu, linear, cross-entropy, SGD with momentum) on a batch
- * of 8 made on the host. */
-static void mlp_step(clg_device *dev)
+static int64_t built(clg_device *dev) { return clg_device_program_stats(dev).built_from_source; }
+
+/* One training step (cross-entropy, SGD with momentum) of an MLP (linear, relu, linear)
+ * or a CNN (conv2d, relu, max_pool2d, flatten, linear) on a batch of 8 made on the host. */
+static void train_step(clg_device *dev, bool cnn)
 {
     clg_manual_seed(dev, 3);
-    clg_module *layers[] = {clg_nn_linear(dev, 12, 16, true), clg_nn_relu(dev), clg_nn_linear(dev, 16, 4, true)};
-    clg_module *model = clg_nn_sequential(dev, 3, layers);
+    clg_conv2d_params pad1 = {.padding = {1, 1}};
+    clg_module *model;   /* the first layer made first: a Conv2d's program joins the batch */
+    if (cnn) {
+        clg_module *first = clg_nn_conv2d(dev, 1, 4, 3, 3, &pad1, true);
+        CHECK_MSG(built(dev) == 7, "%lld built ahead with Conv2d's", (long long)built(dev));
+        clg_module *l[] = {first, clg_nn_relu(dev), clg_nn_max_pool2d(dev, 2, 2, 0), clg_nn_flatten(dev),
+                           clg_nn_linear(dev, 16, 4, true)};
+        model = clg_nn_sequential(dev, 5, l);
+    } else {
+        clg_module *first = clg_nn_linear(dev, 16, 16, true);
+        CHECK_MSG(built(dev) == 6, "%lld built ahead", (long long)built(dev));
+        clg_module *l[] = {first, clg_nn_relu(dev), clg_nn_linear(dev, 16, 4, true)};
+        model = clg_nn_sequential(dev, 3, l);
+    }
     clg_tensor *params[4];
     int n = clg_module_parameters(model, params, 4, true);
     clg_sgd_options so = clg_sgd_defaults();
     so.lr = 0.1;
     so.momentum = 0.9;
     clg_optimizer *opt = n == 4 ? clg_sgd_new(n, params, &so) : NULL;
-    float hx[8 * 12];
+    float hx[8 * 16];
     int32_t hy[8];
-    for (int i = 0; i < 8 * 12; i++) hx[i] = (float)(i % 7) * 0.25f - 0.5f;
+    for (int i = 0; i < 8 * 16; i++) hx[i] = (float)(i % 7) * 0.25f - 0.5f;
     for (int i = 0; i < 8; i++) hy[i] = i % 4;
     clg_scope_begin(dev);
-    clg_tensor *x = clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(8, 12), hx);
+    clg_tensor *x = cnn ? clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(8, 1, 4, 4), hx)
+                        : clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(8, 16), hx);
     clg_tensor *y = clg_tensor_from_host(dev, CLG_I32, CLG_SHAPE(8), hy);
     clg_tensor *loss = opt ? clg_cross_entropy(clg_module_forward(model, x), y, CLG_REDUCE_MEAN) : NULL;
     double l = 0;
@@ -59,8 +75,6 @@ static void mlp_step(clg_device *dev)
     clg_optimizer_free(opt);
     clg_module_free(model);
 }
-
-static int64_t built(clg_device *dev) { return clg_device_program_stats(dev).built_from_source; }
 
 int main(void)
 {
@@ -103,16 +117,18 @@ int main(void)
     CHECK(clg__programs_build(dev, 0, NULL) == 0);
     clg_device_close(dev);
 
-    /* A step's programs ahead: all of them used by the step. */
-    dev = check_open_device();
-    CHECK_OK(dev, clg_device_set_param(dev, "build_threads", "2"));
-    CHECK_OK(dev, clg_device_set_param(dev, "gemm", "packed"));   /* no tuning (llvmpipe's default) */
-    clg_tensor *t = clg_rand(dev, CLG_F32, CLG_SHAPE(4), 0, 1);
-    CHECK_MSG(built(dev) >= 5, "%lld built ahead", (long long)built(dev));
-    clg_tensor_free(t);
-    mlp_step(dev);
-    CHECK_MSG(clg__programs_idle(dev) == 0, "%d programs built ahead and not used", clg__programs_idle(dev));
-    clg_device_close(dev);
+    /* A step's programs ahead (and the convolutions' where a Conv2d comes first): all of
+     * them used by the step. */
+    for (int cnn = 0; cnn < 2; cnn++) {
+        dev = check_open_device();
+        CHECK_OK(dev, clg_device_set_param(dev, "build_threads", "2"));
+        CHECK_OK(dev, clg_device_set_param(dev, "gemm", "packed"));   /* no tuning (llvmpipe's default) */
+        train_step(dev, cnn);
+        CHECK_MSG(clg__programs_idle(dev) == 0, "%d programs built ahead and not used (%s)", clg__programs_idle(dev),
+                  cnn ? "CNN" : "MLP");
+        clg_device_close(dev);
+    }
+    clg_tensor *t;
     /* One thread: nothing ahead. */
     dev = check_open_device();
     CHECK_OK(dev, clg_device_set_param(dev, "build_threads", "1"));

@@ -6,17 +6,19 @@
  * POCL, whose compiler holds one lock), each is built at its first use, as before, so
  * that none is built that is not needed. The list is what an MLP's and a CNN's steps
  * build in float32 (CLG_PROFILE=1 lists a step's builds); test_program_build fails when
- * one of them goes unused by such a step. */
+ * one of them goes unused by such a step. A layer made before the first tensor adds its
+ * own program to the batch (Conv2d: conv). */
 #include "tensor_impl.h"
 
 static const char *const first_step[] = {"random", "copy", "unary", "reduce", "softmax", "optim"};
 
-void clg__programs_ahead(clg_device *dev, clg_dtype dtype)
+void clg__programs_ahead(clg_device *dev, clg_dtype dtype, const char *also)
 {
     if (!dev || dtype != CLG_F32 || dev->programs_ahead || clg__device_params(dev)->build_threads < 2) return;
     dev->programs_ahead = true;
     enum { N = sizeof first_step / sizeof *first_step };
-    clg_program_req reqs[N];
+    clg_program_req reqs[N + 1];
     for (int i = 0; i < N; i++) reqs[i] = (clg_program_req){first_step[i], clg__dtype_options(CLG_F32)};
-    clg__programs_build(dev, N, reqs);
+    reqs[N] = (clg_program_req){also, clg__dtype_options(CLG_F32)};
+    clg__programs_build(dev, N + (also != NULL), reqs);
 }
