@@ -4,7 +4,8 @@
 # (llvmpipe), then every kernel under Oclgrind (the `oclgrind` label). A missing device
 # fails the run, never skips it. `--sanitize` builds a second tree with AddressSanitizer
 # and UndefinedBehaviorSanitizer for the host code and runs the suite there too, and a
-# third with ThreadSanitizer for the data loader's threads and the gradient reducer's.
+# third with ThreadSanitizer for the data loader's threads, the gradient reducer's and the
+# program builds'.
 set -eu
 cd "$(dirname "$0")/.."
 # timed NAME COMMAND...: run a stage, then say how long it took (CI's budget is per run).
@@ -54,6 +55,6 @@ if [ "${1:-}" = "--sanitize" ]; then
   export TSAN_OPTIONS=halt_on_error=1
   BUILD_DIR=build-tsan BUILD_TYPE=Debug timed "build with TSan" sh scripts/build.sh -DCLGRAD_WERROR=ON \
     -DCLGRAD_SANITIZE=thread -DCLGRAD_BUILD_EXAMPLES=OFF -DCLGRAD_BUILD_BENCH=OFF -DCLGRAD_BUILD_TOOLS=OFF
-  timed "the threads under TSan" env -C build-tsan ctest --output-on-failure -R '^test_(data_(loader|fashion)|dist(_transport)?)$' \
+  timed "the threads under TSan" env -C build-tsan ctest --output-on-failure -R '^test_(data_(loader|fashion)|dist(_transport)?|program_build)$' \
     -LE oclgrind
 fi

@@ -129,6 +129,20 @@ stage_startup() {   # cold: empty clgrad cache (the NVIDIA driver's own cache mo
       w=$(date +%s.%N); awk -v m=$m -v s=$s -v c=$c -v w=$w 'BEGIN { printf "%s start-up: cold %.2f s, warm %.2f s\n", m, c - s, w - c }'
     done
   done
+  # Whether the driver compiles programs side by side (build_threads = 1: one at a time,
+  # as before session 24), and where one cold start's time goes: each program's build
+  # (host time, overlapping where built ahead), the builds ahead, the tuner's line.
+  for m in mlp cnn; do
+    rm -rf "$CLG_CACHE_DIR.cold"
+    export CUDA_CACHE_PATH=/tmp/cuda-cache-serial-$m POCL_CACHE_DIR=/tmp/pocl-cache-serial-$m
+    s=$(date +%s.%N); CLG_PARAMS=build_threads=1 CLG_CACHE_DIR=$CLG_CACHE_DIR.cold $b/bench/bench_train --model $m --startup >/dev/null
+    c=$(date +%s.%N); awk -v m=$m -v s=$s -v c=$c 'BEGIN { printf "%s start-up, programs built one at a time: cold %.2f s\n", m, c - s }'
+    rm -rf "$CLG_CACHE_DIR.cold"
+    export CUDA_CACHE_PATH=/tmp/cuda-cache-prof-$m POCL_CACHE_DIR=/tmp/pocl-cache-prof-$m
+    echo "$m: one cold start with CLG_PROFILE=1"
+    CLG_CACHE_DIR=$CLG_CACHE_DIR.cold CLG_PROFILE=1 $b/bench/bench_train --model $m --startup 2>&1 |
+      grep -E -A40 "program builds|ahead|GEMM" || true
+  done
 }
 
 declare -A limit=([setup]=60 [build]=240 [suite]=300 [conformance]=180 [gemm]=240 [train]=300 [graph]=240 [precision]=420

@@ -103,6 +103,20 @@ typedef struct clg_kernel {
 clg_kernel *clg__kernel_get(clg_device *dev, const char *program, const char *options,
                             const char *kernel);
 
+/* Programs to build ahead: cl_kernels/<program>.cl with `options`, as clg__kernel_get
+ * takes them. clg__programs_build builds those not built yet, their compiles side by side
+ * on up to the device table's build_threads host threads (opencl/build_many.c), so that
+ * a caller that knows what it will need (the GEMM tuner's candidates) waits for the
+ * slowest compile rather than for their sum. A failure is not reported here, and leaves
+ * the device's error as it was: the kernel's own clg__kernel_get builds it again and
+ * says why. Returns how many programs it built. */
+typedef struct clg_program_req {
+    const char *program, *options;
+} clg_program_req;
+int clg__programs_build(clg_device *dev, int n, const clg_program_req *reqs);
+/* How many programs of the table no kernel was taken from (built ahead and not needed). */
+int clg__programs_idle(clg_device *dev);
+
 /* The same kernel of the same program built with `extra` options added (a variant, say
  * -DCLG_EPI_RELU); NULL with the error recorded on failure. */
 clg_kernel *clg__kernel_variant(clg_device *dev, const clg_kernel *k, const char *extra);
@@ -275,6 +289,8 @@ void clg__profile_free(clg_device *dev);
  * `clgrad devices --params` prints the table. */
 typedef enum clg_mma_kind { CLG_MMA_NONE, CLG_MMA_PTX, CLG_MMA_EMULATE } clg_mma_kind;
 
+#define CLG_BUILD_THREADS_MAX 16
+
 typedef struct clg_device_params {
     /* GEMM engine: "packed" (gemm.cl, register-blocked per work-item: CPUs whose
      * work-items are SIMD-wide), "tiled" (gemm_tiled.cl, local-memory tiles shared by a
@@ -314,6 +330,10 @@ typedef struct clg_device_params {
      * every kernel in it (POCL: 14 of the MLP's 19 s cold start); cached binaries are
      * still loaded, and `clgrad warmup` stores them whatever this says. */
     bool binary_cache;
+    /* Host threads compiling at once in clg__programs_build: 1 on CPU devices (POCL 3.1
+     * compiles under one lock, measured; a CPU's cores are the device's too), else the
+     * host's cores up to CLG_BUILD_THREADS_MAX (GPU drivers compile on the host). */
+    size_t build_threads;
     /* conv2d's input gradient from its columns (conv.cl): one work-item per (n, c) plane
      * adding each tap's rows into it ("planes": streams the columns, ~5x faster on POCL,
      * but a few thousand long-running items), or one per input pixel gathering its taps
@@ -452,6 +472,7 @@ struct clg_device {
     clg_pool pool;
     clg_kernel_table *kernels;
     clg_program_stats prog_stats;
+    bool programs_ahead;     /* a float32 step's programs were asked for ahead (src/tensor/ahead.c) */
     clg_disk_cache disk;
     char kernel_dir[1024];   /* CLG_KERNEL_DIR, "" for the embedded sources */
     clg_profiler prof;

@@ -168,10 +168,12 @@ static void tail_group(const clg_device *dev, size_t l0, const size_t *n, int di
 /* The tail of an exact launch, tail[0] items along dimension 0 from offset at0: one
  * launch whose groups the driver picks (group_tail = 0), or, where the driver compiles
  * a kernel anew for every group shape it meets (POCL: ~80 ms each time, so that a test
- * of thousands of tensor sizes compiled 5,600 kernels), one group along dimension 0
- * as wide as the largest multiple of group_tail in the tail, then groups one item wide:
- * a kernel meets a few group shapes (widths 1, 256 and the multiples of group_tail in
- * between, times powers of two across), not one per tensor size. */
+ * of thousands of tensor sizes compiled 5,600 kernels), groups group_tail wide over the
+ * largest multiple of group_tail in the tail, then groups one item wide: a kernel meets
+ * three widths (1, group_tail and 256, times powers of two across), not one per tensor
+ * size. (One group as wide as that multiple, as before session 24, gave a width per
+ * small tensor size: the CNN's first step compiled 61 kernels on POCL; the tail's few
+ * hundred items in groups of 16 rather than one cost nothing measurable.) */
 static clg_status launch_tail(clg_device *dev, clg_kernel *k, int dims, size_t at0, const size_t *tail, size_t wg)
 {
     size_t at[3] = {at0, 0, 0}, tg = dev->params.group_tail < wg ? dev->params.group_tail : wg, local[3];
@@ -182,7 +184,7 @@ static clg_status launch_tail(clg_device *dev, clg_kernel *k, int dims, size_t a
     size_t mid[3] = {width, tail[1], tail[2]}, rest[3] = {tail[0] - mid[0], tail[1], tail[2]};
     clg_status st = CLG_OK;
     if (mid[0]) {
-        tail_group(dev, width, mid, dims, cap, local);
+        tail_group(dev, tg, mid, dims, cap, local);
         st = enqueue(dev, k, dims, at, mid, local);
     }
     if (st || !rest[0]) return st;

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "file_read.h"
@@ -40,6 +41,13 @@ static bool driver_caches_kernels(const clg_device *dev)
 static bool compiles_per_group_size(const clg_device *dev)
 {
     return strstr(dev->info.platform, "Portable Computing Language") != NULL;
+}
+
+/* The host's online cores, 1 to CLG_BUILD_THREADS_MAX. */
+static size_t host_threads(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > CLG_BUILD_THREADS_MAX ? CLG_BUILD_THREADS_MAX : (size_t)n;
 }
 
 static void defaults(clg_device *dev)
@@ -66,6 +74,7 @@ static void defaults(clg_device *dev)
     p->group_tail = compiles_per_group_size(dev) ? min_size((size_t)p->vector_float, p->group_1d) : 0;
     p->rows_min = p->local_is_global ? 2 : 64;
     p->binary_cache = !driver_caches_kernels(dev);
+    p->build_threads = dev->info.type == CLG_DEVICE_CPU ? 1 : host_threads();
     p->col2im_planes = wide_items;
     p->gemm_dot = true;
     p->conv_keep_columns = true;
@@ -178,6 +187,8 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
                          origin, value);
     }
     if (!strcmp(key, "mma_block")) return parse_block(dev, key, value, origin, p->mma_block);
+    if (!strcmp(key, "build_threads"))
+        return parse_size(dev, key, value, origin, 1, CLG_BUILD_THREADS_MAX, &p->build_threads);
     if (!strcmp(key, "item_loops")) return parse_size(dev, key, value, origin, 64, 65535, &p->item_loops);
     if (!strcmp(key, "conv_shift")) return parse_choice(dev, key, value, origin, "on", "off", &p->conv_shift);
     if (!strcmp(key, "conv_chunk")) return parse_size(dev, key, value, origin, 0, (size_t)1 << 40, &p->conv_chunk);
@@ -192,7 +203,7 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
     }
     return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
                      "device parameters (%s): unknown key \"%s\" (known: gemm, gemm_tiles, group_1d, group_1d_min, group_tail, group_reduce, rows_min, "
-                     "local_mem, max_group, binary_cache, col2im, gemm_dot, conv_columns, conv_chunk, conv_shift, item_loops, attention, "
+                     "local_mem, max_group, binary_cache, build_threads, col2im, gemm_dot, conv_columns, conv_chunk, conv_shift, item_loops, attention, "
                      "row_reduce, scatter, const_strides, transpose_tiles, flat16, exact_div, mma, mma_block)", origin, key);
 }
 
@@ -265,11 +276,11 @@ void clg__params_format(const clg_device_params *p, char *buf, size_t len)
 {
     snprintf(buf, len,
              "gemm = %s\ngemm_tiles = %s\ngroup_1d = %zu\ngroup_1d_min = %zu\ngroup_tail = %zu\ngroup_reduce = %zu\nrows_min = %zu\nvector_float = %d\n"
-             "max_group = %zu\nmax_item = %zu %zu %zu\nlocal_mem = %llu%s\nbinary_cache = %s\ncol2im = %s\ngemm_dot = %s\nconv_columns = %s\nconv_chunk = %zu\nconv_shift = %s\nitem_loops = %zu\nattention = %s\n"
+             "max_group = %zu\nmax_item = %zu %zu %zu\nlocal_mem = %llu%s\nbinary_cache = %s\nbuild_threads = %zu\ncol2im = %s\ngemm_dot = %s\nconv_columns = %s\nconv_chunk = %zu\nconv_shift = %s\nitem_loops = %zu\nattention = %s\n"
              "row_reduce = %s\nscatter = %s\nconst_strides = %s\ntranspose_tiles = %s\nflat16 = %s\nexact_div = %s\nmma = %s\nmma_block = %dx%dx%dx%dx%dx%d\n",
              p->gemm, p->gemm_tiles ? "on" : "off", p->group_1d, p->group_1d_min, p->group_tail, p->group_reduce, p->rows_min, p->vector_float, p->max_group, p->max_item[0],
              p->max_item[1], p->max_item[2], (unsigned long long)p->local_mem,
-             p->local_is_global ? " (emulated in global memory)" : "", p->binary_cache ? "on" : "off",
+             p->local_is_global ? " (emulated in global memory)" : "", p->binary_cache ? "on" : "off", p->build_threads,
              p->col2im_planes ? "planes" : "gather", p->gemm_dot ? "on" : "off",
              p->conv_keep_columns ? "keep" : "rebuild", p->conv_chunk, p->conv_shift ? "on" : "off", p->item_loops, p->attention_rows ? "rows" : "tiles",
              p->row_items ? "items" : "groups", p->scatter_lines ? "lines" : "sorted", p->const_strides ? "on" : "off", p->transpose_tiles ? "on" : "off", p->flat16 ? "on" : "off",

@@ -13,6 +13,12 @@
  * the dispatcher and the tuner, which only pass it back; text through describe/parse. */
 struct clg_gemm_config { int v[8]; };
 
+/* A program a candidate builds: cl_kernels/<program>.cl with these options. */
+typedef struct clg_gemm_build {
+    char program[32];
+    char options[224];
+} clg_gemm_build;
+
 struct clg_gemm_engine {
     /* As the device table's `gemm` spells it (params.c), and the tuning cache names it. */
     const char *name;
@@ -56,6 +62,10 @@ struct clg_gemm_engine {
      * kernel programs (space-separated names, hashed), an outside library's version. */
     const char *programs;
     void (*version)(char *buf, size_t len);
+    /* The programs its float32 products build in configuration cfg (NULL for an engine
+     * without configurations), into out: the tuner builds every candidate's side by side
+     * before timing them (clg__programs_build). Returns how many; NULL: none to say. */
+    int (*builds)(clg_device *dev, const clg_gemm_config *cfg, clg_gemm_build *out, int cap);
 
     /* ---- C = alpha sum over the batch of A[b] op(B[b]) + beta C into one C (conv's
      * weight gradient); NULL: not offered. ---- */

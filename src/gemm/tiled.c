@@ -250,6 +250,15 @@ static size_t k_limit(clg_device *dev, const clg_gemm_args *g)
     return loops > 16 ? loops : 16;
 }
 
+/* The configurations of 16 x 16 and 16 x 8 results per item were written for llvmpipe (a
+ * CPU running a GPU's work-items in groups of 32); on a GPU their 128 to 256 accumulators
+ * per item never won: on the H100, 164 and 440 GFLOP/s against 948 for 64x64x16/4x4
+ * (session 24's cold starts). The tuner times them on devices of the CPU type only. */
+static bool for_device_class(clg_device *dev, const clg_gemm_tiled_config *c)
+{
+    return c->wm * c->wn < 128 || clg_device_get_info(dev)->type == CLG_DEVICE_CPU;
+}
+
 /* Where the device table's gemm_tiles says so: every configuration (with `fitting`, those
  * that fit dev: each is built to learn the compiled kernel's group limit; one whose
  * build fails stays, and the tuning rejects it, saying why). */
@@ -259,11 +268,22 @@ static int candidates(clg_device *dev, int flags, bool fitting, clg_gemm_config 
     int n = 0;
     for (int i = 0; clg__device_params(dev)->gemm_tiles && i < clg__gemm_tiled_count() && n < cap; i++) {
         clg_kernel *k = NULL;
+        if (!for_device_class(dev, clg__gemm_tiled_config(i))) continue;
         if (fitting && clg__gemm_tiled_kernel(dev, clg__gemm_tiled_config(i), CLG_GEMM_F32, &k) == CLG_OK && !k)
             continue;
         out[n++] = clg__gemm_tiled_as_config(clg__gemm_tiled_config(i));
     }
     return n;
+}
+
+/* gemm_tiled.cl with the configuration's options, where it fits dev before compiling. */
+static int builds(clg_device *dev, const clg_gemm_config *cfg, clg_gemm_build *out, int cap)
+{
+    clg_gemm_tiled_config c = from_config(cfg);
+    if (cap < 1 || !fits_device(dev, &c, CLG_GEMM_F32)) return 0;
+    snprintf(out->program, sizeof out->program, "gemm_tiled");
+    options(&c, CLG_GEMM_F32, out->options, sizeof out->options);
+    return 1;
 }
 
 static void describe(const clg_gemm_config *c, char *buf, size_t len)
@@ -291,4 +311,5 @@ const clg_gemm_engine clg__gemm_tiled_engine = {
     .parse = parse,
     .config_for = config_for,
     .programs = "common gemm_tiled",
+    .builds = builds,
 };

@@ -353,6 +353,21 @@ static void tune_now(clg_device *dev, int flags, const clg_gemm_candidate *cand,
              path);
 }
 
+/* Every candidate's programs built side by side (the device table's build_threads), before
+ * the fitting pass builds the tiled kernels one by one and the timing builds the rest:
+ * cold, the compiles were most of the tuning's time. */
+static void build_ahead(clg_device *dev, const clg_gemm_candidate *cand, int ncand)
+{
+    clg_gemm_build b[16];
+    clg_program_req reqs[16];
+    int n = 0;
+    for (int i = 0; i < ncand && n < 16; i++)
+        if (cand[i].engine->builds)
+            n += cand[i].engine->builds(dev, cand[i].has_config ? &cand[i].config : NULL, &b[n], 16 - n);
+    for (int i = 0; i < n; i++) reqs[i] = (clg_program_req){b[i].program, b[i].options};
+    clg__programs_build(dev, n, reqs);
+}
+
 void clg__gemm_pick(clg_device *dev, int flags, clg_gemm_candidate *out, double *gflops, bool *cached)
 {
     clg_gemm_candidate cand[16];
@@ -376,6 +391,7 @@ void clg__gemm_pick(clg_device *dev, int flags, clg_gemm_candidate *out, double 
     if (path[0] && access(path, F_OK) == 0)
         clg__log(dev, 2, "GEMM on %s: the tuning cache %s is unreadable or stale: tuning again",
                  clg_device_get_info(dev)->name, path);
+    build_ahead(dev, cand, ncand);
     saved_error saved = save_error(dev);
     ncand = clg__gemm_candidates(dev, flags, true, cand, 16);
     restore_error(dev, &saved);

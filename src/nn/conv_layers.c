@@ -47,6 +47,8 @@ clg_module *clg_nn_conv2d(clg_device *dev, int64_t in, int64_t out, int kh, int 
         return NULL;
     }
     *d = (conv_data){in, out, kh, kw, q};
+    /* its program with a step's first ones, where they are built ahead (src/tensor/ahead.c) */
+    clg__programs_ahead(dev, CLG_F32, "conv");
     /* PyTorch: U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in/groups * kh * kw */
     double bound = 1.0 / sqrt((double)(in / groups * kh * kw));
     clg_tensor *w = clg__nn_uniform_param(dev, CLG_SHAPE(out, in / groups, kh, kw), bound);

@@ -11,10 +11,13 @@ static const char *type_name(clg_dtype d)
 }
 
 /* The copy kernels' options: T the destination's type, S the source's. A 16-bit float
- * is moved as its bits (ushort), only ever between tensors of its own dtype. */
+ * is moved as its bits (ushort), only ever between tensors of its own dtype. Between
+ * tensors of one dtype S is left out (copy.cl makes it T): the same program as the fills',
+ * one compile less at a cold start (~0.2 s on POCL). */
 static void copy_options(clg_dtype dst, clg_dtype src, char *opts, size_t len)
 {
-    if (clg__is_half(dst)) snprintf(opts, len, "-DT=ushort -DS=%s -DCLG_BITS16", type_name(src));
+    if (dst == src) snprintf(opts, len, "%s", clg__is_half(dst) ? "-DT=ushort -DCLG_BITS16" : clg__dtype_options(dst));
+    else if (clg__is_half(dst)) snprintf(opts, len, "-DT=ushort -DS=%s -DCLG_BITS16", type_name(src));
     else snprintf(opts, len, "%s -DS=%s", clg__dtype_options(dst), type_name(src));
 }
 

@@ -157,6 +157,7 @@ static clg_tensor *alloc_tensor(clg_device *dev, clg_dtype dtype, int ndim, cons
 
 clg_tensor *clg__tensor_new(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape)
 {
+    clg__programs_ahead(dev, dtype, NULL);
     clg_tensor *t = alloc_tensor(dev, dtype, ndim, shape);
     if (!t) return NULL;
     clg__contiguous_strides(ndim, shape, t->strides);

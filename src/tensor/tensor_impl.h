@@ -80,6 +80,9 @@ clg_tensor_state *clg__tstate(clg_device *dev);   /* NULL only when host memory 
 
 /* A new contiguous tensor in the current scope (buffer uninitialised). */
 clg_tensor *clg__tensor_new(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape);
+/* At the first float32 tensor of a device that compiles on several threads: the programs
+ * a training step builds first, and `also` (NULL: none), built side by side (ahead.c). */
+void clg__programs_ahead(clg_device *dev, clg_dtype dtype, const char *also);
 /* A new tensor over base's buffer, in the current scope. */
 clg_tensor *clg__tensor_view(clg_tensor *base, int ndim, const int64_t *shape, const int64_t *strides,
                              int64_t offset);

@@ -1,14 +1,11 @@
-/* program.c: the compiler role. Kernel sources come embedded in the library (or from
- * CLG_KERNEL_DIR); a program is built the first time one of its kernels is asked
- * for, never at start-up, from the disk cache when it holds a valid binary.
- * Every program is cl_kernels/common.cl followed by cl_kernels/<name>.cl. */
+/* program.c: the kernel table. A program is built (program_build.c) the first time one
+ * of its kernels is asked for, unless clg__programs_build (build_many.c) built it ahead,
+ * with others side by side; its kernels are looked up by (program, options, kernel). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "device_cl.h"
-#include "file_read.h"
-#include "kernel_sources.h"
+#include "program_build.h"
 
 typedef struct program_entry {
     char name[64];
@@ -35,147 +32,6 @@ static uint64_t fnv1a(const char *s, uint64_t h)
     return h;
 }
 
-/* ---- sources ----------------------------------------------------------------------- */
-
-/* A kernel source from CLG_KERNEL_DIR: a regular file of at most 16 MiB (a FIFO there
- * must not hang the open), or NULL with the reason in why. */
-static char *read_file(const char *path, size_t *len, char *why, size_t whylen)
-{
-    unsigned char *buf;
-    return clg__file_read(path, 16 << 20, &buf, len, why, whylen) == CLG_OK ? (char *)buf : NULL;
-}
-
-/* The text of cl_kernels/<name>.cl: a malloc'd copy, or NULL with the error recorded. */
-static char *source_text(clg_device *dev, const char *name)
-{
-    size_t len = 0;
-    if (dev->kernel_dir[0]) {
-        char path[1200];
-        snprintf(path, sizeof path, "%s/%s.cl", dev->kernel_dir, name);
-        char why[256];
-        char *s = read_file(path, &len, why, sizeof why);
-        if (!s) clg__fail(dev, CLG_ERR_IO, "kernel source %s (from CLG_KERNEL_DIR) cannot be read: %s", path, why);
-        return s;
-    }
-    for (int i = 0; i < clg__kernel_source_count; i++)
-        if (!strcmp(clg__kernel_sources[i].name, name)) return strdup(clg__kernel_sources[i].text);
-    clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "no kernel program named %s.cl in cl_kernels/", name);
-    return NULL;
-}
-
-static char *program_source(clg_device *dev, const char *name)
-{
-    char *common = source_text(dev, "common");
-    char *body = common ? source_text(dev, name) : NULL;
-    char *all = NULL;
-    if (body) {
-        size_t n = strlen(common) + strlen(body) + strlen(name) + 64;
-        all = malloc(n);
-        if (all) snprintf(all, n, "%s\n#line 1 \"%s.cl\"\n%s", common, name, body);
-        else clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "program source: out of host memory");
-    }
-    free(common);
-    free(body);
-    return all;
-}
-
-/* ---- building ---------------------------------------------------------------------- */
-
-static void build_failure(clg_device *dev, cl_program p, cl_int e, const char *name, const char *opts)
-{
-    size_t n = 0;
-    char *log = NULL;
-    if (clGetProgramBuildInfo(p, dev->cl->id, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) == CL_SUCCESS && n) {
-        log = malloc(n + 1);
-        if (log && clGetProgramBuildInfo(p, dev->cl->id, CL_PROGRAM_BUILD_LOG, n, log, NULL) != CL_SUCCESS)
-            log[0] = 0;
-        if (log) log[n] = 0;
-    }
-    clg__fail(dev, CLG_ERR_BUILD, "building cl_kernels/%s.cl with options \"%s\" failed on %s: %s (%d)\n%s",
-              name, opts, dev->info.name, clg_cl_error_name(e), e, log ? log : "(no build log)");
-    free(log);
-}
-
-static char *cache_meta(clg_device *dev, const char *src, const char *opts)
-{
-    char pver[CLG_NAME_MAX] = "";
-    if (clGetPlatformInfo(dev->cl->platform, CL_PLATFORM_VERSION, sizeof pver, pver, NULL) != CL_SUCCESS)
-        pver[0] = 0;
-    pver[sizeof pver - 1] = 0;
-    char srchash[33];
-    clg__hash_hex(src, strlen(src), srchash);
-    size_t n = strlen(opts) + 4 * CLG_NAME_MAX + 256;
-    char *meta = malloc(n);
-    if (meta)
-        snprintf(meta, n, "clgrad program binary 1\nplatform: %s | %s\ndevice: %s\ndriver: %s\n"
-                 "options: %s\nsource: %s\n", dev->info.platform, pver, dev->info.name,
-                 dev->info.driver, opts, srchash);
-    return meta;
-}
-
-static cl_program from_cache(clg_device *dev, const char *meta, const char *opts)
-{
-    size_t len = 0;
-    unsigned char *bin = clg__disk_cache_load(dev, meta, &len);
-    if (!bin) return NULL;
-    cl_int e, bs;
-    const unsigned char *bins[1] = {bin};
-    cl_program p = clCreateProgramWithBinary(dev->cl->ctx, 1, &dev->cl->id, &len, bins, &bs, &e);
-    free(bin);
-    if (e == CL_SUCCESS && bs == CL_SUCCESS && clBuildProgram(p, 1, &dev->cl->id, opts, NULL, NULL) == CL_SUCCESS)
-        return p;
-    if (e == CL_SUCCESS) clReleaseProgram(p);
-    dev->prog_stats.cache_rejects++;  /* the driver refused it: rebuild from source */
-    return NULL;
-}
-
-static void to_cache(clg_device *dev, cl_program p, const char *meta)
-{
-    size_t len = 0;
-    if (clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof len, &len, NULL) != CL_SUCCESS || !len) return;
-    unsigned char *bin = malloc(len);
-    unsigned char *bins[1] = {bin};
-    if (bin && clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS)
-        clg__disk_cache_store(dev, meta, bin, len);
-    free(bin);
-}
-
-static cl_program build_program(clg_device *dev, const char *name, const char *opts)
-{
-    char *src = program_source(dev, name);
-    if (!src) return NULL;
-    clg__disk_cache_init(dev);
-    char *meta = dev->disk.enabled ? cache_meta(dev, src, opts) : NULL;
-    double t0 = clg__now();
-    cl_program p = meta ? from_cache(dev, meta, opts) : NULL;
-    bool cached = p != NULL;
-    if (!p) {
-        cl_int e;
-        const char *srcs[1] = {src};
-        p = clCreateProgramWithSource(dev->cl->ctx, 1, srcs, NULL, &e);
-        if (e != CL_SUCCESS) {
-            clg__cl_fail(dev, e, "clCreateProgramWithSource", name);
-            p = NULL;
-        } else if ((e = clBuildProgram(p, 1, &dev->cl->id, opts, NULL, NULL)) != CL_SUCCESS) {
-            build_failure(dev, p, e, name, opts);
-            clReleaseProgram(p);
-            p = NULL;
-        } else if (meta && dev->params.binary_cache) {
-            to_cache(dev, p, meta);
-        }
-    }
-    double dt = clg__now() - t0;
-    if (p) {
-        dev->prog_stats.compile_seconds += dt;
-        if (cached) dev->prog_stats.loaded_from_cache++;
-        else dev->prog_stats.built_from_source++;
-        clg__profile_build(dev, name, opts, t0, dt, cached);
-    }
-    free(meta);
-    free(src);
-    return p;
-}
-
 /* ---- the table --------------------------------------------------------------------- */
 
 static clg_kernel_table *table(clg_device *dev)
@@ -194,25 +50,47 @@ static clg_kernel_table *table(clg_device *dev)
     return dev->kernels;
 }
 
-static cl_program get_program(clg_device *dev, clg_kernel_table *t, const char *name, const char *given)
+cl_program clg__program_find(clg_device *dev, const char *name, const char *options)
 {
-    char opts[1024];   /* the caller's options and the device table's */
-    snprintf(opts, sizeof opts, "%s%s", given, dev->params.exact_div ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
-    for (program_entry *e = t->programs; e; e = e->next)
-        if (!strcmp(e->name, name) && !strcmp(e->options, opts)) return e->prog;
-    cl_program p = build_program(dev, name, opts);
-    if (!p) return NULL;
-    program_entry *e = calloc(1, sizeof *e);
-    if (!e || !(e->options = strdup(opts))) {
+    clg_kernel_table *t = table(dev);
+    for (program_entry *e = t ? t->programs : NULL; e; e = e->next)
+        if (!strcmp(e->name, name) && !strcmp(e->options, options)) return e->prog;
+    return NULL;
+}
+
+bool clg__program_keep(clg_device *dev, const char *name, const char *options, cl_program p)
+{
+    clg_kernel_table *t = table(dev);
+    program_entry *e = t ? calloc(1, sizeof *e) : NULL;
+    if (!e || !(e->options = strdup(options))) {
         free(e);
         clReleaseProgram(p);
         clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "program table: out of host memory");
-        return NULL;
+        return false;
     }
     snprintf(e->name, sizeof e->name, "%s", name);
     e->prog = p;
     e->next = t->programs;
     t->programs = e;
+    return true;
+}
+
+/* The program, built now (on this thread) unless the table has it. */
+static cl_program get_program(clg_device *dev, const char *name, const char *given)
+{
+    clg_build_job job = {.options = clg__program_options(dev, given)};
+    if (!job.options) {
+        clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "program table: out of host memory");
+        return NULL;
+    }
+    snprintf(job.name, sizeof job.name, "%s", name);
+    cl_program p = clg__program_find(dev, name, job.options);
+    if (!p && clg__build_begin(dev, &job)) {
+        if (!job.cached) clg__build_compile(dev, &job);
+        p = clg__build_end(dev, &job, true);
+        if (p && !clg__program_keep(dev, name, job.options, p)) p = NULL;
+    }
+    free(job.options);
     return p;
 }
 
@@ -297,7 +175,7 @@ clg_kernel *clg__kernel_get(clg_device *dev, const char *program, const char *op
     uint64_t h = key_hash(program, options, kernel);
     clg_kernel *found = lookup(t, h, program, options, kernel);
     if (found) return found;
-    cl_program p = get_program(dev, t, program, options);
+    cl_program p = get_program(dev, program, options);
     if (!p) return NULL;
     cl_int err;
     cl_kernel k = clCreateKernel(p, kernel, &err);
@@ -342,6 +220,31 @@ clg_kernel *clg__kernel_variant(clg_device *dev, const clg_kernel *k, const char
         return NULL;
     }
     return clg__kernel_get(dev, program, options, k->name);
+}
+
+/* Whether some kernel of the table comes from program e: its key "name\noptions\nkernel"
+ * names the program, and its options are the program's less what the device adds. */
+static bool in_use(clg_device *dev, const clg_kernel_table *t, const program_entry *e)
+{
+    size_t nl = strlen(e->name);
+    for (size_t i = 0; i < t->cap; i++) {
+        const char *k = t->slots[i].key, *end = k ? strchr(k + nl + 1, '\n') : NULL;
+        if (!k || strncmp(k, e->name, nl) || k[nl] != '\n' || !end) continue;
+        char given[1024];
+        snprintf(given, sizeof given, "%.*s", (int)(end - (k + nl + 1)), k + nl + 1);
+        char *whole = clg__program_options(dev, given);
+        bool same = whole && !strcmp(whole, e->options);
+        free(whole);
+        if (same) return true;
+    }
+    return false;
+}
+
+int clg__programs_idle(clg_device *dev)
+{
+    int n = 0;
+    for (program_entry *e = dev->kernels ? dev->kernels->programs : NULL; e; e = e->next) n += !in_use(dev, dev->kernels, e);
+    return n;
 }
 
 void clg__programs_free(clg_device *dev)

@@ -1,0 +1,140 @@
+/* Programs built ahead (clg__programs_build, src/device/opencl/build_many.c): with the
+ * device table's build_threads above 1 the compiles run on threads of their own (the
+ * TSan pass runs this test); the programs are then the table's, so that their kernels
+ * build nothing more and compute; a duplicate or an already built program is built once;
+ * a failing build or an unknown program is left for the kernel's own request to report,
+ * and the device's error stays as it was. Where build_threads > 1, the first float32
+ * tensor builds a training step's programs ahead (src/tensor/ahead.c), a Conv2d made
+ * first adding its own: each of them is then used by an MLP's or a CNN's step, and
+ * nothing is built ahead with build_threads = 1. */
+#include <string.h>
+
+#include "check.h"
+#include "device_impl.h"
+#include "clgrad.h"
+
+/* fill(n, value, y) from a program built ahead: y = 7 on the device. */
+static void check_fill(clg_device *dev)
+{
+    clg_kernel *k = clg__kernel_get(dev, "axpy", "-DT=float", "fill");
+    CHECK_MSG(k != NULL, "%s", clg_device_error(dev));
+    clg_buffer *b = clg__buffer_alloc(dev, 4 * sizeof(float));
+    float out[4] = {0};
+    if (k && b) {
+        clg_arg a[] = {CLG_ARG_I(4), CLG_ARG_F(7), CLG_ARG_B(b)};
+        size_t g = 4;
+        CHECK_OK(dev, clg__launch(dev, k, a, 3, 1, &g, NULL));
+        CHECK_OK(dev, clg__read(dev, b, 0, out, sizeof out));
+    }
+    CHECK(out[0] == 7.0f && out[3] == 7.0f);
+    clg__buffer_release(b);
+}
+
+static int64_t built(clg_device *dev) { return clg_device_program_stats(dev).built_from_source; }
+
+/* One training step (cross-entropy, SGD with momentum) of an MLP (linear, relu, linear)
+ * or a CNN (conv2d, relu, max_pool2d, flatten, linear) on a batch of 8 made on the host. */
+static void train_step(clg_device *dev, bool cnn)
+{
+    clg_manual_seed(dev, 3);
+    clg_conv2d_params pad1 = {.padding = {1, 1}};
+    clg_module *model;   /* the first layer made first: a Conv2d's program joins the batch */
+    if (cnn) {
+        clg_module *first = clg_nn_conv2d(dev, 1, 4, 3, 3, &pad1, true);
+        CHECK_MSG(built(dev) == 7, "%lld built ahead with Conv2d's", (long long)built(dev));
+        clg_module *l[] = {first, clg_nn_relu(dev), clg_nn_max_pool2d(dev, 2, 2, 0), clg_nn_flatten(dev),
+                           clg_nn_linear(dev, 16, 4, true)};
+        model = clg_nn_sequential(dev, 5, l);
+    } else {
+        clg_module *first = clg_nn_linear(dev, 16, 16, true);
+        CHECK_MSG(built(dev) == 6, "%lld built ahead", (long long)built(dev));
+        clg_module *l[] = {first, clg_nn_relu(dev), clg_nn_linear(dev, 16, 4, true)};
+        model = clg_nn_sequential(dev, 3, l);
+    }
+    clg_tensor *params[4];
+    int n = clg_module_parameters(model, params, 4, true);
+    clg_sgd_options so = clg_sgd_defaults();
+    so.lr = 0.1;
+    so.momentum = 0.9;
+    clg_optimizer *opt = n == 4 ? clg_sgd_new(n, params, &so) : NULL;
+    float hx[8 * 16];
+    int32_t hy[8];
+    for (int i = 0; i < 8 * 16; i++) hx[i] = (float)(i % 7) * 0.25f - 0.5f;
+    for (int i = 0; i < 8; i++) hy[i] = i % 4;
+    clg_scope_begin(dev);
+    clg_tensor *x = cnn ? clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(8, 1, 4, 4), hx)
+                        : clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(8, 16), hx);
+    clg_tensor *y = clg_tensor_from_host(dev, CLG_I32, CLG_SHAPE(8), hy);
+    clg_tensor *loss = opt ? clg_cross_entropy(clg_module_forward(model, x), y, CLG_REDUCE_MEAN) : NULL;
+    double l = 0;
+    CHECK_OK(dev, loss ? clg_backward(loss, NULL) : dev->status);
+    CHECK_OK(dev, clg_optimizer_step(opt));
+    CHECK_OK(dev, clg_tensor_item(loss, &l));
+    CHECK(l > 0 && l < 10);
+    clg_scope_end(dev);
+    clg_optimizer_free(opt);
+    clg_module_free(model);
+}
+
+int main(void)
+{
+    setenv("CLG_CACHE_DIR", "off", 1);   /* every program compiled here, counted as built */
+    unsetenv("CLG_KERNEL_DIR");
+    clg_device *dev = check_open_device();
+    clg_device_set_log(dev, NULL, NULL);
+    CHECK_OK(dev, clg_device_set_param(dev, "build_threads", "4"));
+    CHECK(clg_device_set_param(dev, "build_threads", "0") == CLG_ERR_INVALID_ARGUMENT);
+    CHECK(clg_device_set_param(dev, "build_threads", "17") == CLG_ERR_INVALID_ARGUMENT);
+    CHECK_OK(dev, clg_device_set_param(dev, "build_threads", "4"));
+    /* The error the device held before stays its error. */
+    CHECK(clg__kernel_get(dev, "nosuchprogram", "", "x") == NULL);
+    char before[256];
+    snprintf(before, sizeof before, "%s", clg_device_error(dev));
+    clg_program_req reqs[] = {
+        {"axpy", "-DT=float"}, {"scalar", "-DT=float -DCLG_F32"}, {"axpy", "-DT=float"},   /* a duplicate */
+        {"axpy", "-DT=no_such_type_xyz"},                                                /* fails to build */
+        {"nosuchprogram2", ""},                                                          /* no source */
+        {"tri", "-DT=float -DCLG_F32"},
+    };
+    CHECK_MSG(clg__programs_build(dev, 6, reqs) == 3, "%lld built", (long long)built(dev));
+    CHECK(built(dev) == 3);
+    CHECK_MSG(!strcmp(clg_device_error(dev), before), "%s", clg_device_error(dev));
+    /* Their kernels are the table's: nothing more is built. */
+    check_fill(dev);
+    CHECK(clg__kernel_get(dev, "scalar", "-DT=float -DCLG_F32", "mul_scalar_flat") != NULL);
+    CHECK(built(dev) == 3);
+    /* Again: all built already (the failing one is tried again, and fails again). */
+    CHECK(clg__programs_build(dev, 6, reqs) == 0);
+    /* The failing build is reported by the kernel's request, with its log. */
+    CHECK(clg__kernel_get(dev, "axpy", "-DT=no_such_type_xyz", "fill") == NULL);
+    CHECK_MSG(clg_device_last_status(dev) == CLG_ERR_BUILD && strstr(clg_device_error(dev), "no_such_type_xyz"), "%s",
+              clg_device_error(dev));
+    /* One thread: the same, in the caller's. */
+    CHECK_OK(dev, clg_device_set_param(dev, "build_threads", "1"));
+    clg_program_req one[] = {{"axpy", "-DT=int"}};
+    CHECK(clg__programs_build(dev, 1, one) == 1);
+    CHECK(clg__kernel_get(dev, "axpy", "-DT=int", "fill") != NULL && built(dev) == 4);
+    CHECK(clg__programs_build(dev, 0, NULL) == 0);
+    clg_device_close(dev);
+
+    /* A step's programs ahead (and the convolutions' where a Conv2d comes first): all of
+     * them used by the step. */
+    for (int cnn = 0; cnn < 2; cnn++) {
+        dev = check_open_device();
+        CHECK_OK(dev, clg_device_set_param(dev, "build_threads", "2"));
+        CHECK_OK(dev, clg_device_set_param(dev, "gemm", "packed"));   /* no tuning (llvmpipe's default) */
+        train_step(dev, cnn);
+        CHECK_MSG(clg__programs_idle(dev) == 0, "%d programs built ahead and not used (%s)", clg__programs_idle(dev),
+                  cnn ? "CNN" : "MLP");
+        clg_device_close(dev);
+    }
+    clg_tensor *t;
+    /* One thread: nothing ahead. */
+    dev = check_open_device();
+    CHECK_OK(dev, clg_device_set_param(dev, "build_threads", "1"));
+    t = clg_rand(dev, CLG_F32, CLG_SHAPE(4), 0, 1);
+    CHECK_MSG(t && built(dev) <= 2, "%lld built", (long long)built(dev));
+    clg_tensor_free(t);
+    clg_device_close(dev);
+    return check_report("test_program_build");
+}
