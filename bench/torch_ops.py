@@ -132,8 +132,9 @@ def time_case(name, cls, f, tensors, repeats, sync):
             sync()
             return (time.perf_counter() - t0) * 1e3 / calls
 
-        one = once(1)
-        calls = 10 if one < 5 else 3 if one < 50 else 1
+        once(1)
+        one = once(1)  # warm, as bench_ops.c: its CALLS rule
+        calls = 200 if one < 0.05 else 10 if one < 5 else 3 if one < 50 else 1
         ms = sorted(once(calls) for _ in range(repeats))
         print("case %s/%s %s %.4f %.4f %.4f" % (name, cls, mode, ms[0], ms[len(ms) // 2], ms[-1]), flush=True)
     for x in tensors:

@@ -183,17 +183,21 @@ __kernel void segsum(int inner, int na, int R, int L, int nch, int per_q, __glob
 }
 
 // The scatter-add by walking the lists in order (device table: scatter = lines; index.c
-// `lines_sum`): work-item (c, h, q) adds element c of the sources of chunk h of list q,
-// positions [hC, min(R, hC + C)), one by one into part[q, h, :, c], which holds zeros.
-// The same terms in the same order on every run; C is within the device's item_loops.
-// Keys outside [0, na) add nothing and, with code != 0, are reported.
-__kernel void scatter_lines(int inner, int na, int R, int C, int nch, int per_q, __global const T *src, int os,
-                            __global const int *keys, int ok, __global T *part, int op, __global int *err, int code)
+// `lines_sum`): work-item (c, h, q) adds element c of the sources of chunk h0 + h of list
+// q, positions [hC, min(R, hC + C)), one by one into part + q * pq + h * ph (its [na,
+// inner] plane, column c), which holds zeros or the values added to. ph = 0 with one
+// chunk a launch, the launches in chunk order: every list adds into one plane, no
+// partial planes to sum (index.c). The same terms in the same order on every run; C is
+// within the device's item_loops. Keys outside [0, na) add nothing and, with code != 0,
+// are reported.
+__kernel void scatter_lines(int inner, int na, int R, int C, int h0, int per_q, __global const T *src, int os,
+                            __global const int *keys, int ok, __global T *part, int op, long pq, long ph,
+                            __global int *err, int code)
 {
-    int c = get_global_id(0), h = get_global_id(1), q = get_global_id(2);
+    int c = get_global_id(0), h = h0 + get_global_id(1), q = get_global_id(2);
     __global const int *k = keys + ok + (size_t)(per_q ? q : 0) * R;
     __global const T *s = src + os + (size_t)q * R * inner + c;
-    __global T *p = part + op + ((size_t)q * nch + h) * na * inner + c;
+    __global T *p = part + op + (size_t)q * pq + (size_t)get_global_id(1) * ph + c;
     int m1 = min(R, h * C + C);
     for (int m = h * C; m < m1; m++) {
         int j = k[m];
@@ -207,14 +211,14 @@ __kernel void scatter_lines(int inner, int na, int R, int C, int nch, int per_q,
 // work-item (c16, h, q) walks its chunk of keys once for 16 columns. POCL vectorizes a
 // kernel across work-items only around loop-free bodies: scatter_lines above runs
 // one column per pass over the keys.
-__kernel void scatter_lines_vec(int inner, int na, int R, int C, int nch, int per_q, __global const float *src,
-                                int os, __global const int *keys, int ok, __global float *part, int op,
-                                __global int *err, int code)
+__kernel void scatter_lines_vec(int inner, int na, int R, int C, int h0, int per_q, __global const float *src,
+                                int os, __global const int *keys, int ok, __global float *part, int op, long pq,
+                                long ph, __global int *err, int code)
 {
-    int c = get_global_id(0) * 16, h = get_global_id(1), q = get_global_id(2);
+    int c = get_global_id(0) * 16, h = h0 + get_global_id(1), q = get_global_id(2);
     __global const int *k = keys + ok + (size_t)(per_q ? q : 0) * R;
     __global const float *s = src + os + (size_t)q * R * inner + c;
-    __global float *p = part + op + ((size_t)q * nch + h) * na * inner + c;
+    __global float *p = part + op + (size_t)q * pq + (size_t)get_global_id(1) * ph + c;
     int m1 = min(R, h * C + C);
     for (int m = h * C; m < m1; m++) {
         int j = k[m];
@@ -229,27 +233,29 @@ __kernel void scatter_lines_vec(int inner, int na, int R, int C, int nch, int pe
 #endif
 
 // y[q, r] = the sum over the chunks h of part[q, h, r], h ascending, r < plane = na *
-// inner: over plane x Q work-items (a range of inner x na x Q made groups of one
+// inner, added to y's own value where add (base + the sum: scatter_add's a + the sums): over plane x Q work-items (a range of inner x na x Q made groups of one
 // work-item where inner is 1, a scatter_add along the last axis: 1.07 ms for [16, 65536]).
-__kernel void scatter_lines_sum(int plane, int nch, __global const T *part, __global T *y, int oy)
+__kernel void scatter_lines_sum(int plane, int nch, __global const T *part, __global T *y, int oy, int add)
 {
     int r = get_global_id(0), q = get_global_id(1);
-    size_t at = (size_t)q * nch * plane + r;
+    size_t at = (size_t)q * nch * plane + r, to = oy + (size_t)q * plane + r;
     T acc = part[at];
     for (int h = 1; h < nch; h++) acc += part[at + (size_t)h * plane];
-    y[oy + (size_t)q * plane + r] = acc;
+    y[to] = add ? y[to] + acc : acc;
 }
 
 #if defined(CLG_F32) && !defined(CLG_F16_STORE) && !defined(CLG_BF16_STORE)
 // The same 16 values a work-item in explicit vectors (plane % 16 == 0; index.c chooses
 // it): POCL leaves the work-item's loop over the chunks scalar (0.71 ms for two chunks
 // of [16, 65536]).
-__kernel void scatter_lines_sum_vec(int plane, int nch, __global const float *part, __global float *y, int oy)
+__kernel void scatter_lines_sum_vec(int plane, int nch, __global const float *part, __global float *y, int oy,
+                                    int add)
 {
     int r = get_global_id(0) * 16, q = get_global_id(1);
     size_t at = (size_t)q * nch * plane + r;
+    __global float *to = y + oy + (size_t)q * plane + r;
     float16 acc = vload16(0, part + at);
     for (int h = 1; h < nch; h++) acc += vload16(0, part + at + (size_t)h * plane);
-    vstore16(acc, 0, y + oy + (size_t)q * plane + r);
+    vstore16(add ? vload16(0, to) + acc : acc, 0, to);
 }
 #endif

@@ -53,7 +53,20 @@ CLG_ELEMENTWISE3(bce_grad_targets, -s1 * w * x)
 // nor is any other class (a NaN elsewhere in the row does not reach the loss, as in PyTorch). A label outside [0, C) that is not skipped
 // gives its row a NaN loss, reads nothing outside lp, and is reported in the device's
 // error word (clg_report), so that the loss's readout fails with it.
-#define NLL_ARGS                                                                                         \
+//
+// A kernel takes them as NLL_ARGS: the integers packed into two int8 (geo: C, olp, s0, s1,
+// olab, slab, ow, sw; opt: hasw, ign, useign, osm, code and three of the kernel's own,
+// opt.s5-s7), which NLL_UNPACK names. POCL copies each argument of a launch apart: a
+// kernel of 26 arguments cost 4-6 us a launch against 1.6-2.8 for 4, and a loss over
+// a few rows is one launch (nll_sum took 25 arguments).
+#define NLL_ARGS                                                                                          \
+    int8 geo, int8 opt, __global const T *lp, __global const int *lab, __global const T *w,               \
+        __global const T *sm, const T eps, __global int *err
+#define NLL_UNPACK                                                                                        \
+    int C = geo.s0, olp = geo.s1, s0 = geo.s2, s1 = geo.s3, olab = geo.s4, slab = geo.s5, ow = geo.s6,    \
+        sw = geo.s7, hasw = opt.s0, ign = opt.s1, useign = opt.s2, osm = opt.s3, code = opt.s4
+// what the helpers below take, and what a kernel passes them after NLL_UNPACK
+#define NLL_VARS                                                                                         \
     int C, __global const T *lp, int olp, int s0, int s1, __global const int *lab, int olab, int slab,  \
         __global const T *w, int ow, int sw, int hasw, int ign, int useign, const T eps, __global const T *sm,    \
         int osm, __global int *err, int code
@@ -62,7 +75,7 @@ CLG_ELEMENTWISE3(bce_grad_targets, -s1 * w * x)
 // Loads are unconditional, at safe indices (class 0 for a row skipped or out of range;
 // a missing w or sm is lp's buffer read at 0), and the cases are selects: a conditional load
 // kept POCL from vectorizing nll_bwd (5x slower).
-inline T nll_row(int i, NLL_ARGS, T *weight, bool check)
+inline T nll_row(int i, NLL_VARS, T *weight, bool check)
 {
     int y = lab[olab + i * slab];
     bool keep = !(useign && y == ign), bad = keep && (y < 0 || y >= C), ok = keep && !bad;
@@ -76,11 +89,12 @@ inline T nll_row(int i, NLL_ARGS, T *weight, bool check)
     return ok ? l : bad ? (T)NAN : (T)0;
 }
 
-// Each row's loss into loss[oloss + i] and its weight into wts[i]: over exactly N
-// work-items (clg__launch_1d).
-__kernel void nll_rows(int N, NLL_ARGS, __global T *loss, int oloss, __global T *wts)
+// Each row's loss into loss[oloss + i] (oloss = opt.s5) and its weight into wts[i]: over
+// exactly N work-items (clg__launch_1d).
+__kernel void nll_rows(NLL_ARGS, __global T *loss, __global T *wts)
 {
-    int i = get_global_id(0);
+    NLL_UNPACK;
+    int i = get_global_id(0), oloss = opt.s5;
     T wy;
     loss[oloss + i] = nll_row(i, NLL_PASS, &wy, true);
     wts[i] = wy;
@@ -89,9 +103,10 @@ __kernel void nll_rows(int N, NLL_ARGS, __global T *loss, int oloss, __global T 
 // The same for labels the host knows lie in [0, C) (clg__index_known_in_range): with no
 // report, which is a branch around an atomic, POCL vectorizes it (12-27 us over 16384
 // rows against 70).
-__kernel void nll_rows_known(int N, NLL_ARGS, __global T *loss, int oloss, __global T *wts)
+__kernel void nll_rows_known(NLL_ARGS, __global T *loss, __global T *wts)
 {
-    int i = get_global_id(0);
+    NLL_UNPACK;
+    int i = get_global_id(0), oloss = opt.s5;
     T wy;
     loss[oloss + i] = nll_row(i, NLL_PASS, &wy, false);
     wts[i] = wy;
@@ -101,9 +116,11 @@ __kernel void nll_rows_known(int N, NLL_ARGS, __global T *loss, int oloss, __glo
 // y[oy] = sum of the rows' losses, divided by the sum of their weights for the mean
 // (0 / 0 = NaN when every row is skipped, as PyTorch), and 1 / that sum into winv[0] for
 // the backward. One launch instead of rows, sums and a division: POCL's launches, not
-// the bytes, were the time of a loss over a few rows.
-__kernel void nll_sum(int N, NLL_ARGS, int mean, __global T *y, int oy, __global T *winv, __local T *s)
+// the bytes, were the time of a loss over a few rows. N, mean, oy: opt.s5-s7.
+__kernel void nll_sum(NLL_ARGS, __global T *y, __global T *winv, __local T *s)
 {
+    NLL_UNPACK;
+    int N = opt.s5, mean = opt.s6, oy = opt.s7;
     int l = get_local_id(0), wg = get_local_size(0);
     T acc = 0, wacc = 0;
     for (int i = l; i < N; i += wg) {
@@ -155,8 +172,10 @@ __kernel void nll_total(int n, __global const T *loss, __global const T *wts, in
 // a and b the row's: the vectorized c sees one compare, one load and a multiply-add (a
 // conditional load of w per element kept POCL from vectorizing: 2.5x slower). A 2-D
 // range (c, i): the row's values are uniform along c (a 1-D range dividing k by C per
-// element ran ~8x slower on POCL: integer division does not vectorize).
-inline void nll_grad_row(int i, NLL_ARGS, __global const T *g, int og, int sg, int mean, __global const T *winv,
+// element ran ~8x slower on POCL: integer division does not vectorize). The kernels'
+// og, sg, mean: opt.s5-s7 (NLL_GRAD_UNPACK).
+#define NLL_GRAD_UNPACK int og = opt.s5, sg = opt.s6, mean = opt.s7
+inline void nll_grad_row(int i, NLL_VARS, __global const T *g, int og, int sg, int mean, __global const T *winv,
                          int *y, T *a, T *b)
 {
     *y = lab[olab + i * slab];
@@ -171,9 +190,10 @@ inline void nll_grad_row(int i, NLL_ARGS, __global const T *g, int og, int sg, i
 // Without smoothing (eps 0), into zeros: the one value of row i's gradient, at its
 // label, over exactly N work-items (clg__launch_1d). A label out of range puts NaN at
 // its row's class 0 (the forward reported it); a row skipped leaves its zeros.
-__kernel void nll_bwd_pick(int N, NLL_ARGS, __global const T *g, int og, int sg, int mean,
-                           __global const T *winv, __global T *dx)
+__kernel void nll_bwd_pick(NLL_ARGS, __global const T *g, __global const T *winv, __global T *dx)
 {
+    NLL_UNPACK;
+    NLL_GRAD_UNPACK;
     int i = get_global_id(0), y;
     T a, b;
     nll_grad_row(i, NLL_PASS, g, og, sg, mean, winv, &y, &a, &b);
@@ -183,9 +203,10 @@ __kernel void nll_bwd_pick(int N, NLL_ARGS, __global const T *g, int og, int sg,
 
 // Without class weights (the host passes none): hasw 0 as a constant removes the
 // weight's load per element (1.4x faster).
-__kernel void nll_bwd(int N, NLL_ARGS, __global const T *g, int og, int sg, int mean, __global const T *winv,
-                      __global T *dx)
+__kernel void nll_bwd(NLL_ARGS, __global const T *g, __global const T *winv, __global T *dx)
 {
+    NLL_UNPACK;
+    NLL_GRAD_UNPACK;
     int c = get_global_id(0), i = get_global_id(1), y;
     T a, b;
     hasw = 0;
@@ -197,9 +218,10 @@ __kernel void nll_bwd(int N, NLL_ARGS, __global const T *g, int og, int sg, int 
 // vectorizing (2.1 ms for [16384, 64], 8x the unweighted kernel). Without smoothing the
 // weights of the other classes do not count, not even a NaN or an infinite one (b is
 // then 0, or NaN for a label out of range).
-__kernel void nll_bwd_w(int N, NLL_ARGS, __global const T *g, int og, int sg, int mean, __global const T *winv,
-                        __global T *dx)
+__kernel void nll_bwd_w(NLL_ARGS, __global const T *g, __global const T *winv, __global T *dx)
 {
+    NLL_UNPACK;
+    NLL_GRAD_UNPACK;
     int c = get_global_id(0), i = get_global_id(1), y;
     T a, b;
     nll_grad_row(i, NLL_PASS, g, og, sg, mean, winv, &y, &a, &b);
@@ -210,9 +232,10 @@ __kernel void nll_bwd_w(int N, NLL_ARGS, __global const T *g, int og, int sg, in
 // nll_bwd and nll_bwd_w 16 classes at a time in explicit vectors (C % 16 == 0; nll.c
 // chooses it): the row's label, weight and scale once per 16 values instead of once
 // per value (POCL does not hoist them out of its work-item loop).
-__kernel void nll_bwd_vec(int N, NLL_ARGS, __global const float *g, int og, int sg, int mean,
-                          __global const float *winv, __global float *dx)
+__kernel void nll_bwd_vec(NLL_ARGS, __global const float *g, __global const float *winv, __global float *dx)
 {
+    NLL_UNPACK;
+    NLL_GRAD_UNPACK;
     int c = get_global_id(0) * 16, i = get_global_id(1), y;
     float a, b;
     nll_grad_row(i, NLL_PASS, g, og, sg, mean, winv, &y, &a, &b);

@@ -52,6 +52,9 @@ __kernel void NAME(int M, int R, int K, int C, int L, __global const TSX *x, int
 }
 
 CLG_REDUCE(reduce_sum, (T)0, acc += v)
+// The sum of squares (the 2-norm's first pass; reduce.c adds its partial results with
+// reduce_sum): x * x was an op of its own, a pass writing the whole input's size.
+CLG_REDUCE(reduce_sumsq, (T)0, acc += v * v)
 CLG_REDUCE(reduce_prod, (T)1, acc *= v)
 // NaN wins, as in NumPy and PyTorch; R >= 1 (checked on the host).
 CLG_REDUCE(reduce_max, LDX(p, (size_t)r0 * K), acc = (v != v || v > acc) ? v : acc)
@@ -115,6 +118,7 @@ inline float red_hmin16(float16 v)
 // on every vector made the sums 4x slower on POCL (mean of [16384, 64]: 0.33 -> 0.074
 // ms), and fmax and fmin are function calls there.
 CLG_REDUCE_VEC(reduce_sum, 0.0f, acc += a, clg_hsum16, s += v, 0)
+CLG_REDUCE_VEC(reduce_sumsq, 0.0f, acc += a * a, clg_hsum16, s += v * v, 0)
 CLG_REDUCE_VEC(reduce_prod, 1.0f, acc *= a, clg_hprod16, s *= v, 0)
 CLG_REDUCE_VEC(reduce_max, -INFINITY, acc = select(acc, a, a > acc), red_hmax16, s = v > s ? v : s, 1)
 CLG_REDUCE_VEC(reduce_min, INFINITY, acc = select(acc, a, a < acc), red_hmin16, s = v < s ? v : s, 1)

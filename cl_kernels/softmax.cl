@@ -117,20 +117,32 @@ __kernel void softmax_bwd_item(int R, int nk, int8 kshape, int nr, int8 rshape,
 // rows and gather each lane's element from a different row. The tail of a row (R % 16)
 // runs element by element. The host keeps 3 R within item_loops, as above.
 #if defined(CLG_F32) && !defined(CLG_F16_STORE) && !defined(CLG_BF16_STORE)
-// The largest of a row's R values, 16 at a time; NaN if any is NaN.
+// The largest of a row's R values, 16 at a time; NaN if any is NaN. By comparisons and
+// selects, NaN kept in a lane mask looked at once (as reduce.cl's reduce_max_vec): fmax
+// is a function call on POCL, and any(isnan) on every vector made reduce.cl's sums 4x
+// slower there.
 inline float row_max_vec(__global const float *xr, int R)
 {
     int V = R / 16, nan = 0;
     float16 m16 = (float16)(-INFINITY);
+    int16 nans = 0;
     for (int v = 0; v < V; v++) {
         float16 a = vload16(v, xr);
-        nan |= any(isnan(a));
-        m16 = fmax(m16, a);
+        nans |= a != a;
+        m16 = select(m16, a, a > m16);
     }
-    float m = clg_hmax16(m16);
+    float8 m8 = select(m16.hi, m16.lo, m16.lo > m16.hi);
+    float4 m4 = select(m8.hi, m8.lo, m8.lo > m8.hi);
+    float2 m2 = select(m4.hi, m4.lo, m4.lo > m4.hi);
+    float m = m2.x > m2.y ? m2.x : m2.y;
+    int8 n8 = nans.lo | nans.hi;
+    int4 n4 = n8.lo | n8.hi;
+    int2 n2 = n4.lo | n4.hi;
+    nan = (n2.x | n2.y) != 0;
     for (int r = 16 * V; r < R; r++) {
-        nan |= isnan(xr[r]);
-        m = fmax(m, xr[r]);
+        float v = xr[r];
+        nan |= v != v;
+        m = v > m ? v : m;
     }
     return nan ? NAN : m;
 }

@@ -101,6 +101,30 @@ static void test_add_at(clg_device *dev)
     free(idx), free(lines);
 }
 
+/* scatter_add along lines of N_ADD keys, lines enough for every compute unit (4 each:
+ * index.c then walks each line's chunks one launch after another, into a copy of a), a
+ * permuted a whose values the sums must start from. */
+static void test_scatter_many_lines(clg_device *dev)
+{
+    int64_t k = N_ADD, Q = 4 * (int64_t)clg_device_get_info(dev)->compute_units;
+    double *keys = malloc((size_t)(Q * k) * sizeof *keys), *a = malloc((size_t)(Q * 5) * sizeof *a);
+    double *want = malloc((size_t)(Q * 5) * sizeof *want);
+    for (int64_t m = 0; m < Q * k; m++) keys[m] = (double)((m % k + m / k) % 5);
+    for (int64_t i = 0; i < Q * 5; i++) a[i] = (double)(i % 7) - 3;
+    for (int64_t q = 0; q < Q; q++)
+        for (int j = 0; j < 5; j++) {   /* line q's key j appears for m with (m + q) % 5 == j */
+            int64_t first = ((j - q) % 5 + 5) % 5;
+            want[q * 5 + j] = a[q * 5 + j] + (double)(first < k ? (k - 1 - first) / 5 + 1 : 0);
+        }
+    clg_scope_begin(dev);
+    clg_tensor *ta = optest_tensor(dev, CLG_F32, 2, (int64_t[]){Q, 5}, a, OPTEST_PERMUTED);
+    clg_tensor *tk = optest_tensor(dev, CLG_I32, 2, (int64_t[]){Q, k}, keys, OPTEST_CONTIGUOUS);
+    optest_close("scatter_add along many long lines onto a",
+                 clg_scatter_add(ta, 1, tk, clg_ones(dev, CLG_F32, 2, (int64_t[]){Q, k})), want, Q * 5, 0, 0);
+    clg_scope_end(dev);
+    free(keys), free(a), free(want);
+}
+
 static int cmp_pair(const void *p, const void *q)
 {
     const double *a = p, *b = q;
@@ -352,6 +376,7 @@ int main(void)
         CHECK_OK(dev, clg_device_set_param(dev, "scatter", mode ? "sorted" : "lines"));
         test_index_select_repeats(dev);
         test_add_at(dev);
+        test_scatter_many_lines(dev);
     }
     test_sort(dev);
     test_matmul(dev);

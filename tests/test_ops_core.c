@@ -317,11 +317,39 @@ static void more_reductions(clg_device *dev)
     optest_close("prod with zeros", clg_prod(tz, CLG_AXES(1), false), (double[]){0, 0}, 2, 0, 0);
     optest_close("empty prod", clg_prod(clg_zeros(dev, CLG_F32, CLG_SHAPE(3, 0)), CLG_AXES(1), false),
                  (double[]){1, 1, 1}, 3, 0, 0);
+    optest_close("empty 2-norm", clg_norm(clg_zeros(dev, CLG_F32, CLG_SHAPE(3, 0)), 2, CLG_AXES(1), false),
+                 (double[]){0, 0, 0}, 3, 0, 0);
     CHECK(clg_norm(tz, 3, 0, NULL, false) == NULL);
     CHECK_MSG(strstr(clg_device_error(dev), "clg_norm") && strstr(clg_device_error(dev), "p = 3"), "%s",
               clg_device_error(dev));
     CHECK(clg_prod(clg_ones(dev, CLG_I32, CLG_SHAPE(3)), 0, NULL, false) == NULL);
     clg_scope_end(dev);
+}
+
+/* The 2-norm of a few long rows, in float32 and float64: reduce.c spreads each row over
+ * chunks and adds the chunks' sums of squares in a second pass (plain sums, not squares
+ * again). Under Oclgrind (item_loops 256) rows of 3000 split too. */
+static void norm_long_rows(clg_device *dev)
+{
+    enum { ROWS = 3, MAXLEN = 50000 };
+    static double x[ROWS * MAXLEN];
+    const int LEN = optest_small() ? 3000 : MAXLEN;
+    double want[ROWS];
+    optest_fill(x, ROWS * LEN, -1.5, 1.5, 31);
+    optest_round(CLG_F32, x, ROWS * LEN);
+    for (int r = 0; r < ROWS; r++) {
+        double s = 0;
+        for (int i = 0; i < LEN; i++) s += x[r * LEN + i] * x[r * LEN + i];
+        want[r] = sqrt(s);
+    }
+    for (int di = 0; di < 1 + optest_fp64(dev); di++) {
+        clg_dtype dt = di ? CLG_F64 : CLG_F32;
+        clg_scope_begin(dev);
+        clg_tensor *t = optest_tensor(dev, dt, CLG_SHAPE(ROWS, LEN), x, OPTEST_CONTIGUOUS);
+        optest_close(di ? "2-norm of long rows, float64" : "2-norm of long rows, float32",
+                     clg_norm(t, 2, CLG_AXES(1), false), want, ROWS, 1e-6, 1e-5);
+        clg_scope_end(dev);
+    }
 }
 
 /* The same computation twice: the same bits. */
@@ -559,6 +587,7 @@ int main(void)
     scalars_and_ieee(dev);
     reductions(dev);
     more_reductions(dev);
+    norm_long_rows(dev);
     vector_row_reductions(dev);
     deterministic(dev);
     logic(dev);

@@ -33,23 +33,23 @@ clg_ce_options clg_ce_defaults(void) { return (clg_ce_options){.reduction = CLG_
 
 /* ---- kernels --------------------------------------------------------------------------------- */
 
-/* NLL_ARGS of loss.cl (NLL_NARGS arguments) into a; `word` and `code` from the label
- * check. A missing weight or sm passes lp's buffer, which the kernels then read at 0 only.
- * The kernels' argument arrays hold NLL_NARGS and the ARGS_MORE their own. */
-enum { NLL_NARGS = 19, ARGS_MORE = 8 };
-static int nll_args(const nll_spec *s, const clg_buffer *word, int code, clg_arg *a)
+/* NLL_ARGS of loss.cl (NLL_NARGS arguments) into a, with the kernel's own three integers
+ * own[0..2] packed beside them (opt.s5-s7); `word` and `code` from the label check. A
+ * missing weight or sm passes lp's buffer, which the kernels then read at 0 only. The
+ * integers travel in two int8 arguments: POCL copies each argument of a launch apart
+ * (loss.cl), and a loss over a few rows is one launch. */
+enum { NLL_NARGS = 8, ARGS_MORE = 3 };
+static int nll_args(const nll_spec *s, const clg_buffer *word, int code, const int64_t own[3], clg_arg *a)
 {
     const clg_tensor *x = s->lp, *lab = s->lab, *w = s->w;
     int n = 0;
-    a[n++] = CLG_ARG_I(x->shape[1]);
-    a[n++] = CLG_ARG_B(x->buf), a[n++] = CLG_ARG_I(x->offset);
-    a[n++] = CLG_ARG_I(x->strides[0]), a[n++] = CLG_ARG_I(x->strides[1]);
-    a[n++] = CLG_ARG_B(lab->buf), a[n++] = CLG_ARG_I(lab->offset), a[n++] = CLG_ARG_I(lab->strides[0]);
-    a[n++] = CLG_ARG_B(w ? w->buf : x->buf), a[n++] = CLG_ARG_I(w ? w->offset : 0);
-    a[n++] = CLG_ARG_I(w ? w->strides[0] : 0), a[n++] = CLG_ARG_I(w != NULL);
-    a[n++] = CLG_ARG_I(s->ign), a[n++] = CLG_ARG_I(s->useign), a[n++] = clg__arg_scalar(x->dtype, s->eps);
-    a[n++] = CLG_ARG_B(s->sm ? s->sm->buf : x->buf), a[n++] = CLG_ARG_I(s->sm ? s->sm->offset : 0);
-    a[n++] = CLG_ARG_B(word), a[n++] = CLG_ARG_I(code);
+    a[n++] = clg__arg_int8((const int64_t[]){x->shape[1], x->offset, x->strides[0], x->strides[1], lab->offset,
+                                             lab->strides[0], w ? w->offset : 0, w ? w->strides[0] : 0}, 8);
+    a[n++] = clg__arg_int8((const int64_t[]){w != NULL, s->ign, s->useign, s->sm ? s->sm->offset : 0, code, own[0],
+                                             own[1], own[2]}, 8);
+    a[n++] = CLG_ARG_B(x->buf), a[n++] = CLG_ARG_B(lab->buf), a[n++] = CLG_ARG_B(w ? w->buf : x->buf);
+    a[n++] = CLG_ARG_B(s->sm ? s->sm->buf : x->buf), a[n++] = clg__arg_scalar(x->dtype, s->eps);
+    a[n++] = CLG_ARG_B(word);
     return n;
 }
 
@@ -83,11 +83,8 @@ static clg_status launch_rows(const nll_spec *s, clg_tensor *loss, clg_tensor *w
     clg_kernel *k = word ? clg__kernel_get(dev, PROGRAM, clg__dtype_options(s->lp->dtype), name) : NULL;
     if (!k) return dev->status;
     clg_arg a[NLL_NARGS + ARGS_MORE];
-    int n = 0;
-    a[n++] = CLG_ARG_I(s->lp->shape[0]);
-    n += nll_args(s, word, code, a + n);
-    a[n++] = CLG_ARG_B(loss->buf), a[n++] = CLG_ARG_I(loss->offset);
-    a[n++] = CLG_ARG_B(wts->buf);
+    int n = nll_args(s, word, code, (const int64_t[]){loss->offset, 0, 0}, a);
+    a[n++] = CLG_ARG_B(loss->buf), a[n++] = CLG_ARG_B(wts->buf);
     return clg__launch_1d(dev, k, a, n, (size_t)s->lp->shape[0]);
 }
 
@@ -113,11 +110,9 @@ static clg_status launch_sum(const nll_spec *s, clg_tensor *y, clg_tensor *winv)
     clg_buffer *word = label_word(s, &code);
     if (!word) return dev->status;
     clg_arg a[NLL_NARGS + ARGS_MORE];
-    int n = 0;
-    a[n++] = CLG_ARG_I(N);
-    n += nll_args(s, word, code, a + n);
-    a[n++] = CLG_ARG_I(s->red == CLG_REDUCE_MEAN), a[n++] = CLG_ARG_B(y->buf), a[n++] = CLG_ARG_I(y->offset);
-    a[n++] = CLG_ARG_B(winv->buf), a[n++] = CLG_ARG_LOCAL(wg * clg_dtype_size(s->lp->dtype));
+    int n = nll_args(s, word, code, (const int64_t[]){N, s->red == CLG_REDUCE_MEAN, y->offset}, a);
+    a[n++] = CLG_ARG_B(y->buf), a[n++] = CLG_ARG_B(winv->buf);
+    a[n++] = CLG_ARG_LOCAL(wg * clg_dtype_size(s->lp->dtype));
     return clg__launch(dev, k, a, n, 1, &wg, &wg);
 }
 
@@ -155,12 +150,9 @@ static clg_status bw_launch(const nll_spec *s, const clg_tensor *g, const clg_te
     clg_buffer *word = k ? clg__kernel_error_word(dev, s->op, "label", &code) : NULL;
     if (!word || (pick && clg_fill_(dx, 0.0) != CLG_OK)) return dev->status;
     clg_arg a[NLL_NARGS + ARGS_MORE];
-    int n = 0;
-    a[n++] = CLG_ARG_I(N);
-    n += nll_args(s, word, code, a + n);
-    a[n++] = CLG_ARG_B(g->buf), a[n++] = CLG_ARG_I(g->offset), a[n++] = CLG_ARG_I(g->ndim ? g->strides[0] : 0);
-    a[n++] = CLG_ARG_I(s->red == CLG_REDUCE_MEAN), a[n++] = CLG_ARG_B(winv ? winv->buf : g->buf);
-    a[n++] = CLG_ARG_B(dx->buf);
+    int64_t own[3] = {g->offset, g->ndim ? g->strides[0] : 0, s->red == CLG_REDUCE_MEAN};
+    int n = nll_args(s, word, code, own, a);
+    a[n++] = CLG_ARG_B(g->buf), a[n++] = CLG_ARG_B(winv ? winv->buf : g->buf), a[n++] = CLG_ARG_B(dx->buf);
     if (pick) return clg__launch_1d(dev, k, a, n, (size_t)N);
     return clg__launch_rows(dev, k, a, n, (size_t)(vec ? C / 16 : C), (size_t)N);
 }

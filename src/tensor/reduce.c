@@ -66,8 +66,8 @@ static clg_status mrk_pass(clg_device *dev, const char *kernel, clg_dtype dtype,
              half && !in16 ? " -DCLG_RED_FINAL" : "");
     /* rows side by side (K = 1) in float32: reduced along each row in vectors */
     bool vec = K == 1 && dtype == CLG_F32 && clg__device_params(dev)->row_items &&
-               (!strcmp(kernel, "reduce_sum") || !strcmp(kernel, "reduce_prod") || !strcmp(kernel, "reduce_max") ||
-                !strcmp(kernel, "reduce_min"));
+               (!strcmp(kernel, "reduce_sum") || !strcmp(kernel, "reduce_sumsq") || !strcmp(kernel, "reduce_prod") ||
+                !strcmp(kernel, "reduce_max") || !strcmp(kernel, "reduce_min"));
     char vname[32];
     snprintf(vname, sizeof vname, "%s_vec", kernel);
     clg_kernel *k = clg__kernel_get(dev, "reduce", opts, vec ? vname : kernel);
@@ -77,6 +77,13 @@ static clg_status mrk_pass(clg_device *dev, const char *kernel, clg_dtype dtype,
                    CLG_ARG_I(src->offset), CLG_ARG_B(out->buf), CLG_ARG_I(out->offset),
                    clg__arg_scalar(dtype, scale)};
     return clg__launch_1d(dev, k, a, 10, (size_t)(M * C * K));
+}
+
+/* The kernel that reduces kernel's partial results further: the same, but sums of
+ * squares add their partial sums. */
+static const char *then_kernel(const char *kernel)
+{
+    return strcmp(kernel, "reduce_sumsq") ? kernel : "reduce_sum";
 }
 
 /* Launch kernel over src as [M, R, K] into dst (numel M*K): passes over chunks of the
@@ -129,6 +136,7 @@ static clg_status run_mrk(clg_device *dev, const char *kernel, clg_tensor *src, 
         st = part ? mrk_pass(dev, kernel, dtype, first, false, cur, M, R, K, C, part, 1.0) : dev->status;
         if (cur != src) clg_tensor_free(cur);
         cur = part, R = C, first = false;
+        kernel = then_kernel(kernel);
         if (st) break;
     }
     if (cur != src) clg_tensor_free(cur);
@@ -167,8 +175,8 @@ static clg_tensor *reduce(const char *op, const char *kernel, clg_tensor *t, con
 {
     clg_device *dev = t->dev;
     if (!clg__check_floating(op, t) || !clg__check_numel(op, dev, t->numel)) return NULL;
-    bool is_prod = !strcmp(kernel, "reduce_prod");
-    if (p->R == 0 && strcmp(kernel, "reduce_sum") != 0 && !is_prod)
+    bool is_prod = !strcmp(kernel, "reduce_prod"), is_sum = !strcmp(then_kernel(kernel), "reduce_sum");
+    if (p->R == 0 && !is_sum && !is_prod)
         return clg__op_fail(dev, CLG_ERR_SHAPE, op, "reducing zero elements of %s", CLG_DESC(t));
     clg_tensor *y = clg__tensor_new(dev, t->dtype, p->out_ndim, p->out_shape);
     if (!y) return NULL;
@@ -185,6 +193,7 @@ static clg_tensor *reduce(const char *op, const char *kernel, clg_tensor *t, con
         clg_tensor *part = reduce_inner_run(kernel, src, &cur, mean);
         clg_tensor_free(tmp);
         tmp = src = part;
+        kernel = then_kernel(kernel);
         if (!part) {
             clg_tensor_free(y);
             return NULL;
@@ -340,7 +349,7 @@ clg_tensor *clg_norm(clg_tensor *a, double p, int naxes, const int *axes, bool k
     reduce_plan rp;
     if (!plan_axes("norm", a, naxes, axes, keepdim, &rp)) return NULL;
     clg_no_grad_begin(a->dev);
-    clg_tensor *y = clg_sqrt(clg_sum(clg_mul(a, a), naxes, axes, keepdim));
+    clg_tensor *y = clg_sqrt(reduce("norm", "reduce_sumsq", a, &rp, false));
     clg_no_grad_end(a->dev);
     clg_node *node = NULL;
     y = clg__taped(y, CLG_OP_norm, norm2_bw, 1, &a, &node);
