@@ -145,18 +145,19 @@ __kernel void col2im_planes(__global const TS *col, __global T *dx, int dxo, int
 
 // pg = (N, RPC, Lh, Sh, Hdat, Lw, Wdat, Ws): per channel RPC rows of Ws: Lh rows of
 // zeros, then N slots of Sh rows whose first Hdat rows hold an image's rows (Lw zeros,
-// Wdat values, zeros to Ws), zeros after. dst [C, RPC, Ws]. A 2-D range (b, r = row of
+// Wdat values, zeros to Ws), zeros after. dst [C, RPC, Ws] in the compute type T (16-bit
+// storage widened: the products run in float32). A 2-D range (b, r = row of
 // dst), b rounded up to the vector width (stores guarded): the row's split depends on r
 // alone, uniform along the vectorized b; conv_pad_w1 reads x at unit stride along w (a
 // runtime stride gathers).
 #define CONV_PAD(NAME, X_STEP)                                                                    \
-__kernel void NAME(__global const TS *x, int xo, int8 xs, int8 pg, __global TS *dst)             \
+__kernel void NAME(__global const TS *x, int xo, int8 xs, int8 pg, __global T *dst)              \
 {                                                                                                 \
     int b = get_global_id(0), r = get_global_id(1);                                               \
     int c = r / pg.s1, m = r - c * pg.s1 - pg.s2;                                                 \
     int n = m >= 0 ? m / pg.s3 : 0, i = m - n * pg.s3, iw = b - pg.s5;                            \
-    TS v = (TS)0;                                                                                 \
-    if (m >= 0 && n < pg.s0 && i < pg.s4 && iw >= 0 && iw < pg.s6) v = x[xo + n * xs.s0 + c * xs.s1 + i * xs.s2 + iw * (X_STEP)]; \
+    T v = (T)0;                                                                                   \
+    if (m >= 0 && n < pg.s0 && i < pg.s4 && iw >= 0 && iw < pg.s6) v = CLG_LD(x, xo + n * xs.s0 + c * xs.s1 + i * xs.s2 + iw * (X_STEP)); \
     if (b < pg.s7) dst[r * pg.s7 + b] = v;                                                        \
 }
 CONV_PAD(conv_pad, xs.s3)
@@ -193,30 +194,30 @@ __kernel void conv_rows(int n, int8 rg, int8 st, __global int *rows)
 // step along w makes the load a gather (2.7 ms against 1.1 for ResNet-20's 16 x 28 x 28
 // at stride 2): conv_phases_w1s2 takes the common case with both steps known.
 #define CONV_PHASES(NAME, X_STEP, S_X)                                                            \
-__kernel void NAME(__global const TS *x, int xo, int8 xs, int8 pg, int8 st, __global TS *dst)     \
+__kernel void NAME(__global const TS *x, int xo, int8 xs, int8 pg, int8 st, __global T *dst)      \
 {                                                                                                 \
     int b = get_global_id(0), m = get_global_id(1), plane = get_global_id(2), r = plane * pg.s1 + m; \
     int np = st.s0 * st.s1, c = plane / np, ph = plane - c * np, p = ph / st.s1, q = ph - p * st.s1; \
     int n = m / pg.s2, u = m - n * pg.s2, ih = u * st.s0 + p - pg.s6, iw = b * (S_X) + q - pg.s7;  \
     bool row = n < pg.s0 && ih >= 0 && ih < pg.s4;                                                \
     __global const TS *xr = x + xo + (row ? n * xs.s0 + c * xs.s1 + ih * xs.s2 : 0);              \
-    TS v = (TS)0;                                                                                 \
-    if (row && iw >= 0 && iw < pg.s5) v = xr[iw * (X_STEP)];                                      \
+    T v = (T)0;                                                                                   \
+    if (row && iw >= 0 && iw < pg.s5) v = CLG_LD(xr, iw * (X_STEP));                              \
     if (b < pg.s3) dst[r * pg.s3 + b] = v;                                                        \
 }
 CONV_PHASES(conv_phases, xs.s3, st.s1)
 CONV_PHASES(conv_phases_w1s2, 1, 2)
 
-// y [N, P, OH, OW] from the product's [P, N, Sh, Ws] (P planes per image: output or
-// input channels), the bias b[bo + p * bs] added where given. A 2-D range (ow rounded
+// y [N, P, OH, OW] (storage type) from the product's [P, N, Sh, Ws] (compute type; P
+// planes per image: output or input channels), the bias b[bo + p * bs] added where given. A 2-D range (ow rounded
 // up to the vector width; r = row of y): only the store is guarded (a load under the
 // guard kept POCL from vectorizing: 4 GB/s), src has room for the reads past a row.
 // cg = (OH, OW, Sh, Ws, P, N, has_bias, -)
-__kernel void conv_crop(__global const TS *src, int8 cg, __global TS *y, __global const TS *bias, int bo, int bs)
+__kernel void conv_crop(__global const T *src, int8 cg, __global TS *y, __global const TS *bias, int bo, int bs)
 {
     int ow = get_global_id(0), r = get_global_id(1);
     int np = r / cg.s0, oh = r - np * cg.s0, n = np / cg.s4, p = np - n * cg.s4;
-    T v = CLG_LD(src, ((p * cg.s5 + n) * cg.s2 + oh) * cg.s3 + ow);
+    T v = src[((p * cg.s5 + n) * cg.s2 + oh) * cg.s3 + ow];
     if (cg.s6) v += CLG_LD(bias, bo + p * bs);
     if (ow < cg.s1) CLG_ST(y, r * cg.s1 + ow, v);
 }

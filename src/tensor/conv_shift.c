@@ -46,6 +46,11 @@ typedef struct layout {
 
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
+/* The products' type: 16-bit storage widens to float32 in the planes (conv_pad,
+ * conv_phases) and narrows again in conv_crop, so float16 and bfloat16 convolutions
+ * take the same float32 products as float32's (exact: every 16-bit value is a float). */
+static clg_dtype compute_type(clg_dtype d) { return d == CLG_F16 || d == CLG_BF16 ? CLG_F32 : d; }
+
 /* Planes for data of hdat x wdat padded by (ph, pw) for a KH x KW window (dilated): the
  * gaps are the larger of the padding before and the reach after; then rows of zeros that
  * cover every read past the last slot (the GEMM reads 16 columns past its last one). */
@@ -89,14 +94,15 @@ static int64_t window_base(const layout *l, int64_t ph, int64_t pw)
 /* The input gradient's padding: the window's reach minus the forward's padding. */
 static int64_t pad_q(int64_t k, int64_t d, int64_t p) { return (k - 1) * d - p; }
 
-/* Whether these convolutions take g's pass: 32- or 64-bit (gemm_tiles_rows reads B as
- * its compute type), not a 1x1 without padding (x is its own column matrix), int
+/* Whether these convolutions take g's pass: a float type (16-bit ones computed in
+ * float32: compute_type), not a 1x1 without padding (x is its own column matrix), int
  * indices. Strided: the forward and the weight gradient on phases where the window
  * meets every phase (not a strided 1x1: most of its phases unread); the input gradient
  * stays with the columns. Stride 1: the input gradient's padding not negative. */
 static bool geometry_ok(const clg_device *dev, clg_dtype dtype, const conv_geo *g, clg_conv_pass pass)
 {
-    if (!clg__device_params(dev)->conv_shift || (dtype != CLG_F32 && dtype != CLG_F64)) return false;
+    if (!clg__device_params(dev)->conv_shift || (dtype != CLG_F32 && dtype != CLG_F64 && compute_type(dtype) == dtype))
+        return false;
     if (g->KH == 1 && g->KW == 1 && g->ph == 0 && g->pw == 0) return false;
     int64_t big = max64(g->C, g->O);
     if (g->sh != 1 || g->sw != 1) {
@@ -128,6 +134,7 @@ static size_t dot_slice(const clg_device *dev, clg_dtype dtype)
 bool clg__conv_shift_ok(clg_device *dev, clg_dtype dtype, const conv_geo *g, clg_conv_pass pass)
 {
     if (!geometry_ok(dev, dtype, g, pass)) return false;
+    dtype = compute_type(dtype);
     size_t Cg = (size_t)(g->C / g->G), Og = (size_t)(g->O / g->G), taps = (size_t)(g->KH * g->KW);
     layout x = input_planes(g);
     layout d = planes_for(g, g->OH, g->OW, pad_q(g->KH, g->dh, g->ph), pad_q(g->KW, g->dw, g->pw));
@@ -166,7 +173,7 @@ static clg_status phases(clg_tensor *x, const conv_geo *g, const layout *l, clg_
 static clg_tensor *pad(clg_tensor *x, const conv_geo *g, const layout *l)
 {
     int64_t rows = x->shape[1] * l->sy * l->sx * l->rpc;
-    clg_tensor *p = clg__tensor_new(x->dev, x->dtype, 1, (const int64_t[]){rows * l->ws});
+    clg_tensor *p = clg__tensor_new(x->dev, compute_type(x->dtype), 1, (const int64_t[]){rows * l->ws});
     if (!p) return NULL;
     if (l->sy > 1 || l->sx > 1) {
         if (phases(x, g, l, p) == CLG_OK) return p;
@@ -209,7 +216,7 @@ static clg_status crop(const clg_tensor *out, int64_t N, int64_t P, int64_t oh, 
     const int64_t cg[8] = {oh, ow, l->sh, l->ws, P, N, b != NULL, 0};
     clg_arg a[] = {CLG_ARG_B(out->buf), clg__arg_int8(cg, 8), CLG_ARG_B(y->buf), CLG_ARG_B(b ? b->buf : out->buf),
                    CLG_ARG_I(b ? b->offset : 0), CLG_ARG_I(b ? b->strides[0] : 0)};
-    return clg__conv_launch_grid(out->dev, out->dtype, "conv_crop", a, 6,
+    return clg__conv_launch_grid(out->dev, y->dtype, "conv_crop", a, 6,
                                  (const int64_t[]){vector_round(out->dev, ow), N * P * oh, 1});
 }
 
@@ -244,9 +251,10 @@ clg_status clg__conv_shift_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, 
     size_t K = (size_t)(Cg * g->KH * g->KW);
     clg_tensor *xp = pad(x, g, &l);
     clg_tensor *rows = xp ? row_offsets(dev, g, Cg, &l, window_base(&l, g->ph, g->pw), false) : NULL;
-    clg_tensor *wm = rows ? clg__contiguous_at0(w) : NULL;
-    clg_tensor *out = wm ? clg__tensor_new(dev, x->dtype, 1, (const int64_t[]){g->O * L + vector_round(dev, 1)}) : NULL;
-    clg_status st = out ? shifted(dev, x->dtype, g, (size_t)Og, (size_t)L, K, wm, (size_t)Og * K, xp,
+    clg_dtype ct = compute_type(x->dtype);
+    clg_tensor *wm = !rows ? NULL : ct == w->dtype ? clg__contiguous_at0(w) : clg__copy_as(w, ct);
+    clg_tensor *out = wm ? clg__tensor_new(dev, ct, 1, (const int64_t[]){g->O * L + vector_round(dev, 1)}) : NULL;
+    clg_status st = out ? shifted(dev, ct, g, (size_t)Og, (size_t)L, K, wm, (size_t)Og * K, xp,
                                   (size_t)(Cg * cstep), rows, out)
                         : dev->status;
     if (st == CLG_OK) st = crop(out, g->N, g->O, g->OH, g->OW, &l, b, y);
@@ -272,15 +280,16 @@ static clg_tensor *weight_product(clg_tensor *w, const conv_geo *g, const clg_te
 {
     clg_device *dev = w->dev;
     int64_t Cg = g->C / g->G, Og = g->O / g->G, cstep = channel_step(l);
-    size_t K = (size_t)(Cg * g->KH * g->KW), L = (size_t)(g->N * l->sh * l->ws), slice = dot_slice(dev, w->dtype);
+    clg_dtype ct = compute_type(w->dtype);
+    size_t K = (size_t)(Cg * g->KH * g->KW), L = (size_t)(g->N * l->sh * l->ws), slice = dot_slice(dev, ct);
     clg_tensor *rows = row_offsets(dev, g, Cg, l, window_base(l, g->ph, g->pw), false);
-    clg_tensor *dw = rows ? clg__tensor_new(dev, w->dtype, 4, w->shape) : NULL;
+    clg_tensor *dw = rows ? clg__tensor_new(dev, ct, 4, w->shape) : NULL;
     clg_status st = dw ? CLG_OK : dev->status;
     for (int64_t gi = 0; st == CLG_OK && gi < g->G; gi++) {
         for (size_t k0 = 0; st == CLG_OK && k0 < L; k0 += slice) {
             size_t s = (size_t)gi;
             clg_gemm_args ga = {
-                .type = clg__gemm_type_of(w->dtype), .trans_b = true, .m = (size_t)Og, .n = K,
+                .type = clg__gemm_type_of(ct), .trans_b = true, .m = (size_t)Og, .n = K,
                 .k = L - k0 < slice ? L - k0 : slice, .batch = 1, .alpha = 1.0, .beta = k0 ? 1.0 : 0.0,
                 .a = dy.t->buf, .a_off = dy.a_off + s * (size_t)Og * dy.a_ld + k0, .lda = dy.a_ld, .b = xp->buf,
                 .b_off = s * (size_t)(Cg * cstep) + k0, .b_rows = rows->buf, .c = dw->buf,
@@ -290,9 +299,10 @@ static clg_tensor *weight_product(clg_tensor *w, const conv_geo *g, const clg_te
         }
     }
     clg_tensor_free(rows);
-    if (st == CLG_OK) return dw;
+    clg_tensor *narrow = st == CLG_OK && ct != w->dtype ? clg__copy_as(dw, w->dtype) : NULL;
+    if (st == CLG_OK && ct == w->dtype) return dw;
     clg_tensor_free(dw);
-    return NULL;
+    return narrow;
 }
 
 /* The input gradient's planes: dy padded by (KH - 1) DH - PH rows, (KW - 1) DW - PW columns. */
@@ -311,13 +321,14 @@ static clg_tensor *input_product(clg_tensor *w, const conv_geo *g, const clg_ten
     /* W~: w [G, Og, Cg, taps] as [G, Cg, Og, taps], contiguous: group gi's rows c. */
     clg_tensor *wv = clg_reshape(w, CLG_SHAPE(g->G, Og, Cg, g->KH * g->KW));
     clg_tensor *wp = wv ? clg_permute(wv, 4, (const int[]){0, 2, 1, 3}) : NULL;
-    clg_tensor *wt = wp ? clg__copy_as(wp, w->dtype) : NULL;
+    clg_dtype ct = compute_type(w->dtype);
+    clg_tensor *wt = wp ? clg__copy_as(wp, ct) : NULL;
     clg_tensor_free(wp);
     clg_tensor_free(wv);
     clg_tensor *rows = wt ? row_offsets(dev, g, Og, l, window_base(l, qh, qw), true) : NULL;
-    clg_tensor *out = rows ? clg__tensor_new(dev, w->dtype, 1, (const int64_t[]){g->C * L + vector_round(dev, 1)}) : NULL;
+    clg_tensor *out = rows ? clg__tensor_new(dev, ct, 1, (const int64_t[]){g->C * L + vector_round(dev, 1)}) : NULL;
     clg_tensor *dx = NULL;
-    if (out && shifted(dev, w->dtype, g, (size_t)Cg, (size_t)L, K, wt, (size_t)Cg * K, dyq, (size_t)(Og * cstep), rows,
+    if (out && shifted(dev, ct, g, (size_t)Cg, (size_t)L, K, wt, (size_t)Cg * K, dyq, (size_t)(Og * cstep), rows,
                        out) == CLG_OK)
         dx = clg__tensor_new(dev, w->dtype, 4, (const int64_t[]){g->N, g->C, g->H, g->W});
     if (dx && crop(out, g->N, g->C, g->H, g->W, l, NULL, dx) != CLG_OK) {
