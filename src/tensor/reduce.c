@@ -64,8 +64,8 @@ static clg_status mrk_pass(clg_device *dev, const char *kernel, clg_dtype dtype,
     char opts[96];
     snprintf(opts, sizeof opts, "%s%s%s", clg__dtype_options_ew(dtype), half && !out16 ? " -DCLG_RED_PARTIAL" : "",
              half && !in16 ? " -DCLG_RED_FINAL" : "");
-    /* rows side by side (K = 1) in float32: reduced along each row in vectors */
-    bool vec = K == 1 && dtype == CLG_F32 && clg__device_params(dev)->row_items &&
+    /* rows side by side (K = 1) in float32 or 16-bit: reduced along each row in vectors */
+    bool vec = K == 1 && (dtype == CLG_F32 || half) && clg__device_params(dev)->row_items &&
                (!strcmp(kernel, "reduce_sum") || !strcmp(kernel, "reduce_sumsq") || !strcmp(kernel, "reduce_prod") ||
                 !strcmp(kernel, "reduce_max") || !strcmp(kernel, "reduce_min"));
     char vname[32];
