@@ -288,13 +288,26 @@ __kernel void max_pool_2x2(int R, __global const TS *x, int xo, int8 geo, __glob
     int nc = r / GOH, oh = r - nc * GOH;
     int at = 2 * oh * GW + 2 * ow;
     __global const TS *xp = x + xo + nc * GH * GW + at;   // int indices: pool_check bounds the sizes
+    // 16-bit: each row's pair in one load, the winner's bits stored as they are (four
+    // ushort loads and a rounding back left POCL scalar: 3x float32's time)
+#if defined(CLG_F16_STORE) || defined(CLG_BF16_STORE)
+    ushort2 top = vload2(0, xp), bot = vload2(0, xp + GW);
+    ushort pa[4] = {top.x, top.y, bot.x, bot.y};
+    T a = CLG_LD(pa, 0), b = CLG_LD(pa, 1), c = CLG_LD(pa, 2), d = CLG_LD(pa, 3);
+#else
     T a = CLG_LD(xp, 0), b = CLG_LD(xp, 1), c = CLG_LD(xp, GW), d = CLG_LD(xp, GW + 1);
+#endif
     T m = a;
-    int k = 0;
-    if (b > m || (b != b && m == m)) { m = b; k = 1; }
-    if (c > m || (c != c && m == m)) { m = c; k = GW; }
-    if (d > m || (d != d && m == m)) { m = d; k = GW + 1; }
-    CLG_ST(y, r * GOW + ow, m);
+    int k = 0, w = 0;
+    if (b > m || (b != b && m == m)) { m = b; k = 1; w = 1; }
+    if (c > m || (c != c && m == m)) { m = c; k = GW; w = 2; }
+    if (d > m || (d != d && m == m)) { m = d; k = GW + 1; w = 3; }
+#if defined(CLG_F16_STORE) || defined(CLG_BF16_STORE)
+    y[r * GOW + ow] = w == 0 ? pa[0] : w == 1 ? pa[1] : w == 2 ? pa[2] : pa[3];
+#else
+    (void)w;
+    y[r * GOW + ow] = m;
+#endif
     idx[r * GOW + ow] = at + k;
 }
 
