@@ -9,6 +9,7 @@
  * type: a training step compiles it once.
  */
 #include <limits.h>
+#include <string.h>
 
 #include "gemm/engine.h"
 
@@ -209,6 +210,56 @@ static clg_status sum(clg_device *dev, const clg_gemm_args *g)
     return st;
 }
 
+/* ---- small products: gemm_small, one launch, nothing packed ------------------------------ */
+
+/* Whether g is small enough (device parameter gemm_small: m n k at most that many
+ * multiply-adds) for gemm_small: B row-major (its rows are read as vectors in place),
+ * and k within item_loops (a work-item walks all of k for each of its panels). */
+static bool small_fits(const clg_device *dev, const clg_gemm_args *g)
+{
+    const clg_device_params *p = clg__device_params(dev);
+    double work = (double)g->m * (double)g->n * (double)g->k;
+    return !g->trans_b && p->gemm_small && work <= (double)p->gemm_small && g->k <= p->item_loops &&
+           fits(NULL, g);
+}
+
+/* gemm_small's rows per work-item: its program's RMR (options()). */
+static size_t small_mr(const clg_device *dev, const clg_gemm_args *g)
+{
+    return strstr(options(dev, g), "-DRMR=8") ? 8 : 6;
+}
+
+/* Panels of NR columns per work-item: as many as leave at least 8 items per compute
+ * unit (fewer launches' worth of per-item cost), within item_loops. */
+static int small_panels(const clg_device *dev, const clg_gemm_args *g, size_t mr)
+{
+    size_t cu = clg_device_get_info(dev)->compute_units, want = 8 * (cu ? cu : 1);
+    size_t rows = (g->m + mr - 1) / mr, npanels = (g->n + tile_cols(g->type) - 1) / tile_cols(g->type);
+    size_t most = clg__device_params(dev)->item_loops / g->k;
+    int pj = 8;
+    while (pj > 1 && ((size_t)pj > most || (npanels + (size_t)pj - 1) / (size_t)pj * rows * g->batch < want)) pj /= 2;
+    return pj;
+}
+
+static clg_status small(clg_device *dev, const clg_gemm_args *g)
+{
+    clg_kernel *k = clg__kernel_get(dev, "gemm", options(dev, g), "gemm_small");
+    if (!k) return dev->status;
+    size_t mr = small_mr(dev, g), npanels = (g->n + tile_cols(g->type) - 1) / tile_cols(g->type);
+    int pj = small_panels(dev, g, mr);
+    clg_arg args[] = {
+        CLG_ARG_I(g->m), CLG_ARG_I(g->n), CLG_ARG_I(g->k), CLG_ARG_I(pj), CLG_ARG_I(g->trans_a),
+        CLG_ARG_B(g->a), CLG_ARG_L(g->a_off), CLG_ARG_I(g->lda), CLG_ARG_L(g->stride_a),
+        CLG_ARG_B(g->b), CLG_ARG_L(g->b_off), CLG_ARG_I(g->ldb), CLG_ARG_L(g->stride_b),
+        CLG_ARG_B(g->c), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc), CLG_ARG_L(g->stride_c),
+        clg__gemm_scalar(g->type, g->alpha), clg__gemm_scalar(g->type, g->beta),
+    };
+    size_t global[3] = {(npanels + (size_t)pj - 1) / (size_t)pj, (g->m + mr - 1) / mr, g->batch};
+    size_t local[3] = {1, 1, 1};
+    return clg__launch_final(dev, k, args, (int)(sizeof args / sizeof *args), 3, global, local, final_c(g),
+                             g->m * g->n * g->batch);
+}
+
 /* Packed B panels of a batch above this are made a part of the batch at a time: a
  * convolution's weight gradient packs its whole column matrix otherwise (for float16,
  * whose dot products convert too slowly, twice the columns' size in float32 panels). */
@@ -231,6 +282,7 @@ static clg_status run(clg_device *dev, const clg_gemm_args *g, const clg_gemm_co
     bool dot_path = !g->trans_a && g->trans_b && clg__device_params(dev)->gemm_dot && (g->m <= 256 || g->n <= 256) &&
                     g->type != CLG_GEMM_F16;
     if (dot_path) return dot(dev, g);
+    if (small_fits(dev, g)) return small(dev, g);
     if (!g->stride_b || g->batch < 2 || per * g->batch <= PANELS_MAX) return packed(dev, g);
     size_t chunk = PANELS_MAX / per ? PANELS_MAX / per : 1;
     clg_status st = CLG_OK;
