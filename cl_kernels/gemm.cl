@@ -342,7 +342,10 @@ void gemm_dot(const int M, const int N, const int K, const int JB,
 //
 // For products whose packing passes and launches cost more than their arithmetic (an
 // MLP's last layer: dW3 = dY^T . H is 10 x 256 x 128, 0.7 MFLOP; gemm_pack, gemm_pack and
-// gemm_tiles took ~30 us where OpenBLAS takes ~8). Work-item (bj, bi, b) computes RMR
+// gemm_tiles took ~30 us where OpenBLAS takes ~8). B's panel q starts at
+// B + b_off + q * b_panel and its rows are ldb apart: a row-major B in place (b_panel =
+// NR), or gemm_pack's panels of a transposed B (b_panel = K * NR, ldb = NR; padded: its
+// last panel is whole, zeros past N, read as vectors). Work-item (bj, bi, b) computes RMR
 // rows of C from row bi * RMR, over PJ panels of NR columns from panel bj * PJ: per k one
 // vector of B's row (contiguous), RMR values of op(A) (A[i * lda + k], or A[k * lda + i]
 // when A is transposed: then they are contiguous too), RMR fused multiply-adds. Rows
@@ -366,9 +369,9 @@ void gemm_dot(const int M, const int N, const int K, const int JB,
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void gemm_small(const int M, const int N, const int K, const int PJ, const int trans_a,
                 __global const TS *A, const long a_off, const int lda, const long a_stride,
-                __global const TS *B, const long b_off, const int ldb, const long b_stride,
-                __global TC *C, const long c_off0, const int ldc, const long c_stride, const T alpha,
-                const T beta)
+                __global const TS *B, const long b_off, const long b_panel, const int ldb, const long b_stride,
+                const int padded, __global TC *C, const long c_off0, const int ldc, const long c_stride,
+                const T alpha, const T beta)
 {
     int bj = get_global_id(0), i0 = get_global_id(1) * RMR, b = get_global_id(2);
     int q_end = min((N + NR - 1) / NR, (bj + 1) * PJ);
@@ -382,8 +385,8 @@ void gemm_small(const int M, const int N, const int K, const int PJ, const int t
 #if RMR == 8
         TN c6 = 0, c7 = 0;
 #endif
-        __global const TS *a = a0, *bk = b0 + j0;
-        if (last >= NR - 1) {
+        __global const TS *a = a0, *bk = b0 + q * b_panel;
+        if (last >= NR - 1 || padded) {
             for (int kk = 0; kk < K; kk++, a += ak, bk += ldb) {
                 TN bv = LOADN(bk);
                 SROWS(SFMA);
