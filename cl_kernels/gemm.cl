@@ -337,3 +337,66 @@ void gemm_dot(const int M, const int N, const int K, const int JB,
             }
     }
 }
+
+// ---- small products: op(A) . B with a row-major B read in place, one launch ----------
+//
+// For products whose packing passes and launches cost more than their arithmetic (an
+// MLP's last layer: dW3 = dY^T . H is 10 x 256 x 128, 0.7 MFLOP; gemm_pack, gemm_pack and
+// gemm_tiles took ~30 us where OpenBLAS takes ~8). B's panel q starts at
+// B + b_off + q * b_panel and its rows are ldb apart: a row-major B in place (b_panel =
+// NR), or gemm_pack's panels of a transposed B (b_panel = K * NR, ldb = NR; padded: its
+// last panel is whole, zeros past N, read as vectors). Work-item (bj, bi, b) computes RMR
+// rows of C from row bi * RMR, over PJ panels of NR columns from panel bj * PJ: per k one
+// vector of B's row (contiguous), RMR values of op(A) (A[i * lda + k], or A[k * lda + i]
+// when A is transposed: then they are contiguous too), RMR fused multiply-adds. Rows
+// past M repeat the last (read, never stored); in the last panel, columns past N repeat
+// column N - 1 (gathered, no read past B's row). The additions run in gemm_tiles' order.
+#define SFMA(r) c##r = fma((TN)(CLG_LD(a, o##r)), bv, c##r)
+#define SOFF(r) const long o##r = (long)min(i0 + r, M - 1) * ai
+#define SSTORE(r) store_row(C, c_off + (long)(i0 + r) * ldc + j0, N - j0, c##r, alpha, beta, i0 + r < M)
+#if RMR == 8
+#define SROWS(X) X(0); X(1); X(2); X(3); X(4); X(5); X(6); X(7)
+#else
+#define SROWS(X) X(0); X(1); X(2); X(3); X(4); X(5)
+#endif
+#define CL(l) CLG_LD(bk, min(l, last))
+#if NR == 16
+#define GATHER_B() ((TN)(CL(0), CL(1), CL(2), CL(3), CL(4), CL(5), CL(6), CL(7), CL(8), CL(9), CL(10), CL(11), \
+                         CL(12), CL(13), CL(14), CL(15)))
+#else
+#define GATHER_B() ((TN)(CL(0), CL(1), CL(2), CL(3), CL(4), CL(5), CL(6), CL(7)))
+#endif
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void gemm_small(const int M, const int N, const int K, const int PJ, const int trans_a,
+                __global const TS *A, const long a_off, const int lda, const long a_stride,
+                __global const TS *B, const long b_off, const long b_panel, const int ldb, const long b_stride,
+                const int padded, __global TC *C, const long c_off0, const int ldc, const long c_stride,
+                const T alpha, const T beta)
+{
+    int bj = get_global_id(0), i0 = get_global_id(1) * RMR, b = get_global_id(2);
+    int q_end = min((N + NR - 1) / NR, (bj + 1) * PJ);
+    const long ai = trans_a ? 1 : lda, ak = trans_a ? lda : 1;   // op(A)'s steps along i and k
+    SROWS(SOFF);
+    __global const TS *a0 = A + a_off + b * a_stride, *b0 = B + b_off + b * b_stride;
+    const long c_off = c_off0 + b * c_stride;
+    for (int q = bj * PJ; q < q_end; q++) {
+        int j0 = q * NR, last = N - 1 - j0;
+        TN c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0;
+#if RMR == 8
+        TN c6 = 0, c7 = 0;
+#endif
+        __global const TS *a = a0, *bk = b0 + q * b_panel;
+        if (last >= NR - 1 || padded) {
+            for (int kk = 0; kk < K; kk++, a += ak, bk += ldb) {
+                TN bv = LOADN(bk);
+                SROWS(SFMA);
+            }
+        } else {
+            for (int kk = 0; kk < K; kk++, a += ak, bk += ldb) {
+                TN bv = GATHER_B();
+                SROWS(SFMA);
+            }
+        }
+        SROWS(SSTORE);
+    }
+}

@@ -32,7 +32,8 @@ typedef struct engine {
     const clg_gemm_tiled_config *cfg;
     clg_gemm_config opaque;   /* cfg as clg__gemm_run takes it */
     char name[96];
-    bool no_dot;   /* packed with the device parameter gemm_dot = off: A . B^T packed too */
+    bool no_dot;   /* packed with the device parameters gemm_dot = off and gemm_small = 0: every
+                      product packed (A . B^T and small products too) */
 } engine;
 
 static unsigned rng_state = 12345;
@@ -591,7 +592,7 @@ int main(void)
     engine engines[32];
     int n = 0;
     engines[n++] = (engine){.e = ENGINE("packed"), .name = "packed"};
-    engines[n++] = (engine){.e = ENGINE("packed"), .name = "packed, gemm_dot off", .no_dot = true};
+    engines[n++] = (engine){.e = ENGINE("packed"), .name = "packed, gemm_dot off, gemm_small 0", .no_dot = true};
     for (int i = 0; i < clg__gemm_tiled_count() && n < 30; i++) {
         const clg_gemm_tiled_config *cfg = clg__gemm_tiled_config(i);
         char d[64];
@@ -609,6 +610,8 @@ int main(void)
     /* The host's BLAS on the queue, where the device runs host functions (POCL). */
     if (ENGINE("host")->ready(dev, CLG_GEMM_F32)) engines[n++] = (engine){.e = ENGINE("host"), .name = "host"};
     else printf("  host: %s runs no host functions, or no CBLAS library: not run\n", info->name);
+    char small_default[32];   /* the device's gemm_small, set back after each engine */
+    snprintf(small_default, sizeof small_default, "%zu", clg__device_params(dev)->gemm_small);
     for (int i = 0; i < n; i++) {
         double t0 = clg__now();
         /* The device's own engine gets every case; AUTO is that engine. */
@@ -628,6 +631,9 @@ int main(void)
             f64 = k != NULL;
         }
         CHECK_OK(dev, clg_device_set_param(dev, "gemm_dot", engines[i].no_dot ? "off" : "on"));
+        /* The packed engine: every product with a row-major B up to the sizes here in one
+         * gemm_small launch (on every device, whatever its default), or none. */
+        CHECK_OK(dev, clg_device_set_param(dev, "gemm_small", engines[i].no_dot ? "0" : "1000000000"));
         sweep(dev, &engines[i], CLG_GEMM_F32, mine);
         if (f64 && !slow) sweep(dev, &engines[i], CLG_GEMM_F64, mine);
         /* 16-bit storage: the packed kernels convert as they pack and store, the others
@@ -638,6 +644,7 @@ int main(void)
         if (!slow) sweep(dev, &engines[i], CLG_GEMM_BF16, mine);
         edges(dev, &engines[i]);
         CHECK_OK(dev, clg_device_set_param(dev, "gemm_dot", "on"));
+        CHECK_OK(dev, clg_device_set_param(dev, "gemm_small", small_default));
         small_mode = keep;
         printf("  %-32s %s%s%s %.1f s\n", engines[i].name, mine ? "all cases" : slow ? "small cases" : "a third",
                f64 && !slow ? ", f32, f64" : ", f32", slow ? "" : ", f16, bf16", clg__now() - t0);

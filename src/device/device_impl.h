@@ -343,6 +343,10 @@ typedef struct clg_device_params {
      * products along k read in place, one launch (gemm.cl's gemm_dot), rather than
      * packing both operands (src/gemm/packed.c). */
     bool gemm_dot;
+    /* The packed engine's products with a row-major B and at most this many
+     * multiply-adds (m n k) run as one launch of gemm.cl's gemm_small, nothing packed
+     * (the packing passes and launches cost more than they save there); 0: never. */
+    size_t gemm_small;
     /* conv2d's forward keeps its column matrix for the weight gradient ("keep": one
      * im2col pass less per layer and step, the columns held until the tape goes, tens
      * of MB per layer at batch 128), or the backward rebuilds it ("rebuild"). */

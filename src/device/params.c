@@ -15,6 +15,7 @@
  * of 19 s with it, 5 s without; see driver_caches_kernels).
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,12 @@ static size_t host_threads(void)
     return n < 1 ? 1 : n > CLG_BUILD_THREADS_MAX ? CLG_BUILD_THREADS_MAX : (size_t)n;
 }
 
+/* The packed engine's gemm_small path up to this many multiply-adds on CPU devices
+ * (2^26: the MLP's products; 1024^3 stays packed). On the 2-core AVX-512 EPYC, alternating,
+ * GFLOP/s medians gemm_small / packed: 256^3 104-166 / 61-96, 128x784x512 110-190 / 95-107,
+ * 10x256x128 A^T 26-29 / 6-21 (bench/RESULTS.md, issue 32). */
+#define GEMM_SMALL_DEFAULT ((size_t)1 << 26)
+
 static void defaults(clg_device *dev)
 {
     clg_device_params *p = &dev->params;
@@ -85,6 +92,7 @@ static void defaults(clg_device *dev)
     p->build_threads = dev->info.type == CLG_DEVICE_CPU || compiler_single_threaded(dev) ? 1 : host_threads();
     p->col2im_planes = wide_items;
     p->gemm_dot = true;
+    p->gemm_small = wide_items ? GEMM_SMALL_DEFAULT : 0;
     p->conv_keep_columns = true;
     p->conv_chunk = wide_items ? (size_t)4 << 20 : 0;
     p->conv_shift = wide_items;
@@ -160,6 +168,7 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
     }
     if (!strcmp(key, "binary_cache")) return parse_choice(dev, key, value, origin, "on", "off", &p->binary_cache);
     if (!strcmp(key, "gemm_dot")) return parse_choice(dev, key, value, origin, "on", "off", &p->gemm_dot);
+    if (!strcmp(key, "gemm_small")) return parse_size(dev, key, value, origin, 0, SIZE_MAX, &p->gemm_small);
     if (!strcmp(key, "gemm_tiles")) return parse_choice(dev, key, value, origin, "on", "off", &p->gemm_tiles);
     if (!strcmp(key, "col2im")) return parse_choice(dev, key, value, origin, "planes", "gather", &p->col2im_planes);
     if (!strcmp(key, "conv_columns"))
@@ -211,7 +220,7 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
     }
     return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
                      "device parameters (%s): unknown key \"%s\" (known: gemm, gemm_tiles, group_1d, group_1d_min, group_tail, group_reduce, rows_min, "
-                     "local_mem, max_group, binary_cache, build_threads, col2im, gemm_dot, conv_columns, conv_chunk, conv_shift, item_loops, attention, "
+                     "local_mem, max_group, binary_cache, build_threads, col2im, gemm_dot, gemm_small, conv_columns, conv_chunk, conv_shift, item_loops, attention, "
                      "row_reduce, scatter, const_strides, transpose_tiles, flat16, exact_div, mma, mma_block)", origin, key);
 }
 
@@ -284,12 +293,12 @@ void clg__params_format(const clg_device_params *p, char *buf, size_t len)
 {
     snprintf(buf, len,
              "gemm = %s\ngemm_tiles = %s\ngroup_1d = %zu\ngroup_1d_min = %zu\ngroup_tail = %zu\ngroup_reduce = %zu\nrows_min = %zu\nvector_float = %d\n"
-             "max_group = %zu\nmax_item = %zu %zu %zu\nlocal_mem = %llu%s\nbinary_cache = %s\nbuild_threads = %zu\ncol2im = %s\ngemm_dot = %s\nconv_columns = %s\nconv_chunk = %zu\nconv_shift = %s\nitem_loops = %zu\nattention = %s\n"
+             "max_group = %zu\nmax_item = %zu %zu %zu\nlocal_mem = %llu%s\nbinary_cache = %s\nbuild_threads = %zu\ncol2im = %s\ngemm_dot = %s\ngemm_small = %zu\nconv_columns = %s\nconv_chunk = %zu\nconv_shift = %s\nitem_loops = %zu\nattention = %s\n"
              "row_reduce = %s\nscatter = %s\nconst_strides = %s\ntranspose_tiles = %s\nflat16 = %s\nexact_div = %s\nmma = %s\nmma_block = %dx%dx%dx%dx%dx%d\n",
              p->gemm, p->gemm_tiles ? "on" : "off", p->group_1d, p->group_1d_min, p->group_tail, p->group_reduce, p->rows_min, p->vector_float, p->max_group, p->max_item[0],
              p->max_item[1], p->max_item[2], (unsigned long long)p->local_mem,
              p->local_is_global ? " (emulated in global memory)" : "", p->binary_cache ? "on" : "off", p->build_threads,
-             p->col2im_planes ? "planes" : "gather", p->gemm_dot ? "on" : "off",
+             p->col2im_planes ? "planes" : "gather", p->gemm_dot ? "on" : "off", p->gemm_small,
              p->conv_keep_columns ? "keep" : "rebuild", p->conv_chunk, p->conv_shift ? "on" : "off", p->item_loops, p->attention_rows ? "rows" : "tiles",
              p->row_items ? "items" : "groups", p->scatter_lines ? "lines" : "sorted", p->const_strides ? "on" : "off", p->transpose_tiles ? "on" : "off", p->flat16 ? "on" : "off",
              p->exact_div ? "on" : "off", p->mma == CLG_MMA_PTX ? "ptx" : p->mma == CLG_MMA_EMULATE ? "emulate" : "none",

@@ -9,6 +9,7 @@
  * type: a training step compiles it once.
  */
 #include <limits.h>
+#include <string.h>
 
 #include "gemm/engine.h"
 
@@ -209,6 +210,78 @@ static clg_status sum(clg_device *dev, const clg_gemm_args *g)
     return st;
 }
 
+/* ---- small products: gemm_small, one launch, nothing packed ------------------------------ */
+
+/* Whether g is small enough (device parameter gemm_small: m n k at most that many
+ * multiply-adds) for gemm_small, with k within item_loops (a work-item walks all of k
+ * for each of its panels). A transposed B is packed first (one gemm_pack); where A is
+ * not transposed gemm_dot comes first (run()): fc1's and fc2's forward (128x512x784 and
+ * 128x256x512 B^T) ran on pack + gemm_small at 60-160 GFLOP/s medians against gemm_dot's
+ * 75-161, alternating on a busy host: no clear winner, so the one launch stays. */
+static bool small_fits(const clg_device *dev, const clg_gemm_args *g)
+{
+    const clg_device_params *p = clg__device_params(dev);
+    double work = (double)g->m * (double)g->n * (double)g->k;
+    return p->gemm_small && work <= (double)p->gemm_small && g->k <= p->item_loops && fits(NULL, g) &&
+           !(g->trans_b && clg__gemm_type_is_half(g->type));
+}
+
+/* gemm_small's rows per work-item: its program's RMR (options()). */
+static size_t small_mr(const clg_device *dev, const clg_gemm_args *g)
+{
+    return strstr(options(dev, g), "-DRMR=8") ? 8 : 6;
+}
+
+/* Panels of NR columns per work-item: as many as leave at least 8 items per compute
+ * unit (fewer launches' worth of per-item cost), within item_loops. */
+static int small_panels(const clg_device *dev, const clg_gemm_args *g, size_t mr)
+{
+    size_t cu = clg_device_get_info(dev)->compute_units, want = 8 * (cu ? cu : 1);
+    size_t rows = (g->m + mr - 1) / mr, npanels = (g->n + tile_cols(g->type) - 1) / tile_cols(g->type);
+    size_t most = clg__device_params(dev)->item_loops / g->k;
+    int pj = 8;
+    while (pj > 1 && ((size_t)pj > most || (npanels + (size_t)pj - 1) / (size_t)pj * rows * g->batch < want)) pj /= 2;
+    return pj;
+}
+
+static clg_status small_launch(clg_device *dev, clg_kernel *k, const clg_gemm_args *g, b_panels bp, bool padded)
+{
+    size_t mr = small_mr(dev, g), npanels = (g->n + tile_cols(g->type) - 1) / tile_cols(g->type);
+    int pj = small_panels(dev, g, mr);
+    clg_arg args[] = {
+        CLG_ARG_I(g->m), CLG_ARG_I(g->n), CLG_ARG_I(g->k), CLG_ARG_I(pj), CLG_ARG_I(g->trans_a),
+        CLG_ARG_B(g->a), CLG_ARG_L(g->a_off), CLG_ARG_I(g->lda), CLG_ARG_L(g->stride_a),
+        CLG_ARG_B(bp.buf), CLG_ARG_L(bp.off), CLG_ARG_L(bp.panel), CLG_ARG_I(bp.kstep), CLG_ARG_L(bp.stride),
+        CLG_ARG_I(padded), CLG_ARG_B(g->c), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc), CLG_ARG_L(g->stride_c),
+        clg__gemm_scalar(g->type, g->alpha), clg__gemm_scalar(g->type, g->beta),
+    };
+    size_t global[3] = {(npanels + (size_t)pj - 1) / (size_t)pj, (g->m + mr - 1) / mr, g->batch};
+    size_t local[3] = {1, 1, 1};
+    return clg__launch_final(dev, k, args, (int)(sizeof args / sizeof *args), 3, global, local, final_c(g),
+                             g->m * g->n * g->batch);
+}
+
+/* A row-major B read in place; a transposed one packed first into zero-padded panels
+ * of NR columns (32- and 64-bit types: gemm_pack writes float panels, and gemm_small
+ * reads B as stored). */
+static clg_status small(clg_device *dev, const clg_gemm_args *g)
+{
+    const char *opts = options(dev, g);
+    clg_kernel *k = clg__kernel_get(dev, "gemm", opts, "gemm_small");
+    if (!k) return dev->status;
+    size_t nr = tile_cols(g->type);
+    if (!g->trans_b) return small_launch(dev, k, g, (b_panels){g->b, g->b_off, g->stride_b, nr, g->ldb}, false);
+    clg_kernel *kpack = clg__kernel_get(dev, "gemm", opts, "gemm_pack");
+    if (!kpack) return dev->status;
+    size_t bbatch = g->stride_b ? g->batch : 1, bp_stride = (g->n + nr - 1) / nr * nr * g->k;
+    clg_buffer *bp = clg__buffer_alloc(dev, bp_stride * bbatch * (g->type == CLG_GEMM_F64 ? sizeof(double) : sizeof(float)));
+    if (!bp) return dev->status;
+    clg_status st = pack(dev, kpack, g->b, g->b_off, g->ldb, g->stride_b, g->n, (int)nr, g->k, true, bbatch, bp, bp_stride);
+    if (!st) st = small_launch(dev, k, g, (b_panels){bp, 0, g->stride_b ? bp_stride : 0, nr * g->k, nr}, true);
+    clg__buffer_release(bp);
+    return st;
+}
+
 /* Packed B panels of a batch above this are made a part of the batch at a time: a
  * convolution's weight gradient packs its whole column matrix otherwise (for float16,
  * whose dot products convert too slowly, twice the columns' size in float32 panels). */
@@ -231,6 +304,7 @@ static clg_status run(clg_device *dev, const clg_gemm_args *g, const clg_gemm_co
     bool dot_path = !g->trans_a && g->trans_b && clg__device_params(dev)->gemm_dot && (g->m <= 256 || g->n <= 256) &&
                     g->type != CLG_GEMM_F16;
     if (dot_path) return dot(dev, g);
+    if (small_fits(dev, g)) return small(dev, g);
     if (!g->stride_b || g->batch < 2 || per * g->batch <= PANELS_MAX) return packed(dev, g);
     size_t chunk = PANELS_MAX / per ? PANELS_MAX / per : 1;
     clg_status st = CLG_OK;
