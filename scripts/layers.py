@@ -73,7 +73,7 @@ def capture_hooks(calls):
 # Headers of src/device/ that no other folder includes: the recording hooks, the
 # capture's internals and what src/device/ asks of its OpenCL implementation. The layers
 # above see runtime.h and device_impl.h.
-DEVICE_PRIVATE = {"capture.h", "capture_impl.h", "backend.h"}
+DEVICE_PRIVATE = {"capture.h", "capture_impl.h", "backend.h", "layer.h"}
 # What only the OpenCL implementation, src/device/opencl/, includes or names.
 OPENCL_HEADERS = {"device_cl.h", "clblast_c.h"}
 OPENCL_TYPES = re.compile(r"\b(cl_mem|cl_event|cl_int|cl_uint|cl_kernel|cl_command_queue|cl_device_id|cl_context|"

@@ -282,11 +282,16 @@ clg_status clg__cap_regs(clg_device *dev, const clg_refresh *r, const char *kern
 clg_capture *clg__cap_pause(clg_device *dev)
 {
     clg_capture *c = dev->cap;
+    if (c) clg__rt_pop(dev, &c->layer);
     dev->cap = NULL;
     return c;
 }
 
-void clg__cap_resume(clg_device *dev, clg_capture *c) { dev->cap = c; }
+void clg__cap_resume(clg_device *dev, clg_capture *c)
+{
+    if (c) clg__rt_push(dev, &c->layer);
+    dev->cap = c;
+}
 
 clg_status clg__uncaptured(clg_device *dev, clg_uncaptured_fn fn, void *data)
 {
@@ -322,7 +327,8 @@ clg_status clg__capture_begin(clg_device *dev)
     clg_capture *c = calloc(1, sizeof *c);
     if (!c) return clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "clg_graph_begin: out of host memory");
     c->dev = dev;
-    dev->cap = c;
+    c->layer = (clg_rt){.ops = &clg__rt_record_ops, .self = c};
+    clg__cap_resume(dev, c);
     return CLG_OK;
 }
 
@@ -347,7 +353,7 @@ clg_capture *clg__capture_end(clg_device *dev)
         clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg_graph_end: no capture is open on this device");
         return NULL;
     }
-    dev->cap = NULL;
+    clg__cap_pause(dev);
     if (!c->failed) check_carried(c);
     if (!c->failed && !c->ncmds) clg__cap_fail(c, "nothing was enqueued between clg_graph_begin and clg_graph_end");
     if (c->failed) {

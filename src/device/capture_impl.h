@@ -5,6 +5,7 @@
 
 #include "backend.h"
 #include "capture.h"
+#include "layer.h"
 
 /* One lifetime of one buffer as the capture saw it: from before the capture or its
  * allocation inside, to its release inside or past the end. */
@@ -56,6 +57,7 @@ typedef struct cap_cmd {
 
 struct clg_capture {
     clg_device *dev;
+    clg_rt layer;                  /* its recording layer (capture_layer.c), on the device's stack while open */
     cap_value *vals;
     int nvals, capvals;
     cap_launch *launches;

@@ -39,9 +39,11 @@ static clg_status enqueue(clg_capture *c, const cap_cmd *cmd)
 {
     clg_device *dev = c->dev;
     cap_launch *l = &c->launches[cmd->launch];
-    if (l->k->native) return clg__enqueue_native(dev, l->k, l->args, l->nargs);   /* its arguments as planned */
-    return clg__kobj_enqueue(dev, l->k, l->clone, cmd->dims, cmd->has_offset ? cmd->offset : NULL, cmd->global,
-                             cmd->has_local ? cmd->local : NULL, "clEnqueueNDRangeKernel (graph replay)");
+    /* through the device's layers (no capture is open: clg_graph_replay checks), so that
+     * a profiling layer times replays as it times eager launches */
+    if (l->k->native) return dev->rt->ops->native(dev->rt, l->k, l->args, l->nargs, NULL);   /* arguments as planned */
+    return dev->rt->ops->launch(dev->rt, l->k, l->clone, cmd->dims, cmd->has_offset ? cmd->offset : NULL, cmd->global,
+                                cmd->has_local ? cmd->local : NULL, NULL);
 }
 
 clg_status clg__capture_replay(clg_capture *c)

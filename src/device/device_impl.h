@@ -456,6 +456,16 @@ typedef struct clg_slot {
     void (*free)(clg_device *dev, void *data);
 } clg_slot;
 
+/* One layer of the runtime (layer.h, private to src/device/): its operations table, the
+ * layer it wraps (NULL for the base), its own state. */
+struct clg_rt_ops;
+typedef struct clg_rt {
+    const struct clg_rt_ops *ops;
+    struct clg_rt *below;
+    clg_device *dev;
+    void *self;
+} clg_rt;
+
 struct clg_device {
     clg_device_info info;
     clg_device_params params;
@@ -479,6 +489,10 @@ struct clg_device {
     clg_slot slots[CLG_SLOT_COUNT];
     clg_kernel_errors kerr;
     struct clg_capture *cap; /* the capture open on this device (capture.c), else NULL */
+    /* The runtime's layers (layer.h): rt the top one, which every device operation
+     * calls; the base and profiling layers live here, a capture's in the capture. */
+    clg_rt *rt;
+    clg_rt rt_base, rt_prof;
 };
 
 /* The device's context and queue exist (an open that failed leaves a device with its

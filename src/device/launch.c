@@ -4,6 +4,7 @@
 
 #include "backend.h"
 #include "capture.h"
+#include "layer.h"
 
 clg_arg clg__arg_int8(const int64_t *v, int n)
 {
@@ -12,19 +13,23 @@ clg_arg clg__arg_int8(const int64_t *v, int n)
     return a;
 }
 
+/* Both through the runtime's layers (layer.h): a recording layer keeps the arguments
+ * and each enqueue, a profiling layer times it. */
 static clg_status set_args(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs)
 {
-    if (dev->cap) clg__cap_args(dev, k, args, nargs);
-    return clg__kobj_set_args(dev, k->k, k->name, args, nargs);
+    return dev->rt->ops->set_args(dev->rt, k, k->k, args, nargs);
 }
 
 /* Enqueue over [offset, offset + global) in each dimension. */
 static clg_status enqueue(clg_device *dev, clg_kernel *k, int dims, const size_t *offset, const size_t *global,
                           const size_t *local)
 {
-    clg_status st = clg__kobj_enqueue(dev, k, k->k, dims, offset, global, local, "clEnqueueNDRangeKernel");
-    if (st == CLG_OK && dev->cap) clg__cap_enqueue(dev, dims, offset, global, local);
-    return st;
+    return dev->rt->ops->launch(dev->rt, k, k->k, dims, offset, global, local, NULL);
+}
+
+clg_status clg__launch_native(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs)
+{
+    return dev->rt->ops->native(dev->rt, k, args, nargs, NULL);
 }
 
 /* The device's and the kernel's limits on a group, checked here once for every launch

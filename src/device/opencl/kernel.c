@@ -1,5 +1,6 @@
 /* kernel.c: kernel objects on the device's queue (backend.h): their arguments, their
- * enqueue with the profiler's timing, and the clones a graph's launches keep. */
+ * enqueue (timed by the profiling layer, profile_layer.c, when it asks for the event),
+ * and the clones a graph's launches keep. */
 #include <stdio.h>
 
 #include "device_cl.h"
@@ -41,17 +42,13 @@ clg_status clg__kobj_set_args(clg_device *dev, clg_kobj *obj, const char *name, 
 }
 
 clg_status clg__kobj_enqueue(clg_device *dev, clg_kernel *k, clg_kobj *obj, int dims, const size_t *offset,
-                             const size_t *global, const size_t *local, const char *call)
+                             const size_t *global, const size_t *local, clg_event **done)
 {
     cl_event ev = NULL;
-    if (dev->prof.host_timed) clg__profile_before_enqueue(dev);
     cl_int e = clEnqueueNDRangeKernel(dev->cl->queue, clg__cl_kernel(obj), (cl_uint)dims, offset, global, local, 0,
-                                      NULL, dev->prof.enabled ? &ev : NULL);
-    if (e != CL_SUCCESS) return clg__cl_fail(dev, e, call, k->name);
-    if (ev) {
-        if (k->prof_slot < 0) k->prof_slot = clg__profile_slot(dev, k->name);
-        clg__profile_launch(dev, k->prof_slot, ev);
-    }
+                                      NULL, done ? &ev : NULL);
+    if (e != CL_SUCCESS) return clg__cl_fail(dev, e, "clEnqueueNDRangeKernel", k->name);
+    if (done) *done = (clg_event *)ev;
     return CLG_OK;
 }
 
