@@ -26,7 +26,8 @@ clg_status clg__mem_copy(clg_device *dev, const clg_buffer *src, size_t src_off,
 
 /* ---- kernel objects (opencl/kernel.c) ------------------------------------------------- */
 
-/* Set argument i, or all nargs arguments, of obj (kernel `name`, for errors). */
+/* Set one argument of obj at the kernel's argument index i (clg__arg_slot), or all nargs
+ * arguments (kernel `name`, for errors). */
 clg_status clg__kobj_set_arg(clg_device *dev, clg_kobj *obj, const char *name, int i, const clg_arg *a);
 clg_status clg__kobj_set_args(clg_device *dev, clg_kobj *obj, const char *name, const clg_arg *args, int nargs);
 /* Enqueue obj (k's own object or a clone of it) over [offset, offset + global) in each

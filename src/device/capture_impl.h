@@ -32,7 +32,7 @@ typedef struct cap_launch {
     clg_kobj *clone;     /* from the plan, its arguments set */
     clg_refresh_fn refresh;
     void *refresh_data;
-    int refresh_reg;     /* the refresh's first register, -1: none */
+    bool rng;            /* takes a generator position: set anew at each replay */
     bool dropped;        /* left out by the plan: no kernel object */
 } cap_launch;
 
@@ -64,7 +64,7 @@ struct clg_capture {
     int nlaunches, caplaunches;
     cap_cmd *cmds;
     int ncmds, capcmds;
-    int64_t *regs;
+    int64_t *regs;                 /* generator positions drawn in the step (clg__cap_rng), two each */
     int nregs;
     int refreshes;
     bool failed;                   /* the first problem is in `why` */

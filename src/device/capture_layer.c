@@ -41,6 +41,8 @@ static clg_status rec_copy(clg_rt *rt, const clg_buffer *src, size_t src_off, co
 
 static clg_status rec_set_args(clg_rt *rt, clg_kernel *k, clg_kobj *obj, const clg_arg *args, int nargs)
 {
+    clg_status st = clg__cap_rng(rt->dev, k, args, nargs);   /* generator positions: drawn anew at replay */
+    if (st != CLG_OK) return st;
     clg__cap_args(rt->dev, k, args, nargs);
     return rt->below->ops->set_args(rt->below, k, obj, args, nargs);
 }
