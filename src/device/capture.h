@@ -1,8 +1,9 @@
 /* capture.h: the recording hooks of src/device/ (private to it: the layers above record
  * through the launches of device_impl.h and the calls of runtime.h, and src/graph/ holds
- * a capture through runtime.h). While a capture is open (dev->cap),
- * every enqueue that launch.c and transfer.c make is also recorded, with the buffers
- * it names; the pool reports which buffers are born and die inside it. At the end the
+ * a capture through runtime.h). While a capture is open (dev->cap), its recording layer
+ * (capture_layer.c, layer.h) tops the device's runtime stack and calls these hooks for
+ * every enqueue, transfer and pool buffer born or dead, with the buffers they name,
+ * before the layer below does the work. At the end the
  * recording becomes a replayable list:
  *
  *   capture.c         recording: launches, copies, writes, host steps, buffer lifetimes
@@ -11,9 +12,9 @@
  *   capture_replay.c  replay: the list enqueued again, with no op, shape check, tape or
  *                     allocation on the way
  *
- * Ops whose launches take scalars from host state that changes from step to step (the
- * optimizers' step counts and rates, the random generator's position) record a
- * refresh: at each replay it updates that state as the eager op would and rewrites the
+ * The generator's position is a CLG_ARG_RNG argument, drawn anew at each replay
+ * (clg__cap_rng). Ops whose launches take scalars from host state that changes from
+ * step to step (the optimizers' step counts and rates) record a refresh: at each replay it updates that state as the eager op would and rewrites the
  * launch's scalar arguments. Everything else a kernel reads is in device buffers.
  */
 #ifndef CLGRAD_CAPTURE_H

@@ -8,7 +8,8 @@
  *   opencl/device.c   the context and queue, errors and logging, counters
  *   pool.c            the allocator: device buffers, reused through a pool
  *   opencl/program.c  the compiler: kernel sources, lazy builds, binary_cache.c on disk
- *   launch.c          the program runner: kernel arguments and enqueueing, opencl/profile.c timing
+ *   launch.c          the program runner: kernel arguments and enqueueing through the
+ *                     runtime's layers (layer.h: recording, profiling, the base)
  * src/device/backend.h lists what the files of src/device/ outside opencl/ ask of it.
  */
 #ifndef CLGRAD_DEVICE_IMPL_H
