@@ -9,6 +9,8 @@
  *   ./two_layer_net --style module     Sequential(Linear, ReLU, Linear), mse, SGD
  *   ./two_layer_net --style all        all three, side by side (the default)
  *   ./two_layer_net --steps 100        fewer steps (at most 500; the suite's short run)
+ *   ./two_layer_net --min-fall 1.1     the factor the loss must fall by (default 100; a
+ *                                      run of 2 steps under Oclgrind falls 1.19x)
  *
  * All three start from the same weights (the same seed) and agree step for step to
  * float32 rounding (1e-3 relative); the loss falls by far more than 100x.
@@ -124,13 +126,17 @@ int main(int argc, char **argv)
 {
     const char *style = "all";
     int steps = STEPS;
+    double min_fall = 100;
     static const struct option opts[] = {{"style", required_argument, 0, 's'}, {"steps", required_argument, 0, 'n'},
-                                         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    for (int c; (c = getopt_long(argc, argv, "s:n:h", opts, NULL)) != -1;) {
+                                         {"min-fall", required_argument, 0, 'f'}, {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    for (int c; (c = getopt_long(argc, argv, "s:n:f:h", opts, NULL)) != -1;) {
         if (c == 's') style = optarg;
         else if (c == 'n' && atoi(optarg) >= 2 && atoi(optarg) <= STEPS) steps = atoi(optarg);
+        else if (c == 'f' && atof(optarg) >= 1) min_fall = atof(optarg);
         else {
-            printf("usage: two_layer_net [--style manual|autograd|module|all] [--steps N (2 to %d)]\n", STEPS);
+            printf("usage: two_layer_net [--style manual|autograd|module|all] [--steps N (2 to %d)] "
+                   "[--min-fall X (1 or more)]\n", STEPS);
             return c == 'h' ? 0 : 2;
         }
     }
@@ -172,7 +178,7 @@ int main(int argc, char **argv)
         if (!on[i]) continue;
         double ratio = losses[i][0] / losses[i][steps - 1];
         printf("%s: loss %.6g -> %.6g, fell %.0fx\n", names[i], losses[i][0], losses[i][steps - 1], ratio);
-        if (!(ratio > 100)) status = 1;
+        if (!(ratio > min_fall)) status = 1;
     }
     /* The styles agree step for step, up to float32 rounding: 1e-3 relative while the
      * loss is above 1, absolute below (near the end the loss is a sum of tiny differences

@@ -11,7 +11,13 @@ or when a folder other than device/ calls a capture hook (clg__cap_*): capture a
 replay belong to the runtime, which records what an op passes with its launches
 (issue 34), or when a file outside device/ includes one of its private headers
 (DEVICE_PRIVATE), or a file outside device/opencl/ includes OpenCL's headers or names an
-OpenCL type: the OpenCL implementation is that one folder."""
+OpenCL type: the OpenCL implementation is that one folder; or when a generator position
+can reach a kernel other than through a CLG_ARG_RNG argument (generator_positions): a
+kernel that takes one must take it as the four arguments that argument sets, every
+source that launches such a kernel must pass one, and no folder but device/ (which
+keeps the position), io/ (checkpoints) and train/ (evaluation that restores it) reads
+the generator's state, so that no op can pass a position as plain integers, which a graph
+replay would repeat."""
 import os, re, subprocess, sys
 from collections import defaultdict
 
@@ -73,7 +79,7 @@ def capture_hooks(calls):
 # Headers of src/device/ that no other folder includes: the recording hooks, the
 # capture's internals and what src/device/ asks of its OpenCL implementation. The layers
 # above see runtime.h and device_impl.h.
-DEVICE_PRIVATE = {"capture.h", "capture_impl.h", "backend.h"}
+DEVICE_PRIVATE = {"capture.h", "capture_impl.h", "backend.h", "layer.h"}
 # What only the OpenCL implementation, src/device/opencl/, includes or names.
 OPENCL_HEADERS = {"device_cl.h", "clblast_c.h"}
 OPENCL_TYPES = re.compile(r"\b(cl_mem|cl_event|cl_int|cl_uint|cl_kernel|cl_command_queue|cl_device_id|cl_context|"
@@ -103,6 +109,63 @@ def private_includes():
             for t in sorted(set(OPENCL_TYPES.findall(text))):
                 found.append((name, f"names OpenCL's {t}"))
     return sorted(found)
+
+
+KERNELS = os.path.join(SRC, "..", "cl_kernels")
+# The four kernel arguments a CLG_ARG_RNG argument sets (src/device/opencl/kernel.c).
+RNG_PARAMS = ["uint seed_lo", "uint seed_hi", "uint ctr_lo", "uint ctr_hi"]
+RNG_NAME = re.compile(r"\b(seed\w*|ctr\w*|rng\w*|philox\w*)$")
+RNG_READERS = {"device", "io", "train"}
+
+
+def rng_kernels():
+    """(kernels taking a generator position, problems): a kernel parameter named like a
+    position (seed*, ctr*, rng*, philox*) that is not in the run of RNG_PARAMS."""
+    takes, bad = set(), []
+    for f in sorted(os.listdir(KERNELS)):
+        if not f.endswith(".cl"):
+            continue
+        with open(os.path.join(KERNELS, f), encoding="utf-8") as fh:
+            text = re.sub(r"//[^\n]*|/\*.*?\*/", "", fh.read(), flags=re.S)
+        for m in re.finditer(r"__kernel\s+void\s+(\w+)\s*\(([^)]*)\)", text):
+            name, params = m.group(1), [" ".join(p.split()) for p in m.group(2).split(",")]
+            named = [p for p in params if RNG_NAME.search(p)]
+            if not named:
+                continue
+            at = next((i for i in range(len(params)) if params[i:i + 4] == RNG_PARAMS), -1)
+            if at < 0 or len(named) != 4:
+                bad.append(f"cl_kernels/{f}: kernel {name} takes a generator position other than as "
+                           f"'{', '.join(RNG_PARAMS)}' (the four arguments of a CLG_ARG_RNG argument)")
+            takes.add(name)
+    return takes, bad
+
+
+def generator_positions(calls):
+    """Problems: rng_kernels' ones; a source outside device/ that names a kernel taking a
+    position (a string literal that is its name: attention.c adds suffixes to names that
+    are kernels' too) and passes no CLG_ARG_RNG_ argument; a folder outside RNG_READERS that reads the
+    generator's state (clg_rng_get_state, or the device's rng field)."""
+    takes, bad = rng_kernels()
+    for dirpath, _, files in os.walk(SRC):
+        rel = os.path.relpath(dirpath, SRC)
+        folder = rel.split(os.sep)[0]
+        for f in files:
+            if folder == "device" or not f.endswith(".c"):
+                continue
+            with open(os.path.join(dirpath, f), encoding="utf-8") as fh:
+                text = fh.read()
+            named = sorted(set(re.findall(r'"(\w+)"', text)) & takes)
+            if named and "CLG_ARG_RNG_" not in text:
+                bad.append(f"src/{os.path.join(rel, f)} launches {', '.join(named)} (a generator position) without "
+                           "a CLG_ARG_RNG_ argument")
+            if folder not in RNG_READERS and re.search(r"->rng\.|\brng\.(seed|offset)\b", text):
+                bad.append(f"src/{os.path.join(rel, f)} reads the device generator's position: ops get it only "
+                           "through CLG_ARG_RNG_DRAW / CLG_ARG_RNG_AT")
+    for (a, b), syms in sorted(calls.items()):
+        if a not in RNG_READERS and "clg_rng_get_state" in syms:
+            bad.append(f"src/{a}/ calls clg_rng_get_state: ops get the generator's position only through "
+                       "CLG_ARG_RNG_DRAW / CLG_ARG_RNG_AT")
+    return bad
 
 
 def include_graph():
@@ -170,7 +233,12 @@ def main():
     for f, what in private:
         print(f"src/{f} {what}: private to src/device/ (the layers above see runtime.h and device_impl.h) or to its "
               "OpenCL implementation, src/device/opencl/ (the rest of src/device/ goes through backend.h)")
-    return 1 if (bad or hooks or private) and "--check" in sys.argv else 0
+    rng = generator_positions(calls)
+    for what in rng:
+        print(what)
+    if not rng:
+        print("generator positions reach kernels only through CLG_ARG_RNG arguments")
+    return 1 if (bad or hooks or private or rng) and "--check" in sys.argv else 0
 
 
 if __name__ == "__main__":

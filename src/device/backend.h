@@ -26,14 +26,15 @@ clg_status clg__mem_copy(clg_device *dev, const clg_buffer *src, size_t src_off,
 
 /* ---- kernel objects (opencl/kernel.c) ------------------------------------------------- */
 
-/* Set argument i, or all nargs arguments, of obj (kernel `name`, for errors). */
+/* Set one argument of obj at the kernel's argument index i (clg__arg_slot), or all nargs
+ * arguments (kernel `name`, for errors). */
 clg_status clg__kobj_set_arg(clg_device *dev, clg_kobj *obj, const char *name, int i, const clg_arg *a);
 clg_status clg__kobj_set_args(clg_device *dev, clg_kobj *obj, const char *name, const clg_arg *args, int nargs);
 /* Enqueue obj (k's own object or a clone of it) over [offset, offset + global) in each
- * of dims dimensions (offset NULL: from 0), in groups of local (NULL: the driver's),
- * timed by the profiler as k; `call` is the call as errors name it. */
+ * of dims dimensions (offset NULL: from 0), in groups of local (NULL: the driver's);
+ * *done, when given, receives the command's event. */
 clg_status clg__kobj_enqueue(clg_device *dev, clg_kernel *k, clg_kobj *obj, int dims, const size_t *offset,
-                             const size_t *global, const size_t *local, const char *call);
+                             const size_t *global, const size_t *local, clg_event **done);
 /* A kernel object of its own for k's kernel, its arguments unset (a graph's launch);
  * NULL with the error recorded. */
 clg_kobj *clg__kobj_clone(clg_device *dev, const clg_kernel *k);
@@ -41,9 +42,16 @@ void clg__kobj_release(clg_kobj *obj);   /* NULL is fine */
 
 /* ---- host functions (opencl/native.c) ------------------------------------------------- */
 
-/* clg__launch_native without the capture's record, timed by the profiler: what a graph
- * replay enqueues. */
-clg_status clg__enqueue_native(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs);
+/* k's host function with args as a command of the device's queue; *done, when given,
+ * receives its event. */
+clg_status clg__enqueue_native(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, clg_event **done);
+
+/* ---- events and the profiler (opencl/queue.c, opencl/profile.c) ----------------------- */
+
+void clg__event_retain(clg_event *ev);
+/* A command's event, timed as the profiler's kernel `slot` (clg__profile_slot); takes
+ * the reference. */
+void clg__profile_event(clg_device *dev, int slot, clg_event *ev);
 
 /* ---- what the parameter table reads from the device (opencl/discover.c) ------------- */
 

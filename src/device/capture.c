@@ -95,6 +95,16 @@ void clg__cap_args(clg_device *dev, clg_kernel *k, const clg_arg *args, int narg
     }
     c->nlaunches++;
     memcpy(l->args, args, (size_t)nargs * sizeof *args);
+    for (int i = 0; i < nargs; i++) {
+        if (args[i].kind != CLG_ARG_RNG) continue;
+        /* the position lives in the capture's registers, made or checked by clg__cap_rng
+         * (-1: no draw, zeros) */
+        l->args[i].v.rng.reg = args[i].v.rng.pos ? args[i].v.rng.pos->reg : -1;
+        l->args[i].v.rng.pos = NULL;
+        if (l->args[i].v.rng.reg < 0) continue;
+        c->refreshes += !l->rng;
+        l->rng = true;
+    }
     char who[96];
     for (int i = 0; i < nargs; i++) {
         snprintf(who, sizeof who, "kernel %s, argument %d,", k->name, i);
@@ -208,7 +218,7 @@ void clg__cap_died(clg_device *dev, clg_buffer *b)
         }
 }
 
-void clg__cap_refresh(clg_device *dev, clg_refresh_fn fn, const void *data, size_t size, int reg)
+void clg__cap_refresh(clg_device *dev, clg_refresh_fn fn, const void *data, size_t size)
 {
     clg_capture *c = dev->cap;
     if (!c || c->failed) return;
@@ -225,7 +235,6 @@ void clg__cap_refresh(clg_device *dev, clg_refresh_fn fn, const void *data, size
     cap_launch *l = &c->launches[c->nlaunches - 1];
     l->refresh = fn;
     l->refresh_data = d;
-    l->refresh_reg = reg;
     c->refreshes++;
 }
 
@@ -263,30 +272,39 @@ static int new_registers(clg_capture *c, int n)
     return c->nregs - n;
 }
 
-clg_status clg__cap_regs(clg_device *dev, const clg_refresh *r, const char *kernel)
+clg_status clg__cap_rng(clg_device *dev, const clg_kernel *k, const clg_arg *args, int nargs)
 {
     clg_capture *c = dev->cap;
-    if (r->regs == CLG_REGS_NEW) {
-        *r->reg = c && !c->failed && r->nregs > 0 ? new_registers(c, r->nregs) : -1;
-        return CLG_OK;
+    for (int i = 0; i < nargs; i++) {
+        clg_rng_pos *pos = args[i].kind == CLG_ARG_RNG ? args[i].v.rng.pos : NULL;
+        if (!pos || !c || c->failed) continue;
+        if (args[i].v.rng.draw) {
+            pos->reg = new_registers(c, 2);
+            continue;
+        }
+        if (pos->reg >= 0 && pos->reg + 2 <= c->nregs) continue;
+        char why[256];
+        snprintf(why, sizeof why, "%s: it draws at a generator position that no launch of this capture drew (a "
+                 "backward captured without its forward)", k->name);
+        clg__cap_fail(c, "%s", why);
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "%s", why);
     }
-    if (r->regs != CLG_REGS_READ || !c || c->failed) return CLG_OK;   /* a failed capture records nothing more */
-    if (*r->reg >= 0 && r->nregs > 0 && *r->reg + r->nregs <= c->nregs) return CLG_OK;
-    char why[256];
-    snprintf(why, sizeof why, "%s: its refresh reads capture registers that no launch of this capture made (a "
-             "backward captured without its forward)", kernel);
-    clg__cap_fail(c, "%s", why);   /* the step goes on without this launch: the capture must not end as if whole */
-    return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "%s", why);
+    return CLG_OK;
 }
 
 clg_capture *clg__cap_pause(clg_device *dev)
 {
     clg_capture *c = dev->cap;
+    if (c) clg__rt_pop(dev, &c->layer);
     dev->cap = NULL;
     return c;
 }
 
-void clg__cap_resume(clg_device *dev, clg_capture *c) { dev->cap = c; }
+void clg__cap_resume(clg_device *dev, clg_capture *c)
+{
+    if (c) clg__rt_push(dev, &c->layer);
+    dev->cap = c;
+}
 
 clg_status clg__uncaptured(clg_device *dev, clg_uncaptured_fn fn, void *data)
 {
@@ -322,7 +340,8 @@ clg_status clg__capture_begin(clg_device *dev)
     clg_capture *c = calloc(1, sizeof *c);
     if (!c) return clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "clg_graph_begin: out of host memory");
     c->dev = dev;
-    dev->cap = c;
+    c->layer = (clg_rt){.ops = &clg__rt_record_ops, .self = c};
+    clg__cap_resume(dev, c);
     return CLG_OK;
 }
 
@@ -347,7 +366,7 @@ clg_capture *clg__capture_end(clg_device *dev)
         clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg_graph_end: no capture is open on this device");
         return NULL;
     }
-    dev->cap = NULL;
+    clg__cap_pause(dev);
     if (!c->failed) check_carried(c);
     if (!c->failed && !c->ncmds) clg__cap_fail(c, "nothing was enqueued between clg_graph_begin and clg_graph_end");
     if (c->failed) {

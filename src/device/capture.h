@@ -1,8 +1,9 @@
 /* capture.h: the recording hooks of src/device/ (private to it: the layers above record
  * through the launches of device_impl.h and the calls of runtime.h, and src/graph/ holds
- * a capture through runtime.h). While a capture is open (dev->cap),
- * every enqueue that launch.c and transfer.c make is also recorded, with the buffers
- * it names; the pool reports which buffers are born and die inside it. At the end the
+ * a capture through runtime.h). While a capture is open (dev->cap), its recording layer
+ * (capture_layer.c, layer.h) tops the device's runtime stack and calls these hooks for
+ * every enqueue, transfer and pool buffer born or dead, with the buffers they name,
+ * before the layer below does the work. At the end the
  * recording becomes a replayable list:
  *
  *   capture.c         recording: launches, copies, writes, host steps, buffer lifetimes
@@ -11,9 +12,9 @@
  *   capture_replay.c  replay: the list enqueued again, with no op, shape check, tape or
  *                     allocation on the way
  *
- * Ops whose launches take scalars from host state that changes from step to step (the
- * optimizers' step counts and rates, the random generator's position) record a
- * refresh: at each replay it updates that state as the eager op would and rewrites the
+ * The generator's position is a CLG_ARG_RNG argument, drawn anew at each replay
+ * (clg__cap_rng). Ops whose launches take scalars from host state that changes from
+ * step to step (the optimizers' step counts and rates) record a refresh: at each replay it updates that state as the eager op would and rewrites the
  * launch's scalar arguments. Everything else a kernel reads is in device buffers.
  */
 #ifndef CLGRAD_CAPTURE_H
@@ -31,15 +32,15 @@ void clg__cap_read(clg_device *dev, size_t bytes);   /* a host read: the capture
 void clg__cap_born(clg_device *dev, clg_buffer *b, size_t asked);  /* handed out by the pool for `asked` bytes */
 void clg__cap_died(clg_device *dev, clg_buffer *b);  /* its last reference went */
 
-/* Before a refreshed launch (launch.c): make the registers r asks for (*r->reg their
- * first index, -1 when no capture is open), or check that those it reads were made by
- * this capture; CLG_ERR_INVALID_ARGUMENT, recorded against `kernel`, when not. */
-clg_status clg__cap_regs(clg_device *dev, const clg_refresh *r, const char *kernel);
-/* At replay, before the last recorded launch is enqueued again: fn(data, regs, args,
- * nargs) advances the host state the op advanced and rewrites the launch's scalar
- * arguments in args (buffer arguments are the graph's: leave them). data (size bytes)
- * is copied. regs: the capture's registers from index reg on (NULL for reg -1). */
-void clg__cap_refresh(clg_device *dev, clg_refresh_fn fn, const void *data, size_t size, int reg);
+/* Before a launch's arguments are set: registers for each generator position it draws
+ * (their index into the position's reg), and a check that each position it draws at
+ * again was drawn inside this capture; CLG_ERR_INVALID_ARGUMENT, the capture failed,
+ * when not (a backward captured without its forward). */
+clg_status clg__cap_rng(clg_device *dev, const clg_kernel *k, const clg_arg *args, int nargs);
+/* At replay, before the last recorded launch is enqueued again: fn(data, args, nargs)
+ * advances the host state the op advanced and rewrites the launch's scalar arguments
+ * in args (buffer arguments are the graph's: leave them). data (size bytes) is copied. */
+void clg__cap_refresh(clg_device *dev, clg_refresh_fn fn, const void *data, size_t size);
 /* At replay, at this point of the list: fn(data): host state only (clg_host_fn:
  * runtime.h, whose clg__host_step also runs it now). */
 void clg__cap_host(clg_device *dev, clg_host_fn fn, const void *data, size_t size);

@@ -5,6 +5,7 @@
 
 #include "backend.h"
 #include "capture.h"
+#include "layer.h"
 
 /* One lifetime of one buffer as the capture saw it: from before the capture or its
  * allocation inside, to its release inside or past the end. */
@@ -31,7 +32,7 @@ typedef struct cap_launch {
     clg_kobj *clone;     /* from the plan, its arguments set */
     clg_refresh_fn refresh;
     void *refresh_data;
-    int refresh_reg;     /* the refresh's first register, -1: none */
+    bool rng;            /* takes a generator position: set anew at each replay */
     bool dropped;        /* left out by the plan: no kernel object */
 } cap_launch;
 
@@ -56,13 +57,14 @@ typedef struct cap_cmd {
 
 struct clg_capture {
     clg_device *dev;
+    clg_rt layer;                  /* its recording layer (capture_layer.c), on the device's stack while open */
     cap_value *vals;
     int nvals, capvals;
     cap_launch *launches;
     int nlaunches, caplaunches;
     cap_cmd *cmds;
     int ncmds, capcmds;
-    int64_t *regs;
+    int64_t *regs;                 /* generator positions drawn in the step (clg__cap_rng), two each */
     int nregs;
     int refreshes;
     bool failed;                   /* the first problem is in `why` */

@@ -294,7 +294,7 @@ clg_status clg__capture_rebind(clg_capture *c, int v, clg_buffer *b)
             if (l->val[a] != v) continue;
             l->args[a].v.buf = b;
             if (l->k->native) continue;
-            clg_status st = clg__kobj_set_arg(c->dev, l->clone, l->k->name, a, &l->args[a]);
+            clg_status st = clg__kobj_set_arg(c->dev, l->clone, l->k->name, clg__arg_slot(l->args, a), &l->args[a]);
             if (st != CLG_OK) return st;
         }
     }

@@ -26,10 +26,31 @@ static clg_status refresh(clg_capture *c, cap_launch *l)
     clg_arg old[CLG_CAP_MAX_REFRESH_ARGS];
     int n = l->nargs < CLG_CAP_MAX_REFRESH_ARGS ? l->nargs : CLG_CAP_MAX_REFRESH_ARGS;
     memcpy(old, l->args, (size_t)n * sizeof *old);
-    l->refresh(l->refresh_data, l->refresh_reg >= 0 ? c->regs + l->refresh_reg : NULL, l->args, l->nargs);
+    l->refresh(l->refresh_data, l->args, l->nargs);
     for (int a = 0; a < l->nargs && !l->k->native; a++) {
-        if (l->val[a] >= 0 || l->args[a].kind == CLG_ARG_LOCAL || (a < n && same_arg(&old[a], &l->args[a]))) continue;
-        clg_status st = clg__kobj_set_arg(c->dev, l->clone, l->k->name, a, &l->args[a]);
+        if (l->val[a] >= 0 || l->args[a].kind == CLG_ARG_LOCAL || l->args[a].kind == CLG_ARG_RNG || (a < n && same_arg(&old[a], &l->args[a]))) continue;
+        clg_status st = clg__kobj_set_arg(c->dev, l->clone, l->k->name, clg__arg_slot(l->args, a), &l->args[a]);
+        if (st != CLG_OK) return st;
+    }
+    return CLG_OK;
+}
+
+/* The launch's generator positions: each draw takes the device's position now, as the
+ * eager op did, and leaves it in its registers for the step's later draws at it. */
+static clg_status set_positions(clg_capture *c, cap_launch *l)
+{
+    for (int a = 0; a < l->nargs; a++) {
+        const clg_arg *x = &l->args[a];
+        if (x->kind != CLG_ARG_RNG || x->v.rng.reg < 0) continue;
+        int64_t *r = c->regs + x->v.rng.reg;
+        clg_rng_pos pos = {(uint64_t)r[0], (uint64_t)r[1], x->v.rng.reg};
+        if (x->v.rng.draw) {
+            clg__rng_take(c->dev, x->v.rng.blocks, &pos);
+            r[0] = (int64_t)pos.seed;
+            r[1] = (int64_t)pos.offset;
+        }
+        clg_arg at = CLG_ARG_RNG_AT(&pos);
+        clg_status st = clg__kobj_set_arg(c->dev, l->clone, l->k->name, clg__arg_slot(l->args, a), &at);
         if (st != CLG_OK) return st;
     }
     return CLG_OK;
@@ -39,9 +60,11 @@ static clg_status enqueue(clg_capture *c, const cap_cmd *cmd)
 {
     clg_device *dev = c->dev;
     cap_launch *l = &c->launches[cmd->launch];
-    if (l->k->native) return clg__enqueue_native(dev, l->k, l->args, l->nargs);   /* its arguments as planned */
-    return clg__kobj_enqueue(dev, l->k, l->clone, cmd->dims, cmd->has_offset ? cmd->offset : NULL, cmd->global,
-                             cmd->has_local ? cmd->local : NULL, "clEnqueueNDRangeKernel (graph replay)");
+    /* through the device's layers (no capture is open: clg_graph_replay checks), so that
+     * a profiling layer times replays as it times eager launches */
+    if (l->k->native) return dev->rt->ops->native(dev->rt, l->k, l->args, l->nargs, NULL);   /* arguments as planned */
+    return dev->rt->ops->launch(dev->rt, l->k, l->clone, cmd->dims, cmd->has_offset ? cmd->offset : NULL, cmd->global,
+                                cmd->has_local ? cmd->local : NULL, NULL);
 }
 
 clg_status clg__capture_replay(clg_capture *c)
@@ -53,9 +76,10 @@ clg_status clg__capture_replay(clg_capture *c)
         clg_status st = CLG_OK;
         switch (cmd->kind) {
         case CAP_KERNEL:
-            if (c->launches[cmd->launch].refresh && cmd->launch != refreshed) {
+            if ((c->launches[cmd->launch].refresh || c->launches[cmd->launch].rng) && cmd->launch != refreshed) {
                 refreshed = cmd->launch;
-                st = refresh(c, &c->launches[cmd->launch]);
+                if (c->launches[cmd->launch].refresh) st = refresh(c, &c->launches[cmd->launch]);
+                if (st == CLG_OK && c->launches[cmd->launch].rng) st = set_positions(c, &c->launches[cmd->launch]);
             }
             if (st == CLG_OK) st = enqueue(c, cmd);
             break;

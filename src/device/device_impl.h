@@ -8,7 +8,8 @@
  *   opencl/device.c   the context and queue, errors and logging, counters
  *   pool.c            the allocator: device buffers, reused through a pool
  *   opencl/program.c  the compiler: kernel sources, lazy builds, binary_cache.c on disk
- *   launch.c          the program runner: kernel arguments and enqueueing, opencl/profile.c timing
+ *   launch.c          the program runner: kernel arguments and enqueueing through the
+ *                     runtime's layers (layer.h: recording, profiling, the base)
  * src/device/backend.h lists what the files of src/device/ outside opencl/ ask of it.
  */
 #ifndef CLGRAD_DEVICE_IMPL_H
@@ -139,8 +140,13 @@ void clg__hash_hex(const void *data, size_t len, char out[33]);
 /* ---- launching (launch.c) -------------------------------------------------------------- */
 
 typedef enum clg_arg_kind {
-    CLG_ARG_BUF, CLG_ARG_I32, CLG_ARG_I64, CLG_ARG_F32, CLG_ARG_F64, CLG_ARG_LOCAL, CLG_ARG_INT8, CLG_ARG_U16
+    CLG_ARG_BUF, CLG_ARG_I32, CLG_ARG_I64, CLG_ARG_F32, CLG_ARG_F64, CLG_ARG_LOCAL, CLG_ARG_INT8, CLG_ARG_U16,
+    CLG_ARG_RNG
 } clg_arg_kind;
+
+/* A position of the device's Philox generator (rng.c): the key and the first block. reg:
+ * the capture registers that hold it at each replay (-1 outside a capture). */
+typedef struct clg_rng_pos { uint64_t seed, offset; int reg; } clg_rng_pos;
 
 typedef struct clg_arg {
     clg_arg_kind kind;
@@ -148,6 +154,7 @@ typedef struct clg_arg {
         const clg_buffer *buf;   /* resolved to its device memory by the launcher; NULL is legal */
         void *host;              /* a buffer argument inside a native function (opencl/native.c) */
         int32_t i32; int64_t i64; float f32; double f64; size_t local; struct { int32_t s[8]; } i8; uint16_t u16;
+        struct { clg_rng_pos *pos; uint64_t blocks; int32_t reg; bool draw; } rng;   /* CLG_ARG_RNG (reg: a capture's) */
     } v;
 } clg_arg;
 
@@ -164,6 +171,22 @@ static inline clg_arg clg__arg_buf(const clg_buffer *b) { return (clg_arg){.kind
 /* int8 (eight ints) from int64_t[8]: shapes and strides of up to 8 axes, by value. */
 clg_arg clg__arg_int8(const int64_t *v, int n);
 #define CLG_ARG_LOCAL(bytes) ((clg_arg){.kind = CLG_ARG_LOCAL, .v.local = (bytes)})
+/* The generator's position, the only way a kernel gets one: four kernel arguments
+ * (uint seed_lo, seed_hi, ctr_lo, ctr_hi; scripts/layers.py checks every kernel that
+ * takes them). DRAW: the launcher takes the device's position into *pos and moves the
+ * generator `blocks` Philox blocks on; at a graph replay it does so again, so a random
+ * op cannot repeat its numbers. AT: the position *pos an earlier DRAW of the step took
+ * (a backward drawing its forward's mask again; the op keeps *pos on the tape node). A
+ * backward captured without its forward fails the capture. NONE: no draw (dropout off):
+ * zeros. The position itself is device state (dev->rng) that no op reads. */
+#define CLG_ARG_RNG_DRAW(p, n) ((clg_arg){.kind = CLG_ARG_RNG, .v.rng = {.pos = (p), .blocks = (n), .draw = true}})
+#define CLG_ARG_RNG_AT(p) ((clg_arg){.kind = CLG_ARG_RNG, .v.rng = {.pos = (p)}})
+#define CLG_ARG_RNG_NONE ((clg_arg){.kind = CLG_ARG_RNG, .v.rng = {.pos = NULL}})
+/* The kernel argument index of args[i]: a generator position takes four. */
+int clg__arg_slot(const clg_arg *args, int i);
+/* The device generator's position taken into *pos and moved on by `blocks` (rng.c). */
+void clg__rng_take(clg_device *dev, uint64_t blocks, clg_rng_pos *pos);
+void clg__rng_init(clg_device *dev);   /* at open: seed 0x5eed, offset 0 */
 
 /* Set the arguments and enqueue. A zero global size launches nothing. With `local`
  * given, global sizes are rounded up to its multiples: kernels check their bounds. */
@@ -192,44 +215,25 @@ size_t clg__divisor_at_most(size_t n, size_t cap);
  * group size: whole groups, then the remainder as a second launch at an offset. The
  * kernel needs no bounds check; POCL only vectorizes work-group loops without one. */
 clg_status clg__launch_1d(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t n);
-/* A launch's refresh at each graph replay: fn(data, regs, args, nargs) advances the host
+/* A launch's refresh at each graph replay: fn(data, args, nargs) advances the host
  * state the op advanced and rewrites the launch's scalar arguments (its buffer
  * arguments are the graph's: leave them); fn == NULL for none. data (size bytes) is
- * copied. regs are the refresh's capture registers (NULL when it has none): values a
- * refresh computes at replay for later launches' refreshes, the generator position a
- * dropout forward draws at and its backward draws at again. The launcher makes them
- * and hands their index to the op, which keeps it on the tape for the backward. */
-typedef void (*clg_refresh_fn)(void *data, int64_t *regs, clg_arg *args, int nargs);
-typedef enum clg_regs_use {
-    CLG_REGS_NONE,
-    CLG_REGS_NEW,    /* make nregs registers for fn to write: their first index into *reg (-1 outside a capture) */
-    CLG_REGS_READ    /* the nregs at *reg, which an earlier launch of the capture made (CLG_REGS_NEW) */
-} clg_regs_use;
+ * copied. (The generator's position is not host state of an op: CLG_ARG_RNG_DRAW.) */
+typedef void (*clg_refresh_fn)(void *data, clg_arg *args, int nargs);
 typedef struct clg_refresh {
     clg_refresh_fn fn;
     const void *data;
     size_t size;
-    clg_regs_use regs;
-    int nregs;
-    int *reg;
 } clg_refresh;
-/* clg__launch whose scalar arguments a graph replay rewrites with `refresh` (an
- * optimizer's step count, the generator's position): passed with the launch, so that
- * no op can record the launch without it. Inside a capture, a refresh that reads
- * registers no launch of it made (*reg -1: a backward captured without its forward)
- * fails before launching. */
-clg_status clg__launch_refreshed(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, int dims,
-                                 const size_t *global, const size_t *local, clg_refresh refresh);
-/* clg__launch_1d with a refresh at each graph replay, as clg__launch_refreshed. */
+/* clg__launch_1d whose scalar arguments a graph replay rewrites with `refresh` (an
+ * optimizer's step count and rates): passed with the launch, so that no op can record
+ * the launch without it. */
 clg_status clg__launch_1d_refreshed(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t n,
                                     clg_refresh refresh);
 /* 2-D launch of exactly inner x rows work-items, groups along the rows (inner), the
  * same way: for the _rows elementwise kernels (cl_kernels/common.cl). */
 clg_status clg__launch_rows(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t inner,
                             size_t rows);
-/* clg__launch_rows with a refresh at each graph replay, as clg__launch_1d_refreshed. */
-clg_status clg__launch_rows_refreshed(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t inner,
-                                      size_t rows, clg_refresh refresh);
 /* The same over exactly inner x rows x planes work-items: the elementwise _rows kernels. */
 clg_status clg__launch_rows3(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t inner,
                              size_t rows, size_t planes);
@@ -460,6 +464,16 @@ typedef struct clg_slot {
     void (*free)(clg_device *dev, void *data);
 } clg_slot;
 
+/* One layer of the runtime (layer.h, private to src/device/): its operations table, the
+ * layer it wraps (NULL for the base), its own state. */
+struct clg_rt_ops;
+typedef struct clg_rt {
+    const struct clg_rt_ops *ops;
+    struct clg_rt *below;
+    clg_device *dev;
+    void *self;
+} clg_rt;
+
 struct clg_device {
     clg_device_info info;
     clg_device_params params;
@@ -483,6 +497,11 @@ struct clg_device {
     clg_slot slots[CLG_SLOT_COUNT];
     clg_kernel_errors kerr;
     struct clg_capture *cap; /* the capture open on this device (capture.c), else NULL */
+    /* The runtime's layers (layer.h): rt the top one, which every device operation
+     * calls; the base and profiling layers live here, a capture's in the capture. */
+    clg_rt *rt;
+    clg_rt rt_base, rt_prof;
+    struct { uint64_t seed, offset; } rng;   /* the Philox generator's position (rng.c) */
 };
 
 /* The device's context and queue exist (an open that failed leaves a device with its

@@ -4,6 +4,7 @@
 
 #include "backend.h"
 #include "capture.h"
+#include "layer.h"
 
 clg_arg clg__arg_int8(const int64_t *v, int n)
 {
@@ -12,19 +13,23 @@ clg_arg clg__arg_int8(const int64_t *v, int n)
     return a;
 }
 
+/* Both through the runtime's layers (layer.h): a recording layer keeps the arguments
+ * and each enqueue, a profiling layer times it. */
 static clg_status set_args(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs)
 {
-    if (dev->cap) clg__cap_args(dev, k, args, nargs);
-    return clg__kobj_set_args(dev, k->k, k->name, args, nargs);
+    return dev->rt->ops->set_args(dev->rt, k, k->k, args, nargs);
 }
 
 /* Enqueue over [offset, offset + global) in each dimension. */
 static clg_status enqueue(clg_device *dev, clg_kernel *k, int dims, const size_t *offset, const size_t *global,
                           const size_t *local)
 {
-    clg_status st = clg__kobj_enqueue(dev, k, k->k, dims, offset, global, local, "clEnqueueNDRangeKernel");
-    if (st == CLG_OK && dev->cap) clg__cap_enqueue(dev, dims, offset, global, local);
-    return st;
+    return dev->rt->ops->launch(dev->rt, k, k->k, dims, offset, global, local, NULL);
+}
+
+clg_status clg__launch_native(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs)
+{
+    return dev->rt->ops->native(dev->rt, k, args, nargs, NULL);
 }
 
 /* The device's and the kernel's limits on a group, checked here once for every launch
@@ -66,47 +71,20 @@ clg_status clg__launch(clg_device *dev, clg_kernel *k, const clg_arg *args, int 
     return st ? st : enqueue(dev, k, dims, NULL, g, local);
 }
 
-/* A refreshed launch: its registers made or checked before it (refresh_before, which
- * returns the capture's mark), the refresh recorded on the launch after it
- * (refresh_after, given the launch's status), unless it launched nothing (a zero size):
- * the refresh would land on an earlier launch's arguments. */
-static int refresh_before(clg_device *dev, const clg_kernel *k, clg_refresh r, clg_status *st)
-{
-    *st = r.regs != CLG_REGS_NONE ? clg__cap_regs(dev, &r, k->name) : CLG_OK;
-    return clg__cap_mark(dev);
-}
-
+/* A refreshed launch: the refresh recorded on the launch after it (refresh_after, given
+ * the launch's status and the capture's mark before it), unless it launched nothing (a
+ * zero size): the refresh would land on an earlier launch's arguments. */
 static clg_status refresh_after(clg_device *dev, clg_status st, clg_refresh r, int mark)
 {
-    if (st == CLG_OK && r.fn && clg__cap_mark(dev) > mark)
-        clg__cap_refresh(dev, r.fn, r.data, r.size, r.regs != CLG_REGS_NONE ? *r.reg : -1);
+    if (st == CLG_OK && r.fn && clg__cap_mark(dev) > mark) clg__cap_refresh(dev, r.fn, r.data, r.size);
     return st;
-}
-
-clg_status clg__launch_refreshed(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, int dims,
-                                 const size_t *global, const size_t *local, clg_refresh refresh)
-{
-    clg_status st;
-    int mark = refresh_before(dev, k, refresh, &st);
-    if (st == CLG_OK) st = clg__launch(dev, k, args, nargs, dims, global, local);
-    return refresh_after(dev, st, refresh, mark);
 }
 
 clg_status clg__launch_1d_refreshed(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t n,
                                     clg_refresh refresh)
 {
-    clg_status st;
-    int mark = refresh_before(dev, k, refresh, &st);
-    if (st == CLG_OK) st = clg__launch_1d(dev, k, args, nargs, n);
-    return refresh_after(dev, st, refresh, mark);
-}
-
-clg_status clg__launch_rows_refreshed(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, size_t inner,
-                                      size_t rows, clg_refresh refresh)
-{
-    clg_status st;
-    int mark = refresh_before(dev, k, refresh, &st);
-    if (st == CLG_OK) st = clg__launch_rows(dev, k, args, nargs, inner, rows);
+    int mark = clg__cap_mark(dev);
+    clg_status st = clg__launch_1d(dev, k, args, nargs, n);
     return refresh_after(dev, st, refresh, mark);
 }
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "backend.h"
-#include "capture.h"
+#include "layer.h"
 
 size_t clg__pool_round(const clg_device *dev, size_t bytes)
 {
@@ -64,7 +64,10 @@ clg_pool_stats clg_device_pool_stats(const clg_device *dev)
     return dev ? dev->pool.stats : z;
 }
 
-clg_buffer *clg__buffer_alloc(clg_device *dev, size_t bytes)
+/* Through the runtime's layers (layer.h): a recording layer notes the buffer's birth. */
+clg_buffer *clg__buffer_alloc(clg_device *dev, size_t bytes) { return dev->rt->ops->alloc(dev->rt, bytes); }
+
+clg_buffer *clg__pool_take(clg_device *dev, size_t bytes)
 {
     clg_pool *p = &dev->pool;
     if (bytes == 0) bytes = 1;   /* zero-size tensors still own a (tiny) buffer */
@@ -108,7 +111,6 @@ clg_buffer *clg__buffer_alloc(clg_device *dev, size_t bytes)
     b->range.known = false;   /* a reused buffer's contents are not its last owner's */
     p->stats.in_use_bytes += b->size;
     if (p->stats.in_use_bytes > p->stats.peak_bytes) p->stats.peak_bytes = p->stats.in_use_bytes;
-    if (dev->cap) clg__cap_born(dev, b, bytes);
     return b;
 }
 
@@ -120,10 +122,13 @@ void clg__buffer_retain(clg_buffer *b)
 void clg__buffer_release(clg_buffer *b)
 {
     if (!b || --b->refs > 0) return;
-    clg_device *dev = b->dev;
+    b->dev->rt->ops->release(b->dev->rt, b);   /* a recording layer notes its death */
+}
+
+void clg__pool_put(clg_device *dev, clg_buffer *b)
+{
     clg_pool *p = &dev->pool;
     p->stats.in_use_bytes -= b->size;
-    if (dev->cap) clg__cap_died(dev, b);
     /* Queued kernels may still use b; OpenCL keeps the memory alive until they finish,
      * and the in-order queue runs whoever gets it next after them. */
     if (p->stats.cached_bytes + b->size > p->cache_limit) {

@@ -1,7 +1,7 @@
 /* transfer.c: copies between host and device, counted, and device-to-device copies.
  * Every host<->device byte of clgrad goes through here, so the counters are exact. */
 #include "backend.h"
-#include "capture.h"
+#include "layer.h"
 
 static clg_status check_range(clg_device *dev, const clg_buffer *b, size_t off, size_t bytes,
                               const char *call)
@@ -17,9 +17,8 @@ clg_status clg__write(clg_device *dev, clg_buffer *dst, size_t off, const void *
     if (bytes == 0) return CLG_OK;
     clg_status st = check_range(dev, dst, off, bytes, "clg_write");
     if (st) return st;
-    if (dev->cap) clg__cap_write(dev, dst, off, src, bytes);
     /* Blocking: the caller's memory may be gone when the call returns. */
-    st = clg__mem_write(dev, dst, off, src, bytes, true, NULL, "host to device");
+    st = dev->rt->ops->write(dev->rt, dst, off, src, bytes, true);
     if (st) return st;
     dev->transfers.h2d_bytes += bytes;
     dev->transfers.h2d_count++;
@@ -31,13 +30,12 @@ clg_status clg__read(clg_device *dev, const clg_buffer *src, size_t off, void *d
     if (bytes == 0) return CLG_OK;
     clg_status st = check_range(dev, src, off, bytes, "clg_read");
     if (st) return st;
-    if (dev->cap) clg__cap_read(dev, bytes);
     /* The kernels' error word, read on the way (errflag.c): queued first, so it has
      * landed when the blocking read returns. Not counted as a transfer. */
     if (dev->kerr.word)
         st = clg__mem_read(dev, dev->kerr.word, 0, dev->kerr.host, sizeof dev->kerr.host, false, NULL,
                            "kernel error word");
-    if (!st) st = clg__mem_read(dev, src, off, dst, bytes, true, NULL, "device to host");
+    if (!st) st = dev->rt->ops->read(dev->rt, src, off, dst, bytes);   /* a recording layer refuses it */
     if (st) return st;
     dev->transfers.d2h_bytes += bytes;
     dev->transfers.d2h_count++;
@@ -51,7 +49,7 @@ clg_status clg__read(clg_device *dev, const clg_buffer *src, size_t off, void *d
  * replay a copy into host memory that belongs to no tensor. */
 static clg_status async_check(clg_device *dev, const clg_buffer *b, size_t off, size_t bytes, const char *call)
 {
-    if (dev->cap)
+    if (clg__capturing(dev))
         return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "%s: asynchronous transfers are not captured by graphs", call);
     return check_range(dev, b, off, bytes, call);
 }
@@ -87,6 +85,5 @@ clg_status clg__copy(clg_device *dev, const clg_buffer *src, size_t src_off, clg
     clg_status st = check_range(dev, src, src_off, bytes, "clg_copy");
     if (!st) st = check_range(dev, dst, dst_off, bytes, "clg_copy");
     if (st) return st;
-    if (dev->cap) clg__cap_copy(dev, src, src_off, dst, dst_off, bytes);
-    return clg__mem_copy(dev, src, src_off, dst, dst_off, bytes, "device to device");
+    return dev->rt->ops->copy(dev->rt, src, src_off, dst, dst_off, bytes);
 }

@@ -250,9 +250,8 @@ static int update_args(const clg_optimizer *opt, const clg_optim_param *pp, clg_
  * clg_optimizer_step advances it, and the scalars from it and the current rate. */
 typedef struct update_ref { clg_optimizer *opt; int index; } update_ref;
 
-static void refresh_update(void *data, int64_t *regs, clg_arg *args, int nargs)
+static void refresh_update(void *data, clg_arg *args, int nargs)
 {
-    (void)regs;
     const update_ref *r = data;
     clg_optim_param *pp = &r->opt->params[r->index];
     pp->steps++;

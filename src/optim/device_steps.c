@@ -95,9 +95,8 @@ static int kind_code(clg_optim_kind k)
     return k == CLG_OPTIM_SGD ? 0 : k == CLG_OPTIM_RMSPROP ? 2 : k == CLG_OPTIM_ADAGRAD ? 3 : 1;
 }
 
-static void refresh_prep(void *data, int64_t *regs, clg_arg *args, int nargs)
+static void refresh_prep(void *data, clg_arg *args, int nargs)
 {
-    (void)regs;
     const clg_optimizer *opt = *(clg_optimizer *const *)data;
     if (nargs > PREP_LR) args[PREP_LR] = clg__arg_scalar(wide(opt->dev), opt->lr);
 }

@@ -57,65 +57,23 @@ static int push_operand(clg_arg *a, int n, const att_operand *o, int nb)
     return n;
 }
 
-/* The dropout draw of one call: the generator's position, and the capture registers
- * that hold it at replay (reg -1 outside a capture). */
+/* The dropout draw of one call: p, the generator position (taken by the forward's
+ * first launch, whose CLG_ARG_RNG_DRAW moves the generator `blocks` on; every other
+ * launch of the op and its backward draws at it again: CLG_ARG_RNG_AT). */
 typedef struct att_drop {
     double p;
-    uint64_t seed, offset;
-    int reg;
+    clg_rng_pos pos;
+    uint64_t blocks;
 } att_drop;
 
-static int push_drop(clg_arg *a, int n, const att_drop *dr, clg_dtype cdt)
+/* draw: the forward's first launch. Without dropout, no position (zeros). */
+static int push_drop(clg_arg *a, int n, att_drop *dr, clg_dtype cdt, bool draw)
 {
-    a[n++] = CLG_ARG_I((uint32_t)dr->seed);
-    a[n++] = CLG_ARG_I((uint32_t)(dr->seed >> 32));
-    a[n++] = CLG_ARG_I((uint32_t)dr->offset);
-    a[n++] = CLG_ARG_I((uint32_t)(dr->offset >> 32));
+    a[n++] = dr->p <= 0 ? CLG_ARG_RNG_NONE : draw ? CLG_ARG_RNG_DRAW(&dr->pos, dr->blocks) : CLG_ARG_RNG_AT(&dr->pos);
     a[n++] = CLG_ARG_I((uint32_t)ceil(dr->p * 16777216.0));   /* keep where a 24-bit uniform >= this */
     a[n++] = clg__arg_scalar(cdt, dr->p < 1 ? 1.0 / (1.0 - dr->p) : 0.0);
     a[n++] = CLG_ARG_I(dr->p > 0);
     return n;
-}
-
-/* Graph replay: the forward's first launch moves the generator on as the eager op does
- * and leaves the position in its two registers; every other launch of the op and of
- * its backward reads them. `at` is the index of the launch's seed_lo argument. */
-typedef struct att_ref { clg_tensor_state *s; uint64_t blocks; int at; } att_ref;
-
-static void set_position(clg_arg *a, int64_t seed, int64_t offset)
-{
-    a[0] = CLG_ARG_I((uint32_t)seed);
-    a[1] = CLG_ARG_I((uint32_t)((uint64_t)seed >> 32));
-    a[2] = CLG_ARG_I((uint32_t)offset);
-    a[3] = CLG_ARG_I((uint32_t)((uint64_t)offset >> 32));
-}
-
-static void refresh_draw(void *data, int64_t *regs, clg_arg *args, int nargs)
-{
-    att_ref *r = data;
-    (void)nargs;
-    regs[0] = (int64_t)r->s->seed;
-    regs[1] = (int64_t)r->s->rng_offset;
-    r->s->rng_offset += r->blocks;
-    set_position(args + r->at, regs[0], regs[1]);
-}
-
-static void refresh_read(void *data, int64_t *regs, clg_arg *args, int nargs)
-{
-    const att_ref *r = data;
-    (void)nargs;
-    set_position(args + r->at, regs[0], regs[1]);
-}
-
-/* The refresh of a launch with dropout (none without): the forward's first launch
- * draws (draw: the launcher makes the registers, their index into dr->reg), every
- * other launch reads them (the launcher checks that this capture made them). r, the
- * refresh's data, lives until the launch returns. */
-static clg_refresh drop_refresh(att_drop *dr, const att_ref *r, bool draw)
-{
-    if (dr->p <= 0) return (clg_refresh){.fn = NULL};
-    return (clg_refresh){draw ? refresh_draw : refresh_read, r, sizeof *r, draw ? CLG_REGS_NEW : CLG_REGS_READ, 2,
-                         &dr->reg};
 }
 
 /* ---- launch geometry ------------------------------------------------------------------ */
@@ -191,16 +149,16 @@ static bool att_get(clg_device *dev, const att_call *c, const char *name, const 
  * rounded up (vec: POCL compiles one group shape, not one per tail), or a group of w per
  * row with `nlocal` local scratch arrays of w values (tiles). */
 static clg_status att_launch(clg_device *dev, const att_kernel *ak, clg_arg *a, int n, int nlocal, int64_t rows,
-                             const att_call *c, clg_refresh refresh)
+                             const att_call *c)
 {
     if (ak->vec) {   /* groups of 16 rows, the last one checked in the kernel */
         size_t global[2] = {((size_t)rows + 15) / 16 * 16, (size_t)c->d.B}, local[2] = {16, 1};
-        return clg__launch_refreshed(dev, ak->k, a, n, 2, global, local, refresh);
+        return clg__launch(dev, ak->k, a, n, 2, global, local);
     }
-    if (ak->rows) return clg__launch_rows_refreshed(dev, ak->k, a, n, (size_t)rows, (size_t)c->d.B, refresh);
+    if (ak->rows) return clg__launch_rows(dev, ak->k, a, n, (size_t)rows, (size_t)c->d.B);
     for (int i = 0; i < nlocal; i++) a[n++] = CLG_ARG_LOCAL(ak->w * clg_dtype_size(c->cdt));
     size_t global[3] = {ak->w, (size_t)rows, (size_t)c->d.B}, local[3] = {ak->w, 1, 1};
-    return clg__launch_refreshed(dev, ak->k, a, n, 3, global, local, refresh);
+    return clg__launch(dev, ak->k, a, n, 3, global, local);
 }
 
 /* How many rows of the walked axis one launch takes: whole tiles of w while a work-item's
@@ -244,8 +202,8 @@ static int push_common(clg_arg *a, const att_call *c)
 
 /* O and lse: every column range of Ev (one at least, for lse) over every key range.
  * Loop trips per work-item and key: the score's E, the columns' nu (tiles: and two group
- * reductions); plus the state's read and write. With dropout, the first launch's refresh
- * leaves its registers' index in c->drop.reg. */
+ * reductions); plus the state's read and write. With dropout, the first launch takes the
+ * generator's position into c->drop.pos. */
 static clg_status forward(clg_device *dev, att_call *c, clg_tensor *o, clg_tensor *lse)
 {
     att_kernel ak;
@@ -284,9 +242,8 @@ static clg_status forward(clg_device *dev, att_call *c, clg_tensor *o, clg_tenso
             a[n++] = CLG_ARG_I(kc == nkeys - 1);
             a[n++] = CLG_ARG_I(c->causal);
             a[n++] = clg__arg_scalar(c->cdt, c->scale);
-            att_ref r = {clg__tstate(dev), ((uint64_t)(c->d.B * c->d.L * c->d.S) + 3) / 4, n};
-            n = push_drop(a, n, &c->drop, c->cdt);
-            st = att_launch(dev, &ak, a, n, 2, c->d.L, c, drop_refresh(&c->drop, &r, cc == 0 && kc == 0));
+            n = push_drop(a, n, &c->drop, c->cdt, cc == 0 && kc == 0);
+            st = att_launch(dev, &ak, a, n, 2, c->d.L, c);
         }
     clg_tensor_free(acc);
     clg_tensor_free(ml);
@@ -318,7 +275,7 @@ static clg_tensor *row_dots(clg_device *dev, const att_call *c, clg_tensor *o, c
     a[n++] = CLG_ARG_I(g->row);
     a[n++] = CLG_ARG_I(g->col);
     a[n++] = CLG_ARG_B(dr->buf);
-    if (att_launch(dev, &ak, a, n, 1, c->d.L, c, (clg_refresh){.fn = NULL}) != CLG_OK) {
+    if (att_launch(dev, &ak, a, n, 1, c->d.L, c) != CLG_OK) {
         clg_tensor_free(dr);
         return NULL;
     }
@@ -337,7 +294,7 @@ static clg_status grad_q(clg_device *dev, const att_call *c, const att_operand *
                          : rows_per_launch(dev, ak.w, c->d.E + c->d.Ev + nu * w + 8, nu + 4, &c->d);
     if (!per) return dev->status;
     int64_t nkeys = c->d.S ? cdiv(c->d.S, per) : 1, ncol = cdiv(c->d.E, ak.ncols);
-    att_drop drop = c->drop;   /* its registers read, never made */
+    att_drop drop = c->drop;   /* drawn at again, never drawn */
     clg_status st = CLG_OK;
     for (int64_t cc = 0; cc < ncol && !st; cc++)
         for (int64_t kc = 0; kc < nkeys && !st; kc++) {
@@ -354,9 +311,8 @@ static clg_status grad_q(clg_device *dev, const att_call *c, const att_operand *
             a[n++] = CLG_ARG_I(kc == 0);
             a[n++] = CLG_ARG_I(c->causal);
             a[n++] = clg__arg_scalar(c->cdt, c->scale);
-            att_ref r = {NULL, 0, n};
-            n = push_drop(a, n, &c->drop, c->cdt);
-            st = att_launch(dev, &ak, a, n, 1, c->d.L, c, drop_refresh(&drop, &r, false));
+            n = push_drop(a, n, &drop, c->cdt, false);
+            st = att_launch(dev, &ak, a, n, 1, c->d.L, c);
         }
     return st;
 }
@@ -375,7 +331,7 @@ static clg_status grad_kv(clg_device *dev, const att_call *c, const att_operand 
                          : rows_per_launch(dev, ak.w, c->d.E + c->d.Ev + 2 * nu * w + 8, 2 * nu + 4, &c->d);
     if (!per) return dev->status;
     int64_t nq = c->d.L ? cdiv(c->d.L, per) : 1, ncol = wide ? cdiv(wide, ak.ncols) : 1;
-    att_drop drop = c->drop;   /* its registers read, never made */
+    att_drop drop = c->drop;   /* drawn at again, never drawn */
     clg_status st = CLG_OK;
     for (int64_t cc = 0; cc < ncol && !st; cc++)
         for (int64_t qc = 0; qc < nq && !st; qc++) {
@@ -393,9 +349,8 @@ static clg_status grad_kv(clg_device *dev, const att_call *c, const att_operand 
             a[n++] = CLG_ARG_I(qc == 0);
             a[n++] = CLG_ARG_I(c->causal);
             a[n++] = clg__arg_scalar(c->cdt, c->scale);
-            att_ref r = {NULL, 0, n};
-            n = push_drop(a, n, &c->drop, c->cdt);
-            st = att_launch(dev, &ak, a, n, 2, c->d.S, c, drop_refresh(&drop, &r, false));
+            n = push_drop(a, n, &drop, c->cdt, false);
+            st = att_launch(dev, &ak, a, n, 2, c->d.S, c);
         }
     return st;
 }
@@ -493,7 +448,7 @@ static clg_status attention_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
     if (!plan(&c, q, k, v, m)) return dev->status;
     c.causal = node->i[3];
     c.scale = node->f[1];
-    c.drop = (att_drop){node->f[0], (uint64_t)node->i[0], (uint64_t)node->i[1], (int)node->i[2]};
+    c.drop = (att_drop){node->f[0], {(uint64_t)node->i[0], (uint64_t)node->i[1], (int)node->i[2]}, 0};
     clg_tensor *gc = g->dtype == y->dtype ? g : clg__copy_as(g, y->dtype);
     if (!gc) return dev->status;
     att_operand go = operand(gc, &c.d);
@@ -559,12 +514,11 @@ static clg_tensor *attend(clg_tensor *q, clg_tensor *k, clg_tensor *v, clg_tenso
     if (!plan(&c, q, k, v, m)) return NULL;
     c.causal = causal;
     c.scale = scale != 0 ? scale : c.d.E ? 1.0 / sqrt((double)c.d.E) : 1.0;
-    clg_tensor_state *s = clg__tstate(dev);
-    if (!s) return NULL;
     if (m && clg__needs_grad(dev, 1, &m))
         return clg__op_fail(dev, CLG_ERR_INVALID_ARGUMENT, OP, "the mask %s requires a gradient, which is not "
                             "computed: add a learned bias to the scores with the composed ops", CLG_DESC(m));
-    c.drop = (att_drop){p, s->seed, s->rng_offset, -1};   /* reg: made by forward's first launch */
+    /* the position: taken by the forward's first launch; four draws per Philox block */
+    c.drop = (att_drop){p, {0, 0, -1}, ((uint64_t)(c.d.B * c.d.L * c.d.S) + 3) / 4};
     int64_t sh[CLG_MAX_DIMS];
     memcpy(sh, c.d.bshape, sizeof(int64_t) * (size_t)c.d.nb);
     sh[c.d.nb] = c.d.L;
@@ -578,16 +532,15 @@ static clg_tensor *attend(clg_tensor *q, clg_tensor *k, clg_tensor *v, clg_tenso
         clg_tensor_free(lse);
         return clg__op_fail(dev, dev->status, OP, "q %s: %.7000s", CLG_DESC(q), err);
     }
-    if (p > 0) s->rng_offset += ((uint64_t)(c.d.B * c.d.L * c.d.S) + 3) / 4;   /* four draws per Philox block */
     clg_node *node = NULL;
     y = clg__taped(y, CLG_OP_scaled_dot_product_attention, attention_bw, 4, (clg_tensor *const[]){q, k, v, m}, &node);
     if (node) {
         clg__node_save(node, 0, lse);
         node->f[0] = p;
         node->f[1] = c.scale;
-        node->i[0] = (int64_t)c.drop.seed;
-        node->i[1] = (int64_t)c.drop.offset;
-        node->i[2] = c.drop.reg;
+        node->i[0] = (int64_t)c.drop.pos.seed;
+        node->i[1] = (int64_t)c.drop.pos.offset;
+        node->i[2] = c.drop.pos.reg;
         node->i[3] = causal;
     }
     clg_tensor_free(lse);

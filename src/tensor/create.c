@@ -157,45 +157,11 @@ clg_tensor *clg_arange(clg_device *dev, clg_dtype dtype, double start, double st
 
 /* ---- random numbers ------------------------------------------------------------------------------ */
 
-void clg_manual_seed(clg_device *dev, uint64_t seed) { clg_rng_set_state(dev, seed, 0); }
-
-void clg_rng_get_state(const clg_device *dev, uint64_t *seed, uint64_t *offset)
-{
-    const clg_tensor_state *s = dev ? dev->slots[CLG_SLOT_TENSOR].data : NULL;
-    if (seed) *seed = s ? s->seed : 0x5eed;
-    if (offset) *offset = s ? s->rng_offset : 0;
-}
-
-void clg_rng_set_state(clg_device *dev, uint64_t seed, uint64_t offset)
-{
-    clg_tensor_state *s = dev ? clg__tstate(dev) : NULL;
-    if (!s) return;
-    s->seed = seed;
-    s->rng_offset = offset;
-}
-
-/* Graph replay: draw at the generator's position then, and advance it (the position
- * is arguments 3-6). */
-typedef struct random_ref { clg_tensor_state *s; uint64_t blocks; } random_ref;
-
-static void refresh_random(void *data, int64_t *regs, clg_arg *args, int nargs)
-{
-    (void)regs;
-    (void)nargs;
-    const random_ref *r = data;
-    args[3] = CLG_ARG_I((uint32_t)r->s->seed);
-    args[4] = CLG_ARG_I((uint32_t)(r->s->seed >> 32));
-    args[5] = CLG_ARG_I((uint32_t)r->s->rng_offset);
-    args[6] = CLG_ARG_I((uint32_t)(r->s->rng_offset >> 32));
-    r->s->rng_offset += r->blocks;
-}
-
 static clg_tensor *random_tensor(clg_device *dev, const char *op, const char *kernel, clg_dtype dtype, int ndim,
                                  const int64_t *shape, double p0, double p1)
 {
     if (!dev) return NULL;
-    clg_tensor_state *s = clg__tstate(dev);
-    clg_tensor *t = s ? clg__tensor_new(dev, dtype, ndim, shape) : NULL;
+    clg_tensor *t = clg__tensor_new(dev, dtype, ndim, shape);
     if (!t) return NULL;
     if (!clg__is_float(dtype) || !clg__check_numel(op, dev, t->numel)) {
         if (!clg__is_float(dtype)) clg__op_fail(dev, CLG_ERR_DTYPE, op, "needs float32 or float64");
@@ -205,17 +171,13 @@ static clg_tensor *random_tensor(clg_device *dev, const char *op, const char *ke
     int per = dtype == CLG_F64 ? 2 : 4;   /* numbers per Philox block, as random.cl */
     uint64_t blocks = ((uint64_t)t->numel + (uint64_t)per - 1) / (uint64_t)per;
     clg_kernel *k = clg__kernel_get(dev, "random", clg__dtype_options(dtype), kernel);
-    clg_arg a[] = {CLG_ARG_I(t->numel), CLG_ARG_B(t->buf), CLG_ARG_I(0),
-                   CLG_ARG_I((uint32_t)s->seed), CLG_ARG_I((uint32_t)(s->seed >> 32)),
-                   CLG_ARG_I((uint32_t)s->rng_offset), CLG_ARG_I((uint32_t)(s->rng_offset >> 32)),
+    clg_rng_pos pos = {0, 0, -1};   /* drawn by the launcher, and again at each graph replay */
+    clg_arg a[] = {CLG_ARG_I(t->numel), CLG_ARG_B(t->buf), CLG_ARG_I(0), CLG_ARG_RNG_DRAW(&pos, blocks),
                    clg__arg_scalar(dtype, p0), clg__arg_scalar(dtype, p1)};
-    random_ref r = {s, blocks};
-    clg_refresh refresh = {.fn = refresh_random, .data = &r, .size = sizeof r};
-    if (!k || clg__launch_1d_refreshed(dev, k, a, 9, (size_t)blocks, refresh)) {
+    if (!k || clg__launch_1d(dev, k, a, 6, (size_t)blocks)) {
         clg_tensor_free(t);
         return NULL;
     }
-    s->rng_offset += blocks;
     return t;
 }
 

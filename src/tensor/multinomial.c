@@ -19,46 +19,22 @@ static const char *const what_empty = "weights row %d sums to 0 (or overflows): 
 static const char *const what_few = "weights row %d has fewer nonzero weights than the %d samples drawn without "
                                     "replacement";
 
-/* Graph replay (clgrad/graph.h): the draw happens at the generator's position then,
- * as the eager op's would, and moves it on. The position is the four arguments from
- * `at` of the launch that draws. */
-typedef struct mn_ref { clg_tensor_state *s; uint64_t blocks; int at; } mn_ref;
-
-static void set_position(clg_arg *a, const clg_tensor_state *s)
-{
-    a[0] = CLG_ARG_I((uint32_t)s->seed);
-    a[1] = CLG_ARG_I((uint32_t)(s->seed >> 32));
-    a[2] = CLG_ARG_I((uint32_t)s->rng_offset);
-    a[3] = CLG_ARG_I((uint32_t)(s->rng_offset >> 32));
-}
-
-static void refresh_draw(void *data, int64_t *regs, clg_arg *args, int nargs)
-{
-    (void)regs;
-    (void)nargs;
-    const mn_ref *r = data;
-    set_position(args + r->at, r->s);
-    r->s->rng_offset += r->blocks;
-}
-
-/* A launch of k over inner x rows that draws `numbers` uniforms at the generator's
- * position (its arguments from `at`): the generator moves on after it, and a graph
- * replay redoes that with the launch. */
-static clg_status launch_drawing(clg_device *dev, clg_kernel *k, const clg_arg *a, int nargs, size_t inner,
-                                 size_t rows, clg_tensor_state *s, clg_dtype dt, int64_t numbers, int at)
+/* A launch of k over inner x rows whose argument `at` draws `numbers` uniforms: the
+ * launcher takes the generator's position for it and moves it on, and a graph replay
+ * draws anew (CLG_ARG_RNG_DRAW). */
+static clg_status launch_drawing(clg_device *dev, clg_kernel *k, clg_arg *a, int nargs, size_t inner, size_t rows,
+                                 clg_dtype dt, int64_t numbers, int at)
 {
     uint64_t per = dt == CLG_F64 ? 2 : 4, blocks = ((uint64_t)numbers + per - 1) / per;
-    mn_ref r = {s, blocks, at};
-    clg_refresh refresh = {.fn = refresh_draw, .data = &r, .size = sizeof r};
-    clg_status st = clg__launch_rows_refreshed(dev, k, a, nargs, inner, rows, refresh);
-    if (st == CLG_OK) s->rng_offset += blocks;
-    return st;
+    clg_rng_pos pos = {0, 0, -1};
+    a[at] = CLG_ARG_RNG_DRAW(&pos, blocks);
+    return clg__launch_rows(dev, k, a, nargs, inner, rows);
 }
 
 /* With replacement: the sum tree's levels above the weights (block_sums), then a walk
  * down it per sample (mn_draw). w [R, C] contiguous in T. */
 static clg_status draw_replacement(clg_tensor *w, clg_tensor *y, int64_t R, int64_t C, int64_t S,
-                                   clg_tensor_state *s, const char *opts)
+                                   const char *opts)
 {
     clg_device *dev = w->dev;
     int code_bad, code_empty;
@@ -92,9 +68,8 @@ static clg_status draw_replacement(clg_tensor *w, clg_tensor *y, int64_t R, int6
             a[4 + 2 * L] = CLG_ARG_B((L < nlev ? lev[L] : w)->buf);
             a[5 + 2 * L] = CLG_ARG_I(n[L]);
         }
-        set_position(a + 12, s);
-        a[16] = CLG_ARG_B(word), a[17] = CLG_ARG_I(code_bad), a[18] = CLG_ARG_I(code_empty);
-        st = launch_drawing(dev, k, a, 19, (size_t)S, (size_t)R, s, w->dtype, R * S, 12);
+        a[13] = CLG_ARG_B(word), a[14] = CLG_ARG_I(code_bad), a[15] = CLG_ARG_I(code_empty);
+        st = launch_drawing(dev, k, a, 16, (size_t)S, (size_t)R, w->dtype, R * S, 12);
     } else if (st == CLG_OK) {
         st = dev->status;
     }
@@ -105,7 +80,7 @@ static clg_status draw_replacement(clg_tensor *w, clg_tensor *y, int64_t R, int6
 /* Without replacement: each row's race keys padded to a power of two P, sorted with
  * their indices (mn_bitonic: log2(P) (log2(P) + 1) / 2 launches), the first S taken. */
 static clg_status draw_distinct(clg_tensor *w, clg_tensor *y, int64_t R, int64_t C, int64_t S,
-                                clg_tensor_state *s, const char *opts)
+                                const char *opts)
 {
     clg_device *dev = w->dev;
     int64_t P = 1;
@@ -123,11 +98,10 @@ static clg_status draw_distinct(clg_tensor *w, clg_tensor *y, int64_t R, int64_t
     clg_kernel *kt = clg__kernel_get(dev, "multinomial", opts, "mn_take");
     clg_status st = keys && idx && kk && kb && kt ? CLG_OK : dev->status;
     if (st == CLG_OK) {
-        clg_arg a[12] = {CLG_ARG_I(C), CLG_ARG_I(P), CLG_ARG_B(w->buf), CLG_ARG_I(w->offset),
-                         CLG_ARG_B(keys->buf), CLG_ARG_B(idx->buf)};
-        set_position(a + 6, s);
-        a[10] = CLG_ARG_B(word), a[11] = CLG_ARG_I(code_bad);
-        st = launch_drawing(dev, kk, a, 12, (size_t)P, (size_t)R, s, w->dtype, R * C, 6);
+        clg_arg a[9] = {CLG_ARG_I(C), CLG_ARG_I(P), CLG_ARG_B(w->buf), CLG_ARG_I(w->offset),
+                        CLG_ARG_B(keys->buf), CLG_ARG_B(idx->buf)};
+        a[7] = CLG_ARG_B(word), a[8] = CLG_ARG_I(code_bad);
+        st = launch_drawing(dev, kk, a, 9, (size_t)P, (size_t)R, w->dtype, R * C, 6);
     }
     for (int64_t k = 2; st == CLG_OK && k <= P; k *= 2)
         for (int64_t j = k / 2; st == CLG_OK && j > 0; j /= 2) {
@@ -178,8 +152,6 @@ clg_tensor *clg_multinomial(clg_tensor *probs, int64_t num_samples, bool replace
     if (!probs) return NULL;
     if (!check_args(probs, num_samples, replacement)) return NULL;
     clg_device *dev = probs->dev;
-    clg_tensor_state *s = clg__tstate(dev);
-    if (!s) return NULL;
     int64_t C = probs->shape[probs->ndim - 1], R = probs->ndim == 2 ? probs->shape[0] : 1;
     /* the kernels read rows of T (16-bit weights widened to float32) from an offset */
     clg_dtype ct = clg__compute_dtype(probs->dtype);
@@ -189,8 +161,8 @@ clg_tensor *clg_multinomial(clg_tensor *probs, int64_t num_samples, bool replace
     clg_status st = y ? CLG_OK : dev->status;
     if (st == CLG_OK && R > 0) {
         const char *opts = clg__dtype_options(ct);
-        st = replacement ? draw_replacement(w, y, R, C, num_samples, s, opts)
-                         : draw_distinct(w, y, R, C, num_samples, s, opts);
+        st = replacement ? draw_replacement(w, y, R, C, num_samples, opts)
+                         : draw_distinct(w, y, R, C, num_samples, opts);
     }
     if (w != probs) clg_tensor_free(w);
     if (st != CLG_OK) {

@@ -582,15 +582,14 @@ clg_tensor *clg_layer_norm(clg_tensor *x, int naxes, clg_tensor *weight, clg_ten
 /* ---- dropout --------------------------------------------------------------------------------- */
 
 /* Launch a dropout kernel over the iteration (flat or strided, as clg__iter_launch
- * picks) with one work-item per Philox block of four elements, and its refresh. */
-static clg_status dropout_launch(clg_device *dev, clg_dtype dtype, const clg_iter *it, const clg_arg *extra,
-                                 clg_refresh refresh)
+ * picks) with one work-item per Philox block of four elements. */
+static clg_status dropout_launch(clg_device *dev, clg_dtype dtype, const clg_iter *it, const clg_arg *extra)
 {
     if (it->numel == 0) return CLG_OK;
     clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(dtype), it->flat ? "dropout_flat"
                                                                                       : "dropout_strided");
     if (!k) return dev->status;
-    clg_arg a[3 + 3 * 2 + 6];
+    clg_arg a[3 + 3 * 2 + 3];
     int n = 0;
     a[n++] = CLG_ARG_I(it->numel);
     if (!it->flat) {
@@ -602,43 +601,15 @@ static clg_status dropout_launch(clg_device *dev, clg_dtype dtype, const clg_ite
         a[n++] = CLG_ARG_I(it->offset[i]);
         if (!it->flat) a[n++] = clg__arg_int8(it->strides[i], it->ndim);
     }
-    for (int i = 0; i < 6; i++) a[n++] = extra[i];
-    return clg__launch_1d_refreshed(dev, k, a, n, (size_t)((it->numel + 3) / 4), refresh);
+    for (int i = 0; i < 3; i++) a[n++] = extra[i];
+    return clg__launch_1d(dev, k, a, n, (size_t)((it->numel + 3) / 4));
 }
 
-/* Graph replay (clgrad/graph.h): the forward draws at the generator's position then,
- * as the eager op would, and leaves it in its two registers for its backward, which
- * draws there again. The seed and offset are the last six arguments' first four
- * (dropout_apply). */
-typedef struct dropout_ref { clg_tensor_state *s; uint64_t blocks; } dropout_ref;
-
-static void set_position(clg_arg *a, uint64_t seed, uint64_t offset)
-{
-    a[0] = CLG_ARG_I((uint32_t)seed);
-    a[1] = CLG_ARG_I((uint32_t)(seed >> 32));
-    a[2] = CLG_ARG_I((uint32_t)offset);
-    a[3] = CLG_ARG_I((uint32_t)(offset >> 32));
-}
-
-static void refresh_dropout(void *data, int64_t *regs, clg_arg *args, int nargs)
-{
-    const dropout_ref *r = data;
-    regs[0] = (int64_t)r->s->seed;
-    regs[1] = (int64_t)r->s->rng_offset;
-    set_position(args + nargs - 6, r->s->seed, r->s->rng_offset);
-    r->s->rng_offset += r->blocks;
-}
-
-static void refresh_dropout_bw(void *data, int64_t *regs, clg_arg *args, int nargs)
-{
-    (void)data;
-    set_position(args + nargs - 6, (uint64_t)regs[0], (uint64_t)regs[1]);
-}
-
-/* Apply the mask drawn at generator position (seed, offset) to src, scaled, into a new
- * tensor of src's shape: the forward on x, the backward on the gradient; `refresh`
- * redraws at replay. */
-static clg_tensor *dropout_apply(clg_tensor *src, double p, uint64_t seed, uint64_t offset, clg_refresh refresh)
+/* Apply the mask drawn at generator position `at` (the forward: CLG_ARG_RNG_DRAW, which
+ * takes the position into *pos; the backward: CLG_ARG_RNG_AT the forward's) to src,
+ * scaled, into a new tensor of src's shape. A graph replay draws the forward anew and
+ * the backward at the forward's position then. */
+static clg_tensor *dropout_apply(clg_tensor *src, double p, clg_arg at)
 {
     clg_tensor *y = clg__tensor_new(src->dev, src->dtype, src->ndim, src->shape);
     if (!y) return NULL;
@@ -647,27 +618,25 @@ static clg_tensor *dropout_apply(clg_tensor *src, double p, uint64_t seed, uint6
     double scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
     clg_iter it;
     clg__iter_init(&it, 2, (clg_tensor *const[]){y, src});
-    clg_arg a[6] = {CLG_ARG_I((uint32_t)seed), CLG_ARG_I((uint32_t)(seed >> 32)), CLG_ARG_I((uint32_t)offset),
-                    CLG_ARG_I((uint32_t)(offset >> 32)), CLG_ARG_I(thr), clg__arg_scalar(src->dtype, scale)};
-    if (dropout_launch(src->dev, src->dtype, &it, a, refresh) != CLG_OK) {
+    clg_arg a[3] = {at, CLG_ARG_I(thr), clg__arg_scalar(src->dtype, scale)};
+    if (dropout_launch(src->dev, src->dtype, &it, a) != CLG_OK) {
         clg_tensor_free(y);
         return launch_fail("dropout", src);
     }
     return y;
 }
 
-/* f[0]: p (0 for the identity); i[0], i[1]: the generator's seed and offset; i[2]: the
- * capture's registers holding them at replay (-1 outside a capture), which the
- * launcher checks inside one. */
+/* f[0]: p (0 for the identity); i[0], i[1]: the generator position the forward drew at;
+ * i[2]: the capture's registers holding it at replay (-1 outside a capture), which the
+ * recording layer checks inside one. */
 static clg_status dropout_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
 {
     if (node->f[0] == 0) {
         gin[0] = g;
         return CLG_OK;
     }
-    int reg = (int)node->i[2];
-    gin[0] = dropout_apply(g, node->f[0], (uint64_t)node->i[0], (uint64_t)node->i[1],
-                           (clg_refresh){refresh_dropout_bw, NULL, 0, CLG_REGS_READ, 2, &reg});
+    clg_rng_pos pos = {(uint64_t)node->i[0], (uint64_t)node->i[1], (int)node->i[2]};
+    gin[0] = dropout_apply(g, node->f[0], CLG_ARG_RNG_AT(&pos));
     return gin[0] ? CLG_OK : g->dev->status;
 }
 
@@ -683,21 +652,17 @@ clg_tensor *clg_dropout(clg_tensor *x, double p, bool training)
         clg_tensor *v = clg__tensor_view(x, x->ndim, x->shape, x->strides, x->offset);
         return clg__taped(v, CLG_OP_dropout, dropout_bw, 1, &x, NULL);
     }
-    clg_tensor_state *s = clg__tstate(x->dev);
-    if (!s || !clg__check_numel("dropout", x->dev, x->numel)) return NULL;
-    uint64_t seed = s->seed, offset = s->rng_offset;
+    if (!clg__check_numel("dropout", x->dev, x->numel)) return NULL;
     uint64_t blocks = ((uint64_t)x->numel + 3) / 4;   /* four numbers per Philox block */
-    int reg = -1;
-    clg_tensor *y = dropout_apply(x, p, seed, offset, (clg_refresh){refresh_dropout, &(dropout_ref){s, blocks},
-                                                                    sizeof(dropout_ref), CLG_REGS_NEW, 2, &reg});
+    clg_rng_pos pos = {0, 0, -1};
+    clg_tensor *y = dropout_apply(x, p, CLG_ARG_RNG_DRAW(&pos, blocks));
     if (!y) return NULL;
-    s->rng_offset += blocks;
     y = clg__taped(y, CLG_OP_dropout, dropout_bw, 1, &x, &node);
     if (node) {
         node->f[0] = p;
-        node->i[0] = (int64_t)seed;
-        node->i[1] = (int64_t)offset;
-        node->i[2] = reg;
+        node->i[0] = (int64_t)pos.seed;
+        node->i[1] = (int64_t)pos.offset;
+        node->i[2] = pos.reg;
     }
     return y;
 }

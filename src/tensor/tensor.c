@@ -53,7 +53,6 @@ clg_tensor_state *clg__tstate(clg_device *dev)
             clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "tensor state: out of host memory");
             return NULL;
         }
-        s->seed = 0x5eed;
         slot->data = s;
         slot->free = state_free;
     }

@@ -69,7 +69,6 @@ typedef struct clg_tensor_state {
     int depth;                        /* innermost scope level; 0 outside any scope */
     clg_tensor *heads[CLG_MAX_SCOPES];
     int no_grad;                      /* nesting of no-grad regions */
-    uint64_t seed, rng_offset;        /* the Philox generator */
     int64_t live;                     /* tensors alive */
     uint64_t visit_gen;               /* backward-pass generations */
     clg_dtype autocast;               /* CLG_F16 or CLG_BF16 inside clg_autocast_begin */

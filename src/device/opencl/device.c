@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "device_cl.h"
+#include "layer.h"
 #include "last_error.h"
 
 clg_status clg__device_enumerate(clg_device_info *infos, cl_platform_id *plats, cl_device_id *ids,
@@ -93,6 +94,8 @@ clg_status clg_device_open(const char *spec, clg_device **out)
     const char *env = getenv("CLG_PROFILE");
     dev->prof.enabled = env && *env && strcmp(env, "0") != 0;
     dev->prof.host_t0 = clg__now();
+    clg__rt_init(dev);
+    clg__rng_init(dev);   /* the runtime's layers: the base, profiling on it when on */
     const char *kd = getenv("CLG_KERNEL_DIR");
 #ifdef CLGRAD_KERNEL_DIR_DEFAULT
     if (!kd || !*kd) kd = CLGRAD_KERNEL_DIR_DEFAULT;

@@ -1,17 +1,37 @@
 /* kernel.c: kernel objects on the device's queue (backend.h): their arguments, their
- * enqueue with the profiler's timing, and the clones a graph's launches keep. */
+ * enqueue (timed by the profiling layer, profile_layer.c, when it asks for the event),
+ * and the clones a graph's launches keep. */
 #include <stdio.h>
 
 #include "device_cl.h"
 
 _Static_assert(sizeof(cl_int8) == 8 * sizeof(int32_t), "clg_arg's int8 is OpenCL's int8");
 
+/* A generator position: four uints from kernel argument i on (zeros for none). */
+static cl_int set_rng(cl_kernel kern, int i, const clg_rng_pos *pos)
+{
+    cl_uint w[4] = {0, 0, 0, 0};
+    if (pos) {
+        w[0] = (cl_uint)pos->seed, w[1] = (cl_uint)(pos->seed >> 32);
+        w[2] = (cl_uint)pos->offset, w[3] = (cl_uint)(pos->offset >> 32);
+    }
+    cl_int e = CL_SUCCESS;
+    for (int j = 0; j < 4 && e == CL_SUCCESS; j++) e = clSetKernelArg(kern, (cl_uint)(i + j), sizeof(cl_uint), &w[j]);
+    return e;
+}
+
+/* i: the kernel's argument index (clg__arg_slot). A drawing generator argument takes
+ * the device's position here, once per set of arguments (not per enqueue). */
 clg_status clg__kobj_set_arg(clg_device *dev, clg_kobj *obj, const char *name, int i, const clg_arg *a)
 {
     cl_kernel kern = clg__cl_kernel(obj);
     cl_int e;
     cl_mem mem;
     switch (a->kind) {
+    case CLG_ARG_RNG:
+        if (a->v.rng.draw && a->v.rng.pos) clg__rng_take(dev, a->v.rng.blocks, a->v.rng.pos);
+        e = set_rng(kern, i, a->v.rng.pos);
+        break;
     case CLG_ARG_BUF:
         mem = clg__cl_mem(a->v.buf);
         e = clSetKernelArg(kern, (cl_uint)i, sizeof(cl_mem), &mem);
@@ -33,25 +53,21 @@ clg_status clg__kobj_set_arg(clg_device *dev, clg_kobj *obj, const char *name, i
 
 clg_status clg__kobj_set_args(clg_device *dev, clg_kobj *obj, const char *name, const clg_arg *args, int nargs)
 {
-    for (int i = 0; i < nargs; i++) {
-        clg_status st = clg__kobj_set_arg(dev, obj, name, i, &args[i]);
+    for (int i = 0, slot = 0; i < nargs; slot += args[i].kind == CLG_ARG_RNG ? 4 : 1, i++) {
+        clg_status st = clg__kobj_set_arg(dev, obj, name, slot, &args[i]);
         if (st != CLG_OK) return st;
     }
     return CLG_OK;
 }
 
 clg_status clg__kobj_enqueue(clg_device *dev, clg_kernel *k, clg_kobj *obj, int dims, const size_t *offset,
-                             const size_t *global, const size_t *local, const char *call)
+                             const size_t *global, const size_t *local, clg_event **done)
 {
     cl_event ev = NULL;
-    if (dev->prof.host_timed) clg__profile_before_enqueue(dev);
     cl_int e = clEnqueueNDRangeKernel(dev->cl->queue, clg__cl_kernel(obj), (cl_uint)dims, offset, global, local, 0,
-                                      NULL, dev->prof.enabled ? &ev : NULL);
-    if (e != CL_SUCCESS) return clg__cl_fail(dev, e, call, k->name);
-    if (ev) {
-        if (k->prof_slot < 0) k->prof_slot = clg__profile_slot(dev, k->name);
-        clg__profile_launch(dev, k->prof_slot, ev);
-    }
+                                      NULL, done ? &ev : NULL);
+    if (e != CL_SUCCESS) return clg__cl_fail(dev, e, "clEnqueueNDRangeKernel", k->name);
+    if (done) *done = (clg_event *)ev;
     return CLG_OK;
 }
 

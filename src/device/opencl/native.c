@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture.h"
 #include "device_cl.h"
 
 bool clg__native_supported(clg_device *dev)
@@ -85,7 +84,6 @@ static clg_status enqueue_native(clg_device *dev, clg_kernel *k, const clg_arg *
          * writes as a kernel's; the addresses it writes into `unused` are not read. */
         const void *locs[MAX_NATIVE_ARGS];
         for (int j = 0; j < nu; j++) locs[j] = &call.unused[j];
-        if (dev->prof.host_timed) clg__profile_before_enqueue(dev);
         e = clEnqueueNativeKernel(dev->cl->queue, trampoline, &call, sizeof call, (cl_uint)nu, nu ? mems : NULL,
                                   nu ? locs : NULL, 0, NULL, ev);
         if (e == CL_SUCCESS) return CLG_OK;
@@ -95,22 +93,10 @@ static clg_status enqueue_native(clg_device *dev, clg_kernel *k, const clg_arg *
     return clg__cl_fail(dev, e, "clEnqueueNativeKernel", k->name);
 }
 
-clg_status clg__enqueue_native(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs)
+clg_status clg__enqueue_native(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs, clg_event **done)
 {
     cl_event ev = NULL;
-    clg_status st = enqueue_native(dev, k, args, nargs, dev->prof.enabled ? &ev : NULL);
-    if (st != CLG_OK) return st;
-    if (ev) {
-        if (k->prof_slot < 0) k->prof_slot = clg__profile_slot(dev, k->name);
-        clg__profile_launch(dev, k->prof_slot, ev);
-    }
-    return CLG_OK;
-}
-
-clg_status clg__launch_native(clg_device *dev, clg_kernel *k, const clg_arg *args, int nargs)
-{
-    if (dev->cap) clg__cap_args(dev, k, args, nargs);
-    clg_status st = clg__enqueue_native(dev, k, args, nargs);
-    if (st == CLG_OK && dev->cap) clg__cap_enqueue(dev, 0, NULL, NULL, NULL);
+    clg_status st = enqueue_native(dev, k, args, nargs, done ? &ev : NULL);
+    if (st == CLG_OK && done) *done = (clg_event *)ev;
     return st;
 }

@@ -114,6 +114,8 @@ clg_status clg__profile_calibrate(clg_device *dev)
     return CLG_OK;
 }
 
+void clg__profile_event(clg_device *dev, int slot, clg_event *ev) { clg__profile_launch(dev, slot, (cl_event)ev); }
+
 void clg__profile_launch(clg_device *dev, int slot, cl_event ev)
 {
     clg_profiler *p = &dev->prof;

@@ -119,3 +119,8 @@ void clg__event_release(clg_event *ev)
 {
     if (ev) clReleaseEvent((cl_event)ev);
 }
+
+void clg__event_retain(clg_event *ev)
+{
+    if (ev) clRetainEvent((cl_event)ev);
+}
