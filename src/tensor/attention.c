@@ -179,7 +179,13 @@ static bool att_get(clg_device *dev, const att_call *c, const char *name, const 
     char full[32];
     ak->rows = clg__device_params(dev)->attention_rows;
     ak->vec = ak->rows && att_vectors(c, g);
-    snprintf(full, sizeof full, "%s%s", name, ak->vec ? "_vec" : ak->rows ? "_rows" : "");
+    /* heads of 16, 32 or 64 (keys and values alike) have kernels of their own, whose
+     * vector loops unroll and keep their accumulators in registers */
+    int64_t hd = c->d.E == c->d.Ev && (c->d.E == 16 || c->d.E == 32 || c->d.E == 64) ? c->d.E : 0;
+    if (ak->vec && hd && strcmp(name, "attn_bwd_pre"))
+        snprintf(full, sizeof full, "%s_vec%lld", name, (long long)hd);
+    else
+        snprintf(full, sizeof full, "%s%s", name, ak->vec ? "_vec" : ak->rows ? "_rows" : "");
     ak->k = clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(c->dtype), full);
     if (!ak->k) return false;
     ak->w = ak->rows ? 1 : group_width(dev, ak->k);
