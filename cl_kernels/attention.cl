@@ -401,11 +401,198 @@ __kernel void attn_bwd_dkv_rows(int L, int S, int E, int Ev, int nb, int8 bshape
 // compiles each kernel once, not once per tail of every length.
 #if defined(CLG_F32) && !defined(CLG_F16_STORE) && !defined(CLG_BF16_STORE)
 #define ATT_VN 8
-// Loops over a row's vectors run to ATT_VN, unrolled, each trip past the row's n skipped:
-// with n a constant (the kernels of one head size) they leave only n trips and keep the
-// vectors in registers; a loop to n itself stays a loop over memory.
+
+// scale q.k + mask, q held in vectors, k at kr.
+inline float att_vscore(const float16 *qv, __global const float *kr, int ne, float scale,
+                        __global const float *mask, int mb, int has_mask)
+{
+    float16 s = qv[0] * vload16(0, kr);
+    for (int u = 1; u < ne; u++) s = fma(qv[u], vload16(u, kr), s);
+    return clg_hsum16(s) * scale + (has_mask ? mask[mb] : 0.0f);
+}
+
+inline float att_vdot(const float16 *a, __global const float *br, int n)
+{
+    float16 s = a[0] * vload16(0, br);
+    for (int u = 1; u < n; u++) s = fma(a[u], vload16(u, br), s);
+    return clg_hsum16(s);
+}
+
+__kernel void attn_fwd_vec(int L, int S, int E, int Ev, int nb, int8 bshape,
+                           __global const float *q, int oq, int8 bq, int rq, int cq,
+                           __global const float *k, int ok, int8 bk, int rk, int ck,
+                           __global const float *v, int ov, int8 bv, int rv, int cv,
+                           __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
+                           __global float *o, __global float *lse, __global float *acc_s, __global float *ml_s,
+                           int j0, int j1, int d0, int nd, int first, int last, int causal, const float scale,
+                           uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const float dscale, int drop)
+{
+    int i = get_global_id(0), b = get_global_id(1), row = b * L + i, ne = E / 16, nv = Ev / 16;
+    if (i >= L) return;
+    __global const float *qr = q + att_boff(b, nb, bshape, oq, bq) + i * rq;
+    __global const float *kb = k + att_boff(b, nb, bshape, ok, bk), *vb = v + att_boff(b, nb, bshape, ov, bv);
+    int mb = has_mask ? att_boff(b, nb, bshape, om, bm) + i * rm : 0;
+    float16 qv[ATT_VN], acc[ATT_VN];
+    for (int u = 0; u < ne; u++) qv[u] = vload16(u, qr);
+    for (int u = 0; u < nv; u++) acc[u] = first ? (float16)0 : vload16(u, acc_s + (long)row * Ev);
+    float m = first ? -INFINITY : ml_s[2 * row], l = first ? 0.0f : ml_s[2 * row + 1];
+    int jend = causal ? min(j1, i + 1) : j1;
+    for (int jt = j0; jt < jend; jt += 16) {
+        int n = min(16, jend - jt);
+        float s[16];
+        for (int t = 0; t < 16; t++)
+            s[t] = t < n ? att_vscore(qv, kb + (jt + t) * rk, ne, scale, mask, mb + (jt + t) * cm, has_mask) : -INFINITY;
+        float16 sv = vload16(0, s);
+        // NaN propagates as in clg_nanmax: a NaN score makes the row's max NaN.
+        float mnew = any(isnan(sv)) ? NAN : fmax(m, clg_hmax16(sv));
+        if (isnan(m)) mnew = NAN;
+        float alpha = m == -INFINITY ? 0.0f : exp(m - mnew);
+        float16 p = select(exp(sv - mnew), (float16)0, isinf(sv) && sv < 0);
+        l = l * alpha + clg_hsum16(p);
+        vstore16(p, 0, s);
+        for (int u = 0; u < nv; u++) acc[u] *= alpha;
+        for (int t = 0; t < n; t++) {
+            float pt = s[t];
+            if (drop) pt = att_keep(((long)row) * S + jt + t, seed_lo, seed_hi, ctr_lo, ctr_hi, thr) ? pt * dscale : 0;
+            for (int u = 0; u < nv; u++) acc[u] = fma(pt, vload16(u, vb + (jt + t) * rv), acc[u]);
+        }
+        m = mnew;
+    }
+    for (int u = 0; u < nv; u++) {
+        if (last) vstore16(S ? acc[u] / l : (float16)0, u, o + (long)row * Ev);
+        else vstore16(acc[u], u, acc_s + (long)row * Ev);
+    }
+    if (!last) {
+        ml_s[2 * row] = m;
+        ml_s[2 * row + 1] = l;
+    }
+    if (last) lse[row] = m + log(l);
+}
+
+// Dr_i = sum_d dO_i O_i.
+__kernel void attn_bwd_pre_vec(int L, int Ev, int nb, int8 bshape, __global const float *o,
+                               __global const float *g, int og, int8 bg, int rg, int cg, __global float *dr)
+{
+    int i = get_global_id(0), b = get_global_id(1), row = b * L + i;
+    if (i >= L) return;
+    __global const float *gr = g + att_boff(b, nb, bshape, og, bg) + i * rg, *orow = o + (long)row * Ev;
+    float16 s = 0;
+    for (int u = 0; u < Ev / 16; u++) s = fma(vload16(u, orow), vload16(u, gr), s);
+    dr[row] = clg_hsum16(s);
+}
+
+__kernel void attn_bwd_dq_vec(int L, int S, int E, int Ev, int nb, int8 bshape,
+                              __global const float *q, int oq, int8 bq, int rq, int cq,
+                              __global const float *k, int ok, int8 bk, int rk, int ck,
+                              __global const float *v, int ov, int8 bv, int rv, int cv,
+                              __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
+                              __global const float *g, int og, int8 bg, int rg, int cg,
+                              __global const float *lse, __global const float *dr, __global float *dq,
+                              int j0, int j1, int d0, int nd, int first, int causal, const float scale,
+                              uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const float dscale, int drop)
+{
+    int i = get_global_id(0), b = get_global_id(1), row = b * L + i, ne = E / 16, nv = Ev / 16;
+    if (i >= L) return;
+    __global const float *qr = q + att_boff(b, nb, bshape, oq, bq) + i * rq;
+    __global const float *gr = g + att_boff(b, nb, bshape, og, bg) + i * rg;
+    __global const float *kb = k + att_boff(b, nb, bshape, ok, bk), *vb = v + att_boff(b, nb, bshape, ov, bv);
+    int mb = has_mask ? att_boff(b, nb, bshape, om, bm) + i * rm : 0;
+    float16 qv[ATT_VN], gv[ATT_VN], acc[ATT_VN];
+    for (int u = 0; u < ne; u++) {
+        qv[u] = vload16(u, qr);
+        acc[u] = 0;
+    }
+    for (int u = 0; u < nv; u++) gv[u] = vload16(u, gr);
+    float li = lse[row], di = dr[row];
+    int jend = causal ? min(j1, i + 1) : j1;
+    for (int jt = j0; jt < jend; jt += 16) {
+        int n = min(16, jend - jt);
+        float s[16], dp[16];
+        for (int t = 0; t < 16; t++) {
+            int j = jt + t;
+            s[t] = t < n ? att_vscore(qv, kb + j * rk, ne, scale, mask, mb + j * cm, has_mask) - li : -INFINITY;
+            dp[t] = t < n ? att_vdot(gv, vb + j * rv, nv) : 0.0f;
+            if (drop && t < n) dp[t] = att_keep(((long)row) * S + j, seed_lo, seed_hi, ctr_lo, ctr_hi, thr) ? dp[t] * dscale : 0;
+        }
+        float16 ds = exp(vload16(0, s)) * (vload16(0, dp) - di);
+        vstore16(ds, 0, s);
+        for (int t = 0; t < n; t++)
+            for (int u = 0; u < ne; u++) acc[u] = fma(s[t], vload16(u, kb + (jt + t) * rk), acc[u]);
+    }
+    for (int u = 0; u < ne; u++) {
+        __global float *at = dq + (long)row * E;
+        vstore16((first ? (float16)0 : vload16(u, at)) + acc[u] * scale, u, at);
+    }
+}
+
+__kernel void attn_bwd_dkv_vec(int L, int S, int E, int Ev, int nb, int8 bshape,
+                               __global const float *q, int oq, int8 bq, int rq, int cq,
+                               __global const float *k, int ok, int8 bk, int rk, int ck,
+                               __global const float *v, int ov, int8 bv, int rv, int cv,
+                               __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
+                               __global const float *g, int og, int8 bg, int rg, int cg,
+                               __global const float *lse, __global const float *dr, __global float *dk,
+                               __global float *dv, int i0, int i1, int d0, int nd, int first, int causal,
+                               const float scale, uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr,
+                               const float dscale, int drop)
+{
+    int j = get_global_id(0), b = get_global_id(1), ne = E / 16, nv = Ev / 16;
+    if (j >= S) return;
+    __global const float *qb = q + att_boff(b, nb, bshape, oq, bq), *gb = g + att_boff(b, nb, bshape, og, bg);
+    __global const float *kr = k + att_boff(b, nb, bshape, ok, bk) + j * rk;
+    __global const float *vr = v + att_boff(b, nb, bshape, ov, bv) + j * rv;
+    int mb = has_mask ? att_boff(b, nb, bshape, om, bm) + j * cm : 0;
+    float16 kv[ATT_VN], vv[ATT_VN], ak[ATT_VN], av[ATT_VN];
+    for (int u = 0; u < ne; u++) {
+        kv[u] = vload16(u, kr);
+        ak[u] = 0;
+    }
+    for (int u = 0; u < nv; u++) {
+        vv[u] = vload16(u, vr);
+        av[u] = 0;
+    }
+    int ibeg = causal ? max(i0, j) : i0;   // query i sees key j when j <= i
+    for (int it = ibeg; it < i1; it += 16) {
+        int n = min(16, i1 - it);
+        float s[16], dp[16], z[16];
+        for (int t = 0; t < 16; t++) {
+            int i = it + t, row = b * L + i;
+            z[t] = 1;
+            if (t >= n) {
+                s[t] = -INFINITY;
+                dp[t] = 0;
+                continue;
+            }
+            s[t] = att_vscore(kv, qb + i * rq, ne, scale, mask, mb + i * rm, has_mask) - lse[row];
+            if (drop) z[t] = att_keep(((long)row) * S + j, seed_lo, seed_hi, ctr_lo, ctr_hi, thr) ? dscale : 0;
+            dp[t] = att_vdot(vv, gb + i * rg, nv) * z[t] - dr[row];
+        }
+        float16 p = exp(vload16(0, s));
+        vstore16(p * vload16(0, dp), 0, dp);   // dS
+        vstore16(p * vload16(0, z), 0, z);     // P Z
+        for (int t = 0; t < n; t++) {
+            int i = it + t;
+            for (int u = 0; u < ne; u++) ak[u] = fma(dp[t], vload16(u, qb + i * rq), ak[u]);
+            for (int u = 0; u < nv; u++) av[u] = fma(z[t], vload16(u, gb + i * rg), av[u]);
+        }
+    }
+    for (int u = 0; u < ne; u++) {
+        __global float *at = dk + (long)(b * S + j) * E;
+        vstore16((first ? (float16)0 : vload16(u, at)) + ak[u] * scale, u, at);
+    }
+    for (int u = 0; u < nv; u++) {
+        __global float *at = dv + (long)(b * S + j) * Ev;
+        vstore16((first ? (float16)0 : vload16(u, at)) + av[u], u, at);
+    }
+}
+
+// ---- the kernels of one head size: E = Ev = 16, 32 or 64 (ne = nv = 1, 2 or 4) ------------
+// As the vector kernels above, but with the head's vector count a constant: every loop
+// over a row's vectors unrolls (ATT_UNROLL), so that queries, keys and accumulators stay
+// in registers (the loops to a run-time count kept them in memory: a store-to-load chain
+// per key). And 16 keys' (queries') dot products fold together (att_vdots16) instead of
+// one horizontal sum each.
 #define ATT_UNROLL _Pragma("unroll")
-#define ATT_FOR(u, from, n) ATT_UNROLL for (int u = from; u < ATT_VN; u++) if (u < (n))
 
 // The 16 dot products of a (n vectors) with the rows at r + t * rs, t < 16, as one vector
 // (lane t: row t; rows past cnt read row cnt - 1 instead, for the caller to mask). Each
@@ -423,14 +610,14 @@ __kernel void attn_bwd_dkv_rows(int L, int S, int E, int Ev, int nb, int8 bshape
 #define ATT_FOLD(x, y, lo, hi) (shuffle2((x), (y), lo) + shuffle2((x), (y), hi))
 #define ATT_LANES (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
 
-inline __attribute__((always_inline)) float16 att_vdots16(const float16 *a, __global const float *r, int rs, int cnt,
-                                                          int n)
+static inline __attribute__((always_inline)) float16 att_vdots16(const float16 *a, __global const float *r, int rs, int cnt,
+                                                          const int n)
 {
     float16 f1[8], f2[4], f3[2];
     ATT_UNROLL for (int t = 0; t < 8; t++) {
         __global const float *r0 = r + min(2 * t, cnt - 1) * rs, *r1 = r + min(2 * t + 1, cnt - 1) * rs;
         float16 p0 = a[0] * vload16(0, r0), p1 = a[0] * vload16(0, r1);
-        ATT_FOR(u, 1, n) {
+        ATT_UNROLL for (int u = 1; u < n; u++) {
             p0 = fma(a[u], vload16(u, r0), p0);
             p1 = fma(a[u], vload16(u, r1), p1);
         }
@@ -441,7 +628,7 @@ inline __attribute__((always_inline)) float16 att_vdots16(const float16 *a, __gl
     return ATT_FOLD(f3[0], f3[1], ATT_M4A, ATT_M4B);
 }
 
-inline __attribute__((always_inline)) void attn_fwd_vec_do(int L, int S, int E, int Ev, int nb, int8 bshape,
+static inline __attribute__((always_inline)) void attn_fwd_vec_do(int L, int S, int E, int Ev, int nb, int8 bshape,
                            __global const float *q, int oq, int8 bq, int rq, int cq,
                            __global const float *k, int ok, int8 bk, int rk, int ck,
                            __global const float *v, int ov, int8 bv, int rv, int cv,
@@ -457,8 +644,9 @@ inline __attribute__((always_inline)) void attn_fwd_vec_do(int L, int S, int E, 
     __global const float *kb = k + att_boff(b, nb, bshape, ok, bk), *vb = v + att_boff(b, nb, bshape, ov, bv);
     int mb = has_mask ? att_boff(b, nb, bshape, om, bm) + i * rm : 0;
     float16 qv[ATT_VN], acc[ATT_VN];
-    ATT_FOR(u, 0, ne) qv[u] = vload16(u, qr);
-    ATT_FOR(u, 0, nv) acc[u] = first ? (float16)0 : vload16(u, acc_s + (long)row * Ev);
+    ATT_UNROLL for (int u = 0; u < ne; u++) qv[u] = vload16(u, qr);
+    ATT_UNROLL for (int u = 0; u < nv; u++) acc[u] = 0;
+    if (!first) ATT_UNROLL for (int u = 0; u < nv; u++) acc[u] = vload16(u, acc_s + (long)row * Ev);
     float m = first ? -INFINITY : ml_s[2 * row], l = first ? 0.0f : ml_s[2 * row + 1];
     int jend = causal ? min(j1, i + 1) : j1;
     for (int jt = j0; jt < jend; jt += 16) {
@@ -477,35 +665,21 @@ inline __attribute__((always_inline)) void attn_fwd_vec_do(int L, int S, int E, 
         float16 p = select(exp(sv - mnew), (float16)0, isinf(sv) && sv < 0);
         l = l * alpha + clg_hsum16(p);
         vstore16(p, 0, s);
-        ATT_FOR(u, 0, nv) acc[u] *= alpha;
+        ATT_UNROLL for (int u = 0; u < nv; u++) acc[u] *= alpha;
         for (int t = 0; t < n; t++) {
             float pt = s[t];
             if (drop) pt = att_keep(((long)row) * S + jt + t, seed_lo, seed_hi, ctr_lo, ctr_hi, thr) ? pt * dscale : 0;
-            ATT_FOR(u, 0, nv) acc[u] = fma(pt, vload16(u, vb + (jt + t) * rv), acc[u]);
+            ATT_UNROLL for (int u = 0; u < nv; u++) acc[u] = fma(pt, vload16(u, vb + (jt + t) * rv), acc[u]);
         }
         m = mnew;
     }
-    ATT_FOR(u, 0, nv) {
-        if (last) vstore16(S ? acc[u] / l : (float16)0, u, o + (long)row * Ev);
-        else vstore16(acc[u], u, acc_s + (long)row * Ev);
-    }
+    if (last) ATT_UNROLL for (int u = 0; u < nv; u++) vstore16(S ? acc[u] / l : (float16)0, u, o + (long)row * Ev);
+    else ATT_UNROLL for (int u = 0; u < nv; u++) vstore16(acc[u], u, acc_s + (long)row * Ev);
     if (!last) {
         ml_s[2 * row] = m;
         ml_s[2 * row + 1] = l;
     }
     if (last) lse[row] = m + log(l);
-}
-
-__kernel void attn_fwd_vec(int L, int S, int E, int Ev, int nb, int8 bshape,
-                           __global const float *q, int oq, int8 bq, int rq, int cq,
-                           __global const float *k, int ok, int8 bk, int rk, int ck,
-                           __global const float *v, int ov, int8 bv, int rv, int cv,
-                           __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
-                           __global float *o, __global float *lse, __global float *acc_s, __global float *ml_s,
-                           int j0, int j1, int d0, int nd, int first, int last, int causal, const float scale,
-                           uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const float dscale, int drop)
-{
-    attn_fwd_vec_do(L, S, E, Ev, nb, bshape, q, oq, bq, rq, cq, k, ok, bk, rk, ck, v, ov, bv, rv, cv, mask, om, bm, rm, cm, has_mask, o, lse, acc_s, ml_s, j0, j1, d0, nd, first, last, causal, scale, seed_lo, seed_hi, ctr_lo, ctr_hi, thr, dscale, drop, E / 16, Ev / 16);
 }
 
 __kernel void attn_fwd_vec16(int L, int S, int E, int Ev, int nb, int8 bshape,
@@ -545,18 +719,7 @@ __kernel void attn_fwd_vec64(int L, int S, int E, int Ev, int nb, int8 bshape,
 }
 
 // Dr_i = sum_d dO_i O_i.
-__kernel void attn_bwd_pre_vec(int L, int Ev, int nb, int8 bshape, __global const float *o,
-                               __global const float *g, int og, int8 bg, int rg, int cg, __global float *dr)
-{
-    int i = get_global_id(0), b = get_global_id(1), row = b * L + i;
-    if (i >= L) return;
-    __global const float *gr = g + att_boff(b, nb, bshape, og, bg) + i * rg, *orow = o + (long)row * Ev;
-    float16 s = 0;
-    for (int u = 0; u < Ev / 16; u++) s = fma(vload16(u, orow), vload16(u, gr), s);
-    dr[row] = clg_hsum16(s);
-}
-
-inline __attribute__((always_inline)) void attn_bwd_dq_vec_do(int L, int S, int E, int Ev, int nb, int8 bshape,
+static inline __attribute__((always_inline)) void attn_bwd_dq_vec_do(int L, int S, int E, int Ev, int nb, int8 bshape,
                               __global const float *q, int oq, int8 bq, int rq, int cq,
                               __global const float *k, int ok, int8 bk, int rk, int ck,
                               __global const float *v, int ov, int8 bv, int rv, int cv,
@@ -574,11 +737,11 @@ inline __attribute__((always_inline)) void attn_bwd_dq_vec_do(int L, int S, int 
     __global const float *kb = k + att_boff(b, nb, bshape, ok, bk), *vb = v + att_boff(b, nb, bshape, ov, bv);
     int mb = has_mask ? att_boff(b, nb, bshape, om, bm) + i * rm : 0;
     float16 qv[ATT_VN], gv[ATT_VN], acc[ATT_VN];
-    ATT_FOR(u, 0, ne) {
+    ATT_UNROLL for (int u = 0; u < ne; u++) {
         qv[u] = vload16(u, qr);
         acc[u] = 0;
     }
-    ATT_FOR(u, 0, nv) gv[u] = vload16(u, gr);
+    ATT_UNROLL for (int u = 0; u < nv; u++) gv[u] = vload16(u, gr);
     float li = lse[row], di = dr[row];
     int jend = causal ? min(j1, i + 1) : j1;
     for (int jt = j0; jt < jend; jt += 16) {
@@ -599,25 +762,12 @@ inline __attribute__((always_inline)) void attn_bwd_dq_vec_do(int L, int S, int 
         float16 ds = exp(sv) * (select(dp, (float16)0, past) - di);
         vstore16(ds, 0, s);
         for (int t = 0; t < n; t++)
-            ATT_FOR(u, 0, ne) acc[u] = fma(s[t], vload16(u, kb + (jt + t) * rk), acc[u]);
+            ATT_UNROLL for (int u = 0; u < ne; u++) acc[u] = fma(s[t], vload16(u, kb + (jt + t) * rk), acc[u]);
     }
-    ATT_FOR(u, 0, ne) {
+    ATT_UNROLL for (int u = 0; u < ne; u++) {
         __global float *at = dq + (long)row * E;
         vstore16((first ? (float16)0 : vload16(u, at)) + acc[u] * scale, u, at);
     }
-}
-
-__kernel void attn_bwd_dq_vec(int L, int S, int E, int Ev, int nb, int8 bshape,
-                              __global const float *q, int oq, int8 bq, int rq, int cq,
-                              __global const float *k, int ok, int8 bk, int rk, int ck,
-                              __global const float *v, int ov, int8 bv, int rv, int cv,
-                              __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
-                              __global const float *g, int og, int8 bg, int rg, int cg,
-                              __global const float *lse, __global const float *dr, __global float *dq,
-                              int j0, int j1, int d0, int nd, int first, int causal, const float scale,
-                              uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const float dscale, int drop)
-{
-    attn_bwd_dq_vec_do(L, S, E, Ev, nb, bshape, q, oq, bq, rq, cq, k, ok, bk, rk, ck, v, ov, bv, rv, cv, mask, om, bm, rm, cm, has_mask, g, og, bg, rg, cg, lse, dr, dq, j0, j1, d0, nd, first, causal, scale, seed_lo, seed_hi, ctr_lo, ctr_hi, thr, dscale, drop, E / 16, Ev / 16);
 }
 
 __kernel void attn_bwd_dq_vec16(int L, int S, int E, int Ev, int nb, int8 bshape,
@@ -659,7 +809,7 @@ __kernel void attn_bwd_dq_vec64(int L, int S, int E, int Ev, int nb, int8 bshape
     attn_bwd_dq_vec_do(L, S, E, Ev, nb, bshape, q, oq, bq, rq, cq, k, ok, bk, rk, ck, v, ov, bv, rv, cv, mask, om, bm, rm, cm, has_mask, g, og, bg, rg, cg, lse, dr, dq, j0, j1, d0, nd, first, causal, scale, seed_lo, seed_hi, ctr_lo, ctr_hi, thr, dscale, drop, 4, 4);
 }
 
-inline __attribute__((always_inline)) void attn_bwd_dkv_vec_do(int L, int S, int E, int Ev, int nb, int8 bshape,
+static inline __attribute__((always_inline)) void attn_bwd_dkv_vec_do(int L, int S, int E, int Ev, int nb, int8 bshape,
                                __global const float *q, int oq, int8 bq, int rq, int cq,
                                __global const float *k, int ok, int8 bk, int rk, int ck,
                                __global const float *v, int ov, int8 bv, int rv, int cv,
@@ -678,11 +828,11 @@ inline __attribute__((always_inline)) void attn_bwd_dkv_vec_do(int L, int S, int
     __global const float *vr = v + att_boff(b, nb, bshape, ov, bv) + j * rv;
     int mb = has_mask ? att_boff(b, nb, bshape, om, bm) + j * cm : 0;
     float16 kv[ATT_VN], vv[ATT_VN], ak[ATT_VN], av[ATT_VN];
-    ATT_FOR(u, 0, ne) {
+    ATT_UNROLL for (int u = 0; u < ne; u++) {
         kv[u] = vload16(u, kr);
         ak[u] = 0;
     }
-    ATT_FOR(u, 0, nv) {
+    ATT_UNROLL for (int u = 0; u < nv; u++) {
         vv[u] = vload16(u, vr);
         av[u] = 0;
     }
@@ -712,32 +862,18 @@ inline __attribute__((always_inline)) void attn_bwd_dkv_vec_do(int L, int S, int
         vstore16(p * zv, 0, z);                                                         // P Z
         for (int t = 0; t < n; t++) {
             int i = it + t;
-            ATT_FOR(u, 0, ne) ak[u] = fma(dp[t], vload16(u, qb + i * rq), ak[u]);
-            ATT_FOR(u, 0, nv) av[u] = fma(z[t], vload16(u, gb + i * rg), av[u]);
+            ATT_UNROLL for (int u = 0; u < ne; u++) ak[u] = fma(dp[t], vload16(u, qb + i * rq), ak[u]);
+            ATT_UNROLL for (int u = 0; u < nv; u++) av[u] = fma(z[t], vload16(u, gb + i * rg), av[u]);
         }
     }
-    ATT_FOR(u, 0, ne) {
+    ATT_UNROLL for (int u = 0; u < ne; u++) {
         __global float *at = dk + (long)(b * S + j) * E;
         vstore16((first ? (float16)0 : vload16(u, at)) + ak[u] * scale, u, at);
     }
-    ATT_FOR(u, 0, nv) {
+    ATT_UNROLL for (int u = 0; u < nv; u++) {
         __global float *at = dv + (long)(b * S + j) * Ev;
         vstore16((first ? (float16)0 : vload16(u, at)) + av[u], u, at);
     }
-}
-
-__kernel void attn_bwd_dkv_vec(int L, int S, int E, int Ev, int nb, int8 bshape,
-                               __global const float *q, int oq, int8 bq, int rq, int cq,
-                               __global const float *k, int ok, int8 bk, int rk, int ck,
-                               __global const float *v, int ov, int8 bv, int rv, int cv,
-                               __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
-                               __global const float *g, int og, int8 bg, int rg, int cg,
-                               __global const float *lse, __global const float *dr, __global float *dk,
-                               __global float *dv, int i0, int i1, int d0, int nd, int first, int causal,
-                               const float scale, uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr,
-                               const float dscale, int drop)
-{
-    attn_bwd_dkv_vec_do(L, S, E, Ev, nb, bshape, q, oq, bq, rq, cq, k, ok, bk, rk, ck, v, ov, bv, rv, cv, mask, om, bm, rm, cm, has_mask, g, og, bg, rg, cg, lse, dr, dk, dv, i0, i1, d0, nd, first, causal, scale, seed_lo, seed_hi, ctr_lo, ctr_hi, thr, dscale, drop, E / 16, Ev / 16);
 }
 
 __kernel void attn_bwd_dkv_vec16(int L, int S, int E, int Ev, int nb, int8 bshape,
