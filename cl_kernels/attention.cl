@@ -585,4 +585,336 @@ __kernel void attn_bwd_dkv_vec(int L, int S, int E, int Ev, int nb, int8 bshape,
         vstore16((first ? (float16)0 : vload16(u, at)) + av[u], u, at);
     }
 }
+
+// ---- the kernels of one head size: E = Ev = 16, 32 or 64 (ne = nv = 1, 2 or 4) ------------
+// As the vector kernels above, but with the head's vector count a constant: every loop
+// over a row's vectors unrolls (ATT_UNROLL), so that queries, keys and accumulators stay
+// in registers (the loops to a run-time count kept them in memory: a store-to-load chain
+// per key). And 16 keys' (queries') dot products fold together (att_vdots16) instead of
+// one horizontal sum each.
+#define ATT_UNROLL _Pragma("unroll")
+
+// The 16 dot products of a (n vectors) with the rows at r + t * rs, t < 16, as one vector
+// (lane t: row t; rows past cnt read row cnt - 1 instead, for the caller to mask). Each
+// product's 16 lanes fold with those of the next in a transposing tree (lanes j and j + 8,
+// then j and j + 4, ...), so that 16 sums take 15 pairs of shuffles instead of 16
+// horizontal sums; each lane adds in clg_hsum16's order.
+#define ATT_M1A (uint16)(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23)
+#define ATT_M1B (uint16)(8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31)
+#define ATT_M2A (uint16)(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27)
+#define ATT_M2B (uint16)(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31)
+#define ATT_M3A (uint16)(0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29)
+#define ATT_M3B (uint16)(2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31)
+#define ATT_M4A (uint16)(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)
+#define ATT_M4B (uint16)(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31)
+#define ATT_FOLD(x, y, lo, hi) (shuffle2((x), (y), lo) + shuffle2((x), (y), hi))
+#define ATT_LANES (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+
+static inline __attribute__((always_inline)) float16 att_vdots16(const float16 *a, __global const float *r, int rs, int cnt,
+                                                          const int n)
+{
+    float16 f1[8], f2[4], f3[2];
+    ATT_UNROLL for (int t = 0; t < 8; t++) {
+        __global const float *r0 = r + min(2 * t, cnt - 1) * rs, *r1 = r + min(2 * t + 1, cnt - 1) * rs;
+        float16 p0 = a[0] * vload16(0, r0), p1 = a[0] * vload16(0, r1);
+        ATT_UNROLL for (int u = 1; u < n; u++) {
+            p0 = fma(a[u], vload16(u, r0), p0);
+            p1 = fma(a[u], vload16(u, r1), p1);
+        }
+        f1[t] = ATT_FOLD(p0, p1, ATT_M1A, ATT_M1B);
+    }
+    ATT_UNROLL for (int t = 0; t < 4; t++) f2[t] = ATT_FOLD(f1[2 * t], f1[2 * t + 1], ATT_M2A, ATT_M2B);
+    ATT_UNROLL for (int t = 0; t < 2; t++) f3[t] = ATT_FOLD(f2[2 * t], f2[2 * t + 1], ATT_M3A, ATT_M3B);
+    return ATT_FOLD(f3[0], f3[1], ATT_M4A, ATT_M4B);
+}
+
+static inline __attribute__((always_inline)) void attn_fwd_vec_do(int L, int S, int E, int Ev, int nb, int8 bshape,
+                           __global const float *q, int oq, int8 bq, int rq, int cq,
+                           __global const float *k, int ok, int8 bk, int rk, int ck,
+                           __global const float *v, int ov, int8 bv, int rv, int cv,
+                           __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
+                           __global float *o, __global float *lse, __global float *acc_s, __global float *ml_s,
+                           int j0, int j1, int d0, int nd, int first, int last, int causal, const float scale,
+                           uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const float dscale, int drop,
+        const int ne, const int nv)
+{
+    int i = get_global_id(0), b = get_global_id(1), row = b * L + i;
+    if (i >= L) return;
+    __global const float *qr = q + att_boff(b, nb, bshape, oq, bq) + i * rq;
+    __global const float *kb = k + att_boff(b, nb, bshape, ok, bk), *vb = v + att_boff(b, nb, bshape, ov, bv);
+    int mb = has_mask ? att_boff(b, nb, bshape, om, bm) + i * rm : 0;
+    float16 qv[ATT_VN], acc[ATT_VN];
+    ATT_UNROLL for (int u = 0; u < ne; u++) qv[u] = vload16(u, qr);
+    ATT_UNROLL for (int u = 0; u < nv; u++) acc[u] = 0;
+    if (!first) ATT_UNROLL for (int u = 0; u < nv; u++) acc[u] = vload16(u, acc_s + (long)row * Ev);
+    float m = first ? -INFINITY : ml_s[2 * row], l = first ? 0.0f : ml_s[2 * row + 1];
+    int jend = causal ? min(j1, i + 1) : j1;
+    for (int jt = j0; jt < jend; jt += 16) {
+        int n = min(16, jend - jt);
+        float s[16];
+        float16 sv = att_vdots16(qv, kb + jt * rk, rk, n, ne) * scale;
+        if (has_mask) {
+            for (int t = 0; t < 16; t++) s[t] = mask[mb + (jt + min(t, n - 1)) * cm];
+            sv += vload16(0, s);
+        }
+        sv = select(sv, (float16)(-INFINITY), ATT_LANES >= n);
+        // NaN propagates as in clg_nanmax: a NaN score makes the row's max NaN.
+        float mnew = any(isnan(sv)) ? NAN : fmax(m, clg_hmax16(sv));
+        if (isnan(m)) mnew = NAN;
+        float alpha = m == -INFINITY ? 0.0f : exp(m - mnew);
+        float16 p = select(exp(sv - mnew), (float16)0, isinf(sv) && sv < 0);
+        l = l * alpha + clg_hsum16(p);
+        vstore16(p, 0, s);
+        ATT_UNROLL for (int u = 0; u < nv; u++) acc[u] *= alpha;
+        for (int t = 0; t < n; t++) {
+            float pt = s[t];
+            if (drop) pt = att_keep(((long)row) * S + jt + t, seed_lo, seed_hi, ctr_lo, ctr_hi, thr) ? pt * dscale : 0;
+            ATT_UNROLL for (int u = 0; u < nv; u++) acc[u] = fma(pt, vload16(u, vb + (jt + t) * rv), acc[u]);
+        }
+        m = mnew;
+    }
+    if (last) ATT_UNROLL for (int u = 0; u < nv; u++) vstore16(S ? acc[u] / l : (float16)0, u, o + (long)row * Ev);
+    else ATT_UNROLL for (int u = 0; u < nv; u++) vstore16(acc[u], u, acc_s + (long)row * Ev);
+    if (!last) {
+        ml_s[2 * row] = m;
+        ml_s[2 * row + 1] = l;
+    }
+    if (last) lse[row] = m + log(l);
+}
+
+__kernel void attn_fwd_vec16(int L, int S, int E, int Ev, int nb, int8 bshape,
+                           __global const float *q, int oq, int8 bq, int rq, int cq,
+                           __global const float *k, int ok, int8 bk, int rk, int ck,
+                           __global const float *v, int ov, int8 bv, int rv, int cv,
+                           __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
+                           __global float *o, __global float *lse, __global float *acc_s, __global float *ml_s,
+                           int j0, int j1, int d0, int nd, int first, int last, int causal, const float scale,
+                           uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const float dscale, int drop)
+{
+    attn_fwd_vec_do(L, S, E, Ev, nb, bshape, q, oq, bq, rq, cq, k, ok, bk, rk, ck, v, ov, bv, rv, cv, mask, om, bm, rm, cm, has_mask, o, lse, acc_s, ml_s, j0, j1, d0, nd, first, last, causal, scale, seed_lo, seed_hi, ctr_lo, ctr_hi, thr, dscale, drop, 1, 1);
+}
+
+__kernel void attn_fwd_vec32(int L, int S, int E, int Ev, int nb, int8 bshape,
+                           __global const float *q, int oq, int8 bq, int rq, int cq,
+                           __global const float *k, int ok, int8 bk, int rk, int ck,
+                           __global const float *v, int ov, int8 bv, int rv, int cv,
+                           __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
+                           __global float *o, __global float *lse, __global float *acc_s, __global float *ml_s,
+                           int j0, int j1, int d0, int nd, int first, int last, int causal, const float scale,
+                           uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const float dscale, int drop)
+{
+    attn_fwd_vec_do(L, S, E, Ev, nb, bshape, q, oq, bq, rq, cq, k, ok, bk, rk, ck, v, ov, bv, rv, cv, mask, om, bm, rm, cm, has_mask, o, lse, acc_s, ml_s, j0, j1, d0, nd, first, last, causal, scale, seed_lo, seed_hi, ctr_lo, ctr_hi, thr, dscale, drop, 2, 2);
+}
+
+__kernel void attn_fwd_vec64(int L, int S, int E, int Ev, int nb, int8 bshape,
+                           __global const float *q, int oq, int8 bq, int rq, int cq,
+                           __global const float *k, int ok, int8 bk, int rk, int ck,
+                           __global const float *v, int ov, int8 bv, int rv, int cv,
+                           __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
+                           __global float *o, __global float *lse, __global float *acc_s, __global float *ml_s,
+                           int j0, int j1, int d0, int nd, int first, int last, int causal, const float scale,
+                           uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const float dscale, int drop)
+{
+    attn_fwd_vec_do(L, S, E, Ev, nb, bshape, q, oq, bq, rq, cq, k, ok, bk, rk, ck, v, ov, bv, rv, cv, mask, om, bm, rm, cm, has_mask, o, lse, acc_s, ml_s, j0, j1, d0, nd, first, last, causal, scale, seed_lo, seed_hi, ctr_lo, ctr_hi, thr, dscale, drop, 4, 4);
+}
+
+// Dr_i = sum_d dO_i O_i.
+static inline __attribute__((always_inline)) void attn_bwd_dq_vec_do(int L, int S, int E, int Ev, int nb, int8 bshape,
+                              __global const float *q, int oq, int8 bq, int rq, int cq,
+                              __global const float *k, int ok, int8 bk, int rk, int ck,
+                              __global const float *v, int ov, int8 bv, int rv, int cv,
+                              __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
+                              __global const float *g, int og, int8 bg, int rg, int cg,
+                              __global const float *lse, __global const float *dr, __global float *dq,
+                              int j0, int j1, int d0, int nd, int first, int causal, const float scale,
+                              uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const float dscale, int drop,
+        const int ne, const int nv)
+{
+    int i = get_global_id(0), b = get_global_id(1), row = b * L + i;
+    if (i >= L) return;
+    __global const float *qr = q + att_boff(b, nb, bshape, oq, bq) + i * rq;
+    __global const float *gr = g + att_boff(b, nb, bshape, og, bg) + i * rg;
+    __global const float *kb = k + att_boff(b, nb, bshape, ok, bk), *vb = v + att_boff(b, nb, bshape, ov, bv);
+    int mb = has_mask ? att_boff(b, nb, bshape, om, bm) + i * rm : 0;
+    float16 qv[ATT_VN], gv[ATT_VN], acc[ATT_VN];
+    ATT_UNROLL for (int u = 0; u < ne; u++) {
+        qv[u] = vload16(u, qr);
+        acc[u] = 0;
+    }
+    ATT_UNROLL for (int u = 0; u < nv; u++) gv[u] = vload16(u, gr);
+    float li = lse[row], di = dr[row];
+    int jend = causal ? min(j1, i + 1) : j1;
+    for (int jt = j0; jt < jend; jt += 16) {
+        int n = min(16, jend - jt);
+        float s[16];
+        float16 sv = att_vdots16(qv, kb + jt * rk, rk, n, ne) * scale, dp = att_vdots16(gv, vb + jt * rv, rv, n, nv);
+        if (has_mask) {
+            for (int t = 0; t < 16; t++) s[t] = mask[mb + (jt + min(t, n - 1)) * cm];
+            sv += vload16(0, s);
+        }
+        if (drop) {
+            for (int t = 0; t < 16; t++)
+                s[t] = t < n && att_keep(((long)row) * S + jt + t, seed_lo, seed_hi, ctr_lo, ctr_hi, thr) ? dscale : 0;
+            dp *= vload16(0, s);
+        }
+        int16 past = ATT_LANES >= n;
+        sv = select(sv - li, (float16)(-INFINITY), past);
+        float16 ds = exp(sv) * (select(dp, (float16)0, past) - di);
+        vstore16(ds, 0, s);
+        for (int t = 0; t < n; t++)
+            ATT_UNROLL for (int u = 0; u < ne; u++) acc[u] = fma(s[t], vload16(u, kb + (jt + t) * rk), acc[u]);
+    }
+    ATT_UNROLL for (int u = 0; u < ne; u++) {
+        __global float *at = dq + (long)row * E;
+        vstore16((first ? (float16)0 : vload16(u, at)) + acc[u] * scale, u, at);
+    }
+}
+
+__kernel void attn_bwd_dq_vec16(int L, int S, int E, int Ev, int nb, int8 bshape,
+                              __global const float *q, int oq, int8 bq, int rq, int cq,
+                              __global const float *k, int ok, int8 bk, int rk, int ck,
+                              __global const float *v, int ov, int8 bv, int rv, int cv,
+                              __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
+                              __global const float *g, int og, int8 bg, int rg, int cg,
+                              __global const float *lse, __global const float *dr, __global float *dq,
+                              int j0, int j1, int d0, int nd, int first, int causal, const float scale,
+                              uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const float dscale, int drop)
+{
+    attn_bwd_dq_vec_do(L, S, E, Ev, nb, bshape, q, oq, bq, rq, cq, k, ok, bk, rk, ck, v, ov, bv, rv, cv, mask, om, bm, rm, cm, has_mask, g, og, bg, rg, cg, lse, dr, dq, j0, j1, d0, nd, first, causal, scale, seed_lo, seed_hi, ctr_lo, ctr_hi, thr, dscale, drop, 1, 1);
+}
+
+__kernel void attn_bwd_dq_vec32(int L, int S, int E, int Ev, int nb, int8 bshape,
+                              __global const float *q, int oq, int8 bq, int rq, int cq,
+                              __global const float *k, int ok, int8 bk, int rk, int ck,
+                              __global const float *v, int ov, int8 bv, int rv, int cv,
+                              __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
+                              __global const float *g, int og, int8 bg, int rg, int cg,
+                              __global const float *lse, __global const float *dr, __global float *dq,
+                              int j0, int j1, int d0, int nd, int first, int causal, const float scale,
+                              uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const float dscale, int drop)
+{
+    attn_bwd_dq_vec_do(L, S, E, Ev, nb, bshape, q, oq, bq, rq, cq, k, ok, bk, rk, ck, v, ov, bv, rv, cv, mask, om, bm, rm, cm, has_mask, g, og, bg, rg, cg, lse, dr, dq, j0, j1, d0, nd, first, causal, scale, seed_lo, seed_hi, ctr_lo, ctr_hi, thr, dscale, drop, 2, 2);
+}
+
+__kernel void attn_bwd_dq_vec64(int L, int S, int E, int Ev, int nb, int8 bshape,
+                              __global const float *q, int oq, int8 bq, int rq, int cq,
+                              __global const float *k, int ok, int8 bk, int rk, int ck,
+                              __global const float *v, int ov, int8 bv, int rv, int cv,
+                              __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
+                              __global const float *g, int og, int8 bg, int rg, int cg,
+                              __global const float *lse, __global const float *dr, __global float *dq,
+                              int j0, int j1, int d0, int nd, int first, int causal, const float scale,
+                              uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const float dscale, int drop)
+{
+    attn_bwd_dq_vec_do(L, S, E, Ev, nb, bshape, q, oq, bq, rq, cq, k, ok, bk, rk, ck, v, ov, bv, rv, cv, mask, om, bm, rm, cm, has_mask, g, og, bg, rg, cg, lse, dr, dq, j0, j1, d0, nd, first, causal, scale, seed_lo, seed_hi, ctr_lo, ctr_hi, thr, dscale, drop, 4, 4);
+}
+
+static inline __attribute__((always_inline)) void attn_bwd_dkv_vec_do(int L, int S, int E, int Ev, int nb, int8 bshape,
+                               __global const float *q, int oq, int8 bq, int rq, int cq,
+                               __global const float *k, int ok, int8 bk, int rk, int ck,
+                               __global const float *v, int ov, int8 bv, int rv, int cv,
+                               __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
+                               __global const float *g, int og, int8 bg, int rg, int cg,
+                               __global const float *lse, __global const float *dr, __global float *dk,
+                               __global float *dv, int i0, int i1, int d0, int nd, int first, int causal,
+                               const float scale, uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr,
+                               const float dscale, int drop,
+        const int ne, const int nv)
+{
+    int j = get_global_id(0), b = get_global_id(1);
+    if (j >= S) return;
+    __global const float *qb = q + att_boff(b, nb, bshape, oq, bq), *gb = g + att_boff(b, nb, bshape, og, bg);
+    __global const float *kr = k + att_boff(b, nb, bshape, ok, bk) + j * rk;
+    __global const float *vr = v + att_boff(b, nb, bshape, ov, bv) + j * rv;
+    int mb = has_mask ? att_boff(b, nb, bshape, om, bm) + j * cm : 0;
+    float16 kv[ATT_VN], vv[ATT_VN], ak[ATT_VN], av[ATT_VN];
+    ATT_UNROLL for (int u = 0; u < ne; u++) {
+        kv[u] = vload16(u, kr);
+        ak[u] = 0;
+    }
+    ATT_UNROLL for (int u = 0; u < nv; u++) {
+        vv[u] = vload16(u, vr);
+        av[u] = 0;
+    }
+    int ibeg = causal ? max(i0, j) : i0;   // query i sees key j when j <= i
+    for (int it = ibeg; it < i1; it += 16) {
+        int n = min(16, i1 - it);
+        float dp[16], z[16], li[16], di[16];
+        float16 sv = att_vdots16(kv, qb + it * rq, rq, n, ne) * scale, dv16 = att_vdots16(vv, gb + it * rg, rg, n, nv);
+        ATT_UNROLL for (int t = 0; t < 16; t++) {   // rows past n read row n - 1's, masked below
+            int row = b * L + it + min(t, n - 1);
+            li[t] = lse[row];
+            di[t] = dr[row];
+        }
+        if (has_mask) {
+            for (int t = 0; t < 16; t++) z[t] = mask[mb + (it + min(t, n - 1)) * rm];
+            sv += vload16(0, z);
+        }
+        float16 zv = 1;
+        if (drop) {
+            for (int t = 0; t < 16; t++)
+                z[t] = att_keep(((long)(b * L + it + t)) * S + j, seed_lo, seed_hi, ctr_lo, ctr_hi, thr) ? dscale : 0;
+            zv = vload16(0, z);
+        }
+        int16 past = ATT_LANES >= n;
+        float16 p = exp(select(sv - vload16(0, li), (float16)(-INFINITY), past));
+        vstore16(select(p * (dv16 * zv - vload16(0, di)), (float16)0, past), 0, dp);   // dS
+        vstore16(p * zv, 0, z);                                                         // P Z
+        for (int t = 0; t < n; t++) {
+            int i = it + t;
+            ATT_UNROLL for (int u = 0; u < ne; u++) ak[u] = fma(dp[t], vload16(u, qb + i * rq), ak[u]);
+            ATT_UNROLL for (int u = 0; u < nv; u++) av[u] = fma(z[t], vload16(u, gb + i * rg), av[u]);
+        }
+    }
+    ATT_UNROLL for (int u = 0; u < ne; u++) {
+        __global float *at = dk + (long)(b * S + j) * E;
+        vstore16((first ? (float16)0 : vload16(u, at)) + ak[u] * scale, u, at);
+    }
+    ATT_UNROLL for (int u = 0; u < nv; u++) {
+        __global float *at = dv + (long)(b * S + j) * Ev;
+        vstore16((first ? (float16)0 : vload16(u, at)) + av[u], u, at);
+    }
+}
+
+__kernel void attn_bwd_dkv_vec16(int L, int S, int E, int Ev, int nb, int8 bshape,
+                               __global const float *q, int oq, int8 bq, int rq, int cq,
+                               __global const float *k, int ok, int8 bk, int rk, int ck,
+                               __global const float *v, int ov, int8 bv, int rv, int cv,
+                               __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
+                               __global const float *g, int og, int8 bg, int rg, int cg,
+                               __global const float *lse, __global const float *dr, __global float *dk,
+                               __global float *dv, int i0, int i1, int d0, int nd, int first, int causal,
+                               const float scale, uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr,
+                               const float dscale, int drop)
+{
+    attn_bwd_dkv_vec_do(L, S, E, Ev, nb, bshape, q, oq, bq, rq, cq, k, ok, bk, rk, ck, v, ov, bv, rv, cv, mask, om, bm, rm, cm, has_mask, g, og, bg, rg, cg, lse, dr, dk, dv, i0, i1, d0, nd, first, causal, scale, seed_lo, seed_hi, ctr_lo, ctr_hi, thr, dscale, drop, 1, 1);
+}
+
+__kernel void attn_bwd_dkv_vec32(int L, int S, int E, int Ev, int nb, int8 bshape,
+                               __global const float *q, int oq, int8 bq, int rq, int cq,
+                               __global const float *k, int ok, int8 bk, int rk, int ck,
+                               __global const float *v, int ov, int8 bv, int rv, int cv,
+                               __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
+                               __global const float *g, int og, int8 bg, int rg, int cg,
+                               __global const float *lse, __global const float *dr, __global float *dk,
+                               __global float *dv, int i0, int i1, int d0, int nd, int first, int causal,
+                               const float scale, uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr,
+                               const float dscale, int drop)
+{
+    attn_bwd_dkv_vec_do(L, S, E, Ev, nb, bshape, q, oq, bq, rq, cq, k, ok, bk, rk, ck, v, ov, bv, rv, cv, mask, om, bm, rm, cm, has_mask, g, og, bg, rg, cg, lse, dr, dk, dv, i0, i1, d0, nd, first, causal, scale, seed_lo, seed_hi, ctr_lo, ctr_hi, thr, dscale, drop, 2, 2);
+}
+
+__kernel void attn_bwd_dkv_vec64(int L, int S, int E, int Ev, int nb, int8 bshape,
+                               __global const float *q, int oq, int8 bq, int rq, int cq,
+                               __global const float *k, int ok, int8 bk, int rk, int ck,
+                               __global const float *v, int ov, int8 bv, int rv, int cv,
+                               __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
+                               __global const float *g, int og, int8 bg, int rg, int cg,
+                               __global const float *lse, __global const float *dr, __global float *dk,
+                               __global float *dv, int i0, int i1, int d0, int nd, int first, int causal,
+                               const float scale, uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr,
+                               const float dscale, int drop)
+{
+    attn_bwd_dkv_vec_do(L, S, E, Ev, nb, bshape, q, oq, bq, rq, cq, k, ok, bk, rk, ck, v, ov, bv, rv, cv, mask, om, bm, rm, cm, has_mask, g, og, bg, rg, cg, lse, dr, dk, dv, i0, i1, d0, nd, first, causal, scale, seed_lo, seed_hi, ctr_lo, ctr_hi, thr, dscale, drop, 4, 4);
+}
 #endif

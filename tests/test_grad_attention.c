@@ -199,6 +199,14 @@ static void composed_cases(clg_device *dev, clg_dtype dt)
          {{2, 2, 5, 16}, {2, 19, 16}, {2, 19, 48}, {2, 1, 1, 19}}, {4, 3, 3, 4}},
         {"vectors 128 float mask", {false, false, 0, 0.2, 0, false, true}, {{1, 4, 128}, {1, 19, 128}, {1, 19, 128}, {4, 19}},
          {3, 3, 3, 2}},
+        /* heads of 16, 32 and 64 (keys and values), the kernels of one head size each; rows
+         * past a multiple of 16 (the last block's masked lanes) */
+        {"vectors head 32 causal dropout", {true, false, 0.25, 0, 5, false, true},
+         {{2, 37, 32}, {2, 37, 32}, {2, 37, 32}, {0}}, {3, 3, 3, 0}},
+        {"vectors head 64 float mask", {false, false, 0, 0.2, 0, false, true},
+         {{2, 21, 64}, {2, 23, 64}, {2, 23, 64}, {21, 23}}, {3, 3, 3, 2}},
+        {"vectors head 16 causal padding mask", {true, true, 0, 0, 0, false, true},
+         {{2, 2, 19, 16}, {2, 19, 16}, {2, 19, 16}, {2, 1, 1, 19}}, {4, 3, 3, 4}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char what[120];

@@ -71,6 +71,15 @@ static clg_tensor *f_views(clg_tensor **x, void *c)
     clg_tensor *s = clg_slice(e, 2, 0, 3, 2);                        /* [4, 2, 2] */
     return clg_mul(clg_squeeze(clg_unsqueeze(s, 0), 0), s);          /* use s twice */
 }
+/* The GPT's q, k and v: thirds of [B, T, 3, D] narrowed, squeezed and permuted, so that
+ * each squeeze's gradient comes back permuted (strided) and unsqueezes as a view. */
+static clg_tensor *f_thirds(clg_tensor **x, void *c)
+{
+    (void)c;
+    clg_tensor *h[3];
+    for (int i = 0; i < 3; i++) h[i] = clg_permute(clg_squeeze(clg_narrow(x[0], 2, i, 1), 2), CLG_AXES(1, 0, 2));
+    return clg_add(clg_mul(h[0], h[1]), clg_mul_scalar(h[2], 3.0));
+}
 static clg_tensor *f_transpose(clg_tensor **x, void *c) { (void)c; return clg_contiguous(clg_transpose(x[0], 0, 1)); }
 static clg_tensor *f_flatten(clg_tensor **x, void *c) { (void)c; return clg_clone(clg_flatten(x[0], 0, -1)); }
 /* A cast to the same dtype: finite differences through float32 would drown in its
@@ -194,6 +203,7 @@ int main(void)
     optest_gradcheck(dev, "pad reflect", f_pad, &modes[1], 1, IN({SH(2, 3, 4)}));
     optest_gradcheck(dev, "pad replicate", f_pad, &modes[2], 1, IN({SH(2, 3, 4)}));
     optest_gradcheck(dev, "views", f_views, NULL, 1, IN({SH(2, 3, 4)}));
+    optest_gradcheck(dev, "q, k, v thirds", f_thirds, NULL, 1, IN({SH(2, 3, 3, 4)}));
     optest_gradcheck(dev, "transpose contiguous", f_transpose, NULL, 1, IN({SH(3, 4)}));
     optest_gradcheck(dev, "flatten clone", f_flatten, NULL, 1, IN({SH(2, 3, 2)}));
     optest_gradcheck(dev, "cast", f_cast, NULL, 1, IN({SH(2, 3)}));

@@ -537,6 +537,42 @@ static void clip_case(clg_device *dev, clg_dtype dtype, double ratio, double rto
     for (int j = 0; j < 3; j++) clg_tensor_free(ps[j]);
 }
 
+/* Gradients long enough to be summed in chunks (70,000 elements: 17 chunks, or 274 where
+ * item_loops is 256), beside a short and an empty one, in float32: the norm and the
+ * clipped values. item_loops changes on a device of its own, which is closed after. */
+static void clip_long(const char *item_loops)
+{
+    clg_device *dev = check_open_device();
+    if (item_loops) CHECK_OK(dev, clg_device_set_param(dev, "item_loops", item_loops));
+    const int64_t n[3] = {optest_small() ? 9000 : 70000, 5, 0};
+    double *g = malloc(sizeof(double) * (size_t)(n[0] + n[1])), norm = 0;
+    optest_fill(g, n[0] + n[1], -2, 2, 17);
+    optest_round(CLG_F32, g, n[0] + n[1]);
+    for (int64_t i = 0; i < n[0] + n[1]; i++) norm += g[i] * g[i];
+    norm = sqrt(norm);
+    clg_tensor *ps[3];
+    clg_scope_begin(dev);
+    for (int j = 0, at = 0; j < 3; at += (int)n[j], j++) {
+        ps[j] = clg_zeros(dev, CLG_F32, 1, &n[j]);
+        CHECK_OK(dev, clg_tensor_set_requires_grad(ps[j], true));
+        set_grad(dev, ps[j], g + at);
+    }
+    clg_tensor *total = NULL;
+    double got = NAN, coef = 0.5 * norm / (norm + 1e-6), *want = malloc(sizeof(double) * (size_t)(n[0] + n[1]));
+    for (int64_t i = 0; i < n[0] + n[1]; i++) want[i] = g[i] * coef;
+    CHECK_OK(dev, clg_clip_grad_norm(3, ps, 0.5 * norm, &total));
+    CHECK_OK(dev, clg_tensor_item(total, &got));
+    CHECK_MSG(fabs(got - norm) <= 1e-5 * norm, "item_loops %s: total norm %.9g, expected %.9g",
+              item_loops ? item_loops : "default", got, norm);
+    optest_close("clip a long gradient", clg_tensor_grad(ps[0]), want, n[0], 0, 1e-5);
+    optest_close("clip a short gradient", clg_tensor_grad(ps[1]), want + n[0], n[1], 0, 1e-5);
+    clg_scope_end(dev);
+    for (int j = 0; j < 3; j++) clg_tensor_free(ps[j]);
+    free(g);
+    free(want);
+    clg_device_close(dev);
+}
+
 static void clipping(clg_device *dev)
 {
     if (optest_fp64(dev)) {
@@ -545,6 +581,8 @@ static void clipping(clg_device *dev)
     }
     clip_case(dev, CLG_F32, 0.5, 1e-5);
     clip_case(dev, CLG_F32, 1.5, 1e-5);
+    clip_long(NULL);
+    clip_long("256");
     /* errors: negative max_norm, mixed dtypes (where there are two float types), NULL entries */
     double v[NTOT] = {1, 2, 3};
     bool f64 = optest_fp64(dev);

@@ -87,10 +87,11 @@ static clg_tensor *attn_forward(clg_module *m, clg_tensor *x)
     const clg_gpt_config *c = m->data;
     const int64_t *s = clg_tensor_shape(x);
     int64_t B = s[0], T = s[1], C = c->n_embd, H = c->n_head;
-    clg_tensor *qkv = clg__nn_child(m, "c_attn", x), *h[3];
+    /* q, k and v as views of c_attn's [B, T, 3, H, D] (the attention reads them where they
+     * lie): a reshape of each narrowed third would copy it, and its gradient again. */
+    clg_tensor *qkv = clg_reshape(clg__nn_child(m, "c_attn", x), 5, (int64_t[]){B, T, 3, H, C / H}), *h[3];
     for (int i = 0; i < 3; i++)
-        h[i] = clg_permute(clg_reshape(clg_narrow(qkv, 2, i * C, C), 4, (int64_t[]){B, T, H, C / H}), 4,
-                           (const int[]){0, 2, 1, 3});
+        h[i] = clg_permute(clg_squeeze(clg_narrow(qkv, 2, i, 1), 2), 4, (const int[]){0, 2, 1, 3});
     double p = m->training ? c->dropout : 0;
     clg_tensor *y = clg_scaled_dot_product_attention(h[0], h[1], h[2], NULL, true, p, 0);
     y = clg__nn_child(m, "c_proj", clg__nn_merge_heads(y));

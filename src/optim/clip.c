@@ -1,7 +1,8 @@
 /* clip.c: clipping gradients by their global L2 norm, as torch.nn.utils.clip_grad_norm_,
- * entirely on the device: the sum of squares with the tensor ops, then one work item
- * turns it into the norm and the scale (cl_kernels/optim.cl clip_coef), and each
- * gradient is scaled in place by that device scalar. Nothing is read back. */
+ * entirely on the device: the sum of squares (each gradient's chunks side by side, then
+ * one reduction), then one work item turns it into the norm and the scale
+ * (cl_kernels/optim.cl clip_coef), and each gradient is scaled in place by that device
+ * scalar. Nothing is read back. */
 #include <string.h>
 
 #include "optim_impl.h"
@@ -35,9 +36,36 @@ static clg_status check_params(clg_device *dev, int n, clg_tensor *const *params
 }
 
 /* The sum of the squares of every gradient, a 0-d tensor (NULL with the error recorded).
+ * float32/64: each gradient's chunks in one launch (clg__sumsq_chunks) into one vector of
+ * partial sums, which one reduction adds up: two launches per gradient fewer than squares,
+ * a sum and an add each, and no squares stored. 16-bit gradients through those ops.
  * Intermediates are freed as soon as the next op is queued: the queue is in order. */
 static clg_tensor *sum_of_squares(clg_device *dev, clg_dtype dtype, int n, clg_tensor *const *params)
 {
+    if (dtype == CLG_F32 || dtype == CLG_F64) {
+        int64_t total = 0, at = 0;
+        for (int i = 0; i < n; i++)
+            if (clg__grad(params[i])) total += clg__sumsq_chunk_count(dev, clg__grad(params[i])->numel);
+        clg_tensor *parts = total ? clg__tensor_new(dev, dtype, 1, (const int64_t[]){total}) : NULL;
+        clg_status st = total && !parts ? dev->status : CLG_OK;
+        for (int i = 0; parts && !st && i < n; i++) {
+            clg_tensor *g = clg__grad(params[i]);
+            if (!g || !g->numel) continue;
+            int64_t C = clg__sumsq_chunk_count(dev, g->numel);
+            clg_tensor *slot = clg__tensor_view(parts, 1, (const int64_t[]){C}, (const int64_t[]){1}, at);
+            st = slot ? clg__sumsq_chunks(g, slot, C) : dev->status;
+            clg_tensor_free(slot);
+            at += C;
+        }
+        if (!st && parts && at < total) {   /* empty gradients: their slots hold zeros */
+            clg_tensor *rest = clg__tensor_view(parts, 1, (const int64_t[]){total - at}, (const int64_t[]){1}, at);
+            st = rest ? clg_fill_(rest, 0) : dev->status;
+            clg_tensor_free(rest);
+        }
+        clg_tensor *sum = st ? NULL : parts ? clg_sum(parts, 0, NULL, false) : clg_zeros(dev, dtype, 0, NULL);
+        clg_tensor_free(parts);
+        return sum;
+    }
     clg_tensor *acc = clg_zeros(dev, dtype, 0, NULL);
     for (int i = 0; acc && i < n; i++) {
         clg_tensor *g = clg__grad(params[i]);

@@ -137,7 +137,13 @@ static bool att_get(clg_device *dev, const att_call *c, const char *name, const 
     char full[32];
     ak->rows = clg__device_params(dev)->attention_rows;
     ak->vec = ak->rows && att_vectors(c, g);
-    snprintf(full, sizeof full, "%s%s", name, ak->vec ? "_vec" : ak->rows ? "_rows" : "");
+    /* heads of 16, 32 or 64 (keys and values alike) have kernels of their own, whose
+     * vector loops unroll and keep their accumulators in registers */
+    int64_t hd = c->d.E == c->d.Ev && (c->d.E == 16 || c->d.E == 32 || c->d.E == 64) ? c->d.E : 0;
+    if (ak->vec && hd && strcmp(name, "attn_bwd_pre"))
+        snprintf(full, sizeof full, "%s_vec%lld", name, (long long)hd);
+    else
+        snprintf(full, sizeof full, "%s%s", name, ak->vec ? "_vec" : ak->rows ? "_rows" : "");
     ak->k = clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(c->dtype), full);
     if (!ak->k) return false;
     ak->w = ak->rows ? 1 : group_width(dev, ak->k);
@@ -327,7 +333,9 @@ static clg_status grad_kv(clg_device *dev, const att_call *c, const att_operand 
     int64_t wide = c->d.E > c->d.Ev ? c->d.E : c->d.Ev, w = (int64_t)ak.w;
     int64_t nu = ak.rows ? min64(ATT_RD, wide) : min64(ATT_ND, cdiv(wide, w));
     int64_t ne = c->d.E / 16, nv = c->d.Ev / 16;   /* the vector kernels' trips per query */
-    int64_t per = ak.vec ? rows_per_launch(dev, 1, 2 * (ne + nv) + 3, 2 * (ne + nv) + 8, &c->d)
+    /* (+ 4: the kernels of one head size count a trip more per query where llvmpipe runs
+     * their unrolled loops as loops) */
+    int64_t per = ak.vec ? rows_per_launch(dev, 1, 2 * (ne + nv) + 4, 2 * (ne + nv) + 8, &c->d)
                          : rows_per_launch(dev, ak.w, c->d.E + c->d.Ev + 2 * nu * w + 8, 2 * nu + 4, &c->d);
     if (!per) return dev->status;
     int64_t nq = c->d.L ? cdiv(c->d.L, per) : 1, ncol = wide ? cdiv(wide, ak.ncols) : 1;

@@ -143,6 +143,28 @@ static clg_status run_mrk(clg_device *dev, const char *kernel, clg_tensor *src, 
     return st;
 }
 
+/* The chunks clg__sumsq_chunks cuts n elements into: of 4096 elements or more, 256 at
+ * most, and none longer than the device's item_loops. */
+int64_t clg__sumsq_chunk_count(clg_device *dev, int64_t n)
+{
+    int64_t cap = (int64_t)clg__device_params(dev)->item_loops, C = n / 4096;
+    C = C > 256 ? 256 : C < 1 ? 1 : C;
+    if (C * cap < n) C = (n + cap - 1) / cap;
+    return C;
+}
+
+/* The sums of the squares of the chunks of contiguous float32 or float64 t, written to
+ * out[0 .. C) (out's buffer at its offset; C from clg__sumsq_chunk_count): one launch,
+ * no tape. Many tensors' chunks side by side then take one reduction (clipping). */
+clg_status clg__sumsq_chunks(clg_tensor *t, clg_tensor *out, int64_t C)
+{
+    if ((t->dtype != CLG_F32 && t->dtype != CLG_F64) || !clg_tensor_is_contiguous(t) || out->dtype != t->dtype ||
+        out->numel < C || C < 1 || C * (int64_t)clg__device_params(t->dev)->item_loops < t->numel)
+        return clg__fail(t->dev, CLG_ERR_INVALID_ARGUMENT, "sum of squares: %s in %lld chunks into %s", CLG_DESC(t),
+                         (long long)C, CLG_DESC(out));
+    return mrk_pass(t->dev, "reduce_sumsq", t->dtype, true, false, t, 1, t->numel, 1, C, out, 1.0);
+}
+
 /* A contiguous t whose reduced axes are not one block (as a batch norm's or a conv
  * bias's sum over N, H and W of [N, C, H, W]): the innermost run of reduced axes first,
  * t viewed in place as [M, R, K], into a tensor with those axes of size 1 (R taken out of

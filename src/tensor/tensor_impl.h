@@ -276,5 +276,8 @@ bool clg__wants_grad(const clg_node *node, int i);
 /* The sum of g over the axes along which `shape` was broadcast to g's shape, with
  * `shape` as the result's shape. */
 clg_tensor *clg__sum_to_shape(clg_tensor *g, int ndim, const int64_t *shape);
+/* Sums of squares of a contiguous float32/64 tensor's chunks, side by side in out (reduce.c). */
+int64_t clg__sumsq_chunk_count(clg_device *dev, int64_t n);
+clg_status clg__sumsq_chunks(clg_tensor *t, clg_tensor *out, int64_t C);
 
 #endif

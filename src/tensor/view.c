@@ -185,9 +185,25 @@ clg_tensor *clg_expand(clg_tensor *t, int ndim, const int64_t *shape)
     return clg__taped(clg__tensor_view(t, ndim, s, st, t->offset), CLG_OP_expand, expand_bw, 1, &t, NULL);
 }
 
-static clg_tensor *squeeze_like(clg_tensor *t, int ndim, const int64_t *s, const int64_t *st, int op)
+/* The gradient of a squeeze is the same axis put back, and of an unsqueeze taken out:
+ * views whatever g's strides (reshape_bw would copy a strided g, as a permute's). */
+static clg_status squeeze_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
 {
-    return clg__taped(clg__tensor_view(t, ndim, s, st, t->offset), op, reshape_bw, 1, &t, NULL);
+    return (gin[0] = clg_unsqueeze(g, (int)n->i[0])) ? CLG_OK : g->dev->status;
+}
+
+static clg_status unsqueeze_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
+{
+    return (gin[0] = clg_squeeze(g, (int)n->i[0])) ? CLG_OK : g->dev->status;
+}
+
+static clg_tensor *squeeze_like(clg_tensor *t, int ndim, const int64_t *s, const int64_t *st, int op, int axis)
+{
+    clg_node *node = NULL;
+    clg_tensor *y = clg__taped(clg__tensor_view(t, ndim, s, st, t->offset), op,
+                               op == CLG_OP_squeeze ? squeeze_bw : unsqueeze_bw, 1, &t, &node);
+    if (node) node->i[0] = axis;
+    return y;
 }
 
 clg_tensor *clg_squeeze(clg_tensor *t, int axis)
@@ -204,7 +220,7 @@ clg_tensor *clg_squeeze(clg_tensor *t, int axis)
             s[nd] = t->shape[d];
             st[nd++] = t->strides[d];
         }
-    return squeeze_like(t, nd, s, st, CLG_OP_squeeze);
+    return squeeze_like(t, nd, s, st, CLG_OP_squeeze, a);
 }
 
 clg_tensor *clg_unsqueeze(clg_tensor *t, int axis)
@@ -226,5 +242,5 @@ clg_tensor *clg_unsqueeze(clg_tensor *t, int axis)
             st[nd++] = t->strides[d];
         }
     }
-    return squeeze_like(t, nd, s, st, CLG_OP_unsqueeze);
+    return squeeze_like(t, nd, s, st, CLG_OP_unsqueeze, a);
 }
