@@ -566,8 +566,7 @@ static void clip_long(const char *item_loops)
               item_loops ? item_loops : "default", got, norm);
     optest_close("clip a long gradient", clg_tensor_grad(ps[0]), want, n[0], 0, 1e-5);
     optest_close("clip a short gradient", clg_tensor_grad(ps[1]), want + n[0], n[1], 0, 1e-5);
-    clg_scope_end(dev);
-    for (int j = 0; j < 3; j++) clg_tensor_free(ps[j]);
+    clg_scope_end(dev);   /* frees ps too: they were made inside the scope */
     free(g);
     free(want);
     clg_device_close(dev);
