@@ -682,41 +682,23 @@ static inline __attribute__((always_inline)) void attn_fwd_vec_do(int L, int S, 
     if (last) lse[row] = m + log(l);
 }
 
-__kernel void attn_fwd_vec16(int L, int S, int E, int Ev, int nb, int8 bshape,
-                           __global const float *q, int oq, int8 bq, int rq, int cq,
-                           __global const float *k, int ok, int8 bk, int rk, int ck,
-                           __global const float *v, int ov, int8 bv, int rv, int cv,
-                           __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
-                           __global float *o, __global float *lse, __global float *acc_s, __global float *ml_s,
-                           int j0, int j1, int d0, int nd, int first, int last, int causal, const float scale,
-                           uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const float dscale, int drop)
-{
-    attn_fwd_vec_do(L, S, E, Ev, nb, bshape, q, oq, bq, rq, cq, k, ok, bk, rk, ck, v, ov, bv, rv, cv, mask, om, bm, rm, cm, has_mask, o, lse, acc_s, ml_s, j0, j1, d0, nd, first, last, causal, scale, seed_lo, seed_hi, ctr_lo, ctr_hi, thr, dscale, drop, 1, 1);
+// One entry point per head width (16, 32 or 64 floats: U vectors of 16), so that the
+// loops over a row's vectors have constant bounds and unroll.
+#define ATTN_FWD_VEC_KERNEL(N, U) \
+__kernel void attn_fwd_vec##N(int L, int S, int E, int Ev, int nb, int8 bshape, \
+                           __global const float *q, int oq, int8 bq, int rq, int cq, \
+                           __global const float *k, int ok, int8 bk, int rk, int ck, \
+                           __global const float *v, int ov, int8 bv, int rv, int cv, \
+                           __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask, \
+                           __global float *o, __global float *lse, __global float *acc_s, __global float *ml_s, \
+                           int j0, int j1, int d0, int nd, int first, int last, int causal, const float scale, \
+                           uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const float dscale, int drop) \
+{ \
+    attn_fwd_vec_do(L, S, E, Ev, nb, bshape, q, oq, bq, rq, cq, k, ok, bk, rk, ck, v, ov, bv, rv, cv, mask, om, bm, rm, cm, has_mask, o, lse, acc_s, ml_s, j0, j1, d0, nd, first, last, causal, scale, seed_lo, seed_hi, ctr_lo, ctr_hi, thr, dscale, drop, U, U); \
 }
-
-__kernel void attn_fwd_vec32(int L, int S, int E, int Ev, int nb, int8 bshape,
-                           __global const float *q, int oq, int8 bq, int rq, int cq,
-                           __global const float *k, int ok, int8 bk, int rk, int ck,
-                           __global const float *v, int ov, int8 bv, int rv, int cv,
-                           __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
-                           __global float *o, __global float *lse, __global float *acc_s, __global float *ml_s,
-                           int j0, int j1, int d0, int nd, int first, int last, int causal, const float scale,
-                           uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const float dscale, int drop)
-{
-    attn_fwd_vec_do(L, S, E, Ev, nb, bshape, q, oq, bq, rq, cq, k, ok, bk, rk, ck, v, ov, bv, rv, cv, mask, om, bm, rm, cm, has_mask, o, lse, acc_s, ml_s, j0, j1, d0, nd, first, last, causal, scale, seed_lo, seed_hi, ctr_lo, ctr_hi, thr, dscale, drop, 2, 2);
-}
-
-__kernel void attn_fwd_vec64(int L, int S, int E, int Ev, int nb, int8 bshape,
-                           __global const float *q, int oq, int8 bq, int rq, int cq,
-                           __global const float *k, int ok, int8 bk, int rk, int ck,
-                           __global const float *v, int ov, int8 bv, int rv, int cv,
-                           __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
-                           __global float *o, __global float *lse, __global float *acc_s, __global float *ml_s,
-                           int j0, int j1, int d0, int nd, int first, int last, int causal, const float scale,
-                           uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const float dscale, int drop)
-{
-    attn_fwd_vec_do(L, S, E, Ev, nb, bshape, q, oq, bq, rq, cq, k, ok, bk, rk, ck, v, ov, bv, rv, cv, mask, om, bm, rm, cm, has_mask, o, lse, acc_s, ml_s, j0, j1, d0, nd, first, last, causal, scale, seed_lo, seed_hi, ctr_lo, ctr_hi, thr, dscale, drop, 4, 4);
-}
+ATTN_FWD_VEC_KERNEL(16, 1)
+ATTN_FWD_VEC_KERNEL(32, 2)
+ATTN_FWD_VEC_KERNEL(64, 4)
 
 // Dr_i = sum_d dO_i O_i.
 static inline __attribute__((always_inline)) void attn_bwd_dq_vec_do(int L, int S, int E, int Ev, int nb, int8 bshape,
@@ -770,44 +752,22 @@ static inline __attribute__((always_inline)) void attn_bwd_dq_vec_do(int L, int 
     }
 }
 
-__kernel void attn_bwd_dq_vec16(int L, int S, int E, int Ev, int nb, int8 bshape,
-                              __global const float *q, int oq, int8 bq, int rq, int cq,
-                              __global const float *k, int ok, int8 bk, int rk, int ck,
-                              __global const float *v, int ov, int8 bv, int rv, int cv,
-                              __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
-                              __global const float *g, int og, int8 bg, int rg, int cg,
-                              __global const float *lse, __global const float *dr, __global float *dq,
-                              int j0, int j1, int d0, int nd, int first, int causal, const float scale,
-                              uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const float dscale, int drop)
-{
-    attn_bwd_dq_vec_do(L, S, E, Ev, nb, bshape, q, oq, bq, rq, cq, k, ok, bk, rk, ck, v, ov, bv, rv, cv, mask, om, bm, rm, cm, has_mask, g, og, bg, rg, cg, lse, dr, dq, j0, j1, d0, nd, first, causal, scale, seed_lo, seed_hi, ctr_lo, ctr_hi, thr, dscale, drop, 1, 1);
+#define ATTN_BWD_DQ_VEC_KERNEL(N, U) \
+__kernel void attn_bwd_dq_vec##N(int L, int S, int E, int Ev, int nb, int8 bshape, \
+                              __global const float *q, int oq, int8 bq, int rq, int cq, \
+                              __global const float *k, int ok, int8 bk, int rk, int ck, \
+                              __global const float *v, int ov, int8 bv, int rv, int cv, \
+                              __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask, \
+                              __global const float *g, int og, int8 bg, int rg, int cg, \
+                              __global const float *lse, __global const float *dr, __global float *dq, \
+                              int j0, int j1, int d0, int nd, int first, int causal, const float scale, \
+                              uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const float dscale, int drop) \
+{ \
+    attn_bwd_dq_vec_do(L, S, E, Ev, nb, bshape, q, oq, bq, rq, cq, k, ok, bk, rk, ck, v, ov, bv, rv, cv, mask, om, bm, rm, cm, has_mask, g, og, bg, rg, cg, lse, dr, dq, j0, j1, d0, nd, first, causal, scale, seed_lo, seed_hi, ctr_lo, ctr_hi, thr, dscale, drop, U, U); \
 }
-
-__kernel void attn_bwd_dq_vec32(int L, int S, int E, int Ev, int nb, int8 bshape,
-                              __global const float *q, int oq, int8 bq, int rq, int cq,
-                              __global const float *k, int ok, int8 bk, int rk, int ck,
-                              __global const float *v, int ov, int8 bv, int rv, int cv,
-                              __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
-                              __global const float *g, int og, int8 bg, int rg, int cg,
-                              __global const float *lse, __global const float *dr, __global float *dq,
-                              int j0, int j1, int d0, int nd, int first, int causal, const float scale,
-                              uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const float dscale, int drop)
-{
-    attn_bwd_dq_vec_do(L, S, E, Ev, nb, bshape, q, oq, bq, rq, cq, k, ok, bk, rk, ck, v, ov, bv, rv, cv, mask, om, bm, rm, cm, has_mask, g, og, bg, rg, cg, lse, dr, dq, j0, j1, d0, nd, first, causal, scale, seed_lo, seed_hi, ctr_lo, ctr_hi, thr, dscale, drop, 2, 2);
-}
-
-__kernel void attn_bwd_dq_vec64(int L, int S, int E, int Ev, int nb, int8 bshape,
-                              __global const float *q, int oq, int8 bq, int rq, int cq,
-                              __global const float *k, int ok, int8 bk, int rk, int ck,
-                              __global const float *v, int ov, int8 bv, int rv, int cv,
-                              __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
-                              __global const float *g, int og, int8 bg, int rg, int cg,
-                              __global const float *lse, __global const float *dr, __global float *dq,
-                              int j0, int j1, int d0, int nd, int first, int causal, const float scale,
-                              uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, const float dscale, int drop)
-{
-    attn_bwd_dq_vec_do(L, S, E, Ev, nb, bshape, q, oq, bq, rq, cq, k, ok, bk, rk, ck, v, ov, bv, rv, cv, mask, om, bm, rm, cm, has_mask, g, og, bg, rg, cg, lse, dr, dq, j0, j1, d0, nd, first, causal, scale, seed_lo, seed_hi, ctr_lo, ctr_hi, thr, dscale, drop, 4, 4);
-}
+ATTN_BWD_DQ_VEC_KERNEL(16, 1)
+ATTN_BWD_DQ_VEC_KERNEL(32, 2)
+ATTN_BWD_DQ_VEC_KERNEL(64, 4)
 
 static inline __attribute__((always_inline)) void attn_bwd_dkv_vec_do(int L, int S, int E, int Ev, int nb, int8 bshape,
                                __global const float *q, int oq, int8 bq, int rq, int cq,
@@ -876,45 +836,21 @@ static inline __attribute__((always_inline)) void attn_bwd_dkv_vec_do(int L, int
     }
 }
 
-__kernel void attn_bwd_dkv_vec16(int L, int S, int E, int Ev, int nb, int8 bshape,
-                               __global const float *q, int oq, int8 bq, int rq, int cq,
-                               __global const float *k, int ok, int8 bk, int rk, int ck,
-                               __global const float *v, int ov, int8 bv, int rv, int cv,
-                               __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
-                               __global const float *g, int og, int8 bg, int rg, int cg,
-                               __global const float *lse, __global const float *dr, __global float *dk,
-                               __global float *dv, int i0, int i1, int d0, int nd, int first, int causal,
-                               const float scale, uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr,
-                               const float dscale, int drop)
-{
-    attn_bwd_dkv_vec_do(L, S, E, Ev, nb, bshape, q, oq, bq, rq, cq, k, ok, bk, rk, ck, v, ov, bv, rv, cv, mask, om, bm, rm, cm, has_mask, g, og, bg, rg, cg, lse, dr, dk, dv, i0, i1, d0, nd, first, causal, scale, seed_lo, seed_hi, ctr_lo, ctr_hi, thr, dscale, drop, 1, 1);
+#define ATTN_BWD_DKV_VEC_KERNEL(N, U) \
+__kernel void attn_bwd_dkv_vec##N(int L, int S, int E, int Ev, int nb, int8 bshape, \
+                               __global const float *q, int oq, int8 bq, int rq, int cq, \
+                               __global const float *k, int ok, int8 bk, int rk, int ck, \
+                               __global const float *v, int ov, int8 bv, int rv, int cv, \
+                               __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask, \
+                               __global const float *g, int og, int8 bg, int rg, int cg, \
+                               __global const float *lse, __global const float *dr, __global float *dk, \
+                               __global float *dv, int i0, int i1, int d0, int nd, int first, int causal, \
+                               const float scale, uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr, \
+                               const float dscale, int drop) \
+{ \
+    attn_bwd_dkv_vec_do(L, S, E, Ev, nb, bshape, q, oq, bq, rq, cq, k, ok, bk, rk, ck, v, ov, bv, rv, cv, mask, om, bm, rm, cm, has_mask, g, og, bg, rg, cg, lse, dr, dk, dv, i0, i1, d0, nd, first, causal, scale, seed_lo, seed_hi, ctr_lo, ctr_hi, thr, dscale, drop, U, U); \
 }
-
-__kernel void attn_bwd_dkv_vec32(int L, int S, int E, int Ev, int nb, int8 bshape,
-                               __global const float *q, int oq, int8 bq, int rq, int cq,
-                               __global const float *k, int ok, int8 bk, int rk, int ck,
-                               __global const float *v, int ov, int8 bv, int rv, int cv,
-                               __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
-                               __global const float *g, int og, int8 bg, int rg, int cg,
-                               __global const float *lse, __global const float *dr, __global float *dk,
-                               __global float *dv, int i0, int i1, int d0, int nd, int first, int causal,
-                               const float scale, uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr,
-                               const float dscale, int drop)
-{
-    attn_bwd_dkv_vec_do(L, S, E, Ev, nb, bshape, q, oq, bq, rq, cq, k, ok, bk, rk, ck, v, ov, bv, rv, cv, mask, om, bm, rm, cm, has_mask, g, og, bg, rg, cg, lse, dr, dk, dv, i0, i1, d0, nd, first, causal, scale, seed_lo, seed_hi, ctr_lo, ctr_hi, thr, dscale, drop, 2, 2);
-}
-
-__kernel void attn_bwd_dkv_vec64(int L, int S, int E, int Ev, int nb, int8 bshape,
-                               __global const float *q, int oq, int8 bq, int rq, int cq,
-                               __global const float *k, int ok, int8 bk, int rk, int ck,
-                               __global const float *v, int ov, int8 bv, int rv, int cv,
-                               __global const float *mask, int om, int8 bm, int rm, int cm, int has_mask,
-                               __global const float *g, int og, int8 bg, int rg, int cg,
-                               __global const float *lse, __global const float *dr, __global float *dk,
-                               __global float *dv, int i0, int i1, int d0, int nd, int first, int causal,
-                               const float scale, uint seed_lo, uint seed_hi, uint ctr_lo, uint ctr_hi, uint thr,
-                               const float dscale, int drop)
-{
-    attn_bwd_dkv_vec_do(L, S, E, Ev, nb, bshape, q, oq, bq, rq, cq, k, ok, bk, rk, ck, v, ov, bv, rv, cv, mask, om, bm, rm, cm, has_mask, g, og, bg, rg, cg, lse, dr, dk, dv, i0, i1, d0, nd, first, causal, scale, seed_lo, seed_hi, ctr_lo, ctr_hi, thr, dscale, drop, 4, 4);
-}
+ATTN_BWD_DKV_VEC_KERNEL(16, 1)
+ATTN_BWD_DKV_VEC_KERNEL(32, 2)
+ATTN_BWD_DKV_VEC_KERNEL(64, 4)
 #endif
