@@ -59,8 +59,8 @@ static void test_defaults(void)
     CHECK_MSG(clg_device_set_param(dev, "gemm_dot", "off") == CLG_OK && !p->gemm_dot, "set gemm_dot");
     CHECK_MSG(clg_device_set_param(dev, "gemm_dot", "auto") == CLG_ERR_INVALID_ARGUMENT &&
                   strstr(clg_device_error(dev), "gemm_dot = \"auto\""), "bad gemm_dot: %s", clg_device_error(dev));
-    /* The packed engine's one-launch small products: on (2^26) where work-items are SIMD threads. */
-    CHECK_MSG(p->gemm_small == (p->vector_float > 1 ? (size_t)1 << 26 : 0) && strstr(buf, "gemm_small = "),
+    /* The packed engine's one-launch small products: on (2^26) where float vectors are 16 wide. */
+    CHECK_MSG(p->gemm_small == (p->vector_float >= 16 ? (size_t)1 << 26 : 0) && strstr(buf, "gemm_small = "),
               "gemm_small %zu with vector width %d: %s", p->gemm_small, p->vector_float, buf);
     CHECK_MSG(clg_device_set_param(dev, "gemm_small", "0") == CLG_OK && p->gemm_small == 0, "set gemm_small");
     CHECK_MSG(clg_device_set_param(dev, "gemm_small", "some") == CLG_ERR_INVALID_ARGUMENT &&

@@ -60,9 +60,14 @@ static size_t host_threads(void)
 }
 
 /* The packed engine's gemm_small path up to this many multiply-adds on CPU devices
- * (2^26: the MLP's products; 1024^3 stays packed). On the 2-core AVX-512 EPYC, alternating,
- * GFLOP/s medians gemm_small / packed: 256^3 104-166 / 61-96, 128x784x512 110-190 / 95-107,
- * 10x256x128 A^T 26-29 / 6-21 (bench/RESULTS.md, issue 32). */
+ * whose float vectors are 16 wide (2^26: the MLP's products; 1024^3 stays packed). On
+ * the 2-core AVX-512 EPYC, alternating, GFLOP/s medians gemm_small / packed: 256^3
+ * 104-166 / 61-96, 128x784x512 110-190 / 95-107, 10x256x128 A^T 26-29 / 6-21
+ * (bench/RESULTS.md, issue 32). Not with 8-wide vectors: there each of its rows of 16
+ * columns takes two registers and it streams B unpacked for every row block; on the
+ * 2-core AVX2 EPYC (Zen 3) it took 30% of the tiny GPT's device time (its weight
+ * gradients, 384-512 x 128 x 992 A^T), and the GPT trained at 21.7k tokens/s with it
+ * against 26.2k without (medians of 5, alternating); the MLP 28.9k / 29.5k images/s. */
 #define GEMM_SMALL_DEFAULT ((size_t)1 << 26)
 
 static void defaults(clg_device *dev)
@@ -92,7 +97,7 @@ static void defaults(clg_device *dev)
     p->build_threads = dev->info.type == CLG_DEVICE_CPU || compiler_single_threaded(dev) ? 1 : host_threads();
     p->col2im_planes = wide_items;
     p->gemm_dot = true;
-    p->gemm_small = wide_items ? GEMM_SMALL_DEFAULT : 0;
+    p->gemm_small = p->vector_float >= 16 ? GEMM_SMALL_DEFAULT : 0;
     p->conv_keep_columns = true;
     p->conv_chunk = wide_items ? (size_t)4 << 20 : 0;
     p->conv_shift = wide_items;
