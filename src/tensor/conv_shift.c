@@ -184,8 +184,9 @@ static clg_tensor *pad(clg_tensor *x, const conv_geo *g, const layout *l)
     clg_arg a[] = {CLG_ARG_B(x->buf), CLG_ARG_I(x->offset), clg__arg_int8(x->strides, 4), clg__arg_int8(pg, 8),
                    CLG_ARG_B(p->buf)};
     const char *k = x->strides[3] == 1 ? "conv_pad_w1" : "conv_pad";
-    if (clg__conv_launch_grid(x->dev, x->dtype, k, a, 5, (const int64_t[]){vector_round(x->dev, l->ws), rows, 1}) ==
-        CLG_OK)
+    if (clg_fill_(p, 0.0) == CLG_OK &&
+        clg__conv_launch_grid(x->dev, x->dtype, k, a, 5, (const int64_t[]){l->wdat, l->hdat, x->shape[0] * x->shape[1]}) ==
+            CLG_OK)
         return p;
     clg_tensor_free(p);
     return NULL;
@@ -208,16 +209,14 @@ static clg_tensor *row_offsets(clg_device *dev, const conv_geo *g, int64_t chann
     return NULL;
 }
 
-/* y [N, P, oh, ow] (contiguous) = the product's [P, N, sh, ws] (followed by a vector's
- * width of room: the rows are read whole vectors at a time) cut, + b per plane p. */
+/* y [N, P, oh, ow] (contiguous) = the product's [P, N, sh, ws] cut, + b per plane p. */
 static clg_status crop(const clg_tensor *out, int64_t N, int64_t P, int64_t oh, int64_t ow, const layout *l,
                        const clg_tensor *b, clg_tensor *y)
 {
     const int64_t cg[8] = {oh, ow, l->sh, l->ws, P, N, b != NULL, 0};
     clg_arg a[] = {CLG_ARG_B(out->buf), clg__arg_int8(cg, 8), CLG_ARG_B(y->buf), CLG_ARG_B(b ? b->buf : out->buf),
                    CLG_ARG_I(b ? b->offset : 0), CLG_ARG_I(b ? b->strides[0] : 0)};
-    return clg__conv_launch_grid(out->dev, y->dtype, "conv_crop", a, 6,
-                                 (const int64_t[]){vector_round(out->dev, ow), N * P * oh, 1});
+    return clg__conv_launch_grid(out->dev, y->dtype, "conv_crop", a, 6, (const int64_t[]){ow, oh, N * P});
 }
 
 /* For each group gi: out rows [gi m, gi m + m) (cols each) = a's rows for gi (m x k,
@@ -253,7 +252,7 @@ clg_status clg__conv_shift_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, 
     clg_tensor *rows = xp ? row_offsets(dev, g, Cg, &l, window_base(&l, g->ph, g->pw), false) : NULL;
     clg_dtype ct = compute_type(x->dtype);
     clg_tensor *wm = !rows ? NULL : ct == w->dtype ? clg__contiguous_at0(w) : clg__copy_as(w, ct);
-    clg_tensor *out = wm ? clg__tensor_new(dev, ct, 1, (const int64_t[]){g->O * L + vector_round(dev, 1)}) : NULL;
+    clg_tensor *out = wm ? clg__tensor_new(dev, ct, 1, (const int64_t[]){g->O * L}) : NULL;
     clg_status st = out ? shifted(dev, ct, g, (size_t)Og, (size_t)L, K, wm, (size_t)Og * K, xp,
                                   (size_t)(Cg * cstep), rows, out)
                         : dev->status;
@@ -326,7 +325,7 @@ static clg_tensor *input_product(clg_tensor *w, const conv_geo *g, const clg_ten
     clg_tensor_free(wp);
     clg_tensor_free(wv);
     clg_tensor *rows = wt ? row_offsets(dev, g, Og, l, window_base(l, qh, qw), true) : NULL;
-    clg_tensor *out = rows ? clg__tensor_new(dev, ct, 1, (const int64_t[]){g->C * L + vector_round(dev, 1)}) : NULL;
+    clg_tensor *out = rows ? clg__tensor_new(dev, ct, 1, (const int64_t[]){g->C * L}) : NULL;
     clg_tensor *dx = NULL;
     if (out && shifted(dev, ct, g, (size_t)Cg, (size_t)L, K, wt, (size_t)Cg * K, dyq, (size_t)(Og * cstep), rows,
                        out) == CLG_OK)
