@@ -263,6 +263,9 @@ clg_tensor *clg_global_avg_pool2d(clg_tensor *x)
     /* A plane larger than one work-item may walk: the mean over both axes, whose
      * reduction splits long sums. */
     if ((size_t)h * ((size_t)w + 1) > clg__device_params(x->dev)->item_loops) return clg_mean(x, CLG_AXES(2, 3), true);
-    if (!pool_check(op, x, h, w, 1, 1, 0, 0, &g)) return NULL;
+    /* stride = the window: the one window is the same, and the backward takes the
+     * disjoint windows' kernel (one read per pixel) instead of the covering windows'
+     * search (2.8 ms against ~0.1 for ResNet-20's [128, 64, 7, 7] on POCL) */
+    if (!pool_check(op, x, h, w, h, w, 0, 0, &g)) return NULL;
     return avg_pool(op, x, &g);
 }
