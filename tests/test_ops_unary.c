@@ -482,7 +482,7 @@ static void flat16_lanes(clg_device *dev)
     const char *table = clg__device_params(dev)->flat16 ? "on" : "off";
     const struct { const char *name; clg_tensor *(*op)(clg_tensor *); } f[] = {
         {"sin", clg_sin}, {"cos", clg_cos}, {"tan", clg_tan}, {"exp", clg_exp}, {"sigmoid", clg_sigmoid},
-        {"silu", clg_silu}, {"elu", elu_07}};
+        {"silu", clg_silu}, {"elu", elu_07}, {"tanh", clg_tanh}, {"gelu_tanh", clg_gelu_tanh}};
     for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
         float *out[2] = {a, b};
         for (int pass = 0; pass < 2; pass++) {
