@@ -54,7 +54,40 @@ CLG_FLAT16_1(sigmoid, CLG_SIGMOID_E(x, exp(-fabs(x))), 1)
 #else
 #define CLG_TANH_SAT ((T)9.5)
 #endif
+#ifdef CLG_F32
+// float32 tanh and gelu_tanh (forward and gradient) as the flat16 kernels compute them on
+// vectors: libm's tanh is called one element at a time (tanh [2048, 1024] took 7.6 ms
+// against PyTorch's 1.6 on AVX2); the exp inside clg_expm1 and the sigmoid run on SLEEF's
+// vectors. The one-element float32 tanh computes the same, so that every layout gives
+// the same values to the ulp of exp (its gradient 1 - y^2 magnifies tanh's ulps 30-fold
+// near |y| = 0.97). tanh(x) = -m / (2 + m) with x's sign, m = expm1(-2|x|): no
+// cancellation near 0; m rounds to -1 past |x| = 9.01, so it saturates to +-1 exactly;
+// NaN stays NaN.
+#define CLG_TANH16(TY)                                                                      \
+    __attribute__((overloadable)) inline TY clg_tanh16(TY x)                                \
+    {                                                                                       \
+        TY m = CLG_EXPM1_E(-2.0f * fabs(x));                                                \
+        return copysign(-m / (2.0f + m), x);                                                \
+    }                                                                                       \
+    __attribute__((overloadable)) inline TY clg_gelu_tanh16(TY x)                           \
+    {                                                                                       \
+        TY u2 = 1.5957691216057307f * (x + 0.044715f * x * x * x);                          \
+        return x * CLG_SIGMOID_E(u2, exp(-fabs(u2)));                                       \
+    }                                                                                       \
+    __attribute__((overloadable)) inline TY clg_gelu_tanh_d16(TY x)                         \
+    {                                                                                       \
+        TY u2 = 1.5957691216057307f * (x + 0.044715f * x * x * x);                          \
+        TY s = CLG_SIGMOID_E(u2, exp(-fabs(u2)));                                           \
+        return s + 2.0f * x * s * (1.0f - s) * 0.79788456080286535588f * (1.0f + 0.134145f * x * x); \
+    }
+CLG_TANH16(float)
+CLG_TANH16(float16)
+#endif
+#ifdef CLG_F32
+CLG_ELEMENTWISE1(tanh, clg_tanh16(x))
+#else
 CLG_ELEMENTWISE1(tanh, fabs(x) > CLG_TANH_SAT ? copysign((T)1, x) : tanh(x))
+#endif
 // erf: float64 by the library; float32 by Eigen's rational approximation (the one
 // TensorFlow uses), x clamped to [-4, 4] where float erf is +-1: within 4.5e-7 (7.5 ulp
 // near |x| = 3.2) of the exact value over all floats, and products only. The library's
@@ -144,32 +177,6 @@ __kernel void elu_flat16(int n, __global float *y, int oy, __global const float 
 #define CLG_SQRT_2_PI ((T)0.79788456080286535588)
 inline T clg_gelu_2u(T x) { return (T)2 * CLG_SQRT_2_PI * (x + (T)0.044715 * x * x * x); }
 CLG_ELEMENTWISE1(gelu_tanh, x * clg_sigmoid(clg_gelu_2u(x)))
-#ifdef CLG_F32
-// tanh and gelu_tanh (forward and gradient) for the flat16 kernels: libm's tanh is called
-// one element at a time (tanh [2048, 1024] took 7.6 ms against PyTorch's 1.6 on AVX2);
-// the exp inside clg_expm1 and the sigmoid runs on SLEEF's vectors. tanh(x) = -m / (2 +
-// m) with x's sign, m = expm1(-2|x|): no cancellation near 0; m rounds to -1 past |x| =
-// 9.01, so it saturates to +-1 exactly as the one-element kernel does; NaN stays NaN.
-#define CLG_TANH16(TY)                                                                      \
-    __attribute__((overloadable)) inline TY clg_tanh16(TY x)                                \
-    {                                                                                       \
-        TY m = CLG_EXPM1_E(-2.0f * fabs(x));                                                \
-        return copysign(-m / (2.0f + m), x);                                                \
-    }                                                                                       \
-    __attribute__((overloadable)) inline TY clg_gelu_tanh16(TY x)                           \
-    {                                                                                       \
-        TY u2 = 1.5957691216057307f * (x + 0.044715f * x * x * x);                          \
-        return x * CLG_SIGMOID_E(u2, exp(-fabs(u2)));                                       \
-    }                                                                                       \
-    __attribute__((overloadable)) inline TY clg_gelu_tanh_d16(TY x)                         \
-    {                                                                                       \
-        TY u2 = 1.5957691216057307f * (x + 0.044715f * x * x * x);                          \
-        TY s = CLG_SIGMOID_E(u2, exp(-fabs(u2)));                                           \
-        return s + 2.0f * x * s * (1.0f - s) * 0.79788456080286535588f * (1.0f + 0.134145f * x * x); \
-    }
-CLG_TANH16(float)
-CLG_TANH16(float16)
-#endif
 CLG_FLAT16_1(tanh, clg_tanh16(x), 1)
 CLG_FLAT16_1(gelu_tanh, clg_gelu_tanh16(x), 1)
 
