@@ -69,21 +69,20 @@ CLG_FLAT16_1(sigmoid, CLG_SIGMOID_E(x, exp(-fabs(x))), 1)
         TY m = CLG_EXPM1_E(-2.0f * fabs(x));                                                \
         return copysign(-m / (2.0f + m), x);                                                \
     }                                                                                       \
-    __attribute__((overloadable)) inline TY clg_gelu_tanh16(TY x)                           \
+    /* sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3): gelu_tanh's (1 + tanh(u)) / 2 */      \
+    __attribute__((overloadable)) inline TY clg_gelu_s16(TY x)                              \
     {                                                                                       \
-        TY u2 = 1.5957691216057307f * (x + 0.044715f * x * x * x);                          \
-        return x * CLG_SIGMOID_E(u2, exp(-fabs(u2)));                                       \
+        TY u2 = 2.0f * 0.79788456080286535588f * (x + 0.044715f * x * x * x);               \
+        return CLG_SIGMOID_E(u2, exp(-fabs(u2)));                                           \
     }                                                                                       \
+    __attribute__((overloadable)) inline TY clg_gelu_tanh16(TY x) { return x * clg_gelu_s16(x); } \
     __attribute__((overloadable)) inline TY clg_gelu_tanh_d16(TY x)                         \
     {                                                                                       \
-        TY u2 = 1.5957691216057307f * (x + 0.044715f * x * x * x);                          \
-        TY s = CLG_SIGMOID_E(u2, exp(-fabs(u2)));                                           \
+        TY s = clg_gelu_s16(x);                                                             \
         return s + 2.0f * x * s * (1.0f - s) * 0.79788456080286535588f * (1.0f + 0.134145f * x * x); \
     }
 CLG_TANH16(float)
 CLG_TANH16(float16)
-#endif
-#ifdef CLG_F32
 CLG_ELEMENTWISE1(tanh, clg_tanh16(x))
 #else
 CLG_ELEMENTWISE1(tanh, fabs(x) > CLG_TANH_SAT ? copysign((T)1, x) : tanh(x))
