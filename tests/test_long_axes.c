@@ -2,8 +2,11 @@
  * past what such a loop survives on Mesa's llvmpipe (65,535 iterations in all, then the
  * loop ends silently): 70,000-element scans and sorts, 20,000 repeats of one index,
  * products with k = 30,000, weight gradients over 70,000 rows. Counts of ones make the
- * expected values exact in float32. test_long_axes_kernels runs it again with the
- * packed GEMM engine and col2im by planes (engine-dependent loops). Under CLG_TEST_SMALL (Oclgrind) the sizes shrink and
+ * expected values exact in float32. test_long_axes_kernels runs the cases whose kernels
+ * a device table chooses (products, convolutions) again with the packed GEMM engine and
+ * col2im by planes (`--kernels`: engine-dependent loops; the scans, sorts, scatters and
+ * row reductions run the same kernels whatever the engine, so they run once). Under
+ * CLG_TEST_SMALL (Oclgrind) the sizes shrink and
  * the oclgrind entry lowers the device's item_loops instead, so that the same splitting
  * runs at sizes the simulator can afford. */
 #include <math.h>
@@ -362,23 +365,26 @@ static void test_packed_tiles(clg_device *dev)
     free(want);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    bool engines_only = argc > 1 && !strcmp(argv[1], "--kernels");
     clg_device *dev = check_open_device();
     if (optest_small()) {   /* past item_loops as the oclgrind entry sets it, within Oclgrind's patience */
         N_SCAN = 3000, N_REPEAT = 2000, N_ADD = 2001, N_SORT = 3001, K_DOT = 1500, N_ROWS = 3000, N_SIGNAL = 2000,
         W_UP = 1500, N_COLS_SUM = 300, N_ROW = 3000, N_PLANE = 40, N_CLASSES = 3000, N_PACKED = 96,
         N_CE_ROWS = 5000, N_WIDE = 4000;
     }
-    test_cumsum(dev);
-    for (int mode = 0; mode < 2; mode++) {   /* both ways of adding at indices (device table: scatter) */
-        printf("scatter = %s\n", mode ? "sorted" : "lines");
-        CHECK_OK(dev, clg_device_set_param(dev, "scatter", mode ? "sorted" : "lines"));
-        test_index_select_repeats(dev);
-        test_add_at(dev);
-        test_scatter_many_lines(dev);
+    if (!engines_only) {
+        test_cumsum(dev);
+        for (int mode = 0; mode < 2; mode++) {   /* both ways of adding at indices (device table: scatter) */
+            printf("scatter = %s\n", mode ? "sorted" : "lines");
+            CHECK_OK(dev, clg_device_set_param(dev, "scatter", mode ? "sorted" : "lines"));
+            test_index_select_repeats(dev);
+            test_add_at(dev);
+            test_scatter_many_lines(dev);
+        }
+        test_sort(dev);
     }
-    test_sort(dev);
     test_matmul(dev);
     test_linear(dev);
     for (int shift = 0; shift < 2; shift++) {   /* with im2col's columns and without (conv_shift.c) */
@@ -387,9 +393,11 @@ int main(void)
         test_conv1d_strided(dev);
         test_conv2d_plane(dev);
     }
-    test_upsample(dev);
-    test_sum_columns(dev);
-    test_norms_and_rows(dev);
+    if (!engines_only) {
+        test_upsample(dev);
+        test_sum_columns(dev);
+        test_norms_and_rows(dev);
+    }
     test_packed_tiles(dev);
     CHECK_MSG(clg_tensor_live_count(dev) == 0, "%lld tensors leaked", (long long)clg_tensor_live_count(dev));
     clg_device_close(dev);
