@@ -578,17 +578,26 @@ static void pow_libm(clg_device *dev)
     for (int q = 0; q < 4; q++) free(r[q]);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    /* --row-reductions: the cases whose kernels the device table's row_reduce chooses
+     * (oclgrind_test_ops_core_items runs them with the other choice). */
+    bool rows_only = argc > 1 && !strcmp(argv[1], "--row-reductions");
     clg_device *dev = check_open_device();
-    binary_sizes(dev);
-    pow_gradients(dev);
-    pow_libm(dev);
-    scalars_and_ieee(dev);
+    if (!rows_only) {
+        binary_sizes(dev);
+        pow_gradients(dev);
+        pow_libm(dev);
+        scalars_and_ieee(dev);
+    }
     reductions(dev);
     more_reductions(dev);
     norm_long_rows(dev);
     vector_row_reductions(dev);
+    if (rows_only) {
+        clg_device_close(dev);
+        return check_report("test_ops_core");
+    }
     deterministic(dev);
     logic(dev);
     /* the rowsu kernels on every device (the table chooses them where work-items are

@@ -22,7 +22,7 @@ if(CLGRAD_BUILD_TOOLS)
   add_test(NAME cli_conformance_help COMMAND clgrad_cli conformance --help)
   set_tests_properties(cli_conformance_help PROPERTIES PASS_REGULAR_EXPRESSION "Usage: clgrad conformance" LABELS cli)
   set_tests_properties(cli_conformance cli_conformance_fault PROPERTIES
-    ENVIRONMENT "CLG_CACHE_DIR=${CMAKE_BINARY_DIR}/test-cache" TIMEOUT 600 LABELS "cli;device")
+    ENVIRONMENT "${CLGRAD_UNIT_ENV}" TIMEOUT 600 LABELS "cli;device")
   add_executable(conformance_coverage ${CMAKE_CURRENT_SOURCE_DIR}/conformance_coverage.c)
   target_compile_definitions(conformance_coverage PRIVATE _POSIX_C_SOURCE=200809L)
   target_link_libraries(conformance_coverage PRIVATE clgrad_warnings)
