@@ -28,11 +28,13 @@ BUILD_DIR=build BUILD_TYPE=RelWithDebInfo timed "build" sh scripts/build.sh -DCL
 # POCL runs the full trainings (label full: many steps, or enough to show a quality such
 # as a loss below the unigram entropy), not their few-step twins (label steps, *_steps).
 timed "the suite on POCL" env -C build ctest --output-on-failure -j2 -LE 'oclgrind|steps'
-# rusticl runs all but the full trainings (their few-step twins run there instead)
-# and the tests of the installed tree (label install: packages, man pages, completion,
-# consumers against a staged install), which check the install, not the implementation.
+# rusticl runs all but the full trainings (their few-step twins run there instead),
+# the tests of the installed tree (label install: packages, man pages, completion,
+# consumers against a staged install), which check the install, not the implementation,
+# and those of host code (label host: file formats, the command's errors, a killed save,
+# an MPI failure, the Python package), which check the host code, not the implementation.
 timed "the suite on Mesa rusticl (llvmpipe)" env -C build RUSTICL_ENABLE=swrast CLG_DEVICE=llvmpipe \
-  ctest --output-on-failure -j2 -LE 'oclgrind|full|install'
+  ctest --output-on-failure -j2 -LE 'oclgrind|full|install|host'
 timed "every kernel under Oclgrind" env -C build ctest --output-on-failure -j2 -L oclgrind
 if [ "${1:-}" = "--sanitize" ]; then
   # The sanitizers check clgrad's host code, on POCL alone. tests/lsan.supp covers
