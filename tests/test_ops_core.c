@@ -1,7 +1,8 @@
 /* The core ops forward against plain-C references: binary arithmetic, scalar forms,
  * comparisons and reductions, at sizes 1, 7, 33, 1000 and 4099 (not a multiple of the
- * work-group size; 4099 not under Oclgrind), on contiguous, permuted and sliced inputs and with broadcasting;
- * IEEE NaN and Inf behaviour; bit-identical results from run to run. */
+ * work-group size; 4099 not under Oclgrind), on contiguous, permuted and sliced inputs
+ * and with broadcasting; IEEE NaN and Inf behaviour; bit-identical results from run to
+ * run. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
