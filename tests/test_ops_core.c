@@ -582,6 +582,18 @@ static void pow_libm(clg_device *dev)
     for (int q = 0; q < 4; q++) free(r[q]);
 }
 
+/* the rowsu kernels on every device (the table chooses them where work-items are
+ * SIMD-wide), and the rows kernels they replace there */
+static void rows_broadcast_both(clg_device *dev)
+{
+    const char *cs = clg__device_params(dev)->const_strides ? "on" : "off";
+    for (int pass = 0; pass < 2; pass++) {
+        CHECK_OK(dev, clg_device_set_param(dev, "const_strides", pass ? "off" : "on"));
+        rows_broadcast(dev);
+    }
+    CHECK_OK(dev, clg_device_set_param(dev, "const_strides", cs));
+}
+
 int main(int argc, char **argv)
 {
     /* --row-reductions: the cases whose kernels the device table's row_reduce chooses
@@ -598,20 +610,11 @@ int main(int argc, char **argv)
     more_reductions(dev);
     norm_long_rows(dev);
     vector_row_reductions(dev);
-    if (rows_only) {
-        clg_device_close(dev);
-        return check_report("test_ops_core");
+    if (!rows_only) {
+        deterministic(dev);
+        logic(dev);
+        rows_broadcast_both(dev);
     }
-    deterministic(dev);
-    logic(dev);
-    /* the rowsu kernels on every device (the table chooses them where work-items are
-     * SIMD-wide), and the rows kernels they replace there */
-    const char *cs = clg__device_params(dev)->const_strides ? "on" : "off";
-    for (int pass = 0; pass < 2; pass++) {
-        CHECK_OK(dev, clg_device_set_param(dev, "const_strides", pass ? "off" : "on"));
-        rows_broadcast(dev);
-    }
-    CHECK_OK(dev, clg_device_set_param(dev, "const_strides", cs));
     clg_device_close(dev);
     return check_report("test_ops_core");
 }
