@@ -83,7 +83,8 @@ typedef struct optest_input {
 } optest_input;
 
 /* Central differences against clg_backward for the scalar sum(f(inputs) * w), w
- * random, for every element of every non-constant input, in every layout.
+ * random, for every element of every non-constant input (8 of each under the simulators,
+ * CLG_TEST_SMALL: see gc_sample in optest.c), in every layout.
  * float64 where optest_fp64: eps 1e-6, atol 1e-5, rtol 1e-3 (as PyTorch's gradcheck);
  * else float32 (see optest_gradcheck_as). Every op on the tape is recorded for the
  * coverage test (CLG_GRAD_COVERAGE_DIR). */
