@@ -75,6 +75,10 @@ static void test_defaults(void)
     CHECK(clg_device_set_param(dev, "attention", "rows") == CLG_OK && p->attention_rows);
     CHECK(clg_device_set_param(dev, "attention", "blocks") == CLG_ERR_INVALID_ARGUMENT);
     CHECK_MSG(p->conv_keep_columns && strstr(buf, "conv_columns = keep"), "conv_columns: %s", buf);
+    /* The emulated matrix-unit kernel unoptimized where POCL compiles it. */
+    CHECK_MSG(p->mma_opt == !pocl && strstr(buf, pocl ? "mma_opt = off" : "mma_opt = on"), "mma_opt: %s", buf);
+    CHECK(clg_device_set_param(dev, "mma_opt", "on") == CLG_OK && p->mma_opt);
+    CHECK(clg_device_set_param(dev, "mma_opt", "fast") == CLG_ERR_INVALID_ARGUMENT);
     CHECK_MSG(clg_device_set_param(dev, "conv_columns", "rebuild") == CLG_OK && !p->conv_keep_columns,
               "set conv_columns");
     CHECK_MSG(clg_device_set_param(dev, "conv_columns", "drop") == CLG_ERR_INVALID_ARGUMENT &&

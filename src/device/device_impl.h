@@ -419,6 +419,11 @@ typedef struct clg_device_params {
      * 128 x 128 blocks of 8 warps, two tiles of 32). Its smaller blocks (64 x 64, 32 x 32)
      * serve products too small to fill the device. */
     int mma_block[6];
+    /* Whether mma = emulate builds its kernel with the compiler's optimizations: off on
+     * POCL, whose optimizer took 4-7 s per block on the emulated instruction (its loops
+     * around barriers; 0.15 s unoptimized, and the suite's products ran as fast), on
+     * elsewhere (Oclgrind simulates every instruction: unoptimized, twice the time). */
+    bool mma_opt;
 } clg_device_params;
 
 const clg_device_params *clg__device_params(const clg_device *dev);

@@ -44,6 +44,14 @@ static bool compiles_per_group_size(const clg_device *dev)
     return strstr(dev->info.platform, "Portable Computing Language") != NULL;
 }
 
+/* POCL's optimizer on the emulated matrix-unit kernel (gemm_mma.cl with MMA = 2, loops
+ * around barriers, which POCL's work-group functions copy per region): 4-7 s a program
+ * against 0.15 s unoptimized, twelve programs in the suite's GEMM tests. */
+static bool slow_to_optimize_emulated_mma(const clg_device *dev)
+{
+    return strstr(dev->info.platform, "Portable Computing Language") != NULL;
+}
+
 /* Oclgrind 21.10 compiles in a shared clang instance: two clBuildProgram calls at once
  * crashed its tests at random (segmentation faults and double frees within 0.1 s, the
  * failing CI run of stop 48), one at a time never did. */
@@ -111,6 +119,7 @@ static void defaults(clg_device *dev)
     p->exact_div = props.exact_div;
     p->mma = props.nvidia_sm80 ? CLG_MMA_PTX : CLG_MMA_NONE;
     memcpy(p->mma_block, (int[6]){2, 4, 4, 4, 32, 2}, sizeof p->mma_block);
+    p->mma_opt = !slow_to_optimize_emulated_mma(dev);
 }
 
 /* "WMxWNxFMxFNxTKxS": warps 1..8 each way, fragments 1..8 each way (along n even), k
@@ -209,6 +218,7 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
                          origin, value);
     }
     if (!strcmp(key, "mma_block")) return parse_block(dev, key, value, origin, p->mma_block);
+    if (!strcmp(key, "mma_opt")) return parse_choice(dev, key, value, origin, "on", "off", &p->mma_opt);
     if (!strcmp(key, "build_threads"))
         return parse_size(dev, key, value, origin, 1, CLG_BUILD_THREADS_MAX, &p->build_threads);
     if (!strcmp(key, "item_loops")) return parse_size(dev, key, value, origin, 64, 65535, &p->item_loops);
@@ -226,7 +236,7 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
     return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
                      "device parameters (%s): unknown key \"%s\" (known: gemm, gemm_tiles, group_1d, group_1d_min, group_tail, group_reduce, rows_min, "
                      "local_mem, max_group, binary_cache, build_threads, col2im, gemm_dot, gemm_small, conv_columns, conv_chunk, conv_shift, item_loops, attention, "
-                     "row_reduce, scatter, const_strides, transpose_tiles, flat16, exact_div, mma, mma_block)", origin, key);
+                     "row_reduce, scatter, const_strides, transpose_tiles, flat16, exact_div, mma, mma_block, mma_opt)", origin, key);
 }
 
 static char *trim(char *s)
@@ -299,7 +309,7 @@ void clg__params_format(const clg_device_params *p, char *buf, size_t len)
     snprintf(buf, len,
              "gemm = %s\ngemm_tiles = %s\ngroup_1d = %zu\ngroup_1d_min = %zu\ngroup_tail = %zu\ngroup_reduce = %zu\nrows_min = %zu\nvector_float = %d\n"
              "max_group = %zu\nmax_item = %zu %zu %zu\nlocal_mem = %llu%s\nbinary_cache = %s\nbuild_threads = %zu\ncol2im = %s\ngemm_dot = %s\ngemm_small = %zu\nconv_columns = %s\nconv_chunk = %zu\nconv_shift = %s\nitem_loops = %zu\nattention = %s\n"
-             "row_reduce = %s\nscatter = %s\nconst_strides = %s\ntranspose_tiles = %s\nflat16 = %s\nexact_div = %s\nmma = %s\nmma_block = %dx%dx%dx%dx%dx%d\n",
+             "row_reduce = %s\nscatter = %s\nconst_strides = %s\ntranspose_tiles = %s\nflat16 = %s\nexact_div = %s\nmma = %s\nmma_block = %dx%dx%dx%dx%dx%d\nmma_opt = %s\n",
              p->gemm, p->gemm_tiles ? "on" : "off", p->group_1d, p->group_1d_min, p->group_tail, p->group_reduce, p->rows_min, p->vector_float, p->max_group, p->max_item[0],
              p->max_item[1], p->max_item[2], (unsigned long long)p->local_mem,
              p->local_is_global ? " (emulated in global memory)" : "", p->binary_cache ? "on" : "off", p->build_threads,
@@ -308,7 +318,7 @@ void clg__params_format(const clg_device_params *p, char *buf, size_t len)
              p->row_items ? "items" : "groups", p->scatter_lines ? "lines" : "sorted", p->const_strides ? "on" : "off", p->transpose_tiles ? "on" : "off", p->flat16 ? "on" : "off",
              p->exact_div ? "on" : "off", p->mma == CLG_MMA_PTX ? "ptx" : p->mma == CLG_MMA_EMULATE ? "emulate" : "none",
              p->mma_block[0], p->mma_block[1], p->mma_block[2], p->mma_block[3], p->mma_block[4],
-             p->mma_block[5]);
+             p->mma_block[5], p->mma_opt ? "on" : "off");
 }
 
 clg_status clg_device_set_param(clg_device *dev, const char *key, const char *value)

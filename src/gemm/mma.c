@@ -96,12 +96,13 @@ static clg_kernel *kernel(clg_device *dev, const mma_config *c, clg_gemm_type ty
     *fits = n <= p->max_group && local_bytes(dev, c) <= p->local_mem && a8 % n == 0 && b8 % n == 0 && a8 >= n &&
             b8 >= n && c->fn % 2 == 0;
     if (!*fits) return NULL;
-    char opts[200];
-    /* -w: "loop not unrolled" notes where a count is not a constant (POCL). */
+    char opts[220];
+    /* -w: "loop not unrolled" notes where a count is not a constant (POCL); emulated, the
+     * device table's mma_opt says whether the compiler optimizes (POCL: 4-7 s a block). */
     snprintf(opts, sizeof opts,
-             "-DT=float -D%s -DCF32=%d -DWARPS_M=%d -DWARPS_N=%d -DFM=%d -DFN=%d -DTK=%d -DSTAGES=%d -DMMA=%d -w",
+             "-DT=float -D%s -DCF32=%d -DWARPS_M=%d -DWARPS_N=%d -DFM=%d -DFN=%d -DTK=%d -DSTAGES=%d -DMMA=%d -w%s",
              type == CLG_GEMM_BF16 ? "CLG_BF16_STORE" : "CLG_F16_STORE", cf32, c->warps_m, c->warps_n, c->fm,
-             c->fn, c->tk, c->stages, emulated(dev) ? 2 : 1);
+             c->fn, c->tk, c->stages, emulated(dev) ? 2 : 1, emulated(dev) && !p->mma_opt ? " -cl-opt-disable" : "");
     clg_kernel *k = clg__kernel_get(dev, "gemm_mma", opts, "gemm_mma");
     *fits = !k || k->wg_max >= (size_t)items(c);
     return *fits ? k : NULL;
