@@ -215,6 +215,7 @@ static void record_coverage(clg_tensor *y, const char *what)
 }
 
 typedef struct gc_state {
+    const char *what;         /* the check's name, without the layout */
     clg_device *dev;
     clg_dtype dtype;
     optest_fn f;
@@ -275,6 +276,86 @@ static void gc_sample(bool *sampled, int64_t ni)
     for (int64_t k = 0; k < GC_SAMPLES; k++) sampled[k * (ni - 1) / (GC_SAMPLES - 1)] = true;
 }
 
+/* Numeric derivatives kept while optest_gradcheck_keep is on, for checks of the same
+ * name, function, type and input values run again (under other device parameters). */
+typedef struct gc_kept {
+    struct gc_kept *next;
+    char *what;
+    optest_fn f;
+    clg_dtype dtype;
+    int n;
+    int64_t numel[8];
+    double *values[8], *num[8];
+    bool constant[8], *num_ok[8], *sampled[8];
+} gc_kept;
+
+static bool gc_keeping;
+static gc_kept *gc_kept_list;
+
+void optest_gradcheck_keep(bool on)
+{
+    gc_keeping = on;
+    while (!on && gc_kept_list) {
+        gc_kept *k = gc_kept_list;
+        gc_kept_list = k->next;
+        for (int i = 0; i < k->n; i++) free(k->values[i]), free(k->num[i]), free(k->num_ok[i]), free(k->sampled[i]);
+        free(k->what);
+        free(k);
+    }
+}
+
+static void *gc_dup(const void *p, size_t bytes)
+{
+    void *d = malloc(bytes ? bytes : 1);
+    if (d && bytes) memcpy(d, p, bytes);
+    return d;
+}
+
+static int64_t gc_numel(const gc_state *s, int i) { return numel_of(s->in[i].ndim, s->in[i].shape); }
+
+static gc_kept *gc_find(const gc_state *s)
+{
+    for (gc_kept *k = gc_kept_list; k; k = k->next) {
+        bool same = !strcmp(k->what, s->what) && k->f == s->f && k->dtype == s->dtype && k->n == s->n;
+        for (int i = 0; same && i < s->n; i++)
+            same = k->numel[i] == gc_numel(s, i) && k->constant[i] == s->in[i].constant &&
+                   !memcmp(k->values[i], s->values[i], (size_t)k->numel[i] * sizeof(double));
+        if (same) return k;
+    }
+    return NULL;
+}
+
+/* s's numeric derivatives from a kept check (true), or kept for the next one (false). */
+static bool gc_reuse(gc_state *s, bool computed)
+{
+    if (!gc_keeping) return false;
+    gc_kept *k = computed ? NULL : gc_find(s);
+    if (!computed && !k) return false;
+    if (k) {
+        for (int i = 0; i < s->n; i++) {
+            size_t ni = (size_t)(k->numel[i] ? k->numel[i] : 1);
+            s->num[i] = gc_dup(k->num[i], ni * sizeof(double));
+            s->num_ok[i] = gc_dup(k->num_ok[i], ni * sizeof(bool));
+            s->sampled[i] = gc_dup(k->sampled[i], ni * sizeof(bool));
+        }
+        return true;
+    }
+    if (!(k = calloc(1, sizeof *k))) return false;
+    *k = (gc_kept){.next = gc_kept_list, .what = strdup(s->what), .f = s->f, .dtype = s->dtype, .n = s->n};
+    for (int i = 0; i < s->n; i++) {
+        int64_t ni = gc_numel(s, i);
+        size_t cap = (size_t)(ni ? ni : 1);
+        k->numel[i] = ni;
+        k->constant[i] = s->in[i].constant;
+        k->values[i] = gc_dup(s->values[i], (size_t)ni * sizeof(double));
+        k->num[i] = gc_dup(s->num[i], cap * sizeof(double));
+        k->num_ok[i] = gc_dup(s->num_ok[i], cap * sizeof(bool));
+        k->sampled[i] = gc_dup(s->sampled[i], cap * sizeof(bool));
+    }
+    gc_kept_list = k;
+    return false;
+}
+
 /* The central differences of sum(f(inputs) * w) for every input element (or a sample:
  * gc_sample), with the inputs in the contiguous layout. They are computed once per check: the forward passes
  * (two per element) are most of a check's time, and the derivative does not depend on
@@ -282,6 +363,7 @@ static void gc_sample(bool *sampled, int64_t ni)
  * references by the op tests, and each layout's backward against these values here. */
 static void numeric_gradients(gc_state *s, double eps)
 {
+    if (gc_reuse(s, false)) return;
     optest_layout keep_layout = s->layout;
     s->layout = OPTEST_CONTIGUOUS;
     for (int i = 0; i < s->n; i++) {
@@ -303,6 +385,7 @@ static void numeric_gradients(gc_state *s, double eps)
         }
     }
     s->layout = keep_layout;
+    gc_reuse(s, true);
 }
 
 static bool check_layout(gc_state *s, const char *what, double eps, double atol, double rtol)
@@ -361,7 +444,7 @@ bool optest_gradcheck_as(clg_device *dev, clg_dtype dtype, const char *what, opt
                          const optest_input *inputs)
 {
     bool fp64 = dtype == CLG_F64;
-    gc_state s = {.dev = dev, .dtype = fp64 ? CLG_F64 : CLG_F32, .f = f, .ctx = ctx, .n = n, .in = inputs};
+    gc_state s = {.what = what, .dev = dev, .dtype = fp64 ? CLG_F64 : CLG_F32, .f = f, .ctx = ctx, .n = n, .in = inputs};
     double eps = fp64 ? 1e-6 : 1e-3, atol = fp64 ? 1e-5 : 1e-3, rtol = fp64 ? 1e-3 : 1e-2;
     double *vals[8];
     s.values = vals;

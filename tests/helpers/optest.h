@@ -97,5 +97,11 @@ bool optest_gradcheck(clg_device *dev, const char *what, optest_fn f, void *ctx,
  * below 1e-6. A gradient wrong by a few percent still fails (tests/test_gradcheck.c). */
 bool optest_gradcheck_as(clg_device *dev, clg_dtype dtype, const char *what, optest_fn f, void *ctx, int n,
                          const optest_input *inputs);
+/* While on, the numeric derivatives of a check are kept, and a later check of the same
+ * name, function, float type and input values takes them instead of computing them
+ * again: for the same checks repeated under device parameters that choose other
+ * kernels (the backward's, or the forward's, which the op tests check against plain-C
+ * references): their analytic gradients are each compared anew. Off frees them. */
+void optest_gradcheck_keep(bool on);
 
 #endif
