@@ -9,10 +9,14 @@ CLI_DATA=none
 same_gemm_in_graphs   # --graph runs are compared with eager ones bit for bit
 cd "$T"
 
-# ~7 KB: a few sentences in a shuffled order (a fixed one), so that bytes follow bytes
-# predictably within words and less so between sentences.
-awk 'BEGIN { split("the cat sat on the mat.|a dog ran in the park.|the sun is hot today.|we like to read books.", s, "|");
-             x = 7; for (i = 0; i < 300; i++) { x = (x * 1103515245 + 12345) % 2147483648; print s[1 + int(x / 65536) % 4] } }' >corpus.txt
+# The twin cli_text_steps (CLI_STEPS set) takes a third of the text, a third of the
+# whole-file evaluation and samples of 20 bytes rather than 50: evaluations and samples
+# step the LSTM a byte at a time, 0.6 ms a launch on rusticl (where only the twin runs).
+if [ -n "${CLI_STEPS:-}" ]; then lines=100 part=200 len=20 glen=20; else lines=300 part=600 len=50 glen=40; fi
+# ~7 KB (or 2): a few sentences in a shuffled order (a fixed one), so that bytes follow
+# bytes predictably within words and less so between sentences.
+awk -v n=$lines 'BEGIN { split("the cat sat on the mat.|a dog ran in the park.|the sun is hot today.|we like to read books.", s, "|");
+             x = 7; for (i = 0; i < n; i++) { x = (x * 1103515245 + 12345) % 2147483648; print s[1 + int(x / 65536) % 4] } }' >corpus.txt
 cat >tiny.json <<'JSON'
 {"comment": "a tiny character model",
  "input": [16],
@@ -31,7 +35,7 @@ below_ln256() {
         fail "$1: loss $2 is not below ln 256 = 5.545"
 }
 
-# Every training run takes 16 of an epoch's 96 windows (--steps), or CLI_STEPS (8 in the
+# Every training run takes 16 of an epoch's 96 windows (--steps), or CLI_STEPS (8 of 32 in the
 # twin cli_text_steps, which rusticl runs): on rusticl a window step of the tiny LSTM
 # takes a third of a second, and what the runs check (the loss falls, 5.55 to 3.96 in
 # the first epoch at 16 steps; exact resumes; graph replay) needs no more.
@@ -67,9 +71,9 @@ has e1 "(held out in training)"
 below_ln256 e1 "$(sed -n 's/^bytes [0-9]* | loss \([0-9.]*\) | .* bits per byte$/\1/p' e1.out)"
 [ "$(sed -n 's/^bytes \([0-9]*\) | .*/\1/p' e1.out)" -eq $(( $(wc -c <corpus.txt) / 10 - 1 )) ] ||
     fail "e1: want every held-out byte but the first predicted: $(cat e1.out)"
-head -c 600 corpus.txt >part.txt
+head -c $part corpus.txt >part.txt
 ok e2 eval a.ckpt --data text:part.txt
-has e2 "bytes 599 | loss "
+has e2 "bytes $((part - 1)) | loss "
 below_ln256 e2 "$(sed -n 's/^bytes [0-9]* | loss \([0-9.]*\) | .*/\1/p' e2.out)"
 
 # eval --streams and --eval-steps: 4 streams of 2 windows of 16 bytes (and the byte after
@@ -87,10 +91,10 @@ has big "held-out loss"
 rm -f big.txt
 
 # sample: exactly --length bytes, the same for the same seed, others for another
-ok s1 sample a.ckpt --length 50 --seed 1
-ok s2 sample a.ckpt --length 50 --seed 1
-ok s3 sample a.ckpt --length 50 --seed 2 --prime "the " --temperature 0.5
-[ "$(wc -c <s1.out)" -eq 50 ] || fail "s1: want 50 bytes, got $(wc -c <s1.out)"
+ok s1 sample a.ckpt --length $len --seed 1
+ok s2 sample a.ckpt --length $len --seed 1
+ok s3 sample a.ckpt --length $len --seed 2 --prime "the " --temperature 0.5
+[ "$(wc -c <s1.out)" -eq $len ] || fail "s1: want $len bytes, got $(wc -c <s1.out)"
 cmp -s s1.out s2.out || fail "sample: the same seed gave other text"
 ! cmp -s s1.out s3.out || fail "sample: another seed and prime gave the same text"
 ok s4 sample a.ckpt --length 20 --temperature 0
@@ -101,9 +105,9 @@ ok s10 sample a.ckpt --length 20 --top-k 1 --seed 4
 ok s11 sample a.ckpt --length 20 --top-p 0.000001 --temperature 2 --seed 5
 cmp -s s4.out s10.out || fail "sample --top-k 1: not the most likely bytes (temperature 0's)"
 cmp -s s4.out s11.out || fail "sample --top-p 0.000001: not the most likely bytes (temperature 0's)"
-ok s12 sample a.ckpt --length 50 --top-k 5 --top-p 0.9 --seed 6
-ok s13 sample a.ckpt --length 50 --top-k 5 --top-p 0.9 --seed 6
-[ "$(wc -c <s12.out)" -eq 50 ] || fail "s12: want 50 bytes"
+ok s12 sample a.ckpt --length $len --top-k 5 --top-p 0.9 --seed 6
+ok s13 sample a.ckpt --length $len --top-k 5 --top-p 0.9 --seed 6
+[ "$(wc -c <s12.out)" -eq $len ] || fail "s12: want $len bytes"
 cmp -s s12.out s13.out || fail "sample --top-k --top-p: the same seed gave other text"
 
 # info: the layers and the text settings
@@ -166,10 +170,10 @@ glast=$(sed -n 's/^epoch 1\/1: train loss \([0-9.]*\) .*/\1/p' g.out)
 "$PY" -c "import sys; sys.exit(0 if float(sys.argv[2]) < float(sys.argv[1]) - 0.5 else 1)" "$gfirst" "$glast" ||
     fail "g: the GPT's loss did not fall ($gfirst, then $glast)"
 below_ln256 g "$(sed -n 's/^epoch 1\/1: .* held-out loss \([0-9.]*\) .*/\1/p' g.out)"
-ok gs1 sample g.ckpt --prime 'the ' --length 40 --seed 5 --top-k 10
-ok gs2 sample g.ckpt --prime 'the ' --length 40 --seed 5 --top-k 10
+ok gs1 sample g.ckpt --prime 'the ' --length $glen --seed 5 --top-k 10
+ok gs2 sample g.ckpt --prime 'the ' --length $glen --seed 5 --top-k 10
 cmp -s gs1.out gs2.out || fail "the GPT's samples differ for one seed"
-[ "$(wc -c <gs1.out)" -eq 40 ] || fail "gs1: want 40 bytes, got $(wc -c <gs1.out)"
+[ "$(wc -c <gs1.out)" -eq $glen ] || fail "gs1: want $glen bytes, got $(wc -c <gs1.out)"
 # its weights as nanoGPT names them (no layer prefix: a GPT's own state dict) start a run
 # with --init: they load into the gpt layer, all of them
 "$PY" -c "
