@@ -47,7 +47,7 @@ if [ "${1:-}" = "--sanitize" ]; then
   export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   BUILD_DIR=build-asan BUILD_TYPE=Debug timed "build with ASan and UBSan" sh scripts/build.sh -DCLGRAD_WERROR=ON \
-    "-DCLGRAD_SANITIZE=address;undefined" -DCLGRAD_BUILD_EXAMPLES=OFF -DCLGRAD_BUILD_BENCH=OFF
+    "-DCLGRAD_SANITIZE=address;undefined" -DCLGRAD_BUILD_EXAMPLES=OFF -DCLGRAD_BUILD_BENCH=OFF -DCLGRAD_VENV_DIR="$PWD/build"
   # The few-step twins of the full trainings: the host code they run is the same.
   timed "the suite under ASan and UBSan" env -C build-asan ctest --output-on-failure -j2 -LE 'install|oclgrind|two_impls|mpi|full'
   # The MPI runs without the leak check: Open MPI leaves allocations in components it
