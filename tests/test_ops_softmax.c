@@ -303,6 +303,9 @@ static void check_argmax(clg_device *dev, clg_dtype dt, int ndim, const int64_t 
     ref_argmax(x, ndim, shape, ax, want);
     for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++)
         for (int keep = 0; keep < 2; keep++) {
+            /* keepdim changes the output's shape, not the kernel: under Oclgrind
+             * (CLG_TEST_SMALL) in the contiguous layout only */
+            if (keep && l != OPTEST_CONTIGUOUS && optest_small()) continue;
             clg_scope_begin(dev);
             char what[160], sh[64];
             snprintf(what, sizeof what, "argmax %s %s axis %d keepdim %d %s", clg_dtype_name(dt),
@@ -386,10 +389,14 @@ static void check_cross_entropy(clg_device *dev, clg_dtype dt, int64_t N, int64_
         clg_tensor *none = clg_cross_entropy(xt, lt, CLG_REDUCE_NONE);
         CHECK_MSG(shape_is(none, 1, (int64_t[]){N}), "%s: shape: %s", what, clg_device_error(dev));
         optest_close(what, none, loss, N, tol(dt), rtol);
-        clg_tensor *m = clg_cross_entropy(xt, lt, CLG_REDUCE_MEAN), *s = clg_cross_entropy(xt, lt, CLG_REDUCE_SUM);
-        CHECK(shape_is(m, 0, NULL) && shape_is(s, 0, NULL));
-        optest_close(what, m, &mean, 1, tol(dt), rtol);
-        optest_close(what, s, &sum, 1, tol(dt), rtol);
+        /* the mean and the sum reduce the same per-row kernel's losses: under Oclgrind
+         * (CLG_TEST_SMALL) in the contiguous layout only */
+        if (l == OPTEST_CONTIGUOUS || !optest_small()) {
+            clg_tensor *m = clg_cross_entropy(xt, lt, CLG_REDUCE_MEAN), *s = clg_cross_entropy(xt, lt, CLG_REDUCE_SUM);
+            CHECK(shape_is(m, 0, NULL) && shape_is(s, 0, NULL));
+            optest_close(what, m, &mean, 1, tol(dt), rtol);
+            optest_close(what, s, &sum, 1, tol(dt), rtol);
+        }
         /* the gradient of the sum: softmax(x) - onehot(label), row by row */
         clg_tensor_set_requires_grad(xt, true);
         clg_tensor *s2 = clg_cross_entropy(xt, lt, CLG_REDUCE_SUM);
