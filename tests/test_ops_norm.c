@@ -473,14 +473,20 @@ static void class_loss_case(clg_device *dev, int64_t N, int64_t C, clg_dtype dt)
         smooth_ref(lp, lab, N, C, 0, want);
         snprintf(what, sizeof what, "nll %s N=%lld C=%lld %s", clg_dtype_name(dt), (long long)N, (long long)C,
                  optest_layout_names[l]);
+        /* the sum and the mean reduce the same losses: under Oclgrind (CLG_TEST_SMALL) in
+         * the contiguous layout only (each loss's log_softmax, simulated, was most of the test) */
+        bool reduced = l == OPTEST_CONTIGUOUS || !optest_small();
         optest_close(what, clg_nll_loss(tlp, tl, CLG_REDUCE_NONE), want, N, tol, 10 * tol);
-        optest_close(what, clg_nll_loss(tlp, tl, CLG_REDUCE_SUM), want + N, 1, tol, 10 * tol);
-        optest_close(what, clg_nll_loss(tlp, tl, CLG_REDUCE_MEAN), want + N + 1, 1, tol, 10 * tol);
+        if (reduced) {
+            optest_close(what, clg_nll_loss(tlp, tl, CLG_REDUCE_SUM), want + N, 1, tol, 10 * tol);
+            optest_close(what, clg_nll_loss(tlp, tl, CLG_REDUCE_MEAN), want + N + 1, 1, tol, 10 * tol);
+        }
         for (int e = 0; e < 3; e++) {
             smooth_ref(lp, lab, N, C, eps_list[e], want);
             snprintf(what, sizeof what, "cross_entropy_smooth eps=%g %s N=%lld C=%lld %s", eps_list[e],
                      clg_dtype_name(dt), (long long)N, (long long)C, optest_layout_names[l]);
             optest_close(what, clg_cross_entropy_smooth(tx, tl, CLG_REDUCE_NONE, eps_list[e]), want, N, tol, 10 * tol);
+            if (!reduced) continue;
             optest_close(what, clg_cross_entropy_smooth(tx, tl, CLG_REDUCE_SUM, eps_list[e]), want + N, 1, tol,
                          10 * tol);
             optest_close(what, clg_cross_entropy_smooth(tx, tl, CLG_REDUCE_MEAN, eps_list[e]), want + N + 1, 1, tol,
