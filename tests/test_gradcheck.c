@@ -6,6 +6,7 @@
  * file: the ops here must not count as covered for grad_coverage. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -116,9 +117,34 @@ static void checker(clg_device *dev, clg_dtype dt)
                   IN({SH(2, 3)}, {SH(2, 3), 0.5, 2}));
 }
 
+/* Kept numeric derivatives (optest_gradcheck_keep: the same check again under other
+ * kernels) and the simulators' sampled ones (CLG_TEST_SMALL: 8 of the 15 elements) still
+ * catch a wrong backward. */
+static void kept_and_sampled(clg_device *dev, clg_dtype dt)
+{
+    const char *what = "custom sigmoid, kept derivatives", *small = getenv("CLG_TEST_SMALL");
+    char was[16];
+    snprintf(was, sizeof was, "%s", small ? small : "");
+    optest_gradcheck_keep(true);
+    bw_mode = BW_RIGHT;
+    CHECK_MSG(optest_gradcheck_as(dev, dt, what, f_custom, NULL, 1, IN({SH(3, 5), -3, 3})), "%s", what);
+    bw_mode = BW_NO_TERM;   /* the same name, function and inputs: the kept derivatives */
+    expect_caught(dev, dt, what, f_custom, NULL, 1, IN({SH(3, 5), -3, 3}));
+    optest_gradcheck_keep(false);
+    setenv("CLG_TEST_SMALL", "1", 1);
+    bw_mode = BW_RIGHT;
+    CHECK_MSG(optest_gradcheck_as(dev, dt, "custom sigmoid, sampled", f_custom, NULL, 1, IN({SH(3, 5), -3, 3})),
+              "sampled");
+    bw_mode = BW_NO_TERM;
+    expect_caught(dev, dt, "custom sigmoid, sampled", f_custom, NULL, 1, IN({SH(3, 5), -3, 3}));
+    if (small) setenv("CLG_TEST_SMALL", was, 1);
+    else unsetenv("CLG_TEST_SMALL");
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
+    kept_and_sampled(dev, CLG_F32);
     checker(dev, CLG_F32);
     if (optest_fp64(dev)) checker(dev, CLG_F64);
     clg_device_close(dev);

@@ -29,19 +29,21 @@ const clg_device_params *clg__device_params(const clg_device *dev) { return &dev
 
 static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
 
+static bool platform_is(const clg_device *dev, const char *name) { return strstr(dev->info.platform, name) != NULL; }
+
 /* POCL keeps compiled kernels in its own cache (POCL_CACHE_DIR) unless POCL_KERNEL_CACHE=0;
  * for other drivers clgrad's cache is what spares the compile of a second run. */
 static bool driver_caches_kernels(const clg_device *dev)
 {
     const char *off = getenv("POCL_KERNEL_CACHE");
-    return strstr(dev->info.platform, "Portable Computing Language") && !(off && !strcmp(off, "0"));
+    return platform_is(dev, "Portable Computing Language") && !(off && !strcmp(off, "0"));
 }
 
 /* POCL compiles a kernel again for each work-group size (and zero or non-zero offset) it
  * is launched with, at the launch: ~80 ms each on a CPU. */
 static bool compiles_per_group_size(const clg_device *dev)
 {
-    return strstr(dev->info.platform, "Portable Computing Language") != NULL;
+    return platform_is(dev, "Portable Computing Language");
 }
 
 /* POCL's optimizer on the emulated matrix-unit kernel (gemm_mma.cl with MMA = 2, loops
@@ -49,7 +51,7 @@ static bool compiles_per_group_size(const clg_device *dev)
  * against 0.15 s unoptimized, twelve programs in the suite's GEMM tests. */
 static bool slow_to_optimize_emulated_mma(const clg_device *dev)
 {
-    return strstr(dev->info.platform, "Portable Computing Language") != NULL;
+    return platform_is(dev, "Portable Computing Language");
 }
 
 /* Oclgrind 21.10 compiles in a shared clang instance: two clBuildProgram calls at once
@@ -57,7 +59,7 @@ static bool slow_to_optimize_emulated_mma(const clg_device *dev)
  * failing CI run of stop 48), one at a time never did. */
 static bool compiler_single_threaded(const clg_device *dev)
 {
-    return strstr(dev->info.platform, "Oclgrind") != NULL;
+    return platform_is(dev, "Oclgrind");
 }
 
 /* The host's online cores, 1 to CLG_BUILD_THREADS_MAX. */

@@ -35,9 +35,9 @@ below_ln256() {
         fail "$1: loss $2 is not below ln 256 = 5.545"
 }
 
-# Every training run takes 16 of an epoch's 96 windows (--steps), or CLI_STEPS (8 of 32 in the
-# twin cli_text_steps, which rusticl runs): on rusticl a window step of the tiny LSTM
-# takes a third of a second, and what the runs check (the loss falls, 5.55 to 3.96 in
+# Every training run takes 16 of an epoch's 96 windows (--steps), or CLI_STEPS (8 of 32
+# in the twin cli_text_steps, which rusticl runs): on rusticl a window step of the tiny
+# LSTM takes a third of a second, and what the runs check (the loss falls, 5.55 to 3.96 in
 # the first epoch at 16 steps; exact resumes; graph replay) needs no more.
 S="--steps ${CLI_STEPS:-16}"
 # two epochs straight through, with metrics; the running loss falls within the first epoch

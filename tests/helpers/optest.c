@@ -228,7 +228,7 @@ typedef struct gc_state {
     optest_layout layout;
     double *num[8];           /* per input, the numeric gradient (from the first layout) */
     bool *num_ok[8];          /* whether both of its forward passes ran */
-    bool *sampled[8];         /* whether it was computed (all, or a sample: gc_sampled) */
+    bool *sampled[8];         /* whether it was computed (all, or a sample: gc_sample) */
 } gc_state;
 
 static bool build_inputs(gc_state *s, clg_tensor **ts, bool want_grad)
@@ -325,22 +325,24 @@ static gc_kept *gc_find(const gc_state *s)
     return NULL;
 }
 
-/* s's numeric derivatives from a kept check (true), or kept for the next one (false). */
-static bool gc_reuse(gc_state *s, bool computed)
+/* s's numeric derivatives from a kept check of the same name, function and inputs. */
+static bool gc_take(gc_state *s)
 {
-    if (!gc_keeping) return false;
-    gc_kept *k = computed ? NULL : gc_find(s);
-    if (!computed && !k) return false;
-    if (k) {
-        for (int i = 0; i < s->n; i++) {
-            size_t ni = (size_t)(k->numel[i] ? k->numel[i] : 1);
-            s->num[i] = gc_dup(k->num[i], ni * sizeof(double));
-            s->num_ok[i] = gc_dup(k->num_ok[i], ni * sizeof(bool));
-            s->sampled[i] = gc_dup(k->sampled[i], ni * sizeof(bool));
-        }
-        return true;
+    gc_kept *k = gc_keeping ? gc_find(s) : NULL;
+    for (int i = 0; k && i < s->n; i++) {
+        size_t ni = (size_t)(k->numel[i] ? k->numel[i] : 1);
+        s->num[i] = gc_dup(k->num[i], ni * sizeof(double));
+        s->num_ok[i] = gc_dup(k->num_ok[i], ni * sizeof(bool));
+        s->sampled[i] = gc_dup(k->sampled[i], ni * sizeof(bool));
     }
-    if (!(k = calloc(1, sizeof *k))) return false;
+    return k != NULL;
+}
+
+/* Keep s's numeric derivatives, just computed, for a later check (gc_take). */
+static void gc_keep(const gc_state *s)
+{
+    gc_kept *k = gc_keeping ? calloc(1, sizeof *k) : NULL;
+    if (!k) return;
     *k = (gc_kept){.next = gc_kept_list, .what = strdup(s->what), .f = s->f, .dtype = s->dtype, .n = s->n};
     for (int i = 0; i < s->n; i++) {
         int64_t ni = gc_numel(s, i);
@@ -353,17 +355,17 @@ static bool gc_reuse(gc_state *s, bool computed)
         k->sampled[i] = gc_dup(s->sampled[i], cap * sizeof(bool));
     }
     gc_kept_list = k;
-    return false;
 }
 
 /* The central differences of sum(f(inputs) * w) for every input element (or a sample:
- * gc_sample), with the inputs in the contiguous layout. They are computed once per check: the forward passes
- * (two per element) are most of a check's time, and the derivative does not depend on
+ * gc_sample), with the inputs in the contiguous layout. They are computed once per check
+ * (or taken from a kept one: gc_take): the forward passes (two per element) are most of a
+ * check's time, and the derivative does not depend on
  * how the inputs sit in memory; each layout's forward is checked against the plain-C
  * references by the op tests, and each layout's backward against these values here. */
 static void numeric_gradients(gc_state *s, double eps)
 {
-    if (gc_reuse(s, false)) return;
+    if (gc_take(s)) return;
     optest_layout keep_layout = s->layout;
     s->layout = OPTEST_CONTIGUOUS;
     for (int i = 0; i < s->n; i++) {
@@ -385,7 +387,7 @@ static void numeric_gradients(gc_state *s, double eps)
         }
     }
     s->layout = keep_layout;
-    gc_reuse(s, true);
+    gc_keep(s);
 }
 
 static bool check_layout(gc_state *s, const char *what, double eps, double atol, double rtol)
