@@ -272,6 +272,35 @@ static void sweep(clg_device *dev, const engine *eng, clg_gemm_type type, bool f
     }
 }
 
+/* The tiled engine untold (no configuration, as clg__gemm runs it): a product inside a
+ * quarter of one of the device's tiles runs on the smallest configuration that fits, a
+ * larger one on the device's; every case computes what the reference does. */
+static void tiled_by_size(clg_device *dev)
+{
+    const clg_gemm_tiled_config *small = clg__gemm_tiled_config(0);
+    for (int i = 1; i < clg__gemm_tiled_count(); i++)
+        if (clg__gemm_tiled_config(i)->tm * clg__gemm_tiled_config(i)->tn < small->tm * small->tn)
+            small = clg__gemm_tiled_config(i);
+    clg_gemm_config own;
+    CHECK_MSG(ENGINE("tiled")->config_for(dev, CLG_GEMM_F32, &own), "%s", clg_device_error(dev));
+    clg_gemm_tiled_config mine;
+    memcpy(&mine, &own, sizeof mine);
+    clg_kernel *k = NULL;
+    CHECK_OK(dev, clg__gemm_tiled_kernel(dev, small, CLG_GEMM_F32, &k));
+    clg_gemm_args tiny = {.type = CLG_GEMM_F32, .m = 3, .n = 8, .k = 5, .batch = 1};
+    clg_gemm_args whole = {.type = CLG_GEMM_F32, .m = (size_t)mine.tm, .n = (size_t)mine.tn, .k = 5, .batch = 1};
+    const clg_gemm_tiled_config *t = clg__gemm_tiled_by_size(dev, &tiny), *w = clg__gemm_tiled_by_size(dev, &whole);
+    CHECK_MSG(t && w, "%s", clg_device_error(dev));
+    char d[64];
+    clg__gemm_tiled_describe(&mine, d, sizeof d);
+    if (t) CHECK_MSG(k ? t == small : !memcmp(t, &mine, sizeof mine), "3 x 8 on %s tiles: not the smallest", d);
+    if (w) CHECK_MSG(!memcmp(w, &mine, sizeof mine), "a whole %s tile: not the device's configuration", d);
+    engine untold = {.e = ENGINE("tiled"), .name = "tiled, by size"};
+    double t0 = clg__now();
+    sweep(dev, &untold, CLG_GEMM_F32, true);
+    printf("  %-32s all cases, f32 (device's %s) %.1f s\n", untold.name, d, clg__now() - t0);
+}
+
 /* The matrix-unit engine (src/gemm/mma.c, cl_kernels/gemm_mma.cl), with its warp instruction
  * emulated by the work-items (mma = emulate): the kernel's tiles, fragment layouts, loads
  * and write-out on any device. Then what a device without the instruction does with
@@ -649,6 +678,7 @@ int main(void)
         printf("  %-32s %s%s%s %.1f s\n", engines[i].name, mine ? "all cases" : slow ? "small cases" : "a third",
                f64 && !slow ? ", f32, f64" : ", f32", slow ? "" : ", f16, bf16", clg__now() - t0);
     }
+    tiled_by_size(dev);
     mma_engine(dev);
     engine autoe = {.e = NULL, .name = "auto"};
     gcase c = {.ta = false, .tb = true, .m = 37, .n = 41, .k = 43, .batch = 1, .alpha = 1.0, .beta = 0.0};

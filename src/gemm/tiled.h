@@ -26,5 +26,9 @@ clg_gemm_config clg__gemm_tiled_as_config(const clg_gemm_tiled_config *c);
  * limit, or the type (float64 without cl_khr_fp64). An error only when the build fails. */
 clg_status clg__gemm_tiled_kernel(clg_device *dev, const clg_gemm_tiled_config *c, clg_gemm_type type,
                                   clg_kernel **out);
+/* The configuration the engine runs g on when not told one: the device's (tuned or
+ * first fitting), or for a product inside a quarter of one of its tiles the smallest that
+ * fits. NULL, with the error recorded, when none does or a build fails. */
+const clg_gemm_tiled_config *clg__gemm_tiled_by_size(clg_device *dev, const clg_gemm_args *g);
 
 #endif
