@@ -26,8 +26,10 @@ export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$PWD/build/pocl-cache}
 export MESA_SHADER_CACHE_DIR=${MESA_SHADER_CACHE_DIR:-$PWD/build/mesa-cache}
 BUILD_DIR=build BUILD_TYPE=RelWithDebInfo timed "build" sh scripts/build.sh -DCLGRAD_WERROR=ON
 # POCL runs the full trainings (label full: many steps, or enough to show a quality such
-# as a loss below the unigram entropy), not their few-step twins (label steps, *_steps).
-timed "the suite on POCL" env -C build ctest --output-on-failure -j2 -LE 'oclgrind|steps'
+# as a loss below the unigram entropy), not their few-step twins (label steps, *_steps);
+# the test of two implementations in one process (label two_impls: POCL beside rusticl,
+# whichever device the pass names) runs once, in the rusticl pass.
+timed "the suite on POCL" env -C build ctest --output-on-failure -j2 -LE 'oclgrind|steps|two_impls'
 # rusticl runs all but the full trainings (their few-step twins run there instead),
 # the tests of the installed tree (label install: packages, man pages, completion,
 # consumers against a staged install), which check the install, not the implementation,

@@ -62,7 +62,9 @@ JSON
 }
 
 # The Fashion-MNIST cut and its model, unless the test brings its own data (CLI_DATA=none).
+# CLI_TEST_SAMPLES: fewer than 256 test samples, for the few-step twins that slow devices
+# run (evaluating a CNN on 256 samples took most of a 2-step run on rusticl).
 if [ "${CLI_DATA:-fashion-mnist}" != none ]; then
-    "$PY" "$HERE/make_data.py" "$T" || fail "cannot make the test data (python3-numpy, dataset-fashion-mnist)"
+    "$PY" "$HERE/make_data.py" "$T" "${CLI_TEST_SAMPLES:-256}" || fail "cannot make the test data (python3-numpy, dataset-fashion-mnist)"
     model
 fi
