@@ -20,6 +20,7 @@
 #include "device_impl.h"
 #include "gemm/clblast.h"
 #include "gemm/tiled.h"
+#include "gemm/tune.h"
 
 static bool small_mode;
 
@@ -270,6 +271,19 @@ static void sweep(clg_device *dev, const engine *eng, clg_gemm_type type, bool f
                      .beta = 0.25};
         run_case(dev, eng, type, &big);
     }
+}
+
+/* The packed kernels are a tuning candidate only where the device's work-items loop over
+ * vectors (vector_float above 1); elsewhere they stay the fallback, which gemm = packed
+ * names. */
+static void packed_candidate(clg_device *dev)
+{
+    clg_gemm_candidate c[16];
+    int n = clg__gemm_candidates(dev, 0, false, c, 16);
+    bool packed = false;
+    for (int i = 0; i < n; i++) packed = packed || c[i].engine == ENGINE("packed");
+    int vf = clg__device_params(dev)->vector_float;
+    CHECK_MSG(packed == (vf > 1), "vector_float %d: the packed kernels are%s a tuning candidate", vf, packed ? "" : " not");
 }
 
 /* The tiled engine untold (no configuration, as clg__gemm runs it): a product inside a
@@ -679,6 +693,7 @@ int main(void)
                f64 && !slow ? ", f32, f64" : ", f32", slow ? "" : ", f16, bf16", clg__now() - t0);
     }
     tiled_by_size(dev);
+    packed_candidate(dev);
     mma_engine(dev);
     engine autoe = {.e = NULL, .name = "auto"};
     gcase c = {.ta = false, .tb = true, .m = 37, .n = 41, .k = 43, .batch = 1, .alpha = 1.0, .beta = 0.0};

@@ -404,11 +404,16 @@ static clg_status rows(clg_device *dev, const clg_gemm_args *g)
     return st;
 }
 
-/* One candidate of the tuner, always: the fallback of every device. */
+/* One candidate of the tuner where the device table's vector_float is above 1 (work-items
+ * that loop over vectors: CPUs). Where it is 1, work-items are SIMD lanes (GPUs, llvmpipe)
+ * and the packed kernels, one work-item per group, ran at a fiftieth of the tiled ones
+ * (llvmpipe: 0.013 against 0.15 GFLOP/s at 64^3): the tuner dropped them at its screen,
+ * after their compiles, 14 s of its 30 on a cold llvmpipe. They stay every device's
+ * fallback (choice.c), which gemm = packed names. */
 static int candidates(clg_device *dev, int flags, bool fitting, clg_gemm_config *out, int cap)
 {
-    (void)dev, (void)flags, (void)fitting, (void)out;
-    return cap > 0;
+    (void)flags, (void)fitting, (void)out;
+    return cap > 0 && clg__device_params(dev)->vector_float > 1;
 }
 
 /* gemm.cl with float32's options: every kernel of a float32 product is in it. */

@@ -4,11 +4,11 @@
  *
  * Budget: each candidate is first validated on small products (which builds it), then
  * screened at 64^3 (milliseconds): SCREEN_SLOW times slower than the best there, it is
- * dropped (the packed kernels on llvmpipe run at ~1/50 of the tiled ones, a 256^3
- * product in seconds); at the timed shapes, a first run SLOW times slower than the best
- * drops it too; repeats stop after REPEAT_SECONDS on a shape. Wall time is measured on
- * the host around clFinish (rusticl's profiling timestamps are not times). Cold, most of
- * the time goes into compiling (llvmpipe: ~25 s, half of it the packed kernels').
+ * dropped (CLBlast on llvmpipe); at the timed shapes, a first run SLOW times slower than
+ * the best drops it too; repeats stop after REPEAT_SECONDS on a shape. Wall time is
+ * measured on the host around clFinish (rusticl's profiling timestamps are not times).
+ * Cold, most of the time goes into compiling (llvmpipe: ~16 s; the packed kernels, 14 s
+ * more, are no candidate where work-items are SIMD lanes: packed.c).
  */
 #include <math.h>
 #include <stdio.h>
@@ -336,11 +336,11 @@ static void tune_now(clg_device *dev, int flags, const clg_gemm_candidate *cand,
     restore_error(dev, &saved);
     free(saved.text);
     if (best < 0) {
-        /* The table's last candidate: the packed kernels, which every device runs. */
-        *out = ncand ? cand[ncand - 1] : (clg_gemm_candidate){0};   /* none: choice.c falls back itself */
+        /* No engine: choice.c falls back to the packed kernels, which every device runs. */
+        *out = (clg_gemm_candidate){0};
         *gflops = 0;
-        clg__log(dev, 1, "GEMM tuning on %s: no candidate worked (%s); using %s", clg_device_get_info(dev)->name,
-                 summary, out->name);
+        clg__log(dev, 1, "GEMM tuning on %s: no candidate worked (%s); using the packed kernels",
+                 clg_device_get_info(dev)->name, summary);
         return;
     }
     *out = cand[best];
