@@ -4,13 +4,13 @@
  * (POCL 3.1 holds one lock over its compiler: two threads built two programs in 1.37 s
  * against 1.30 s one after the other, so its table says build_threads = 1). Only the
  * compiles run on the threads; sources, the disk cache, the counts, the profile and the
- * program table stay on the caller's (program_build.h). */
+ * program table stay on the caller's (device_cl.h). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "program_build.h"
+#include "device_cl.h"
 
 typedef struct build_batch {
     const clg_device *dev;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "program_build.h"
+#include "device_cl.h"
 
 typedef struct program_entry {
     char name[64];

@@ -1,14 +1,14 @@
 /* program_build.c: a program's source (cl_kernels/common.cl followed by
  * cl_kernels/<name>.cl, embedded or from CLG_KERNEL_DIR) and its build: from clgrad's
  * disk cache when it holds a valid binary, else compiled. The build is three steps
- * (program_build.h) so that build_many.c can run the compiles side by side. */
+ * (device_cl.h) so that build_many.c can run the compiles side by side. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "device_cl.h"
 #include "file_read.h"
 #include "kernel_sources.h"
-#include "program_build.h"
 
 /* ---- sources ----------------------------------------------------------------------- */
 
