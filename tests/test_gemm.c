@@ -537,6 +537,34 @@ static void set_env(const char *key, const char *value)
     else unsetenv(key);
 }
 
+/* gemm = tune with nothing or one thing to choose from (gemm_tiles off: no tiled
+ * configuration, no CLBlast; where the device runs no host functions and the packed
+ * kernels are no candidate, as on rusticl: none at all): that one or the fallback, the
+ * packed kernels, taken from the table, nothing tuned and nothing cached. Where more
+ * remain (POCL: the host's BLAS and the packed kernels) they are tuned, as below. */
+static void tune_without_choice(const char *dir)
+{
+    setenv("CLG_PARAMS", "gemm=tune,gemm_tiles=off", 1);
+    clg_device *dev = check_open_device();
+    clg_gemm_candidate c[4];
+    int n = clg__gemm_candidates(dev, 0, false, c, 4);
+    printf("  gemm = tune, gemm_tiles = off: %d candidate%s%s\n", n, n == 1 ? "" : "s", n > 1 ? " (tuned: not this case)" : "");
+    if (n > 1) {
+        clg_device_close(dev);
+        setenv("CLG_PARAMS", "gemm=tune", 1);
+        return;
+    }
+    const clg_gemm_engine *want = n ? c[0].engine : ENGINE("packed");
+    CHECK_MSG(clg__gemm_engine_for(dev) == want, "gemm = tune, gemm_tiles = off: engine %s, want %s",
+              clg__gemm_choice(dev, NULL), clg__gemm_engine_name(want));
+    CHECK_MSG(clg__gemm_choice_origin(dev) == 1, "gemm = tune, gemm_tiles = off: origin %d, want 1 (the table)",
+              clg__gemm_choice_origin(dev));
+    char path[1400];
+    CHECK_MSG(tune_files(dir, path, sizeof path) == 0, "gemm = tune, gemm_tiles = off: a tuning cache was written");
+    clg_device_close(dev);
+    setenv("CLG_PARAMS", "gemm=tune", 1);
+}
+
 /* Tuning (the quick profile) caches its choice; the next open reads it; a corrupt file
  * means tuning again; an override in CLG_PARAMS skips all of it. */
 static void choice_and_cache(void)
@@ -546,6 +574,7 @@ static void choice_and_cache(void)
     char dir[] = "/tmp/clgrad-test-gemm-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     setenv("CLG_CACHE_DIR", dir, 1);
+    tune_without_choice(dir);
     setenv("CLG_PARAMS", "gemm=tune", 1);
 
     clg_device *dev = check_open_device();

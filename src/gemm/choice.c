@@ -41,8 +41,9 @@ static gemm_state *state(clg_device *dev)
     return slot->data;
 }
 
-/* The last engine of the table that is a tuning candidate: the packed kernels, which
- * every device runs (the fallback when nothing else is known to work). */
+/* The last engine of the table that offers tuning candidates (on some devices): the
+ * packed kernels, which every device runs (the fallback when nothing else is known to
+ * work). */
 static const clg_gemm_engine *fallback(void)
 {
     const clg_gemm_engine *last = NULL;
@@ -86,9 +87,11 @@ static gemm_state *chosen(clg_device *dev)
     gemm_state *s = state(dev);
     if (!s || s->origin != ORIGIN_NONE) return s;
     const char *want = clg__device_params(dev)->gemm;
-    clg_gemm_candidate one[2];
-    if (!strcmp(want, "tune") && clg__gemm_candidates(dev, 0, false, one, 2) == 1) {
-        /* nothing to choose from (packed alone, where the host's BLAS is missing) */
+    clg_gemm_candidate one[2] = {{0}};
+    if (!strcmp(want, "tune") && clg__gemm_candidates(dev, 0, false, one, 2) <= 1) {
+        /* nothing to choose from: one candidate (packed alone, where the host's BLAS is
+         * missing), or none (gemm_tiles off where the packed kernels are no candidate:
+         * one[0] empty, the fallback) */
         adopt(dev, s, &one[0], 0, ORIGIN_TABLE);
         return s;
     }
