@@ -492,9 +492,11 @@ static void argument_checks(clg_device *dev)
     if (!clg_device_get_info(dev)->fp64)
         CHECK(clg__gemm(dev, CLG_GEMM_F64, false, false, 1, 1, 1, 1.0, a, 0, 1, 0, b, 0, 1, 0, 0.0, c, 0, 1, 0, 1) ==
               CLG_ERR_DTYPE);
-    /* A configuration that cannot fit is refused, never launched. */
+    /* A configuration that cannot fit is refused, never launched: a group of 2^20 items
+     * and 8 MiB of local memory, beyond any device (POCL gives 2 MiB of local memory where
+     * the L2 cache is that large, and groups of 4,096). */
     clg_gemm_tiled_config huge;
-    CHECK(clg__gemm_tiled_parse("128x128x1024/16x16/v1/m0", &huge)); /* 1 MiB of local memory */
+    CHECK(clg__gemm_tiled_parse("1024x1024x1024/1x1/v1/m0", &huge));
     clg_gemm_args g = {.type = CLG_GEMM_F32, .m = 2, .n = 2, .k = 3, .batch = 1, .alpha = 1.0, .a = a, .lda = 3,
                        .b = b, .ldb = 2, .c = c, .ldc = 2};
     clg_gemm_config huge_opaque = clg__gemm_tiled_as_config(&huge);
