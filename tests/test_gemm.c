@@ -286,6 +286,49 @@ static void packed_candidate(clg_device *dev)
     CHECK_MSG(packed == (vf > 1), "vector_float %d: the packed kernels are%s a tuning candidate", vf, packed ? "" : " not");
 }
 
+/* The host's BLAS as the device's engine (the table's default where work-items loop over
+ * vectors) leaves products under 2^20 multiply-adds to the packed kernels and runs larger
+ * ones; asked by name it runs every one (the sweep above). Both sides of the line compute
+ * what the reference does through clg__gemm. */
+static void host_leaves(clg_device *dev)
+{
+    const clg_gemm_engine *h = ENGINE("host");
+    clg_gemm_args small = {.type = CLG_GEMM_F32, .m = 128, .n = 10, .k = 256, .batch = 4};
+    clg_gemm_args large = {.type = CLG_GEMM_F32, .m = 128, .n = 64, .k = 128, .batch = 1};
+    CHECK(h->leaves && h->leaves(dev, &small) && !h->leaves(dev, &large));
+    CHECK(!strcmp(h->instead, "packed") && h->takes(dev, &small));
+    /* Where the table names it and it cannot run (no host functions, or no library), the
+     * packed kernels run instead; where it can, it is the engine. */
+    if (strcmp(clg__device_params(dev)->gemm, "host")) return;
+    CHECK(clg__gemm_engine_for(dev) == (h->ready(dev, CLG_GEMM_F32) ? h : ENGINE("packed")));
+    engine autoe = {.e = NULL, .name = "auto (host's line)"};
+    gcase below = {.tb = true, .m = 128, .n = 10, .k = 256, .batch = 2, .alpha = 1.0, .beta = 0.5, .a_off = 1, .pad = 2};
+    gcase above = {.ta = true, .m = 128, .n = 72, .k = 130, .batch = 2, .alpha = -1.0, .beta = 0.0, .c_off = 3, .pad = 1};
+    run_case(dev, &autoe, CLG_GEMM_F32, &below);
+    run_case(dev, &autoe, CLG_GEMM_F32, &above);
+    if (clg__gemm_engine_for(dev) != h) return;
+    /* Which side ran where: the profile of a device of its own names the kernels. */
+    setenv("CLG_PROFILE", "1", 1);
+    clg_device *pd = check_open_device();
+    unsetenv("CLG_PROFILE");
+    CHECK(clg_device_profiling(pd));
+    for (int side = 0; side < 2; side++) {
+        clg_device_profile_reset(pd);
+        run_case(pd, &autoe, CLG_GEMM_F32, side ? &above : &below);
+        char text[8192] = "";
+        FILE *f = tmpfile();
+        CHECK(f != NULL);
+        if (!f) break;
+        CHECK_OK(pd, clg_device_profile_print(pd, f));
+        rewind(f);
+        size_t got = fread(text, 1, sizeof text - 1, f);
+        text[got] = 0;
+        fclose(f);
+        CHECK_MSG((strstr(text, "gemm_host") != NULL) == (side == 1), "%s: %s", side ? "above the line" : "below it", text);
+    }
+    clg_device_close(pd);
+}
+
 /* The tiled engine untold (no configuration, as clg__gemm runs it): a product inside a
  * quarter of one of the device's tiles runs on the smallest configuration that fits, a
  * larger one on the device's; every case computes what the reference does. */
@@ -688,8 +731,10 @@ int main(void)
     snprintf(small_default, sizeof small_default, "%zu", clg__device_params(dev)->gemm_small);
     for (int i = 0; i < n; i++) {
         double t0 = clg__now();
-        /* The device's own engine gets every case; AUTO is that engine. */
-        bool mine = engines[i].e == own &&
+        /* The device's own engine gets every case, and so does the one it leaves small
+         * products to (the host's BLAS: the packed kernels); AUTO is those. */
+        const clg_gemm_engine *heir = own->leaves ? ENGINE(own->instead) : NULL;
+        bool mine = (engines[i].e == own || (heir && engines[i].e == heir)) &&
                     (own != ENGINE("tiled") || !strcmp(engines[i].name + 6, choice + 6));
         /* The packed kernels run one work-item per group: on a GPU-shaped device that is
          * slow, so there they get small cases only (as under CLG_TEST_SMALL). */
@@ -725,6 +770,7 @@ int main(void)
     }
     tiled_by_size(dev);
     packed_candidate(dev);
+    host_leaves(dev);
     mma_engine(dev);
     engine autoe = {.e = NULL, .name = "auto"};
     gcase c = {.ta = false, .tb = true, .m = 37, .n = 41, .k = 43, .batch = 1, .alpha = 1.0, .beta = 0.0};

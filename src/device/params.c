@@ -92,11 +92,14 @@ static void defaults(clg_device *dev)
     p->local_is_global = props.local_is_global;
 
     bool wide_items = p->vector_float > 1;
-    /* Where work-items are SIMD-wide: the packed kernels. The host's BLAS ("host") is
-     * faster alone (1024^3 0.95x NumPy against 0.53-0.77x) but slowed the tiny GPT
-     * (16.6-22.8k against 22.3-25.6k tokens/s) and ResNet-20 (155 against 216-249
-     * images/s) on 2 cores: bench/RESULTS.md, session 17. */
-    snprintf(p->gemm, sizeof p->gemm, "%s", wide_items ? "packed" : "tune");
+    /* Where work-items are SIMD-wide (a CPU): the host's BLAS ("host"), its small
+     * products, 16-bit operands and convolutions' sums and row offsets on the packed
+     * kernels; the packed kernels alone where no BLAS library is found (src/gemm/). It
+     * slowed the GPT and ResNet-20 once (session 17): OpenBLAS's threads spun after each
+     * call on the cores the kernels after it needed, and the convolutions lost the packed
+     * kernels' row offsets. Without both (session 31, 2-core AVX-512 Xeon): the tiny GPT
+     * 25k -> 29k tokens/s, the MLP 25-31k -> 32-37k images/s. */
+    snprintf(p->gemm, sizeof p->gemm, "%s", wide_items ? "host" : "tune");
     p->gemm_tiles = !wide_items;
     p->group_1d = min_size(256, min_size(p->max_group, p->max_item[0]));
     p->group_1d_min = wide_items ? p->group_1d : min_size(64, p->group_1d);

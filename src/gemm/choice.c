@@ -101,8 +101,11 @@ static gemm_state *chosen(clg_device *dev)
         (void)clg__uncaptured(dev, tune_now, dev);
         return s;
     }
-    /* Named by the table (params.c accepts only the table's names). */
+    /* Named by the table (params.c accepts only the table's names). One that cannot run
+     * here (the host's BLAS where no library is found) sends its products where it sends
+     * those it does not take. */
     const clg_gemm_engine *e = clg__gemm_engine_find(want);
+    if (e && e->ready && !e->ready(dev, CLG_GEMM_F32) && e->instead) e = clg__gemm_engine_find(e->instead);
     clg_gemm_candidate named = {.engine = e ? e : fallback()};
     snprintf(named.name, sizeof named.name, "%s", named.engine->name);
     adopt(dev, s, &named, 0, ORIGIN_TABLE);

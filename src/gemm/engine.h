@@ -37,6 +37,10 @@ struct clg_gemm_engine {
     /* Before slicing k and widening 16-bit operands: whether it computes g at all
      * (element types, sizes its interface takes, a graph capture). NULL: everything. */
     bool (*takes)(clg_device *dev, const clg_gemm_args *g);
+    /* As the device's own engine (not asked by name): products it takes but leaves to
+     * `instead` (the host's BLAS: small ones, whose call costs more than they compute).
+     * NULL: none. */
+    bool (*leaves)(clg_device *dev, const clg_gemm_args *g);
     /* After: whether its kernels' indexing holds g. NULL: everything. */
     bool (*fits)(clg_device *dev, const clg_gemm_args *g);
     /* The longest k one call may take (loop budgets); NULL: no limit. */

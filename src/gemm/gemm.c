@@ -20,7 +20,9 @@ clg_status clg__gemm_run(clg_device *dev, const clg_gemm_engine *engine, const c
         const clg_gemm_engine *e = clg__gemm_engine_at(i);
         if (e->first && e->takes(dev, g)) return clg__gemm_dispatch(dev, e, NULL, g);
     }
-    return clg__gemm_dispatch(dev, clg__gemm_engine_for(dev), NULL, g);
+    const clg_gemm_engine *own = clg__gemm_engine_for(dev), *next;
+    if (own->leaves && own->leaves(dev, g) && (next = clg__gemm_engine_find(own->instead))) own = next;
+    return clg__gemm_dispatch(dev, own, NULL, g);
 }
 
 clg_status clg__gemm(clg_device *dev, clg_gemm_type type, bool trans_a, bool trans_b,
@@ -39,10 +41,15 @@ clg_status clg__gemm(clg_device *dev, clg_gemm_type type, bool trans_a, bool tra
     return clg__gemm_run(dev, NULL, NULL, &g);
 }
 
-/* The engine the device table names (not a tuned one: the sum is a choice made there). */
+/* The engine the device table names (not a tuned one: the sum is a choice made there),
+ * or, where that one offers no sums or row offsets (the host's BLAS), the engine it
+ * sends what it does not take (`instead`: the packed kernels). The chain is short. */
 static const clg_gemm_engine *named(clg_device *dev)
 {
-    return clg__gemm_engine_find(clg__device_params(dev)->gemm);
+    const clg_gemm_engine *e = clg__gemm_engine_find(clg__device_params(dev)->gemm);
+    for (int hops = 0; e && !e->sum && !e->rows && e->instead && hops < clg__gemm_engine_count(); hops++)
+        e = clg__gemm_engine_find(e->instead);
+    return e;
 }
 
 bool clg__gemm_sum_fits(clg_device *dev, const clg_gemm_args *g)

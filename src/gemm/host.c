@@ -9,13 +9,15 @@
  * libblas.so.3 (Debian's alternative: OpenBLAS, BLIS or the reference), with
  * cblas_sgemm and cblas_dgemm. Like every engine, the tuner (tune.c) times it
  * and validates its results against a host reference before it is chosen. 16-bit
- * operands stay on the packed kernels (they read 16-bit storage themselves).
+ * operands stay on the packed kernels (they read 16-bit storage themselves), and so do
+ * small products, convolutions' sums and row offsets (gemm.c).
  */
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "gemm/engine.h"
 
@@ -36,6 +38,14 @@ static struct {
 static void load(void)
 {
     static const char *const libs[] = {"libopenblas.so.0", "libblas.so.3"};
+    /* OpenBLAS's threads spin for 2^28 cycles (~0.1 s) after each call before they sleep,
+     * while the device's own threads run the kernels that follow the product on the same
+     * cores: on 2 cores the tiny GPT trained at 25k tokens/s with the spin and 29k with
+     * 2^4 cycles (bench/RESULTS.md, session 31). OpenBLAS reads the setting when it is
+     * loaded; one the user set, or a library already loaded, is left as it is. */
+    void *loaded = dlopen(libs[0], RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (loaded) dlclose(loaded);
+    else setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
     for (size_t i = 0; i < sizeof libs / sizeof *libs; i++) {
         void *h = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
         if (!h) continue;
@@ -71,6 +81,21 @@ static bool takes(clg_device *dev, const clg_gemm_args *g)
     (void)dev;
     return (g->type == CLG_GEMM_F32 || g->type == CLG_GEMM_F64) && g->m <= INT_MAX && g->n <= INT_MAX &&
            g->k <= INT_MAX && g->lda <= INT_MAX && g->ldb <= INT_MAX && g->ldc <= INT_MAX;
+}
+
+/* Below this many multiply-adds (each of a batch's products) a product costs the library
+ * more in its call and its threads' wake-up than it computes: as the device's engine, it
+ * leaves them to the packed kernels (their one-launch path for small products). On the
+ * 2-core AVX-512 Xeon, GFLOP/s medians packed / host: 128x10x256 14.3 / 7.2, 128x64x128
+ * 28 / 27, 128x128x128 29 / 57, 128x256x256 54 / 79 (bench_matmul, session 31). */
+#define HOST_MIN_MACS ((size_t)1 << 20)
+
+static bool leaves(clg_device *dev, const clg_gemm_args *g)
+{
+    (void)dev;
+    size_t macs;
+    if (__builtin_mul_overflow(g->m, g->n, &macs) || __builtin_mul_overflow(macs, g->k, &macs)) return false;
+    return macs < HOST_MIN_MACS;
 }
 
 /* Arguments, in order: type, trans_a, trans_b, m, n, k, batch, alpha, beta, then
@@ -129,9 +154,10 @@ static void version(char *buf, size_t len) { snprintf(buf, len, "%s", library() 
 
 const clg_gemm_engine clg__gemm_host_engine = {
     .name = "host",
-    .instead = "packed",   /* 16-bit operands, sizes past CBLAS's int */
+    .instead = "packed",   /* 16-bit operands, small products, sizes past CBLAS's int; sums */
     .ready = ready,
     .takes = takes,
+    .leaves = leaves,
     .run = run,
     .candidates = candidates,
     .version = version,
