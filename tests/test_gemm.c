@@ -290,9 +290,23 @@ static void packed_candidate(clg_device *dev)
  * vectors) leaves products under 2^20 multiply-adds to the packed kernels and runs larger
  * ones; asked by name it runs every one (the sweep above). Both sides of the line compute
  * what the reference does through clg__gemm. */
+static bool user_core;   /* OPENBLAS_CORETYPE set before the test ran */
+
 static void host_leaves(clg_device *dev)
 {
     const clg_gemm_engine *h = ENGINE("host");
+    /* OpenBLAS on the kernels of the CPU's vectors (it takes some CPUs newer than it for
+     * SSE3 ones): the engine sets OPENBLAS_CORETYPE from the CPU's flags before loading it. */
+    char lib[128];
+    h->version(lib, sizeof lib);
+    printf("  host's BLAS: %s\n", lib);
+#if defined(__x86_64__)
+    if (!user_core && strstr(lib, "libopenblas") && strstr(lib, "(")) {
+        const char *want = __builtin_cpu_supports("avx512f") ? "(SkylakeX)"
+                           : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? "(Haswell)" : NULL;
+        CHECK_MSG(!want || strstr(lib, want), "OpenBLAS runs %s, want %s", lib, want);
+    }
+#endif
     clg_gemm_args small = {.type = CLG_GEMM_F32, .m = 128, .n = 10, .k = 256, .batch = 4};
     clg_gemm_args large = {.type = CLG_GEMM_F32, .m = 128, .n = 64, .k = 128, .batch = 1};
     CHECK(h->leaves && h->leaves(dev, &small) && !h->leaves(dev, &large));
@@ -693,6 +707,7 @@ static void choice_and_cache(void)
 
 int main(void)
 {
+    user_core = getenv("OPENBLAS_CORETYPE") != NULL;   /* before the host engine sets it */
     const char *sm = getenv("CLG_TEST_SMALL");
     small_mode = sm && *sm && strcmp(sm, "0") != 0;
     clg_device *dev = check_open_device();

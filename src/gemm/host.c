@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gemm/engine.h"
 
@@ -32,20 +33,54 @@ static struct {
     pthread_once_t once;
     sgemm_fn sgemm;
     dgemm_fn dgemm;
-    char name[32];
+    char name[64];
+    bool weak;   /* OpenBLAS runs kernels older than the CPU's vectors (below) */
 } blas = {.once = PTHREAD_ONCE_INIT};
+
+/* OpenBLAS's kernels for this CPU by its vector instructions (bench/refblas.py picks the
+ * references' the same way), or NULL: OpenBLAS's own detection. */
+static const char *core_for_cpu(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return "SkylakeX";
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+#endif
+    return NULL;
+}
+
+/* The cores OpenBLAS falls back to for CPUs it does not know (SSE2/SSE3 kernels). */
+static bool old_core(const char *core)
+{
+    static const char *const old[] = {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom",
+                                      "Katmai", "Coppermine", "Northwood", "Banias", "Athlon", "Opteron",
+                                      "Opteron_SSE3", "Barcelona", "Nano", "Bobcat"};
+    for (size_t i = 0; i < sizeof old / sizeof *old; i++)
+        if (core && !strcmp(core, old[i])) return true;
+    return false;
+}
 
 static void load(void)
 {
     static const char *const libs[] = {"libopenblas.so.0", "libblas.so.3"};
-    /* OpenBLAS's threads spin for 2^28 cycles (~0.1 s) after each call before they sleep,
-     * while the device's own threads run the kernels that follow the product on the same
-     * cores: on 2 cores the tiny GPT trained at 25k tokens/s with the spin and 29k with
-     * 2^4 cycles (bench/RESULTS.md, session 31). OpenBLAS reads the setting when it is
-     * loaded; one the user set, or a library already loaded, is left as it is. */
+    /* Two settings OpenBLAS reads when it is loaded, each set here unless the user set
+     * it or the library is loaded already:
+     * - OPENBLAS_THREAD_TIMEOUT: its threads spin for 2^28 cycles (~0.1 s) after each
+     *   call before they sleep, on the cores the device's threads need for the kernels
+     *   after the product: the tiny GPT trained at 25k tokens/s with the spin and 29k
+     *   with 2^4 cycles (2-core AVX-512 Xeon, bench/RESULTS.md, session 31).
+     * - OPENBLAS_CORETYPE: OpenBLAS 0.3.21 takes CPUs newer than it for old ones (that
+     *   Xeon, model 207, as "Prescott", SSE3): the MLP trained at 10k images/s on those
+     *   kernels against 34k on SkylakeX's. Where the library was loaded before with such
+     *   a core, the engine is not ready (the packed kernels run instead). */
+    const char *want = core_for_cpu();
+    bool user_core = getenv("OPENBLAS_CORETYPE") != NULL;
     void *loaded = dlopen(libs[0], RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
     if (loaded) dlclose(loaded);
-    else setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
+    else {
+        setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
+        if (want) setenv("OPENBLAS_CORETYPE", want, 0);
+    }
     for (size_t i = 0; i < sizeof libs / sizeof *libs; i++) {
         void *h = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
         if (!h) continue;
@@ -54,7 +89,12 @@ static void load(void)
         if (s && d) {
             blas.sgemm = s;
             blas.dgemm = d;
-            snprintf(blas.name, sizeof blas.name, "%s", libs[i]);
+            typedef char *(*core_fn)(void);
+            core_fn corename = (core_fn)(uintptr_t)dlsym(h, "openblas_get_corename");
+            const char *core = corename ? corename() : NULL;
+            blas.weak = want && !user_core && old_core(core);
+            if (core) snprintf(blas.name, sizeof blas.name, "%s (%s)", libs[i], core);
+            else snprintf(blas.name, sizeof blas.name, "%s", libs[i]);
             return;   /* kept open for the process's life */
         }
         dlclose(h);
@@ -68,11 +108,12 @@ static const char *library(void)
     return blas.sgemm ? blas.name : NULL;
 }
 
-/* A library, and a device that runs host functions as commands; float32 and float64
- * (16-bit operands stay on the packed kernels, which read 16-bit storage themselves). */
+/* A library on kernels for the CPU's vectors, and a device that runs host functions as
+ * commands; float32 and float64 (16-bit operands stay on the packed kernels, which read
+ * 16-bit storage themselves). */
 static bool ready(clg_device *dev, clg_gemm_type type)
 {
-    return (type == CLG_GEMM_F32 || type == CLG_GEMM_F64) && library() && clg__native_supported(dev);
+    return (type == CLG_GEMM_F32 || type == CLG_GEMM_F64) && library() && !blas.weak && clg__native_supported(dev);
 }
 
 /* Sizes within CBLAS's int (a capture records the command like a launch). */
