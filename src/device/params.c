@@ -93,8 +93,8 @@ static void defaults(clg_device *dev)
 
     bool wide_items = p->vector_float > 1;
     /* Where work-items are SIMD-wide (a CPU): the host's BLAS ("host"), its small
-     * products, 16-bit operands and convolutions' sums and row offsets on the packed
-     * kernels; the packed kernels alone where no BLAS library is found (src/gemm/). It
+     * products and convolutions' sums and row offsets on the packed kernels; the packed
+     * kernels alone where no BLAS library is found (src/gemm/). It
      * slowed the GPT and ResNet-20 once (session 17): OpenBLAS's threads spun after each
      * call on the cores the kernels after it needed, and the convolutions lost the packed
      * kernels' row offsets. Without both (session 31, 2-core AVX-512 Xeon): the tiny GPT
