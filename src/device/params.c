@@ -94,11 +94,12 @@ static void defaults(clg_device *dev)
     bool wide_items = p->vector_float > 1;
     /* Where work-items are SIMD-wide (a CPU): the host's BLAS ("host"), its small
      * products and convolutions' sums and row offsets on the packed kernels; the packed
-     * kernels alone where no BLAS library is found (src/gemm/). It
-     * slowed the GPT and ResNet-20 once (session 17): OpenBLAS's threads spun after each
-     * call on the cores the kernels after it needed, and the convolutions lost the packed
-     * kernels' row offsets. Without both (session 31, 2-core AVX-512 Xeon): the tiny GPT
-     * 25k -> 29k tokens/s, the MLP 25-31k -> 32-37k images/s. */
+     * kernels alone where no BLAS library is found (src/gemm/). It slowed the GPT and
+     * ResNet-20 once (session 17): OpenBLAS's threads spun after each call on the cores
+     * the kernels after it needed, and the convolutions lost the packed kernels' row
+     * offsets. Without both (session 31, 2-core AVX-512 Xeon, medians of 4 alternating
+     * runs against the packed kernels): the MLP 1.59x, the tiny GPT 1.14x, the CNN 1.12x,
+     * char_lstm 1.07x. */
     snprintf(p->gemm, sizeof p->gemm, "%s", wide_items ? "host" : "tune");
     p->gemm_tiles = !wide_items;
     p->group_1d = min_size(256, min_size(p->max_group, p->max_item[0]));

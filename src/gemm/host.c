@@ -10,7 +10,7 @@
  * cblas_sgemm and cblas_dgemm. Like every engine, the tuner (tune.c) times it
  * and validates its results against a host reference before it is chosen. 16-bit
  * operands run on float32 copies (widen.c: on the 2-core AVX-512 Xeon the MLP's
- * --precision mixed trained at 21-23k images/s so against 9-10k on the packed kernels,
+ * --precision mixed trained at 21-23k images/s against 9-10k on the packed kernels,
  * mixed-bf16 23-25k against 19-21k); small products, convolutions' sums and row offsets
  * stay on the packed kernels (gemm.c).
  */
@@ -74,7 +74,10 @@ static void load(void)
      * - OPENBLAS_CORETYPE: OpenBLAS 0.3.21 takes CPUs newer than it for old ones (that
      *   Xeon, model 207, as "Prescott", SSE3): the MLP trained at 10k images/s on those
      *   kernels against 34k on SkylakeX's. Where the library was loaded before with such
-     *   a core, the engine is not ready (the packed kernels run instead). */
+     *   a core, the engine is not ready (the packed kernels run instead).
+     * This runs once, at the first product's choice of engine: glibc does not guard a
+     * setenv against another thread's getenv, so a program with threads that read the
+     * environment then sets both variables itself before it starts them. */
     const char *want = core_for_cpu();
     bool user_core = getenv("OPENBLAS_CORETYPE") != NULL;
     void *loaded = dlopen(libs[0], RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
@@ -115,16 +118,17 @@ static const char *library(void)
  * does that for engines that do not store 16-bit values). */
 static bool ready(clg_device *dev, clg_gemm_type type)
 {
-    return (type == CLG_GEMM_F32 || type == CLG_GEMM_F64 || clg__gemm_type_is_half(type)) && library() && !blas.weak &&
-           clg__native_supported(dev);
+    return (type == CLG_GEMM_F32 || type == CLG_GEMM_F64 || clg__gemm_type_is_half(type)) && library() &&
+           !blas.weak && clg__native_supported(dev);
 }
 
 /* Sizes within CBLAS's int (a capture records the command like a launch). */
 static bool takes(clg_device *dev, const clg_gemm_args *g)
 {
     (void)dev;
-    return (g->type == CLG_GEMM_F32 || g->type == CLG_GEMM_F64 || clg__gemm_type_is_half(g->type)) && g->m <= INT_MAX && g->n <= INT_MAX &&
-           g->k <= INT_MAX && g->lda <= INT_MAX && g->ldb <= INT_MAX && g->ldc <= INT_MAX;
+    return (g->type == CLG_GEMM_F32 || g->type == CLG_GEMM_F64 || clg__gemm_type_is_half(g->type)) &&
+           g->m <= INT_MAX && g->n <= INT_MAX && g->k <= INT_MAX && g->lda <= INT_MAX && g->ldb <= INT_MAX &&
+           g->ldc <= INT_MAX;
 }
 
 /* Below this many multiply-adds (each of a batch's products) a product costs the library
