@@ -201,7 +201,7 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
     if (!strcmp(key, "group_tail")) return parse_size(dev, key, value, origin, 0, cap, &p->group_tail);
     if (!strcmp(key, "group_reduce")) return parse_size(dev, key, value, origin, 1, p->max_group, &p->group_reduce);
     if (!strcmp(key, "local_mem")) {   /* only lower: to see how kernels fare on a smaller device */
-        size_t v;
+        size_t v = 0;   /* set by parse_size on success; GCC 12 -O3 cannot see that */
         clg_status st = parse_size(dev, key, value, origin, 0, (size_t)p->local_mem, &v);
         if (!st) p->local_mem = v;
         return st;

@@ -234,7 +234,7 @@ static bool gain_ok(const char *fn, const clg_tensor *t, double gain)
 /* Xavier: var = gain^2 * 2 / (fan_in + fan_out); uniform on +-sqrt(3) std, which has it. */
 static clg_status xavier(const char *fn, clg_tensor *t, double gain, bool normal)
 {
-    int64_t fi, fo;
+    int64_t fi = 0, fo = 0;   /* set by fans on success; GCC 12 -O3 cannot see that */
     clg_status st = fans(fn, t, &fi, &fo);
     if (st != CLG_OK) return st;
     if (!gain_ok(fn, t, gain)) return t->dev->status;
@@ -257,7 +257,7 @@ clg_status clg_init_xavier_normal(clg_tensor *t, double gain)
  * (a: leaky_relu's negative slope); uniform on +-sqrt(3) std. */
 static clg_status kaiming(const char *fn, clg_tensor *t, double a, clg_fan_mode mode, clg_nonlinearity nl, bool normal)
 {
-    int64_t fi, fo;
+    int64_t fi = 0, fo = 0;
     clg_status st = fans(fn, t, &fi, &fo);
     if (st != CLG_OK) return st;
     if (mode != CLG_FAN_IN && mode != CLG_FAN_OUT)

@@ -346,7 +346,8 @@ static void test_import(clg_device *dev, const char *dir)
         char *json = clg_model_json(m);
         for (size_t k = 0; k < sizeof want / sizeof *want; k++)
             if (!strcmp(want[k][0], names[i]))
-                CHECK_MSG(json && strstr(json, want[k][1]), "%s: no %s in the model file:\n%s", names[i], want[k][1], json);
+                CHECK_MSG(json && strstr(json, want[k][1]), "%s: no %s in the model file:\n%s", names[i], want[k][1],
+                          json ? json : "(none)");
         free(json);
         clg_scope_begin(dev);
         snprintf(file, sizeof file, "t_%s", names[i]);
