@@ -70,6 +70,10 @@ static void test_defaults(void)
     /* conv2d keeps its columns for the weight gradient unless told to rebuild them. */
     CHECK_MSG(p->item_loops == 32768 && strstr(buf, "item_loops = 32768"), "item_loops: %s", buf);
     CHECK(clg_device_set_param(dev, "item_loops", "65536") == CLG_ERR_INVALID_ARGUMENT);   /* over llvmpipe's limit */
+    /* The pool keeps up to half the device's memory of freed buffers; none on Oclgrind. */
+    bool oclgrind = strstr(in->platform, "Oclgrind") != NULL;
+    CHECK_MSG(p->pool_keep == (oclgrind ? 0 : in->global_mem / 2) && strstr(buf, "pool_keep = "),
+              "pool_keep %zu: %s", p->pool_keep, buf);
     CHECK_MSG(strstr(buf, p->attention_rows ? "attention = rows" : "attention = tiles"), "attention: %s", buf);
     CHECK(clg_device_set_param(dev, "attention", "tiles") == CLG_OK && !p->attention_rows);
     CHECK(clg_device_set_param(dev, "attention", "rows") == CLG_OK && p->attention_rows);

@@ -59,7 +59,21 @@ int main(void)
     /* ... and the context still works. */
     clg_device_clear_error(dev);
     CHECK_OK(dev, clg_device_selftest(dev, 4096));
+    /* pool_keep bounds what the pool keeps: with 0, a freed buffer goes back to OpenCL. */
     clg__buffer_release(c);
+    CHECK_MSG(clg_device_set_param(dev, "pool_keep", "0") == CLG_OK && dev->params.pool_keep == 0, "%s",
+              clg_device_error(dev));
+    clg_buffer *d = clg__buffer_alloc(dev, 1000 * sizeof(float));
+    CHECK(d);
+    s = clg_device_pool_stats(dev);
+    uint64_t allocs_before = s.device_allocs, kept_before = s.cached_bytes;   /* c's and the selftest's */
+    clg__buffer_release(d);
+    s = clg_device_pool_stats(dev);
+    CHECK_MSG(s.in_use_bytes == 0 && s.cached_bytes == kept_before, "kept %llu bytes, %llu before",
+              (unsigned long long)s.cached_bytes, (unsigned long long)kept_before);
+    d = clg__buffer_alloc(dev, 1000 * sizeof(float));
+    CHECK(d && clg_device_pool_stats(dev).device_allocs == allocs_before + 1);
+    clg__buffer_release(d);
     clg_device_pool_trim(dev);
     s = clg_device_pool_stats(dev);
     CHECK(s.cached_bytes == 0 && s.in_use_bytes == 0);

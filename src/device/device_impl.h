@@ -59,7 +59,6 @@ typedef struct clg_pool {
     clg_buffer **free;   /* released buffers kept for reuse */
     size_t nfree, capfree;
     clg_pool_stats stats;
-    uint64_t cache_limit; /* cached bytes kept at most */
 } clg_pool;
 
 /* A buffer of at least `bytes` (refs = 1), or NULL with the error recorded. */
@@ -371,6 +370,9 @@ typedef struct clg_device_params {
      * (naming it) what they cannot split. 32,768 everywhere by default: half llvmpipe's
      * limit, and long enough that a split costs nothing measurable. */
     size_t item_loops;
+    /* Bytes of freed buffers the pool keeps for reuse (pool.c): half the device's memory,
+     * none on Oclgrind, whose race checks cost per byte held at every launch. */
+    size_t pool_keep;
     /* Fused attention (attention.cl): a work-item per row walking its keys alone, vectorized
      * across rows ("rows": SIMD-wide work-items, ~10x faster on POCL), or a work-group per
      * row sharing tiles of keys through local memory ("tiles": the GPU shape). */

@@ -62,6 +62,15 @@ static bool compiler_single_threaded(const clg_device *dev)
     return platform_is(dev, "Oclgrind");
 }
 
+/* Oclgrind's race checks (--data-races) set up a record for every byte of every live
+ * buffer after each kernel: a launch costs in proportion to all the memory held, and
+ * the pool's cached buffers held most of it (test_graph under Oclgrind: 67 s keeping
+ * them, 47 s keeping none). */
+static bool pays_per_live_byte(const clg_device *dev)
+{
+    return platform_is(dev, "Oclgrind");
+}
+
 /* The host's online cores, 1 to CLG_BUILD_THREADS_MAX. */
 static size_t host_threads(void)
 {
@@ -116,6 +125,7 @@ static void defaults(clg_device *dev)
     p->conv_chunk = wide_items ? (size_t)4 << 20 : 0;
     p->conv_shift = wide_items;
     p->item_loops = 32768;
+    p->pool_keep = pays_per_live_byte(dev) ? 0 : dev->info.global_mem / 2;
     p->attention_rows = wide_items;
     p->row_items = wide_items;
     p->scatter_lines = wide_items;
@@ -230,6 +240,7 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
     if (!strcmp(key, "item_loops")) return parse_size(dev, key, value, origin, 64, 65535, &p->item_loops);
     if (!strcmp(key, "conv_shift")) return parse_choice(dev, key, value, origin, "on", "off", &p->conv_shift);
     if (!strcmp(key, "conv_chunk")) return parse_size(dev, key, value, origin, 0, (size_t)1 << 40, &p->conv_chunk);
+    if (!strcmp(key, "pool_keep")) return parse_size(dev, key, value, origin, 0, (size_t)1 << 50, &p->pool_keep);
     if (!strcmp(key, "max_group")) {   /* likewise: emulate a device with smaller groups */
         clg_status st = parse_size(dev, key, value, origin, 1, p->max_group, &p->max_group);
         if (st) return st;
@@ -241,7 +252,7 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
     }
     return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
                      "device parameters (%s): unknown key \"%s\" (known: gemm, gemm_tiles, group_1d, group_1d_min, group_tail, group_reduce, rows_min, "
-                     "local_mem, max_group, binary_cache, build_threads, col2im, gemm_dot, gemm_small, conv_columns, conv_chunk, conv_shift, item_loops, attention, "
+                     "local_mem, max_group, binary_cache, build_threads, col2im, gemm_dot, gemm_small, conv_columns, conv_chunk, conv_shift, item_loops, pool_keep, attention, "
                      "row_reduce, scatter, const_strides, transpose_tiles, flat16, exact_div, mma, mma_block, mma_opt)", origin, key);
 }
 
@@ -314,13 +325,13 @@ void clg__params_format(const clg_device_params *p, char *buf, size_t len)
 {
     snprintf(buf, len,
              "gemm = %s\ngemm_tiles = %s\ngroup_1d = %zu\ngroup_1d_min = %zu\ngroup_tail = %zu\ngroup_reduce = %zu\nrows_min = %zu\nvector_float = %d\n"
-             "max_group = %zu\nmax_item = %zu %zu %zu\nlocal_mem = %llu%s\nbinary_cache = %s\nbuild_threads = %zu\ncol2im = %s\ngemm_dot = %s\ngemm_small = %zu\nconv_columns = %s\nconv_chunk = %zu\nconv_shift = %s\nitem_loops = %zu\nattention = %s\n"
+             "max_group = %zu\nmax_item = %zu %zu %zu\nlocal_mem = %llu%s\nbinary_cache = %s\nbuild_threads = %zu\ncol2im = %s\ngemm_dot = %s\ngemm_small = %zu\nconv_columns = %s\nconv_chunk = %zu\nconv_shift = %s\nitem_loops = %zu\npool_keep = %zu\nattention = %s\n"
              "row_reduce = %s\nscatter = %s\nconst_strides = %s\ntranspose_tiles = %s\nflat16 = %s\nexact_div = %s\nmma = %s\nmma_block = %dx%dx%dx%dx%dx%d\nmma_opt = %s\n",
              p->gemm, p->gemm_tiles ? "on" : "off", p->group_1d, p->group_1d_min, p->group_tail, p->group_reduce, p->rows_min, p->vector_float, p->max_group, p->max_item[0],
              p->max_item[1], p->max_item[2], (unsigned long long)p->local_mem,
              p->local_is_global ? " (emulated in global memory)" : "", p->binary_cache ? "on" : "off", p->build_threads,
              p->col2im_planes ? "planes" : "gather", p->gemm_dot ? "on" : "off", p->gemm_small,
-             p->conv_keep_columns ? "keep" : "rebuild", p->conv_chunk, p->conv_shift ? "on" : "off", p->item_loops, p->attention_rows ? "rows" : "tiles",
+             p->conv_keep_columns ? "keep" : "rebuild", p->conv_chunk, p->conv_shift ? "on" : "off", p->item_loops, p->pool_keep, p->attention_rows ? "rows" : "tiles",
              p->row_items ? "items" : "groups", p->scatter_lines ? "lines" : "sorted", p->const_strides ? "on" : "off", p->transpose_tiles ? "on" : "off", p->flat16 ? "on" : "off",
              p->exact_div ? "on" : "off", p->mma == CLG_MMA_PTX ? "ptx" : p->mma == CLG_MMA_EMULATE ? "emulate" : "none",
              p->mma_block[0], p->mma_block[1], p->mma_block[2], p->mma_block[3], p->mma_block[4],

@@ -4,7 +4,7 @@
  * device's base-address alignment) so that a freed buffer fits the next request of
  * about the same size; a training step asks for the same sizes every time, so after
  * the first step almost every request is a hit. Freed buffers are kept up to
- * cache_limit bytes; when OpenCL runs out, the pool is emptied and the request tried
+ * the device table's pool_keep bytes; when OpenCL runs out, the pool is emptied and the request tried
  * once more. */
 #include <stdlib.h>
 #include <string.h>
@@ -131,7 +131,7 @@ void clg__pool_put(clg_device *dev, clg_buffer *b)
     p->stats.in_use_bytes -= b->size;
     /* Queued kernels may still use b; OpenCL keeps the memory alive until they finish,
      * and the in-order queue runs whoever gets it next after them. */
-    if (p->stats.cached_bytes + b->size > p->cache_limit) {
+    if (p->stats.cached_bytes + b->size > dev->params.pool_keep) {
         destroy(b);
         return;
     }

@@ -123,7 +123,6 @@ clg_status clg_device_open(const char *spec, clg_device **out)
     dev->info = infos[idx];
     dev->cl->platform = plats[idx];
     dev->cl->id = ids[idx];
-    dev->pool.cache_limit = dev->info.global_mem / 2;
     st = clg__params_init(dev);
     if (st == CLG_OK) st = create_context(dev);
 done:
