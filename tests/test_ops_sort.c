@@ -44,6 +44,47 @@ static void test_cumsum(clg_device *dev)
     clg_scope_end(dev);
 }
 
+/* Rows side by side (the last axis, float32): whole vectors of 16 and a tail, in one
+ * piece and in several (item_loops 64: pieces of 32), the kernels for items
+ * (row_reduce = items: in vectors) and for groups; backward is the reverse scan. */
+static void test_cumsum_rows(clg_device *dev)
+{
+    enum { ROWS = 5, LEN = 77, NR = ROWS * LEN };
+    double x[NR], w[NR], up[NR], down[NR];
+    optest_fill(x, NR, -20, 20, 3);
+    optest_fill(w, NR, -20, 20, 4);
+    for (int i = 0; i < NR; i++) x[i] = floor(x[i]), w[i] = floor(w[i]);
+    for (int r = 0; r < ROWS; r++)
+        for (int j = 0; j < LEN; j++) {
+            int i = r * LEN + j, e = r * LEN + LEN - 1 - j;
+            up[i] = x[i] + (j ? up[i - 1] : 0);
+            down[e] = w[e] + (j ? down[e + 1] : 0);
+        }
+    char loops[32];
+    snprintf(loops, sizeof loops, "%zu", clg__device_params(dev)->item_loops);
+    bool was_items = clg__device_params(dev)->row_items;
+    for (int items = 0; items < 2; items++)
+        for (int few = 0; few < 2; few++) {
+            CHECK_OK(dev, clg_device_set_param(dev, "row_reduce", items ? "items" : "groups"));
+            CHECK_OK(dev, clg_device_set_param(dev, "item_loops", few ? "64" : loops));
+            clg_scope_begin(dev);
+            char what[96];
+            snprintf(what, sizeof what, "cumsum rows [%d, %d] %s%s", ROWS, LEN, items ? "items" : "groups",
+                     few ? ", pieces of 32" : "");
+            clg_tensor *t = optest_tensor(dev, CLG_F32, CLG_SHAPE(ROWS, LEN), x, OPTEST_CONTIGUOUS);
+            CHECK_OK(dev, clg_tensor_set_requires_grad(t, true));
+            clg_tensor *y = clg_cumsum(t, 1);
+            optest_close(what, y, up, NR, 0, 0);
+            clg_tensor *wt = optest_tensor(dev, CLG_F32, CLG_SHAPE(ROWS, LEN), w, OPTEST_CONTIGUOUS);
+            CHECK_OK(dev, clg_backward(clg_sum(clg_mul(y, wt), 0, NULL, false), NULL));
+            strcat(what, " backward");
+            optest_close(what, clg_tensor_grad(t), down, NR, 0, 0);
+            clg_scope_end(dev);
+        }
+    CHECK_OK(dev, clg_device_set_param(dev, "row_reduce", was_items ? "items" : "groups"));
+    CHECK_OK(dev, clg_device_set_param(dev, "item_loops", loops));
+}
+
 /* The reference: each row (along axis ax of [A, B, C]) sorted stably by clg_before's order. */
 static bool before(double a, int i, double b, int j, bool desc)
 {
@@ -192,6 +233,7 @@ int main(void)
     if (optest_fp64(dev)) dtypes[ndtypes++] = CLG_F64;
     dtypes[ndtypes++] = CLG_I32;
     test_cumsum(dev);
+    test_cumsum_rows(dev);
     test_sort(dev);
     test_topk_long(dev);
     clg_device_close(dev);

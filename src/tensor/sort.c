@@ -27,10 +27,42 @@ static clg_status launch(clg_device *dev, clg_dtype dtype, const char *name, con
  * each piece adds the carry of those before it. Pieces are halved while they leave
  * fewer than 256 work-items, so that one long row still runs in parallel. */
 static clg_status scan(clg_device *dev, clg_tensor *src, clg_tensor *y, int64_t M, int64_t R, int64_t K,
+                       bool reverse);
+
+/* The same for rows side by side (K = 1) in float32 where work-items are SIMD threads
+ * (row_items): each piece in vectors of 16 (cumsum_vec); with several pieces, their
+ * totals first (cumsum_tot_vec), scanned, and each piece then starts from its carry. */
+static clg_status scan_rows(clg_device *dev, clg_tensor *src, clg_tensor *y, int64_t M, int64_t R, int64_t P,
+                            bool reverse)
+{
+    int64_t np = (R + P - 1) / P;
+    clg_tensor *tot = np > 1 ? clg__tensor_new(dev, CLG_F32, 3, (int64_t[]){np, M, 1}) : NULL;
+    clg_tensor *ctot = np > 1 ? clg__tensor_new(dev, CLG_F32, 3, (int64_t[]){np, M, 1}) : NULL;
+    clg_status st = np > 1 && (!tot || !ctot) ? dev->status : CLG_OK;
+    if (!st && np > 1) {
+        clg_arg t[] = {CLG_ARG_I(M), CLG_ARG_I(R), CLG_ARG_I(P), CLG_ARG_B(src->buf), CLG_ARG_I(src->offset),
+                       CLG_ARG_I(reverse), CLG_ARG_B(tot->buf)};
+        st = launch(dev, CLG_F32, "cumsum_tot_vec", t, 7, M * np);
+        if (!st) st = scan(dev, tot, ctot, 1, np, M, false);
+    }
+    if (!st) {
+        clg_arg a[] = {CLG_ARG_I(M), CLG_ARG_I(R), CLG_ARG_I(P), CLG_ARG_B(src->buf), CLG_ARG_I(src->offset),
+                       CLG_ARG_B(y->buf), CLG_ARG_I(y->offset), CLG_ARG_I(reverse),
+                       CLG_ARG_B(ctot ? ctot->buf : y->buf), CLG_ARG_I(np)};
+        st = launch(dev, CLG_F32, "cumsum_vec", a, 10, M * np);
+    }
+    clg_tensor_free(tot);
+    clg_tensor_free(ctot);
+    return st;
+}
+
+static clg_status scan(clg_device *dev, clg_tensor *src, clg_tensor *y, int64_t M, int64_t R, int64_t K,
                        bool reverse)
 {
     int64_t P = (int64_t)clg__device_params(dev)->item_loops / 2, np;
     while (P > 1024 && M * K * ((R + P - 1) / P) < 256) P /= 2;
+    if (K == 1 && src->dtype == CLG_F32 && clg__device_params(dev)->row_items)
+        return scan_rows(dev, src, y, M, R, P, reverse);
     np = (R + P - 1) / P;
     clg_tensor *tot = np > 1 ? clg__tensor_new(dev, src->dtype, 3, (int64_t[]){np, M, K}) : NULL;
     if (np > 1 && !tot) return dev->status;
