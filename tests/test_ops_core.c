@@ -321,6 +321,30 @@ static void more_reductions(clg_device *dev)
     optest_close("prod with zeros", clg_prod(tz, CLG_AXES(1), false), (double[]){0, 0}, 2, 0, 0);
     optest_close("empty prod", clg_prod(clg_zeros(dev, CLG_F32, CLG_SHAPE(3, 0)), CLG_AXES(1), false),
                  (double[]){1, 1, 1}, 3, 0, 0);
+    /* products whose running value leaves float's range and comes back: 1 and 2^200 *
+     * 1e-30 where a plain float product gives 0 and infinity; 0.5^2000 is 0; NaN, and
+     * 0 * inf. Along rows (the vector kernel where items are SIMD threads) and down
+     * columns (strided), in chunks and in one. */
+    {
+        enum { PR = 6, PL = 2000 };
+        static double v[PR * PL], vt[PR * PL];
+        const float tiny = 1e-30f;
+        for (int j = 0; j < PL; j++) {
+            v[0 * PL + j] = j < PL / 2 ? 0.5 : 2;
+            v[1 * PL + j] = j < 200 ? 2 : j == PL - 1 ? tiny : 1;
+            v[2 * PL + j] = 0.5;
+            v[3 * PL + j] = j < PL / 2 ? 2 : 0.5;
+            v[4 * PL + j] = j == 700 ? NAN : 1.5;
+            v[5 * PL + j] = j == 3 ? 0 : j == 1500 ? INFINITY : 1;
+        }
+        for (int r = 0; r < PR; r++)
+            for (int j = 0; j < PL; j++) vt[j * PR + r] = v[r * PL + j];
+        const double want[PR] = {1, ldexp((double)tiny, 200), 0, 1, NAN, NAN};
+        clg_tensor *pr = optest_tensor(dev, CLG_F32, CLG_SHAPE(PR, PL), v, OPTEST_CONTIGUOUS);
+        clg_tensor *pc = optest_tensor(dev, CLG_F32, CLG_SHAPE(PL, PR), vt, OPTEST_CONTIGUOUS);
+        optest_close("prod through float's range, rows", clg_prod(pr, CLG_AXES(1), false), want, PR, 0, 1e-5);
+        optest_close("prod through float's range, columns", clg_prod(pc, CLG_AXES(0), false), want, PR, 0, 1e-5);
+    }
     optest_close("empty 2-norm", clg_norm(clg_zeros(dev, CLG_F32, CLG_SHAPE(3, 0)), 2, CLG_AXES(1), false),
                  (double[]){0, 0, 0}, 3, 0, 0);
     CHECK(clg_norm(tz, 3, 0, NULL, false) == NULL);
