@@ -174,7 +174,9 @@ CLG_REDUCE_VEC(reduce_sumsq, 0.0f, acc += a * a, clg_hsum16, s += v * v, 0)
 // against 124 for the sum), nor overflows or underflows before the end. Zero, infinity
 // and NaN keep their bits (exponent field 0 or 255): they stay what they are, and
 // 0 * inf still gives NaN. Where the plain product would leave float's range and come
-// back, this one is the closer to the exact product. (Renormalising only when a lane
+// back within a work-item's chunk, this one is the closer to the exact product (the
+// chunks' partial products are floats: where they leave float's range, they round
+// there, as the plain product would). (Renormalising only when a lane
 // left [2^-64, 2^64], tested with any() at every step, ran slower on POCL.)
 inline float16 prod_norm16(float16 a, int16 *e)
 {
@@ -203,8 +205,8 @@ __kernel void reduce_prod_vec(int M, int R, int K, int C, int L, __global const 
     for (; v < V; v++) acc = prod_norm16(acc * LDX16(v, p), &e16);
     acc = prod_norm16(acc * acc1, &e16);   /* in [0.25, 1): no rounding to the subnormals */
     acc = prod_norm16(acc * prod_norm16(acc2 * acc3, &e16), &e16);
-    // lanes in [0.5, 1) multiply 16 deep without leaving the normal range
-    // the exponents add up to at most 128 * L in size (L < 2^16): an int
+    // The lanes, in [0.5, 1), multiply 16 deep without leaving the normal range; their
+    // exponents add up to at most 128 * L in size (L < 2^16): an int.
     int8 e8 = e16.lo + e16.hi;
     int4 e4 = e8.lo + e8.hi;
     int2 e2 = e4.lo + e4.hi;

@@ -76,13 +76,12 @@ __kernel void cumsum_tot_vec(int M, int R, int P, __global const float *x, int o
                              __global float *tot)
 {
     CLG_PIECE_RANGE
-    __global const float *p = x + ox + (size_t)m * R + lo;
+    __global const float *p = x + ox + (size_t)m * R;
     float16 acc = 0.0f;
-    for (int v = 0; v < V; v++) acc += vload16(v, p);
+    for (int v = 0; v < V; v++) acc += vload16(0, p + lo + 16 * v);
     float s = clg_hsum16(acc);
-    for (int r = 16 * V; r < n; r++) s += p[r];
+    for (int r = lo + 16 * V; r < hi; r++) s += p[r];
     tot[(size_t)piece * M + m] = s;
-    (void)hi;
 }
 
 // carry: the inclusive scan of tot (read at piece - 1), when pieces > 1.

@@ -321,14 +321,16 @@ static void more_reductions(clg_device *dev)
     optest_close("prod with zeros", clg_prod(tz, CLG_AXES(1), false), (double[]){0, 0}, 2, 0, 0);
     optest_close("empty prod", clg_prod(clg_zeros(dev, CLG_F32, CLG_SHAPE(3, 0)), CLG_AXES(1), false),
                  (double[]){1, 1, 1}, 3, 0, 0);
-    /* products whose running value leaves float's range and comes back: 1 and 2^200 *
-     * 1e-30 where a plain float product gives 0 and infinity; 0.5^2000 is 0; NaN, and
-     * 0 * inf. Along rows (the vector kernel where items are SIMD threads) and down
-     * columns (strided), in chunks and in one. */
+    /* products whose running value leaves float's range and comes back, where a plain
+     * float product gives 0 or infinity: 0.5^1000 * 2^1000 in chunks (each chunk's
+     * partial product in range); and 252 rows of 128 in one chunk each (a lane of the
+     * vector kernel going down to 1e-240 or up to 1e240 and back), along rows and
+     * down columns (strided); all of 1e-30 is 0; NaN, and 0 * inf. Chunks whose own
+     * products leave float's range still round there (partial results are floats). */
     {
-        enum { PR = 6, PL = 2000 };
-        static double v[PR * PL], vt[PR * PL];
-        const float tiny = 1e-30f;
+        enum { PR = 6, PL = 2000, QL = 128, QC = 42, QR = PR * QC };
+        static double v[PR * PL], vt[PR * PL], q[QR * QL], qt[QR * QL], wq[QR];
+        const float tiny = 1e-30f, huge = 1e30f;
         for (int j = 0; j < PL; j++) {
             v[0 * PL + j] = j < PL / 2 ? 0.5 : 2;
             v[1 * PL + j] = j < 200 ? 2 : j == PL - 1 ? tiny : 1;
@@ -340,10 +342,30 @@ static void more_reductions(clg_device *dev)
         for (int r = 0; r < PR; r++)
             for (int j = 0; j < PL; j++) vt[j * PR + r] = v[r * PL + j];
         const double want[PR] = {1, ldexp((double)tiny, 200), 0, 1, NAN, NAN};
-        clg_tensor *pr = optest_tensor(dev, CLG_F32, CLG_SHAPE(PR, PL), v, OPTEST_CONTIGUOUS);
         clg_tensor *pc = optest_tensor(dev, CLG_F32, CLG_SHAPE(PL, PR), vt, OPTEST_CONTIGUOUS);
-        optest_close("prod through float's range, rows", clg_prod(pr, CLG_AXES(1), false), want, PR, 0, 1e-5);
-        optest_close("prod through float's range, columns", clg_prod(pc, CLG_AXES(0), false), want, PR, 0, 1e-5);
+        optest_close("prod through float's range, columns in chunks", clg_prod(pc, CLG_AXES(0), false), want, PR,
+                     0, 1e-5);
+        const double one = pow((double)tiny * (double)huge, QL / 2);
+        const double wrow[PR] = {one, one, 0, 1.5, NAN, NAN};
+        for (int r = 0; r < QR; r++) {
+            for (int j = 0; j < QL; j++) {
+                double *e = &q[r * QL + j];
+                switch (r % PR) {
+                case 0: *e = j < QL / 2 ? tiny : huge; break;
+                case 1: *e = j < QL / 2 ? huge : tiny; break;
+                case 2: *e = tiny; break;
+                case 3: *e = j == 5 ? 1.5 : 1; break;
+                case 4: *e = j == 70 ? NAN : 1; break;
+                default: *e = j == 3 ? 0 : j == 100 ? INFINITY : 1;
+                }
+                qt[j * QR + r] = *e;
+            }
+            wq[r] = wrow[r % PR];
+        }
+        clg_tensor *qr = optest_tensor(dev, CLG_F32, CLG_SHAPE(QR, QL), q, OPTEST_CONTIGUOUS);
+        clg_tensor *qc = optest_tensor(dev, CLG_F32, CLG_SHAPE(QL, QR), qt, OPTEST_CONTIGUOUS);
+        optest_close("prod through float's range, rows", clg_prod(qr, CLG_AXES(1), false), wq, QR, 0, 1e-5);
+        optest_close("prod through float's range, columns", clg_prod(qc, CLG_AXES(0), false), wq, QR, 0, 1e-5);
     }
     optest_close("empty 2-norm", clg_norm(clg_zeros(dev, CLG_F32, CLG_SHAPE(3, 0)), 2, CLG_AXES(1), false),
                  (double[]){0, 0, 0}, 3, 0, 0);
