@@ -35,6 +35,7 @@ typedef struct engine {
     char name[96];
     bool no_dot;   /* packed with the device parameters gemm_dot = off and gemm_small = 0: every
                       product packed (A . B^T and small products too) */
+    bool single;   /* single products only, no strided batches (see main) */
 } engine;
 
 static unsigned rng_state = 12345;
@@ -233,6 +234,7 @@ static void sweep(clg_device *dev, const engine *eng, clg_gemm_type type, bool f
             }
             run_case(dev, eng, type, &c);
         }
+    if (eng->single) return;
     /* Strided batches, with gaps between the matrices; A or B shared by the batch. */
     gcase b1 = {.ta = false, .tb = true, .m = 9, .n = 20, .k = 11, .batch = 3, .alpha = 0.5, .beta = -2.0,
                 .a_off = 1, .b_off = 2, .c_off = 3, .pad = 2, .gap = 5};
@@ -276,6 +278,16 @@ static void sweep(clg_device *dev, const engine *eng, clg_gemm_type type, bool f
 /* The packed kernels are a tuning candidate only where the device's work-items loop over
  * vectors (vector_float above 1); elsewhere they stay the fallback, which gemm = packed
  * names. */
+/* Whether the device's tuner may choose e (gemm = tune) under its table. */
+static bool tuner_candidate(clg_device *dev, const clg_gemm_engine *e)
+{
+    clg_gemm_candidate c[32];
+    int n = clg__gemm_candidates(dev, 0, false, c, 32);
+    for (int i = 0; i < n; i++)
+        if (c[i].engine == e) return true;
+    return false;
+}
+
 static void packed_candidate(clg_device *dev)
 {
     clg_gemm_candidate c[16];
@@ -744,6 +756,7 @@ int main(void)
     else printf("  host: %s runs no host functions, or no CBLAS library: not run\n", info->name);
     char small_default[32];   /* the device's gemm_small, set back after each engine */
     snprintf(small_default, sizeof small_default, "%zu", clg__device_params(dev)->gemm_small);
+    bool tiled_f64 = false;   /* a named-only tiled configuration has run in float64 */
     for (int i = 0; i < n; i++) {
         double t0 = clg__now();
         /* The device's own engine gets every case, and so does the one it leaves small
@@ -754,6 +767,19 @@ int main(void)
         /* The packed kernels run one work-item per group: on a GPU-shaped device that is
          * slow, so there they get small cases only (as under CLG_TEST_SMALL). */
         bool slow = engines[i].e == ENGINE("packed") && clg__device_params(dev)->vector_float == 1;
+        /* An engine that is neither the device's nor its tuner's candidate runs only where
+         * the table names it, so it gets less: the packed kernels with gemm_dot off not
+         * where they are slow, a tiled configuration float64 only if none before it had,
+         * and CLBlast single products only. CLBlast's strided-batched routine is a second
+         * program, which POCL takes 37 s to compile (its GEMM program 14 s); the
+         * batches run where CLBlast is a candidate (rusticl's pass) and under Oclgrind
+         * (oclgrind_test_ops_matmul_clblast). */
+        bool named = !mine && !tuner_candidate(dev, engines[i].e);
+        if (named && slow && engines[i].no_dot) {
+            printf("  %-32s not run: slow here, and not the device's engine nor a candidate\n", engines[i].name);
+            continue;
+        }
+        engines[i].single = named && engines[i].e == ENGINE("clblast");
         bool keep = small_mode;
         if (slow) small_mode = true;
         /* CLBlast in double only where it is the engine: its double program takes ~40 s
@@ -762,7 +788,8 @@ int main(void)
         if (f64 && engines[i].cfg) { /* doubles take twice the local memory: it may not fit */
             clg_kernel *k = NULL;
             CHECK_OK(dev, clg__gemm_tiled_kernel(dev, engines[i].cfg, CLG_GEMM_F64, &k));
-            f64 = k != NULL;
+            f64 = k != NULL && !(named && tiled_f64);
+            tiled_f64 = tiled_f64 || (named && f64);
         }
         CHECK_OK(dev, clg_device_set_param(dev, "gemm_dot", engines[i].no_dot ? "off" : "on"));
         /* The packed engine: every product with a row-major B up to the sizes here in one
@@ -780,7 +807,8 @@ int main(void)
         CHECK_OK(dev, clg_device_set_param(dev, "gemm_dot", "on"));
         CHECK_OK(dev, clg_device_set_param(dev, "gemm_small", small_default));
         small_mode = keep;
-        printf("  %-32s %s%s%s %.1f s\n", engines[i].name, mine ? "all cases" : slow ? "small cases" : "a third",
+        printf("  %-32s %s%s%s%s %.1f s\n", engines[i].name, mine ? "all cases" : slow ? "small cases" : "a third",
+               engines[i].single ? " (single products)" : "",
                f64 && !slow ? ", f32, f64" : ", f32", slow ? "" : ", f16, bf16", clg__now() - t0);
     }
     tiled_by_size(dev);

@@ -80,7 +80,10 @@ static void check_all(clg_device *dev, int64_t N, const char *way)
     for (int nc = 0; nc < 2; nc++) {
         C = nc ? C_MAX : 5;
         for (int k = 0; k < 4; k++)
-            for (int r = 0; r < 3; r++) check_case(dev, N, k & 1, k & 2 ? 0.1 : 0, (clg_reduction)r, way);
+            /* the simulator (CLG_TEST_SMALL): past one group, weights and smoothing both
+             * off or both on (what they change is per row; 12 of its 28 s) */
+            for (int r = 0; r < 3 && (N <= 100 || !optest_small() || k == 0 || k == 3); r++)
+                check_case(dev, N, k & 1, k & 2 ? 0.1 : 0, (clg_reduction)r, way);
     }
 }
 
