@@ -400,6 +400,21 @@ static void norm_long_rows(clg_device *dev)
                      clg_norm(t, 2, CLG_AXES(1), false), want, ROWS, 1e-6, 1e-5);
         clg_scope_end(dev);
     }
+    /* (float32 sums of 150,000 terms of magnitude 112,000 in all: 0.05 is 4e-7 of it.)
+     * Every element in one reduction, chunked to fill the device's compute units, whose
+     * last chunks can be empty (150,000 in 1,024 chunks of 147 where the table gives 2
+     * groups of 256 items to each of 2 units: the last 3 empty): sum, max, min, mean. */
+    /* max of -|x| and min of |x|: an empty chunk's 0 in place of -inf or inf would show */
+    double sum = 0, mx = -INFINITY, mn = INFINITY;
+    for (int i = 0; i < ROWS * LEN; i++) sum += x[i], mx = fmax(mx, -fabs(x[i])), mn = fmin(mn, fabs(x[i]));
+    clg_scope_begin(dev);
+    clg_tensor *t = optest_tensor(dev, CLG_F32, CLG_SHAPE(ROWS, LEN), x, OPTEST_CONTIGUOUS), *a = clg_abs(t);
+    optest_close("sum of all of long rows", clg_sum(t, 0, NULL, false), &sum, 1, 0.05, 0);
+    optest_close("max of all of long rows", clg_max(clg_neg(a), 0, NULL, false), &mx, 1, 0, 0);
+    optest_close("min of all of long rows", clg_min(a, 0, NULL, false), &mn, 1, 0, 0);
+    double mean = sum / (ROWS * LEN);
+    optest_close("mean of all of long rows", clg_mean(t, 0, NULL, false), &mean, 1, 1e-6, 0);
+    clg_scope_end(dev);
 }
 
 /* The same computation twice: the same bits. */

@@ -91,6 +91,9 @@ static const char *then_kernel(const char *kernel)
  * chunks to use the whole device; and no work-item walks more than item_loops rows
  * (some drivers end longer loops silently), however long R. 16-bit values accumulate
  * in float32, and the partial results stay float32, so that only the end rounds. */
+#ifndef SPREAD_GROUPS
+#define SPREAD_GROUPS 2
+#endif
 static clg_status run_mrk(clg_device *dev, const char *kernel, clg_tensor *src, int64_t M, int64_t R, int64_t K,
                           clg_tensor *dst, double scale)
 {
@@ -99,10 +102,16 @@ static clg_status run_mrk(clg_device *dev, const char *kernel, clg_tensor *src, 
     clg_tensor *cur = src;
     bool first = true;
     /* Work-items enough to fill the device: where each is a SIMD thread of a core
-     * (row_items) walking a contiguous row, a few hundred; else thousands (lanes, or
-     * columns that POCL's vectorized items read a row apart: sum over the 2048 rows of
-     * [2048, 512] took 3.5 ms in 256 work-items, 2.2 in 4096). */
-    int64_t spread = clg__device_params(dev)->row_items && K == 1 ? 256 : 4096;
+     * (row_items) walking a contiguous row, SPREAD_GROUPS groups for each compute unit
+     * (a group runs on one core there: 256 items were one group, and the sum of all of
+     * [1024, 1024] ran on one core of two, 0.144 ms against 0.078 for its rows' sums);
+     * else thousands (lanes, or columns that POCL's vectorized items read a row apart:
+     * sum over the 2048 rows of [2048, 512] took 3.5 ms in 256 work-items, 2.2 in 4096). */
+    const clg_device_params *prm = clg__device_params(dev);
+    int64_t cu = (int64_t)clg_device_get_info(dev)->compute_units;
+    int64_t groups = SPREAD_GROUPS * (cu > 0 ? cu : 1) * (int64_t)prm->group_1d;
+    bool rows = prm->row_items && K == 1;
+    int64_t spread = rows ? (groups > 256 ? groups : 256) : 4096;
     clg_status st = CLG_OK;
     for (;;) {
         int64_t C = 1;
@@ -113,7 +122,7 @@ static clg_status run_mrk(clg_device *dev, const char *kernel, clg_tensor *src, 
         if (M * K < spread && R >= 128 && M * K * R >= 65536) {
             C = spread / (M * K);
             if (C > R / 64) C = R / 64;
-            if (C > 256) C = 256;
+            if (C > 256 && !rows) C = 256;
             if (C < 1) C = 1;
         }
         /* Many results over rows far apart (a convolution's per-image weight gradients
