@@ -91,9 +91,6 @@ static const char *then_kernel(const char *kernel)
  * chunks to use the whole device; and no work-item walks more than item_loops rows
  * (some drivers end longer loops silently), however long R. 16-bit values accumulate
  * in float32, and the partial results stay float32, so that only the end rounds. */
-#ifndef SPREAD_GROUPS
-#define SPREAD_GROUPS 2
-#endif
 static clg_status run_mrk(clg_device *dev, const char *kernel, clg_tensor *src, int64_t M, int64_t R, int64_t K,
                           clg_tensor *dst, double scale)
 {
@@ -102,14 +99,15 @@ static clg_status run_mrk(clg_device *dev, const char *kernel, clg_tensor *src, 
     clg_tensor *cur = src;
     bool first = true;
     /* Work-items enough to fill the device: where each is a SIMD thread of a core
-     * (row_items) walking a contiguous row, SPREAD_GROUPS groups for each compute unit
-     * (a group runs on one core there: 256 items were one group, and the sum of all of
-     * [1024, 1024] ran on one core of two, 0.144 ms against 0.078 for its rows' sums);
+     * (row_items) walking a contiguous row, two groups for each compute unit (a group
+     * runs on one core there: 256 items were one group, and the sum of all of
+     * [1024, 1024] ran on one core of two, 0.144 ms against 0.078 for its rows' sums;
+     * four groups a unit chunked [1024, 1024]'s rows too, a launch more for nothing);
      * else thousands (lanes, or columns that POCL's vectorized items read a row apart:
      * sum over the 2048 rows of [2048, 512] took 3.5 ms in 256 work-items, 2.2 in 4096). */
     const clg_device_params *prm = clg__device_params(dev);
     int64_t cu = (int64_t)clg_device_get_info(dev)->compute_units;
-    int64_t groups = SPREAD_GROUPS * (cu > 0 ? cu : 1) * (int64_t)prm->group_1d;
+    int64_t groups = 2 * (cu > 0 ? cu : 1) * (int64_t)prm->group_1d;
     bool rows = prm->row_items && K == 1;
     int64_t spread = rows ? (groups > 256 ? groups : 256) : 4096;
     clg_status st = CLG_OK;
