@@ -417,6 +417,61 @@ static void norm_long_rows(clg_device *dev)
     clg_scope_end(dev);
 }
 
+/* Reductions down columns, [B, R, K] over R with K a multiple of 16 (reduce_*_cols16
+ * where the device's items are SIMD threads, 16 columns an item; the scalar kernels
+ * elsewhere): one pass and chunked (several passes), a NaN in one column only (max and
+ * min: that column's result alone is NaN), float32 and 16-bit storage. */
+static void column_reductions(clg_device *dev)
+{
+    /* the simulator (CLG_TEST_SMALL) splits the smaller ones: its item_loops is 256 */
+    static const int64_t big[][3] = {{1, 7, 16}, {1, 300, 48}, {1, 5000, 32}, {1, 70, 1040}, {3, 700, 64}};
+    static const int64_t small[][3] = {{1, 7, 16}, {1, 300, 48}, {1, 600, 32}, {1, 70, 272}, {3, 300, 64}};
+    const int64_t(*shapes)[3] = optest_small() ? small : big;
+    for (int s = 0; s < 5; s++) {
+        int64_t B = shapes[s][0], R = shapes[s][1], K = shapes[s][2], n = B * R * K;
+        double *x = malloc((size_t)n * sizeof *x), *want = malloc((size_t)(5 * B * K) * sizeof *want);
+        optest_fill(x, n, -2, 2, (uint64_t)(n + s));
+        optest_round(CLG_F32, x, n);
+        x[(B - 1) * R * K + (R / 2) * K + 5] = NAN;   /* column 5 of the last slice */
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t k = 0; k < K; k++) {
+                double sum = 0, sq = 0, mx = -INFINITY, mn = INFINITY;
+                bool nan = false;
+                for (int64_t r = 0; r < R; r++) {
+                    double v = x[(b * R + r) * K + k];
+                    nan = nan || isnan(v);
+                    sum += v, sq += v * v, mx = fmax(mx, v), mn = fmin(mn, v);
+                }
+                int64_t o = b * K + k;
+                want[o] = sum, want[B * K + o] = sum / (double)R, want[2 * B * K + o] = nan ? NAN : mx;
+                want[3 * B * K + o] = nan ? NAN : mn, want[4 * B * K + o] = sqrt(sq);
+            }
+        char what[96];
+        clg_scope_begin(dev);
+        clg_tensor *t = optest_tensor(dev, CLG_F32, 3, shapes[s], x, OPTEST_CONTIGUOUS);
+        clg_tensor *got[5] = {clg_sum(t, CLG_AXES(1), false), clg_mean(t, CLG_AXES(1), false),
+                              clg_max(t, CLG_AXES(1), false), clg_min(t, CLG_AXES(1), false),
+                              clg_norm(t, 2, CLG_AXES(1), false)};
+        static const char *names[5] = {"sum", "mean", "max", "min", "2-norm"};
+        for (int i = 0; i < 5; i++) {
+            snprintf(what, sizeof what, "%s down the columns of [%lld, %lld, %lld]", names[i], (long long)B,
+                     (long long)R, (long long)K);
+            optest_close(what, got[i], want + i * B * K, B * K, 1e-4, 1e-5);
+        }
+        /* 16-bit storage: float32 sums of the rounded values, rounded once */
+        for (int h = 0; h < 2; h++) {
+            clg_dtype dt = h ? CLG_BF16 : CLG_F16;
+            snprintf(what, sizeof what, "sum down the columns of [%lld, %lld, %lld], %s", (long long)B, (long long)R,
+                     (long long)K, clg_dtype_name(dt));
+            optest_close(what, clg_sum(clg_cast(t, dt), CLG_AXES(1), false), want, B * K, 0.05 * sqrt((double)R),
+                         h ? 1e-2 : 2e-3);
+        }
+        clg_scope_end(dev);
+        free(x);
+        free(want);
+    }
+}
+
 /* The same computation twice: the same bits. */
 static void deterministic(clg_device *dev)
 {
@@ -670,6 +725,7 @@ int main(int argc, char **argv)
     reductions(dev);
     more_reductions(dev);
     norm_long_rows(dev);
+    column_reductions(dev);
     vector_row_reductions(dev);
     if (!rows_only) {
         deterministic(dev);

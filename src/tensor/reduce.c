@@ -55,6 +55,21 @@ static bool mrk_view(const clg_tensor *t, const bool *mask, int64_t *M, int64_t 
     return true;
 }
 
+/* Whether kernel has the float32 (16-bit storage) vector kernels: NAME_vec along rows
+ * (K = 1), NAME_cols16 down 16 columns at a time (K a multiple of 16), where the
+ * device's items are SIMD threads. */
+static bool has_vec(const clg_device *dev, const char *kernel, clg_dtype dtype)
+{
+    return (dtype == CLG_F32 || clg__is_half(dtype)) && clg__device_params(dev)->row_items &&
+           (!strcmp(kernel, "reduce_sum") || !strcmp(kernel, "reduce_sumsq") || !strcmp(kernel, "reduce_prod") ||
+            !strcmp(kernel, "reduce_max") || !strcmp(kernel, "reduce_min"));
+}
+
+static bool cols16(const clg_device *dev, const char *kernel, clg_dtype dtype, int64_t K)
+{
+    return K > 1 && K % 16 == 0 && strcmp(kernel, "reduce_prod") && has_vec(dev, kernel, dtype);
+}
+
 /* One pass of kernel over src as [M, R, K] in C chunks into out [M, C, K]: `in16` when
  * src holds 16-bit values (else the compute type), `out16` when out does. */
 static clg_status mrk_pass(clg_device *dev, const char *kernel, clg_dtype dtype, bool in16, bool out16,
@@ -64,19 +79,18 @@ static clg_status mrk_pass(clg_device *dev, const char *kernel, clg_dtype dtype,
     char opts[96];
     snprintf(opts, sizeof opts, "%s%s%s", clg__dtype_options_ew(dtype), half && !out16 ? " -DCLG_RED_PARTIAL" : "",
              half && !in16 ? " -DCLG_RED_FINAL" : "");
-    /* rows side by side (K = 1) in float32 or 16-bit: reduced along each row in vectors */
-    bool vec = K == 1 && (dtype == CLG_F32 || half) && clg__device_params(dev)->row_items &&
-               (!strcmp(kernel, "reduce_sum") || !strcmp(kernel, "reduce_sumsq") || !strcmp(kernel, "reduce_prod") ||
-                !strcmp(kernel, "reduce_max") || !strcmp(kernel, "reduce_min"));
+    /* rows side by side (K = 1) in float32 or 16-bit: reduced along each row in vectors;
+     * columns 16 at a time */
+    bool vec = K == 1 && has_vec(dev, kernel, dtype), cols = cols16(dev, kernel, dtype, K);
     char vname[32];
-    snprintf(vname, sizeof vname, "%s_vec", kernel);
-    clg_kernel *k = clg__kernel_get(dev, "reduce", opts, vec ? vname : kernel);
+    snprintf(vname, sizeof vname, "%s%s", kernel, vec ? "_vec" : cols ? "_cols16" : "");
+    clg_kernel *k = clg__kernel_get(dev, "reduce", opts, vname);
     if (!k) return dev->status;
     int64_t L = (R + C - 1) / C;
     clg_arg a[] = {CLG_ARG_I(M), CLG_ARG_I(R), CLG_ARG_I(K), CLG_ARG_I(C), CLG_ARG_I(L), CLG_ARG_B(src->buf),
                    CLG_ARG_I(src->offset), CLG_ARG_B(out->buf), CLG_ARG_I(out->offset),
                    clg__arg_scalar(dtype, scale)};
-    return clg__launch_1d(dev, k, a, 10, (size_t)(M * C * K));
+    return clg__launch_1d(dev, k, a, 10, (size_t)(M * C * (cols ? K / 16 : K)));
 }
 
 /* The kernel that reduces kernel's partial results further: the same, but sums of
@@ -109,15 +123,24 @@ static clg_status run_mrk(clg_device *dev, const char *kernel, clg_tensor *src, 
     int64_t cu = (int64_t)clg_device_get_info(dev)->compute_units;
     int64_t groups = 2 * (cu > 0 ? cu : 1) * (int64_t)prm->group_1d;
     bool rows = prm->row_items && K == 1;
-    int64_t spread = rows ? (groups > 256 ? groups : 256) : 4096;
+    int64_t fill = groups > 256 ? groups : 256, spread = rows ? fill : 4096;
     clg_status st = CLG_OK;
     for (;;) {
         int64_t C = 1;
-        /* Few results over long rows (a bias's gradient: [2048, 128] summed over its rows)
-         * leave most of the device idle: chunks of 64 rows or more, up to `spread`
-         * work-items in all, and a second pass adds the chunks; not for fewer than 65,536 elements,
-         * where a launch more costs more than it spreads. */
-        if (M * K < spread && R >= 128 && M * K * R >= 65536) {
+        /* Columns 16 at a time: chunks of 16 rows or more, items enough to fill the
+         * device; one pass under 65,536 elements. */
+        if (cols16(dev, kernel, dtype, K)) {
+            int64_t items = M * (K / 16);
+            if (items < fill && R >= 32 && M * K * R >= 65536) {
+                C = fill / items;
+                if (C > R / 16) C = R / 16;
+                if (C < 1) C = 1;
+            }
+        } else if (M * K < spread && R >= 128 && M * K * R >= 65536) {
+            /* Few results over long rows (a bias's gradient: [2048, 128] summed over its
+             * rows) leave most of the device idle: chunks of 64 rows or more, up to
+             * `spread` work-items in all, and a second pass adds the chunks; not for
+             * fewer than 65,536 elements, where a launch more costs more than it spreads. */
             C = spread / (M * K);
             if (C > R / 64) C = R / 64;
             if (C > 256 && !rows) C = 256;
