@@ -199,11 +199,31 @@ static void ln_case(clg_device *dev, clg_dtype dt, int ndim, const int64_t *shap
     optest_round(dt, g, n);
     ln_ref_dx(x, g, rows, D, affine ? w : NULL, 1e-5, dx);
     clg_tensor_set_requires_grad(tx, true);
+    if (affine) clg_tensor_set_requires_grad(tw, true), clg_tensor_set_requires_grad(tb, true);
     clg_tensor *ly = clg_layer_norm(tx, naxes, tw, tb, 1e-5), *tg = optest_tensor(dev, dt, ndim, shape, g, lay);
     CHECK_OK(dev, ly && tg ? clg_backward(ly, tg) : clg_device_last_status(dev));
     char gwhat[176];
     snprintf(gwhat, sizeof gwhat, "%s dx", what);
     optest_close(gwhat, clg_tensor_grad(tx), dx, n, 10 * tol_of(dt), 100 * tol_of(dt));
+    if (affine) {   /* dw = sum over rows of g xhat, db = sum of g (ln_bwd_wb, ln_bwd_wb_vec) */
+        double *dw = calloc((size_t)D, sizeof *dw), *db = calloc((size_t)D, sizeof *db);
+        for (int64_t r = 0; r < rows; r++) {
+            double mean = 0, var = 0;
+            for (int64_t d = 0; d < D; d++) mean += x[r * D + d] / (double)D;
+            for (int64_t d = 0; d < D; d++) var += (x[r * D + d] - mean) * (x[r * D + d] - mean) / (double)D;
+            for (int64_t d = 0; d < D; d++) {
+                dw[d] += g[r * D + d] * (x[r * D + d] - mean) / sqrt(var + 1e-5);
+                db[d] += g[r * D + d];
+            }
+        }
+        /* float32 sums of `rows` terms of magnitude 1 or less: 1e-6 each is ~10 ulps */
+        double tol = 1e-6 * (double)rows;
+        snprintf(gwhat, sizeof gwhat, "%s dw", what);
+        optest_close(gwhat, clg_tensor_grad(tw), dw, D, tol, 1e-5);
+        snprintf(gwhat, sizeof gwhat, "%s db", what);
+        optest_close(gwhat, clg_tensor_grad(tb), db, D, tol, 1e-5);
+        free(dw), free(db);
+    }
     clg_scope_end(dev);
     free(x), free(y), free(w), free(b), free(g), free(dx);
 }
@@ -219,6 +239,11 @@ static void layer_norm_forward(clg_device *dev)
         }
         ln_case(dev, dt, 2, (const int64_t[]){3, optest_small() ? 300 : 1000}, 1, true, OPTEST_CONTIGUOUS);   /* D past a work-group */
         ln_case(dev, dt, 1, (const int64_t[]){7}, 1, true, OPTEST_SLICED);
+        /* many rows: the weight gradients' rows in chunks (16 features an item in float32
+         * where items are SIMD threads) */
+        ln_case(dev, dt, 2, (const int64_t[]){optest_small() ? 300 : 2048, 32}, 1, true, OPTEST_CONTIGUOUS);
+        ln_case(dev, dt, 2, (const int64_t[]){optest_small() ? 40 : 300, 48}, 1, true, OPTEST_CONTIGUOUS);
+        ln_case(dev, dt, 3, (const int64_t[]){4, 10, 16}, 1, true, OPTEST_CONTIGUOUS);
         ln_case(dev, dt, 3, (const int64_t[]){2, 3, 5}, 3, false, OPTEST_PERMUTED);
     }
 }

@@ -416,14 +416,16 @@ static bool ln_check_vec(const clg_tensor *x, int naxes, const clg_tensor *v, co
 
 /* dw and db (either may be NULL) of layer norm's backward: the rows in chunks of L, no
  * longer than item_loops, and halved while they leave fewer than 1,024 work-items; then
- * the chunks' sums per feature. */
+ * the chunks' sums per feature. In float32 with D a multiple of 16, where items are SIMD
+ * threads, 16 features an item (ln_bwd_wb_vec), chunks down to 16 rows. */
 static clg_status ln_weight_grads(clg_tensor *x, clg_tensor *gc, clg_tensor *stats, int64_t rows, int64_t D,
                                   clg_tensor *dw, clg_tensor *db)
 {
     clg_device *dev = x->dev;
     if (D == 0) return CLG_OK;
-    int64_t cap = (int64_t)clg__device_params(dev)->item_loops, L = cap, chunks;
-    while (L > 64 && D * ((rows + L - 1) / L) < 1024) L /= 2;
+    bool vec = x->dtype == CLG_F32 && D % 16 == 0 && clg__device_params(dev)->row_items;
+    int64_t cap = (int64_t)clg__device_params(dev)->item_loops, L = cap, chunks, per = vec ? D / 16 : D;
+    while (L > (vec ? 16 : 64) && per * ((rows + L - 1) / L) < 1024) L /= 2;
     chunks = rows ? (rows + L - 1) / L : 1;
     if (chunks > cap)
         return clg__fail(dev, CLG_ERR_SHAPE, "clg_layer_norm: %lld rows: over the device's item_loops (%lld) squared",
@@ -431,14 +433,16 @@ static clg_status ln_weight_grads(clg_tensor *x, clg_tensor *gc, clg_tensor *sta
     clg_dtype ct = clg__compute_dtype(x->dtype);
     clg_tensor *pw = clg__tensor_new(dev, ct, 2, (int64_t[]){chunks, D});
     clg_tensor *pb = pw ? clg__tensor_new(dev, ct, 2, (int64_t[]){chunks, D}) : NULL;
-    clg_kernel *k1 = pb ? clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(x->dtype), "ln_bwd_wb") : NULL;
+    clg_kernel *k1 =
+        pb ? clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(x->dtype), vec ? "ln_bwd_wb_vec" : "ln_bwd_wb") : NULL;
     clg_kernel *k2 = k1 ? clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(x->dtype), "ln_bwd_wb_sum") : NULL;
     clg_status st = k2 ? CLG_OK : dev->status;
     if (!st && rows == 0) st = clg_fill_(pw, 0.0) || clg_fill_(pb, 0.0) ? dev->status : CLG_OK;
     if (!st && rows > 0) {
         clg_arg a[] = {CLG_ARG_I(rows), CLG_ARG_I(D), CLG_ARG_I(L), CLG_ARG_B(x->buf), CLG_ARG_B(gc->buf),
                        CLG_ARG_B(stats->buf), CLG_ARG_B(pw->buf), CLG_ARG_B(pb->buf)};
-        st = clg__launch_rows(dev, k1, a, 8, (size_t)D, (size_t)chunks);
+        st = vec ? clg__launch_1d(dev, k1, a, 8, (size_t)(per * chunks))
+                 : clg__launch_rows(dev, k1, a, 8, (size_t)D, (size_t)chunks);
     }
     if (!st) {
         clg_arg b[8] = {CLG_ARG_I(chunks), CLG_ARG_I(D), CLG_ARG_B(pw->buf), CLG_ARG_B(pb->buf)};
