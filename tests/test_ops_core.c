@@ -400,11 +400,11 @@ static void norm_long_rows(clg_device *dev)
                      clg_norm(t, 2, CLG_AXES(1), false), want, ROWS, 1e-6, 1e-5);
         clg_scope_end(dev);
     }
-    /* (float32 sums of 150,000 terms of magnitude 112,000 in all: 0.05 is 4e-7 of it.)
-     * Every element in one reduction, chunked to fill the device's compute units, whose
-     * last chunks can be empty (150,000 in 1,024 chunks of 147 where the table gives 2
-     * groups of 256 items to each of 2 units: the last 3 empty): sum, max, min, mean. */
-    /* max of -|x| and min of |x|: an empty chunk's 0 in place of -inf or inf would show */
+    /* Every element in one reduction, chunked to fill the device's compute units (150,000
+     * in 1,021 chunks of 147 where the table gives 2 groups of 256 items to each of 2
+     * units): sum, max, min, mean (float32 sums of 150,000 terms of magnitude 112,000 in
+     * all: 0.05 is 4e-7 of it); max of -|x| and min of |x|, where a chunk's 0 in place
+     * of -inf or inf would show. */
     double sum = 0, mx = -INFINITY, mn = INFINITY;
     for (int i = 0; i < ROWS * LEN; i++) sum += x[i], mx = fmax(mx, -fabs(x[i])), mn = fmin(mn, fabs(x[i]));
     clg_scope_begin(dev);
@@ -415,6 +415,28 @@ static void norm_long_rows(clg_device *dev)
     double mean = sum / (ROWS * LEN);
     optest_close("mean of all of long rows", clg_mean(t, 0, NULL, false), &mean, 1, 1e-6, 0);
     clg_scope_end(dev);
+    /* max and min of two long rows, the first in [-2, -1], the second in [1, 2]: no chunk
+     * of the first row may see the second (an empty chunk's first element was the next
+     * row's, in the kernels that start from it: float64 here) */
+    enum { TWO = 40000 };
+    static double two[2 * TWO];
+    optest_fill(two, 2 * TWO, 1, 2, 5);
+    for (int i = 0; i < TWO; i++) two[i] = -two[i];
+    optest_round(CLG_F32, two, 2 * TWO);
+    double wmax[2] = {-INFINITY, -INFINITY}, wmin[2] = {INFINITY, INFINITY};
+    for (int i = 0; i < 2 * TWO; i++) {
+        wmax[i / TWO] = fmax(wmax[i / TWO], two[i]);
+        wmin[i / TWO] = fmin(wmin[i / TWO], two[i]);
+    }
+    for (int di = 0; di < 1 + optest_fp64(dev); di++) {
+        clg_scope_begin(dev);
+        clg_tensor *t2 = optest_tensor(dev, di ? CLG_F64 : CLG_F32, CLG_SHAPE(2, TWO), two, OPTEST_CONTIGUOUS);
+        optest_close(di ? "max of two long rows, float64" : "max of two long rows, float32",
+                     clg_max(t2, CLG_AXES(1), false), wmax, 2, 0, 0);
+        optest_close(di ? "min of two long rows, float64" : "min of two long rows, float32",
+                     clg_min(t2, CLG_AXES(1), false), wmin, 2, 0, 0);
+        clg_scope_end(dev);
+    }
 }
 
 /* Reductions down columns, [B, R, K] over R with K a multiple of 16 (reduce_*_cols16

@@ -158,6 +158,11 @@ static clg_status run_mrk(clg_device *dev, const char *kernel, clg_tensor *src, 
          * threads (row_items). */
         if (K >= 256 && R >= 64 && clg__device_params(dev)->row_items && C < R / 16) C = R / 16;
         if (C * cap < R) C = (R + cap - 1) / cap;
+        /* No chunk empty: the chunks of L = ceil(R / C) rows that reach R (the same L).
+         * The scalar max and min start from their chunk's first element, which an empty
+         * chunk would read past its row (the next row's, or past the buffer: softmax over
+         * [2, 40000] in float64, chunked in 512, failed now and then). */
+        if (C > 1) C = (R + (R + C - 1) / C - 1) / ((R + C - 1) / C);
         if (C == 1) {
             st = mrk_pass(dev, kernel, dtype, first, true, cur, M, R, K, 1, dst, scale);
             break;
