@@ -8,7 +8,8 @@
  *
  * The classes: rows [16384, 64] (many short rows), square [1024, 1024], long [16, 65536]
  * (few long rows); reductions, softmax, sorting and the normalisations work along the last
- * axis (batch norm over all but the channel axis, axis 1). Ops whose shapes are their own
+ * axis (sum_cols down the first, as a bias's gradient; batch norm over all but the channel
+ * axis, axis 1). Ops whose shapes are their own
  * (products, convolutions, pooling, attention, the embedding lookup) have one case at the
  * sizes the GPT and the ResNet call. The backward starts from a gradient of ones (made
  * each call, as torch.ones_like), so "fwdbwd" is forward + a fill + backward. Prints:
@@ -79,6 +80,8 @@ UNARY(op_pow_scalar, clg_pow_scalar(t[0], 3))
 UNARY(op_where, clg_where(in->mask, t[0], t[1]))
 /* a row bias: [c] broadcast over the rows (a linear layer's bias) */
 UNARY(op_add_bcast, clg_add(t[0], in->bias))
+/* down the columns: a linear layer's bias gradient */
+UNARY(op_sum_cols, clg_sum(t[0], 1, (const int[]){0}, false))
 /* ---- along the last axis ---- */
 UNARY(op_sum, clg_sum(t[0], 1, ax1, false))
 UNARY(op_mean, clg_mean(t[0], 1, ax1, false))
@@ -196,7 +199,7 @@ static const kase CASES[] = {
     {"add_bcast", op_add_bcast, 2, 0}, {"add_scalar", op_add_scalar, 1, 0}, {"mul_scalar", op_mul_scalar, 1, 0},
     {"rsub_scalar", op_rsub_scalar, 1, 0}, {"rdiv_scalar", op_rdiv_scalar, 1, 0},
     {"pow_scalar", op_pow_scalar, 1, 0}, {"where", op_where, 2, 0}, {"cast_f16", op_cast_f16, 1, 0},
-    {"sum", op_sum, 1, 0}, {"sum_all", op_sum_all, 1, 0}, {"mean", op_mean, 1, 0}, {"max", op_max, 1, 0},
+    {"sum", op_sum, 1, 0}, {"sum_all", op_sum_all, 1, 0}, {"sum_cols", op_sum_cols, 1, 0}, {"mean", op_mean, 1, 0}, {"max", op_max, 1, 0},
     {"min", op_min, 1, 0}, {"var", op_var, 1, 0}, {"prod", op_prod, 1, 0}, {"norm", op_norm, 1, 0},
     {"logsumexp", op_logsumexp, 1, 0}, {"cumsum", op_cumsum, 1, 0}, {"sort", op_sort, 1, 0},
     {"topk", op_topk, 1, 0}, {"softmax", op_softmax, 1, 0}, {"log_softmax", op_log_softmax, 1, 0},

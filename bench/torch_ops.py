@@ -49,7 +49,7 @@ def class_cases():
         "elu": lambda x: F.elu(x, 1.0), "clamp": lambda x: torch.clamp(x, 0.2, 0.8),
         "add_scalar": lambda x: x + 2, "mul_scalar": lambda x: x * 2, "rsub_scalar": lambda x: 2 - x,
         "rdiv_scalar": lambda x: 2 / x, "pow_scalar": lambda x: x ** 3, "cast_f16": lambda x: x.half(),
-        "sum": lambda x: x.sum(A1), "sum_all": lambda x: x.sum(), "mean": lambda x: x.mean(A1),
+        "sum": lambda x: x.sum(A1), "sum_all": lambda x: x.sum(), "sum_cols": lambda x: x.sum(0), "mean": lambda x: x.mean(A1),
         "max": lambda x: x.amax(A1), "min": lambda x: x.amin(A1), "var": lambda x: x.var(A1),
         "prod": lambda x: x.prod(A1), "norm": lambda x: torch.linalg.vector_norm(x, 2, dim=A1),
         "logsumexp": lambda x: torch.logsumexp(x, A1), "cumsum": lambda x: torch.cumsum(x, A1),
