@@ -95,28 +95,35 @@ CLG_ELEMENTWISE1(tanh, fabs(x) > CLG_TANH_SAT ? copysign((T)1, x) : tanh(x))
 #ifdef CLG_F64
 #define clg_erf(x) erf(x)
 #else
-inline float clg_erf(float x)
-{
-    float c = clamp(x, -4.0f, 4.0f), z = c * c;
-    float p = -2.72614225801306e-10f;
-    p = p * z + 2.77068142495902e-08f;
-    p = p * z - 2.10102402082508e-06f;
-    p = p * z - 5.69250639462346e-05f;
-    p = p * z - 7.34990630326855e-04f;
-    p = p * z - 2.95459980854025e-03f;
-    p = p * z - 1.60960333262415e-02f;
-    float q = -1.45660718464996e-05f;
-    q = q * z - 2.13374055278905e-04f;
-    q = q * z - 1.68282697438203e-03f;
-    q = q * z - 7.37332916720468e-03f;
-    q = q * z - 1.42647390514189e-02f;
-    return x != x ? x : c * p / q;   // NaN stays NaN (clamp's result on NaN is unspecified)
-}
+// For floats and for vectors of 16 (gelu's flat16 kernels): the same operations lane by
+// lane, so that every layout gives the same values.
+#define CLG_ERF(TY)                                                                          \
+    __attribute__((overloadable)) inline TY clg_erf(TY x)                                    \
+    {                                                                                        \
+        TY c = clamp(x, -4.0f, 4.0f), z = c * c;                                             \
+        TY p = -2.72614225801306e-10f;                                                       \
+        p = p * z + 2.77068142495902e-08f;                                                   \
+        p = p * z - 2.10102402082508e-06f;                                                   \
+        p = p * z - 5.69250639462346e-05f;                                                   \
+        p = p * z - 7.34990630326855e-04f;                                                   \
+        p = p * z - 2.95459980854025e-03f;                                                   \
+        p = p * z - 1.60960333262415e-02f;                                                   \
+        TY q = -1.45660718464996e-05f;                                                       \
+        q = q * z - 2.13374055278905e-04f;                                                   \
+        q = q * z - 1.68282697438203e-03f;                                                   \
+        q = q * z - 7.37332916720468e-03f;                                                   \
+        q = q * z - 1.42647390514189e-02f;                                                   \
+        /* NaN stays NaN (clamp's result on NaN is unspecified) */                           \
+        return select(c * p / q, x, x != x);                                                 \
+    }
+CLG_ERF(float)
+CLG_ERF(float16)
 #endif
 // gelu(x) = x Phi(x) = x/2 (1 + erf(x / sqrt 2)), the exact form (PyTorch's default).
 #define CLG_SQRT1_2 ((T)0.70710678118654752440)
 #define CLG_INV_SQRT_2PI ((T)0.39894228040143267794)
 CLG_ELEMENTWISE1(gelu, x * (T)0.5 * ((T)1 + clg_erf(x * CLG_SQRT1_2)))
+CLG_FLAT16_1(gelu, x * 0.5f * (1.0f + clg_erf(x * CLG_SQRT1_2)), 1)
 // softplus(x; beta = s0, threshold = s1) = log(1 + exp(beta x)) / beta, and x where
 // beta x > threshold (PyTorch). log(1 + e^t) is computed as max(t, 0) + log1p(e^-|t|),
 // which neither overflows for large t nor loses the tail for very negative t.
@@ -302,6 +309,7 @@ CLG_ELEMENTWISE2(tanh_grad, z * ((T)1 - x * x))          // x = tanh(input)
 // d/dx x Phi(x) = Phi(x) + x phi(x)
 CLG_ELEMENTWISE2(gelu_grad,
                  z * ((T)0.5 * ((T)1 + clg_erf(x * CLG_SQRT1_2)) + x * exp((T)-0.5 * x * x) * CLG_INV_SQRT_2PI))
+CLG_FLAT16_2(gelu_grad, z * (0.5f * (1.0f + clg_erf(x * CLG_SQRT1_2)) + x * exp(-0.5f * x * x) * CLG_INV_SQRT_2PI), 1)
 // d/dx softplus = sigmoid(beta x) below the threshold, 1 above it.
 CLG_ELEMENTWISE2(softplus_grad, x * s0 > s1 ? z : z * clg_sigmoid(x * s0))
 // d/dx x s(x) = s(x) (1 + x (1 - s(x))), x = input

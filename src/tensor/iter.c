@@ -59,7 +59,7 @@ bool clg__iter_flat16(const clg_device *dev, clg_dtype dtype, const char *kernel
 {
     if (dtype != CLG_F32 || !clg__device_params(dev)->flat16) return false;
     static const char *const names[] = {"sin", "cos", "tan", "sin_grad", "cos_grad", "exp", "sigmoid", "silu", "elu",
-                                          "tanh", "gelu_tanh", "gelu_tanh_grad"};
+                                          "tanh", "gelu_tanh", "gelu_tanh_grad", "gelu", "gelu_grad"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(kernel, names[i])) return true;
     return false;
