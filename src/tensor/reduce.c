@@ -156,7 +156,7 @@ static clg_status run_mrk(clg_device *dev, const char *kernel, clg_tensor *src, 
          * (sum over the rows of [2048, 512]: 1.1-2.2 ms as above, against 0.3 for
          * [2048, 384]): chunks of 16 rows there too, where the device's items are SIMD
          * threads (row_items). */
-        if (K >= 256 && R >= 64 && clg__device_params(dev)->row_items && C < R / 16) C = R / 16;
+        if (K >= 256 && R >= 64 && prm->row_items && C < R / 16) C = R / 16;
         if (C * cap < R) C = (R + cap - 1) / cap;
         /* No chunk empty: the chunks of L = ceil(R / C) rows that reach R (the same L).
          * The scalar max and min start from their chunk's first element, which an empty
