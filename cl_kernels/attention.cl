@@ -407,14 +407,14 @@ inline float att_vscore(const float16 *qv, __global const float *kr, int ne, flo
                         __global const float *mask, int mb, int has_mask)
 {
     float16 s = qv[0] * vload16(0, kr);
-    for (int u = 1; u < ne; u++) s = fma(qv[u], vload16(u, kr), s);
+    for (int u = 1; u < ne; u++) s = CLG_MAD(qv[u], vload16(u, kr), s);
     return clg_hsum16(s) * scale + (has_mask ? mask[mb] : 0.0f);
 }
 
 inline float att_vdot(const float16 *a, __global const float *br, int n)
 {
     float16 s = a[0] * vload16(0, br);
-    for (int u = 1; u < n; u++) s = fma(a[u], vload16(u, br), s);
+    for (int u = 1; u < n; u++) s = CLG_MAD(a[u], vload16(u, br), s);
     return clg_hsum16(s);
 }
 
@@ -454,7 +454,7 @@ __kernel void attn_fwd_vec(int L, int S, int E, int Ev, int nb, int8 bshape,
         for (int t = 0; t < n; t++) {
             float pt = s[t];
             if (drop) pt = att_keep(((long)row) * S + jt + t, seed_lo, seed_hi, ctr_lo, ctr_hi, thr) ? pt * dscale : 0;
-            for (int u = 0; u < nv; u++) acc[u] = fma(pt, vload16(u, vb + (jt + t) * rv), acc[u]);
+            for (int u = 0; u < nv; u++) acc[u] = CLG_MAD(pt, vload16(u, vb + (jt + t) * rv), acc[u]);
         }
         m = mnew;
     }
@@ -477,7 +477,7 @@ __kernel void attn_bwd_pre_vec(int L, int Ev, int nb, int8 bshape, __global cons
     if (i >= L) return;
     __global const float *gr = g + att_boff(b, nb, bshape, og, bg) + i * rg, *orow = o + (long)row * Ev;
     float16 s = 0;
-    for (int u = 0; u < Ev / 16; u++) s = fma(vload16(u, orow), vload16(u, gr), s);
+    for (int u = 0; u < Ev / 16; u++) s = CLG_MAD(vload16(u, orow), vload16(u, gr), s);
     dr[row] = clg_hsum16(s);
 }
 
@@ -517,7 +517,7 @@ __kernel void attn_bwd_dq_vec(int L, int S, int E, int Ev, int nb, int8 bshape,
         float16 ds = exp(vload16(0, s)) * (vload16(0, dp) - di);
         vstore16(ds, 0, s);
         for (int t = 0; t < n; t++)
-            for (int u = 0; u < ne; u++) acc[u] = fma(s[t], vload16(u, kb + (jt + t) * rk), acc[u]);
+            for (int u = 0; u < ne; u++) acc[u] = CLG_MAD(s[t], vload16(u, kb + (jt + t) * rk), acc[u]);
     }
     for (int u = 0; u < ne; u++) {
         __global float *at = dq + (long)row * E;
@@ -572,8 +572,8 @@ __kernel void attn_bwd_dkv_vec(int L, int S, int E, int Ev, int nb, int8 bshape,
         vstore16(p * vload16(0, z), 0, z);     // P Z
         for (int t = 0; t < n; t++) {
             int i = it + t;
-            for (int u = 0; u < ne; u++) ak[u] = fma(dp[t], vload16(u, qb + i * rq), ak[u]);
-            for (int u = 0; u < nv; u++) av[u] = fma(z[t], vload16(u, gb + i * rg), av[u]);
+            for (int u = 0; u < ne; u++) ak[u] = CLG_MAD(dp[t], vload16(u, qb + i * rq), ak[u]);
+            for (int u = 0; u < nv; u++) av[u] = CLG_MAD(z[t], vload16(u, gb + i * rg), av[u]);
         }
     }
     for (int u = 0; u < ne; u++) {
@@ -618,8 +618,8 @@ static inline __attribute__((always_inline)) float16 att_vdots16(const float16 *
         __global const float *r0 = r + min(2 * t, cnt - 1) * rs, *r1 = r + min(2 * t + 1, cnt - 1) * rs;
         float16 p0 = a[0] * vload16(0, r0), p1 = a[0] * vload16(0, r1);
         ATT_UNROLL for (int u = 1; u < n; u++) {
-            p0 = fma(a[u], vload16(u, r0), p0);
-            p1 = fma(a[u], vload16(u, r1), p1);
+            p0 = CLG_MAD(a[u], vload16(u, r0), p0);
+            p1 = CLG_MAD(a[u], vload16(u, r1), p1);
         }
         f1[t] = ATT_FOLD(p0, p1, ATT_M1A, ATT_M1B);
     }
@@ -669,7 +669,7 @@ static inline __attribute__((always_inline)) void attn_fwd_vec_do(int L, int S, 
         for (int t = 0; t < n; t++) {
             float pt = s[t];
             if (drop) pt = att_keep(((long)row) * S + jt + t, seed_lo, seed_hi, ctr_lo, ctr_hi, thr) ? pt * dscale : 0;
-            ATT_UNROLL for (int u = 0; u < nv; u++) acc[u] = fma(pt, vload16(u, vb + (jt + t) * rv), acc[u]);
+            ATT_UNROLL for (int u = 0; u < nv; u++) acc[u] = CLG_MAD(pt, vload16(u, vb + (jt + t) * rv), acc[u]);
         }
         m = mnew;
     }
@@ -744,7 +744,7 @@ static inline __attribute__((always_inline)) void attn_bwd_dq_vec_do(int L, int 
         float16 ds = exp(sv) * (select(dp, (float16)0, past) - di);
         vstore16(ds, 0, s);
         for (int t = 0; t < n; t++)
-            ATT_UNROLL for (int u = 0; u < ne; u++) acc[u] = fma(s[t], vload16(u, kb + (jt + t) * rk), acc[u]);
+            ATT_UNROLL for (int u = 0; u < ne; u++) acc[u] = CLG_MAD(s[t], vload16(u, kb + (jt + t) * rk), acc[u]);
     }
     ATT_UNROLL for (int u = 0; u < ne; u++) {
         __global float *at = dq + (long)row * E;
@@ -822,8 +822,8 @@ static inline __attribute__((always_inline)) void attn_bwd_dkv_vec_do(int L, int
         vstore16(p * zv, 0, z);                                                         // P Z
         for (int t = 0; t < n; t++) {
             int i = it + t;
-            ATT_UNROLL for (int u = 0; u < ne; u++) ak[u] = fma(dp[t], vload16(u, qb + i * rq), ak[u]);
-            ATT_UNROLL for (int u = 0; u < nv; u++) av[u] = fma(z[t], vload16(u, gb + i * rg), av[u]);
+            ATT_UNROLL for (int u = 0; u < ne; u++) ak[u] = CLG_MAD(dp[t], vload16(u, qb + i * rq), ak[u]);
+            ATT_UNROLL for (int u = 0; u < nv; u++) av[u] = CLG_MAD(z[t], vload16(u, gb + i * rg), av[u]);
         }
     }
     ATT_UNROLL for (int u = 0; u < ne; u++) {

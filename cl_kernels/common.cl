@@ -8,6 +8,17 @@
 #define T float
 #endif
 
+// CLG_MAD(a, b, c): a * b + c in the accumulations of the GEMM and attention kernels.
+// fma() (one rounding) where the device fuses in hardware (the device table's fma = on:
+// -DCLG_HW_FMA); else mad(): a device without fused multiply-add (llvmpipe) computes fma()
+// in software, which took it 10 s to compile for the packed GEMM's kernels (1.5 s with
+// mad()) and ran slower.
+#ifdef CLG_HW_FMA
+#define CLG_MAD(a, b, c) fma(a, b, c)
+#else
+#define CLG_MAD(a, b, c) mad(a, b, c)
+#endif
+
 // Elementwise kernels over strided operands (src/tensor/iter.c): element i of the
 // iteration shape is unravelled into coordinates once, and each operand's offset is
 // the dot product of the coordinates with its strides (0 along broadcast axes).

@@ -146,7 +146,7 @@ __kernel void gemm_scale(const int M, const int N, __global TC *C, const long c_
 #endif
 
 // Row r of a micro-tile: acc += a[r] * b, and writing it back to C.
-#define FMA_ROW(r) c##r = fma((TN)(a[r]), bv, c##r)
+#define FMA_ROW(r) c##r = CLG_MAD((TN)(a[r]), bv, c##r)
 #define STORE_ROW(r) store_row(C, c_off + (long)(i0 + r) * ldc + j0, N - j0, c##r, alpha, beta, i0 + r < M)
 
 // One row of results: alpha * acc + beta * C into up to NR columns (ncols of them valid).
@@ -220,7 +220,7 @@ void gemm_tiles(const int M, const int N, const int K, const int PI, const int P
 #if RMR != 6 && RMR != 8
 #error "gemm_tiles_rows holds six or eight rows of accumulators"
 #endif
-#define RFMA(r) c##r = fma((TN)(a[r]), bv, c##r)
+#define RFMA(r) c##r = CLG_MAD((TN)(a[r]), bv, c##r)
 #define RSTORE(r) store_row(C, c_off0 + (long)(i0 + r) * ldc + j0, N - j0, c##r, alpha, beta, i0 + r < M)
 #if !defined(CLG_F16_STORE) && !defined(CLG_BF16_STORE)
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
@@ -286,7 +286,7 @@ void gemm_tiles_rows(const int M, const int N, const int K, const int k0, const 
 #define DOT_FMA(r)                                                                         \
     {                                                                                      \
         TD av = LOADW(a##r + k);                                                       \
-        d##r##0 = fma(av, x0, d##r##0); d##r##1 = fma(av, x1, d##r##1); d##r##2 = fma(av, x2, d##r##2); \
+        d##r##0 = CLG_MAD(av, x0, d##r##0); d##r##1 = CLG_MAD(av, x1, d##r##1); d##r##2 = CLG_MAD(av, x2, d##r##2); \
     }
 #define DOT_TAIL(r) { T x = CLG_LD(a##r, k); s[r][0] += x * y0; s[r][1] += x * y1; s[r][2] += x * y2; }
 #define DOT_ADD(r) { s[r][0] += HSUM(d##r##0); s[r][1] += HSUM(d##r##1); s[r][2] += HSUM(d##r##2); }
@@ -351,7 +351,7 @@ void gemm_dot(const int M, const int N, const int K, const int JB,
 // when A is transposed: then they are contiguous too), RMR fused multiply-adds. Rows
 // past M repeat the last (read, never stored); in the last panel, columns past N repeat
 // column N - 1 (gathered, no read past B's row). The additions run in gemm_tiles' order.
-#define SFMA(r) c##r = fma((TN)(CLG_LD(a, o##r)), bv, c##r)
+#define SFMA(r) c##r = CLG_MAD((TN)(CLG_LD(a, o##r)), bv, c##r)
 #define SOFF(r) const long o##r = (long)min(i0 + r, M - 1) * ai
 #define SSTORE(r) store_row(C, c_off + (long)(i0 + r) * ldc + j0, N - j0, c##r, alpha, beta, i0 + r < M)
 #if RMR == 8

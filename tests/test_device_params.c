@@ -83,6 +83,14 @@ static void test_defaults(void)
     CHECK_MSG(p->mma_opt == !pocl && strstr(buf, pocl ? "mma_opt = off" : "mma_opt = on"), "mma_opt: %s", buf);
     CHECK(clg_device_set_param(dev, "mma_opt", "on") == CLG_OK && p->mma_opt);
     CHECK(clg_device_set_param(dev, "mma_opt", "fast") == CLG_ERR_INVALID_ARGUMENT);
+    /* fma() in the GEMM and attention kernels where the device fuses in hardware: POCL
+     * on an x86-64 CPU does; llvmpipe and Oclgrind report no float fused multiply-add. */
+    bool llvmpipe = strstr(in->name, "llvmpipe") != NULL;
+    if (pocl || llvmpipe || oclgrind)
+        CHECK_MSG(p->fma == pocl && strstr(buf, pocl ? "fma = on" : "fma = off"), "fma on %s: %s", in->name, buf);
+    CHECK(clg_device_set_param(dev, "fma", "off") == CLG_OK && !p->fma);
+    CHECK(clg_device_set_param(dev, "fma", "on") == CLG_OK && p->fma);
+    CHECK(clg_device_set_param(dev, "fma", "fused") == CLG_ERR_INVALID_ARGUMENT);
     CHECK_MSG(clg_device_set_param(dev, "conv_columns", "rebuild") == CLG_OK && !p->conv_keep_columns,
               "set conv_columns");
     CHECK_MSG(clg_device_set_param(dev, "conv_columns", "drop") == CLG_ERR_INVALID_ARGUMENT &&

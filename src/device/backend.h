@@ -60,6 +60,7 @@ typedef struct clg_device_props {
     size_t max_item[3];       /* work-items per group along each dimension */
     bool local_is_global;     /* local memory emulated in global memory */
     bool exact_div;           /* float division and sqrt can be correctly rounded */
+    bool hw_fma;              /* float fused multiply-add in hardware (CL_FP_FMA) */
     bool nvidia_sm80;         /* NVIDIA's compute capability 8.0 or later */
 } clg_device_props;
 clg_device_props clg__device_props(const clg_device *dev);

@@ -410,6 +410,12 @@ typedef struct clg_device_params {
      * log1p was 2.5 ulp off there). On where the device reports it can
      * (CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT); applies to programs built after it is set. */
     bool exact_div;
+    /* Accumulations in the GEMM and attention kernels (CLG_MAD in cl_kernels/common.cl) as
+     * fma(), one rounding ("on": programs built with -DCLG_HW_FMA), or as mad() ("off").
+     * On where the device reports float fused multiply-add (CL_FP_FMA); a device without it
+     * (llvmpipe) computes fma() in software: the packed GEMM's kernels took llvmpipe 10 s
+     * to compile that way, 1.5 s with mad(), and ran slower. */
+    bool fma;
     /* The matrix unit 16-bit products run on (src/gemm/mma.c, cl_kernels/gemm_mma.cl): "ptx"
      * (NVIDIA's mma.sync through inline PTX: the default where the device reports compute
      * capability 8.0 or later through cl_nv_device_attribute_query), "emulate" (the same

@@ -92,6 +92,7 @@ clg_device_props clg__device_props(const clg_device *dev)
     cl_device_fp_config fp = 0;
     p.exact_div = clGetDeviceInfo(d, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL) == CL_SUCCESS &&
                   (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT);
+    p.hw_fma = (fp & CL_FP_FMA) != 0;
     p.nvidia_sm80 = nvidia_sm80(d);
     return p;
 }

@@ -118,9 +118,10 @@ static void to_cache(clg_device *dev, cl_program p, const char *meta)
 char *clg__program_options(const clg_device *dev, const char *given)
 {
     const char *exact = dev->params.exact_div ? " -cl-fp32-correctly-rounded-divide-sqrt" : "";
-    size_t n = strlen(given) + strlen(exact) + 1;
+    const char *fma = dev->params.fma ? " -DCLG_HW_FMA" : "";
+    size_t n = strlen(given) + strlen(exact) + strlen(fma) + 1;
     char *o = malloc(n);
-    if (o) snprintf(o, n, "%s%s", given, exact);
+    if (o) snprintf(o, n, "%s%s%s", given, exact, fma);
     return o;
 }
 
