@@ -263,9 +263,9 @@ void gemm_tiles_rows(const int M, const int N, const int K, const int k0, const 
 //
 // C = alpha * A * B^T + beta * C where A's rows (lda) and B's rows (ldb) both run along
 // k: a linear layer's forward (x . W^T) and a convolution's weight gradient (dY . col^T).
-// Work-item (bj, bi, b) computes 4 rows of C by JB blocks of 3 columns: per step of DW
-// values of k, 4 + 3 vector loads and 12 vector FMAs into 12 accumulators of DW lanes
-// (float8 / double4: 12 of 16 AVX2 registers), summed across lanes at the end. Its 4
+// Work-item (bj, bi, b) computes 4 rows of C by JB blocks of DOTC (3 or 6) columns: per
+// step of DW values of k, 4 + DOTC vector loads and 4 DOTC vector FMAs into as many
+// accumulators of DW lanes (float8 / double4), summed across lanes at the end. Its 4
 // rows of A stay in L1 while it walks the JB blocks of B. One launch, no packing pass:
 // the packed path packs B^T (all of W, every step) and A first. The order of additions
 // differs from gemm_tiles': results may differ from the packed path in the last bits.
@@ -282,14 +282,29 @@ void gemm_tiles_rows(const int M, const int N, const int K, const int k0, const 
 #else
 #define HSUM(v) (((v).s0 + (v).s2) + ((v).s1 + (v).s3))
 #endif
-#define DOT_ROW(r) TD d##r##0 = 0, d##r##1 = 0, d##r##2 = 0;
+// DOTC columns per block: 6 with RMR 8 (32 vector registers: 24 accumulators, the 6
+// columns' vectors and a row's; 10 loads per 24 FMAs), else 3 (16 registers: 12, 7 per 12).
+#if defined(RMR) && RMR == 8
+#define DOTC 6
+#define DOT_COLS(X, r) X(r, 0) X(r, 1) X(r, 2) X(r, 3) X(r, 4) X(r, 5)
+#define DOT_J(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#else
+#define DOTC 3
+#define DOT_COLS(X, r) X(r, 0) X(r, 1) X(r, 2)
+#define DOT_J(X) X(0) X(1) X(2)
+#endif
+#define DOT_ZERO(r, c) TD d##r##c = 0;
+#define DOT_ROW(r) DOT_COLS(DOT_ZERO, r)
+#define DOT_MAD(r, c) d##r##c = CLG_MAD(av, x##c, d##r##c);
 #define DOT_FMA(r)                                                                         \
     {                                                                                      \
-        TD av = LOADW(a##r + k);                                                       \
-        d##r##0 = CLG_MAD(av, x0, d##r##0); d##r##1 = CLG_MAD(av, x1, d##r##1); d##r##2 = CLG_MAD(av, x2, d##r##2); \
+        TD av = LOADW(a##r + k);                                                           \
+        DOT_COLS(DOT_MAD, r)                                                               \
     }
-#define DOT_TAIL(r) { T x = CLG_LD(a##r, k); s[r][0] += x * y0; s[r][1] += x * y1; s[r][2] += x * y2; }
-#define DOT_ADD(r) { s[r][0] += HSUM(d##r##0); s[r][1] += HSUM(d##r##1); s[r][2] += HSUM(d##r##2); }
+#define DOT_TAIL1(r, c) s[r][c] += x * y##c;
+#define DOT_TAIL(r) { T x = CLG_LD(a##r, k); DOT_COLS(DOT_TAIL1, r) }
+#define DOT_ADD1(r, c) s[r][c] += HSUM(d##r##c);
+#define DOT_ADD(r) { DOT_COLS(DOT_ADD1, r) }
 
 // has_rows: B's row j starts at rows[j] (a convolution's shifted input, as in
 // gemm_tiles_rows), else at j * ldb; rows is then any buffer, never read.
@@ -307,30 +322,34 @@ void gemm_dot(const int M, const int N, const int K, const int JB,
     B += b_off + b * b_stride;
     C += c_off + b * c_stride;
     // Rows past M or N repeat the last one (read, never stored): no branch in the loop.
-    const int kv = K / DW * DW, j_end = min(N, (bj + 1) * JB * 3);
-    for (int j0 = bj * JB * 3; j0 < j_end; j0 += 3) {
-        T s[4][3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+    const int kv = K / DW * DW, j_end = min(N, (bj + 1) * JB * DOTC);
+    for (int j0 = bj * JB * DOTC; j0 < j_end; j0 += DOTC) {
+        T s[4][DOTC];
+        for (int r = 0; r < 4; r++)
+            for (int c = 0; c < DOTC; c++) s[r][c] = 0;
         // nsum > 1 (launched with one batch): the products of nsum matrices summed, as
         // a convolution's weight gradient over a chunk of images (dot_sum, src/gemm/packed.c)
         for (int t = 0; t < nsum; t++) {
             __global const TS *at = A + t * a_stride, *bt = B + t * b_stride;
             __global const TS *a0 = at + (long)min(i0, M - 1) * lda, *a1 = at + (long)min(i0 + 1, M - 1) * lda;
             __global const TS *a2 = at + (long)min(i0 + 2, M - 1) * lda, *a3 = at + (long)min(i0 + 3, M - 1) * lda;
-            __global const TS *b0 = bt + BROW(j0), *b1 = bt + BROW(min(j0 + 1, N - 1));
-            __global const TS *b2 = bt + BROW(min(j0 + 2, N - 1));
+#define DOT_BROW(c) __global const TS *b##c = bt + BROW(min(j0 + c, N - 1));
+            DOT_J(DOT_BROW)
             DOT_ROW(0) DOT_ROW(1) DOT_ROW(2) DOT_ROW(3)
             for (int k = 0; k < kv; k += DW) {
-                TD x0 = LOADW(b0 + k), x1 = LOADW(b1 + k), x2 = LOADW(b2 + k);
+#define DOT_X(c) TD x##c = LOADW(b##c + k);
+                DOT_J(DOT_X)
                 DOT_FMA(0) DOT_FMA(1) DOT_FMA(2) DOT_FMA(3)
             }
             DOT_ADD(0) DOT_ADD(1) DOT_ADD(2) DOT_ADD(3)
             for (int k = kv; k < K; k++) {
-                T y0 = CLG_LD(b0, k), y1 = CLG_LD(b1, k), y2 = CLG_LD(b2, k);
+#define DOT_Y(c) T y##c = CLG_LD(b##c, k);
+                DOT_J(DOT_Y)
                 DOT_TAIL(0) DOT_TAIL(1) DOT_TAIL(2) DOT_TAIL(3)
             }
         }
         for (int r = 0; r < 4 && i0 + r < M; r++)
-            for (int c = 0; c < 3 && j0 + c < N; c++) {
+            for (int c = 0; c < DOTC && j0 + c < N; c++) {
                 long at = (long)(i0 + r) * ldc + j0 + c;
                 T v = beta != (T)0 ? alpha * s[r][c] + beta * LDC(C, at) : alpha * s[r][c];
                 STC(C, at, EPI(v));

@@ -346,6 +346,11 @@ typedef struct clg_device_params {
      * products along k read in place, one launch (gemm.cl's gemm_dot), rather than
      * packing both operands (src/gemm/packed.c). */
     bool gemm_dot;
+    /* The packed engine's register blocks in float32 and float64 ("gemm_rows"): 8 rows per
+     * micro-tile of gemm_tiles_rows and 6 columns per block of gemm_dot (true: 32 vector
+     * registers, AVX-512: the default where float vectors are 16 wide), or 6 and 3 (16
+     * registers, AVX2). */
+    bool gemm_rows8;
     /* The packed engine's products with a row-major B and at most this many
      * multiply-adds (m n k) run as one launch of gemm.cl's gemm_small, nothing packed
      * (the packing passes and launches cost more than they save there); 0: never. */

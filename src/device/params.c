@@ -120,6 +120,7 @@ static void defaults(clg_device *dev)
     p->build_threads = dev->info.type == CLG_DEVICE_CPU || compiler_single_threaded(dev) ? 1 : host_threads();
     p->col2im_planes = wide_items;
     p->gemm_dot = true;
+    p->gemm_rows8 = p->vector_float >= 16;
     p->gemm_small = p->vector_float >= 16 ? GEMM_SMALL_DEFAULT : 0;
     p->conv_keep_columns = true;
     p->conv_chunk = wide_items ? (size_t)4 << 20 : 0;
@@ -199,6 +200,7 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
     }
     if (!strcmp(key, "binary_cache")) return parse_choice(dev, key, value, origin, "on", "off", &p->binary_cache);
     if (!strcmp(key, "gemm_dot")) return parse_choice(dev, key, value, origin, "on", "off", &p->gemm_dot);
+    if (!strcmp(key, "gemm_rows")) return parse_choice(dev, key, value, origin, "8", "6", &p->gemm_rows8);
     if (!strcmp(key, "gemm_small")) return parse_size(dev, key, value, origin, 0, SIZE_MAX, &p->gemm_small);
     if (!strcmp(key, "gemm_tiles")) return parse_choice(dev, key, value, origin, "on", "off", &p->gemm_tiles);
     if (!strcmp(key, "col2im")) return parse_choice(dev, key, value, origin, "planes", "gather", &p->col2im_planes);
@@ -254,7 +256,7 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
     }
     return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
                      "device parameters (%s): unknown key \"%s\" (known: gemm, gemm_tiles, group_1d, group_1d_min, group_tail, group_reduce, rows_min, "
-                     "local_mem, max_group, binary_cache, build_threads, col2im, gemm_dot, gemm_small, conv_columns, conv_chunk, conv_shift, item_loops, pool_keep, attention, "
+                     "local_mem, max_group, binary_cache, build_threads, col2im, gemm_dot, gemm_rows, gemm_small, conv_columns, conv_chunk, conv_shift, item_loops, pool_keep, attention, "
                      "row_reduce, scatter, const_strides, transpose_tiles, flat16, exact_div, fma, mma, mma_block, mma_opt)", origin, key);
 }
 
@@ -327,12 +329,12 @@ void clg__params_format(const clg_device_params *p, char *buf, size_t len)
 {
     snprintf(buf, len,
              "gemm = %s\ngemm_tiles = %s\ngroup_1d = %zu\ngroup_1d_min = %zu\ngroup_tail = %zu\ngroup_reduce = %zu\nrows_min = %zu\nvector_float = %d\n"
-             "max_group = %zu\nmax_item = %zu %zu %zu\nlocal_mem = %llu%s\nbinary_cache = %s\nbuild_threads = %zu\ncol2im = %s\ngemm_dot = %s\ngemm_small = %zu\nconv_columns = %s\nconv_chunk = %zu\nconv_shift = %s\nitem_loops = %zu\npool_keep = %zu\nattention = %s\n"
+             "max_group = %zu\nmax_item = %zu %zu %zu\nlocal_mem = %llu%s\nbinary_cache = %s\nbuild_threads = %zu\ncol2im = %s\ngemm_dot = %s\ngemm_rows = %s\ngemm_small = %zu\nconv_columns = %s\nconv_chunk = %zu\nconv_shift = %s\nitem_loops = %zu\npool_keep = %zu\nattention = %s\n"
              "row_reduce = %s\nscatter = %s\nconst_strides = %s\ntranspose_tiles = %s\nflat16 = %s\nexact_div = %s\nfma = %s\nmma = %s\nmma_block = %dx%dx%dx%dx%dx%d\nmma_opt = %s\n",
              p->gemm, p->gemm_tiles ? "on" : "off", p->group_1d, p->group_1d_min, p->group_tail, p->group_reduce, p->rows_min, p->vector_float, p->max_group, p->max_item[0],
              p->max_item[1], p->max_item[2], (unsigned long long)p->local_mem,
              p->local_is_global ? " (emulated in global memory)" : "", p->binary_cache ? "on" : "off", p->build_threads,
-             p->col2im_planes ? "planes" : "gather", p->gemm_dot ? "on" : "off", p->gemm_small,
+             p->col2im_planes ? "planes" : "gather", p->gemm_dot ? "on" : "off", p->gemm_rows8 ? "8" : "6", p->gemm_small,
              p->conv_keep_columns ? "keep" : "rebuild", p->conv_chunk, p->conv_shift ? "on" : "off", p->item_loops, p->pool_keep, p->attention_rows ? "rows" : "tiles",
              p->row_items ? "items" : "groups", p->scatter_lines ? "lines" : "sorted", p->const_strides ? "on" : "off", p->transpose_tiles ? "on" : "off", p->flat16 ? "on" : "off",
              p->exact_div ? "on" : "off", p->fma ? "on" : "off", p->mma == CLG_MMA_PTX ? "ptx" : p->mma == CLG_MMA_EMULATE ? "emulate" : "none",

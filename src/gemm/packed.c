@@ -120,20 +120,31 @@ static clg_status tiles(clg_device *dev, clg_kernel *k, const clg_gemm_args *g, 
     return clg__launch_final(dev, k, args, 18, 3, global, local, final_c(g), g->m * g->n * g->batch);
 }
 
-/* JB, gemm_dot's blocks of 3 columns per work-item: as many as leave at least 8 items
+static size_t rows_mr(const clg_device *dev);
+static const char *options(const clg_device *dev, const clg_gemm_args *g);
+
+/* gemm_dot's columns per block (gemm.cl DOTC): 6 in the programs built with RMR 8 (32
+ * vector registers), else 3. */
+static size_t dot_cols(const clg_device *dev, const clg_gemm_args *g)
+{
+    return strstr(options(dev, g), "-DRMR=8") ? 6 : 3;
+}
+
+/* JB, gemm_dot's blocks of DOTC columns per work-item: as many as leave at least 8 items
  * per compute unit (A's 4 rows are then reused from L1 across more of B). */
 static int dot_blocks(const clg_device *dev, const clg_gemm_args *g)
 {
-    size_t cu = clg_device_get_info(dev)->compute_units, want = 8 * (cu ? cu : 1);
-    size_t mb = (g->m + 3) / 4, nb = (g->n + 2) / 3;
+    size_t cu = clg_device_get_info(dev)->compute_units, want = 8 * (cu ? cu : 1), nc = dot_cols(dev, g);
+    size_t mb = (g->m + 3) / 4, nb = (g->n + nc - 1) / nc;
     int jb = 16;
     while (jb > 1 && (nb + (size_t)jb - 1) / (size_t)jb * mb * g->batch < want) jb /= 2;
     return jb;
 }
 
-/* gemm_tiles_rows' rows per micro-tile (gemm.cl RMR): 8 where float vectors are 16 wide
- * (32 vector registers hold the 8 x 16 accumulators), else 6. */
-static size_t rows_mr(const clg_device *dev) { return clg__device_params(dev)->vector_float >= 16 ? 8 : 6; }
+/* gemm_tiles_rows' rows per micro-tile (gemm.cl RMR), from the device table's gemm_rows:
+ * 8 where float vectors are 16 wide (32 vector registers hold the 8 x 16 accumulators),
+ * else 6. Programs with RMR 8 also take 6 columns per gemm_dot block (DOTC). */
+static size_t rows_mr(const clg_device *dev) { return clg__device_params(dev)->gemm_rows8 ? 8 : 6; }
 
 /* The options of every packed kernel of a product of g's types: RMR (which only
  * gemm_tiles_rows reads) in the one program of float32 and float64, so that the
@@ -161,7 +172,7 @@ static clg_status dot(clg_device *dev, const clg_gemm_args *g)
         clg__gemm_scalar(g->type, g->alpha), clg__gemm_scalar(g->type, g->beta), CLG_ARG_I(1), CLG_ARG_I(0),
         CLG_ARG_B(g->b),
     };
-    size_t nb = (g->n + 2) / 3;
+    size_t nc = dot_cols(dev, g), nb = (g->n + nc - 1) / nc;
     size_t global[3] = {(nb + (size_t)jb - 1) / (size_t)jb, (g->m + 3) / 4, g->batch};
     size_t local[3] = {1, 1, 1};
     return clg__launch_final(dev, k, args, (int)(sizeof args / sizeof *args), 3, global, local, final_c(g),
@@ -193,7 +204,8 @@ static clg_status sum(clg_device *dev, const clg_gemm_args *g)
     int jb = dot_blocks(dev, &one);
     size_t trips = (size_t)jb * (g->k / dot_width(g) + 8), per = clg__device_params(dev)->item_loops / trips;
     if (per < 1) per = 1;
-    size_t nb = (g->n + 2) / 3, global[3] = {(nb + (size_t)jb - 1) / (size_t)jb, (g->m + 3) / 4, 1}, local[3] = {1, 1, 1};
+    size_t nc = dot_cols(dev, &one), nb = (g->n + nc - 1) / nc;
+    size_t global[3] = {(nb + (size_t)jb - 1) / (size_t)jb, (g->m + 3) / 4, 1}, local[3] = {1, 1, 1};
     clg_status st = CLG_OK;
     for (size_t b0 = 0; st == CLG_OK && b0 < g->batch; b0 += per) {
         size_t cnt = g->batch - b0 < per ? g->batch - b0 : per;
