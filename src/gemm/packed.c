@@ -120,15 +120,32 @@ static clg_status tiles(clg_device *dev, clg_kernel *k, const clg_gemm_args *g, 
     return clg__launch_final(dev, k, args, 18, 3, global, local, final_c(g), g->m * g->n * g->batch);
 }
 
-static size_t rows_mr(const clg_device *dev);
-static const char *options(const clg_device *dev, const clg_gemm_args *g);
+/* gemm_tiles_rows' rows per micro-tile (gemm.cl RMR), from the device table's gemm_rows:
+ * 8 where float vectors are 16 wide (32 vector registers hold the 8 x 16 accumulators),
+ * else 6. Programs with RMR 8 also take 6 columns per gemm_dot block (DOTC). */
+static size_t rows_mr(const clg_device *dev) { return clg__device_params(dev)->gemm_rows8 ? 8 : 6; }
+
+/* Whether g's programs are built with RMR 8: float32 and float64 where the table says so. */
+static bool rows8(const clg_device *dev, const clg_gemm_args *g)
+{
+    return rows_mr(dev) == 8 && (g->type == CLG_GEMM_F64 || g->type == CLG_GEMM_F32);
+}
+
+/* The options of every packed kernel of a product of g's types: RMR (which gemm_tiles_rows
+ * and gemm_dot read) in the one program of float32 and float64, so that the products and
+ * the rows products share it (with it only in the rows', a CNN's step built gemm.cl
+ * twice: 0.2-0.4 s each cold on POCL). */
+static const char *options(const clg_device *dev, const clg_gemm_args *g)
+{
+    bool f64 = g->type == CLG_GEMM_F64;
+    if (rows8(dev, g))
+        return f64 ? "-DT=double -DMR=6 -DNR=8 -DRMR=8 -cl-mad-enable -w" : "-DT=float -DMR=6 -DNR=16 -DRMR=8 -cl-mad-enable -w";
+    return clg__gemm_cl_options(g);
+}
 
 /* gemm_dot's columns per block (gemm.cl DOTC): 6 in the programs built with RMR 8 (32
  * vector registers), else 3. */
-static size_t dot_cols(const clg_device *dev, const clg_gemm_args *g)
-{
-    return strstr(options(dev, g), "-DRMR=8") ? 6 : 3;
-}
+static size_t dot_cols(const clg_device *dev, const clg_gemm_args *g) { return rows8(dev, g) ? 6 : 3; }
 
 /* JB, gemm_dot's blocks of DOTC columns per work-item: as many as leave at least 8 items
  * per compute unit (A's 4 rows are then reused from L1 across more of B). */
@@ -139,23 +156,6 @@ static int dot_blocks(const clg_device *dev, const clg_gemm_args *g)
     int jb = 16;
     while (jb > 1 && (nb + (size_t)jb - 1) / (size_t)jb * mb * g->batch < want) jb /= 2;
     return jb;
-}
-
-/* gemm_tiles_rows' rows per micro-tile (gemm.cl RMR), from the device table's gemm_rows:
- * 8 where float vectors are 16 wide (32 vector registers hold the 8 x 16 accumulators),
- * else 6. Programs with RMR 8 also take 6 columns per gemm_dot block (DOTC). */
-static size_t rows_mr(const clg_device *dev) { return clg__device_params(dev)->gemm_rows8 ? 8 : 6; }
-
-/* The options of every packed kernel of a product of g's types: RMR (which only
- * gemm_tiles_rows reads) in the one program of float32 and float64, so that the
- * products and the rows products share it (with it only in the rows', a CNN's step
- * built gemm.cl twice: 0.2-0.4 s each cold on POCL). */
-static const char *options(const clg_device *dev, const clg_gemm_args *g)
-{
-    bool f64 = g->type == CLG_GEMM_F64;
-    if (rows_mr(dev) == 8 && (f64 || g->type == CLG_GEMM_F32))
-        return f64 ? "-DT=double -DMR=6 -DNR=8 -DRMR=8 -cl-mad-enable -w" : "-DT=float -DMR=6 -DNR=16 -DRMR=8 -cl-mad-enable -w";
-    return clg__gemm_cl_options(g);
 }
 
 /* A . B^T with A not transposed: both read along k in place, one launch (gemm.cl). */
