@@ -222,6 +222,27 @@ void gemm_tiles(const int M, const int N, const int K, const int PI, const int P
 #endif
 #define RFMA(r) c##r = CLG_MAD((TN)(a[r]), bv, c##r)
 #define RSTORE(r) store_row(C, c_off0 + (long)(i0 + r) * ldc + j0, N - j0, c##r, alpha, beta, i0 + r < M)
+// With RMR 8 (32 vector registers) a micro-tile is three panels wide where the
+// work-item's panels allow: 8 x 3 accumulators, and per k three vector loads of B and 8
+// broadcasts of A for 24 FMAs (one panel: 1 and 8 for 8; the broadcasts, not the FMAs,
+// bounded it: bench/RESULTS.md, session 35).
+#if RMR == 8
+#define RNV 3
+#define WFMA(r)                                                                            \
+    {                                                                                      \
+        TN ar = (TN)(a[r]);                                                                \
+        w##r##0 = CLG_MAD(ar, b0, w##r##0);                                                \
+        w##r##1 = CLG_MAD(ar, b1, w##r##1);                                                \
+        w##r##2 = CLG_MAD(ar, b2, w##r##2);                                                \
+    }
+#define WZERO(r) TN w##r##0 = 0, w##r##1 = 0, w##r##2 = 0;
+#define WSTORE1(r, v) \
+    store_row(C, c_off0 + (long)(i0 + r) * ldc + j0 + v * NR, N - j0 - v * NR, w##r##v, alpha, beta, i0 + r < M);
+#define WSTORE(r) WSTORE1(r, 0) WSTORE1(r, 1) WSTORE1(r, 2)
+#define WROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#else
+#define RNV 1
+#endif
 #if !defined(CLG_F16_STORE) && !defined(CLG_BF16_STORE)
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void gemm_tiles_rows(const int M, const int N, const int K, const int k0, const int k1, const int PI,
@@ -232,7 +253,26 @@ void gemm_tiles_rows(const int M, const int N, const int K, const int k0, const 
     int bj = get_global_id(0), bi = get_global_id(1);
     int mpanels = (M + RMR - 1) / RMR, npanels = (N + NR - 1) / NR;
     int q_end = min(npanels, (bj + 1) * PJ), p_end = min(mpanels, (bi + 1) * PI);
-    for (int q = bj * PJ; q < q_end; q++) {
+    int q = bj * PJ;
+#if RNV == 3
+    for (; q + RNV <= q_end; q += RNV) {
+        __global const T *bpanel = B + b_off + q * NR;
+        int j0 = q * NR;
+        for (int p = bi * PI; p < p_end; p++) {
+            __global const T *a = Ap + ((long)p * K + k0) * RMR;
+            WROWS(WZERO)
+            for (int kk = k0; kk < k1; kk++) {
+                __global const T *br = bpanel + rows[kk];
+                TN b0 = VLOAD(0, br), b1 = VLOAD(0, br + NR), b2 = VLOAD(0, br + 2 * NR);
+                WROWS(WFMA)
+                a += RMR;
+            }
+            int i0 = p * RMR;
+            WROWS(WSTORE)
+        }
+    }
+#endif
+    for (; q < q_end; q++) {   // one panel at a time: the panels left over
         __global const T *bpanel = B + b_off + q * NR;
         int j0 = q * NR;
         for (int p = bi * PI; p < p_end; p++) {
@@ -269,7 +309,9 @@ void gemm_tiles_rows(const int M, const int N, const int K, const int k0, const 
 // rows of A stay in L1 while it walks the JB blocks of B. One launch, no packing pass:
 // the packed path packs B^T (all of W, every step) and A first. The order of additions
 // differs from gemm_tiles': results may differ from the packed path in the last bits.
-#if NR == 16
+#if NR == 16 && defined(RMR) && RMR == 8
+#define DW 16
+#elif NR == 16
 #define DW 8
 #elif NR == 8
 #define DW 4
@@ -277,7 +319,10 @@ void gemm_tiles_rows(const int M, const int N, const int K, const int k0, const 
 #error "gemm_dot: NR must be 16 (float) or 8 (double)"
 #endif
 #define TD CAT(T, DW)
-#if DW == 8
+#if DW == 16
+#define HSUM(v) (HSUM8((v).lo) + HSUM8((v).hi))
+#define HSUM8(v) ((((v).s0 + (v).s4) + ((v).s1 + (v).s5)) + (((v).s2 + (v).s6) + ((v).s3 + (v).s7)))
+#elif DW == 8
 #define HSUM(v) ((((v).s0 + (v).s4) + ((v).s1 + (v).s5)) + (((v).s2 + (v).s6) + ((v).s3 + (v).s7)))
 #else
 #define HSUM(v) (((v).s0 + (v).s2) + ((v).s1 + (v).s3))

@@ -93,13 +93,19 @@ static const conv_case conv_cases[] = {
     {"depthwise x2 stride 2", 1, 4, 9, 9, 8, 3, 3, {{2, 2}, {1, 1}, {1, 1}, 4}, false},
     {"non-square 3x5", 2, 3, 8, 11, 4, 3, 5, {{1, 2}, {1, 2}, {1, 1}, 1}, true},
     {"kernel = input", 2, 3, 4, 5, 2, 4, 5, {{0, 0}, {0, 0}, {0, 0}, 0}, true},
+    /* gemm_tiles_rows' micro-tiles three panels wide (RMR 8) reaching the last, partial
+     * panel, with rows past M: a grid of 20 x 21 = 420 columns (27 panels) on a device of
+     * one compute unit (Oclgrind); below, 2 x 15 x 43 = 1,290 (81) on two (POCL here) */
+    {"wide tiles 3x3 pad 1", 1, 1, 19, 20, 5, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 1}, false},
+    {"wide tiles 13 outputs", 2, 2, 14, 42, 13, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 1}, false},
     {"cnn layer 2 shape", 2, 16, 14, 14, 32, 5, 5, {{1, 1}, {2, 2}, {1, 1}, 1}, true},
 };
+#define LARGE_CASES 2   /* the last ones: not with CLG_TEST_SMALL (the CNN's 5M-product layer) */
 
 static void test_conv(clg_device *dev)
 {
     size_t n = sizeof conv_cases / sizeof conv_cases[0];
-    if (optest_small()) n--;   /* CLG_TEST_SMALL: not the CNN's 5M-product layer */
+    if (optest_small()) n -= LARGE_CASES;
     for (size_t i = 0; i < n; i++)
         for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
             check_conv(dev, &conv_cases[i], CLG_F32, (optest_layout)l, CLG_CONV_GEMM);

@@ -38,13 +38,13 @@ static bool fits(clg_device *dev, const clg_gemm_args *g)
  * panels; but there must be enough blocks to keep every core busy to the end, so blocks
  * shrink until there are at least 8 per compute unit. Blocks are then evened out, so
  * that no core waits on one oversized last block. */
-static tiles_plan plan_tiles(const clg_device *dev, const clg_gemm_args *g, size_t mr)
+static tiles_plan plan_tiles(const clg_device *dev, const clg_gemm_args *g, size_t mr, int nv)
 {
     tiles_plan t;
     size_t nr = tile_cols(g->type);
     t.mpanels = (int)((g->m + mr - 1) / mr);
     t.npanels = (int)((g->n + nr - 1) / nr);
-    int pi = 16, pj = 4;
+    int pi = 16, pj = nv > 1 ? 2 * nv : 4;
     size_t want = 8 * (size_t)(clg_device_get_info(dev)->compute_units ? clg_device_get_info(dev)->compute_units : 1);
     for (;;) {
         size_t blocks = (size_t)((t.mpanels + pi - 1) / pi) * (size_t)((t.npanels + pj - 1) / pj) * g->batch;
@@ -55,6 +55,7 @@ static tiles_plan plan_tiles(const clg_device *dev, const clg_gemm_args *g, size
     int nbi = (t.mpanels + pi - 1) / pi, nbj = (t.npanels + pj - 1) / pj;
     t.pi = (t.mpanels + nbi - 1) / nbi;
     t.pj = (t.npanels + nbj - 1) / nbj;
+    if (nv > 1 && t.pj > nv) t.pj = (t.pj + nv - 1) / nv * nv;   /* whole micro-tiles of nv panels */
     return t;
 }
 
@@ -63,7 +64,7 @@ static size_t k_limit(clg_device *dev, const clg_gemm_args *g)
     /* gemm_tiles: a work-item walks pi x pj micro-tiles, each over all of k; gemm_pack
      * and gemm_dot stay within item_loops / 4 (PACK_KC steps; 16 columns of k / 4). */
     size_t loops = clg__device_params(dev)->item_loops;
-    tiles_plan t = plan_tiles(dev, g, MR);
+    tiles_plan t = plan_tiles(dev, g, MR, 1);
     size_t per = (size_t)t.pi * (size_t)t.pj + 1, lim = loops / (per > 4 ? per : 4) / 16 * 16;
     return lim > 16 ? lim : 16;
 }
@@ -106,7 +107,7 @@ static clg_status tiles(clg_device *dev, clg_kernel *k, const clg_gemm_args *g, 
 {
     clg_gemm_args part = *g;
     part.n = n;
-    tiles_plan t = plan_tiles(dev, &part, MR);
+    tiles_plan t = plan_tiles(dev, &part, MR, 1);
     clg_arg args[] = {
         CLG_ARG_I(g->m), CLG_ARG_I(n), CLG_ARG_I(g->k), CLG_ARG_I(t.pi), CLG_ARG_I(t.pj),
         CLG_ARG_B(ap), CLG_ARG_L(g->stride_a ? ap_stride : 0), CLG_ARG_B(bp.buf), CLG_ARG_L(bp.off),
@@ -179,8 +180,14 @@ static clg_status dot(clg_device *dev, const clg_gemm_args *g)
                              g->m * g->n * g->batch);
 }
 
-/* gemm_dot's vector width (gemm.cl DW): its loop trips per row of k are k / DW + DW. */
-static size_t dot_width(const clg_gemm_args *g) { return g->type == CLG_GEMM_F64 ? 4 : 8; }
+/* gemm_dot's loop trips per row of k: k / DW vector steps and at most DW - 1 after them
+ * (gemm.cl DW: 16 floats in the programs built with RMR 8, else 8; 4 doubles), counted
+ * as 8 at least. */
+static size_t dot_trips(const clg_device *dev, const clg_gemm_args *g)
+{
+    size_t w = g->type == CLG_GEMM_F64 ? 4 : rows8(dev, g) ? 16 : 8;
+    return g->k / w + (w > 8 ? w : 8);
+}
 
 static bool sum_fits(const clg_device *dev, const clg_gemm_args *g)
 {
@@ -189,7 +196,7 @@ static bool sum_fits(const clg_device *dev, const clg_gemm_args *g)
      * rows at offsets: 32- and 64-bit types, as gemm_tiles_rows). */
     if (g->b_rows && clg__gemm_type_is_half(g->type)) return false;
     return p->gemm_dot && !g->trans_a && g->trans_b && (g->m <= 256 || g->n <= 256) &&
-           g->type != CLG_GEMM_F16 && fits(NULL, g) && 16 * (g->k / dot_width(g) + 8) <= p->item_loops;
+           g->type != CLG_GEMM_F16 && fits(NULL, g) && 16 * dot_trips(dev, g) <= p->item_loops;
 }
 
 /* C = alpha sum over the batch of A[b] . B[b]^T + beta C (one C): gemm_dot with each
@@ -202,7 +209,7 @@ static clg_status sum(clg_device *dev, const clg_gemm_args *g)
     clg_gemm_args one = *g;
     one.batch = 1;
     int jb = dot_blocks(dev, &one);
-    size_t trips = (size_t)jb * (g->k / dot_width(g) + 8), per = clg__device_params(dev)->item_loops / trips;
+    size_t trips = (size_t)jb * dot_trips(dev, g), per = clg__device_params(dev)->item_loops / trips;
     if (per < 1) per = 1;
     size_t nc = dot_cols(dev, &one), nb = (g->n + nc - 1) / nc;
     size_t global[3] = {(nb + (size_t)jb - 1) / (size_t)jb, (g->m + 3) / 4, 1}, local[3] = {1, 1, 1};
@@ -397,7 +404,7 @@ static clg_status rows(clg_device *dev, const clg_gemm_args *g)
     clg_buffer *ap = clg__buffer_alloc(dev, (g->m + mr - 1) / mr * mr * g->k * es);
     if (!ap) return dev->status;
     clg_status st = pack(dev, kpack, g->a, g->a_off, g->lda, 0, g->m, (int)mr, g->k, !g->trans_a, 1, ap, 0);
-    tiles_plan t = plan_tiles(dev, g, mr);
+    tiles_plan t = plan_tiles(dev, g, mr, mr == 8 ? 3 : 1);   /* gemm.cl RNV */
     size_t loops = clg__device_params(dev)->item_loops, per = (size_t)t.pi * (size_t)t.pj + 1;
     size_t slice = loops / per > 16 ? loops / per : 16;
     size_t global[3] = {(size_t)((t.npanels + t.pj - 1) / t.pj), (size_t)((t.mpanels + t.pi - 1) / t.pi), 1};

@@ -124,7 +124,7 @@ static clg_gemm_args probe(clg_dtype dtype, size_t m, size_t n, size_t k, bool s
 
 /* k of the weight gradient's dot products per launch: within item_loops (gemm_dot's
  * trips: 16 column blocks x (k / w + 8) for vectors of w = 8 floats or 4 doubles,
- * src/gemm/packed.c). */
+ * src/gemm/packed.c; its programs with 16-float vectors take (k / 16 + 16), fewer). */
 static size_t dot_slice(const clg_device *dev, clg_dtype dtype)
 {
     size_t trips = clg__device_params(dev)->item_loops / 16, w = dtype == CLG_F64 ? 4 : 8;
