@@ -25,8 +25,7 @@ inline T clg_clamp(T x, T lo, T hi)
 }
 CLG_ELEMENTWISE1(clamp, clg_clamp(x, s0, s1))
 
-// Activations. relu(NaN) = NaN as PyTorch (fmax(x, 0) would give 0).
-CLG_ELEMENTWISE1(relu, x < (T)0 ? (T)0 : x)
+// Activations (relu and its gradient: relu.cl, a program of their own).
 CLG_ELEMENTWISE1(leaky_relu, x < (T)0 ? x * s0 : x)
 // Both branches only ever exponentiate a non-positive number, so neither overflows:
 // sigmoid(+-1e4) is exactly 1 and 0.
@@ -302,7 +301,6 @@ CLG_ELEMENTWISE2(sqrt_grad, z / ((T)2 * x))              // x = sqrt(input); inf
 CLG_ELEMENTWISE2(abs_grad, x > (T)0 ? z : x < (T)0 ? -z : x == (T)0 ? (T)0 : x)
 // Pass-through inside [lo, hi], bounds included (PyTorch); 0 outside and for NaN.
 CLG_ELEMENTWISE2(clamp_grad, (x >= s0 && x <= s1) ? z : (T)0)
-CLG_ELEMENTWISE2(relu_grad, x > (T)0 ? z : (T)0)         // x = relu(input)
 CLG_ELEMENTWISE2(leaky_relu_grad, x > (T)0 ? z : z * s0) // x = input
 CLG_ELEMENTWISE2(sigmoid_grad, z * x * ((T)1 - x))      // x = sigmoid(input)
 CLG_ELEMENTWISE2(tanh_grad, z * ((T)1 - x * x))          // x = tanh(input)

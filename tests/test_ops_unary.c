@@ -360,7 +360,7 @@ static void test_one_kernel_backward(clg_device *dev, const unary_case *c)
     char name[64];
     bool v16 = clg__iter_flat16(dev, CLG_F32, c->grad_kernel);   /* 16 elements per work-item */
     snprintf(name, sizeof name, "%s_%s", c->grad_kernel, v16 ? "flat16" : "flat");
-    clg_kernel *k = clg__kernel_get(dev, "unary", clg__dtype_options(CLG_F32), name);   /* built by the backward */
+    clg_kernel *k = clg__kernel_get(dev, clg__unary_program(c->grad_kernel), clg__dtype_options(CLG_F32), name);   /* built by the backward */
     CHECK_MSG(k != NULL, "%s: %s", name, clg_device_error(dev));
     uint64_t want = k ? optest_launches_1d(dev, k, v16 ? 3 : 33) : 1;
     if (clg__iter_flat16(dev, CLG_F32, c->name) || v16) {   /* the 16-wide kernels' values: smooth ops */

@@ -10,7 +10,7 @@
  * own program to the batch (Conv2d: conv). */
 #include "tensor_impl.h"
 
-static const char *const first_step[] = {"random", "copy", "unary", "reduce", "softmax", "optim"};
+static const char *const first_step[] = {"random", "copy", "relu", "reduce", "softmax", "optim"};
 
 void clg__programs_ahead(clg_device *dev, clg_dtype dtype, const char *also)
 {

@@ -184,6 +184,10 @@ clg_arg clg__arg_scalar(clg_dtype dtype, double value);
 clg_tensor *clg__elementwise(const char *op, const char *program, const char *kernel, int n,
                              clg_tensor *const *inputs, double s0, double s1, bool allow_int);
 
+/* The program holding one of unary.c's kernels (a forward or `<op>_grad`): "relu" for
+ * ReLU's two (cl_kernels/relu.cl), "unary" for the rest. */
+const char *clg__unary_program(const char *kernel);
+
 /* Elements past 2^31 - 1 are refused: kernels index with int. */
 bool clg__check_numel(const char *op, clg_device *dev, int64_t numel);
 /* The pair (m, s) that common.cl's clg_udiv divides by d (1 <= d < 2^31) with, for

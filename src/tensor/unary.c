@@ -1,6 +1,7 @@
 /* unary.c: elementwise ops of one operand, the activations, and where, with their
  * backward passes. Kernels: cl_kernels/unary.cl (one program per float dtype holds
- * every forward and backward kernel) and where.cl (per value and mask dtype).
+ * every forward and backward kernel but ReLU's, which relu.cl holds: clg__unary_program)
+ * and where.cl (per value and mask dtype).
  *
  * Each backward is one kernel, `<op>_grad`, fed the saved input or, where the
  * derivative is a function of the result (exp, sqrt, relu, sigmoid, tanh), the op's
@@ -15,10 +16,15 @@
 #define IN1(a) ((clg_tensor *const[]){(a)})
 #define IN2(a, b) ((clg_tensor *const[]){(a), (b)})
 
+const char *clg__unary_program(const char *kernel)
+{
+    return !strcmp(kernel, "relu") || !strcmp(kernel, "relu_grad") ? "relu" : "unary";
+}
+
 /* The forward kernel `op` of unary.cl over a, with scalars s0, s1. Float only. */
 static clg_tensor *unary_op(const char *op, clg_tensor *a, double s0, double s1)
 {
-    return clg__elementwise(op, "unary", op, 1, IN1(a), s0, s1, false);
+    return clg__elementwise(op, clg__unary_program(op), op, 1, IN1(a), s0, s1, false);
 }
 
 /* ---- backward passes (no-grad mode) ------------------------------------------------------ */
@@ -26,7 +32,7 @@ static clg_tensor *unary_op(const char *op, clg_tensor *a, double s0, double s1)
 /* gin[0] = kernel(src, g) with the node's scalars: g times the derivative. */
 static clg_status grad_kernel(clg_node *n, clg_tensor *g, clg_tensor **gin, const char *kernel, clg_tensor *src)
 {
-    gin[0] = clg__elementwise(kernel, "unary", kernel, 2, IN2(src, g), n->f[0], n->f[1], false);
+    gin[0] = clg__elementwise(kernel, clg__unary_program(kernel), kernel, 2, IN2(src, g), n->f[0], n->f[1], false);
     return gin[0] ? CLG_OK : g->dev->status;
 }
 
