@@ -5,6 +5,62 @@
 #include "check.h"
 #include "device_impl.h"
 
+/* Buffers handed out under a key (clg__buffer_alloc_kept) come back to the next request
+ * for that key with their contents; plain requests take them last and end the key; a
+ * graph capture never gets one. */
+static void kept_contents(clg_device *dev)
+{
+    const uint64_t K = 0x5eed, K2 = 0x5eee;
+    float v[256], r[256];
+    for (int i = 0; i < 256; i++) v[i] = (float)i - 7.5f;
+    clg_device_pool_trim(dev);
+    bool kept = true;
+    clg_buffer *a = clg__buffer_alloc_kept(dev, sizeof v, K, &kept);
+    CHECK(a && !kept && a->keep == K);   /* new: the caller fills it */
+    CHECK_OK(dev, clg__write(dev, a, 0, v, sizeof v));
+    const clg_mem *mem_a = a->mem;
+    clg__buffer_release(a);
+    clg_buffer *b = clg__buffer_alloc_kept(dev, sizeof v, K, &kept);
+    CHECK(b && kept && b->mem == mem_a);
+    CHECK_OK(dev, clg__read(dev, b, 0, r, sizeof r));
+    CHECK(!memcmp(v, r, sizeof v));
+    /* a plain request takes a plain buffer of its size before a keyed one... */
+    clg_buffer *q = clg__buffer_alloc(dev, sizeof v);
+    CHECK(q && q->mem != mem_a && q->keep == 0);
+    const clg_mem *mem_q = q ? q->mem : NULL;
+    clg__buffer_release(q);
+    clg__buffer_release(b);
+    clg_buffer *c = clg__buffer_alloc(dev, sizeof v);
+    CHECK(c && c->mem == mem_q);
+    clg_buffer *d = clg__buffer_alloc_kept(dev, sizeof v, K, &kept);
+    CHECK(d && kept && d->mem == mem_a);
+    clg__buffer_release(d);
+    /* ... where only keyed ones are left, takes one and ends its key */
+    clg_buffer *e = clg__buffer_alloc(dev, sizeof v);
+    CHECK(e && e->mem == mem_a && e->keep == 0);
+    clg__buffer_release(e);
+    clg_buffer *f = clg__buffer_alloc_kept(dev, sizeof v, K, &kept);
+    CHECK(f && !kept && f->mem == mem_a && f->keep == K);
+    clg__buffer_release(f);
+    /* another key: not these contents */
+    clg_buffer *g = clg__buffer_alloc_kept(dev, sizeof v, K2, &kept);
+    CHECK(g && !kept && g->keep == K2);
+    clg__buffer_release(g);
+    /* under a graph capture's recording layer: never an earlier owner's contents */
+    clg_tensor *t = clg_zeros(dev, CLG_F32, 1, (const int64_t[]){4});
+    CHECK_OK(dev, clg_graph_begin(dev));
+    clg_buffer *h = clg__buffer_alloc_kept(dev, sizeof v, K2, &kept);
+    CHECK(h && !kept && h->keep == 0);
+    clg__buffer_release(h);
+    CHECK_OK(dev, clg_fill_(t, 1.0));
+    clg_graph *gr = NULL;
+    CHECK_OK(dev, clg_graph_end(dev, &gr));
+    clg_graph_free(gr);
+    clg_tensor_free(t);
+    clg__buffer_release(c);
+    clg_device_pool_trim(dev);
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
@@ -59,6 +115,7 @@ int main(void)
     /* ... and the context still works. */
     clg_device_clear_error(dev);
     CHECK_OK(dev, clg_device_selftest(dev, 4096));
+    kept_contents(dev);
     /* pool_keep bounds what the pool keeps: with 0, a freed buffer goes back to OpenCL. */
     clg__buffer_release(c);
     CHECK_MSG(clg_device_set_param(dev, "pool_keep", "0") == CLG_OK && dev->params.pool_keep == 0, "%s",

@@ -6,9 +6,12 @@
 #include "capture_impl.h"
 #include "layer.h"
 
-static clg_buffer *rec_alloc(clg_rt *rt, size_t bytes)
+/* Never an earlier owner's contents (keep 0): a replay's buffers are the capture's own. */
+static clg_buffer *rec_alloc(clg_rt *rt, size_t bytes, uint64_t keep, bool *kept)
 {
-    clg_buffer *b = rt->below->ops->alloc(rt->below, bytes);
+    (void)keep;
+    if (kept) *kept = false;
+    clg_buffer *b = rt->below->ops->alloc(rt->below, bytes, 0, NULL);
     if (b) clg__cap_born(rt->dev, b, bytes);
     return b;
 }

@@ -53,6 +53,10 @@ typedef struct clg_buffer {
      * index ops check indices on the host, at once, with no read. Valid while `known`
      * and range.version == version (an in-place write ends it). */
     struct { bool known; int32_t lo, hi; int64_t lo_at, hi_at, count; uint64_t version; } range;
+    /* What the contents hold, as far as anyone knows: 0 nothing; else the key of the
+     * clg__buffer_alloc_kept that handed the buffer out and whose caller filled it, kept
+     * while it waits in the pool and cleared when a plain request takes it. */
+    uint64_t keep;
 } clg_buffer;
 
 typedef struct clg_pool {
@@ -63,6 +67,12 @@ typedef struct clg_pool {
 
 /* A buffer of at least `bytes` (refs = 1), or NULL with the error recorded. */
 clg_buffer *clg__buffer_alloc(clg_device *dev, size_t bytes);
+/* The same, for contents worth keeping between owners (keep != 0 names them): a buffer
+ * last handed out with this key, back in the pool, when there is one (*kept = true: its
+ * contents are as its last owner left them), else any (*kept = false), which the caller
+ * then fills as the key says. A graph capture's recording layer always gives the latter,
+ * so that nothing a capture records depends on an earlier owner's writes. */
+clg_buffer *clg__buffer_alloc_kept(clg_device *dev, size_t bytes, uint64_t keep, bool *kept);
 void clg__buffer_retain(clg_buffer *buf);
 void clg__buffer_release(clg_buffer *buf);   /* NULL is fine */
 size_t clg__pool_round(const clg_device *dev, size_t bytes);

@@ -24,8 +24,10 @@
 typedef struct clg_rt_ops {
     const char *name;   /* for errors: "recording", "profiling", "base" */
     /* A pool buffer of at least `bytes` (rounded: clg__pool_round), refs 1; NULL with the
-     * error recorded. And its last reference gone: back to the pool. */
-    clg_buffer *(*alloc)(clg_rt *rt, size_t bytes);
+     * error recorded; with keep != 0, one last handed out under that key where the pool
+     * has one (*kept, clg__buffer_alloc_kept). And its last reference gone: back to the
+     * pool. */
+    clg_buffer *(*alloc)(clg_rt *rt, size_t bytes, uint64_t keep, bool *kept);
     void (*release)(clg_rt *rt, clg_buffer *b);
     /* Host to device (blocking: return once src may be reused), device to host
      * (blocking), device to device; ranges already checked (transfer.c). */
@@ -50,7 +52,7 @@ void clg__rt_push(clg_device *dev, clg_rt *l);
 void clg__rt_pop(clg_device *dev, clg_rt *l);
 
 /* The base layer's pool (pool.c): a buffer out of it (or new), and back into it. */
-clg_buffer *clg__pool_take(clg_device *dev, size_t bytes);
+clg_buffer *clg__pool_take(clg_device *dev, size_t bytes, uint64_t keep, bool *kept);
 void clg__pool_put(clg_device *dev, clg_buffer *b);
 
 /* At open: the base layer, and the profiling layer on it when profiling is on. */

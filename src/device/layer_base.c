@@ -4,7 +4,10 @@
 #include "backend.h"
 #include "layer.h"
 
-static clg_buffer *base_alloc(clg_rt *rt, size_t bytes) { return clg__pool_take(rt->dev, bytes); }
+static clg_buffer *base_alloc(clg_rt *rt, size_t bytes, uint64_t keep, bool *kept)
+{
+    return clg__pool_take(rt->dev, bytes, keep, kept);
+}
 
 static void base_release(clg_rt *rt, clg_buffer *b) { clg__pool_put(rt->dev, b); }
 

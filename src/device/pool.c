@@ -5,7 +5,12 @@
  * about the same size; a training step asks for the same sizes every time, so after
  * the first step almost every request is a hit. Freed buffers are kept up to
  * the device table's pool_keep bytes; when OpenCL runs out, the pool is emptied and the request tried
- * once more. */
+ * once more.
+ *
+ * A buffer may carry a key of what it holds (clg__buffer_alloc_kept): a convolution's
+ * zero-padded planes, whose zeros no later write touches, so that the next request for
+ * the same planes takes it back and skips refilling them (src/tensor/conv_shift.c). Plain
+ * requests take keyed buffers last, and clear their key. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,12 +27,14 @@ size_t clg__pool_round(const clg_device *dev, size_t bytes)
     return (bytes + step - 1) / step * step;
 }
 
-static clg_buffer *take_cached(clg_device *dev, size_t size)
+/* A free buffer of `size` whose key is `keep` (any key: keep_any), newest first (warm in
+ * caches), out of the free list. */
+static clg_buffer *take_cached(clg_device *dev, size_t size, uint64_t keep, bool keep_any)
 {
     clg_pool *p = &dev->pool;
-    for (size_t i = p->nfree; i-- > 0;) {   /* newest first: warm in caches */
+    for (size_t i = p->nfree; i-- > 0;) {
         clg_buffer *b = p->free[i];
-        if (b->size != size) continue;
+        if (b->size != size || (!keep_any && b->keep != keep)) continue;
         p->free[i] = p->free[--p->nfree];
         p->stats.cached_bytes -= b->size;
         return b;
@@ -65,9 +72,15 @@ clg_pool_stats clg_device_pool_stats(const clg_device *dev)
 }
 
 /* Through the runtime's layers (layer.h): a recording layer notes the buffer's birth. */
-clg_buffer *clg__buffer_alloc(clg_device *dev, size_t bytes) { return dev->rt->ops->alloc(dev->rt, bytes); }
+clg_buffer *clg__buffer_alloc(clg_device *dev, size_t bytes) { return dev->rt->ops->alloc(dev->rt, bytes, 0, NULL); }
 
-clg_buffer *clg__pool_take(clg_device *dev, size_t bytes)
+clg_buffer *clg__buffer_alloc_kept(clg_device *dev, size_t bytes, uint64_t keep, bool *kept)
+{
+    *kept = false;
+    return dev->rt->ops->alloc(dev->rt, bytes, keep, kept);
+}
+
+clg_buffer *clg__pool_take(clg_device *dev, size_t bytes, uint64_t keep, bool *kept)
 {
     clg_pool *p = &dev->pool;
     if (bytes == 0) bytes = 1;   /* zero-size tensors still own a (tiny) buffer */
@@ -80,7 +93,10 @@ clg_buffer *clg__pool_take(clg_device *dev, size_t bytes)
     size_t size = clg__pool_round(dev, bytes);
     if (size > dev->info.max_alloc) size = bytes;
     p->stats.allocs++;
-    clg_buffer *b = take_cached(dev, size);
+    clg_buffer *b = keep ? take_cached(dev, size, keep, false) : NULL;
+    if (b && kept) *kept = true;
+    if (!b) b = take_cached(dev, size, 0, false);   /* plain ones first: keyed ones stay for their key */
+    if (!b) b = take_cached(dev, size, 0, true);
     if (b) {
         p->stats.hits++;
     } else {
@@ -109,6 +125,7 @@ clg_buffer *clg__pool_take(clg_device *dev, size_t bytes)
     }
     b->refs = 1;
     b->range.known = false;   /* a reused buffer's contents are not its last owner's */
+    b->keep = keep;           /* (kept: they are; else the caller fills it as `keep` says) */
     p->stats.in_use_bytes += b->size;
     if (p->stats.in_use_bytes > p->stats.peak_bytes) p->stats.peak_bytes = p->stats.in_use_bytes;
     return b;

@@ -6,7 +6,10 @@
 #include "backend.h"
 #include "layer.h"
 
-static clg_buffer *prof_alloc(clg_rt *rt, size_t bytes) { return rt->below->ops->alloc(rt->below, bytes); }
+static clg_buffer *prof_alloc(clg_rt *rt, size_t bytes, uint64_t keep, bool *kept)
+{
+    return rt->below->ops->alloc(rt->below, bytes, keep, kept);
+}
 
 static void prof_release(clg_rt *rt, clg_buffer *b) { rt->below->ops->release(rt->below, b); }
 

@@ -168,14 +168,32 @@ static clg_status phases(clg_tensor *x, const conv_geo *g, const layout *l, clg_
                                  (const int64_t[]){vector_round(x->dev, l->ws), l->rpc, planes});
 }
 
+/* What a stride-1 layout's planes hold outside the data (zeros), as a pool key
+ * (clg__buffer_alloc_kept): every field that places the N x planes images' values, and
+ * the element size. FNV-1a over them; nonzero. */
+static uint64_t planes_key(const layout *l, int64_t N, int64_t planes, size_t esize)
+{
+    const int64_t f[] = {l->rpc, l->lead_h, l->sh, l->hdat, l->lead_w, l->wdat, l->ws, N, planes, (int64_t)esize};
+    uint64_t h = 14695981039346656037ull;
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+        for (int b = 0; b < 8; b++) h = (h ^ (uint8_t)((uint64_t)f[i] >> (8 * b))) * 1099511628211ull;
+    return h ? h : 1;
+}
+
 /* x [N, C, H, W] (any strides) in planes laid out as l (phases: g's padding): a
- * contiguous 1-D tensor. */
+ * contiguous 1-D tensor. Stride 1: the planes' zeros are written first (a fill), then
+ * conv_pad copies the values into place; the pool hands the same planes' buffer back
+ * (planes_key) to the next pad of that layout, zeros intact, and the fill is skipped:
+ * a third of the padding's passes over ResNet-20's planes (bench/RESULTS.md, session 35). */
 static clg_tensor *pad(clg_tensor *x, const conv_geo *g, const layout *l)
 {
     int64_t rows = x->shape[1] * l->sy * l->sx * l->rpc;
-    clg_tensor *p = clg__tensor_new(x->dev, compute_type(x->dtype), 1, (const int64_t[]){rows * l->ws});
+    bool phased = l->sy > 1 || l->sx > 1, kept = false;
+    clg_dtype ct = compute_type(x->dtype);
+    uint64_t key = phased ? 0 : planes_key(l, x->shape[0], x->shape[1], clg_dtype_size(ct));
+    clg_tensor *p = clg__tensor_new_kept(x->dev, ct, 1, (const int64_t[]){rows * l->ws}, key, &kept);
     if (!p) return NULL;
-    if (l->sy > 1 || l->sx > 1) {
+    if (phased) {   /* conv_phases writes every element, zeros included */
         if (phases(x, g, l, p) == CLG_OK) return p;
         clg_tensor_free(p);
         return NULL;
@@ -184,10 +202,11 @@ static clg_tensor *pad(clg_tensor *x, const conv_geo *g, const layout *l)
     clg_arg a[] = {CLG_ARG_B(x->buf), CLG_ARG_I(x->offset), clg__arg_int8(x->strides, 4), clg__arg_int8(pg, 8),
                    CLG_ARG_B(p->buf)};
     const char *k = x->strides[3] == 1 ? "conv_pad_w1" : "conv_pad";
-    if (clg_fill_(p, 0.0) == CLG_OK &&
+    if ((kept || clg_fill_(p, 0.0) == CLG_OK) &&
         clg__conv_launch_grid(x->dev, x->dtype, k, a, 5, (const int64_t[]){l->wdat, l->hdat, x->shape[0] * x->shape[1]}) ==
             CLG_OK)
         return p;
+    p->buf->keep = 0;   /* its zeros may not all be written: no later pad may count on them */
     clg_tensor_free(p);
     return NULL;
 }

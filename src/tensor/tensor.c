@@ -156,11 +156,19 @@ static clg_tensor *alloc_tensor(clg_device *dev, clg_dtype dtype, int ndim, cons
 
 clg_tensor *clg__tensor_new(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape)
 {
+    bool kept;
+    return clg__tensor_new_kept(dev, dtype, ndim, shape, 0, &kept);
+}
+
+clg_tensor *clg__tensor_new_kept(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape, uint64_t keep,
+                                 bool *kept)
+{
+    *kept = false;
     clg__programs_ahead(dev, dtype, NULL);
     clg_tensor *t = alloc_tensor(dev, dtype, ndim, shape);
     if (!t) return NULL;
     clg__contiguous_strides(ndim, shape, t->strides);
-    t->buf = clg__buffer_alloc(dev, (size_t)t->numel * clg_dtype_size(dtype));
+    t->buf = clg__buffer_alloc_kept(dev, (size_t)t->numel * clg_dtype_size(dtype), keep, kept);
     if (!t->buf) {
         char err[CLG_ERROR_MAX], desc[160];
         memcpy(err, dev->error, sizeof err);

@@ -79,6 +79,10 @@ clg_tensor_state *clg__tstate(clg_device *dev);   /* NULL only when host memory 
 
 /* A new contiguous tensor in the current scope (buffer uninitialised). */
 clg_tensor *clg__tensor_new(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape);
+/* clg__tensor_new on clg__buffer_alloc_kept (keep != 0: contents worth keeping between
+ * owners; *kept: the buffer holds what its last owner under that key left). */
+clg_tensor *clg__tensor_new_kept(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape, uint64_t keep,
+                                 bool *kept);
 /* At the first float32 tensor of a device that compiles on several threads: the programs
  * a training step builds first, and `also` (NULL: none), built side by side (ahead.c). */
 void clg__programs_ahead(clg_device *dev, clg_dtype dtype, const char *also);
