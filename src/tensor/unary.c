@@ -21,7 +21,7 @@ const char *clg__unary_program(const char *kernel)
     return !strcmp(kernel, "relu") || !strcmp(kernel, "relu_grad") ? "relu" : "unary";
 }
 
-/* The forward kernel `op` of unary.cl over a, with scalars s0, s1. Float only. */
+/* The forward kernel `op` of unary.cl (relu.cl for ReLU) over a, with scalars s0, s1. Float only. */
 static clg_tensor *unary_op(const char *op, clg_tensor *a, double s0, double s1)
 {
     return clg__elementwise(op, clg__unary_program(op), op, 1, IN1(a), s0, s1, false);
