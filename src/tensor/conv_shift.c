@@ -122,13 +122,22 @@ static clg_gemm_args probe(clg_dtype dtype, size_t m, size_t n, size_t k, bool s
                            .lda = k, .ldc = n};
 }
 
-/* k of the weight gradient's dot products per launch: within item_loops (gemm_dot's
- * trips: 16 column blocks x (k / w + 8) for vectors of w = 8 floats or 4 doubles,
- * src/gemm/packed.c; its programs with 16-float vectors take (k / 16 + 16), fewer). */
-static size_t dot_slice(const clg_device *dev, clg_dtype dtype)
+/* k of the weight gradient's dot products per launch: the longest that the GEMM engine
+ * takes in one sum (clg__gemm_sum_fits: its work-items' loops within item_loops) for an
+ * m x n result, 0 where none of 64 or more fits. Asked of the engine, which alone knows
+ * its kernels' trips per step of k. */
+static size_t dot_slice(clg_device *dev, clg_dtype dtype, size_t m, size_t n)
 {
-    size_t trips = clg__device_params(dev)->item_loops / 16, w = dtype == CLG_F64 ? 4 : 8;
-    return trips > 16 ? (trips - 8) * w : 8 * w;
+    clg_gemm_args a = probe(dtype, m, n, 64, true);
+    a.b_rows = (const clg_buffer *)dev;   /* any non-NULL: B's rows at offsets */
+    if (!clg__gemm_sum_fits(dev, &a)) return 0;
+    size_t lo = 64, hi = (size_t)1 << 30;   /* fits at lo; the loops bound k far below hi */
+    while (hi - lo > 1) {
+        a.k = lo + (hi - lo) / 2;
+        if (clg__gemm_sum_fits(dev, &a)) lo = a.k;
+        else hi = a.k;
+    }
+    return lo;
 }
 
 bool clg__conv_shift_ok(clg_device *dev, clg_dtype dtype, const conv_geo *g, clg_conv_pass pass)
@@ -141,11 +150,11 @@ bool clg__conv_shift_ok(clg_device *dev, clg_dtype dtype, const conv_geo *g, clg
     clg_gemm_args a;
     switch (pass) {
     case CLG_CONV_PASS_FORWARD: a = probe(dtype, Og, (size_t)(g->N * x.sh * x.ws), Cg * taps, false); break;
-    case CLG_CONV_PASS_WEIGHT: a = probe(dtype, Og, Cg * taps, dot_slice(dev, dtype), true); break;
+    case CLG_CONV_PASS_WEIGHT: return dot_slice(dev, dtype, Og, Cg * taps) > 0;
     default: a = probe(dtype, Cg, (size_t)(g->N * d.sh * d.ws), Og * taps, false); break;
     }
     a.b_rows = (const clg_buffer *)dev;   /* any non-NULL: asks whether row offsets are taken */
-    return pass == CLG_CONV_PASS_WEIGHT ? clg__gemm_sum_fits(dev, &a) : clg__gemm_rows_fits(dev, &a);
+    return clg__gemm_rows_fits(dev, &a);
 }
 
 /* ---- the pieces -------------------------------------------------------------------------------- */
@@ -299,7 +308,7 @@ static clg_tensor *weight_product(clg_tensor *w, const conv_geo *g, const clg_te
     clg_device *dev = w->dev;
     int64_t Cg = g->C / g->G, Og = g->O / g->G, cstep = channel_step(l);
     clg_dtype ct = compute_type(w->dtype);
-    size_t K = (size_t)(Cg * g->KH * g->KW), L = (size_t)(g->N * l->sh * l->ws), slice = dot_slice(dev, ct);
+    size_t K = (size_t)(Cg * g->KH * g->KW), L = (size_t)(g->N * l->sh * l->ws), slice = dot_slice(dev, ct, (size_t)Og, K);
     clg_tensor *rows = row_offsets(dev, g, Cg, l, window_base(l, g->ph, g->pw), false);
     clg_tensor *dw = rows ? clg__tensor_new(dev, ct, 4, w->shape) : NULL;
     clg_status st = dw ? CLG_OK : dev->status;
