@@ -11,7 +11,8 @@
  *
  * After 3 warm-up steps, times `steps` steps with the device drained at both ends and
  * prints one line per repeat: "rate <tokens or images per second>"; --profile (with
- * CLG_PROFILE=1) then prints the per-kernel table.
+ * CLG_PROFILE=1) then prints the per-kernel table of the last repeat's timed steps (the
+ * warm-up steps' first launches, builds and the tuner's trials left out).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,6 +124,7 @@ int main(int argc, char **argv)
         for (int s = 0; s < steps + 3; s++) {
             if (s == 3) {
                 clg_device_finish(dev);
+                if (profile) clg_device_profile_reset(dev);
                 t0 = now();
             }
             clg_scope_begin(dev);
