@@ -4,8 +4,8 @@
 # (llvmpipe), then every kernel under Oclgrind (the `oclgrind` label). A missing device
 # fails the run, never skips it. `--sanitize` builds a second tree with AddressSanitizer
 # and UndefinedBehaviorSanitizer for the host code and runs the suite there too, and a
-# third with ThreadSanitizer for the data loader's threads, the gradient reducer's and the
-# program builds'.
+# third with ThreadSanitizer for the data loader's threads, the gradient reducer's, the
+# program builds' and the host GEMM engine's.
 set -eu
 cd "$(dirname "$0")/.."
 # timed NAME COMMAND...: run a stage, then say how long it took (CI's budget is per run).
@@ -59,7 +59,7 @@ if [ "${1:-}" = "--sanitize" ]; then
   timed "the MPI tests under ASan" env -C build-asan ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
     ctest --output-on-failure -j2 -L mpi -LE full
   export TSAN_OPTIONS=halt_on_error=1
-  tsan_tests="test_data_loader test_data_fashion test_dist test_dist_transport test_program_build"
+  tsan_tests="test_data_loader test_data_fashion test_dist test_dist_transport test_program_build test_gemm_team"
   BUILD_DIR=build-tsan BUILD_TYPE=Debug BUILD_TARGETS=$tsan_tests timed "build with TSan" sh scripts/build.sh \
     -DCLGRAD_WERROR=ON -DCLGRAD_SANITIZE=thread -DCLGRAD_BUILD_EXAMPLES=OFF -DCLGRAD_BUILD_BENCH=OFF -DCLGRAD_BUILD_TOOLS=OFF
   timed "the threads under TSan" env -C build-tsan ctest --output-on-failure -j2 \

@@ -19,6 +19,7 @@
 #include "check.h"
 #include "device_impl.h"
 #include "gemm/clblast.h"
+#include "gemm/team.h"
 #include "gemm/tiled.h"
 #include "gemm/tune.h"
 
@@ -302,7 +303,8 @@ static void packed_candidate(clg_device *dev)
  * vectors) leaves products under 2^20 multiply-adds to the packed kernels and runs larger
  * ones; asked by name it runs every one (the sweep above). Both sides of the line compute
  * what the reference does through clg__gemm. */
-static bool user_core;   /* OPENBLAS_CORETYPE set before the test ran */
+static bool user_core;      /* OPENBLAS_CORETYPE set before the test ran */
+static bool user_threads;   /* OPENBLAS_NUM_THREADS set before the test ran */
 
 static void host_leaves(clg_device *dev)
 {
@@ -353,6 +355,41 @@ static void host_leaves(clg_device *dev)
         CHECK_MSG((strstr(text, "gemm_host") != NULL) == (side == 1), "%s: %s", side ? "above the line" : "below it", text);
     }
     clg_device_close(pd);
+}
+
+/* The host engine splits a large product over its own threads (team.c), by C's rows or,
+ * where there are more of them, its columns, in 16-row (column) blocks: every transpose
+ * pair, a last block cut short, offsets, padded ld, alpha and beta, and a strided batch
+ * whose every entry is split alike, against the reference. Where the engine loaded
+ * OpenBLAS itself (one thread of its own) on a machine of two CPUs or more, they do split. */
+static void host_split(clg_device *dev)
+{
+    const clg_gemm_engine *h = ENGINE("host");
+    if (!h->ready(dev, CLG_GEMM_F32)) {
+        printf("  host split: the host engine does not run here: not run\n");
+        return;
+    }
+    char lib[128];
+    h->version(lib, sizeof lib);
+    clg_gemm_args rows_args = {.type = CLG_GEMM_F32, .m = 300, .n = 70, .k = 200, .batch = 1};
+    clg_gemm_args cols_args = {.type = CLG_GEMM_F32, .m = 40, .n = 260, .k = 300, .batch = 1};
+    int pr = clg__gemm_host_parts(&rows_args), pc = clg__gemm_host_parts(&cols_args);
+    printf("  host split: %d parts (rows), %d (columns); %d threads\n", pr, pc, clg__team_size());
+    if (strstr(lib, "libopenblas") && !user_threads && clg__team_size() > 1) CHECK(pr > 1 && pc > 1);
+    engine he = {.e = h, .name = "host (split)"};
+    for (int t = 0; t < 4; t++) {
+        gcase rows = {.ta = t & 1, .tb = t >> 1, .m = 300, .n = 70, .k = 200, .batch = 1, .alpha = -0.75,
+                      .beta = 1.5, .a_off = 3, .b_off = 5, .c_off = 7, .pad = 3};
+        gcase cols = {.ta = t & 1, .tb = t >> 1, .m = 40, .n = 260, .k = 300, .batch = 1, .alpha = 1.0,
+                      .beta = 0.0, .nan_c = true, .a_off = 1, .pad = 1};
+        run_case(dev, &he, CLG_GEMM_F32, &rows);
+        run_case(dev, &he, CLG_GEMM_F32, &cols);
+    }
+    gcase batch = {.tb = true, .m = 130, .n = 20, .k = 400, .batch = 3, .alpha = 0.5, .beta = -2.0, .a_off = 1,
+                   .b_off = 2, .c_off = 3, .pad = 2, .gap = 5};
+    run_case(dev, &he, CLG_GEMM_F32, &batch);
+    gcase dbl = {.ta = true, .m = 70, .n = 300, .k = 120, .batch = 1, .alpha = 1.0, .beta = 0.5, .b_off = 1, .pad = 1};
+    if (clg_device_get_info(dev)->fp64) run_case(dev, &he, CLG_GEMM_F64, &dbl);
 }
 
 /* The tiled engine untold (no configuration, as clg__gemm runs it): a product inside a
@@ -725,6 +762,7 @@ static void choice_and_cache(void)
 int main(void)
 {
     user_core = getenv("OPENBLAS_CORETYPE") != NULL;   /* before the host engine sets it */
+    user_threads = getenv("OPENBLAS_NUM_THREADS") != NULL;
     const char *sm = getenv("CLG_TEST_SMALL");
     small_mode = sm && *sm && strcmp(sm, "0") != 0;
     clg_device *dev = check_open_device();
@@ -819,6 +857,7 @@ int main(void)
     tiled_by_size(dev);
     packed_candidate(dev);
     host_leaves(dev);
+    if (!small_mode) host_split(dev);
     mma_engine(dev);
     engine autoe = {.e = NULL, .name = "auto"};
     gcase c = {.ta = false, .tb = true, .m = 37, .n = 41, .k = 43, .batch = 1, .alpha = 1.0, .beta = 0.0};

@@ -108,4 +108,10 @@ clg_status clg__gemm_scale(clg_device *dev, const clg_gemm_args *g);
 /* alpha or beta as a kernel argument of g's compute type. */
 clg_arg clg__gemm_scalar(clg_gemm_type type, double v);
 
+/* ---- the host's BLAS (host.c) ------------------------------------------------------------ */
+
+/* How many parts the host engine splits g into over its threads (team.c): 1 where the
+ * library runs threads of its own, or g is too small to share. */
+int clg__gemm_host_parts(const clg_gemm_args *g);
+
 #endif

@@ -13,6 +13,11 @@
  * --precision mixed trained at 21-23k images/s against 9-10k on the packed kernels,
  * mixed-bf16 23-25k against 19-21k); small products, convolutions' sums and row offsets
  * stay on the packed kernels (gemm.c).
+ *
+ * The library runs one thread (OPENBLAS_NUM_THREADS=1 where the engine loads it) and the
+ * engine splits each product over its own threads instead (team.c says why): the rows
+ * of C, or its columns where those are more, in parts of whole 16-row (column) blocks.
+ * Each element of C is the same call's sum as without the split: the same bits.
  */
 #include <dlfcn.h>
 #include <limits.h>
@@ -23,6 +28,7 @@
 #include <string.h>
 
 #include "gemm/engine.h"
+#include "gemm/team.h"
 
 /* CBLAS's enums and the two functions, as the CBLAS interface fixes them. */
 enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
@@ -36,6 +42,7 @@ static struct {
     sgemm_fn sgemm;
     dgemm_fn dgemm;
     char name[64];
+    bool split;  /* the library runs one thread: the engine splits products (team.c) */
     bool weak;   /* OpenBLAS runs kernels older than the CPU's vectors (below) */
 } blas = {.once = PTHREAD_ONCE_INIT};
 
@@ -75,7 +82,8 @@ static void load(void)
      *   Xeon, model 207, as "Prescott", SSE3): the MLP trained at 10k images/s on those
      *   kernels against 34k on SkylakeX's. Where the library was loaded before with such
      *   a core, the engine is not ready (the packed kernels run instead).
-     * This runs once, at the first product's choice of engine: glibc does not guard a
+     * - OPENBLAS_NUM_THREADS=1: the engine's own threads split the products instead.
+ * This runs once, at the first product's choice of engine: glibc does not guard a
      * setenv against another thread's getenv, so a program with threads that read the
      * environment then sets both variables itself before it starts them. */
     const char *want = core_for_cpu();
@@ -84,6 +92,7 @@ static void load(void)
     if (loaded) dlclose(loaded);
     else {
         setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
+        setenv("OPENBLAS_NUM_THREADS", "1", 0);
         if (want) setenv("OPENBLAS_CORETYPE", want, 0);
     }
     for (size_t i = 0; i < sizeof libs / sizeof *libs; i++) {
@@ -98,6 +107,9 @@ static void load(void)
             core_fn corename = (core_fn)(uintptr_t)dlsym(h, "openblas_get_corename");
             const char *core = corename ? corename() : NULL;
             blas.weak = want && !user_core && old_core(core);
+            typedef int (*threads_fn)(void);
+            threads_fn threads = (threads_fn)(uintptr_t)dlsym(h, "openblas_get_num_threads");
+            blas.split = threads && threads() == 1;
             if (core) snprintf(blas.name, sizeof blas.name, "%s (%s)", libs[i], core);
             else snprintf(blas.name, sizeof blas.name, "%s", libs[i]);
             return;   /* kept open for the process's life */
@@ -147,28 +159,69 @@ static bool leaves(clg_device *dev, const clg_gemm_args *g)
 }
 
 /* Arguments, in order: type, trans_a, trans_b, m, n, k, batch, alpha, beta, then
- * (buffer, offset, ld, batch stride) for A, B and C. */
+ * (buffer, offset, ld, batch stride) for A, B and C, then the parts to split it in. */
 enum { A_TYPE, A_TA, A_TB, A_M, A_N, A_K, A_BATCH, A_ALPHA, A_BETA, A_A, A_AOFF, A_LDA, A_SA, A_B, A_BOFF, A_LDB,
-       A_SB, A_C, A_COFF, A_LDC, A_SC, A_COUNT };
+       A_SB, A_C, A_COFF, A_LDC, A_SC, A_PARTS, A_COUNT };
+
+/* A product split over the engine's threads: by C's rows, or by its columns. */
+typedef struct split {
+    const clg_arg *a;
+    bool by_rows;
+} split;
+
+/* Part `part` of `parts`: the product's rows (columns) [lo, hi) of C, from A's rows (B's
+ * columns) of the same range, in every batch entry. */
+static void gemm_part(void *arg, int part, int parts)
+{
+    const split *sp = arg;
+    const clg_arg *a = sp->a;
+    bool ta = a[A_TA].v.i32, tb = a[A_TB].v.i32;
+    int64_t m = a[A_M].v.i64, n = a[A_N].v.i64, k = a[A_K].v.i64;
+    int64_t lda = a[A_LDA].v.i64, ldb = a[A_LDB].v.i64, ldc = a[A_LDC].v.i64;
+    int64_t blocks = ((sp->by_rows ? m : n) + 15) / 16, full = sp->by_rows ? m : n;
+    int64_t lo = blocks * part / parts * 16, hi = blocks * (part + 1) / parts * 16;
+    if (hi > full) hi = full;
+    if (lo >= hi) return;
+    /* rows lo.. of C: A's rows (columns of a transposed A); columns: B's columns */
+    int64_t da = sp->by_rows ? (ta ? lo : lo * lda) : 0, db = sp->by_rows ? 0 : (tb ? lo * ldb : lo);
+    int64_t dc = sp->by_rows ? lo * ldc : lo, mm = sp->by_rows ? hi - lo : m, nn = sp->by_rows ? n : hi - lo;
+    int cta = ta ? TRANS : NO_TRANS, ctb = tb ? TRANS : NO_TRANS;
+    for (int64_t b = 0; b < a[A_BATCH].v.i64; b++) {
+        int64_t oa = a[A_AOFF].v.i64 + b * a[A_SA].v.i64 + da, ob = a[A_BOFF].v.i64 + b * a[A_SB].v.i64 + db;
+        int64_t oc = a[A_COFF].v.i64 + b * a[A_SC].v.i64 + dc;
+        if (a[A_TYPE].v.i32 == CLG_GEMM_F64)
+            blas.dgemm(ROW_MAJOR, cta, ctb, (int)mm, (int)nn, (int)k, a[A_ALPHA].v.f64,
+                       (const double *)clg__native_ptr(&a[A_A]) + oa, (int)lda,
+                       (const double *)clg__native_ptr(&a[A_B]) + ob, (int)ldb, a[A_BETA].v.f64,
+                       (double *)clg__native_ptr(&a[A_C]) + oc, (int)ldc);
+        else
+            blas.sgemm(ROW_MAJOR, cta, ctb, (int)mm, (int)nn, (int)k, (float)a[A_ALPHA].v.f64,
+                       (const float *)clg__native_ptr(&a[A_A]) + oa, (int)lda,
+                       (const float *)clg__native_ptr(&a[A_B]) + ob, (int)ldb, (float)a[A_BETA].v.f64,
+                       (float *)clg__native_ptr(&a[A_C]) + oc, (int)ldc);
+    }
+}
+
+/* Products of fewer multiply-adds per part than this run whole: a helper's wake-up
+ * (~10-50 us) against the part's time at ~50 GFLOP/s a core. */
+#define PART_MIN_MACS ((size_t)1 << 20)
+
+int clg__gemm_host_parts(const clg_gemm_args *g)
+{
+    size_t full = g->m >= g->n ? g->m : g->n, macs, parts = (size_t)clg__team_size();
+    if (!library() || !blas.split || __builtin_mul_overflow(g->m, g->n, &macs) ||
+        __builtin_mul_overflow(macs, g->k, &macs) || __builtin_mul_overflow(macs, g->batch, &macs))
+        return 1;
+    if (parts > (full + 15) / 16) parts = (full + 15) / 16;
+    if (parts > macs / PART_MIN_MACS) parts = macs / PART_MIN_MACS;
+    return parts < 1 ? 1 : (int)parts;
+}
 
 static void gemm_host(const clg_arg *a, int nargs)
 {
     if (nargs != A_COUNT) return;
-    int ta = a[A_TA].v.i32 ? TRANS : NO_TRANS, tb = a[A_TB].v.i32 ? TRANS : NO_TRANS;
-    int m = (int)a[A_M].v.i64, n = (int)a[A_N].v.i64, k = (int)a[A_K].v.i64;
-    int lda = (int)a[A_LDA].v.i64, ldb = (int)a[A_LDB].v.i64, ldc = (int)a[A_LDC].v.i64;
-    for (int64_t b = 0; b < a[A_BATCH].v.i64; b++) {
-        int64_t oa = a[A_AOFF].v.i64 + b * a[A_SA].v.i64, ob = a[A_BOFF].v.i64 + b * a[A_SB].v.i64;
-        int64_t oc = a[A_COFF].v.i64 + b * a[A_SC].v.i64;
-        if (a[A_TYPE].v.i32 == CLG_GEMM_F64)
-            blas.dgemm(ROW_MAJOR, ta, tb, m, n, k, a[A_ALPHA].v.f64, (const double *)clg__native_ptr(&a[A_A]) + oa,
-                       lda, (const double *)clg__native_ptr(&a[A_B]) + ob, ldb, a[A_BETA].v.f64,
-                       (double *)clg__native_ptr(&a[A_C]) + oc, ldc);
-        else
-            blas.sgemm(ROW_MAJOR, ta, tb, m, n, k, (float)a[A_ALPHA].v.f64, (const float *)clg__native_ptr(&a[A_A]) + oa,
-                       lda, (const float *)clg__native_ptr(&a[A_B]) + ob, ldb, (float)a[A_BETA].v.f64,
-                       (float *)clg__native_ptr(&a[A_C]) + oc, ldc);
-    }
+    split sp = {a, a[A_M].v.i64 >= a[A_N].v.i64};
+    clg__team_run(gemm_part, &sp, a[A_PARTS].v.i32);
 }
 
 static clg_status run(clg_device *dev, const clg_gemm_args *g, const clg_gemm_config *cfg)
@@ -187,6 +240,7 @@ static clg_status run(clg_device *dev, const clg_gemm_args *g, const clg_gemm_co
         [A_SA] = CLG_ARG_L(g->stride_a), [A_B] = CLG_ARG_B(g->b), [A_BOFF] = CLG_ARG_L(g->b_off),
         [A_LDB] = CLG_ARG_L(g->ldb), [A_SB] = CLG_ARG_L(g->stride_b), [A_C] = CLG_ARG_B(g->c),
         [A_COFF] = CLG_ARG_L(g->c_off), [A_LDC] = CLG_ARG_L(g->ldc), [A_SC] = CLG_ARG_L(g->stride_c),
+        [A_PARTS] = CLG_ARG_I(clg__gemm_host_parts(g)),
     };
     return clg__launch_native(dev, k, a, A_COUNT);
 }
