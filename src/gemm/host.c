@@ -14,7 +14,7 @@
  * mixed-bf16 23-25k against 19-21k); small products, convolutions' sums and row offsets
  * stay on the packed kernels (gemm.c).
  *
- * The library runs one thread (OPENBLAS_NUM_THREADS=1 where the engine loads it) and the
+ * The library runs one thread (openblas_set_num_threads(1) where the engine loads it) and the
  * engine splits each product over its own threads instead (team.c says why): the rows
  * of C, or its columns where those are more, in parts of whole 16-row (column) blocks.
  * Each element of C is the same call's sum as without the split: the same bits.
@@ -72,8 +72,9 @@ static bool old_core(const char *core)
 static void load(void)
 {
     static const char *const libs[] = {"libopenblas.so.0", "libblas.so.3"};
-    /* Two settings OpenBLAS reads when it is loaded, each set here unless the user set
-     * it or the library is loaded already:
+    /* Two settings OpenBLAS reads when it is loaded, each set here for the load unless
+     * the user set it or the library is loaded already, and taken out of the environment
+     * again after it (the processes the program starts, a NumPy say, get the user's):
      * - OPENBLAS_THREAD_TIMEOUT: its threads spin for 2^28 cycles (~0.1 s) after each
      *   call before they sleep, on the cores the device's threads need for the kernels
      *   after the product: the tiny GPT trained at 25k tokens/s with the spin and 29k
@@ -82,40 +83,48 @@ static void load(void)
      *   Xeon, model 207, as "Prescott", SSE3): the MLP trained at 10k images/s on those
      *   kernels against 34k on SkylakeX's. Where the library was loaded before with such
      *   a core, the engine is not ready (the packed kernels run instead).
-     * - OPENBLAS_NUM_THREADS=1: the engine's own threads split the products instead.
- * This runs once, at the first product's choice of engine: glibc does not guard a
+     * Then, where the engine loaded it and the user did not set OPENBLAS_NUM_THREADS,
+     * the library runs one thread (openblas_set_num_threads) and the engine splits the
+     * products over its own (team.c). (The environment variable instead reached the
+     * processes started after: bench_matmul's NumPy ran on one thread.)
+     * This runs once, at the first product's choice of engine: glibc does not guard a
      * setenv against another thread's getenv, so a program with threads that read the
      * environment then sets both variables itself before it starts them. */
     const char *want = core_for_cpu();
-    bool user_core = getenv("OPENBLAS_CORETYPE") != NULL;
+    bool user_core = getenv("OPENBLAS_CORETYPE") != NULL, user_threads = getenv("OPENBLAS_NUM_THREADS") != NULL;
+    bool set_timeout = false, set_core = false;
     void *loaded = dlopen(libs[0], RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
     if (loaded) dlclose(loaded);
     else {
-        setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
-        setenv("OPENBLAS_NUM_THREADS", "1", 0);
-        if (want) setenv("OPENBLAS_CORETYPE", want, 0);
+        set_timeout = !getenv("OPENBLAS_THREAD_TIMEOUT") && setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1) == 0;
+        set_core = want && !user_core && setenv("OPENBLAS_CORETYPE", want, 1) == 0;
     }
-    for (size_t i = 0; i < sizeof libs / sizeof *libs; i++) {
+    for (size_t i = 0; i < sizeof libs / sizeof *libs && !blas.sgemm; i++) {
         void *h = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
         if (!h) continue;
         sgemm_fn s = (sgemm_fn)(uintptr_t)dlsym(h, "cblas_sgemm");
         dgemm_fn d = (dgemm_fn)(uintptr_t)dlsym(h, "cblas_dgemm");
-        if (s && d) {
-            blas.sgemm = s;
-            blas.dgemm = d;
-            typedef char *(*core_fn)(void);
-            core_fn corename = (core_fn)(uintptr_t)dlsym(h, "openblas_get_corename");
-            const char *core = corename ? corename() : NULL;
-            blas.weak = want && !user_core && old_core(core);
-            typedef int (*threads_fn)(void);
-            threads_fn threads = (threads_fn)(uintptr_t)dlsym(h, "openblas_get_num_threads");
-            blas.split = threads && threads() == 1;
-            if (core) snprintf(blas.name, sizeof blas.name, "%s (%s)", libs[i], core);
-            else snprintf(blas.name, sizeof blas.name, "%s", libs[i]);
-            return;   /* kept open for the process's life */
+        if (!s || !d) {
+            dlclose(h);
+            continue;
         }
-        dlclose(h);
+        blas.sgemm = s;   /* the library stays open for the process's life */
+        blas.dgemm = d;
+        typedef char *(*core_fn)(void);
+        core_fn corename = (core_fn)(uintptr_t)dlsym(h, "openblas_get_corename");
+        const char *core = corename ? corename() : NULL;
+        blas.weak = want && !user_core && old_core(core);
+        typedef int (*get_fn)(void);
+        typedef void (*set_fn)(int);
+        get_fn get_threads = (get_fn)(uintptr_t)dlsym(h, "openblas_get_num_threads");
+        set_fn set_threads = (set_fn)(uintptr_t)dlsym(h, "openblas_set_num_threads");
+        if (!loaded && !user_threads && get_threads && set_threads) set_threads(1);
+        blas.split = get_threads && get_threads() == 1;
+        if (core) snprintf(blas.name, sizeof blas.name, "%s (%s)", libs[i], core);
+        else snprintf(blas.name, sizeof blas.name, "%s", libs[i]);
     }
+    if (set_timeout) unsetenv("OPENBLAS_THREAD_TIMEOUT");
+    if (set_core) unsetenv("OPENBLAS_CORETYPE");
 }
 
 /* The library found ("libopenblas.so.0"), or NULL. */
