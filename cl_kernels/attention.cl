@@ -596,17 +596,9 @@ __kernel void attn_bwd_dkv_vec(int L, int S, int E, int Ev, int nb, int8 bshape,
 
 // The 16 dot products of a (n vectors) with the rows at r + t * rs, t < 16, as one vector
 // (lane t: row t; rows past cnt read row cnt - 1 instead, for the caller to mask). Each
-// product's 16 lanes fold with those of the next in a transposing tree (lanes j and j + 8,
-// then j and j + 4, ...), so that 16 sums take 15 pairs of shuffles instead of 16
-// horizontal sums; each lane adds in clg_hsum16's order.
-#define ATT_M1A (uint16)(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23)
-#define ATT_M1B (uint16)(8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31)
-#define ATT_M2A (uint16)(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27)
-#define ATT_M2B (uint16)(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31)
-#define ATT_M3A (uint16)(0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29)
-#define ATT_M3B (uint16)(2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31)
-#define ATT_M4A (uint16)(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)
-#define ATT_M4B (uint16)(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31)
+// product's 16 lanes fold with those of the next in a transposing tree (common.cl's
+// CLG_FOLD masks), so that 16 sums take 15 pairs of shuffles instead of 16 horizontal
+// sums; each lane adds in clg_hsum16's order.
 #define ATT_FOLD(x, y, lo, hi) (shuffle2((x), (y), lo) + shuffle2((x), (y), hi))
 #define ATT_LANES (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
 
@@ -621,11 +613,11 @@ static inline __attribute__((always_inline)) float16 att_vdots16(const float16 *
             p0 = CLG_MAD(a[u], vload16(u, r0), p0);
             p1 = CLG_MAD(a[u], vload16(u, r1), p1);
         }
-        f1[t] = ATT_FOLD(p0, p1, ATT_M1A, ATT_M1B);
+        f1[t] = ATT_FOLD(p0, p1, CLG_FOLD_M1A, CLG_FOLD_M1B);
     }
-    ATT_UNROLL for (int t = 0; t < 4; t++) f2[t] = ATT_FOLD(f1[2 * t], f1[2 * t + 1], ATT_M2A, ATT_M2B);
-    ATT_UNROLL for (int t = 0; t < 2; t++) f3[t] = ATT_FOLD(f2[2 * t], f2[2 * t + 1], ATT_M3A, ATT_M3B);
-    return ATT_FOLD(f3[0], f3[1], ATT_M4A, ATT_M4B);
+    ATT_UNROLL for (int t = 0; t < 4; t++) f2[t] = ATT_FOLD(f1[2 * t], f1[2 * t + 1], CLG_FOLD_M2A, CLG_FOLD_M2B);
+    ATT_UNROLL for (int t = 0; t < 2; t++) f3[t] = ATT_FOLD(f2[2 * t], f2[2 * t + 1], CLG_FOLD_M3A, CLG_FOLD_M3B);
+    return ATT_FOLD(f3[0], f3[1], CLG_FOLD_M4A, CLG_FOLD_M4B);
 }
 
 static inline __attribute__((always_inline)) void attn_fwd_vec_do(int L, int S, int E, int Ev, int nb, int8 bshape,

@@ -19,6 +19,21 @@
 #define CLG_MAD(a, b, c) mad(a, b, c)
 #endif
 
+// A transposing tree over 16 vectors of 16 lanes: shuffle2(x, y, CLG_FOLD_MnA) op
+// shuffle2(x, y, CLG_FOLD_MnB) combines lanes j and j + 8 of x (into lanes 0-7) and of y
+// (8-15), then at the next level lanes j and j + 4 of each half, and so on: after four
+// levels (8, 4, 2, 1 folds of pairs) lane t holds vector t's 16 lanes combined, in
+// clg_hsum16's order. 15 folds for 16 vectors, where each alone takes a horizontal
+// reduction. (attention.cl's dot products, reduce.cl's products of short rows.)
+#define CLG_FOLD_M1A (uint16)(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23)
+#define CLG_FOLD_M1B (uint16)(8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31)
+#define CLG_FOLD_M2A (uint16)(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27)
+#define CLG_FOLD_M2B (uint16)(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31)
+#define CLG_FOLD_M3A (uint16)(0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29)
+#define CLG_FOLD_M3B (uint16)(2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31)
+#define CLG_FOLD_M4A (uint16)(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)
+#define CLG_FOLD_M4B (uint16)(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31)
+
 // Elementwise kernels over strided operands (src/tensor/iter.c): element i of the
 // iteration shape is unravelled into coordinates once, and each operand's offset is
 // the dot product of the coordinates with its strides (0 along broadcast axes).

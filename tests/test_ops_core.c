@@ -367,6 +367,49 @@ static void more_reductions(clg_device *dev)
         optest_close("prod through float's range, rows", clg_prod(qr, CLG_AXES(1), false), wq, QR, 0, 1e-5);
         optest_close("prod through float's range, columns", clg_prod(qc, CLG_AXES(0), false), wq, QR, 0, 1e-5);
     }
+    /* Many short rows: 16 rows a work-item (reduce_prod_rows16) where the device has few
+     * units, and 20 rows (reduce_prod_vec); 100 rows (a last group of 4), rows shorter than a vector, with a tail after
+     * whole vectors, of several vectors; magnitudes that leave float's range and come
+     * back, zeros, NaN, infinity, 0 * inf and subnormals; in float32 and 16-bit storage. */
+    {
+        enum { SMAX = 100 };
+        static const int lens[] = {5, 37, 64, 200}, rows[] = {SMAX, 20};   /* 20: one row a work-item */
+        static double sv[SMAX * 200], sw[SMAX];
+        const clg_dtype types[] = {CLG_F32, CLG_F16, CLG_BF16};
+        for (size_t ri = 0; ri < 2; ri++)
+        for (size_t li = 0; li < sizeof lens / sizeof *lens; li++)
+            for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+                int L = lens[li], SM = rows[ri];
+                clg_dtype dt = types[ti];
+                bool f32 = dt == CLG_F32;
+                for (int r = 0; r < SM; r++) {
+                    for (int j = 0; j < L; j++) {
+                        double *e = &sv[r * L + j];
+                        switch (r % 7) {
+                        case 0: *e = f32 ? (j % 2 ? 1e30 : 1e-30) : (j % 2 ? 1e4 : 1e-4); break;   /* in and out of range */
+                        case 1: *e = j == L / 2 ? 0 : 1.25; break;
+                        case 2: *e = j == L - 1 ? NAN : 0.75; break;
+                        case 3: *e = j == 0 ? INFINITY : j == L - 1 ? 0 : 1; break;   /* 0 * inf */
+                        case 4: *e = j == 1 % L ? (f32 ? 1e-40 : 1e-6) : f32 ? 1.5 : 1.01; break;   /* subnormal */
+                        case 5: *e = j == 2 % L ? -INFINITY : 0.9; break;
+                        default: *e = 0.5 + 0.01 * ((r * L + j) % 97) - (j % 5 == 0); break;
+                        }
+                    }
+                    optest_round(dt, &sv[r * L], L);
+                    double p = 1;
+                    for (int j = 0; j < L; j++) p *= sv[r * L + j];
+                    sw[r] = p;
+                }
+                clg_scope_begin(dev);
+                char what[96];
+                snprintf(what, sizeof what, "prod of %d rows of %d, %s", SM, L, clg_dtype_name(dt));
+                clg_tensor *st = optest_tensor(dev, dt, CLG_SHAPE(SM, L), sv, OPTEST_CONTIGUOUS);
+                /* 16 bits: a product under the type's range rounds to 0 */
+                optest_close(what, clg_cast(clg_prod(st, CLG_AXES(1), false), CLG_F32), sw, SM, f32 ? 0 : 1e-7,
+                             f32 ? 1e-5 : 1e-2);
+                clg_scope_end(dev);
+            }
+    }
     optest_close("empty 2-norm", clg_norm(clg_zeros(dev, CLG_F32, CLG_SHAPE(3, 0)), 2, CLG_AXES(1), false),
                  (double[]){0, 0, 0}, 3, 0, 0);
     CHECK(clg_norm(tz, 3, 0, NULL, false) == NULL);

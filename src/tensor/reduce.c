@@ -70,6 +70,16 @@ static bool cols16(const clg_device *dev, const char *kernel, clg_dtype dtype, i
     return K > 1 && K % 16 == 0 && strcmp(kernel, "reduce_prod") && has_vec(dev, kernel, dtype);
 }
 
+/* Products of M short rows of R (K = 1) 16 rows a work-item (reduce_prod_rows16): rows of
+ * up to 1024, within the device's loop count, enough of them that 16 a work-item still
+ * fills the device (two work-items for each of its units). */
+static bool prod_rows16(clg_device *dev, int64_t M, int64_t R)
+{
+    int64_t cu = (int64_t)clg_device_get_info(dev)->compute_units;
+    return R >= 1 && R <= 1024 && 16 * R <= (int64_t)clg__device_params(dev)->item_loops &&
+           M >= 32 * (cu > 0 ? cu : 1);
+}
+
 /* One pass of kernel over src as [M, R, K] in C chunks into out [M, C, K]: `in16` when
  * src holds 16-bit values (else the compute type), `out16` when out does. */
 static clg_status mrk_pass(clg_device *dev, const char *kernel, clg_dtype dtype, bool in16, bool out16,
@@ -82,6 +92,13 @@ static clg_status mrk_pass(clg_device *dev, const char *kernel, clg_dtype dtype,
     /* rows side by side (K = 1) in float32 or 16-bit: reduced along each row in vectors;
      * columns 16 at a time */
     bool vec = K == 1 && has_vec(dev, kernel, dtype), cols = cols16(dev, kernel, dtype, K);
+    if (vec && C == 1 && !strcmp(kernel, "reduce_prod") && prod_rows16(dev, M, R)) {
+        clg_kernel *k = clg__kernel_get(dev, "reduce", opts, "reduce_prod_rows16");
+        if (!k) return dev->status;
+        clg_arg a[] = {CLG_ARG_I(M), CLG_ARG_I(R), CLG_ARG_B(src->buf), CLG_ARG_I(src->offset), CLG_ARG_B(out->buf),
+                       CLG_ARG_I(out->offset), clg__arg_scalar(dtype, scale)};
+        return clg__launch_1d(dev, k, a, 7, (size_t)((M + 15) / 16));
+    }
     char vname[32];
     snprintf(vname, sizeof vname, "%s%s", kernel, vec ? "_vec" : cols ? "_cols16" : "");
     clg_kernel *k = clg__kernel_get(dev, "reduce", opts, vname);
