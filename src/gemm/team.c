@@ -9,6 +9,17 @@
  * CPU taken out of their allowed CPUs (sched_setaffinity, Linux): they run beside the
  * caller, never on its CPU. Each helper's mask is every CPU the process may use but the
  * caller's, reset only when the caller's CPU changes.
+ *
+ * A sleeping helper starts ~40-80 us after the call (futex wake-up on that machine), and
+ * the caller then waits that long for its part at the end: ~18% of an MLP's products
+ * (500 us each). So after its part a helper watches for the next call for SPIN_US before
+ * it sleeps, where most calls lately came that soon (products back to back: a layer's
+ * input and weight gradients, an MLP's layers with only a ReLU between). Where they did
+ * not (a transformer's products between attention kernels), the watch would take a CPU
+ * from the device's kernels, so it watches only while at least half the recent calls
+ * came within SPIN_US of the one before (a running average over ~5 calls). On the
+ * 2-core EPYC, six alternating rounds: the MLP trained 9% faster (median; every round
+ * faster), the tiny GPT as fast; watching after every call: the MLP +1%, the GPT -2.5%.
  */
 #define _GNU_SOURCE
 #include "gemm/team.h"
@@ -16,6 +27,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 #ifdef __linux__
 #include <sched.h>
 #include <sys/syscall.h>
@@ -23,6 +35,7 @@
 #endif
 
 #define TEAM_MAX 16
+#define SPIN_US 100.0
 
 static struct {
     pthread_once_t once;
@@ -30,8 +43,9 @@ static struct {
     pthread_mutex_t mu;        /* guards the fields below */
     pthread_cond_t go, done;
     int size;                  /* parts at once: helpers + 1 */
-    unsigned gen;              /* bumped for each call */
+    unsigned gen;              /* bumped for each call (atomic: read unlocked while watching) */
     int pending;               /* helpers still running the call's parts */
+    double called;             /* when the current call started (us) */
     void (*fn)(void *, int, int);
     void *arg;
     int parts;
@@ -43,9 +57,30 @@ static struct {
 } team = {.once = PTHREAD_ONCE_INIT, .run = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER,
           .go = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
 
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
+}
+
+/* Watch for a call after `seen` for up to SPIN_US, unlocked. */
+static void watch(unsigned seen)
+{
+    double t0 = now_us();
+    for (int i = 1;; i++) {
+        if (__atomic_load_n(&team.gen, __ATOMIC_ACQUIRE) != seen) return;
+        if (i % 64 == 0 && now_us() - t0 > SPIN_US) return;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+}
+
 static void *helper(void *p)
 {
     int part = (int)(intptr_t)p;
+    double finished = 0, soon = 1;   /* when its last part ended; the share of calls that came soon */
     pthread_mutex_lock(&team.mu);
 #ifdef __linux__
     team.tid[part - 1] = (pid_t)syscall(SYS_gettid);
@@ -58,11 +93,18 @@ static void *helper(void *p)
         void (*fn)(void *, int, int) = team.fn;
         void *arg = team.arg;
         int parts = team.parts;
+        soon = 0.8 * soon + 0.2 * (team.called - finished < SPIN_US);
         if (part >= parts) continue;   /* a call of fewer parts: not ours */
         pthread_mutex_unlock(&team.mu);
         fn(arg, part, parts);
+        finished = now_us();
         pthread_mutex_lock(&team.mu);
         if (--team.pending == 0) pthread_cond_signal(&team.done);
+        if (soon >= 0.5) {   /* the next call's gen, seen below without a wake-up */
+            pthread_mutex_unlock(&team.mu);
+            watch(seen);
+            pthread_mutex_lock(&team.mu);
+        }
     }
     return NULL;
 }
@@ -121,7 +163,8 @@ void clg__team_run(void (*fn)(void *arg, int part, int parts), void *arg, int pa
         team.arg = arg;
         team.parts = parts;
         team.pending = parts - 1;
-        team.gen++;
+        team.called = now_us();
+        __atomic_store_n(&team.gen, team.gen + 1, __ATOMIC_RELEASE);
         pthread_cond_broadcast(&team.go);
         pthread_mutex_unlock(&team.mu);
         fn(arg, 0, parts);
