@@ -410,6 +410,30 @@ static void more_reductions(clg_device *dev)
                 clg_scope_end(dev);
             }
     }
+    /* Long rows: products in runs of 64 vectors (reduce_prod_vec's fast way), chunked or
+     * not; values near 1, huge and tiny in turn, and rows where a zero, an infinity or a
+     * NaN (the careful way) comes late. */
+    {
+        enum { LM = 5, LL = 3001 };
+        static double lv[LM * LL], lw[LM];
+        for (int r = 0; r < LM; r++) {
+            double p = 1;
+            for (int j = 0; j < LL; j++) {
+                double *e = &lv[r * LL + j];
+                *e = r == 1 ? (j % 2 ? 1e30 : 1e-30) : 0.95 + 0.1 * ((j * 37 + r) % 101) / 101.0;
+                if (r == 2 && j == 2500) *e = 0;
+                if (r == 3 && j == 2999) *e = INFINITY;
+                if (r == 4 && j == 1800) *e = NAN;
+                optest_round(CLG_F32, e, 1);
+                p *= *e;
+            }
+            lw[r] = p;
+        }
+        clg_scope_begin(dev);
+        clg_tensor *lt = optest_tensor(dev, CLG_F32, CLG_SHAPE(LM, LL), lv, OPTEST_CONTIGUOUS);
+        optest_close("prod of long rows", clg_prod(lt, CLG_AXES(1), false), lw, LM, 0, 1e-4);
+        clg_scope_end(dev);
+    }
     optest_close("empty 2-norm", clg_norm(clg_zeros(dev, CLG_F32, CLG_SHAPE(3, 0)), 2, CLG_AXES(1), false),
                  (double[]){0, 0, 0}, 3, 0, 0);
     CHECK(clg_norm(tz, 3, 0, NULL, false) == NULL);
