@@ -58,8 +58,8 @@ CLG_REDUCE(reduce_sumsq, (T)0, acc += v * v)
 #ifdef CLG_F64
 CLG_REDUCE(reduce_prod, (T)1, acc *= v)
 #else
-// float32 products renormalised at every step as reduce_prod_vec's below are (see
-// there), so that every device and kernel gives the same product.
+// float32 products renormalised at every step, as reduce_prod_vec's careful way below
+// (see there): no device or kernel leaves float's range before the end.
 inline float prod_norm(float a, int *e)
 {
     int b = as_int(a), f = (b >> 23) & 0xff;
