@@ -86,7 +86,9 @@ static void load(void)
      * Then, where the engine loaded it and the user did not set OPENBLAS_NUM_THREADS,
      * the library runs one thread (openblas_set_num_threads) and the engine splits the
      * products over its own (team.c). (The environment variable instead reached the
-     * processes started after: bench_matmul's NumPy ran on one thread.)
+     * processes started after: bench_matmul's NumPy ran on one thread.) A program that
+     * calls the same library itself then gets one thread too, unless it set
+     * OPENBLAS_NUM_THREADS or loaded the library first.
      * This runs once, at the first product's choice of engine: glibc does not guard a
      * setenv against another thread's getenv, so a program with threads that read the
      * environment then sets both variables itself before it starts them. */
