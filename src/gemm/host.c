@@ -16,7 +16,7 @@
  *
  * The library runs one thread (openblas_set_num_threads(1) where the engine loads it) and the
  * engine splits each product over its own threads instead (team.c says why): the rows
- * of C, or its columns where those are more, in parts of whole 16-row (column) blocks.
+ * of C or its columns (split_rows), in parts of whole 16-row (column) blocks.
  * Each element of C is the same call's sum as without the split: the same bits.
  */
 #include <dlfcn.h>
@@ -174,6 +174,18 @@ static bool leaves(clg_device *dev, const clg_gemm_args *g)
 enum { A_TYPE, A_TA, A_TB, A_M, A_N, A_K, A_BATCH, A_ALPHA, A_BETA, A_A, A_AOFF, A_LDA, A_SA, A_B, A_BOFF, A_LDB,
        A_SB, A_C, A_COFF, A_LDC, A_SC, A_PARTS, A_COUNT };
 
+/* Whether a product splits by C's rows (else its columns). Each part packs the whole of
+ * the operand the split does not cut (B by rows, A by columns), so the split duplicates the
+ * cheaper packing: the smaller of B's n and A's m columns' worth, a transposed operand
+ * (packed from strided reads) counted twice. bench_matmul, host engine, medians of 7 in
+ * 3 alternating rounds, GFLOP/s by rows / by columns: 512x784x128 A^T 143-178 / 126-130,
+ * 256x512x128 A^T 93-140 / 75-77, 384x512x2048 A^T 178-182 / 161-167; 128x512x784 B^T
+ * by columns 167-173 / 162-167 by rows. */
+static bool split_rows(int64_t m, int64_t n, bool ta, bool tb)
+{
+    return n * (tb ? 2 : 1) <= m * (ta ? 2 : 1);
+}
+
 /* A product split over the engine's threads: by C's rows, or by its columns. */
 typedef struct split {
     const clg_arg *a;
@@ -219,7 +231,8 @@ static void gemm_part(void *arg, int part, int parts)
 
 int clg__gemm_host_parts(const clg_gemm_args *g)
 {
-    size_t full = g->m >= g->n ? g->m : g->n, macs, parts = (size_t)clg__team_size();
+    size_t full = split_rows((int64_t)g->m, (int64_t)g->n, g->trans_a, g->trans_b) ? g->m : g->n, macs,
+           parts = (size_t)clg__team_size();
     if (!library() || !blas.split || __builtin_mul_overflow(g->m, g->n, &macs) ||
         __builtin_mul_overflow(macs, g->k, &macs) || __builtin_mul_overflow(macs, g->batch, &macs))
         return 1;
@@ -231,7 +244,7 @@ int clg__gemm_host_parts(const clg_gemm_args *g)
 static void gemm_host(const clg_arg *a, int nargs)
 {
     if (nargs != A_COUNT) return;
-    split sp = {a, a[A_M].v.i64 >= a[A_N].v.i64};
+    split sp = {a, split_rows(a[A_M].v.i64, a[A_N].v.i64, a[A_TA].v.i32, a[A_TB].v.i32)};
     clg__team_run(gemm_part, &sp, a[A_PARTS].v.i32);
 }
 
