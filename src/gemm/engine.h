@@ -110,8 +110,9 @@ clg_arg clg__gemm_scalar(clg_gemm_type type, double v);
 
 /* ---- the host's BLAS (host.c) ------------------------------------------------------------ */
 
-/* How many parts the host engine splits g into over its threads (team.c): 1 where the
- * library runs threads of its own, or g is too small to share. */
-int clg__gemm_host_parts(const clg_gemm_args *g);
+/* How many parts the host engine splits g into over its threads (team.c) on dev: 1 where
+ * the library runs threads of its own, or g is too small to share; at most dev's compute
+ * units. */
+int clg__gemm_host_parts(clg_device *dev, const clg_gemm_args *g);
 
 #endif

@@ -225,17 +225,23 @@ static void gemm_part(void *arg, int part, int parts)
     }
 }
 
-/* Products of fewer multiply-adds per part than this run whole: a helper's wake-up
- * (~10-50 us) against the part's time at ~50 GFLOP/s a core. */
+/* Products of fewer multiply-adds per part than this run whole: a sleeping helper's
+ * wake-up (40-80 us on the 2-core EPYC) against the part's time (~20 us at ~100 GFLOP/s a
+ * core: a watching helper starts at once). */
 #define PART_MIN_MACS ((size_t)1 << 20)
 
-int clg__gemm_host_parts(const clg_gemm_args *g)
+int clg__gemm_host_parts(clg_device *dev, const clg_gemm_args *g)
 {
+    /* no more parts than the device has compute units: POCL runs as many threads, and a
+     * machine whose CPUs outnumber what the process may use (a container's quota) gives
+     * its device fewer */
+    uint32_t cu = clg_device_get_info(dev)->compute_units;
     size_t full = split_rows((int64_t)g->m, (int64_t)g->n, g->trans_a, g->trans_b) ? g->m : g->n, macs,
            parts = (size_t)clg__team_size();
     if (!library() || !blas.split || __builtin_mul_overflow(g->m, g->n, &macs) ||
         __builtin_mul_overflow(macs, g->k, &macs) || __builtin_mul_overflow(macs, g->batch, &macs))
         return 1;
+    if (cu > 0 && parts > cu) parts = cu;
     if (parts > (full + 15) / 16) parts = (full + 15) / 16;
     if (parts > macs / PART_MIN_MACS) parts = macs / PART_MIN_MACS;
     return parts < 1 ? 1 : (int)parts;
@@ -264,7 +270,7 @@ static clg_status run(clg_device *dev, const clg_gemm_args *g, const clg_gemm_co
         [A_SA] = CLG_ARG_L(g->stride_a), [A_B] = CLG_ARG_B(g->b), [A_BOFF] = CLG_ARG_L(g->b_off),
         [A_LDB] = CLG_ARG_L(g->ldb), [A_SB] = CLG_ARG_L(g->stride_b), [A_C] = CLG_ARG_B(g->c),
         [A_COFF] = CLG_ARG_L(g->c_off), [A_LDC] = CLG_ARG_L(g->ldc), [A_SC] = CLG_ARG_L(g->stride_c),
-        [A_PARTS] = CLG_ARG_I(clg__gemm_host_parts(g)),
+        [A_PARTS] = CLG_ARG_I(clg__gemm_host_parts(dev, g)),
     };
     return clg__launch_native(dev, k, a, A_COUNT);
 }
