@@ -357,11 +357,12 @@ static void host_leaves(clg_device *dev)
     clg_device_close(pd);
 }
 
-/* The host engine splits a large product over its own threads (team.c), by C's rows or,
- * where there are more of them, its columns, in 16-row (column) blocks: every transpose
- * pair, a last block cut short, offsets, padded ld, alpha and beta, and a strided batch
- * whose every entry is split alike, against the reference. Where the engine loaded
- * OpenBLAS itself (one thread of its own) on a machine of two CPUs or more, they do split. */
+/* The host engine splits a large product (2^22 multiply-adds a part or more) over its own
+ * threads (team.c), by C's rows or its columns (host.c's split_rows), in 16-row (column)
+ * blocks: every transpose pair, a last block cut short, offsets, padded ld, alpha and
+ * beta, and a strided batch whose every entry is split alike, against the reference.
+ * Where the engine loaded OpenBLAS itself (one thread of its own) on a machine of two
+ * CPUs or more, they do split. */
 static void host_split(clg_device *dev)
 {
     const clg_gemm_engine *h = ENGINE("host");
@@ -371,8 +372,8 @@ static void host_split(clg_device *dev)
     }
     char lib[128];
     h->version(lib, sizeof lib);
-    clg_gemm_args rows_args = {.type = CLG_GEMM_F32, .m = 300, .n = 70, .k = 200, .batch = 1};
-    clg_gemm_args cols_args = {.type = CLG_GEMM_F32, .m = 40, .n = 260, .k = 300, .batch = 1};
+    clg_gemm_args rows_args = {.type = CLG_GEMM_F32, .m = 300, .n = 70, .k = 500, .batch = 1};
+    clg_gemm_args cols_args = {.type = CLG_GEMM_F32, .m = 40, .n = 260, .k = 900, .batch = 1};
     int pr = clg__gemm_host_parts(dev, &rows_args), pc = clg__gemm_host_parts(dev, &cols_args);
     printf("  host split: %d parts (rows), %d (columns); %d threads\n", pr, pc, clg__team_size());
     if (strstr(lib, "libopenblas") && !user_threads && clg__team_size() > 1 &&
@@ -380,17 +381,17 @@ static void host_split(clg_device *dev)
         CHECK(pr > 1 && pc > 1);
     engine he = {.e = h, .name = "host (split)"};
     for (int t = 0; t < 4; t++) {
-        gcase rows = {.ta = t & 1, .tb = t >> 1, .m = 300, .n = 70, .k = 200, .batch = 1, .alpha = -0.75,
+        gcase rows = {.ta = t & 1, .tb = t >> 1, .m = 300, .n = 70, .k = 500, .batch = 1, .alpha = -0.75,
                       .beta = 1.5, .a_off = 3, .b_off = 5, .c_off = 7, .pad = 3};
-        gcase cols = {.ta = t & 1, .tb = t >> 1, .m = 40, .n = 260, .k = 300, .batch = 1, .alpha = 1.0,
+        gcase cols = {.ta = t & 1, .tb = t >> 1, .m = 40, .n = 260, .k = 900, .batch = 1, .alpha = 1.0,
                       .beta = 0.0, .nan_c = true, .a_off = 1, .pad = 1};
         run_case(dev, &he, CLG_GEMM_F32, &rows);
         run_case(dev, &he, CLG_GEMM_F32, &cols);
     }
-    gcase batch = {.tb = true, .m = 130, .n = 20, .k = 400, .batch = 3, .alpha = 0.5, .beta = -2.0, .a_off = 1,
+    gcase batch = {.tb = true, .m = 130, .n = 20, .k = 1200, .batch = 3, .alpha = 0.5, .beta = -2.0, .a_off = 1,
                    .b_off = 2, .c_off = 3, .pad = 2, .gap = 5};
     run_case(dev, &he, CLG_GEMM_F32, &batch);
-    gcase dbl = {.ta = true, .m = 70, .n = 300, .k = 120, .batch = 1, .alpha = 1.0, .beta = 0.5, .b_off = 1, .pad = 1};
+    gcase dbl = {.ta = true, .m = 70, .n = 300, .k = 420, .batch = 1, .alpha = 1.0, .beta = 0.5, .b_off = 1, .pad = 1};
     if (clg_device_get_info(dev)->fp64) run_case(dev, &he, CLG_GEMM_F64, &dbl);
 }
 

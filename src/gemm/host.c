@@ -225,10 +225,11 @@ static void gemm_part(void *arg, int part, int parts)
     }
 }
 
-/* Products of fewer multiply-adds per part than this run whole: a sleeping helper's
- * wake-up (40-80 us on the 2-core EPYC) against the part's time (~20 us at ~100 GFLOP/s a
- * core: a watching helper starts at once). */
-#define PART_MIN_MACS ((size_t)1 << 20)
+/* Products of fewer multiply-adds per part than this run whole: a part's time (~85 us at
+ * ~100 GFLOP/s a core) above a sleeping helper's wake-up (40-80 us on the 2-core EPYC).
+ * With 2^20, products of 2-8 million multiply-adds (128^3 .. 200^3) ran at the same speed
+ * or slower split than whole (bench_matmul, three alternating rounds). */
+#define PART_MIN_MACS ((size_t)1 << 22)
 
 int clg__gemm_host_parts(clg_device *dev, const clg_gemm_args *g)
 {
