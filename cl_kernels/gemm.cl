@@ -221,7 +221,72 @@ void gemm_tiles(const int M, const int N, const int K, const int PI, const int P
 #error "gemm_tiles_rows holds six or eight rows of accumulators"
 #endif
 #define RFMA(r) c##r = CLG_MAD((TN)(a[r]), bv, c##r)
-#define RSTORE(r) store_row(C, c_off0 + (long)(i0 + r) * ldc + j0, N - j0, c##r, alpha, beta, i0 + r < M)
+// C's columns as a grid (cg.s6; src/gemm/gemm.h, clg_gemm_grid): column j is slot s =
+// j / cg.s0, row r and column c of its cg.s5 x cg.s1 cells, stored at s * cg.s4 + r *
+// cg.s3 + c from the row's start where r < cg.s2 and c < cg.s3, dropped elsewhere; and
+// (cg.s7) bias[i] added to row i after beta's term, as a separate pass would add it. A
+// stride-1 convolution's output on its padded grid so lands in [N, P, OH, OW], cropped,
+// with no pass after the product (src/tensor/conv_shift.c).
+#if !defined(CLG_F16_STORE) && !defined(CLG_BF16_STORE)   // gemm_tiles_rows' storage is T
+// len (below 16) values of src to dst in pieces of 8, 4, 2, 1.
+#define STC8(d, s) vstore8(vload8(0, (s)), 0, (d))
+#define STC4(d, s) vstore4(vload4(0, (s)), 0, (d))
+inline void store_run(__global TC *dst, const T *src, const int len)
+{
+    if (len & 8) STC8(dst, src), dst += 8, src += 8;
+    if (len & 4) STC4(dst, src), dst += 4, src += 4;
+    if (len & 2) STC(dst, 0, src[0]), STC(dst, 1, src[1]), dst += 2, src += 2;
+    if (len & 1) STC(dst, 0, src[0]);
+}
+
+inline void store_grid(__global TC *C, const long row_at, const int j, const int ncols, const TN acc, const T alpha,
+                       const T beta, const T bias, const bool valid, const int8 cg)
+{
+    if (!valid) return;
+    int s = j / cg.s0, rem = j - s * cg.s0, r = rem / cg.s1, c = rem - r * cg.s1;
+    TN v = alpha * acc;
+    if (ncols >= NR && r < cg.s2 && c + NR <= cg.s3) {   // NR cells of one row, all kept
+        __global TC *at = C + row_at + (long)s * cg.s4 + r * cg.s3 + c;
+        if (beta != (T)0) v += beta * LOADCN(at);
+        STORECN(EPI_V(v + bias), at);
+        return;
+    }
+    T tmp[NR];
+    int n = min(ncols, NR);
+    if (beta != (T)0) {   // a later slice of k: adds to what the first stored
+        VSTORE(v, 0, tmp);
+        for (int t = 0; t < n; t++) {
+            if (r < cg.s2 && c < cg.s3) {
+                long at = row_at + (long)s * cg.s4 + r * cg.s3 + c;
+                STC(C, at, EPI(tmp[t] + beta * LDC(C, at) + bias));
+            }
+            if (++c == cg.s1) {
+                c = 0;
+                if (++r == cg.s5) r = 0, s++;
+            }
+        }
+        return;
+    }
+    VSTORE(EPI_V(v + bias), 0, tmp);
+    for (int t = 0; t < n;) {   // runs of cells to a row's end: at most NR / ws + 2
+        int len = min(n - t, cg.s1 - c), keep = r < cg.s2 ? clamp(cg.s3 - c, 0, len) : 0;
+        if (keep) store_run(C + row_at + (long)s * cg.s4 + r * cg.s3 + c, tmp + t, keep);
+        t += len;
+        c += len;
+        if (c == cg.s1) {
+            c = 0;
+            if (++r == cg.s5) r = 0, s++;
+        }
+    }
+}
+#endif
+#define GBIAS(i) (cg.s7 && (i) < M ? bias[bias_off + (long)(i) * bias_step] : (T)0)
+#define GSTORE(r, j, acc)                                                                            \
+    if (cg.s6)                                                                                       \
+        store_grid(C, c_off0 + (long)(i0 + r) * ldc, j, N - (j), acc, alpha, beta, GBIAS(i0 + r), i0 + r < M, cg); \
+    else                                                                                             \
+        store_row(C, c_off0 + (long)(i0 + r) * ldc + (j), N - (j), acc, alpha, beta, i0 + r < M);
+#define RSTORE(r) GSTORE(r, j0, c##r)
 // With RMR 8 (32 vector registers) a micro-tile is three panels wide where the
 // work-item's panels allow: 8 x 3 accumulators, and per k three vector loads of B and 8
 // broadcasts of A for 24 FMAs (one panel: 1 and 8 for 8; the broadcasts, not the FMAs,
@@ -236,8 +301,7 @@ void gemm_tiles(const int M, const int N, const int K, const int PI, const int P
         w##r##2 = CLG_MAD(ar, b2, w##r##2);                                                \
     }
 #define WZERO(r) TN w##r##0 = 0, w##r##1 = 0, w##r##2 = 0;
-#define WSTORE1(r, v) \
-    store_row(C, c_off0 + (long)(i0 + r) * ldc + j0 + v * NR, N - j0 - v * NR, w##r##v, alpha, beta, i0 + r < M);
+#define WSTORE1(r, v) GSTORE(r, j0 + v * NR, w##r##v)
 #define WSTORE(r) WSTORE1(r, 0) WSTORE1(r, 1) WSTORE1(r, 2)
 #define WROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 #else
@@ -248,7 +312,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void gemm_tiles_rows(const int M, const int N, const int K, const int k0, const int k1, const int PI,
                      const int PJ, __global const T *Ap, __global const T *B, const long b_off,
                      __global const int *rows, __global TC *C, const long c_off0, const int ldc, const T alpha,
-                     const T beta)
+                     const T beta, const int8 cg, __global const T *bias, const long bias_off, const int bias_step)
 {
     int bj = get_global_id(0), bi = get_global_id(1);
     int mpanels = (M + RMR - 1) / RMR, npanels = (N + NR - 1) / NR;

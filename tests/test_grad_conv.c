@@ -169,6 +169,41 @@ static void variants_agree_tol(clg_device *dev, const char *param, const char *c
     free(got[1]);
 }
 
+/* The forward with a bias, y = conv2d(x, w, b) over [3, 16, 9, 8] (2 groups: k = 72, in
+ * slices where item_loops is 64), under two values of a parameter: within tol of the
+ * larger |y| (a product in slices of k adds the bias after the last one: gemm.cl
+ * store_grid). */
+static void forward_agree(clg_device *dev, const char *param, const char *const values[2],
+                          const clg_conv2d_params *geo, const char *what, double tol)
+{
+    float *got[2] = {NULL, NULL};
+    size_t len = 0;
+    for (int v = 0; v < 2; v++) {
+        CHECK_OK(dev, clg_device_set_param(dev, param, values[v]));
+        clg_scope_begin(dev);
+        clg_manual_seed(dev, 11);
+        clg_tensor *x = clg_rand(dev, CLG_F32, SH(3, 16, 9, 8), -1, 1);
+        clg_tensor *w = clg_rand(dev, CLG_F32, SH(6, 8, 3, 3), -1, 1);
+        clg_tensor *b = clg_rand(dev, CLG_F32, SH(6), -1, 1);
+        clg_tensor *y = clg_conv2d(x, w, b, geo);
+        CHECK_OK(dev, y ? CLG_OK : CLG_ERR_INVALID_ARGUMENT);
+        len = y ? (size_t)clg_tensor_numel(y) : 0;
+        got[v] = calloc(len ? len : 1, sizeof(float));
+        if (y) CHECK_OK(dev, clg_tensor_to_host(y, got[v], len * sizeof(float)));
+        clg_scope_end(dev);
+    }
+    double worst = 0, big = 0;
+    for (size_t i = 0; i < len; i++) {
+        worst = fmax(worst, fabs((double)got[0][i] - got[1][i]));
+        big = fmax(big, fabs((double)got[0][i]));
+    }
+    CHECK_MSG(big > 0 && worst <= tol * big, "%s: %s %s and %s differ by %g of %g", what, param, values[0], values[1],
+              worst, big);
+    CHECK_OK(dev, clg_device_set_param(dev, param, values[0]));
+    free(got[0]);
+    free(got[1]);
+}
+
 static void variants_agree(clg_device *dev, const char *param, const char *const values[2], int64_t n,
                            const clg_conv2d_params *geo, bool dx, const char *what)
 {
@@ -225,6 +260,11 @@ static void shift_agree(clg_device *dev)
     variants_agree_tol(dev, "conv_shift", on_off, 3, &geo, true, "conv2d dx", 1e-6);
     variants_agree_tol(dev, "conv_shift", on_off, 3, &geo, false, "conv2d dW", 1e-6);
     variants_agree_tol(dev, "item_loops", loops, 3, &geo, true, "conv2d dx", 1e-6);
+    /* the forward stores y cropped, its bias added (after the last slice of k, where sliced) */
+    forward_agree(dev, "conv_shift", on_off, &geo, "conv2d y", 1e-6);
+    CHECK_OK(dev, clg_device_set_param(dev, "conv_shift", "on"));
+    forward_agree(dev, "item_loops", (const char *const[]){"32768", "64"}, &geo, "conv2d y", 1e-6);
+    CHECK_OK(dev, clg_device_set_param(dev, "conv_shift", on_off[0]));
     /* 40 images: 150 launches of 64 steps; 3 (CLG_TEST_SMALL: Oclgrind) still take 6 */
     variants_agree_tol(dev, "item_loops", loops, optest_small() ? 3 : 40, &geo, false, "conv2d dW", 1e-6);
     /* strided: the forward and dW on phases (conv_phases, both kernels: stride 2 along w

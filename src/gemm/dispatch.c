@@ -58,6 +58,8 @@ clg_status clg__gemm_check(clg_device *dev, const clg_gemm_args *g)
                          clg_device_get_info(dev)->name);
     if (g->b_rows)
         return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg__gemm: B's row offsets are for clg__gemm_rows and clg__gemm_sum");
+    if (g->grid.cols || g->bias)
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg__gemm: C as a grid and a bias are for clg__gemm_rows");
     size_t es = elem_size(g->type);
     if (g->c_f32 && !clg__gemm_type_is_half(g->type))
         return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg__gemm: a float32 C is for 16-bit A and B");

@@ -100,6 +100,16 @@ int clg__gemm_choice_origin(clg_device *dev);
 
 /* ---- one checked call, on a chosen engine ------------------------------------------------ */
 
+/* C's columns as cells of a grid: column j is slot j / (slot_rows * ws), then row r and
+ * column c of that slot's slot_rows x ws cells; cells with r < rows and c < cols are
+ * stored at C + row i's start (c_off + i * ldc) + slot * slot_step + r * cols + c, the
+ * others dropped. A stride-1 convolution computes its outputs on the padded planes' grid
+ * (src/tensor/conv_shift.c); so they land cropped, in [N, P, OH, OW] (ldc = OH * OW,
+ * slot_step = P * OH * OW), with no pass of their own. */
+typedef struct clg_gemm_grid {
+    size_t slot_rows, ws, rows, cols, slot_step;
+} clg_gemm_grid;
+
 /* One call: sizes, operands, types. */
 typedef struct clg_gemm_args {
     clg_gemm_type type;
@@ -114,6 +124,11 @@ typedef struct clg_gemm_args {
      * per row of the stored B, where that row starts (from b_off + b * stride_b) instead
      * of at row * ldb: a convolution's input read shifted, with no column matrix. */
     const clg_buffer *b_rows;
+    /* Only for clg__gemm_rows (zero elsewhere): C's columns as a grid (cols 0: plain
+     * columns), and a bias added to each row of C after beta's term. */
+    clg_gemm_grid grid;
+    const clg_buffer *bias;
+    size_t bias_off, bias_step;
 } clg_gemm_args;
 
 /* A configuration of an engine that has several (engine.h). */

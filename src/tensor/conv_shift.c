@@ -247,24 +247,59 @@ static clg_status crop(const clg_tensor *out, int64_t N, int64_t P, int64_t oh, 
     return clg__conv_launch_grid(out->dev, y->dtype, "conv_crop", a, 6, (const int64_t[]){ow, oh, N * P});
 }
 
-/* For each group gi: out rows [gi m, gi m + m) (cols each) = a's rows for gi (m x k,
- * a_step elements apart per group) . shift(planes) with the rows at `rows`, the planes
- * b_step elements on per group. */
+/* Where a product on l's grid writes: its rows (planes p) of L = N * sh * ws columns
+ * into a [P, L] buffer, to be cropped after (grid NULL); or, cropped as it stores, into
+ * y [N, P, oh, ow] (contiguous, from element 0), b (NULL: none) added per plane. */
+typedef struct product_out {
+    clg_tensor *t;
+    const clg_gemm_grid *grid;
+    const clg_tensor *b;
+} product_out;
+
+/* For each group gi: output planes [gi m, gi m + m) = a's rows for gi (m x k, a_step
+ * elements apart per group) . shift(planes) with the rows at `rows`, the planes b_step
+ * elements on per group; cols columns on the grid. */
 static clg_status shifted(clg_device *dev, clg_dtype dtype, const conv_geo *g, size_t m, size_t cols, size_t k,
                           const clg_tensor *a, size_t a_step, const clg_tensor *planes, size_t b_step,
-                          const clg_tensor *rows, clg_tensor *out)
+                          const clg_tensor *rows, product_out out)
 {
     clg_status st = CLG_OK;
+    size_t ldc = out.grid ? out.grid->rows * out.grid->cols : cols;
     for (int64_t gi = 0; st == CLG_OK && gi < g->G; gi++) {
         size_t s = (size_t)gi;
         clg_gemm_args ga = {
             .type = clg__gemm_type_of(dtype), .m = m, .n = cols, .k = k, .batch = 1, .alpha = 1.0, .a = a->buf,
             .a_off = (size_t)a->offset + s * a_step, .lda = k, .b = planes->buf, .b_off = s * b_step,
-            .b_rows = rows->buf, .c = out->buf, .c_off = s * m * cols, .ldc = cols,
+            .b_rows = rows->buf, .c = out.t->buf, .c_off = s * m * ldc, .ldc = ldc,
         };
+        if (out.grid) ga.grid = *out.grid;
+        if (out.b) {
+            ga.bias = out.b->buf;
+            ga.bias_step = (size_t)out.b->strides[0];
+            ga.bias_off = (size_t)out.b->offset + s * m * ga.bias_step;
+        }
         st = clg__gemm_rows(dev, &ga);
     }
     return st;
+}
+
+/* The grid that crops a product on l's grid into [N, P, oh, ow] as it stores. */
+static clg_gemm_grid crop_grid(const layout *l, int64_t P, int64_t oh, int64_t ow)
+{
+    return (clg_gemm_grid){(size_t)l->sh, (size_t)l->ws, (size_t)oh, (size_t)ow, (size_t)(P * oh * ow)};
+}
+
+/* Whether the product stores y itself (cropped, with the bias): y of the products' type
+ * (16-bit storage narrows in conv_crop) and the engine taking C as a grid. */
+static bool crops_itself(clg_device *dev, const clg_gemm_grid *grid, clg_dtype ct, const clg_tensor *y, size_t m,
+                         size_t n, size_t k)
+{
+    if (y->dtype != ct) return false;
+    clg_gemm_args a = probe(ct, m, n, k, false);
+    a.b_rows = (const clg_buffer *)dev;   /* any non-NULL, as clg__conv_shift_ok asks */
+    a.grid = *grid;
+    a.ldc = grid->rows * grid->cols;
+    return clg__gemm_rows_fits(dev, &a);
 }
 
 /* ---- the three products ------------------------------------------------------------------------- */
@@ -280,12 +315,15 @@ clg_status clg__conv_shift_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, 
     clg_tensor *rows = xp ? row_offsets(dev, g, Cg, &l, window_base(&l, g->ph, g->pw), false) : NULL;
     clg_dtype ct = compute_type(x->dtype);
     clg_tensor *wm = !rows ? NULL : ct == w->dtype ? clg__contiguous_at0(w) : clg__copy_as(w, ct);
-    clg_tensor *out = wm ? clg__tensor_new(dev, ct, 1, (const int64_t[]){g->O * L}) : NULL;
+    clg_gemm_grid grid = crop_grid(&l, g->O, g->OH, g->OW);
+    bool direct = crops_itself(dev, &grid, ct, y, (size_t)Og, (size_t)L, K);
+    clg_tensor *out = !wm ? NULL : direct ? y : clg__tensor_new(dev, ct, 1, (const int64_t[]){g->O * L});
+    product_out to = direct ? (product_out){y, &grid, b} : (product_out){out, NULL, NULL};
     clg_status st = out ? shifted(dev, ct, g, (size_t)Og, (size_t)L, K, wm, (size_t)Og * K, xp,
-                                  (size_t)(Cg * cstep), rows, out)
+                                  (size_t)(Cg * cstep), rows, to)
                         : dev->status;
-    if (st == CLG_OK) st = crop(out, g->N, g->O, g->OH, g->OW, &l, b, y);
-    clg_tensor_free(out);
+    if (st == CLG_OK && !direct) st = crop(out, g->N, g->O, g->OH, g->OW, &l, b, y);
+    if (!direct) clg_tensor_free(out);
     clg__release_copy(wm, w);
     clg_tensor_free(rows);
     if (st == CLG_OK && planes) *planes = xp;
@@ -353,16 +391,18 @@ static clg_tensor *input_product(clg_tensor *w, const conv_geo *g, const clg_ten
     clg_tensor_free(wp);
     clg_tensor_free(wv);
     clg_tensor *rows = wt ? row_offsets(dev, g, Og, l, window_base(l, qh, qw), true) : NULL;
-    clg_tensor *out = rows ? clg__tensor_new(dev, ct, 1, (const int64_t[]){g->C * L}) : NULL;
-    clg_tensor *dx = NULL;
-    if (out && shifted(dev, ct, g, (size_t)Cg, (size_t)L, K, wt, (size_t)Cg * K, dyq, (size_t)(Og * cstep), rows,
-                       out) == CLG_OK)
-        dx = clg__tensor_new(dev, w->dtype, 4, (const int64_t[]){g->N, g->C, g->H, g->W});
-    if (dx && crop(out, g->N, g->C, g->H, g->W, l, NULL, dx) != CLG_OK) {
+    clg_tensor *dx = rows ? clg__tensor_new(dev, w->dtype, 4, (const int64_t[]){g->N, g->C, g->H, g->W}) : NULL;
+    clg_gemm_grid grid = crop_grid(l, g->C, g->H, g->W);
+    bool direct = dx && crops_itself(dev, &grid, ct, dx, (size_t)Cg, (size_t)L, K);
+    clg_tensor *out = !dx ? NULL : direct ? dx : clg__tensor_new(dev, ct, 1, (const int64_t[]){g->C * L});
+    product_out to = direct ? (product_out){dx, &grid, NULL} : (product_out){out, NULL, NULL};
+    if (!out || shifted(dev, ct, g, (size_t)Cg, (size_t)L, K, wt, (size_t)Cg * K, dyq, (size_t)(Og * cstep), rows,
+                        to) != CLG_OK ||
+        (!direct && crop(out, g->N, g->C, g->H, g->W, l, NULL, dx) != CLG_OK)) {
         clg_tensor_free(dx);
         dx = NULL;
     }
-    clg_tensor_free(out);
+    if (!direct) clg_tensor_free(out);
     clg_tensor_free(rows);
     clg_tensor_free(wt);
     return dx;
