@@ -506,6 +506,66 @@ static void mma_engine(clg_device *dev)
 }
 
 /* A buffer of 12 floats holding 0, 1, ..., 11. */
+/* bfloat16 products on the CPU's dot-product instructions (src/gemm/hostbf16.c,
+ * bf16dot.c): where the table says host_bf16 = on (the CPU has AVX512-BF16 and the
+ * device runs host functions), every case by name, products split over the engine's
+ * threads, and the choice: products of 2^20 multiply-adds or more go there, smaller ones
+ * and float16 not. Elsewhere the table says off, and on is refused with the reason. */
+static void hostbf16_engine(clg_device *dev)
+{
+    const clg_gemm_engine *e = ENGINE("hostbf16");
+    bool has = clg__host_cpu_bf16() && clg__native_supported(dev);
+    char buf[4096];
+    clg__params_format(clg__device_params(dev), buf, sizeof buf);
+    CHECK_MSG(clg__device_params(dev)->host_bf16 == has && strstr(buf, has ? "host_bf16 = on" : "host_bf16 = off"),
+              "host_bf16 where the CPU %s AVX512-BF16: %s", clg__host_cpu_bf16() ? "has" : "lacks", buf);
+    gcase big = {.ta = true, .tb = true, .m = 200, .n = 190, .k = 333, .batch = 1, .alpha = 0.5, .beta = -1.0};
+    clg_gemm_args g = {.type = CLG_GEMM_BF16, .m = 128, .n = 128, .k = 64, .batch = 1, .lda = 64, .ldb = 128, .ldc = 128};
+    if (!has) {
+        CHECK(!e->ready(dev, CLG_GEMM_BF16));
+        CHECK_MSG(clg_device_set_param(dev, "host_bf16", "on") == CLG_ERR_INVALID_ARGUMENT &&
+                      strstr(clg_device_error(dev), "host_bf16 = on"),
+                  "host_bf16 = on without the instructions: %s", clg_device_error(dev));
+        printf("  %-32s not run: %s\n", "hostbf16",
+               clg__host_cpu_bf16() ? "the device runs no host functions" : "no AVX512-BF16 on this CPU");
+        return;
+    }
+    double t0 = clg__now();
+    CHECK(e->ready(dev, CLG_GEMM_BF16) && !e->ready(dev, CLG_GEMM_F16) && !e->ready(dev, CLG_GEMM_F32));
+    engine eng = {.e = e, .name = "hostbf16"};
+    sweep(dev, &eng, CLG_GEMM_BF16, true);
+    /* split over the engine's threads (2^22 multiply-adds a part), bfloat16 and float32 C */
+    run_case(dev, &eng, CLG_GEMM_BF16, &big);
+    big.c32 = true;
+    big.ta = false;
+    run_case(dev, &eng, CLG_GEMM_BF16, &big);
+    gcase wide = {.ta = false, .tb = true, .m = 40, .n = 700, .k = 401, .batch = 2, .alpha = 1.0, .beta = 0.0,
+                  .a_off = 3, .b_off = 1, .c_off = 2, .pad = 1, .gap = 3};
+    run_case(dev, &eng, CLG_GEMM_BF16, &wide);
+    /* the choice: 2^20 multiply-adds and up, bfloat16 alone */
+    CHECK(e->takes(dev, &g) && !e->leaves(dev, &g));
+    g.k = 63;
+    CHECK(e->takes(dev, &g) && e->leaves(dev, &g));
+    g.type = CLG_GEMM_F16;
+    CHECK(!e->takes(dev, &g));
+    engine autoe = {.e = NULL, .name = "auto (hostbf16)"};
+    run_case(dev, &autoe, CLG_GEMM_BF16, &big);
+    /* off: not taken, and refused by name, naming the table's word */
+    CHECK_OK(dev, clg_device_set_param(dev, "host_bf16", "off"));
+    g.type = CLG_GEMM_BF16;
+    CHECK(!e->takes(dev, &g));
+    g.a = clg__buffer_alloc(dev, 128 * 64 * 2), g.b = clg__buffer_alloc(dev, 64 * 128 * 2);
+    g.c = clg__buffer_alloc(dev, 128 * 128 * 2);
+    CHECK_MSG(clg__gemm_run(dev, e, NULL, &g) == CLG_ERR_INVALID_ARGUMENT && strstr(clg_device_error(dev), "host_bf16 = off"),
+              "hostbf16 by name with host_bf16 = off: %s", clg_device_error(dev));
+    clg__buffer_release((clg_buffer *)g.a);
+    clg__buffer_release((clg_buffer *)g.b);
+    clg__buffer_release(g.c);
+    run_case(dev, &autoe, CLG_GEMM_BF16, &big);   /* the device's own engine, on float32 copies */
+    CHECK_OK(dev, clg_device_set_param(dev, "host_bf16", "on"));
+    printf("  %-32s all cases, bf16 %.1f s\n", "hostbf16", clg__now() - t0);
+}
+
 static clg_buffer *counting_buffer(clg_device *dev)
 {
     float host[12];
@@ -862,6 +922,7 @@ int main(void)
     host_leaves(dev);
     if (!small_mode) host_split(dev);
     mma_engine(dev);
+    hostbf16_engine(dev);
     engine autoe = {.e = NULL, .name = "auto"};
     gcase c = {.ta = false, .tb = true, .m = 37, .n = 41, .k = 43, .batch = 1, .alpha = 1.0, .beta = 0.0};
     run_case(dev, &autoe, CLG_GEMM_F32, &c);

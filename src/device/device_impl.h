@@ -252,6 +252,8 @@ clg_status clg__launch_rows3(clg_device *dev, clg_kernel *k, const clg_arg *args
 /* Whether the device runs host functions as commands (CL_EXEC_NATIVE_KERNEL: POCL does;
  * GPUs and rusticl do not). Its buffers are then host memory the function may use. */
 bool clg__native_supported(clg_device *dev);
+/* Whether the host CPU has AVX512-BF16 with AVX512-BW and -VL (params.c). */
+bool clg__host_cpu_bf16(void);
 /* The native function `fn` as a kernel named `name` (for profiles, captures and
  * errors), made once per device and name; NULL with the error recorded where the device
  * runs none. */
@@ -447,6 +449,11 @@ typedef struct clg_device_params {
      * around barriers; 0.15 s unoptimized, and the suite's products ran as fast), on
      * elsewhere (Oclgrind simulates every instruction: unoptimized, twice the time). */
     bool mma_opt;
+    /* bfloat16 products of 2^20 multiply-adds or more on the host CPU's dot-product
+     * instructions (AVX512-BF16's vdpbf16ps, src/gemm/hostbf16.c), as commands of the
+     * queue: on where the CPU has them and the device runs host functions (POCL on a
+     * CPU); it cannot be turned on elsewhere. */
+    bool host_bf16;
 } clg_device_params;
 
 const clg_device_params *clg__device_params(const clg_device *dev);

@@ -138,6 +138,18 @@ static void defaults(clg_device *dev)
     p->mma = props.nvidia_sm80 ? CLG_MMA_PTX : CLG_MMA_NONE;
     memcpy(p->mma_block, (int[6]){2, 4, 4, 4, 32, 2}, sizeof p->mma_block);
     p->mma_opt = !slow_to_optimize_emulated_mma(dev);
+    p->host_bf16 = clg__host_cpu_bf16() && clg__native_supported(dev);
+}
+
+bool clg__host_cpu_bf16(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__) && (__GNUC__ >= 11 || defined(__clang__))
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
+#else
+    return false;
+#endif
 }
 
 /* "WMxWNxFMxFNxTKxS": warps 1..8 each way, fragments 1..8 each way (along n even), k
@@ -239,6 +251,16 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
     }
     if (!strcmp(key, "mma_block")) return parse_block(dev, key, value, origin, p->mma_block);
     if (!strcmp(key, "mma_opt")) return parse_choice(dev, key, value, origin, "on", "off", &p->mma_opt);
+    if (!strcmp(key, "host_bf16")) {
+        bool on = false;
+        clg_status st = parse_choice(dev, key, value, origin, "on", "off", &on);
+        if (!st && on && !(clg__host_cpu_bf16() && clg__native_supported(dev)))
+            return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "device parameters (%s): host_bf16 = on: %s", origin,
+                             clg__host_cpu_bf16() ? "the device runs no host functions (native kernels)"
+                                                  : "the host CPU has no AVX512-BF16 (with AVX512-BW and -VL)");
+        if (!st) p->host_bf16 = on;
+        return st;
+    }
     if (!strcmp(key, "build_threads"))
         return parse_size(dev, key, value, origin, 1, CLG_BUILD_THREADS_MAX, &p->build_threads);
     if (!strcmp(key, "item_loops")) return parse_size(dev, key, value, origin, 64, 65535, &p->item_loops);
@@ -257,7 +279,7 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
     return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
                      "device parameters (%s): unknown key \"%s\" (known: gemm, gemm_tiles, group_1d, group_1d_min, group_tail, group_reduce, rows_min, "
                      "local_mem, max_group, binary_cache, build_threads, col2im, gemm_dot, gemm_rows, gemm_small, conv_columns, conv_chunk, conv_shift, item_loops, pool_keep, attention, "
-                     "row_reduce, scatter, const_strides, transpose_tiles, flat16, exact_div, fma, mma, mma_block, mma_opt)", origin, key);
+                     "row_reduce, scatter, const_strides, transpose_tiles, flat16, exact_div, fma, mma, mma_block, mma_opt, host_bf16)", origin, key);
 }
 
 static char *trim(char *s)
@@ -330,7 +352,7 @@ void clg__params_format(const clg_device_params *p, char *buf, size_t len)
     snprintf(buf, len,
              "gemm = %s\ngemm_tiles = %s\ngroup_1d = %zu\ngroup_1d_min = %zu\ngroup_tail = %zu\ngroup_reduce = %zu\nrows_min = %zu\nvector_float = %d\n"
              "max_group = %zu\nmax_item = %zu %zu %zu\nlocal_mem = %llu%s\nbinary_cache = %s\nbuild_threads = %zu\ncol2im = %s\ngemm_dot = %s\ngemm_rows = %s\ngemm_small = %zu\nconv_columns = %s\nconv_chunk = %zu\nconv_shift = %s\nitem_loops = %zu\npool_keep = %zu\nattention = %s\n"
-             "row_reduce = %s\nscatter = %s\nconst_strides = %s\ntranspose_tiles = %s\nflat16 = %s\nexact_div = %s\nfma = %s\nmma = %s\nmma_block = %dx%dx%dx%dx%dx%d\nmma_opt = %s\n",
+             "row_reduce = %s\nscatter = %s\nconst_strides = %s\ntranspose_tiles = %s\nflat16 = %s\nexact_div = %s\nfma = %s\nmma = %s\nmma_block = %dx%dx%dx%dx%dx%d\nmma_opt = %s\nhost_bf16 = %s\n",
              p->gemm, p->gemm_tiles ? "on" : "off", p->group_1d, p->group_1d_min, p->group_tail, p->group_reduce, p->rows_min, p->vector_float, p->max_group, p->max_item[0],
              p->max_item[1], p->max_item[2], (unsigned long long)p->local_mem,
              p->local_is_global ? " (emulated in global memory)" : "", p->binary_cache ? "on" : "off", p->build_threads,
@@ -339,7 +361,7 @@ void clg__params_format(const clg_device_params *p, char *buf, size_t len)
              p->row_items ? "items" : "groups", p->scatter_lines ? "lines" : "sorted", p->const_strides ? "on" : "off", p->transpose_tiles ? "on" : "off", p->flat16 ? "on" : "off",
              p->exact_div ? "on" : "off", p->fma ? "on" : "off", p->mma == CLG_MMA_PTX ? "ptx" : p->mma == CLG_MMA_EMULATE ? "emulate" : "none",
              p->mma_block[0], p->mma_block[1], p->mma_block[2], p->mma_block[3], p->mma_block[4],
-             p->mma_block[5], p->mma_opt ? "on" : "off");
+             p->mma_block[5], p->mma_opt ? "on" : "off", p->host_bf16 ? "on" : "off");
 }
 
 clg_status clg_device_set_param(clg_device *dev, const char *key, const char *value)

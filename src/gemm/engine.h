@@ -38,8 +38,8 @@ struct clg_gemm_engine {
      * (element types, sizes its interface takes, a graph capture). NULL: everything. */
     bool (*takes)(clg_device *dev, const clg_gemm_args *g);
     /* As the device's own engine (not asked by name): products it takes but leaves to
-     * `instead` (the host's BLAS: small ones, whose call costs more than they compute).
-     * NULL: none. */
+     * `instead` (the host's BLAS: small ones, whose call costs more than they compute);
+     * as a `first` engine, to the device's own. NULL: none. */
     bool (*leaves)(clg_device *dev, const clg_gemm_args *g);
     /* After: whether its kernels' indexing holds g. NULL: everything. */
     bool (*fits)(clg_device *dev, const clg_gemm_args *g);

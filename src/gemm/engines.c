@@ -11,7 +11,7 @@
 #include "gemm/engine.h"
 
 extern const clg_gemm_engine clg__gemm_host_engine, clg__gemm_tiled_engine, clg__gemm_clblast_engine,
-    clg__gemm_packed_engine, clg__gemm_mma_engine;
+    clg__gemm_packed_engine, clg__gemm_mma_engine, clg__gemm_hostbf16_engine;
 
 static const clg_gemm_engine *const engines[] = {
     &clg__gemm_host_engine,     /* host.c: the host's CBLAS as a command of the queue */
@@ -19,6 +19,7 @@ static const clg_gemm_engine *const engines[] = {
     &clg__gemm_clblast_engine,  /* clblast.c: CLBlast */
     &clg__gemm_packed_engine,   /* packed.c: packed panels, register blocks (CPUs) */
     &clg__gemm_mma_engine,      /* mma.c: matrix units, 16-bit operands */
+    &clg__gemm_hostbf16_engine, /* hostbf16.c: the CPU's bfloat16 dot products */
 };
 
 int clg__gemm_engine_count(void) { return (int)(sizeof engines / sizeof *engines); }

@@ -18,7 +18,7 @@ clg_status clg__gemm_run(clg_device *dev, const clg_gemm_engine *engine, const c
      * matrix units does not wait for a float32 tuning. */
     for (int i = 0; i < clg__gemm_engine_count(); i++) {
         const clg_gemm_engine *e = clg__gemm_engine_at(i);
-        if (e->first && e->takes(dev, g)) return clg__gemm_dispatch(dev, e, NULL, g);
+        if (e->first && e->takes(dev, g) && !(e->leaves && e->leaves(dev, g))) return clg__gemm_dispatch(dev, e, NULL, g);
     }
     const clg_gemm_engine *own = clg__gemm_engine_for(dev), *next;
     if (own->leaves && own->leaves(dev, g) && (next = clg__gemm_engine_find(own->instead))) own = next;
