@@ -45,44 +45,112 @@ bool clg__bf16dot_cpu(void)
 
 enum { MR = CLG_BF16DOT_MR, NR = CLG_BF16DOT_NR, B_BLOCK_BYTES = 384 << 10 };
 
-static uint32_t pair(uint16_t lo, uint16_t hi) { return (uint32_t)lo | (uint32_t)hi << 16; }
+/* Packing: dst[q * W + c] for pairs q < kp and lanes c < W is the pair (k = 2q, 2q + 1)
+ * of line c (a row of op(A), a column of op(B)); lanes past `lines` zero, and k odd: the
+ * last pair's upper half zero. Two ways the lines lie in memory: */
 
-/* op(A)'s rows i0 .. i0 + mr (mr <= MR) as kp pairs of MR 32-bit values, zeros past. */
-static void pack_a(const clg_bf16dot *p, int64_t i0, int64_t mr, int64_t kp, uint32_t *ap)
+/* 16 x 16 32-bit values transposed in registers: r[i] lane j <-> r[j] lane i, as four
+ * swaps of a row-index bit with the same column-index bit (each two vpermt2d a pair). */
+TARGET static void transpose16(__m512i r[16])
 {
-    memset(ap, 0, (size_t)(kp * MR) * sizeof *ap);
-    for (int64_t r = 0; r < mr; r++) {
-        int64_t i = i0 + r;
-        if (!p->ta) {   /* row i along k: pairs as they lie */
-            const uint16_t *row = p->a + i * p->lda;
-            for (int64_t q = 0; q < p->k / 2; q++) ap[q * MR + r] = pair(row[2 * q], row[2 * q + 1]);
-            if (p->k & 1) ap[(kp - 1) * MR + r] = row[p->k - 1];
-        } else {        /* column i of the stored k x m */
-            const uint16_t *col = p->a + i;
-            for (int64_t q = 0; q < p->k / 2; q++) ap[q * MR + r] = pair(col[2 * q * p->lda], col[(2 * q + 1) * p->lda]);
-            if (p->k & 1) ap[(kp - 1) * MR + r] = col[(p->k - 1) * p->lda];
-        }
+    static const int32_t lo[4][16] = {
+        {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23},
+        {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
+        {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
+        {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30},
+    };
+    static const int32_t hi[4][16] = {
+        {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31},
+        {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31},
+        {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31},
+        {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31},
+    };
+#pragma GCC unroll 4
+    for (int s = 0; s < 4; s++) {
+        int b = 8 >> s;
+        __m512i il = _mm512_loadu_si512(lo[s]), ih = _mm512_loadu_si512(hi[s]);
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; i++)
+            if (!(i & b)) {
+                __m512i x = r[i], y = r[i + b];
+                r[i] = _mm512_permutex2var_epi32(x, il, y);
+                r[i + b] = _mm512_permutex2var_epi32(x, ih, y);
+            }
     }
 }
 
-/* op(B)'s columns j0 .. j0 + nc as panels of NR, each kp pairs of NR 32-bit values. */
+/* Pairs q0 .. q0 + 16 of lines c < n (n <= 16, the others zero) into dst[q * W + c],
+ * `lanes` of them per pair (16, or 8 for A's panels). */
+TARGET static void words16(const uint16_t *base, int64_t ld, int n, int64_t q0, uint32_t *dst, int W, int lanes)
+{
+    __m512i r[16];
+    for (int c = 0; c < 16; c++) r[c] = c < n ? _mm512_loadu_si512(base + c * ld + 2 * q0) : _mm512_setzero_si512();
+    transpose16(r);
+    __mmask16 m = lanes >= 16 ? 0xffff : (__mmask16)((1u << lanes) - 1);
+    for (int t = 0; t < 16; t++) _mm512_mask_storeu_epi32(dst + (q0 + t) * W, m, r[t]);
+}
+
+/* ... each along k, ld apart (A not transposed, B transposed): the pairs are the lines'
+ * 32-bit words, a transpose of 16 x 16 blocks of them. */
+static void pack_words(const uint16_t *base, int64_t ld, int64_t lines, int W, int64_t k, uint32_t *dst)
+{
+    int64_t whole = k / 2, kp = (k + 1) / 2, q = 0;
+    for (; q + 16 <= whole; q += 16)
+        for (int c0 = 0; c0 < W; c0 += 16) {
+            int64_t n = lines - c0 < 0 ? 0 : lines - c0 > 16 ? 16 : lines - c0;
+            words16(base + c0 * ld, ld, (int)n, q, dst + c0, W, W - c0 < 16 ? W - c0 : 16);
+        }
+    for (; q < whole; q++) {
+        uint32_t *d = dst + q * W;
+        for (int64_t c = 0; c < lines; c++) memcpy(&d[c], base + c * ld + 2 * q, sizeof *d);
+        for (int64_t c = lines; c < W; c++) d[c] = 0;
+    }
+    if (kp > whole) {
+        uint32_t *d = dst + whole * W;
+        for (int64_t c = 0; c < W; c++) d[c] = c < lines ? base[c * ld + k - 1] : 0;
+    }
+}
+
+/* 16 lanes of two steps of k interleaved: r0's values low, r1's high. */
+TARGET static void across16(const uint16_t *r0, const uint16_t *r1, uint32_t *d)
+{
+    __m512i a = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)r0));
+    __m512i b = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)r1));
+    _mm512_storeu_si512(d, _mm512_or_si512(a, _mm512_slli_epi32(b, 16)));
+}
+
+/* ... across, k's steps ld apart (A transposed, B not): two steps' values interleaved. */
+static void pack_across(const uint16_t *base, int64_t ld, int64_t lines, int W, int64_t k, uint32_t *dst)
+{
+    int64_t kp = (k + 1) / 2;
+    for (int64_t q = 0; q < kp; q++) {
+        const uint16_t *r0 = base + 2 * q * ld, *r1 = r0 + ld;
+        uint32_t *d = dst + q * W;
+        int64_t c = 0;
+        if (2 * q + 1 < k) {
+            for (; c + 16 <= lines; c += 16) across16(r0 + c, r1 + c, d + c);
+            for (; c < lines; c++) d[c] = (uint32_t)r0[c] | (uint32_t)r1[c] << 16;
+        } else
+            for (; c < lines; c++) d[c] = r0[c];
+        for (c = lines; c < W; c++) d[c] = 0;
+    }
+}
+
+/* op(A)'s rows i0 .. i0 + mr (mr <= MR) as one panel. */
+static void pack_a(const clg_bf16dot *p, int64_t i0, int64_t mr, uint32_t *ap)
+{
+    if (p->ta) pack_across(p->a + i0, p->lda, mr, MR, p->k, ap);
+    else pack_words(p->a + i0 * p->lda, p->lda, mr, MR, p->k, ap);
+}
+
+/* op(B)'s columns j0 .. j0 + nc as panels of NR, kp pairs each. */
 static void pack_b(const clg_bf16dot *p, int64_t j0, int64_t nc, int64_t kp, uint32_t *bp)
 {
-    int64_t panels = (nc + NR - 1) / NR;
-    memset(bp, 0, (size_t)(panels * kp * NR) * sizeof *bp);
-    for (int64_t jj = 0; jj < nc; jj++) {
-        int64_t j = j0 + jj;
-        uint32_t *d = bp + jj / NR * kp * NR + jj % NR;
-        if (p->tb) {    /* row j of the stored n x k: pairs as they lie */
-            const uint16_t *row = p->b + j * p->ldb;
-            for (int64_t q = 0; q < p->k / 2; q++) d[q * NR] = pair(row[2 * q], row[2 * q + 1]);
-            if (p->k & 1) d[(kp - 1) * NR] = row[p->k - 1];
-        }
-    }
-    if (p->tb) return;
-    for (int64_t q = 0; q < kp; q++) {   /* two rows of the stored k x n at a time */
-        const uint16_t *r0 = p->b + 2 * q * p->ldb + j0, *r1 = 2 * q + 1 < p->k ? r0 + p->ldb : NULL;
-        for (int64_t jj = 0; jj < nc; jj++) bp[jj / NR * kp * NR + q * NR + jj % NR] = pair(r0[jj], r1 ? r1[jj] : 0);
+    for (int64_t jj = 0; jj < nc; jj += NR) {
+        int64_t lines = nc - jj < NR ? nc - jj : NR;
+        uint32_t *d = bp + jj / NR * kp * NR;
+        if (p->tb) pack_words(p->b + (j0 + jj) * p->ldb, p->ldb, lines, NR, p->k, d);
+        else pack_across(p->b + j0 + jj, p->ldb, lines, NR, p->k, d);
     }
 }
 
@@ -165,7 +233,7 @@ bool clg__bf16dot_product(const clg_bf16dot *p)
         pack_b(p, j0, ncols, kp, bp);
         for (int64_t i0 = 0; i0 < p->m; i0 += MR) {
             int64_t mr = p->m - i0 < MR ? p->m - i0 : MR;
-            pack_a(p, i0, mr, kp, ap);
+            pack_a(p, i0, mr, ap);
             for (int64_t jj = 0; jj < ncols; jj += NR)
                 micro(p, ap, bp + jj / NR * kp * NR, kp, i0, j0 + jj, mr, ncols - jj < NR ? ncols - jj : NR);
         }
