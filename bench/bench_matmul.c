@@ -357,6 +357,9 @@ int main(int argc, char **argv)
         printf("; matrix units (mma = %s): %s", clg__device_params(dev)->mma == CLG_MMA_PTX ? "ptx"
                                                 : clg__device_params(dev)->mma == CLG_MMA_EMULATE ? "emulate" : "none",
                clg__gemm_engine_find("mma")->ready(dev, g_type) ? "validated" : "not used");
+    if (g_type == CLG_GEMM_BF16)   /* a first engine too: the auto column's products of 2^20 multiply-adds and up */
+        printf("; the CPU's bfloat16 dot products (host_bf16 = %s): %s", clg__device_params(dev)->host_bf16 ? "on" : "off",
+               clg__gemm_engine_find("hostbf16")->ready(dev, g_type) ? "validated, from 2^20 multiply-adds" : "not used");
     if (tuned_rate > 0) printf(" (tuned: %.3g GFLOP/s)", tuned_rate);
     if (with_numpy) printf("; NumPy (%s, 2 threads)", blas);
     printf("\ndevice: %s | %s | driver %s | %u compute units\n\n", in->name, in->platform, in->driver,
