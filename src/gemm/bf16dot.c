@@ -20,7 +20,6 @@
  * differ from the float32 path's in the last bits, and where values under float32's
  * normal range (1.2e-38) matter.
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "gemm/bf16dot.h"
@@ -217,18 +216,29 @@ TARGET static void micro(const clg_bf16dot *p, const uint32_t *ap, const uint32_
     ROWS(STORE)
 }
 
-bool clg__bf16dot_product(const clg_bf16dot *p)
+/* Columns per block of B: its packed panels within B_BLOCK_BYTES, whole panels, at most
+ * n's. */
+static int64_t block_cols(int64_t n, int64_t kp)
 {
-    if (!clg__bf16dot_cpu()) return false;
-    if (p->m <= 0 || p->n <= 0) return true;
-    int64_t kp = (p->k + 1) / 2;
-    /* columns per block of B: its packed panels within B_BLOCK_BYTES, whole panels */
     int64_t nc = B_BLOCK_BYTES / (kp * NR * 4) * NR;
     if (nc < NR) nc = NR;
-    if (nc > (p->n + NR - 1) / NR * NR) nc = (p->n + NR - 1) / NR * NR;
-    uint32_t *ap = malloc((size_t)(kp * MR) * sizeof *ap), *bp = malloc((size_t)(kp * nc) * sizeof *bp);
-    bool ok = ap && bp;
-    for (int64_t j0 = 0; ok && j0 < p->n; j0 += nc) {
+    return nc > (n + NR - 1) / NR * NR ? (n + NR - 1) / NR * NR : nc;
+}
+
+size_t clg__bf16dot_scratch(int64_t n, int64_t k)
+{
+    int64_t kp = (k + 1) / 2;
+    size_t bytes = (size_t)(kp * MR + kp * block_cols(n, kp)) * sizeof(uint32_t);
+    return (bytes + 63) / 64 * 64;
+}
+
+bool clg__bf16dot_product(const clg_bf16dot *p, void *scratch, size_t bytes)
+{
+    if (!clg__bf16dot_cpu() || bytes < clg__bf16dot_scratch(p->n, p->k)) return false;
+    if (p->m <= 0 || p->n <= 0) return true;
+    int64_t kp = (p->k + 1) / 2, nc = block_cols(p->n, kp);
+    uint32_t *ap = scratch, *bp = ap + kp * MR;
+    for (int64_t j0 = 0; j0 < p->n; j0 += nc) {
         int64_t ncols = p->n - j0 < nc ? p->n - j0 : nc;
         pack_b(p, j0, ncols, kp, bp);
         for (int64_t i0 = 0; i0 < p->m; i0 += MR) {
@@ -238,16 +248,20 @@ bool clg__bf16dot_product(const clg_bf16dot *p)
                 micro(p, ap, bp + jj / NR * kp * NR, kp, i0, j0 + jj, mr, ncols - jj < NR ? ncols - jj : NR);
         }
     }
-    free(ap);
-    free(bp);
-    return ok;
+    return true;
 }
 
 #else
 
-bool clg__bf16dot_product(const clg_bf16dot *p)
+size_t clg__bf16dot_scratch(int64_t n, int64_t k)
 {
-    (void)p;
+    (void)n, (void)k;
+    return 0;
+}
+
+bool clg__bf16dot_product(const clg_bf16dot *p, void *scratch, size_t bytes)
+{
+    (void)p, (void)scratch, (void)bytes;
     return false;
 }
 

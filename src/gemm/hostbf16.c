@@ -31,9 +31,10 @@ extern const clg_gemm_engine clg__gemm_hostbf16_engine;
 #define PART_MIN_MACS ((size_t)1 << 22)
 
 /* Arguments, in order: flags (ta | tb << 1 | c_f32 << 2), m, n, k, batch, alpha, beta,
- * (buffer, offset, ld, batch stride) of A, B and C, parts. */
+ * (buffer, offset, ld, batch stride) of A, B and C, parts, and the packing's scratch: a
+ * buffer of parts x per_part bytes (allocated with the command, not while it runs). */
 enum { A_FLAGS, A_M, A_N, A_K, A_BATCH, A_ALPHA, A_BETA, A_A, A_AOFF, A_LDA, A_SA, A_B, A_BOFF, A_LDB, A_SB, A_C,
-       A_COFF, A_LDC, A_SC, A_PARTS, A_COUNT };
+       A_COFF, A_LDC, A_SC, A_PARTS, A_SCRATCH, A_PER_PART, A_COUNT };
 
 static int64_t L(const clg_arg *a, int i) { return a[i].v.i64; }
 
@@ -66,9 +67,10 @@ static void product_part(void *arg, int part, int parts)
             .b = (const uint16_t *)clg__native_ptr(&a[A_B]) + L(a, A_BOFF) + b * L(a, A_SB) + db, .ldb = ldb,
             .c = (char *)clg__native_ptr(&a[A_C]) + (size_t)(L(a, A_COFF) + b * L(a, A_SC) + dc) * cs, .ldc = ldc,
         };
-        /* false only without the instructions (validated before) or out of memory: C is
-         * then left as it was, which the validation's products would have shown */
-        (void)clg__bf16dot_product(&p);
+        /* false only without the instructions (ready() validated them) or with scratch
+         * smaller than clg__bf16dot_scratch, which run() sized: neither happens here */
+        size_t per = (size_t)L(a, A_PER_PART);
+        (void)clg__bf16dot_product(&p, (char *)clg__native_ptr(&a[A_SCRATCH]) + (size_t)part * per, per);
     }
 }
 
@@ -95,6 +97,10 @@ static clg_status run(clg_device *dev, const clg_gemm_args *g, const clg_gemm_co
     (void)cfg;
     clg_kernel *k = clg__native_kernel(dev, "gemm_hostbf16", hostbf16);
     if (!k) return dev->status;
+    int parts = parts_for(dev, g);
+    size_t per = clg__bf16dot_scratch((int64_t)g->n, (int64_t)g->k);   /* either split's part: at most n columns */
+    clg_buffer *scratch = clg__buffer_alloc(dev, per * (size_t)parts);
+    if (!scratch) return dev->status;
     clg_arg a[A_COUNT] = {
         [A_FLAGS] = CLG_ARG_I(g->trans_a | g->trans_b << 1 | g->c_f32 << 2), [A_M] = CLG_ARG_L(g->m),
         [A_N] = CLG_ARG_L(g->n), [A_K] = CLG_ARG_L(g->k), [A_BATCH] = CLG_ARG_L(g->batch),
@@ -103,9 +109,11 @@ static clg_status run(clg_device *dev, const clg_gemm_args *g, const clg_gemm_co
         [A_SA] = CLG_ARG_L(g->stride_a), [A_B] = CLG_ARG_B(g->b), [A_BOFF] = CLG_ARG_L(g->b_off),
         [A_LDB] = CLG_ARG_L(g->ldb), [A_SB] = CLG_ARG_L(g->stride_b), [A_C] = CLG_ARG_B(g->c),
         [A_COFF] = CLG_ARG_L(g->c_off), [A_LDC] = CLG_ARG_L(g->ldc), [A_SC] = CLG_ARG_L(g->stride_c),
-        [A_PARTS] = CLG_ARG_I(parts_for(dev, g)),
+        [A_PARTS] = CLG_ARG_I(parts), [A_SCRATCH] = CLG_ARG_B(scratch), [A_PER_PART] = CLG_ARG_L(per),
     };
-    return clg__launch_native(dev, k, a, A_COUNT);
+    clg_status st = clg__launch_native(dev, k, a, A_COUNT);
+    clg__buffer_release(scratch);   /* the in-order queue runs whoever gets it next after this command */
+    return st;
 }
 
 /* ---- validation before first use -------------------------------------------------------- */
