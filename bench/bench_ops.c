@@ -13,7 +13,7 @@
  * (products, convolutions, pooling, attention, the embedding lookup) have one case at the
  * sizes the GPT and the ResNet call. The backward starts from a gradient of ones (made
  * each call, as torch.ones_like), so "fwdbwd" is forward + a fill + backward. Prints:
- *   case NAME/CLASS fwd|fwdbwd MIN MEDIAN MAX        (ms per call)
+ *   case NAME/CLASS fwd|fwdbwd MIN MEDIAN MAX BYTES  (ms per call; bytes moved at the least)
  *   skip NAME/CLASS WHY                              (a case not run, and why)
  * The case table is shared in spirit, not in code, with torch_ops.py: same names, shapes
  * and arguments; a case missing on one side prints no ratio. */
@@ -285,8 +285,14 @@ static void make_class(clg_device *dev, int64_t r, int64_t c, inputs *in)
  * builds (the first call of a new op took ~30 ms: 3 calls a timing). */
 #define CALLS(one) ((one) < 0.05 ? 200 : (one) < 5 ? 10 : (one) < 50 ? 3 : 1)
 
-/* ms per call: forward only, or forward + sum + backward. */
-static double once(clg_device *dev, const kase *k, inputs *in, clg_tensor **t, bool bwd, int calls)
+static double tensor_bytes(const clg_tensor *t)
+{
+    return t ? (double)clg_tensor_numel(t) * (double)clg_dtype_size(clg_tensor_dtype(t)) : 0;
+}
+
+/* ms per call: forward only, or forward + sum + backward; *out (when given) the output's
+ * bytes. */
+static double once(clg_device *dev, const kase *k, inputs *in, clg_tensor **t, bool bwd, int calls, double *out)
 {
     clg_device_finish(dev);
     double t0 = now();
@@ -297,6 +303,7 @@ static double once(clg_device *dev, const kase *k, inputs *in, clg_tensor **t, b
             fprintf(stderr, "bench_ops: %s: %s\n", k->name, clg_device_error(dev));
             exit(1);
         }
+        if (out) *out = tensor_bytes(y);
         /* the gradient of ones, contiguous (torch: y.backward(torch.ones_like(y))) */
         if (bwd && clg_backward(y, clg_ones(dev, clg_tensor_dtype(y), clg_tensor_ndim(y), clg_tensor_shape(y))) != CLG_OK) {
             fprintf(stderr, "bench_ops: %s backward: %s\n", k->name, clg_device_error(dev));
@@ -308,21 +315,28 @@ static double once(clg_device *dev, const kase *k, inputs *in, clg_tensor **t, b
     return (now() - t0) * 1e3 / calls;
 }
 
-/* Times case k in both modes (backward only where the op has a gradient). */
+/* Times case k in both modes (backward only where the op has a gradient). The last
+ * field printed: the bytes the pass must move at the least, its tensor operands read
+ * and its output written once (labels, indices and masks not counted); with the
+ * backward also the gradient of ones written and read and each operand's gradient
+ * written: against the machine's memory bandwidth (bench_peak), how near an op is to
+ * memory speed. */
 static void run_case(clg_device *dev, const kase *k, const char *cls, inputs *in, clg_tensor **t, int repeats)
 {
     bool grad_op = strcmp(k->name, "sign") && strcmp(k->name, "floor") && strcmp(k->name, "ceil") &&
                    strcmp(k->name, "round");
     for (int mode = 0; mode < 1 + grad_op; mode++) {
         for (int i = 0; i < k->nin; i++) clg_tensor_set_requires_grad(t[i], mode == 1);
-        once(dev, k, in, t, mode == 1, 1);                 /* builds the kernels */
-        double one = once(dev, k, in, t, mode == 1, 1);   /* warm: how many calls a timing takes */
+        double out = 0, ins = 0;
+        once(dev, k, in, t, mode == 1, 1, &out);                 /* builds the kernels */
+        double one = once(dev, k, in, t, mode == 1, 1, NULL);   /* warm: how many calls a timing takes */
         int calls = CALLS(one);
         double ms[64];
-        for (int r = 0; r < repeats && r < 64; r++) ms[r] = once(dev, k, in, t, mode == 1, calls);
+        for (int r = 0; r < repeats && r < 64; r++) ms[r] = once(dev, k, in, t, mode == 1, calls, NULL);
         qsort(ms, (size_t)repeats, sizeof *ms, cmp);
-        printf("case %s/%s %s %.4f %.4f %.4f\n", k->name, cls, mode ? "fwdbwd" : "fwd", ms[0], ms[repeats / 2],
-               ms[repeats - 1]);
+        for (int i = 0; i < k->nin; i++) ins += tensor_bytes(t[i]);
+        printf("case %s/%s %s %.4f %.4f %.4f %.0f\n", k->name, cls, mode ? "fwdbwd" : "fwd", ms[0], ms[repeats / 2],
+               ms[repeats - 1], mode ? 2 * ins + 3 * out : ins + out);
         fflush(stdout);
     }
     for (int i = 0; i < k->nin; i++) clg_tensor_set_requires_grad(t[i], false);

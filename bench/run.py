@@ -188,42 +188,62 @@ def model_rows(build, repeats, quick):
         ours, theirs = models(build, model, repeats, 3 if quick else 10)
         print(row(label, ours, theirs, "", "torch"), flush=True)
 
-def parse_cases(out):
-    """bench_ops / torch_ops.py output: {(case, mode): median ms}."""
+def parse_cases(out, moved=None):
+    """bench_ops / torch_ops.py output: {(case, mode): median ms}; bench_ops's bytes each
+    case moves at the least into `moved`."""
     res = {}
     for line in out.splitlines():
         f = line.split()
-        if len(f) == 6 and f[0] == "case":
+        if len(f) in (6, 7) and f[0] == "case":
             res[(f[1], f[2])] = float(f[4])
+            if len(f) == 7 and moved is not None:
+                moved[(f[1], f[2])] = float(f[6])
     return res
+
+def memory_bandwidth(build):
+    """bench_peak's memcpy on every CPU, GB/s (median), and its line; (0, '') without it."""
+    exe = os.path.join(build, "bench", "bench_peak")
+    if not os.path.exists(exe):
+        return 0.0, ""
+    out = run([exe, "--repeats", "3"])
+    for line in out.splitlines():
+        if line.startswith("| memcpy") and "threads" in line:
+            return float(line.split("|")[2].split("/")[1]), line
+    return 0.0, ""
 
 def op_rows(build, repeats, only=None):
     """The per-op table: bench_ops against bench/torch_ops.py, whole runs alternating; the
     ratio is PyTorch's time over clgrad's (above 1: clgrad faster), per round."""
     extra = ["--only", only] if only else []
-    ours, theirs = [], []
+    ours, theirs, moved = [], [], {}
+    bw, bw_line = memory_bandwidth(build)
     for _ in range(repeats):
         out = run([os.path.join(build, "bench", "bench_ops"), "--repeats", "3"] + extra)
         skipped = [l[5:] for l in out.splitlines() if l.startswith("skip ")]
-        ours.append(parse_cases(out))
+        ours.append(parse_cases(out, moved))
         theirs.append(parse_cases(run([PYTHON, os.path.join(HERE, "torch_ops.py"), "--repeats", "3"] + extra,
                                       env=ref_env())))
-    print("| op / shape class | pass | clgrad ms | PyTorch ms | speed ratio min / median / max |")
-    print("| --- | --- | ---: | ---: | ---: |")
+    if bw:
+        print("memory bandwidth (bench_peak): %s\n" % bw_line.strip())
+    print("| op / shape class | pass | clgrad ms | PyTorch ms | speed ratio min / median / max | clgrad GB/s (share of memcpy's) |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
     slow = []
     for key in ours[0]:
+        ms = statistics.median(o[key] for o in ours)
+        gbs = moved.get(key, 0) / ms / 1e6 if ms > 0 else 0
+        mem = "%.1f (%.0f%%)" % (gbs, 100 * gbs / bw) if bw and gbs else ""
         if not all(key in o for o in ours) or not all(key in t for t in theirs):
-            print("| %s | %s | %.3g | (no case) | |" % (key[0], key[1], ours[0][key]))
+            print("| %s | %s | %.3g | (no case) | | %s |" % (key[0], key[1], ours[0][key], mem))
             continue
         r = [t[key] / o[key] for o, t in zip(ours, theirs)]
         lo, med, hi = stats(r)
         slow.append((med, key))
-        print("| %s | %s | %.3g | %.3g | %.2f / %.2f / %.2f |" % (key[0], key[1], statistics.median(o[key] for o in ours),
-              statistics.median(t[key] for t in theirs), lo, med, hi), flush=True)
+        print("| %s | %s | %.3g | %.3g | %.2f / %.2f / %.2f | %s |" % (key[0], key[1], ms,
+              statistics.median(t[key] for t in theirs), lo, med, hi, mem), flush=True)
     slow.sort()
     for line in skipped:
         name, why = line.split(" ", 1)
-        print("| %s | not run: %s | | | |" % (name.rstrip(":"), why))
+        print("| %s | not run: %s | | | | |" % (name.rstrip(":"), why))
     print("\nslowest against PyTorch (median ratio): " + ", ".join("%s %s %.3f" % (k[0], k[1], m) for m, k in slow[:15]))
 
 def startup(build, model, repeats):
