@@ -667,6 +667,29 @@ static void autocast(clg_device *dev, const fmt16 *f)
     float a[60], e[60];
     CHECK(g32 && g16 && clg_tensor_dtype(g32) == CLG_F32 && clg_tensor_to_host(g32, a, sizeof a) == CLG_OK &&
           clg_tensor_to_host(clg_cast(g16, CLG_F32), e, sizeof e) == CLG_OK && !memcmp(a, e, sizeof a));
+    /* A float32 operand meets a 16-bit one (a residual stream plus a 16-bit branch): inside
+     * the region the 16-bit one widens, both ways round, and each leaf's gradient comes
+     * back in its own dtype; outside, a dtype error naming both. */
+    clg_tensor *r32 = clg_cast(x32, CLG_F32), *h16 = clg_cast(clg_mul_scalar(x32, 0.5), f->dtype);
+    CHECK_OK(dev, clg_tensor_set_requires_grad(r32, true));
+    CHECK_OK(dev, clg_tensor_set_requires_grad(h16, true));
+    CHECK_OK(dev, clg_autocast_begin(dev, f->dtype));
+    clg_tensor *sum = clg_add(r32, h16), *sum2 = clg_mul(h16, r32);
+    clg_autocast_end(dev);
+    CHECK(sum && sum2 && clg_tensor_dtype(sum) == CLG_F32 && clg_tensor_dtype(sum2) == CLG_F32);
+    float got[96], want[96];
+    CHECK(sum && clg_tensor_to_host(sum, got, sizeof got) == CLG_OK &&
+          clg_tensor_to_host(clg_add(r32, clg_cast(h16, CLG_F32)), want, sizeof want) == CLG_OK &&
+          !memcmp(got, want, sizeof got));
+    CHECK_OK(dev, sum && sum2 ? clg_backward(clg_sum(clg_add(sum, sum2), 0, NULL, false), NULL) : clg_device_last_status(dev));
+    CHECK(clg_tensor_grad(r32) && clg_tensor_dtype(clg_tensor_grad(r32)) == CLG_F32 && clg_tensor_grad(h16) &&
+          clg_tensor_dtype(clg_tensor_grad(h16)) == f->dtype);
+    /* d(r + h + h r)/dh = 1 + r, in 16 bits */
+    CHECK(clg_tensor_to_host(clg_cast(clg_tensor_grad(h16), CLG_F32), got, sizeof got) == CLG_OK &&
+          clg_tensor_to_host(clg_cast(clg_cast(clg_add_scalar(r32, 1.0), f->dtype), CLG_F32), want, sizeof want) == CLG_OK &&
+          !memcmp(got, want, sizeof got));
+    CHECK(clg_add(r32, h16) == NULL && clg_device_last_status(dev) == CLG_ERR_DTYPE &&
+          strstr(clg_device_error(dev), "dtypes differ"));
     clg_scope_end(dev);
 }
 

@@ -79,13 +79,30 @@ static clg_status minimum_bw(clg_node *n, clg_tensor *g, clg_tensor **gin) { ret
 
 /* ---- two operands ------------------------------------------------------------------------ */
 
+/* Inside an autocast region, a float32 operand meeting a 16-bit one widens the 16-bit
+ * one (a cast on the tape: its gradient comes back 16-bit), as PyTorch promotes
+ * float16 + float32 to float32: a transformer's float32 residual stream plus its
+ * 16-bit attention or MLP output. Outside, dtypes must match. Returns the operand to
+ * use (t itself, or a cast the caller drops with clg__drop_cast). */
+static clg_tensor *promote(clg_tensor *t, const clg_tensor *other)
+{
+    if (!t || !other || !clg__is_half(t->dtype) || other->dtype != CLG_F32 || clg_autocast_dtype(t->dev) == CLG_F32)
+        return t;
+    return clg_cast(t, CLG_F32);
+}
+
 /* The rows of binary_ops.def: differentiable ones on the tape with their backward
  * above, comparisons and logic off it. */
 #define BINARY_TAPED(name, allow_int)                                                    \
     clg_tensor *clg_##name(clg_tensor *a, clg_tensor *b)                                 \
     {                                                                                    \
-        return clg__taped(binary_op(#name, a, b, allow_int), CLG_OP_##name, name##_bw, 2, \
-                          IN2(a, b), NULL);                                              \
+        clg_tensor *pa = promote(a, b), *pb = promote(b, a);                             \
+        clg_tensor *y = pa && pb ? clg__taped(binary_op(#name, pa, pb, allow_int), CLG_OP_##name, \
+                                              name##_bw, 2, IN2(pa, pb), NULL)           \
+                                 : NULL;                                                 \
+        clg__drop_cast(pa, a);                                                           \
+        clg__drop_cast(pb, b);                                                           \
+        return y;                                                                        \
     }
 #define BINARY_PLAIN(name)                                                               \
     clg_tensor *clg_##name(clg_tensor *a, clg_tensor *b) { return binary_op(#name, a, b, true); }
