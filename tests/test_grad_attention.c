@@ -350,15 +350,17 @@ static void long_axes_vectors(clg_device *dev)
 /* ---- 16-bit storage ---------------------------------------------------------------------- */
 
 /* float16 / bfloat16 inputs: the float32 kernel on the widened inputs, rounded once, bit for
- * bit (the same kernel computes in float32); gradients within 16-bit rounding. */
-static void half_storage(clg_device *dev, clg_dtype h)
+ * bit (the same kernel computes in float32); gradients within 16-bit rounding. Heads of
+ * E = 8, and of 16, which a device with attention = rows (POCL) computes on float32
+ * casts with the vector kernels (clg_scaled_dot_product_attention: widened_heads). */
+static void half_storage(clg_device *dev, clg_dtype h, int64_t E)
 {
     clg_scope_begin(dev);
-    double vals[3][2 * 9 * 8];
-    int64_t shapes[3][3] = {{2, 9, 8}, {2, 9, 8}, {2, 9, 8}};
+    double vals[3][2 * 9 * 16];
+    int64_t shapes[3][3] = {{2, 9, E}, {2, 9, E}, {2, 9, E}};
     clg_tensor *x16[3], *x32[3];
     for (int i = 0; i < 3; i++) {
-        optest_fill(vals[i], 2 * 9 * 8, -2, 2, 40 + (uint64_t)i);
+        optest_fill(vals[i], 2 * 9 * E, -2, 2, 40 + (uint64_t)i);
         x16[i] = clg_cast(optest_tensor(dev, CLG_F32, 3, shapes[i], vals[i], OPTEST_PERMUTED), h);
         x32[i] = clg_cast(x16[i], CLG_F32);
         clg_tensor_set_requires_grad(x16[i], true);
@@ -370,7 +372,7 @@ static void half_storage(clg_device *dev, clg_dtype h)
     if (y16 && y32) {
         double *a = optest_read(y16), *b = optest_read(clg_cast(y32, h));
         int bad = 0;
-        for (int i = 0; a && b && i < 2 * 9 * 8; i++) bad += a[i] != b[i];
+        for (int i = 0; a && b && i < 2 * 9 * E; i++) bad += a[i] != b[i];
         CHECK_MSG(a && b && !bad, "%s attention: %d values differ from float32's rounded", clg_dtype_name(h), bad);
         free(a);
         free(b);
@@ -383,7 +385,7 @@ static void half_storage(clg_device *dev, clg_dtype h)
             CHECK(clg_tensor_dtype(d16[i]) == h);
             char what[64];
             snprintf(what, sizeof what, "%s attention gradient %d", clg_dtype_name(h), i);
-            if (w) optest_close(what, d16[i], w, 2 * 9 * 8, h == CLG_BF16 ? 4e-2 : 6e-3, h == CLG_BF16 ? 2e-2 : 4e-3);
+            if (w) optest_close(what, d16[i], w, 2 * 9 * E, h == CLG_BF16 ? 4e-2 : 6e-3, h == CLG_BF16 ? 2e-2 : 4e-3);
             free(w);
         }
     }
@@ -452,8 +454,10 @@ int main(void)
     }
     long_axes(dev, optest_precise(dev));
     long_axes_vectors(dev);
-    half_storage(dev, CLG_F16);
-    half_storage(dev, CLG_BF16);
+    for (int64_t E = 8; E <= 16; E += 8) {
+        half_storage(dev, CLG_F16, E);
+        half_storage(dev, CLG_BF16, E);
+    }
     gradchecks(dev);
     refusals(dev);
     clg_device_close(dev);

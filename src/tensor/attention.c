@@ -555,6 +555,19 @@ static clg_tensor *attend(clg_tensor *q, clg_tensor *k, clg_tensor *v, clg_tenso
     return y;
 }
 
+/* 16-bit heads that the float32 vector kernels take, on a device whose attention runs a
+ * work-item per row (the table's attention = rows: CPUs): computed on float32 casts of
+ * q, k and v (exact) and the output narrowed once, as the 16-bit kernels round it; their
+ * gradients come back through the casts, rounded once too. The 16-bit kernels are the
+ * generic row ones, ~20x slower there (bench/RESULTS.md, session 37: the GPT's
+ * mixed-bf16 step spent 75% of its time in them). */
+static bool widened_heads(const clg_tensor *q, const clg_tensor *v)
+{
+    int64_t E = q->shape[q->ndim - 1], Ev = v->shape[v->ndim - 1];
+    return clg__is_half(q->dtype) && q->ndim >= 2 && v->ndim >= 2 && clg__device_params(q->dev)->attention_rows &&
+           E > 0 && Ev > 0 && E % 16 == 0 && Ev % 16 == 0 && E <= 16 * ATT_VN && Ev <= 16 * ATT_VN;
+}
+
 clg_tensor *clg_scaled_dot_product_attention(clg_tensor *q, clg_tensor *k, clg_tensor *v, clg_tensor *attn_mask,
                                              bool is_causal, double dropout_p, double scale)
 {
@@ -562,7 +575,16 @@ clg_tensor *clg_scaled_dot_product_attention(clg_tensor *q, clg_tensor *k, clg_t
     if (!check_inputs(q, k, v, attn_mask, dropout_p, scale)) return NULL;
     clg_tensor *qa = clg__autocast(q), *ka = qa ? clg__autocast(k) : NULL, *va = ka ? clg__autocast(v) : NULL;
     clg_tensor *m = va && attn_mask ? additive_mask(attn_mask, clg__compute_dtype(va->dtype)) : NULL;
-    clg_tensor *y = va && (m || !attn_mask) ? attend(qa, ka, va, m, is_causal, dropout_p, scale) : NULL;
+    clg_tensor *y = NULL;
+    if (va && (m || !attn_mask) && widened_heads(qa, va)) {
+        clg_tensor *q32 = clg_cast(qa, CLG_F32), *k32 = q32 ? clg_cast(ka, CLG_F32) : NULL;
+        clg_tensor *v32 = k32 ? clg_cast(va, CLG_F32) : NULL;
+        clg_tensor *y32 = v32 ? attend(q32, k32, v32, m, is_causal, dropout_p, scale) : NULL;
+        y = y32 ? clg_cast(y32, va->dtype) : NULL;
+        clg_tensor *made[4] = {y32, v32, k32, q32};
+        for (int i = 0; i < 4; i++) clg_tensor_free(made[i]);   /* the tape keeps what backward needs */
+    } else if (va && (m || !attn_mask))
+        y = attend(qa, ka, va, m, is_causal, dropout_p, scale);
     if (attn_mask) clg__drop_cast(m, attn_mask);
     clg__drop_cast(va, v);
     clg__drop_cast(ka, k);
