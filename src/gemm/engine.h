@@ -115,4 +115,19 @@ clg_arg clg__gemm_scalar(clg_gemm_type type, double v);
  * units. */
 int clg__gemm_host_parts(clg_device *dev, const clg_gemm_args *g);
 
+/* The engines that split a product over those threads (host.c, hostbf16.c): */
+/* Whether to split by C's rows (each part then packs all of B, n columns weighted wb)
+ * rather than its columns (all of A, m rows weighted wa): the cheaper duplicate. */
+bool clg__gemm_split_rows(int64_t m, int64_t n, int64_t wa, int64_t wb);
+/* How many parts: at most the team's threads and dev's compute units, the split side's
+ * blocks of `unit`, and one per 2^22 multiply-adds (a part then outlasts a helper's
+ * wake-up). */
+int clg__gemm_split_parts(clg_device *dev, const clg_gemm_args *g, bool by_rows, int64_t unit);
+/* Part `part` of `parts` of an m x n product split by C's rows (by_rows) or columns in
+ * whole blocks of `unit`: its sizes and the element offsets of its A, B and C from the
+ * product's (lda, ldb, ldc; transposes as stored); false where it is empty. */
+typedef struct clg_gemm_part { int64_t m, n, da, db, dc; } clg_gemm_part;
+bool clg__gemm_part(int64_t m, int64_t n, bool ta, bool tb, int64_t lda, int64_t ldb, int64_t ldc, bool by_rows,
+                    int64_t unit, int part, int parts, clg_gemm_part *out);
+
 #endif

@@ -183,7 +183,24 @@ enum { A_TYPE, A_TA, A_TB, A_M, A_N, A_K, A_BATCH, A_ALPHA, A_BETA, A_A, A_AOFF,
  * by columns 167-173 / 162-167 by rows. */
 static bool split_rows(int64_t m, int64_t n, bool ta, bool tb)
 {
-    return n * (tb ? 2 : 1) <= m * (ta ? 2 : 1);
+    return clg__gemm_split_rows(m, n, ta ? 2 : 1, tb ? 2 : 1);
+}
+
+bool clg__gemm_split_rows(int64_t m, int64_t n, int64_t wa, int64_t wb) { return n * wb <= m * wa; }
+
+bool clg__gemm_part(int64_t m, int64_t n, bool ta, bool tb, int64_t lda, int64_t ldb, int64_t ldc, bool by_rows,
+                    int64_t unit, int part, int parts, clg_gemm_part *out)
+{
+    int64_t full = by_rows ? m : n, blocks = (full + unit - 1) / unit;
+    int64_t lo = blocks * part / parts * unit, hi = blocks * (part + 1) / parts * unit;
+    if (hi > full) hi = full;
+    if (lo >= hi) return false;
+    /* rows lo.. of C: A's rows (columns of a transposed A); columns: B's columns */
+    *out = (clg_gemm_part){
+        .m = by_rows ? hi - lo : m, .n = by_rows ? n : hi - lo, .da = by_rows ? (ta ? lo : lo * lda) : 0,
+        .db = by_rows ? 0 : (tb ? lo * ldb : lo), .dc = by_rows ? lo * ldc : lo,
+    };
+    return true;
 }
 
 /* A product split over the engine's threads: by C's rows, or by its columns. */
@@ -199,19 +216,14 @@ static void gemm_part(void *arg, int part, int parts)
     const split *sp = arg;
     const clg_arg *a = sp->a;
     bool ta = a[A_TA].v.i32, tb = a[A_TB].v.i32;
-    int64_t m = a[A_M].v.i64, n = a[A_N].v.i64, k = a[A_K].v.i64;
-    int64_t lda = a[A_LDA].v.i64, ldb = a[A_LDB].v.i64, ldc = a[A_LDC].v.i64;
-    int64_t blocks = ((sp->by_rows ? m : n) + 15) / 16, full = sp->by_rows ? m : n;
-    int64_t lo = blocks * part / parts * 16, hi = blocks * (part + 1) / parts * 16;
-    if (hi > full) hi = full;
-    if (lo >= hi) return;
-    /* rows lo.. of C: A's rows (columns of a transposed A); columns: B's columns */
-    int64_t da = sp->by_rows ? (ta ? lo : lo * lda) : 0, db = sp->by_rows ? 0 : (tb ? lo * ldb : lo);
-    int64_t dc = sp->by_rows ? lo * ldc : lo, mm = sp->by_rows ? hi - lo : m, nn = sp->by_rows ? n : hi - lo;
+    int64_t k = a[A_K].v.i64, lda = a[A_LDA].v.i64, ldb = a[A_LDB].v.i64, ldc = a[A_LDC].v.i64;
+    clg_gemm_part pt;
+    if (!clg__gemm_part(a[A_M].v.i64, a[A_N].v.i64, ta, tb, lda, ldb, ldc, sp->by_rows, 16, part, parts, &pt)) return;
+    int64_t mm = pt.m, nn = pt.n;
     int cta = ta ? TRANS : NO_TRANS, ctb = tb ? TRANS : NO_TRANS;
     for (int64_t b = 0; b < a[A_BATCH].v.i64; b++) {
-        int64_t oa = a[A_AOFF].v.i64 + b * a[A_SA].v.i64 + da, ob = a[A_BOFF].v.i64 + b * a[A_SB].v.i64 + db;
-        int64_t oc = a[A_COFF].v.i64 + b * a[A_SC].v.i64 + dc;
+        int64_t oa = a[A_AOFF].v.i64 + b * a[A_SA].v.i64 + pt.da, ob = a[A_BOFF].v.i64 + b * a[A_SB].v.i64 + pt.db;
+        int64_t oc = a[A_COFF].v.i64 + b * a[A_SC].v.i64 + pt.dc;
         if (a[A_TYPE].v.i32 == CLG_GEMM_F64)
             blas.dgemm(ROW_MAJOR, cta, ctb, (int)mm, (int)nn, (int)k, a[A_ALPHA].v.f64,
                        (const double *)clg__native_ptr(&a[A_A]) + oa, (int)lda,
@@ -231,21 +243,26 @@ static void gemm_part(void *arg, int part, int parts)
  * or slower split than whole (bench_matmul, three alternating rounds). */
 #define PART_MIN_MACS ((size_t)1 << 22)
 
-int clg__gemm_host_parts(clg_device *dev, const clg_gemm_args *g)
+int clg__gemm_split_parts(clg_device *dev, const clg_gemm_args *g, bool by_rows, int64_t unit)
 {
     /* no more parts than the device has compute units: POCL runs as many threads, and a
      * machine whose CPUs outnumber what the process may use (a container's quota) gives
      * its device fewer */
     uint32_t cu = clg_device_get_info(dev)->compute_units;
-    size_t full = split_rows((int64_t)g->m, (int64_t)g->n, g->trans_a, g->trans_b) ? g->m : g->n, macs,
-           parts = (size_t)clg__team_size();
-    if (!library() || !blas.split || __builtin_mul_overflow(g->m, g->n, &macs) ||
-        __builtin_mul_overflow(macs, g->k, &macs) || __builtin_mul_overflow(macs, g->batch, &macs))
-        return 1;
+    size_t full = by_rows ? g->m : g->n, macs, parts = (size_t)clg__team_size();
+    if (__builtin_mul_overflow(g->m, g->n, &macs) || __builtin_mul_overflow(macs, g->k, &macs) ||
+        __builtin_mul_overflow(macs, g->batch, &macs))
+        macs = SIZE_MAX;
     if (cu > 0 && parts > cu) parts = cu;
-    if (parts > (full + 15) / 16) parts = (full + 15) / 16;
+    if (parts > (full + (size_t)unit - 1) / (size_t)unit) parts = (full + (size_t)unit - 1) / (size_t)unit;
     if (parts > macs / PART_MIN_MACS) parts = macs / PART_MIN_MACS;
     return parts < 1 ? 1 : (int)parts;
+}
+
+int clg__gemm_host_parts(clg_device *dev, const clg_gemm_args *g)
+{
+    if (!library() || !blas.split) return 1;
+    return clg__gemm_split_parts(dev, g, split_rows((int64_t)g->m, (int64_t)g->n, g->trans_a, g->trans_b), 16);
 }
 
 static void gemm_host(const clg_arg *a, int nargs)

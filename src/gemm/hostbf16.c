@@ -9,8 +9,8 @@
  * host's BLAS leaves them (host.c).
  *
  * Products split over the host engine's threads (team.c) by C's rows in multiples of 8
- * or its columns in multiples of 32 (the kernel's micro-tiles), the way host.c splits
- * them. Before its first product on a device the engine is validated there: products of
+ * or its columns in multiples of 32 (the kernel's micro-tiles), through host.c's split
+ * helpers (engine.h). Before its first product on a device the engine is validated there: products of
  * small integers (exact in any order of sums) through the queue must equal the host's.
  */
 #include <limits.h>
@@ -27,8 +27,6 @@ extern const clg_gemm_engine clg__gemm_hostbf16_engine;
 
 /* Below this many multiply-adds the device's engine keeps the product (host.c's bound). */
 #define MIN_MACS ((size_t)1 << 20)
-/* Parts of at least this many multiply-adds (a part then outlasts a helper's wake-up). */
-#define PART_MIN_MACS ((size_t)1 << 22)
 
 /* Arguments, in order: flags (ta | tb << 1 | c_f32 << 2), m, n, k, batch, alpha, beta,
  * (buffer, offset, ld, batch stride) of A, B and C, parts, and the packing's scratch: a
@@ -50,46 +48,36 @@ static void product_part(void *arg, int part, int parts)
     const clg_arg *a = sp->a;
     int flags = a[A_FLAGS].v.i32;
     bool ta = flags & 1, tb = flags & 2, c_f32 = flags & 4;
-    int64_t m = L(a, A_M), n = L(a, A_N), unit = sp->by_rows ? CLG_BF16DOT_MR : CLG_BF16DOT_NR;
-    int64_t full = sp->by_rows ? m : n, blocks = (full + unit - 1) / unit;
-    int64_t lo = blocks * part / parts * unit, hi = blocks * (part + 1) / parts * unit;
-    if (hi > full) hi = full;
-    if (lo >= hi) return;
     int64_t lda = L(a, A_LDA), ldb = L(a, A_LDB), ldc = L(a, A_LDC);
-    int64_t da = sp->by_rows ? (ta ? lo : lo * lda) : 0, db = sp->by_rows ? 0 : (tb ? lo * ldb : lo);
-    int64_t dc = sp->by_rows ? lo * ldc : lo;
-    size_t cs = c_f32 ? sizeof(float) : sizeof(uint16_t);
+    clg_gemm_part pt;
+    if (!clg__gemm_part(L(a, A_M), L(a, A_N), ta, tb, lda, ldb, ldc, sp->by_rows,
+                        sp->by_rows ? CLG_BF16DOT_MR : CLG_BF16DOT_NR, part, parts, &pt))
+        return;
+    size_t cs = c_f32 ? sizeof(float) : sizeof(uint16_t), per = (size_t)L(a, A_PER_PART);
     for (int64_t b = 0; b < L(a, A_BATCH); b++) {
         clg_bf16dot p = {
-            .ta = ta, .tb = tb, .c_f32 = c_f32, .m = sp->by_rows ? hi - lo : m, .n = sp->by_rows ? n : hi - lo,
-            .k = L(a, A_K), .alpha = (float)a[A_ALPHA].v.f64, .beta = (float)a[A_BETA].v.f64,
-            .a = (const uint16_t *)clg__native_ptr(&a[A_A]) + L(a, A_AOFF) + b * L(a, A_SA) + da, .lda = lda,
-            .b = (const uint16_t *)clg__native_ptr(&a[A_B]) + L(a, A_BOFF) + b * L(a, A_SB) + db, .ldb = ldb,
-            .c = (char *)clg__native_ptr(&a[A_C]) + (size_t)(L(a, A_COFF) + b * L(a, A_SC) + dc) * cs, .ldc = ldc,
+            .ta = ta, .tb = tb, .c_f32 = c_f32, .m = pt.m, .n = pt.n, .k = L(a, A_K),
+            .alpha = (float)a[A_ALPHA].v.f64, .beta = (float)a[A_BETA].v.f64,
+            .a = (const uint16_t *)clg__native_ptr(&a[A_A]) + L(a, A_AOFF) + b * L(a, A_SA) + pt.da, .lda = lda,
+            .b = (const uint16_t *)clg__native_ptr(&a[A_B]) + L(a, A_BOFF) + b * L(a, A_SB) + pt.db, .ldb = ldb,
+            .c = (char *)clg__native_ptr(&a[A_C]) + (size_t)(L(a, A_COFF) + b * L(a, A_SC) + pt.dc) * cs, .ldc = ldc,
         };
         /* false only without the instructions (ready() validated them) or with scratch
          * smaller than clg__bf16dot_scratch, which run() sized: neither happens here */
-        size_t per = (size_t)L(a, A_PER_PART);
         (void)clg__bf16dot_product(&p, (char *)clg__native_ptr(&a[A_SCRATCH]) + (size_t)part * per, per);
     }
 }
 
+/* By rows where B's packing is the smaller to repeat in every part: both packings run in
+ * vectors (bf16dot.c), so no weight for a transposed operand (host.c weighs OpenBLAS's
+ * strided reads twice). */
+static bool by_rows(int64_t m, int64_t n) { return clg__gemm_split_rows(m, n, 1, 1); }
+
 static void hostbf16(const clg_arg *a, int nargs)
 {
     if (nargs != A_COUNT) return;
-    /* by rows where A's share is the smaller packing to repeat (host.c split_rows) */
-    split sp = {a, L(a, A_N) * (a[A_FLAGS].v.i32 & 2 ? 1 : 2) <= L(a, A_M) * (a[A_FLAGS].v.i32 & 1 ? 2 : 1)};
+    split sp = {a, by_rows(L(a, A_M), L(a, A_N))};
     clg__team_run(product_part, &sp, a[A_PARTS].v.i32);
-}
-
-static int parts_for(clg_device *dev, const clg_gemm_args *g)
-{
-    uint32_t cu = clg_device_get_info(dev)->compute_units;
-    double macs = (double)g->m * (double)g->n * (double)g->k * (double)g->batch;
-    size_t parts = (size_t)clg__team_size();
-    if (cu > 0 && parts > cu) parts = cu;
-    if ((double)parts > macs / (double)PART_MIN_MACS) parts = (size_t)(macs / (double)PART_MIN_MACS);
-    return parts < 1 ? 1 : (int)parts;
 }
 
 static clg_status run(clg_device *dev, const clg_gemm_args *g, const clg_gemm_config *cfg)
@@ -97,7 +85,8 @@ static clg_status run(clg_device *dev, const clg_gemm_args *g, const clg_gemm_co
     (void)cfg;
     clg_kernel *k = clg__native_kernel(dev, "gemm_hostbf16", hostbf16);
     if (!k) return dev->status;
-    int parts = parts_for(dev, g);
+    bool rows = by_rows((int64_t)g->m, (int64_t)g->n);
+    int parts = clg__gemm_split_parts(dev, g, rows, rows ? CLG_BF16DOT_MR : CLG_BF16DOT_NR);
     size_t per = clg__bf16dot_scratch((int64_t)g->n, (int64_t)g->k);   /* either split's part: at most n columns */
     clg_buffer *scratch = clg__buffer_alloc(dev, per * (size_t)parts);
     if (!scratch) return dev->status;
