@@ -30,6 +30,7 @@
 
 #include "device_impl.h"
 #include "gemm/engine.h"
+#include "gemm/tune.h"
 
 typedef struct shape {
     size_t m, n, k;
@@ -393,6 +394,23 @@ int main(int argc, char **argv)
                                              : "-");
         printf("\n");
         fflush(stdout);
+    }
+    /* Where the device's choice was tuned, auto runs each product on its shape class's
+     * (tuned on the class's first product: the untimed warm-up above) */
+    if (clg__gemm_choice_origin(dev) >= 2 && g_type == CLG_GEMM_F32) {
+        printf("\nauto, per shape class (tuned on a class's first product, or read from the tuning cache):\n");
+        for (int i = 0; i < nshapes; i++) {
+            const shape *s = &shapes[i];
+            clg_gemm_args g = {.type = CLG_GEMM_F32, .trans_a = s->ta, .trans_b = s->tb, .m = s->m, .n = s->n,
+                               .k = s->k, .batch = 1};
+            char key[24];
+            double rate = 0;
+            bool cached = false;
+            clg__gemm_class_key(&g, key, sizeof key);
+            const char *name = clg__gemm_class_choice(dev, &g, &rate, &cached);
+            printf("  %-24s class %-13s %s (%.3g GFLOP/s at the class's shape%s)\n", s->what, key, name, rate,
+                   cached ? ", cached" : "");
+        }
     }
     bool fp64 = in->fp64, with_clblast = false, with_tiled = false;
     for (int c = 0; c < ncols; c++) {

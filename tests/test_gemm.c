@@ -693,19 +693,22 @@ static void argument_checks(clg_device *dev)
 
 /* ---- the engine choice ---------------------------------------------------------------- */
 
-/* The tuning cache files in dir (gemm-*.tune); the first one's path into path. */
-static int tune_files(const char *dir, char *path, size_t len)
+/* The tuning cache files in dir with extension ext (gemm-*.tune, gemm-*.class); the
+ * first one's path into path. */
+static int cache_files(const char *dir, const char *ext, char *path, size_t len)
 {
     DIR *d = opendir(dir);
     int n = 0;
     if (!d) return 0;
     for (struct dirent *e; (e = readdir(d));)
-        if (!strncmp(e->d_name, "gemm-", 5) && strstr(e->d_name, ".tune") && !strstr(e->d_name, ".tmp")) {
+        if (!strncmp(e->d_name, "gemm-", 5) && strstr(e->d_name, ext) && !strstr(e->d_name, ".tmp")) {
             if (!n++) snprintf(path, len, "%s/%s", dir, e->d_name);
         }
     closedir(d);
     return n;
 }
+
+static int tune_files(const char *dir, char *path, size_t len) { return cache_files(dir, ".tune", path, len); }
 
 static void set_env(const char *key, const char *value)
 {
@@ -741,6 +744,111 @@ static void tune_without_choice(const char *dir)
     setenv("CLG_PARAMS", "gemm=tune", 1);
 }
 
+/* g's class's engine and configuration by name, as clg__gemm runs it. */
+static void class_engine_name(clg_device *dev, const clg_gemm_args *g, char *name, size_t len)
+{
+    const clg_gemm_config *cfg;
+    const clg_gemm_engine *e = clg__gemm_engine_for_args(dev, g, &cfg);
+    char text[64] = "";
+    if (cfg && e->describe) e->describe(cfg, text, sizeof text);
+    snprintf(name, len, "%s%s%s", e->name, text[0] ? " " : "", text);
+}
+
+/* Shape classes on a tuned device (the quick profile's): a product's class is tuned on
+ * its first product, cached in a file of its own, read back by the next open, and its
+ * choice is what clg__gemm runs: a class file written by hand with another candidate
+ * than the device's is taken, and products of that class compute right on it. */
+static void class_choices(clg_device *dev, const char *dir, const char *device_choice)
+{
+    char path[1400];
+    int before = cache_files(dir, ".class", path, sizeof path);
+    engine autoe = {.e = NULL, .name = "auto (class)"};
+    gcase c = {.ta = false, .tb = true, .m = 100, .n = 90, .k = 200, .batch = 1, .alpha = 1.0, .beta = 0.0,
+               .nan_c = true};
+    run_case(dev, &autoe, CLG_GEMM_F32, &c);
+    clg_gemm_args g = {.type = CLG_GEMM_F32, .trans_b = true, .m = 100, .n = 90, .k = 200, .batch = 1};
+    char key[24];
+    clg__gemm_class_key(&g, key, sizeof key);
+    CHECK_MSG(!strcmp(key, "t01 m1 n1 k2"), "class key %s", key);
+    double rate = -1;
+    bool cached = true;
+    char name[96];
+    snprintf(name, sizeof name, "%s", clg__gemm_class_choice(dev, &g, &rate, &cached));
+    printf("  class %s chose %s (%.3g GFLOP/s)\n", key, name, rate);
+    clg_gemm_candidate parsed;
+    CHECK_MSG(clg__gemm_candidate_parse(name, &parsed), "class choice %s is no candidate", name);
+    CHECK_MSG(rate > 0 && !cached, "class %s: rate %g, cached %d: want timed here", key, rate, cached);
+    CHECK_MSG(cache_files(dir, ".class", path, sizeof path) == before + 1, "class files %d, want %d",
+              cache_files(dir, ".class", path, sizeof path), before + 1);
+    char ran[96];
+    class_engine_name(dev, &g, ran, sizeof ran);
+    CHECK_MSG(!strcmp(ran, name), "clg__gemm runs class %s on %s, its choice is %s", key, ran, name);
+
+    /* Another class, its file written by hand naming a candidate other than the device's */
+    clg_gemm_candidate cand[16];
+    int n = clg__gemm_candidates(dev, CLG_GEMM_TUNE_QUICK, true, cand, 16), other = -1;
+    for (int i = 0; i < n && other < 0; i++)
+        if (strcmp(cand[i].name, device_choice)) other = i;
+    if (other < 0) {
+        printf("  class file by hand: no candidate but the device's (%d candidates)\n", n);
+        return;
+    }
+    clg_gemm_candidate all[16];
+    int na = clg__gemm_candidates(dev, CLG_GEMM_TUNE_QUICK, false, all, 16);
+    char meta[4300], file[1200];
+    clg__gemm_cache_meta(dev, CLG_GEMM_TUNE_QUICK, all, na, meta, sizeof meta);
+    size_t ml = strlen(meta);
+    snprintf(meta + ml, sizeof meta - ml, "class: t10 m2 n1 k2\n");
+    clg__gemm_cache_path(dev, meta, "class", file, sizeof file);
+    CHECK(clg__gemm_cache_write(file, meta, &cand[other], 1.5));
+    clg_gemm_args h = {.type = CLG_GEMM_F32, .trans_a = true, .m = 300, .n = 100, .k = 200, .batch = 1};
+    snprintf(name, sizeof name, "%s", clg__gemm_class_choice(dev, &h, &rate, &cached));
+    CHECK_MSG(!strcmp(name, cand[other].name) && cached && rate == 1.5, "class t10 m2 n1 k2: %s (%g, cached %d), "
+              "want %s from the file", name, rate, cached, cand[other].name);
+    class_engine_name(dev, &h, ran, sizeof ran);
+    CHECK_MSG(!strcmp(ran, cand[other].name), "clg__gemm runs class t10 m2 n1 k2 on %s, want %s", ran,
+              cand[other].name);
+    gcase d = {.ta = true, .tb = false, .m = 300, .n = 100, .k = 200, .batch = 2, .alpha = -0.5, .beta = 1.5,
+               .pad = 3, .c_off = 5};
+    run_case(dev, &autoe, CLG_GEMM_F32, &d);
+    printf("  class t10 m2 n1 k2 from a file written by hand: %s\n", name);
+
+    /* clg__gemm itself runs it: where one of the two is the host's BLAS, its kernel
+     * (gemm_host) shows in the profile of a product of that class exactly when the
+     * class's choice is the host */
+    bool host_class = !strcmp(cand[other].engine->name, "host"), host_device = !strncmp(device_choice, "host", 4);
+    if (host_class == host_device) return;
+    setenv("CLG_PROFILE", "1", 1);
+    clg_device *pd = check_open_device();
+    unsetenv("CLG_PROFILE");
+    CHECK_OK(pd, clg__gemm_tune(pd, CLG_GEMM_TUNE_QUICK));
+    /* 6 million multiply-adds: past the host engine's floor (leaves), where either runs */
+    clg_buffer *a = clg__buffer_alloc(pd, 200 * 300 * 4), *b = clg__buffer_alloc(pd, 200 * 100 * 4),
+               *cc = clg__buffer_alloc(pd, 300 * 100 * 4);
+    CHECK(a && b && cc);
+    if (a && b && cc) {
+        CHECK_OK(pd, clg__gemm(pd, CLG_GEMM_F32, true, false, 300, 100, 200, 1.0, a, 0, 300, 0, b, 0, 100, 0, 0.0, cc,
+                               0, 100, 0, 1));
+        CHECK_OK(pd, clg_device_finish(pd));
+        char *text = NULL;
+        size_t len = 0;
+        FILE *mem = open_memstream(&text, &len);
+        CHECK(mem != NULL);
+        if (mem) {
+            clg_device_profile_print(pd, mem);
+            fclose(mem);
+            bool ran_host = strstr(text, "gemm_host") != NULL;
+            CHECK_MSG(ran_host == host_class, "a product of class t10 m2 n1 k2 (%s) %s gemm_host:\n%s", name,
+                      ran_host ? "ran" : "did not run", text);
+        }
+        free(text);
+    }
+    clg__buffer_release(a);
+    clg__buffer_release(b);
+    clg__buffer_release(cc);
+    clg_device_close(pd);
+}
+
 /* Tuning (the quick profile) caches its choice; the next open reads it; a corrupt file
  * means tuning again; an override in CLG_PARAMS skips all of it. */
 static void choice_and_cache(void)
@@ -770,6 +878,7 @@ static void choice_and_cache(void)
     gcase c = {.ta = true, .tb = false, .m = 19, .n = 23, .k = 29, .batch = 2, .alpha = 1.0, .beta = 0.0,
                .nan_c = true};
     run_case(dev, &autoe, CLG_GEMM_F32, &c);
+    class_choices(dev, dir, choice1);
     clg_device_close(dev);
 
     /* A second open reads the cached choice: no tuning. */
@@ -779,6 +888,12 @@ static void choice_and_cache(void)
     double rate2 = 0;
     CHECK_MSG(!strcmp(clg__gemm_choice(dev, &rate2), choice1), "%s vs %s", clg__gemm_choice(dev, NULL), choice1);
     CHECK(fabs(rate2 - rate1) <= 1e-3 * rate1);
+    /* and its classes' */
+    clg_gemm_args g = {.type = CLG_GEMM_F32, .trans_b = true, .m = 100, .n = 90, .k = 200, .batch = 1};
+    double crate = 0;
+    bool ccached = false;
+    const char *cname = clg__gemm_class_choice(dev, &g, &crate, &ccached);
+    CHECK_MSG(ccached && crate > 0, "class t01 m1 n1 k2 on the second open: %s, cached %d", cname, ccached);
     clg_device_close(dev);
 
     /* A corrupt file is tuned over (and rewritten). */

@@ -63,12 +63,12 @@ void clg__gemm_cache_meta(clg_device *dev, int flags, const clg_gemm_candidate *
     if (w > 0 && (size_t)w < len) snprintf(meta + w, len - (size_t)w, "\n");
 }
 
-void clg__gemm_cache_path(clg_device *dev, const char *meta, char *path, size_t len)
+void clg__gemm_cache_path(clg_device *dev, const char *meta, const char *ext, char *path, size_t len)
 {
     const char *dir = clg_device_cache_dir(dev);
     char h[33];
     clg__hash_hex(meta, strlen(meta), h);
-    if (dir) snprintf(path, len, "%s/gemm-%s.tune", dir, h);
+    if (dir) snprintf(path, len, "%s/gemm-%s.%s", dir, h, ext);
     else path[0] = 0;
 }
 
@@ -116,9 +116,10 @@ bool clg__gemm_cache_write(const char *path, const char *meta, const clg_gemm_ca
  * closes; -1 where none can be had (then tuning goes on unlocked). */
 int clg__gemm_cache_lock(const char *path)
 {
-    char lp[1300];   /* gemm-<key>.tune -> gemm-<key>.lock */
-    size_t n = strlen(path);
-    snprintf(lp, sizeof lp, "%.*s.lock", (int)(n > 5 ? n - 5 : n), path);
+    char lp[1300];   /* gemm-<key>.tune (.class) -> gemm-<key>.lock */
+    const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
+    size_t n = dot && (!slash || dot > slash) ? (size_t)(dot - path) : strlen(path);
+    snprintf(lp, sizeof lp, "%.*s.lock", (int)n, path);
     int fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) return -1;
     struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};

@@ -12,8 +12,23 @@
 
 typedef enum choice_origin { ORIGIN_NONE, ORIGIN_TABLE, ORIGIN_TUNED, ORIGIN_CACHED } choice_origin;
 
+/* A shape class's choice (tune.h): the engine and configuration its products run on. */
+typedef struct class_choice {
+    char key[24];
+    clg_gemm_candidate cand;
+    double gflops;
+    bool cached;
+} class_choice;
+
+/* Classes kept per device; past them, products run on the device's choice. A model
+ * calls a handful (the MLP 5, the GPT ~10). */
+#define CLASS_MAX 64
+
 typedef struct gemm_state {
     choice_origin origin;          /* ORIGIN_NONE until the engine is chosen */
+    int flags;                     /* the tuning's (CLG_GEMM_TUNE_QUICK), for its classes' */
+    int nclass;
+    class_choice classes[CLASS_MAX];
     const clg_gemm_engine *engine;
     bool has_config;               /* `config` came from the tuner or the cache */
     clg_gemm_config config;
@@ -64,6 +79,7 @@ static void adopt(clg_device *dev, gemm_state *s, const clg_gemm_candidate *c, d
     }
     s->gflops = gflops;
     s->origin = origin;
+    s->nclass = 0;   /* chosen against the old choice */
     snprintf(s->choice, sizeof s->choice, "%s", c->engine ? c->name : s->engine->name);
 }
 
@@ -77,6 +93,7 @@ clg_status clg__gemm_tune(clg_device *dev, int flags)
     bool cached = false;
     clg__gemm_pick(dev, flags, &c, &rate, &cached);
     adopt(dev, s, &c, rate, cached ? ORIGIN_CACHED : ORIGIN_TUNED);
+    s->flags = flags & CLG_GEMM_TUNE_QUICK;
     return CLG_OK;
 }
 
@@ -116,6 +133,62 @@ const clg_gemm_engine *clg__gemm_engine_for(clg_device *dev)
 {
     gemm_state *s = dev ? chosen(dev) : NULL;
     return s ? s->engine : fallback();
+}
+
+/* ---- shape classes --------------------------------------------------------------------- */
+
+typedef struct class_job {
+    clg_device *dev;
+    gemm_state *s;
+    class_choice *slot;
+} class_job;
+
+static clg_status tune_class(void *data)
+{
+    class_job *j = data;
+    gemm_state *s = j->s;
+    clg_gemm_candidate first = {.engine = s->engine, .has_config = s->has_config, .config = s->config};
+    snprintf(first.name, sizeof first.name, "%.79s", s->choice);
+    clg__gemm_pick_class(j->dev, s->flags, j->slot->key, &first, &j->slot->cand, &j->slot->gflops, &j->slot->cached);
+    return CLG_OK;
+}
+
+/* The class of g: found, or tuned (outside any capture, as the device's choice) and
+ * kept; NULL where classes do not apply (a choice not tuned, 16-bit or float64
+ * products) or the table is full. */
+static const class_choice *class_of(clg_device *dev, const clg_gemm_args *g)
+{
+    gemm_state *s = chosen(dev);
+    if (!s || (s->origin != ORIGIN_TUNED && s->origin != ORIGIN_CACHED) || g->type != CLG_GEMM_F32) return NULL;
+    char key[24];
+    clg__gemm_class_key(g, key, sizeof key);
+    for (int i = 0; i < s->nclass; i++)
+        if (!strcmp(s->classes[i].key, key)) return &s->classes[i];
+    if (s->nclass == CLASS_MAX) return NULL;
+    class_choice *c = &s->classes[s->nclass];
+    *c = (class_choice){0};
+    snprintf(c->key, sizeof c->key, "%s", key);
+    class_job j = {dev, s, c};
+    (void)clg__uncaptured(dev, tune_class, &j);
+    if (!c->cand.engine) c->cand.engine = s->engine;   /* the device's choice was the fallback */
+    return &s->classes[s->nclass++];
+}
+
+const clg_gemm_engine *clg__gemm_engine_for_args(clg_device *dev, const clg_gemm_args *g, const clg_gemm_config **cfg)
+{
+    *cfg = NULL;
+    const class_choice *c = dev ? class_of(dev, g) : NULL;
+    if (!c) return clg__gemm_engine_for(dev);
+    if (c->cand.has_config) *cfg = &c->cand.config;
+    return c->cand.engine;
+}
+
+const char *clg__gemm_class_choice(clg_device *dev, const clg_gemm_args *g, double *gflops, bool *cached)
+{
+    const class_choice *c = dev ? class_of(dev, g) : NULL;
+    if (gflops) *gflops = c ? c->gflops : 0;
+    if (cached) *cached = c && c->cached;
+    return c ? c->cand.name : clg__gemm_choice(dev, NULL);
 }
 
 const char *clg__gemm_choice(clg_device *dev, double *gflops)

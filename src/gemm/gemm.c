@@ -1,7 +1,7 @@
 /* gemm.c: clg__gemm: check the call once, then hand it to the engine that takes it:
  * the table's `first` engines (the matrix units, for the 16-bit products they take),
  * else the device's own, the one its parameter table names or the tuner chose
- * (choice.c). dispatch.c does the rest. */
+ * (choice.c), where tuned the one chosen for the product's shape class. dispatch.c does the rest. */
 #include "clgrad/ops.h"
 #include "gemm/dispatch.h"
 
@@ -20,9 +20,10 @@ clg_status clg__gemm_run(clg_device *dev, const clg_gemm_engine *engine, const c
         const clg_gemm_engine *e = clg__gemm_engine_at(i);
         if (e->first && e->takes(dev, g) && !(e->leaves && e->leaves(dev, g))) return clg__gemm_dispatch(dev, e, NULL, g);
     }
-    const clg_gemm_engine *own = clg__gemm_engine_for(dev), *next;
-    if (own->leaves && own->leaves(dev, g) && (next = clg__gemm_engine_find(own->instead))) own = next;
-    return clg__gemm_dispatch(dev, own, NULL, g);
+    const clg_gemm_config *own_cfg;
+    const clg_gemm_engine *own = clg__gemm_engine_for_args(dev, g, &own_cfg), *next;
+    if (own->leaves && own->leaves(dev, g) && (next = clg__gemm_engine_find(own->instead))) own = next, own_cfg = NULL;
+    return clg__gemm_dispatch(dev, own, own_cfg, g);
 }
 
 clg_status clg__gemm(clg_device *dev, clg_gemm_type type, bool trans_a, bool trans_b,

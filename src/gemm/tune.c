@@ -291,12 +291,10 @@ static void tune_release(tune_ctx *t)
 
 /* Time the candidates; the fastest into *out (saved at path), else the last with
  * *gflops 0. A candidate's failure is logged and leaves the device's error as it was. */
-static void tune_now(clg_device *dev, int flags, const clg_gemm_candidate *cand, int ncand, const char *meta,
-                     const char *path, clg_gemm_candidate *out, double *gflops)
+static void tune_now(clg_device *dev, int flags, const clg_gemm_candidate *cand, int ncand, const tune_shape *shapes,
+                     int nshapes, const char *what, const char *meta, const char *path, clg_gemm_candidate *out,
+                     double *gflops)
 {
-    const tune_shape *shapes = flags & CLG_GEMM_TUNE_QUICK ? quick_shapes : full_shapes;
-    int nshapes = (int)(flags & CLG_GEMM_TUNE_QUICK ? sizeof quick_shapes / sizeof *quick_shapes
-                                                     : sizeof full_shapes / sizeof *full_shapes);
     saved_error saved = save_error(dev);
     double t0 = clg__now(), flops = 0;
     for (int i = 0; i < nshapes; i++) flops += shape_flops(&shapes[i]);
@@ -339,16 +337,19 @@ static void tune_now(clg_device *dev, int flags, const clg_gemm_candidate *cand,
         /* No engine: choice.c falls back to the packed kernels, which every device runs. */
         *out = (clg_gemm_candidate){0};
         *gflops = 0;
-        clg__log(dev, 1, "GEMM tuning on %s: no candidate worked (%s); using the packed kernels",
-                 clg_device_get_info(dev)->name, summary);
+        clg__log(dev, 1, "GEMM tuning on %s%s: no candidate worked (%s); using the packed kernels",
+                 clg_device_get_info(dev)->name, what, summary);
         return;
     }
     *out = cand[best];
     *gflops = flops / bt.total / 1e9;
     bool saved_file = path[0] && clg__gemm_cache_write(path, meta, out, *gflops);
-    clg__log(dev, 2, "GEMM on %s: %s, %.3g GFLOP/s (tuned in %.1f s; GFLOP/s over %s: %s)%s%s",
-             clg_device_get_info(dev)->name, out->name, *gflops, clg__now() - t0,
-             flags & CLG_GEMM_TUNE_QUICK ? "the quick shapes" : "256^3 and 128x512x784", summary,
+    char over[64];
+    if (nshapes == 1) snprintf(over, sizeof over, "%zux%zux%zu%s%s", shapes[0].m, shapes[0].n, shapes[0].k,
+                               shapes[0].ta ? " A^T" : "", shapes[0].tb ? " B^T" : "");
+    else snprintf(over, sizeof over, "%s", flags & CLG_GEMM_TUNE_QUICK ? "the quick shapes" : "256^3 and 128x512x784");
+    clg__log(dev, 2, "GEMM on %s%s: %s, %.3g GFLOP/s (tuned in %.1f s; GFLOP/s over %s: %s)%s%s",
+             clg_device_get_info(dev)->name, what, out->name, *gflops, clg__now() - t0, over, summary,
              saved_file ? "; saved in " : path[0] ? "; could not save in " : "; no cache directory",
              path);
 }
@@ -368,20 +369,19 @@ static void build_ahead(clg_device *dev, const clg_gemm_candidate *cand, int nca
     clg__programs_build(dev, n, reqs);
 }
 
-void clg__gemm_pick(clg_device *dev, int flags, clg_gemm_candidate *out, double *gflops, bool *cached)
+/* The choice under meta: from its file at path, else timed over the shapes (one process
+ * at a time: one that starts meanwhile waits for the choice and reads it, so that
+ * processes side by side (a test suite) run the same engine, and their products agree
+ * bit for bit). `first`, when given, is timed first: the device's own choice, the bar
+ * that slower candidates are dropped against after one run. */
+static void cached_or_timed(clg_device *dev, int flags, const char *meta, const char *path, const tune_shape *shapes,
+                            int nshapes, const char *what, const clg_gemm_candidate *first, clg_gemm_candidate *out,
+                            double *gflops, bool *cached)
 {
-    clg_gemm_candidate cand[16];
-    int ncand = clg__gemm_candidates(dev, flags, false, cand, 16);
-    char meta[4096], path[1200];
-    clg__gemm_cache_meta(dev, flags, cand, ncand, meta, sizeof meta);
-    clg__gemm_cache_path(dev, meta, path, sizeof path);
     bool reuse = !(flags & CLG_GEMM_TUNE_FORCE) && path[0];
     /* Not logged when read: every process would say it (clg__gemm_choice tells who asks). */
     *cached = true;
     if (reuse && clg__gemm_cache_read(path, meta, out, gflops)) return;
-    /* One process tunes at a time: one that starts meanwhile waits for the choice and
-     * reads it, so that processes side by side (a test suite) run the same engine, and
-     * their products agree bit for bit. */
     int lock = path[0] ? clg__gemm_cache_lock(path) : -1;
     if (reuse && lock >= 0 && clg__gemm_cache_read(path, meta, out, gflops)) {
         close(lock);
@@ -389,13 +389,95 @@ void clg__gemm_pick(clg_device *dev, int flags, clg_gemm_candidate *out, double 
     }
     *cached = false;
     if (path[0] && access(path, F_OK) == 0)
-        clg__log(dev, 2, "GEMM on %s: the tuning cache %s is unreadable or stale: tuning again",
-                 clg_device_get_info(dev)->name, path);
-    build_ahead(dev, cand, ncand);
+        clg__log(dev, 2, "GEMM on %s%s: the tuning cache %s is unreadable or stale: tuning again",
+                 clg_device_get_info(dev)->name, what, path);
+    clg_gemm_candidate cand[16];
+    int ncand = clg__gemm_candidates(dev, flags, false, cand, 16);
+    if (!first) build_ahead(dev, cand, ncand);
     saved_error saved = save_error(dev);
     ncand = clg__gemm_candidates(dev, flags, true, cand, 16);
     restore_error(dev, &saved);
     free(saved.text);
-    tune_now(dev, flags, cand, ncand, meta, path, out, gflops);
+    for (int i = 1; first && i < ncand; i++)
+        if (!strcmp(cand[i].name, first->name)) {
+            clg_gemm_candidate c = cand[i];
+            memmove(&cand[1], &cand[0], (size_t)i * sizeof *cand);
+            cand[0] = c;
+        }
+    tune_now(dev, flags, cand, ncand, shapes, nshapes, what, meta, path, out, gflops);
     if (lock >= 0) close(lock);   /* releases the lock */
+}
+
+void clg__gemm_pick(clg_device *dev, int flags, clg_gemm_candidate *out, double *gflops, bool *cached)
+{
+    clg_gemm_candidate cand[16];
+    int ncand = clg__gemm_candidates(dev, flags, false, cand, 16);
+    char meta[4096], path[1200];
+    clg__gemm_cache_meta(dev, flags, cand, ncand, meta, sizeof meta);
+    clg__gemm_cache_path(dev, meta, "tune", path, sizeof path);
+    bool quick = flags & CLG_GEMM_TUNE_QUICK;
+    cached_or_timed(dev, flags, meta, path, quick ? quick_shapes : full_shapes,
+                    (int)(quick ? sizeof quick_shapes / sizeof *quick_shapes : sizeof full_shapes / sizeof *full_shapes),
+                    "", NULL, out, gflops, cached);
+}
+
+/* ---- shape classes --------------------------------------------------------------------- */
+
+/* A size's class: up to 32, 128, 512, 2048, beyond; and the size a class is timed at
+ * before the budget below shrinks it. */
+static int size_class(size_t x) { return x <= 32 ? 0 : x <= 128 ? 1 : x <= 512 ? 2 : x <= 2048 ? 3 : 4; }
+static const size_t class_size[] = {32, 128, 512, 2048, 8192};
+
+/* Multiply-adds a class is timed at, at most: its largest sizes halved until it fits
+ * (2^25: ~30 ms a run at 2 GFLOP/s, llvmpipe's tiled kernel; the host's double
+ * reference that checks each candidate ~50 ms). The quick profile's for tests. */
+#define CLASS_MACS ((size_t)1 << 25)
+#define CLASS_MACS_QUICK ((size_t)1 << 18)
+
+void clg__gemm_class_key(const clg_gemm_args *g, char *key, size_t len)
+{
+    snprintf(key, len, "t%d%d m%d n%d k%d", g->trans_a ? 1 : 0, g->trans_b ? 1 : 0, size_class(g->m),
+             size_class(g->n), size_class(g->k));
+}
+
+/* The shape the class of key is timed at: each size its class's, then the largest halved
+ * while the product passes the budget (never below 16): the same shape in every process. */
+static bool class_shape(const char *key, int flags, tune_shape *out)
+{
+    int ta, tb, cm, cn, ck;
+    if (sscanf(key, "t%1d%1d m%d n%d k%d", &ta, &tb, &cm, &cn, &ck) != 5 || cm < 0 || cm > 4 || cn < 0 || cn > 4 ||
+        ck < 0 || ck > 4)
+        return false;
+    size_t d[3] = {class_size[cm], class_size[cn], class_size[ck]};
+    size_t budget = flags & CLG_GEMM_TUNE_QUICK ? CLASS_MACS_QUICK : CLASS_MACS;
+    while (d[0] * d[1] * d[2] > budget) {
+        int big = d[1] > d[0] ? 1 : 0;
+        if (d[2] > d[big]) big = 2;
+        if (d[big] <= 16) break;
+        d[big] /= 2;
+    }
+    *out = (tune_shape){d[0], d[1], d[2], ta != 0, tb != 0};
+    return true;
+}
+
+void clg__gemm_pick_class(clg_device *dev, int flags, const char *key, const clg_gemm_candidate *first,
+                          clg_gemm_candidate *out, double *gflops, bool *cached)
+{
+    tune_shape s;
+    if (!class_shape(key, flags, &s)) {
+        *out = *first;
+        *gflops = 0;
+        *cached = false;
+        return;
+    }
+    clg_gemm_candidate cand[16];
+    int ncand = clg__gemm_candidates(dev, flags, false, cand, 16);
+    char meta[4200], path[1200], what[64];
+    clg__gemm_cache_meta(dev, flags, cand, ncand, meta, sizeof meta);
+    size_t ml = strlen(meta);
+    snprintf(meta + ml, sizeof meta - ml, "class: %s\n", key);
+    clg__gemm_cache_path(dev, meta, "class", path, sizeof path);
+    snprintf(what, sizeof what, ", products of class %s", key);
+    cached_or_timed(dev, flags, meta, path, &s, 1, what, first, out, gflops, cached);
+    if (!out->engine) *out = *first;   /* nothing worked at this shape: the device's choice */
 }

@@ -22,13 +22,13 @@ int clg__gemm_candidates(clg_device *dev, int flags, bool fitting, clg_gemm_cand
 /* A candidate from its name; false when no engine of the table has it. */
 bool clg__gemm_candidate_parse(const char *name, clg_gemm_candidate *out);
 
-/* The cache file: the text of everything a choice depends on (device, driver, the
+/* The cache file (ext "tune" for the device's choice, "class" for a shape class's): the text of everything a choice depends on (device, driver, the
  * engines' programs and libraries, the candidates), the file's path under the device's
  * cache directory ("" when there is none), reading and writing a choice, and a lock
  * for one tuning process at a time (-1 when none can be had; closing it releases it). */
 void clg__gemm_cache_meta(clg_device *dev, int flags, const clg_gemm_candidate *cand, int ncand, char *meta,
                           size_t len);
-void clg__gemm_cache_path(clg_device *dev, const char *meta, char *path, size_t len);
+void clg__gemm_cache_path(clg_device *dev, const char *meta, const char *ext, char *path, size_t len);
 bool clg__gemm_cache_read(const char *path, const char *meta, clg_gemm_candidate *out, double *gflops);
 bool clg__gemm_cache_write(const char *path, const char *meta, const clg_gemm_candidate *c, double gflops);
 int clg__gemm_cache_lock(const char *path);
@@ -37,5 +37,14 @@ int clg__gemm_cache_lock(const char *path);
  * over the candidates and saved. *cached says which; *gflops the measured float32 rate.
  * Never fails: where nothing works, the table's last candidate (packed), with a warning. */
 void clg__gemm_pick(clg_device *dev, int flags, clg_gemm_candidate *out, double *gflops, bool *cached);
+
+/* Shape classes: products whose sizes fall in the same classes (up to 32, 128, 512, 2048,
+ * beyond, for m, n and k) with the same transposes share a key ("t01 m1 n2 k2"); the
+ * tuner times the candidates for a class on one shape of it (the same in every process)
+ * and caches the choice beside the device's, under the same key plus the class's.
+ * `first` (the device's choice) is timed first; where nothing works, *out is `first`. */
+void clg__gemm_class_key(const clg_gemm_args *g, char *key, size_t len);
+void clg__gemm_pick_class(clg_device *dev, int flags, const char *key, const clg_gemm_candidate *first,
+                          clg_gemm_candidate *out, double *gflops, bool *cached);
 
 #endif
