@@ -140,6 +140,7 @@ const clg_gemm_engine *clg__gemm_engine_for(clg_device *dev)
 typedef struct class_job {
     clg_device *dev;
     gemm_state *s;
+    const clg_gemm_args *g;
     class_choice *slot;
 } class_job;
 
@@ -149,7 +150,7 @@ static clg_status tune_class(void *data)
     gemm_state *s = j->s;
     clg_gemm_candidate first = {.engine = s->engine, .has_config = s->has_config, .config = s->config};
     snprintf(first.name, sizeof first.name, "%.79s", s->choice);
-    clg__gemm_pick_class(j->dev, s->flags, j->slot->key, &first, &j->slot->cand, &j->slot->gflops, &j->slot->cached);
+    clg__gemm_pick_class(j->dev, s->flags, j->g, &first, &j->slot->cand, &j->slot->gflops, &j->slot->cached);
     return CLG_OK;
 }
 
@@ -168,7 +169,7 @@ static const class_choice *class_of(clg_device *dev, const clg_gemm_args *g)
     class_choice *c = &s->classes[s->nclass];
     *c = (class_choice){0};
     snprintf(c->key, sizeof c->key, "%s", key);
-    class_job j = {dev, s, c};
+    class_job j = {dev, s, g, c};
     (void)clg__uncaptured(dev, tune_class, &j);
     if (!c->cand.engine) c->cand.engine = s->engine;   /* the device's choice was the fallback */
     return &s->classes[s->nclass++];

@@ -423,13 +423,11 @@ void clg__gemm_pick(clg_device *dev, int flags, clg_gemm_candidate *out, double 
 
 /* ---- shape classes --------------------------------------------------------------------- */
 
-/* A size's class: up to 32, 128, 512, 2048, beyond; and the size a class is timed at
- * before the budget below shrinks it. */
+/* A size's class: up to 32, 128, 512, 2048, beyond. */
 static int size_class(size_t x) { return x <= 32 ? 0 : x <= 128 ? 1 : x <= 512 ? 2 : x <= 2048 ? 3 : 4; }
-static const size_t class_size[] = {32, 128, 512, 2048, 8192};
 
-/* Multiply-adds a class is timed at, at most: its largest sizes halved until it fits
- * (2^25: ~30 ms a run at 2 GFLOP/s, llvmpipe's tiled kernel; the host's double
+/* Multiply-adds a class is timed at, at most: the product's largest sizes halved until
+ * it fits (2^25: ~30 ms a run at 2 GFLOP/s, llvmpipe's tiled kernel; the host's double
  * reference that checks each candidate ~50 ms). The quick profile's for tests. */
 #define CLASS_MACS ((size_t)1 << 25)
 #define CLASS_MACS_QUICK ((size_t)1 << 18)
@@ -440,36 +438,27 @@ void clg__gemm_class_key(const clg_gemm_args *g, char *key, size_t len)
              size_class(g->n), size_class(g->k));
 }
 
-/* The shape the class of key is timed at: each size its class's, then the largest halved
- * while the product passes the budget (never below 16): the same shape in every process. */
-static bool class_shape(const char *key, int flags, tune_shape *out)
+/* The shape a class is timed at: the product that met it first (a shape the model calls),
+ * its largest size halved while it passes the budget (never below 16). */
+static tune_shape class_shape(const clg_gemm_args *g, int flags)
 {
-    int ta, tb, cm, cn, ck;
-    if (sscanf(key, "t%1d%1d m%d n%d k%d", &ta, &tb, &cm, &cn, &ck) != 5 || cm < 0 || cm > 4 || cn < 0 || cn > 4 ||
-        ck < 0 || ck > 4)
-        return false;
-    size_t d[3] = {class_size[cm], class_size[cn], class_size[ck]};
+    size_t d[3] = {g->m, g->n, g->k};
     size_t budget = flags & CLG_GEMM_TUNE_QUICK ? CLASS_MACS_QUICK : CLASS_MACS;
-    while (d[0] * d[1] * d[2] > budget) {
+    while ((double)d[0] * (double)d[1] * (double)d[2] > (double)budget) {
         int big = d[1] > d[0] ? 1 : 0;
         if (d[2] > d[big]) big = 2;
         if (d[big] <= 16) break;
         d[big] /= 2;
     }
-    *out = (tune_shape){d[0], d[1], d[2], ta != 0, tb != 0};
-    return true;
+    return (tune_shape){d[0], d[1], d[2], g->trans_a, g->trans_b};
 }
 
-void clg__gemm_pick_class(clg_device *dev, int flags, const char *key, const clg_gemm_candidate *first,
+void clg__gemm_pick_class(clg_device *dev, int flags, const clg_gemm_args *g, const clg_gemm_candidate *first,
                           clg_gemm_candidate *out, double *gflops, bool *cached)
 {
-    tune_shape s;
-    if (!class_shape(key, flags, &s)) {
-        *out = *first;
-        *gflops = 0;
-        *cached = false;
-        return;
-    }
+    char key[24];
+    clg__gemm_class_key(g, key, sizeof key);
+    tune_shape s = class_shape(g, flags);
     clg_gemm_candidate cand[16];
     int ncand = clg__gemm_candidates(dev, flags, false, cand, 16);
     char meta[4200], path[1200], what[64];

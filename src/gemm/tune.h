@@ -39,12 +39,13 @@ int clg__gemm_cache_lock(const char *path);
 void clg__gemm_pick(clg_device *dev, int flags, clg_gemm_candidate *out, double *gflops, bool *cached);
 
 /* Shape classes: products whose sizes fall in the same classes (up to 32, 128, 512, 2048,
- * beyond, for m, n and k) with the same transposes share a key ("t01 m1 n2 k2"); the
- * tuner times the candidates for a class on one shape of it (the same in every process)
- * and caches the choice beside the device's, under the same key plus the class's.
- * `first` (the device's choice) is timed first; where nothing works, *out is `first`. */
+ * beyond, for m, n and k) with the same transposes share a key ("t01 m1 n2 k2"). The
+ * tuner times the candidates for g's class on g's shape (its largest sizes halved past a
+ * budget) and caches the choice beside the device's, under the same key plus the class's:
+ * the class's first product decides for every later one, in every process. `first` (the
+ * device's choice) is timed first; where nothing works, *out is `first`. */
 void clg__gemm_class_key(const clg_gemm_args *g, char *key, size_t len);
-void clg__gemm_pick_class(clg_device *dev, int flags, const char *key, const clg_gemm_candidate *first,
+void clg__gemm_pick_class(clg_device *dev, int flags, const clg_gemm_args *g, const clg_gemm_candidate *first,
                           clg_gemm_candidate *out, double *gflops, bool *cached);
 
 #endif
