@@ -134,6 +134,22 @@ __kernel void gemm_scale(const int M, const int N, __global TC *C, const long c_
     STC(c, 0, beta == (T)0 ? (T)0 : beta * LDC(c, 0));
 }
 
+// C = alpha * (P[0] + ... + P[parts-1]) + beta * C (beta == 0 writes without reading C):
+// the end of a product split over k (src/gemm/splitk.c), P the slices' float32 products,
+// m x n each, compact. The slices are summed in order, one work-item per element of C;
+// parts is at most 64 (splitk.c). Float32 only.
+__kernel void gemm_split_sum(const int M, const int N, const int parts, __global const float *P, __global TC *C,
+                             const long c_off, const int ldc, const T alpha, const T beta)
+{
+    int j = get_global_id(0), i = get_global_id(1);
+    if (i >= M || j >= N) return;
+    long mn = (long)M * N, at = (long)i * N + j;
+    float s = 0;
+    for (int p = 0; p < parts; p++) s += P[p * mn + at];
+    __global TC *c = C + c_off + (long)i * ldc + j;
+    STC(c, 0, beta == (T)0 ? alpha * s : alpha * s + beta * LDC(c, 0));
+}
+
 // What is stored: the result, or (-DCLG_EPI_RELU, built only by a captured graph's plan,
 // src/device/capture_plan.c) its ReLU, exactly as unary.cl's relu computes it (NaN and
 // -0 kept), so that the fused step gives the bits of GEMM then ReLU.

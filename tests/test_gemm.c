@@ -21,6 +21,7 @@
 #include "gemm/clblast.h"
 #include "gemm/team.h"
 #include "gemm/tiled.h"
+#include "gemm/dispatch.h"
 #include "gemm/tune.h"
 
 static bool small_mode;
@@ -37,6 +38,7 @@ typedef struct engine {
     bool no_dot;   /* packed with the device parameters gemm_dot = off and gemm_small = 0: every
                       product packed (A . B^T and small products too) */
     bool single;   /* single products only, no strided batches (see main) */
+    int split;     /* > 1: through clg__gemm_split_k in this many slices of k */
 } engine;
 
 static unsigned rng_state = 12345;
@@ -176,7 +178,10 @@ static int run_case(clg_device *dev, const engine *eng, clg_gemm_type type, cons
         .stride_c = sc, .c_f32 = c->c32,
     };
     int bad = 0;
-    clg_status st = da && db && dc ? clg__gemm_run(dev, eng->e, eng->cfg ? &eng->opaque : NULL, &g) : clg_device_last_status(dev);
+    const clg_gemm_config *cfg = eng->cfg ? &eng->opaque : NULL;
+    clg_status st = !(da && db && dc) ? clg_device_last_status(dev)
+                    : eng->split ? clg__gemm_split_k(dev, eng->e ? eng->e : clg__gemm_engine_for(dev), cfg, &g, eng->split)
+                                 : clg__gemm_run(dev, eng->e, cfg, &g);
     size_t es = esize(ct);
     void *raw = malloc(nc * es);
     if (!st) st = clg__read(dev, dc, 0, raw, nc * es);
@@ -744,14 +749,48 @@ static void tune_without_choice(const char *dir)
     setenv("CLG_PARAMS", "gemm=tune", 1);
 }
 
+/* Products split over k (splitk.c) on engine e: every transpose pair, even and uneven
+ * splits (the remainder added into the first slice), alpha and beta, beta 0 over NaN,
+ * offsets and padded leading dimensions; and what a split does not apply to (more slices
+ * than k, a batch, past CLG_GEMM_SPLIT_MAX) runs whole, right. */
+static void split_sweep(clg_device *dev, const clg_gemm_engine *e, const char *label)
+{
+    static const struct { size_t m, n, k; int parts; } cases[] = {
+        {16, 24, 1024, 4}, {7, 33, 1000, 3}, {33, 5, 777, 7}, {1, 1, 300, 64}, {20, 20, 5, 8}, {9, 17, 4000, 65},
+    };
+    static const struct { size_t m, n, k; int parts; } tiny[] = {{5, 7, 64, 4}, {3, 9, 50, 3}, {4, 4, 3, 8}};
+    size_t n = small_mode ? sizeof tiny / sizeof *tiny : sizeof cases / sizeof *cases;
+    int bad = 0;
+    for (size_t i = 0; i < n; i++)
+        for (int t = 0; t < 4; t++) {
+            engine eng = {.e = e, .split = small_mode ? tiny[i].parts : cases[i].parts};
+            snprintf(eng.name, sizeof eng.name, "%s split %d", label, eng.split);
+            gcase c = {.ta = t & 1, .tb = t >> 1, .m = small_mode ? tiny[i].m : cases[i].m,
+                       .n = small_mode ? tiny[i].n : cases[i].n, .k = small_mode ? tiny[i].k : cases[i].k,
+                       .batch = 1, .alpha = 1.0, .beta = 0.0, .nan_c = true};
+            if ((i + (size_t)t) % 2) {
+                c.alpha = -0.75, c.beta = 1.5, c.nan_c = false;
+                c.a_off = 3, c.b_off = 5, c.c_off = 7, c.pad = 3;
+            }
+            bad += run_case(dev, &eng, CLG_GEMM_F32, &c);
+        }
+    engine eng = {.e = e, .split = 4};
+    snprintf(eng.name, sizeof eng.name, "%s split 4, a batch", label);
+    gcase b = {.ta = true, .tb = false, .m = 9, .n = 11, .k = 200, .batch = 3, .alpha = 0.5, .beta = -2.0, .gap = 2};
+    bad += run_case(dev, &eng, CLG_GEMM_F32, &b);
+    printf("  %-32s split over k: %s\n", label, bad ? "FAILED" : "ok");
+}
+
 /* g's class's engine and configuration by name, as clg__gemm runs it. */
 static void class_engine_name(clg_device *dev, const clg_gemm_args *g, char *name, size_t len)
 {
     const clg_gemm_config *cfg;
-    const clg_gemm_engine *e = clg__gemm_engine_for_args(dev, g, &cfg);
-    char text[64] = "";
+    int split;
+    const clg_gemm_engine *e = clg__gemm_engine_for_args(dev, g, &cfg, &split);
+    char text[64] = "", parts[24] = "";
     if (cfg && e->describe) e->describe(cfg, text, sizeof text);
-    snprintf(name, len, "%s%s%s", e->name, text[0] ? " " : "", text);
+    if (split > 1) snprintf(parts, sizeof parts, " split %d", split);
+    snprintf(name, len, "%s%s%s%s", e->name, text[0] ? " " : "", text, parts);
 }
 
 /* Shape classes on a tuned device (the quick profile's): a product's class is tuned on
@@ -849,6 +888,49 @@ static void class_choices(clg_device *dev, const char *dir, const char *device_c
     clg_device_close(pd);
 }
 
+/* A class whose choice (from a file written by hand) is the device's choice split over k:
+ * clg__gemm runs it split (gemm_split_sum in the profile) and right. */
+static void class_split(const char *device_choice)
+{
+    clg_device *pd = NULL;
+    setenv("CLG_PROFILE", "1", 1);
+    pd = check_open_device();
+    unsetenv("CLG_PROFILE");
+    CHECK_OK(pd, clg__gemm_tune(pd, CLG_GEMM_TUNE_QUICK));
+    clg_gemm_candidate base, split;
+    CHECK_MSG(clg__gemm_candidate_parse(device_choice, &base), "%s", device_choice);
+    CHECK(clg__gemm_candidate_split(&base, 16, &split));
+    clg_gemm_candidate all[16];
+    int na = clg__gemm_candidates(pd, CLG_GEMM_TUNE_QUICK, false, all, 16);
+    char meta[4300], file[1200];
+    clg__gemm_cache_meta(pd, CLG_GEMM_TUNE_QUICK, all, na, meta, sizeof meta);
+    size_t ml = strlen(meta);
+    snprintf(meta + ml, sizeof meta - ml, "class: t00 m0 n0 k4\n");
+    clg__gemm_cache_path(pd, meta, "class", file, sizeof file);
+    CHECK(clg__gemm_cache_write(file, meta, &split, 2.5));
+    /* 16 x 32 x 4096: 2 million multiply-adds, past the host engine's floor */
+    clg_gemm_args g = {.type = CLG_GEMM_F32, .m = 16, .n = 32, .k = 4096, .batch = 1};
+    char ran[96];
+    class_engine_name(pd, &g, ran, sizeof ran);
+    CHECK_MSG(!strcmp(ran, split.name), "clg__gemm runs class t00 m0 n0 k4 on %s, want %s", ran, split.name);
+    engine autoe = {.e = NULL, .name = "auto (class split)"};
+    gcase c = {.m = 16, .n = 32, .k = 4096, .batch = 1, .alpha = 2.0, .beta = -1.0, .c_off = 2, .pad = 1};
+    run_case(pd, &autoe, CLG_GEMM_F32, &c);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    CHECK(mem != NULL);
+    if (mem) {
+        clg_device_profile_print(pd, mem);
+        fclose(mem);
+        CHECK_MSG(strstr(text, "gemm_split_sum") != NULL, "class t00 m0 n0 k4 (%s): no gemm_split_sum launched:\n%s",
+                  split.name, text);
+    }
+    free(text);
+    printf("  class t00 m0 n0 k4 from a file written by hand: %s\n", split.name);
+    clg_device_close(pd);
+}
+
 /* Tuning (the quick profile) caches its choice; the next open reads it; a corrupt file
  * means tuning again; an override in CLG_PARAMS skips all of it. */
 static void choice_and_cache(void)
@@ -880,6 +962,7 @@ static void choice_and_cache(void)
     run_case(dev, &autoe, CLG_GEMM_F32, &c);
     class_choices(dev, dir, choice1);
     clg_device_close(dev);
+    class_split(choice1);
 
     /* A second open reads the cached choice: no tuning. */
     dev = check_open_device();
@@ -937,13 +1020,19 @@ static void choice_and_cache(void)
     free(old_params);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     user_core = getenv("OPENBLAS_CORETYPE") != NULL;   /* before the host engine sets it */
     user_threads = getenv("OPENBLAS_NUM_THREADS") != NULL;
     const char *sm = getenv("CLG_TEST_SMALL");
     small_mode = sm && *sm && strcmp(sm, "0") != 0;
     clg_device *dev = check_open_device();
+    if (argc > 1 && !strcmp(argv[1], "--split-only")) {
+        /* the products split over k alone (Oclgrind: gemm_split_sum under the simulator) */
+        split_sweep(dev, NULL, "the device's engine");
+        clg_device_close(dev);
+        return check_report("test_gemm --split-only");
+    }
     const clg_device_info *info = clg_device_get_info(dev);
     double rate = 0;
     const clg_gemm_engine *own = clg__gemm_engine_for(dev);   /* tunes here when the table says "tune" */
@@ -1032,6 +1121,8 @@ int main(void)
                engines[i].single ? " (single products)" : "",
                f64 && !slow ? ", f32, f64" : ", f32", slow ? "" : ", f16, bf16", clg__now() - t0);
     }
+    split_sweep(dev, NULL, "the device's engine");
+    if (clg__device_params(dev)->vector_float > 1 && own != ENGINE("packed")) split_sweep(dev, ENGINE("packed"), "packed");
     tiled_by_size(dev);
     packed_candidate(dev);
     host_leaves(dev);

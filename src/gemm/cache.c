@@ -83,9 +83,9 @@ bool clg__gemm_cache_read(const char *path, const char *meta, clg_gemm_candidate
     free(text);
     size_t ml = strlen(meta);
     if (n < ml || memcmp(buf, meta, ml) != 0) return false;
-    char name[80];
+    char name[96];
     double rate;
-    if (sscanf(buf + ml, "choice: %79[^\n]\ngflops: %lf\nend\n", name, &rate) != 2 || !(rate >= 0)) return false;
+    if (sscanf(buf + ml, "choice: %95[^\n]\ngflops: %lf\nend\n", name, &rate) != 2 || !(rate >= 0)) return false;
     clg_gemm_candidate c;
     if (!clg__gemm_candidate_parse(name, &c)) return false;
     if (!strstr(buf + ml, "\nend\n")) return false;

@@ -149,7 +149,7 @@ static clg_status tune_class(void *data)
     class_job *j = data;
     gemm_state *s = j->s;
     clg_gemm_candidate first = {.engine = s->engine, .has_config = s->has_config, .config = s->config};
-    snprintf(first.name, sizeof first.name, "%.79s", s->choice);
+    snprintf(first.name, sizeof first.name, "%.95s", s->choice);
     clg__gemm_pick_class(j->dev, s->flags, j->g, &first, &j->slot->cand, &j->slot->gflops, &j->slot->cached);
     return CLG_OK;
 }
@@ -175,12 +175,15 @@ static const class_choice *class_of(clg_device *dev, const clg_gemm_args *g)
     return &s->classes[s->nclass++];
 }
 
-const clg_gemm_engine *clg__gemm_engine_for_args(clg_device *dev, const clg_gemm_args *g, const clg_gemm_config **cfg)
+const clg_gemm_engine *clg__gemm_engine_for_args(clg_device *dev, const clg_gemm_args *g, const clg_gemm_config **cfg,
+                                                 int *split)
 {
     *cfg = NULL;
+    *split = 0;
     const class_choice *c = dev ? class_of(dev, g) : NULL;
     if (!c) return clg__gemm_engine_for(dev);
     if (c->cand.has_config) *cfg = &c->cand.config;
+    *split = c->cand.split;
     return c->cand.engine;
 }
 

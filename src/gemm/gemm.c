@@ -21,9 +21,10 @@ clg_status clg__gemm_run(clg_device *dev, const clg_gemm_engine *engine, const c
         if (e->first && e->takes(dev, g) && !(e->leaves && e->leaves(dev, g))) return clg__gemm_dispatch(dev, e, NULL, g);
     }
     const clg_gemm_config *own_cfg;
-    const clg_gemm_engine *own = clg__gemm_engine_for_args(dev, g, &own_cfg), *next;
+    int split;
+    const clg_gemm_engine *own = clg__gemm_engine_for_args(dev, g, &own_cfg, &split), *next;
     if (own->leaves && own->leaves(dev, g) && (next = clg__gemm_engine_find(own->instead))) own = next, own_cfg = NULL;
-    return clg__gemm_dispatch(dev, own, own_cfg, g);
+    return split > 1 ? clg__gemm_split_k(dev, own, own_cfg, g, split) : clg__gemm_dispatch(dev, own, own_cfg, g);
 }
 
 clg_status clg__gemm(clg_device *dev, clg_gemm_type type, bool trans_a, bool trans_b,

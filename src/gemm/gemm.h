@@ -140,10 +140,12 @@ typedef struct clg_gemm_config clg_gemm_config;
 clg_status clg__gemm_run(clg_device *dev, const clg_gemm_engine *engine, const clg_gemm_config *cfg,
                          const clg_gemm_args *g);
 
-/* The engine for g's product (and its configuration in *cfg, or NULL): where the device's
- * choice was tuned, its float32 products' shape class's (tune.h), tuned on the class's
- * first product and cached like the device's choice; else clg__gemm_engine_for's. */
-const clg_gemm_engine *clg__gemm_engine_for_args(clg_device *dev, const clg_gemm_args *g, const clg_gemm_config **cfg);
+/* The engine for g's product (its configuration in *cfg, or NULL; in *split the slices of
+ * k it runs in, 0 for none: splitk.c): where the device's choice was tuned, its float32
+ * products' shape class's (tune.h), tuned on the class's first product and cached like the
+ * device's choice; else clg__gemm_engine_for's. */
+const clg_gemm_engine *clg__gemm_engine_for_args(clg_device *dev, const clg_gemm_args *g, const clg_gemm_config **cfg,
+                                                 int *split);
 /* What g's class runs on ("tiled 64x64x16/4x4/v4/m0"), the rate measured for it (0 where
  * not timed) and whether it was read from the cache; the device's choice where classes do
  * not apply. For tests and bench_matmul. */

@@ -68,7 +68,9 @@ static unsigned lcg(unsigned *s)
 static clg_status run_once(tune_ctx *t, const clg_gemm_candidate *c, const clg_gemm_args *g, double *seconds)
 {
     double t0 = clg__now();
-    clg_status st = clg__gemm_dispatch(t->dev, c->engine, c->has_config ? &c->config : NULL, g);
+    const clg_gemm_config *cfg = c->has_config ? &c->config : NULL;
+    clg_status st = c->split > 1 ? clg__gemm_split_k(t->dev, c->engine, cfg, g, c->split)
+                                 : clg__gemm_dispatch(t->dev, c->engine, cfg, g);
     if (!st) st = clg__queue_wait(t->dev, clg__device_queue(t->dev), "GEMM tuning");
     *seconds = clg__now() - t0;
     return st;
@@ -375,8 +377,8 @@ static void build_ahead(clg_device *dev, const clg_gemm_candidate *cand, int nca
  * bit for bit). `first`, when given, is timed first: the device's own choice, the bar
  * that slower candidates are dropped against after one run. */
 static void cached_or_timed(clg_device *dev, int flags, const char *meta, const char *path, const tune_shape *shapes,
-                            int nshapes, const char *what, const clg_gemm_candidate *first, clg_gemm_candidate *out,
-                            double *gflops, bool *cached)
+                            int nshapes, const char *what, const clg_gemm_candidate *first, bool splits,
+                            clg_gemm_candidate *out, double *gflops, bool *cached)
 {
     bool reuse = !(flags & CLG_GEMM_TUNE_FORCE) && path[0];
     /* Not logged when read: every process would say it (clg__gemm_choice tells who asks). */
@@ -404,6 +406,10 @@ static void cached_or_timed(clg_device *dev, int flags, const char *meta, const 
             memmove(&cand[1], &cand[0], (size_t)i * sizeof *cand);
             cand[0] = c;
         }
+    /* A long k: the device's choice also split over k, in slices of 128 or more */
+    static const int parts[] = {4, 16, 64};
+    for (int i = 0; splits && first && first->engine && i < 3 && ncand < 16; i++)
+        if (shapes[0].k / (size_t)parts[i] >= 128 && clg__gemm_candidate_split(first, parts[i], &cand[ncand])) ncand++;
     tune_now(dev, flags, cand, ncand, shapes, nshapes, what, meta, path, out, gflops);
     if (lock >= 0) close(lock);   /* releases the lock */
 }
@@ -418,7 +424,7 @@ void clg__gemm_pick(clg_device *dev, int flags, clg_gemm_candidate *out, double 
     bool quick = flags & CLG_GEMM_TUNE_QUICK;
     cached_or_timed(dev, flags, meta, path, quick ? quick_shapes : full_shapes,
                     (int)(quick ? sizeof quick_shapes / sizeof *quick_shapes : sizeof full_shapes / sizeof *full_shapes),
-                    "", NULL, out, gflops, cached);
+                    "", NULL, false, out, gflops, cached);
 }
 
 /* ---- shape classes --------------------------------------------------------------------- */
@@ -467,6 +473,9 @@ void clg__gemm_pick_class(clg_device *dev, int flags, const clg_gemm_args *g, co
     snprintf(meta + ml, sizeof meta - ml, "class: %s\n", key);
     clg__gemm_cache_path(dev, meta, "class", path, sizeof path);
     snprintf(what, sizeof what, ", products of class %s", key);
-    cached_or_timed(dev, flags, meta, path, &s, 1, what, first, out, gflops, cached);
+    /* split over k where k is long against m and n (a convolution's weight gradient) */
+    size_t mn = s.m > s.n ? s.m : s.n;
+    bool splits = s.k >= 1024 && s.k >= 4 * mn;
+    cached_or_timed(dev, flags, meta, path, &s, 1, what, first, splits, out, gflops, cached);
     if (!out->engine) *out = *first;   /* nothing worked at this shape: the device's choice */
 }

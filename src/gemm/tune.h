@@ -11,7 +11,8 @@ typedef struct clg_gemm_candidate {
     const clg_gemm_engine *engine;
     bool has_config;
     clg_gemm_config config;
-    char name[80];
+    int split;        /* > 1: products split over k in this many slices (splitk.c), named "... split N" */
+    char name[96];
 } clg_gemm_candidate;
 
 /* Every engine's candidates on dev, in the table's order (the fast first, so that the
@@ -21,6 +22,9 @@ typedef struct clg_gemm_candidate {
 int clg__gemm_candidates(clg_device *dev, int flags, bool fitting, clg_gemm_candidate *out, int cap);
 /* A candidate from its name; false when no engine of the table has it. */
 bool clg__gemm_candidate_parse(const char *name, clg_gemm_candidate *out);
+/* c with its products split over k in `parts` slices (named "... split N"); false where
+ * c is the fallback (no engine) or parts is out of range. */
+bool clg__gemm_candidate_split(const clg_gemm_candidate *c, int parts, clg_gemm_candidate *out);
 
 /* The cache file (ext "tune" for the device's choice, "class" for a shape class's): the text of everything a choice depends on (device, driver, the
  * engines' programs and libraries, the candidates), the file's path under the device's
