@@ -21,8 +21,13 @@
 // batch strides (0: one matrix shared by the batch; the batch is the third dimension of
 // the launch). beta == 0 writes C without reading it.
 //
+// DBUF (not with WIDE): two local tiles of each operand, and the next k-tile fetched into
+// registers while the current one is multiplied, stored to the other tile after the
+// multiply: the global loads' latency hidden behind the arithmetic, one barrier per step
+// instead of two (a GPU's classic double buffering; the local tiles take twice the room).
+//
 // Options: -DT=float|double -DTM -DTN -DTK -DWM=1|2|4|8|16 -DWN=1|2|4|8|16 -DVW=1|2|4|8
-// -DMAP=0|1 -DWIDE=0|1 -DLPAD (the local tiles' row padding). The local tiles,
+// -DMAP=0|1 -DWIDE=0|1 -DDBUF=0|1 -DLPAD (the local tiles' row padding). The local tiles,
 // TK x (TM + LPAD) and TK x (TN + LPAD) elements, are the kernel's own arrays, not
 // arguments: a __local T * argument is only promised T's alignment, and WIDE's 64-bit
 // accesses to it faulted on NVIDIA's driver (580, H100: a misaligned address that ended
@@ -42,6 +47,13 @@
 #endif
 #if WIDE && (MAP != 1 || WM % 2 || WN % 2 || LPAD % 2 || VW < 2 || VW > 8 || (TM / 2 * TK / VW) % NT || (TN / 2 * TK / VW) % NT)
 #error "gemm_tiled: WIDE moves pairs: MAP 1, even WM, WN, LPAD, VW >= 2, whole tiles of row pairs per group"
+#endif
+
+#ifndef DBUF
+#define DBUF 0
+#endif
+#if DBUF && WIDE
+#error "gemm_tiled: DBUF stages tiles in registers as elements, not pairs: no WIDE"
 #endif
 
 #define CAT_(a, b) a##b
@@ -208,6 +220,53 @@ inline void load_tile(__local T *L, const int LS, const int R, __global const T 
 }
 #endif
 
+#if DBUF
+// load_tile in two halves: each work-item's share of a tile (P vectors of VW) from global
+// memory into registers x, and later from x into the local tile, as load_tile places it.
+#define PA (TM * TK / VW / NT)
+#define PB (TN * TK / VW / NT)
+inline void fetch_tile(T *x, const int P, const int R, __global const T *X, const int ld, const int kcontig,
+                       const int r0, const int RT, const int k0, const int KT, const bool full, const int tid)
+{
+    for (int q = 0; q < P; q++) {
+        int v = tid + q * NT, gr, gk;
+        if (kcontig) {
+            gr = r0 + v / (TK / VW);
+            gk = k0 + v % (TK / VW) * VW;
+        } else {
+            gk = k0 + v / (R / VW);
+            gr = r0 + v % (R / VW) * VW;
+        }
+        __global const T *p = kcontig ? X + (long)gr * ld + gk : X + (long)gk * ld + gr;
+        if (full) {
+#if VW == 1
+            x[q] = *p;
+#else
+            CAT(vstore, VW)(CAT(vload, VW)(0, p), 0, x + q * VW);
+#endif
+        } else {
+            for (int e = 0; e < VW; e++)
+                x[q * VW + e] = (kcontig ? gr < RT && gk + e < KT : gk < KT && gr + e < RT) ? p[e] : (T)0;
+        }
+    }
+}
+
+inline void put_tile(__local T *L, const int LS, const int P, const int R, const T *x, const int kcontig,
+                     const int tid)
+{
+    for (int q = 0; q < P; q++) {
+        int v = tid + q * NT;
+        if (kcontig) {
+            int r = v / (TK / VW), kk = v % (TK / VW) * VW;
+            for (int e = 0; e < VW; e++) L[(kk + e) * LS + r] = x[q * VW + e];
+        } else {
+            int kk = v / (R / VW), r = v % (R / VW) * VW;
+            for (int e = 0; e < VW; e++) L[kk * LS + r + e] = x[q * VW + e];
+        }
+    }
+}
+#endif
+
 // One row of results: alpha * acc + beta * C into up to WN columns (ncols of them in C).
 inline void store_row(__global T *c, const int ncols, const TWN acc, const T alpha, const T beta)
 {
@@ -242,6 +301,8 @@ void gemm_tiled(const int M, const int N, const int K, const int ta, const int t
 #if WIDE
     __local ulong As_[TK * LA / 2], Bs_[TK * LB / 2];   // LA, LB even with WIDE
     __local T *As = (__local T *)As_, *Bs = (__local T *)Bs_;
+#elif DBUF
+    __local T As2[2 * TK * LA], Bs2[2 * TK * LB];
 #else
     __local T As[TK * LA], Bs[TK * LB];
 #endif
@@ -257,20 +318,52 @@ void gemm_tiled(const int M, const int N, const int K, const int ta, const int t
     // Rows of A and B start on even elements (pairs of floats are 64-bit aligned).
     const bool a_pairs = ((a_off + b * a_stride) & 1) == 0 && (lda & 1) == 0;
     const bool b_pairs = ((b_off + b * b_stride) & 1) == 0 && (ldb & 1) == 0;
+#define MULTIPLY_TILE                                           \
+    for (int kk = 0; kk < TK; kk++) {                           \
+        const TWN bv = LOADB(Bs + kk * LB + tx * WN);           \
+        LOAD_AV                                                 \
+        FOR_ROWS(FMA)                                           \
+    }
+#if MAP == 1
+#define LOAD_AV const TWM av = LOADA(As + kk * LA + ty * WM);
+#else
+#define LOAD_AV
+#endif
+#if DBUF
+    // Step s multiplies tile s % 2 while tile s + 1 arrives in registers, then stores it
+    // to the other tile (whose last readers passed step s - 1's barrier).
+    T xa[PA * VW], xb[PB * VW];
+    fetch_tile(xa, PA, TM, A, lda, !ta, i0, M, 0, K, rows_in && TK <= K, tid);
+    fetch_tile(xb, PB, TN, B, ldb, tb, j0, N, 0, K, cols_in && TK <= K, tid);
+    put_tile(As2, LA, PA, TM, xa, !ta, tid);
+    put_tile(Bs2, LB, PB, TN, xb, tb, tid);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int k0 = 0, cur = 0; k0 < K; k0 += TK, cur ^= 1) {
+        const int k1 = k0 + TK;
+        const bool more = k1 < K, k_in = k1 + TK <= K;
+        if (more) {
+            fetch_tile(xa, PA, TM, A, lda, !ta, i0, M, k1, K, rows_in && k_in, tid);
+            fetch_tile(xb, PB, TN, B, ldb, tb, j0, N, k1, K, cols_in && k_in, tid);
+        }
+        __local const T *As = As2 + cur * (TK * LA), *Bs = Bs2 + cur * (TK * LB);
+        MULTIPLY_TILE
+        if (more) {
+            put_tile(As2 + (cur ^ 1) * (TK * LA), LA, PA, TM, xa, !ta, tid);
+            put_tile(Bs2 + (cur ^ 1) * (TK * LB), LB, PB, TN, xb, tb, tid);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    (void)a_pairs, (void)b_pairs;
+#else
     for (int k0 = 0; k0 < K; k0 += TK) {
         const bool k_in = k0 + TK <= K;
         load_tile(As, LA, TM, A, lda, !ta, i0, M, k0, K, rows_in && k_in, a_pairs, tid);
         load_tile(Bs, LB, TN, B, ldb, tb, j0, N, k0, K, cols_in && k_in, b_pairs, tid);
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (int kk = 0; kk < TK; kk++) {
-            const TWN bv = LOADB(Bs + kk * LB + tx * WN);
-#if MAP == 1
-            const TWM av = LOADA(As + kk * LA + ty * WM);
-#endif
-            FOR_ROWS(FMA)
-        }
+        MULTIPLY_TILE
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+#endif
 
     const int jc = j0 + tx * WN;
     FOR_ROWS(STORE)

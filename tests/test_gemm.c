@@ -1033,6 +1033,22 @@ int main(int argc, char **argv)
         clg_device_close(dev);
         return check_report("test_gemm --split-only");
     }
+    if (argc > 2 && !strcmp(argv[1], "--tiled-only")) {
+        /* one tiled configuration's whole sweep, float32 (Oclgrind: a configuration the
+         * engine's default is not, such as the double-buffered ones) */
+        static clg_gemm_tiled_config cfg;
+        CHECK_MSG(clg__gemm_tiled_parse(argv[2], &cfg), "--tiled-only %s: not a configuration", argv[2]);
+        clg_kernel *k = NULL;
+        CHECK_OK(dev, clg__gemm_tiled_kernel(dev, &cfg, CLG_GEMM_F32, &k));
+        CHECK_MSG(k != NULL, "tiled %s does not fit %s", argv[2], clg_device_get_info(dev)->name);
+        if (k) {
+            engine eng = {.e = ENGINE("tiled"), .cfg = &cfg, .opaque = clg__gemm_tiled_as_config(&cfg)};
+            snprintf(eng.name, sizeof eng.name, "tiled %s", argv[2]);
+            sweep(dev, &eng, CLG_GEMM_F32, true);
+        }
+        clg_device_close(dev);
+        return check_report("test_gemm --tiled-only");
+    }
     const clg_device_info *info = clg_device_get_info(dev);
     double rate = 0;
     const clg_gemm_engine *own = clg__gemm_engine_for(dev);   /* tunes here when the table says "tune" */

@@ -11,7 +11,7 @@
 
 /* A configuration of an engine that has several (the tiled kernels' shapes): opaque to
  * the dispatcher and the tuner, which only pass it back; text through describe/parse. */
-struct clg_gemm_config { int v[8]; };
+struct clg_gemm_config { int v[12]; };
 
 /* A program a candidate builds: cl_kernels/<program>.cl with these options. */
 typedef struct clg_gemm_build {

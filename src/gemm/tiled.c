@@ -21,13 +21,15 @@
  * its registers allow, local memory read in pairs; 16 x 16 per item on 64 x 128 tiles ran
  * 256^3 at 2.1 GFLOP/s, 8 x 8 per item 0.57, 4 x 4 0.26, CLBlast 0.15 (bench_matmul). */
 static const clg_gemm_tiled_config configs[] = {
-    /* tm  tn  tk wm  wn vw map wide */
-    {64, 64, 16, 4, 4, 4, 0, 0},      /* 256 items: the GPU classic (CLBlast's defaults are alike) */
-    {128, 128, 16, 8, 8, 4, 1, 1},    /* 256 items of 8 x 8: large GPUs */
-    {32, 32, 16, 4, 4, 4, 0, 0},      /* 64 items */
-    {64, 128, 16, 16, 16, 4, 1, 1},   /* 32 items of 16 x 16: llvmpipe */
-    {64, 64, 16, 16, 8, 4, 1, 1},     /* 32 items of 16 x 8: twice the groups */
-    {16, 16, 16, 4, 4, 4, 0, 0},      /* 16 items: small devices */
+    /* tm  tn  tk wm  wn vw map wide dbuf */
+    {64, 64, 16, 4, 4, 4, 0, 0, 0},      /* 256 items: the GPU classic (CLBlast's defaults are alike) */
+    {128, 128, 16, 8, 8, 4, 1, 1, 0},    /* 256 items of 8 x 8: large GPUs */
+    {32, 32, 16, 4, 4, 4, 0, 0, 0},      /* 64 items */
+    {64, 128, 16, 16, 16, 4, 1, 1, 0},   /* 32 items of 16 x 16: llvmpipe */
+    {64, 64, 16, 16, 8, 4, 1, 1, 0},     /* 32 items of 16 x 8: twice the groups */
+    {16, 16, 16, 4, 4, 4, 0, 0, 0},      /* 16 items: small devices */
+    {64, 64, 16, 4, 4, 4, 0, 0, 1},      /* the GPU classic double-buffered (DBUF) */
+    {128, 128, 16, 8, 8, 4, 1, 0, 1},    /* large GPUs double-buffered: 33 KB of local tiles */
 };
 
 int clg__gemm_tiled_count(void) { return (int)(sizeof configs / sizeof configs[0]); }
@@ -40,7 +42,7 @@ const clg_gemm_tiled_config *clg__gemm_tiled_config(int i)
 void clg__gemm_tiled_describe(const clg_gemm_tiled_config *c, char *buf, size_t len)
 {
     snprintf(buf, len, "%dx%dx%d/%dx%d/v%d/m%d%s", c->tm, c->tn, c->tk, c->wm, c->wn, c->vw, c->map,
-             c->wide ? "w" : "");
+             c->wide ? "w" : c->dbuf ? "d" : "");
 }
 
 static bool pow2_upto(int x, int max) { return x >= 1 && x <= max && (x & (x - 1)) == 0; }
@@ -50,8 +52,9 @@ bool clg__gemm_tiled_parse(const char *s, clg_gemm_tiled_config *c)
     char tail[4] = "";
     clg_gemm_tiled_config x = {0};
     int got = sscanf(s, "%dx%dx%d/%dx%d/v%d/m%d%3s", &x.tm, &x.tn, &x.tk, &x.wm, &x.wn, &x.vw, &x.map, tail);
-    if (got < 7 || (got == 8 && strcmp(tail, "w"))) return false;
-    x.wide = got == 8;
+    if (got < 7 || (got == 8 && strcmp(tail, "w") && strcmp(tail, "d"))) return false;
+    x.wide = got == 8 && tail[0] == 'w';
+    x.dbuf = got == 8 && tail[0] == 'd';
     if (x.tm <= 0 || x.tn <= 0 || x.tk <= 0 || x.tm > 1024 || x.tn > 1024 || x.tk > 1024 ||
         !pow2_upto(x.wm, 16) || !pow2_upto(x.wn, 16) || !pow2_upto(x.vw, 8) || (x.map != 0 && x.map != 1) ||
         x.tm % x.wm || x.tn % x.wn || x.tk % x.vw || x.tm % x.vw || x.tn % x.vw ||
@@ -80,11 +83,11 @@ static size_t lpad(const clg_gemm_tiled_config *c, clg_gemm_type t) { return wid
  * against the device before compiling; the compiled kernel's own need is in k->local. */
 static size_t local_a(const clg_gemm_tiled_config *c, clg_gemm_type t)
 {
-    return (size_t)c->tk * ((size_t)c->tm + lpad(c, t)) * esize(t);
+    return (c->dbuf ? 2 : 1) * (size_t)c->tk * ((size_t)c->tm + lpad(c, t)) * esize(t);
 }
 static size_t local_b(const clg_gemm_tiled_config *c, clg_gemm_type t)
 {
-    return (size_t)c->tk * ((size_t)c->tn + lpad(c, t)) * esize(t);
+    return (c->dbuf ? 2 : 1) * (size_t)c->tk * ((size_t)c->tn + lpad(c, t)) * esize(t);
 }
 
 /* -w: as for gemm.cl, POCL's clang warns that double8 / float16 values passed to the
@@ -92,8 +95,8 @@ static size_t local_b(const clg_gemm_tiled_config *c, clg_gemm_type t)
 static void options(const clg_gemm_tiled_config *c, clg_gemm_type type, char *buf, size_t len)
 {
     snprintf(buf, len, "-DT=%s -DTM=%d -DTN=%d -DTK=%d -DWM=%d -DWN=%d -DVW=%d -DMAP=%d -DWIDE=%d -DLPAD=%zu "
-             "-cl-mad-enable -w", type == CLG_GEMM_F64 ? "double" : "float", c->tm, c->tn, c->tk, c->wm, c->wn, c->vw,
-             c->map, wide(c, type), lpad(c, type));
+             "-DDBUF=%d -cl-mad-enable -w", type == CLG_GEMM_F64 ? "double" : "float", c->tm, c->tn, c->tk, c->wm, c->wn,
+             c->vw, c->map, wide(c, type), lpad(c, type), c->dbuf);
 }
 
 /* What can be said before compiling: the group and the tiles against the device. */
@@ -162,12 +165,12 @@ static clg_status run_config(clg_device *dev, const clg_gemm_args *g, const clg_
 
 /* ---- the engine's row ------------------------------------------------------------------- */
 
-_Static_assert(sizeof(clg_gemm_tiled_config) == sizeof(clg_gemm_config), "a tiled configuration is a clg_gemm_config");
+_Static_assert(sizeof(clg_gemm_tiled_config) <= sizeof(clg_gemm_config), "a tiled configuration fits a clg_gemm_config");
 
 clg_gemm_config clg__gemm_tiled_as_config(const clg_gemm_tiled_config *c)
 {
-    clg_gemm_config x;
-    memcpy(&x, c, sizeof x);
+    clg_gemm_config x = {{0}};   /* the rest zero: configurations compare whole (memcmp) */
+    memcpy(&x, c, sizeof *c);
     return x;
 }
 

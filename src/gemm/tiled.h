@@ -10,7 +10,7 @@
  * results (wm, wn: 1, 2, 4, 8 or 16); global loads of vw elements; map 0: an item's rows
  * strided by the group's extent, 1: consecutive; wide: local memory read as pairs of
  * floats (map 1, even wm and wn). Written "tmxtnxtk/wmxwn/vVW/mMAP" plus "w" if wide. */
-typedef struct clg_gemm_tiled_config { int tm, tn, tk, wm, wn, vw, map, wide; } clg_gemm_tiled_config;
+typedef struct clg_gemm_tiled_config { int tm, tn, tk, wm, wn, vw, map, wide, dbuf; } clg_gemm_tiled_config;
 
 extern const clg_gemm_engine clg__gemm_tiled_engine;
 
