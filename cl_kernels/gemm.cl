@@ -134,12 +134,14 @@ __kernel void gemm_scale(const int M, const int N, __global TC *C, const long c_
     STC(c, 0, beta == (T)0 ? (T)0 : beta * LDC(c, 0));
 }
 
-// C = alpha * (P[0] + ... + P[parts-1]) + beta * C (beta == 0 writes without reading C):
-// the end of a product split over k (src/gemm/splitk.c), P the slices' float32 products,
-// m x n each, compact. The slices are summed in order, one work-item per element of C;
-// parts is at most 64 (splitk.c). Float32 only.
+// C = alpha * (P[0] + ... + P[parts-1]) + beta * C (beta == 0 writes without reading C)
+// + bias[bias_off + j] where has_bias: the end of a product split over k
+// (src/gemm/splitk.c), P the slices' float32 products, m x n each, compact. The slices
+// are summed in order, one work-item per element of C; parts is at most 64 (splitk.c).
+// Float32 only.
 __kernel void gemm_split_sum(const int M, const int N, const int parts, __global const float *P, __global TC *C,
-                             const long c_off, const int ldc, const T alpha, const T beta)
+                             const long c_off, const int ldc, const T alpha, const T beta, __global const TC *bias,
+                             const long bias_off, const int has_bias)
 {
     int j = get_global_id(0), i = get_global_id(1);
     if (i >= M || j >= N) return;
@@ -147,7 +149,22 @@ __kernel void gemm_split_sum(const int M, const int N, const int parts, __global
     float s = 0;
     for (int p = 0; p < parts; p++) s += P[p * mn + at];
     __global TC *c = C + c_off + (long)i * ldc + j;
-    STC(c, 0, beta == (T)0 ? alpha * s : alpha * s + beta * LDC(c, 0));
+    T r = beta == (T)0 ? alpha * s : alpha * s + beta * LDC(c, 0);
+    STC(c, 0, has_bias ? r + LDC(bias, bias_off + j) : r);
+}
+
+// C = bias (add 0) or C + bias (add 1), bias[bias_off + j] on every row of every batch
+// entry: a product's column bias for the engines that do not add it as they store
+// (src/gemm/dispatch.c): C filled before a product then run with beta 1, or the bias
+// added after one with beta's own term.
+__kernel void gemm_col_bias(const int M, const int N, __global TC *C, const long c_off, const int ldc,
+                            const long c_stride, __global const TC *bias, const long bias_off, const int add)
+{
+    int j = get_global_id(0), i = get_global_id(1), b = get_global_id(2);
+    if (i >= M || j >= N) return;
+    __global TC *c = C + c_off + b * c_stride + (long)i * ldc + j;
+    T v = LDC(bias, bias_off + j);
+    STC(c, 0, add ? LDC(c, 0) + v : v);
 }
 
 // What is stored: the result, or (-DCLG_EPI_RELU, built only by a captured graph's plan,

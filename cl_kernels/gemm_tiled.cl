@@ -19,7 +19,8 @@
 // a branch taken alike by the whole group), every size (tiles that overhang the matrix
 // load zeros, and results outside it are not stored), offsets, leading dimensions and
 // batch strides (0: one matrix shared by the batch; the batch is the third dimension of
-// the launch). beta == 0 writes C without reading it.
+// the launch). beta == 0 writes C without reading it. has_bias adds bias[bias_off + j] to
+// every row's column j after beta's term (a linear layer's bias: no pass of its own).
 //
 // DBUF (not with WIDE): two local tiles of each operand, and the next k-tile fetched into
 // registers while the current one is multiplied, stored to the other tile after the
@@ -267,18 +268,24 @@ inline void put_tile(__local T *L, const int LS, const int P, const int R, const
 }
 #endif
 
-// One row of results: alpha * acc + beta * C into up to WN columns (ncols of them in C).
-inline void store_row(__global T *c, const int ncols, const TWN acc, const T alpha, const T beta)
+// One row of results: alpha * acc + beta * C (+ the column bias bv where has_bias) into up
+// to WN columns (ncols of them in C; bv's past them unread).
+inline void store_row(__global T *c, const int ncols, const TWN acc, const T alpha, const T beta,
+                      __global const T *bv, const int has_bias)
 {
     if (ncols >= WN) {
         TWN r = alpha * acc;
         if (beta != (T)0) r += beta * VLOADN(c);
+        if (has_bias) r += VLOADN(bv);
         VSTOREN(r, c);
         return;
     }
     T tmp[WN];
     VSTOREN(alpha * acc, tmp);
-    for (int j = 0; j < ncols; j++) c[j] = beta != (T)0 ? tmp[j] + beta * c[j] : tmp[j];
+    for (int j = 0; j < ncols; j++) {
+        T r = beta != (T)0 ? tmp[j] + beta * c[j] : tmp[j];
+        c[j] = has_bias ? r + bv[j] : r;
+    }
 }
 
 #define DECL(i) TWN CAT(acc, i) = (TWN)0;
@@ -289,14 +296,15 @@ inline void store_row(__global T *c, const int ncols, const TWN acc, const T alp
 #endif
 #define STORE(i)                                                                      \
     if (i0 + ROW(0x##i) < M && jc < N)                                                \
-        store_row(C + (long)(i0 + ROW(0x##i)) * ldc + jc, N - jc, CAT(acc, i), alpha, beta);
+        store_row(C + (long)(i0 + ROW(0x##i)) * ldc + jc, N - jc, CAT(acc, i), alpha, beta, bias + bias_off + jc, \
+                  has_bias);
 
 __kernel __attribute__((reqd_work_group_size(RN, RM, 1)))
 void gemm_tiled(const int M, const int N, const int K, const int ta, const int tb,
                 __global const T *A, const long a_off, const int lda, const long a_stride,
                 __global const T *B, const long b_off, const int ldb, const long b_stride,
                 __global T *C, const long c_off, const int ldc, const long c_stride,
-                const T alpha, const T beta)
+                const T alpha, const T beta, __global const T *bias, const long bias_off, const int has_bias)
 {
 #if WIDE
     __local ulong As_[TK * LA / 2], Bs_[TK * LB / 2];   // LA, LB even with WIDE

@@ -58,6 +58,7 @@ typedef struct gcase {
     bool shared_a, shared_b;     /* batch stride 0 */
     bool nan_c;                  /* C holds NaN before the call (with beta 0) */
     bool c32;                    /* 16-bit A and B, float32 C (clg_gemm_args.c_f32) */
+    bool col_bias;               /* a column bias (clg_gemm_args.col_bias), at offset 4 of its buffer */
 } gcase;
 
 static size_t esize(clg_gemm_type type)
@@ -151,6 +152,9 @@ static int run_case(clg_device *dev, const engine *eng, clg_gemm_type type, cons
     round_to(type, B, nb);
     clg_gemm_type ct = c->c32 ? CLG_GEMM_F32 : type;   /* C's own type */
     round_to(ct, C, nc);
+    double *bias = malloc((c->n + 4) * 8);
+    for (size_t j = 0; j < c->n + 4; j++) bias[j] = rnd();
+    round_to(ct, bias, c->n + 4);
     /* The reference, and for each element the sum of magnitudes that bounds its rounding.
      * beta == 0: C is not read (BLAS), so NaN there does not propagate. */
     memcpy(R, C, nc * 8);
@@ -166,20 +170,21 @@ static int run_case(clg_device *dev, const engine *eng, clg_gemm_type type, cons
                     mag += fabs(x * y);
                 }
                 size_t at = c->c_off + b * sc + i * ldc + j;
-                double c0 = c->beta != 0 ? C[at] : 0;
-                S[at] = fabs(c->alpha) * mag + fabs(c->beta * c0);
-                R[at] = c->alpha * s + c->beta * c0;
+                double c0 = c->beta != 0 ? C[at] : 0, bj = c->col_bias ? bias[4 + j] : 0;
+                S[at] = fabs(c->alpha) * mag + fabs(c->beta * c0) + fabs(bj);
+                R[at] = c->alpha * s + c->beta * c0 + bj;
             }
     clg_buffer *da = upload(dev, type, A, na), *db = upload(dev, type, B, nb), *dc = upload(dev, ct, C, nc);
+    clg_buffer *dbias = c->col_bias ? upload(dev, ct, bias, c->n + 4) : NULL;
     clg_gemm_args g = {
         .type = type, .trans_a = c->ta, .trans_b = c->tb, .m = c->m, .n = c->n, .k = c->k, .batch = c->batch,
         .alpha = c->alpha, .beta = c->beta, .a = da, .b = db, .c = dc, .a_off = c->a_off, .lda = lda,
         .stride_a = sa, .b_off = c->b_off, .ldb = ldb, .stride_b = sb, .c_off = c->c_off, .ldc = ldc,
-        .stride_c = sc, .c_f32 = c->c32,
+        .stride_c = sc, .c_f32 = c->c32, .col_bias = dbias, .col_bias_off = 4,
     };
     int bad = 0;
     const clg_gemm_config *cfg = eng->cfg ? &eng->opaque : NULL;
-    clg_status st = !(da && db && dc) ? clg_device_last_status(dev)
+    clg_status st = !(da && db && dc && (dbias || !c->col_bias)) ? clg_device_last_status(dev)
                     : eng->split ? clg__gemm_split_k(dev, eng->e ? eng->e : clg__gemm_engine_for(dev), cfg, &g, eng->split)
                                  : clg__gemm_run(dev, eng->e, cfg, &g);
     size_t es = esize(ct);
@@ -198,9 +203,11 @@ static int run_case(clg_device *dev, const engine *eng, clg_gemm_type type, cons
         }
     }
     CHECK_MSG(bad == 0, "%s %s %s%s m=%zu n=%zu k=%zu batch=%zu alpha=%g beta=%g offs=%zu,%zu,%zu pad=%zu gap=%zu "
-              "shared=%d,%d nan=%d%s", eng->name, tname(type), c->ta ? "A^T" : "A", c->tb ? " B^T" : " B", c->m, c->n,
+              "shared=%d,%d nan=%d%s%s", eng->name, tname(type), c->ta ? "A^T" : "A", c->tb ? " B^T" : " B", c->m, c->n,
               c->k, c->batch, c->alpha, c->beta, c->a_off, c->b_off, c->c_off, c->pad, c->gap, c->shared_a,
-              c->shared_b, c->nan_c, c->c32 ? " C float32" : "");
+              c->shared_b, c->nan_c, c->c32 ? " C float32" : "", c->col_bias ? " column bias" : "");
+    clg__buffer_release(dbias);
+    free(bias);
     clg__buffer_release(da);
     clg__buffer_release(db);
     clg__buffer_release(dc);
@@ -781,6 +788,42 @@ static void split_sweep(clg_device *dev, const clg_gemm_engine *e, const char *l
     printf("  %-32s split over k: %s\n", label, bad ? "FAILED" : "ok");
 }
 
+/* Products with a column bias (clg_gemm_args.col_bias) on engine eng: in the write-out
+ * (tiled) or around the product (the others): every transpose pair, beta 0 over NaN and
+ * beta not 0 (the bias added after), a batch, k == 0, float32 and the 16-bit types
+ * where the engine runs them. */
+static void bias_sweep(clg_device *dev, const engine *eng, bool halves)
+{
+    static const size_t shapes[][3] = {{7, 33, 29}, {33, 7, 100}, {64, 48, 32}, {1, 129, 7}};
+    static const size_t tiny[][3] = {{7, 5, 3}, {3, 9, 17}};
+    size_t n = small_mode ? 2 : 4;
+    int bad = 0;
+    clg_gemm_type types[] = {CLG_GEMM_F32, CLG_GEMM_F16, CLG_GEMM_BF16};
+    for (int ti = 0; ti < (halves ? 3 : 1); ti++)
+        for (size_t i = 0; i < n; i++)
+            for (int t = 0; t < 4; t++) {
+                const size_t *sh = small_mode ? tiny[i] : shapes[i];
+                gcase c = {.ta = t & 1, .tb = t >> 1, .m = sh[0], .n = sh[1], .k = sh[2], .batch = 1, .alpha = 1.0,
+                           .beta = 0.0, .nan_c = true, .col_bias = true};
+                if ((i + (size_t)t) % 2) c.alpha = -0.75, c.beta = ti ? 0.0 : 1.5, c.nan_c = ti > 0, c.c_off = 3, c.pad = 2;
+                bad += run_case(dev, eng, types[ti], &c);
+            }
+    /* a 16-bit C with a column bias and beta != 0 is refused (it would round twice) */
+    clg_buffer *c16 = clg__buffer_alloc(dev, 64), *b16 = clg__buffer_alloc(dev, 64);
+    clg_gemm_args r = {.type = CLG_GEMM_F16, .m = 2, .n = 2, .k = 2, .batch = 1, .alpha = 1, .beta = 1, .a = c16,
+                       .b = c16, .c = c16, .lda = 2, .ldb = 2, .ldc = 2, .col_bias = b16};
+    CHECK(c16 && b16 && clg__gemm_run(dev, eng->e, NULL, &r) == CLG_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(clg_device_error(dev), "rounded twice") != NULL, "%s", clg_device_error(dev));
+    clg__buffer_release(c16);
+    clg__buffer_release(b16);
+    gcase b = {.ta = false, .tb = true, .m = 9, .n = 20, .k = 11, .batch = 3, .alpha = 0.5, .beta = -2.0, .gap = 2,
+               .col_bias = true};
+    bad += run_case(dev, eng, CLG_GEMM_F32, &b);
+    gcase z = {.m = 5, .n = 6, .k = 0, .batch = 1, .alpha = 1.0, .beta = 0.5, .col_bias = true};
+    bad += run_case(dev, eng, CLG_GEMM_F32, &z);
+    printf("  %-32s column bias: %s\n", eng->name, bad ? "FAILED" : "ok");
+}
+
 /* g's class's engine and configuration by name, as clg__gemm runs it. */
 static void class_engine_name(clg_device *dev, const clg_gemm_args *g, char *name, size_t len)
 {
@@ -1139,6 +1182,30 @@ int main(int argc, char **argv)
     }
     split_sweep(dev, NULL, "the device's engine");
     if (clg__device_params(dev)->vector_float > 1 && own != ENGINE("packed")) split_sweep(dev, ENGINE("packed"), "packed");
+    /* the column bias: on the device's engine (every type), the tiled kernel (in its
+     * write-out) where it is not the device's, the packed kernels where they are quick
+     * here, and split over k */
+    engine autob = {.e = NULL, .name = "the device's engine"};
+    bias_sweep(dev, &autob, true);
+    const clg_gemm_tiled_config *tc = NULL;
+    for (int i = 0; i < clg__gemm_tiled_count() && !tc; i++) {
+        clg_kernel *k = NULL;
+        if (clg__gemm_tiled_kernel(dev, clg__gemm_tiled_config(i), CLG_GEMM_F32, &k) == CLG_OK && k)
+            tc = clg__gemm_tiled_config(i);
+    }
+    if (tc) {
+        engine te = {.e = ENGINE("tiled"), .cfg = tc, .opaque = clg__gemm_tiled_as_config(tc)};
+        clg__gemm_tiled_describe(tc, te.name + snprintf(te.name, sizeof te.name, "tiled "), 64);
+        bias_sweep(dev, &te, false);
+    }
+    if (clg__device_params(dev)->vector_float > 1 && own != ENGINE("packed")) {
+        engine pe = {.e = ENGINE("packed"), .name = "packed"};
+        bias_sweep(dev, &pe, false);
+    }
+    engine se = {.e = NULL, .name = "the device's engine, split 3", .split = 3};
+    gcase sb = {.ta = true, .tb = true, .m = 6, .n = 10, .k = 300, .batch = 1, .alpha = 2.0, .beta = 0.0,
+                .nan_c = true, .col_bias = true};
+    run_case(dev, &se, CLG_GEMM_F32, &sb);
     tiled_by_size(dev);
     packed_candidate(dev);
     host_leaves(dev);

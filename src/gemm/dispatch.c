@@ -61,6 +61,16 @@ clg_status clg__gemm_check(clg_device *dev, const clg_gemm_args *g)
     if (g->grid.cols || g->bias)
         return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg__gemm: C as a grid and a bias are for clg__gemm_rows");
     size_t es = elem_size(g->type);
+    if (g->col_bias && g->beta != 0 && clg__gemm_type_is_half(g->type) && !g->c_f32)
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg__gemm: a column bias with beta %g on a 16-bit C "
+                         "(its results would be rounded twice: the product's, then the bias's sum)", g->beta);
+    if (g->col_bias) {
+        size_t end, bes = g->c_f32 ? sizeof(float) : es;
+        if (!g->col_bias->mem || __builtin_add_overflow(g->col_bias_off, g->n, &end) || end > g->col_bias->size / bes)
+            return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg__gemm: the column bias (%zu values at offset %zu) runs "
+                             "past its buffer of %zu elements", g->n, g->col_bias_off,
+                             g->col_bias->mem ? g->col_bias->size / bes : 0);
+    }
     if (g->c_f32 && !clg__gemm_type_is_half(g->type))
         return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg__gemm: a float32 C is for 16-bit A and B");
     clg_status st = check_operand(dev, "C", g->c, g->c_off, g->m, g->n, g->ldc, g->stride_c, g->batch,
@@ -97,6 +107,43 @@ static clg_status k_slices(clg_device *dev, const clg_gemm_engine *e, const clg_
     return CLG_OK;
 }
 
+/* C = bias on every row (add false) or C += bias, for g's C and column bias. */
+static clg_status col_bias_pass(clg_device *dev, const clg_gemm_args *g, bool add)
+{
+    clg_gemm_args shape = *g;
+    shape.type = g->c_f32 ? CLG_GEMM_F32 : g->type, shape.c_f32 = false;   /* C's own type */
+    clg_kernel *k = clg__kernel_get(dev, "gemm", clg__gemm_cl_options(&shape), "gemm_col_bias");
+    if (!k) return dev->status;
+    clg_arg args[] = {
+        CLG_ARG_I((int)g->m), CLG_ARG_I((int)g->n), CLG_ARG_B(g->c), CLG_ARG_L(g->c_off), CLG_ARG_I((int)g->ldc),
+        CLG_ARG_L(g->stride_c), CLG_ARG_B(g->col_bias), CLG_ARG_L(g->col_bias_off), CLG_ARG_I(add),
+    };
+    return clg__launch_rows3(dev, k, args, (int)(sizeof args / sizeof *args), g->n, g->m, g->batch);
+}
+
+clg_status clg__gemm_empty_k(clg_device *dev, const clg_gemm_args *g)
+{
+    clg_status st = clg__gemm_scale(dev, g);
+    return st || !g->col_bias ? st : col_bias_pass(dev, g, true);
+}
+
+/* g's column bias on an engine that does not add it as it stores: C filled with it and
+ * the product added with beta 1 (beta 0: the sums as an addmm's), else the product then
+ * the bias added. */
+static clg_status col_bias_around(clg_device *dev, const clg_gemm_engine *e, const clg_gemm_config *cfg,
+                                  const clg_gemm_args *g)
+{
+    clg_gemm_args p = *g;
+    p.col_bias = NULL;
+    if (g->beta == 0) {
+        clg_status st = col_bias_pass(dev, g, false);
+        p.beta = 1.0;
+        return st ? st : clg__gemm_dispatch(dev, e, cfg, &p);
+    }
+    clg_status st = clg__gemm_dispatch(dev, e, cfg, &p);
+    return st ? st : col_bias_pass(dev, g, true);
+}
+
 /* An engine that does not take g sends it on (`instead`); one that sends it nowhere
  * refuses it. The chain is short (host -> packed, clblast -> tiled), never a loop. */
 static const clg_gemm_engine *taker(clg_device *dev, const clg_gemm_engine *e, const clg_gemm_args *g)
@@ -124,7 +171,7 @@ clg_status clg__gemm_dispatch(clg_device *dev, const clg_gemm_engine *e, const c
     if (st) return st;
     /* BLAS libraries reject k == 0 (CLBlast: CLBlastInvalidDimension), yet its meaning is
      * plain: an empty sum, so C = beta * C. */
-    if (g->k == 0) return clg__gemm_scale(dev, g);
+    if (g->k == 0) return clg__gemm_empty_k(dev, g);
     const clg_gemm_engine *asked = e;
     if (!(e = taker(dev, e, g))) return dev->status;
     if (e != asked) cfg = NULL;   /* a configuration is the asked engine's */
@@ -132,6 +179,9 @@ clg_status clg__gemm_dispatch(clg_device *dev, const clg_gemm_engine *e, const c
      * is still rounded once. */
     bool half = clg__gemm_type_is_half(g->type), fits = !e->fits || e->fits(dev, g);
     size_t slice = e->k_limit ? e->k_limit(dev, g) : SIZE_MAX;
+    /* A column bias goes into the write-out of an engine that adds it, in one call on
+     * the operands as they are; else around the product. */
+    if (g->col_bias && !(e->col_bias && fits && g->k <= slice && !half)) return col_bias_around(dev, e, cfg, g);
     if (g->k > slice && (!half || g->c_f32)) return k_slices(dev, e, cfg, g, slice);
     /* Engines that store 16-bit values themselves read them; the others compute on
      * float32 copies. */

@@ -8,6 +8,9 @@
 /* g's types, sizes and operands against their buffers, as clg__gemm documents them. */
 clg_status clg__gemm_check(clg_device *dev, const clg_gemm_args *g);
 
+/* An empty sum (k == 0): C = beta * C, plus the column bias where g has one. */
+clg_status clg__gemm_empty_k(clg_device *dev, const clg_gemm_args *g);
+
 /* g on engine e (not NULL) in configuration cfg (NULL: the engine's own): checked; k == 0
  * scales C; then e, or where e sends what it does not take (`instead`), in slices of k
  * past its k_limit, on float32 copies of 16-bit operands it does not store. */

@@ -28,6 +28,9 @@ struct clg_gemm_engine {
     /* Reads and writes 16-bit storage itself; else 16-bit products run on float32
      * copies (widen.c). */
     bool stores16;
+    /* Adds a column bias (clg_gemm_args.col_bias) as it stores C; else the dispatcher
+     * fills C with it first or adds it after. */
+    bool col_bias;
     /* Where a product goes that this engine does not take or fit (the table's name);
      * NULL: nowhere (refused). */
     const char *instead;

@@ -13,7 +13,7 @@ clg_status clg__gemm_run(clg_device *dev, const clg_gemm_engine *engine, const c
     if (g->m == 0 || g->n == 0 || g->batch == 0) return CLG_OK;
     clg_status st = clg__gemm_check(dev, g);
     if (st) return st;
-    if (g->k == 0) return clg__gemm_scale(dev, g);
+    if (g->k == 0) return clg__gemm_empty_k(dev, g);
     /* Before the device's engine is chosen (which may tune): a 16-bit product on the
      * matrix units does not wait for a float32 tuning. */
     for (int i = 0; i < clg__gemm_engine_count(); i++) {

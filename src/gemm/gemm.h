@@ -129,6 +129,14 @@ typedef struct clg_gemm_args {
     clg_gemm_grid grid;
     const clg_buffer *bias;
     size_t bias_off, bias_step;
+    /* For clg__gemm (NULL for the others): one value per column of C, in C's type at
+     * col_bias_off, added to every row of every batch entry after beta's term (a linear
+     * layer's bias). Engines that add it as they store (col_bias) do; for the others the
+     * dispatcher fills C with it and runs the product with beta 1 (beta 0), or adds it
+     * after the product (other betas): the same sums either way. A 16-bit C takes a
+     * column bias with beta 0 only (one rounding). */
+    const clg_buffer *col_bias;
+    size_t col_bias_off;
 } clg_gemm_args;
 
 /* A configuration of an engine that has several (engine.h). */

@@ -5,7 +5,7 @@
  * float32 scratch [parts, m, n] (batch entry p reads A's and B's columns (rows) of slice
  * p: a batch stride along k), the remainder of an uneven split is added into the first
  * slice's, and one launch (gemm.cl's gemm_split_sum) sums the slices in order into C with
- * alpha and beta. Any engine that runs strided batches runs the slices. The tuner tries
+ * alpha and beta, and the column bias where there is one. Any engine that runs strided batches runs the slices. The tuner tries
  * splits for the shape classes with long k (tune.c); clg__gemm runs a class's split. */
 #include "gemm/dispatch.h"
 
@@ -32,6 +32,7 @@ clg_status clg__gemm_split_k(clg_device *dev, const clg_gemm_engine *e, const cl
     s.stride_a = g->trans_a ? ks * g->lda : ks;
     s.stride_b = g->trans_b ? ks : ks * g->ldb;
     s.c = p, s.c_off = 0, s.ldc = g->n, s.stride_c = mn;
+    s.col_bias = NULL;   /* added once, by the sum */
     st = clg__gemm_dispatch(dev, e, cfg, &s);
     size_t done = ks * (size_t)parts;
     if (!st && done < g->k) {
@@ -44,7 +45,8 @@ clg_status clg__gemm_split_k(clg_device *dev, const clg_gemm_engine *e, const cl
     if (!st) {
         clg_arg a[] = {CLG_ARG_I((int)g->m), CLG_ARG_I((int)g->n), CLG_ARG_I(parts), CLG_ARG_B(p), CLG_ARG_B(g->c),
                        CLG_ARG_L(g->c_off), CLG_ARG_I((int)g->ldc), clg__gemm_scalar(g->type, g->alpha),
-                       clg__gemm_scalar(g->type, g->beta)};
+                       clg__gemm_scalar(g->type, g->beta), CLG_ARG_B(g->col_bias ? g->col_bias : g->c),
+                       CLG_ARG_L(g->col_bias_off), CLG_ARG_I(g->col_bias != NULL)};
         st = clg__launch_rows3(dev, k, a, (int)(sizeof a / sizeof *a), g->n, g->m, 1);
     }
     clg__buffer_release(p);   /* the in-order queue runs its next user after the kernels above */

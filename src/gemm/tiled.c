@@ -156,6 +156,7 @@ static clg_status run_config(clg_device *dev, const clg_gemm_args *g, const clg_
         CLG_ARG_B(g->b), CLG_ARG_L(g->b_off), CLG_ARG_I(g->ldb), CLG_ARG_L(g->stride_b),
         CLG_ARG_B(g->c), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc), CLG_ARG_L(g->stride_c),
         clg__gemm_scalar(g->type, g->alpha), clg__gemm_scalar(g->type, g->beta),
+        CLG_ARG_B(g->col_bias ? g->col_bias : g->c), CLG_ARG_L(g->col_bias_off), CLG_ARG_I(g->col_bias != NULL),
     };
     size_t tm = (size_t)c->tm, tn = (size_t)c->tn;
     size_t local[3] = {items_n(c), items_m(c), 1};
@@ -330,6 +331,7 @@ static bool parse(const char *text, clg_gemm_config *c)
 const clg_gemm_engine clg__gemm_tiled_engine = {
     .name = "tiled",
     .instead = "clblast",   /* sizes past gemm_tiled.cl's 32-bit indexing */
+    .col_bias = true,       /* gemm_tiled.cl adds it as it stores */
     .fits = fits,
     .k_limit = k_limit,
     .run = run,

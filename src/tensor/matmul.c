@@ -74,7 +74,8 @@ static bool prepare(clg_tensor *t, int nb, const int64_t *bshape, gemm_operand *
 }
 
 /* c = a @ b (+ beta * c) for a [..., m, k], b [..., k, n], c [batch..., m, n] contiguous. */
-static clg_status gemm_into(clg_tensor *c, clg_tensor *a, clg_tensor *b, int nb, const int64_t *bshape, double beta)
+static clg_status gemm_into(clg_tensor *c, clg_tensor *a, clg_tensor *b, int nb, const int64_t *bshape, double beta,
+                            const clg_tensor *bias)
 {
     clg_device *dev = c->dev;
     gemm_operand oa = {0}, ob = {0};
@@ -84,9 +85,14 @@ static clg_status gemm_into(clg_tensor *c, clg_tensor *a, clg_tensor *b, int nb,
         size_t m = (size_t)a->shape[a->ndim - 2], k = (size_t)a->shape[a->ndim - 1];
         size_t n = (size_t)b->shape[b->ndim - 1], batch = 1;
         for (int d = 0; d < nb; d++) batch *= (size_t)bshape[d];
-        st = clg__gemm(dev, clg__gemm_type_of(c->dtype), oa.trans, ob.trans, m, n, k, 1.0,
-                       oa.t->buf, (size_t)oa.t->offset, oa.ld, oa.stride, ob.t->buf, (size_t)ob.t->offset, ob.ld,
-                       ob.stride, beta, c->buf, (size_t)c->offset, n ? n : 1, m * n, batch);
+        clg_gemm_args g = {
+            .type = clg__gemm_type_of(c->dtype), .trans_a = oa.trans, .trans_b = ob.trans, .m = m, .n = n, .k = k,
+            .batch = batch, .alpha = 1.0, .beta = beta, .a = oa.t->buf, .a_off = (size_t)oa.t->offset, .lda = oa.ld,
+            .stride_a = oa.stride, .b = ob.t->buf, .b_off = (size_t)ob.t->offset, .ldb = ob.ld, .stride_b = ob.stride,
+            .c = c->buf, .c_off = (size_t)c->offset, .ldc = n ? n : 1, .stride_c = m * n,
+            .col_bias = bias ? bias->buf : NULL, .col_bias_off = bias ? (size_t)bias->offset : 0,
+        };
+        st = clg__gemm_run(dev, NULL, NULL, &g);
     }
     if (oa.t && oa.t != a) clg_tensor_free(oa.t);
     if (ob.t && ob.t != b) clg_tensor_free(ob.t);
@@ -124,7 +130,7 @@ static clg_tensor *matmul_nd(clg_tensor *a, clg_tensor *b)
     shape[nb + 1] = b->shape[b->ndim - 1];
     clg_tensor *c = clg__tensor_new(dev, a->dtype, nb + 2, shape);
     if (!c || !clg__check_numel("matmul", dev, c->numel)) return clg_tensor_free(c), NULL;
-    if (gemm_into(c, a, b, nb, shape, 0.0) != CLG_OK) {
+    if (gemm_into(c, a, b, nb, shape, 0.0, NULL) != CLG_OK) {
         clg_tensor_free(c);
         return NULL;
     }
@@ -186,7 +192,9 @@ static clg_tensor *linear(clg_tensor *x, clg_tensor *w, clg_tensor *b)
     shape[x->ndim - 1] = w->shape[0];
     clg_tensor *y = clg__tensor_new(dev, x->dtype, x->ndim, shape);
     if (!y || !clg__check_numel("linear", dev, y->numel)) return clg_tensor_free(y), NULL;
-    /* Rows of x times w^T, onto y pre-filled with the bias (beta = 1): no separate add. */
+    /* Rows of x times w^T plus the bias as the product stores y (clg_gemm_args.col_bias:
+     * in the write-out of engines that add it, else y filled with it and beta 1); a bias
+     * not contiguous is copied onto y first, with beta 1. */
     int64_t rows = x->numel / (x->shape[x->ndim - 1] ? x->shape[x->ndim - 1] : 1);
     if (x->shape[x->ndim - 1] == 0) rows = y->numel / (w->shape[0] ? w->shape[0] : 1);
     clg_no_grad_begin(dev);
@@ -194,8 +202,9 @@ static clg_tensor *linear(clg_tensor *x, clg_tensor *w, clg_tensor *b)
     clg_tensor *y2 = clg_reshape(y, CLG_SHAPE(rows, w->shape[0]));
     clg_tensor *wt = clg_transpose(w, 0, 1);
     clg_status st = x2 && y2 && wt ? CLG_OK : dev->status;
-    if (st == CLG_OK && b) st = clg_copy_(y2, b);
-    if (st == CLG_OK) st = gemm_into(y2, x2, wt, 0, NULL, b ? 1.0 : 0.0);
+    bool in_gemm = b && (b->shape[0] <= 1 || b->strides[0] == 1);
+    if (st == CLG_OK && b && !in_gemm) st = clg_copy_(y2, b);
+    if (st == CLG_OK) st = gemm_into(y2, x2, wt, 0, NULL, b && !in_gemm ? 1.0 : 0.0, in_gemm ? b : NULL);
     clg_no_grad_end(dev);
     clg_tensor_free(x2);
     clg_tensor_free(y2);
