@@ -64,8 +64,14 @@ stage_blocks() {   # issue 35: the matrix-unit engine's block (device table: mma
 }
 stage_conformance() { $b/tools/clgrad conformance; }
 stage_gemm() {
+  # auto: each product's shape class's choice (listed after the table)
   $b/bench/bench_matmul --no-numpy --engine auto,tiled,clblast --repeats 5
   $b/bench/bench_matmul --no-numpy --no-compile --engine auto,tiled,clblast --repeats 5 --shape "4096 4096 4096 0 0"
+  # the double-buffered tiled kernel (d) against its single-buffered twin, and long k (split-k's classes)
+  $b/bench/bench_matmul --no-numpy --no-compile --engine auto,tiled --tiled 64x64x16/4x4/v4/m0 \
+    --tiled 64x64x16/4x4/v4/m0d --tiled 128x128x16/8x8/v4/m1 --tiled 128x128x16/8x8/v4/m1d --repeats 5 \
+    --shape "4096 4096 4096 0 0" --shape "1024 1024 1024 0 0" --shape "16 144 100352 0 1" --shape "64 576 25088 0 1" \
+    --shape "128 128 65536 1 0"
   .gpu-kit/bin/sgemm_cublas --repeats 5
 }
 stage_train() {
