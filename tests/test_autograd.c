@@ -3,6 +3,7 @@
  * accumulated; several outputs and inputs; unused inputs refused), and int32 index
  * tensors from int64 host data. Exact values on tiny graphs: y = sum(w * x), etc. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,6 +140,77 @@ static void test_lazy_zero_grad(clg_device *dev)
     clg_scope_end(dev);
 }
 
+/* A linear layer's weight gradient is written by its product straight into .grad (beta
+ * 0 after a zero_grad, 1 to add), not returned and copied: the same values as the
+ * returned path in every case the engine meets. x [2, 3], w [2, 3], y = x w^T:
+ * d sum(y) / dw[o, i] = sum_r x[r, i]. */
+static void test_linear_grad_direct(clg_device *dev)
+{
+    clg_scope_begin(dev);
+    const double xv[6] = {1, 2, 3, 4, 5, 6}, wv[6] = {0.5, -1, 2, 1, 0, -0.5};
+    clg_tensor *x = optest_tensor(dev, CLG_F32, 2, (int64_t[]){2, 3}, xv, OPTEST_CONTIGUOUS);
+    clg_tensor *w = optest_tensor(dev, CLG_F32, 2, (int64_t[]){2, 3}, wv, OPTEST_CONTIGUOUS);
+    CHECK_OK(dev, clg_tensor_set_requires_grad(w, true));
+    const double once[6] = {5, 7, 9, 5, 7, 9};
+    CHECK_OK(dev, clg_backward(clg_sum(clg_linear(x, w, NULL), 0, NULL, false), NULL));
+    optest_close("linear dw, the first pass", clg_tensor_grad(w), once, 6, 0, 0);
+    CHECK_OK(dev, clg_backward(clg_sum(clg_linear(x, w, NULL), 0, NULL, false), NULL));
+    optest_close("linear dw, a second pass adds", clg_tensor_grad(w), (double[]){10, 14, 18, 10, 14, 18}, 6, 0, 0);
+    clg_tensor_zero_grad(w);
+    CHECK_OK(dev, clg_backward(clg_sum(clg_linear(x, w, NULL), 0, NULL, false), NULL));
+    optest_close("linear dw after zero_grad writes", clg_tensor_grad(w), once, 6, 0, 0);
+    /* w used by two linear layers and by an elementwise op: every contribution adds,
+     * whichever comes first (d sum(w*w)/dw = 2w) */
+    clg_tensor_zero_grad(w);
+    clg_tensor *y = clg_add(clg_sum(clg_linear(x, w, NULL), 0, NULL, false),
+                            clg_sum(clg_mul(w, w), 0, NULL, false));
+    y = clg_add(y, clg_sum(clg_linear(clg_mul_scalar(x, 2.0), w, NULL), 0, NULL, false));
+    CHECK_OK(dev, clg_backward(y, NULL));
+    double want[6];
+    for (int i = 0; i < 6; i++) want[i] = 3 * once[i] + 2 * wv[i];
+    optest_close("linear dw with w used three times", clg_tensor_grad(w), want, 6, 0, 0);
+    /* clg_grad returns the gradient and leaves .grad as it was */
+    clg_tensor *g;
+    CHECK_OK(dev, clg_grad(1, (clg_tensor *const[]){clg_sum(clg_linear(x, w, NULL), 0, NULL, false)}, NULL, 1, &w, &g));
+    optest_close("clg_grad of a linear layer", g, once, 6, 0, 0);
+    optest_close("clg_grad left .grad alone", clg_tensor_grad(w), want, 6, 0, 0);
+    /* a hook on w sees the gradient (returned, not written) */
+    hook_log on_w = {0, 0, 1, false};
+    CHECK_OK(dev, clg_tensor_register_hook(w, hook, &on_w));
+    clg_tensor_zero_grad(w);
+    CHECK_OK(dev, clg_backward(clg_sum(clg_linear(x, w, NULL), 0, NULL, false), NULL));
+    CHECK_MSG(on_w.calls == 1 && on_w.seen0 == 5, "the hook on w: %d calls, saw %g", on_w.calls, on_w.seen0);
+    optest_close("linear dw with a hook", clg_tensor_grad(w), once, 6, 0, 0);
+    clg_scope_end(dev);
+
+    /* the direct write is what runs: a fresh pass launches no copy into .grad */
+    setenv("CLG_PROFILE", "1", 1);
+    clg_device *pd = check_open_device();
+    unsetenv("CLG_PROFILE");
+    clg_scope_begin(pd);
+    clg_tensor *px = optest_tensor(pd, CLG_F32, 2, (int64_t[]){2, 3}, xv, OPTEST_CONTIGUOUS);
+    clg_tensor *pw = optest_tensor(pd, CLG_F32, 2, (int64_t[]){2, 3}, wv, OPTEST_CONTIGUOUS);
+    CHECK_OK(pd, clg_tensor_set_requires_grad(pw, true));
+    clg_tensor *py = clg_linear(px, pw, NULL);
+    CHECK_OK(pd, clg_device_finish(pd));
+    clg_device_profile_reset(pd);
+    CHECK_OK(pd, clg_backward(py, clg_ones(pd, CLG_F32, 2, (int64_t[]){2, 2})));
+    optest_close("linear dw (profiled)", clg_tensor_grad(pw), once, 6, 0, 0);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    CHECK(mem != NULL);
+    if (mem) {
+        clg_device_profile_print(pd, mem);
+        fclose(mem);
+        CHECK_MSG(!strstr(text, "copy_flat") && !strstr(text, "axpy"), "the weight gradient was copied or added "
+                  "into .grad:\n%s", text);
+    }
+    free(text);
+    clg_scope_end(pd);
+    clg_device_close(pd);
+}
+
 static void test_int64_indices(clg_device *dev)
 {
     clg_scope_begin(dev);
@@ -163,6 +235,7 @@ int main(void)
     test_hooks(dev);
     test_grad(dev);
     test_lazy_zero_grad(dev);
+    test_linear_grad_direct(dev);
     test_int64_indices(dev);
     CHECK_MSG(clg_tensor_live_count(dev) == 0, "%lld tensors leaked", (long long)clg_tensor_live_count(dev));
     clg_device_close(dev);

@@ -193,6 +193,9 @@ static clg_status run_pass(clg_device *dev, int n, clg_tensor *const *roots, clg
     if (!order) return clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "clg_backward: out of host memory");
     clg_scope_begin(dev);
     clg_no_grad_begin(dev);
+    /* backwards may write a leaf's gradient straight into its .grad (clg__grad_direct)
+     * in a pass that accumulates there, not in clg_grad's */
+    s->grad_direct = cap == NULL;
     clg_status st = CLG_OK;
     for (int r = 0; st == CLG_OK && r < n; r++) {
         clg_tensor *g = seeds && seeds[r] ? seeds[r] : clg_full(dev, roots[r]->dtype, roots[r]->ndim, roots[r]->shape, 1.0);
@@ -209,6 +212,7 @@ static clg_status run_pass(clg_device *dev, int n, clg_tensor *const *roots, clg
         clg__tensor_release(order[k]->bgrad);
         order[k]->bgrad = NULL;
     }
+    s->grad_direct = false;
     clg_no_grad_end(dev);
     clg_scope_end(dev);
     free(order);
@@ -343,18 +347,6 @@ void clg__remove_post_hook(clg_tensor *t, clg_post_accumulate_hook fn, void *use
             free(gone);
             return;
         }
-}
-
-clg_tensor *clg__grad_target(clg_tensor *t)
-{
-    if (!t->grad) {
-        clg_tensor *grad = clg__tensor_new(t->dev, t->dtype, t->ndim, t->shape);
-        if (!grad) return NULL;
-        clg__tensor_unscope(grad);
-        t->grad = grad;
-    }
-    t->grad_zero = false;
-    return t->grad;
 }
 
 clg_tensor *clg_detach(clg_tensor *t)

@@ -172,8 +172,15 @@ static clg_status linear_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     int64_t out = w->shape[0], in = w->shape[1];
     clg_tensor *g2 = clg_reshape(g, CLG_SHAPE(-1, out));
     if (clg__wants_grad(n, 0) && !(gin[0] = clg_reshape(clg_matmul(g2, w), x->ndim, x->shape))) return g->dev->status;
-    if (clg__wants_grad(n, 1) &&
-        !(gin[1] = clg_matmul(clg_transpose(g2, 0, 1), clg_reshape(x, CLG_SHAPE(-1, in)))))
+    /* dw straight into w's .grad where the engine would only copy or add it there: beta
+     * 0 or 1 in the product, no pass of its own */
+    double beta = 0;
+    clg_tensor *wg = clg__wants_grad(n, 1) && g->dtype == w->dtype ? clg__grad_direct(n, 1, &beta) : NULL;
+    if (wg) {
+        clg_tensor *gt = clg_transpose(g2, 0, 1), *x2 = clg_reshape(x, CLG_SHAPE(-1, in));
+        if (!gt || !x2 || gemm_into(wg, gt, x2, 0, NULL, beta, NULL) != CLG_OK) return g->dev->status;
+    } else if (clg__wants_grad(n, 1) &&
+               !(gin[1] = clg_matmul(clg_transpose(g2, 0, 1), clg_reshape(x, CLG_SHAPE(-1, in)))))
         return g->dev->status;
     if (clg__wants_grad(n, 2) && !(gin[2] = clg_sum(g2, CLG_AXES(0), false))) return g->dev->status;
     return CLG_OK;

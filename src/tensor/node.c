@@ -69,6 +69,33 @@ void clg__tensor_written(clg_tensor *t)
     if (t && t->buf) t->buf->version++;
 }
 
+clg_tensor *clg__grad_target(clg_tensor *t)
+{
+    if (!t->grad) {
+        clg_tensor *grad = clg__tensor_new(t->dev, t->dtype, t->ndim, t->shape);
+        if (!grad) return NULL;
+        clg__tensor_unscope(grad);
+        t->grad = grad;
+    }
+    t->grad_zero = false;
+    return t->grad;
+}
+
+clg_tensor *clg__grad_direct(clg_node *node, int i, double *beta)
+{
+    clg_tensor *t = node->inputs[i];
+    clg_tensor_state *s = t ? clg__tstate(t->dev) : NULL;
+    /* a leaf that keeps its gradient, with no hook to see it first or after, in a pass
+     * that accumulates into .grad (clg_backward) */
+    if (!s || !s->grad_direct || !clg__wants_grad(node, i) || t->node || !t->requires_grad || t->hooks ||
+        t->post_hooks)
+        return NULL;
+    *beta = t->grad && !t->grad_zero ? 1.0 : 0.0;
+    clg_tensor *g = clg__grad_target(t);
+    if (g) clg__tensor_written(g);
+    return g;
+}
+
 static clg_status changed(const clg_node *node, const char *what, const clg_tensor *t, uint64_t then)
 {
     return clg__fail(t->dev, CLG_ERR_INVALID_ARGUMENT,

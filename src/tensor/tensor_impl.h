@@ -73,6 +73,7 @@ typedef struct clg_tensor_state {
     uint64_t visit_gen;               /* backward-pass generations */
     clg_dtype autocast;               /* CLG_F16 or CLG_BF16 inside clg_autocast_begin */
     int autocast_depth;
+    bool grad_direct;                 /* in a backward pass that accumulates into .grad */
 } clg_tensor_state;
 
 clg_tensor_state *clg__tstate(clg_device *dev);   /* NULL only when host memory ran out */
@@ -280,6 +281,13 @@ clg_tensor *clg__taped(clg_tensor *y, int op, clg_backward_fn backward, int n, c
                        clg_node **node_out);
 /* Whether the backward must produce a gradient for input i. */
 bool clg__wants_grad(const clg_node *node, int i);
+/* Where a backward may write input i's gradient straight into its .grad instead of
+ * returning it (the engine would copy or add it there: one pass more): a leaf that keeps
+ * its gradient, without hooks, in clg_backward's pass. Returns the .grad tensor (made if
+ * missing; contiguous) and in *beta how to write: 0 over it (the first contribution
+ * since a zero_grad), 1 added to it; the backward then leaves gin[i] NULL. NULL: return
+ * the gradient as usual. */
+clg_tensor *clg__grad_direct(clg_node *node, int i, double *beta);
 
 /* The sum of g over the axes along which `shape` was broadcast to g's shape, with
  * `shape` as the result's shape. */
