@@ -141,8 +141,9 @@ static void test_lazy_zero_grad(clg_device *dev)
 }
 
 /* A linear layer's weight gradient is written by its product straight into .grad (beta
- * 0 after a zero_grad, 1 to add), not returned and copied: the same values as the
- * returned path in every case the engine meets. x [2, 3], w [2, 3], y = x w^T:
+ * 0 after a zero_grad, 1 to add), and its bias's by the rows' sum on a first
+ * contribution, not returned and copied: the same values as the returned path in every
+ * case the engine meets. x [2, 3], w [2, 3], y = x w^T:
  * d sum(y) / dw[o, i] = sum_r x[r, i]. */
 static void test_linear_grad_direct(clg_device *dev)
 {
@@ -181,6 +182,18 @@ static void test_linear_grad_direct(clg_device *dev)
     CHECK_OK(dev, clg_backward(clg_sum(clg_linear(x, w, NULL), 0, NULL, false), NULL));
     CHECK_MSG(on_w.calls == 1 && on_w.seen0 == 5, "the hook on w: %d calls, saw %g", on_w.calls, on_w.seen0);
     optest_close("linear dw with a hook", clg_tensor_grad(w), once, 6, 0, 0);
+    /* the bias's gradient (rows summed) written on a first contribution, added after */
+    const double bv[2] = {0.25, -0.5};
+    clg_tensor *b = optest_tensor(dev, CLG_F32, 1, (int64_t[]){2}, bv, OPTEST_CONTIGUOUS);
+    CHECK_OK(dev, clg_tensor_set_requires_grad(b, true));
+    clg_tensor *gy = optest_tensor(dev, CLG_F32, 2, (int64_t[]){2, 2}, (double[]){1, 2, 3, 4}, OPTEST_CONTIGUOUS);
+    CHECK_OK(dev, clg_backward(clg_linear(x, w, b), gy));
+    optest_close("linear db, the first pass", clg_tensor_grad(b), (double[]){4, 6}, 2, 0, 0);
+    CHECK_OK(dev, clg_backward(clg_linear(x, w, b), gy));
+    optest_close("linear db, a second pass adds", clg_tensor_grad(b), (double[]){8, 12}, 2, 0, 0);
+    clg_tensor_zero_grad(b);
+    CHECK_OK(dev, clg_backward(clg_add(clg_sum(clg_linear(x, w, b), 0, NULL, false), clg_sum(b, 0, NULL, false)), NULL));
+    optest_close("linear db after zero_grad, b used twice", clg_tensor_grad(b), (double[]){3, 3}, 2, 0, 0);
     clg_scope_end(dev);
 
     /* the direct write is what runs: a fresh pass launches no copy into .grad */
@@ -190,12 +203,15 @@ static void test_linear_grad_direct(clg_device *dev)
     clg_scope_begin(pd);
     clg_tensor *px = optest_tensor(pd, CLG_F32, 2, (int64_t[]){2, 3}, xv, OPTEST_CONTIGUOUS);
     clg_tensor *pw = optest_tensor(pd, CLG_F32, 2, (int64_t[]){2, 3}, wv, OPTEST_CONTIGUOUS);
+    clg_tensor *pb = optest_tensor(pd, CLG_F32, 1, (int64_t[]){2}, (double[]){1, 2}, OPTEST_CONTIGUOUS);
     CHECK_OK(pd, clg_tensor_set_requires_grad(pw, true));
-    clg_tensor *py = clg_linear(px, pw, NULL);
+    CHECK_OK(pd, clg_tensor_set_requires_grad(pb, true));
+    clg_tensor *py = clg_linear(px, pw, pb);
     CHECK_OK(pd, clg_device_finish(pd));
     clg_device_profile_reset(pd);
     CHECK_OK(pd, clg_backward(py, clg_ones(pd, CLG_F32, 2, (int64_t[]){2, 2})));
     optest_close("linear dw (profiled)", clg_tensor_grad(pw), once, 6, 0, 0);
+    optest_close("linear db (profiled)", clg_tensor_grad(pb), (double[]){2, 2}, 2, 0, 0);
     char *text = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&text, &len);
@@ -203,8 +219,8 @@ static void test_linear_grad_direct(clg_device *dev)
     if (mem) {
         clg_device_profile_print(pd, mem);
         fclose(mem);
-        CHECK_MSG(!strstr(text, "copy_flat") && !strstr(text, "axpy"), "the weight gradient was copied or added "
-                  "into .grad:\n%s", text);
+        CHECK_MSG(!strstr(text, "copy_flat") && !strstr(text, "axpy"), "the weight or bias gradient was copied or "
+                  "added into .grad:\n%s", text);
     }
     free(text);
     clg_scope_end(pd);

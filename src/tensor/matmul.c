@@ -175,13 +175,20 @@ static clg_status linear_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     /* dw straight into w's .grad where the engine would only copy or add it there: beta
      * 0 or 1 in the product, no pass of its own */
     double beta = 0;
-    clg_tensor *wg = clg__wants_grad(n, 1) && g->dtype == w->dtype ? clg__grad_direct(n, 1, &beta) : NULL;
+    clg_tensor *wg = clg__wants_grad(n, 1) && g->dtype == w->dtype ? clg__grad_direct(n, 1, true, &beta) : NULL;
     if (wg) {
         clg_tensor *gt = clg_transpose(g2, 0, 1), *x2 = clg_reshape(x, CLG_SHAPE(-1, in));
         if (!gt || !x2 || gemm_into(wg, gt, x2, 0, NULL, beta, NULL) != CLG_OK) return g->dev->status;
     } else if (clg__wants_grad(n, 1) &&
                !(gin[1] = clg_matmul(clg_transpose(g2, 0, 1), clg_reshape(x, CLG_SHAPE(-1, in)))))
         return g->dev->status;
+    /* db straight into b's .grad where it would be the first contribution (a sum writes,
+     * it cannot add): float32 and float64, g's rows contiguous */
+    clg_tensor *b = n->ninputs > 2 ? n->inputs[2] : NULL, *bg = NULL;
+    bool plain = b && g2 && clg_tensor_is_contiguous(g2) && g2->shape[0] > 0 && g2->dtype == b->dtype &&
+                 (b->dtype == CLG_F32 || b->dtype == CLG_F64);
+    if (plain && clg__wants_grad(n, 2) && (bg = clg__grad_direct(n, 2, false, &beta)))
+        return clg__sum_rows_into(g2, g2->shape[0], out, bg);
     if (clg__wants_grad(n, 2) && !(gin[2] = clg_sum(g2, CLG_AXES(0), false))) return g->dev->status;
     return CLG_OK;
 }

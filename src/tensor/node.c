@@ -81,7 +81,7 @@ clg_tensor *clg__grad_target(clg_tensor *t)
     return t->grad;
 }
 
-clg_tensor *clg__grad_direct(clg_node *node, int i, double *beta)
+clg_tensor *clg__grad_direct(clg_node *node, int i, bool can_add, double *beta)
 {
     clg_tensor *t = node->inputs[i];
     clg_tensor_state *s = t ? clg__tstate(t->dev) : NULL;
@@ -91,6 +91,7 @@ clg_tensor *clg__grad_direct(clg_node *node, int i, double *beta)
         t->post_hooks)
         return NULL;
     *beta = t->grad && !t->grad_zero ? 1.0 : 0.0;
+    if (*beta != 0 && !can_add) return NULL;
     clg_tensor *g = clg__grad_target(t);
     if (g) clg__tensor_written(g);
     return g;

@@ -244,6 +244,11 @@ static clg_tensor *reduce_inner_run(const char *kernel, clg_tensor *t, reduce_pl
     return part;
 }
 
+clg_status clg__sum_rows_into(clg_tensor *x, int64_t R, int64_t K, clg_tensor *dst)
+{
+    return run_mrk(x->dev, "reduce_sum", x, 1, R, K, dst, 1.0);
+}
+
 /* The reduction itself, off the tape. */
 static clg_tensor *reduce(const char *op, const char *kernel, clg_tensor *t, const reduce_plan *p, bool mean)
 {

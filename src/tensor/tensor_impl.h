@@ -285,9 +285,13 @@ bool clg__wants_grad(const clg_node *node, int i);
  * returning it (the engine would copy or add it there: one pass more): a leaf that keeps
  * its gradient, without hooks, in clg_backward's pass. Returns the .grad tensor (made if
  * missing; contiguous) and in *beta how to write: 0 over it (the first contribution
- * since a zero_grad), 1 added to it; the backward then leaves gin[i] NULL. NULL: return
- * the gradient as usual. */
-clg_tensor *clg__grad_direct(clg_node *node, int i, double *beta);
+ * since a zero_grad), 1 added to it (only where can_add: a backward that can only write
+ * gets NULL then); the backward then leaves gin[i] NULL. NULL: return the gradient as
+ * usual (nothing changed). */
+clg_tensor *clg__grad_direct(clg_node *node, int i, bool can_add, double *beta);
+/* dst (contiguous, K values) = the sums down the R rows of x (contiguous [R, K], R >= 1),
+ * float32 or float64: a bias's gradient written where it belongs (reduce.c). */
+clg_status clg__sum_rows_into(clg_tensor *x, int64_t R, int64_t K, clg_tensor *dst);
 
 /* The sum of g over the axes along which `shape` was broadcast to g's shape, with
  * `shape` as the result's shape. */
