@@ -6,7 +6,7 @@
  * core that ran, and no ratio is printed against the reference BLAS. Then the first-call cost of each GEMM program, in fresh processes:
  * cold (empty clgrad and POCL caches) and warm (both filled).
  *
- *   ./build/bench/bench_matmul [--repeats N] [--engine E[,E...]] [--tiled CONFIG]... [--clblast]
+ *   ./build/bench/bench_matmul [--repeats N] [--stream N] [--engine E[,E...]] [--tiled CONFIG]... [--clblast]
  *                              [--no-numpy] [--no-compile] [--no-1024] [--shape "m n k ta tb"]...
  *                              [--type f32|f16|bf16]
  * --engine: the engines timed, one column each: auto (what clg__gemm uses on the device:
@@ -17,6 +17,9 @@
  * one configuration ("64x64x16/4x4/v4/m0", see src/gemm/tiled.h). --clblast is --engine auto,clblast
  * (on a CPU CLBlast's GEMM takes ~20 s to compile). --shape replaces the default shapes;
  * --no-1024 leaves out 1024^3 (slow devices: llvmpipe).
+ * --stream N times N products enqueued back to back and waited for once (a training
+ * step's way), where the default waits for each (NumPy's calls return done): the
+ * difference is the queue's round trip and a helper thread's wake-up per call.
  * NumPy's column compares with the first engine. Environment: CLG_BENCH_PYTHON (the
  * interpreter with NumPy, default /usr/bin/python3); CLG_PROFILE=1 adds the per-kernel
  * device times (packing apart from the tiles).
@@ -128,6 +131,11 @@ static clg_status gemm_once(clg_device *dev, const column *e, bool f64, const sh
     return clg__gemm_run(dev, e->engine, e->has_cfg ? &e->cfg : NULL, &g);
 }
 
+/* Products per timing (--stream N): 1, each waited for (as NumPy's calls return), or N
+ * enqueued back to back and waited for once, as a training step runs them: the queue's
+ * round trip and a helper's wake-up per call, or not. */
+static int g_stream = 1;
+
 /* GFLOP/s of `repeats` timed products (each waited for), after one untimed warm-up. */
 static int time_engine(clg_device *dev, const column *e, const shape *s, int repeats, stats *out)
 {
@@ -138,9 +146,9 @@ static int time_engine(clg_device *dev, const column *e, const shape *s, int rep
     if (!st) st = clg_device_finish(dev);
     for (int r = 0; r < repeats && !st; r++) {
         double t0 = now();
-        st = gemm_once(dev, e, false, s, a, b, c);
+        for (int i = 0; i < g_stream && !st; i++) st = gemm_once(dev, e, false, s, a, b, c);
         if (!st) st = clg_device_finish(dev);
-        rate[r] = 2.0 * (double)s->m * (double)s->n * (double)s->k / (now() - t0) / 1e9;
+        rate[r] = 2.0 * (double)s->m * (double)s->n * (double)s->k * g_stream / (now() - t0) / 1e9;
     }
     if (!st) *out = summarize(rate, repeats);
     else fprintf(stderr, "bench_matmul: %s\n", clg_device_error(dev));
@@ -267,7 +275,7 @@ static int parse_engine(const char *name, column *out)
 
 static int usage(const char *argv0)
 {
-    fprintf(stderr, "usage: %s [--repeats N] [--engine auto|packed|tiled|clblast|host|mma[,...]] [--tiled CONFIG]... "
+    fprintf(stderr, "usage: %s [--repeats N] [--stream N] [--engine auto|packed|tiled|clblast|host|mma[,...]] [--tiled CONFIG]... "
             "[--clblast] [--no-numpy] [--no-compile] [--no-1024] [--shape \"m n k ta tb\"]... [--type f32|f16|bf16]\n", argv0);
     return 2;
 }
@@ -282,6 +290,7 @@ int main(int argc, char **argv)
     int nshapes = 0, ncols = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--stream") && i + 1 < argc) g_stream = atoi(argv[++i]) > 1 ? atoi(argv[i]) : 1;
         else if (!strcmp(argv[i], "--clblast")) {
             if (!ncols) parse_engine("auto", &cols[ncols++]);
             if (ncols < MAX_ENGINES) parse_engine("clblast", &cols[ncols++]);
@@ -351,9 +360,11 @@ int main(int argc, char **argv)
     bool np_ratio = have_np && !strstr(blas, "reference");
     if (have_np && !np_ratio)
         fprintf(stderr, "bench_matmul: NumPy runs %s, not OpenBLAS: no ratios (install libopenblas0-pthread)\n", blas);
-    printf("%s GEMM, GFLOP/s (min / median / max of %d); clgrad's choice on this device: %s",
+    printf("%s GEMM, GFLOP/s (min / median / max of %d%s); clgrad's choice on this device: %s",
            g_type == CLG_GEMM_F16 ? "float16 (float32 sums)" : g_type == CLG_GEMM_BF16 ? "bfloat16 (float32 sums)" : "float32",
-           repeats, choice_text);
+           repeats, g_stream > 1 ? "; clgrad's timings each of products enqueued back to back, waited for once" : "",
+           choice_text);
+    if (g_stream > 1) printf(" (%d a timing)", g_stream);
     if (clg__gemm_type_is_half(g_type))
         printf("; matrix units (mma = %s): %s", clg__device_params(dev)->mma == CLG_MMA_PTX ? "ptx"
                                                 : clg__device_params(dev)->mma == CLG_MMA_EMULATE ? "emulate" : "none",
