@@ -280,10 +280,13 @@ def elementwise(build, repeats):
         res[name][1].append(float(host))
     return res
 
-def matmul(build, repeats):
-    out = run([os.path.join(build, "bench", "bench_matmul"), "--repeats", str(max(repeats, 3)), "--no-compile"],
-              env=ref_env())
-    return out
+def matmul(build, repeats, stream=1):
+    """bench_matmul's table: each product waited for (as NumPy's calls return), or with
+    `stream` products enqueued back to back and waited for once (as a step runs them)."""
+    args = [os.path.join(build, "bench", "bench_matmul"), "--repeats", str(max(repeats, 3)), "--no-compile"]
+    if stream > 1:
+        args += ["--stream", str(stream)]
+    return run(args, env=ref_env())
 
 def main():
     ap = argparse.ArgumentParser()
@@ -348,8 +351,10 @@ def main():
               % (model.upper(), " / ".join(cells), spread), flush=True)
     if "torch conv" in REFS:
         print("\nPyTorch's convolutions ran on %s, its linear layers on %s." % (REFS["torch conv"], REFS["torch"]))
-    print("\nmatmul against NumPy's OpenBLAS (bench_matmul):\n")
+    print("\nmatmul against NumPy's OpenBLAS (bench_matmul), each product waited for:\n")
     print(matmul(a.build, a.repeats))
+    print("\nthe same, 20 products back to back a timing (bench_matmul --stream 20):\n")
+    print(matmul(a.build, a.repeats, 20))
 
 if __name__ == "__main__":
     main()
