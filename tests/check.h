@@ -41,6 +41,22 @@ __attribute__((weak)) int check_count;
 
 /* Open the device the tests run on ($CLG_DEVICE or the default). No device is a
  * failure, never a skip: a green run where no kernel ran would prove nothing. */
+/* The device's per-kernel profile table (CLG_PROFILE at open) as text, for a test that
+ * asks which kernels ran; NULL (a failed CHECK) where it cannot be had. free() it. */
+static inline char *check_profile_text(clg_device *dev)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    CHECK_MSG(mem != NULL, "open_memstream failed");
+    if (!mem) return NULL;
+    clg_status st = clg_device_profile_print(dev, mem);
+    fclose(mem);
+    CHECK_MSG(st == CLG_OK, "clg_device_profile_print: %s", clg_status_str(st));
+    if (st != CLG_OK) free(text), text = NULL;
+    return text;
+}
+
 static inline clg_device *check_open_device(void)
 {
     clg_device *dev;

@@ -836,6 +836,15 @@ static void class_engine_name(clg_device *dev, const clg_gemm_args *g, char *nam
     snprintf(name, len, "%s%s%s%s", e->name, text[0] ? " " : "", text, parts);
 }
 
+/* A class's cache file written by hand (the quick profile's key, as the tuner writes it):
+ * the class's choice is then c. */
+static bool write_class_file(clg_device *dev, const char *key, const clg_gemm_candidate *c, double gflops)
+{
+    char meta[4300], file[1200];
+    clg__gemm_class_meta(dev, CLG_GEMM_TUNE_QUICK, key, meta, sizeof meta, file, sizeof file);
+    return file[0] && clg__gemm_cache_write(file, meta, c, gflops);
+}
+
 /* Shape classes on a tuned device (the quick profile's): a product's class is tuned on
  * its first product, cached in a file of its own, read back by the next open, and its
  * choice is what clg__gemm runs: a class file written by hand with another candidate
@@ -871,18 +880,10 @@ static void class_choices(clg_device *dev, const char *dir, const char *device_c
     int n = clg__gemm_candidates(dev, CLG_GEMM_TUNE_QUICK, true, cand, 16), other = -1;
     for (int i = 0; i < n && other < 0; i++)
         if (strcmp(cand[i].name, device_choice)) other = i;
-    if (other < 0) {
-        printf("  class file by hand: no candidate but the device's (%d candidates)\n", n);
-        return;
-    }
-    clg_gemm_candidate all[16];
-    int na = clg__gemm_candidates(dev, CLG_GEMM_TUNE_QUICK, false, all, 16);
-    char meta[4300], file[1200];
-    clg__gemm_cache_meta(dev, CLG_GEMM_TUNE_QUICK, all, na, meta, sizeof meta);
-    size_t ml = strlen(meta);
-    snprintf(meta + ml, sizeof meta - ml, "class: t10 m2 n1 k2\n");
-    clg__gemm_cache_path(dev, meta, "class", file, sizeof file);
-    CHECK(clg__gemm_cache_write(file, meta, &cand[other], 1.5));
+    /* the device was tuned, so it had another candidate to choose from */
+    CHECK_MSG(other >= 0, "a tuned device with no candidate but its choice %s (%d candidates)", device_choice, n);
+    if (other < 0) return;
+    CHECK(write_class_file(dev, "t10 m2 n1 k2", &cand[other], 1.5));
     clg_gemm_args h = {.type = CLG_GEMM_F32, .trans_a = true, .m = 300, .n = 100, .k = 200, .batch = 1};
     snprintf(name, sizeof name, "%s", clg__gemm_class_choice(dev, &h, &rate, &cached));
     CHECK_MSG(!strcmp(name, cand[other].name) && cached && rate == 1.5, "class t10 m2 n1 k2: %s (%g, cached %d), "
@@ -912,17 +913,11 @@ static void class_choices(clg_device *dev, const char *dir, const char *device_c
         CHECK_OK(pd, clg__gemm(pd, CLG_GEMM_F32, true, false, 300, 100, 200, 1.0, a, 0, 300, 0, b, 0, 100, 0, 0.0, cc,
                                0, 100, 0, 1));
         CHECK_OK(pd, clg_device_finish(pd));
-        char *text = NULL;
-        size_t len = 0;
-        FILE *mem = open_memstream(&text, &len);
-        CHECK(mem != NULL);
-        if (mem) {
-            clg_device_profile_print(pd, mem);
-            fclose(mem);
-            bool ran_host = strstr(text, "gemm_host") != NULL;
+        char *text = check_profile_text(pd);
+        bool ran_host = text && strstr(text, "gemm_host") != NULL;
+        if (text)
             CHECK_MSG(ran_host == host_class, "a product of class t10 m2 n1 k2 (%s) %s gemm_host:\n%s", name,
                       ran_host ? "ran" : "did not run", text);
-        }
         free(text);
     }
     clg__buffer_release(a);
@@ -943,14 +938,7 @@ static void class_split(const char *device_choice)
     clg_gemm_candidate base, split;
     CHECK_MSG(clg__gemm_candidate_parse(device_choice, &base), "%s", device_choice);
     CHECK(clg__gemm_candidate_split(&base, 16, &split));
-    clg_gemm_candidate all[16];
-    int na = clg__gemm_candidates(pd, CLG_GEMM_TUNE_QUICK, false, all, 16);
-    char meta[4300], file[1200];
-    clg__gemm_cache_meta(pd, CLG_GEMM_TUNE_QUICK, all, na, meta, sizeof meta);
-    size_t ml = strlen(meta);
-    snprintf(meta + ml, sizeof meta - ml, "class: t00 m0 n0 k4\n");
-    clg__gemm_cache_path(pd, meta, "class", file, sizeof file);
-    CHECK(clg__gemm_cache_write(file, meta, &split, 2.5));
+    CHECK(write_class_file(pd, "t00 m0 n0 k4", &split, 2.5));
     /* 16 x 32 x 4096: 2 million multiply-adds, past the host engine's floor */
     clg_gemm_args g = {.type = CLG_GEMM_F32, .m = 16, .n = 32, .k = 4096, .batch = 1};
     char ran[96];
@@ -959,16 +947,10 @@ static void class_split(const char *device_choice)
     engine autoe = {.e = NULL, .name = "auto (class split)"};
     gcase c = {.m = 16, .n = 32, .k = 4096, .batch = 1, .alpha = 2.0, .beta = -1.0, .c_off = 2, .pad = 1};
     run_case(pd, &autoe, CLG_GEMM_F32, &c);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&text, &len);
-    CHECK(mem != NULL);
-    if (mem) {
-        clg_device_profile_print(pd, mem);
-        fclose(mem);
+    char *text = check_profile_text(pd);
+    if (text)
         CHECK_MSG(strstr(text, "gemm_split_sum") != NULL, "class t00 m0 n0 k4 (%s): no gemm_split_sum launched:\n%s",
                   split.name, text);
-    }
     free(text);
     printf("  class t00 m0 n0 k4 from a file written by hand: %s\n", split.name);
     clg_device_close(pd);

@@ -195,6 +195,7 @@ static clg_status run_pass(clg_device *dev, int n, clg_tensor *const *roots, clg
     clg_no_grad_begin(dev);
     /* backwards may write a leaf's gradient straight into its .grad (clg__grad_direct)
      * in a pass that accumulates there, not in clg_grad's */
+    bool outer_direct = s->grad_direct;   /* a pass inside a hook's */
     s->grad_direct = cap == NULL;
     clg_status st = CLG_OK;
     for (int r = 0; st == CLG_OK && r < n; r++) {
@@ -212,7 +213,7 @@ static clg_status run_pass(clg_device *dev, int n, clg_tensor *const *roots, clg
         clg__tensor_release(order[k]->bgrad);
         order[k]->bgrad = NULL;
     }
-    s->grad_direct = false;
+    s->grad_direct = outer_direct;
     clg_no_grad_end(dev);
     clg_scope_end(dev);
     free(order);

@@ -170,8 +170,7 @@ static const class_choice *class_of(clg_device *dev, const clg_gemm_args *g)
     *c = (class_choice){0};
     snprintf(c->key, sizeof c->key, "%s", key);
     class_job j = {dev, s, g, c};
-    (void)clg__uncaptured(dev, tune_class, &j);
-    if (!c->cand.engine) c->cand.engine = s->engine;   /* the device's choice was the fallback */
+    (void)clg__uncaptured(dev, tune_class, &j);   /* never leaves it without an engine: the device's at worst */
     return &s->classes[s->nclass++];
 }
 

@@ -459,19 +459,25 @@ static tune_shape class_shape(const clg_gemm_args *g, int flags)
     return (tune_shape){d[0], d[1], d[2], g->trans_a, g->trans_b};
 }
 
+void clg__gemm_class_meta(clg_device *dev, int flags, const char *key, char *meta, size_t len, char *path,
+                          size_t plen)
+{
+    clg_gemm_candidate cand[16];
+    int ncand = clg__gemm_candidates(dev, flags, false, cand, 16);
+    clg__gemm_cache_meta(dev, flags, cand, ncand, meta, len);
+    size_t ml = strlen(meta);
+    if (ml < len) snprintf(meta + ml, len - ml, "class: %s\n", key);
+    clg__gemm_cache_path(dev, meta, "class", path, plen);
+}
+
 void clg__gemm_pick_class(clg_device *dev, int flags, const clg_gemm_args *g, const clg_gemm_candidate *first,
                           clg_gemm_candidate *out, double *gflops, bool *cached)
 {
     char key[24];
     clg__gemm_class_key(g, key, sizeof key);
     tune_shape s = class_shape(g, flags);
-    clg_gemm_candidate cand[16];
-    int ncand = clg__gemm_candidates(dev, flags, false, cand, 16);
     char meta[4200], path[1200], what[64];
-    clg__gemm_cache_meta(dev, flags, cand, ncand, meta, sizeof meta);
-    size_t ml = strlen(meta);
-    snprintf(meta + ml, sizeof meta - ml, "class: %s\n", key);
-    clg__gemm_cache_path(dev, meta, "class", path, sizeof path);
+    clg__gemm_class_meta(dev, flags, key, meta, sizeof meta, path, sizeof path);
     snprintf(what, sizeof what, ", products of class %s", key);
     /* split over k where k is long against m and n (a convolution's weight gradient) */
     size_t mn = s.m > s.n ? s.m : s.n;

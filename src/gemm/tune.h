@@ -49,6 +49,10 @@ void clg__gemm_pick(clg_device *dev, int flags, clg_gemm_candidate *out, double 
  * the class's first product decides for every later one, in every process. `first` (the
  * device's choice) is timed first; where nothing works, *out is `first`. */
 void clg__gemm_class_key(const clg_gemm_args *g, char *key, size_t len);
+/* A class's cache text (the device's, plus the class's line) and file path ("" without a
+ * cache directory), for the tuner and for tests that write one. */
+void clg__gemm_class_meta(clg_device *dev, int flags, const char *key, char *meta, size_t len, char *path,
+                          size_t plen);
 void clg__gemm_pick_class(clg_device *dev, int flags, const clg_gemm_args *g, const clg_gemm_candidate *first,
                           clg_gemm_candidate *out, double *gflops, bool *cached);
 
