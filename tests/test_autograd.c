@@ -194,6 +194,16 @@ static void test_linear_grad_direct(clg_device *dev)
     clg_tensor_zero_grad(b);
     CHECK_OK(dev, clg_backward(clg_add(clg_sum(clg_linear(x, w, b), 0, NULL, false), clg_sum(b, 0, NULL, false)), NULL));
     optest_close("linear db after zero_grad, b used twice", clg_tensor_grad(b), (double[]){3, 3}, 2, 0, 0);
+    /* a long batch (70,001 rows: past llvmpipe's 65,535 loop trips): dw and db summed
+     * over every row, written straight into .grad */
+    clg_tensor *xl = clg_ones(dev, CLG_F32, 2, (int64_t[]){70001, 3});
+    clg_tensor *wl = optest_tensor(dev, CLG_F32, 2, (int64_t[]){2, 3}, wv, OPTEST_CONTIGUOUS);   /* no hook */
+    CHECK_OK(dev, clg_tensor_set_requires_grad(wl, true));
+    clg_tensor_zero_grad(b);
+    CHECK_OK(dev, clg_backward(clg_sum(clg_linear(xl, wl, b), 0, NULL, false), NULL));
+    optest_close("linear dw over 70,001 rows", clg_tensor_grad(wl), (double[]){70001, 70001, 70001, 70001, 70001, 70001},
+                 6, 1e-5, 0);
+    optest_close("linear db over 70,001 rows", clg_tensor_grad(b), (double[]){70001, 70001}, 2, 1e-5, 0);
     clg_scope_end(dev);
 
     /* the direct write is what runs: a fresh pass launches no copy into .grad */

@@ -764,6 +764,7 @@ static void split_sweep(clg_device *dev, const clg_gemm_engine *e, const char *l
 {
     static const struct { size_t m, n, k; int parts; } cases[] = {
         {16, 24, 1024, 4}, {7, 33, 1000, 3}, {33, 5, 777, 7}, {1, 1, 300, 64}, {20, 20, 5, 8}, {9, 17, 4000, 65},
+        {5, 9, 70001, 16},   /* a long k: slices of 4,375, the remainder of 1 into the first */
     };
     static const struct { size_t m, n, k; int parts; } tiny[] = {{5, 7, 64, 4}, {3, 9, 50, 3}, {4, 4, 3, 8}};
     size_t n = small_mode ? sizeof tiny / sizeof *tiny : sizeof cases / sizeof *cases;
@@ -1070,6 +1071,12 @@ int main(int argc, char **argv)
             engine eng = {.e = ENGINE("tiled"), .cfg = &cfg, .opaque = clg__gemm_tiled_as_config(&cfg)};
             snprintf(eng.name, sizeof eng.name, "tiled %s", argv[2]);
             sweep(dev, &eng, CLG_GEMM_F32, true);
+            /* a long k (70,001: past llvmpipe's 65,535 loop trips, sliced by k_limit) */
+            for (int t = 0; !small_mode && t < 4; t++) {
+                gcase c = {.ta = t & 1, .tb = t >> 1, .m = 5, .n = 7, .k = 70001, .batch = 1, .alpha = 1.0,
+                           .beta = t % 2 ? 0.5 : 0.0, .nan_c = t % 2 == 0};
+                run_case(dev, &eng, CLG_GEMM_F32, &c);
+            }
         }
         clg_device_close(dev);
         return check_report("test_gemm --tiled-only");
