@@ -27,8 +27,13 @@
 // multiply: the global loads' latency hidden behind the arithmetic, one barrier per step
 // instead of two (a GPU's classic double buffering; the local tiles take twice the room).
 //
+// ROWS (src/gemm/tiled.c, clg__gemm_rows and clg__gemm_sum): B's stored rows start at
+// offsets read from b_rows (a convolution's padded input read shifted: implicit GEMM, no
+// column matrix; src/tensor/conv_shift.c), C optionally written as a grid of cells (the
+// shifted product's outputs cropped as they are stored) with a bias per row of C.
+//
 // Options: -DT=float|double -DTM -DTN -DTK -DWM=1|2|4|8|16 -DWN=1|2|4|8|16 -DVW=1|2|4|8
-// -DMAP=0|1 -DWIDE=0|1 -DDBUF=0|1 -DLPAD (the local tiles' row padding). The local tiles,
+// -DMAP=0|1 -DWIDE=0|1 -DDBUF=0|1 -DROWS=0|1 -DLPAD (the local tiles' row padding). The local tiles,
 // TK x (TM + LPAD) and TK x (TN + LPAD) elements, are the kernel's own arrays, not
 // arguments: a __local T * argument is only promised T's alignment, and WIDE's 64-bit
 // accesses to it faulted on NVIDIA's driver (580, H100: a misaligned address that ended
@@ -55,6 +60,17 @@
 #endif
 #if DBUF && WIDE
 #error "gemm_tiled: DBUF stages tiles in registers as elements, not pairs: no WIDE"
+#endif
+
+#ifndef ROWS
+#define ROWS 0
+#endif
+// Where stored row `row` of an operand starts: row * ld, or (ROWS, B only: xr non-null)
+// at xr[row]. Read only for rows inside the operand.
+#if ROWS
+#define ROW_AT(xr, row, ld) ((xr) ? (long)(xr)[row] : (long)(row) * (ld))
+#else
+#define ROW_AT(xr, row, ld) ((long)(row) * (ld))
 #endif
 
 #define CAT_(a, b) a##b
@@ -115,7 +131,7 @@
 // full: the tile lies wholly inside (no checks).
 #if !WIDE
 inline void load_tile(__local T *L, const int LS, const int R, __global const T *X, const int ld,
-                      const int kcontig, const int r0, const int RT, const int k0, const int KT, const bool full,
+                      __global const int *xr, const int kcontig, const int r0, const int RT, const int k0, const int KT, const bool full,
                       const bool pairs, const int tid)
 {
     (void)pairs;
@@ -124,7 +140,7 @@ inline void load_tile(__local T *L, const int LS, const int R, __global const T 
         for (int v = tid; v < R * per_row; v += NT) {
             int r = v / per_row, kk = v % per_row * VW;
             int gr = r0 + r, gk = k0 + kk;
-            __global const T *p = X + (long)gr * ld + gk;
+            __global const T *p = X + (full || gr < RT ? ROW_AT(xr, gr, ld) : 0) + gk;
             T x[VW];
             if (full) {
 #if VW == 1
@@ -142,7 +158,7 @@ inline void load_tile(__local T *L, const int LS, const int R, __global const T 
         for (int v = tid; v < TK * per_k; v += NT) {
             int kk = v / per_k, r = v % per_k * VW;
             int gr = r0 + r, gk = k0 + kk;
-            __global const T *p = X + (long)gk * ld + gr;
+            __global const T *p = X + (full || gk < KT ? ROW_AT(xr, gk, ld) : 0) + gr;
             __local T *l = L + kk * LS + r;
             if (full) {
 #if VW == 1
@@ -176,7 +192,7 @@ inline void load_tile(__local T *L, const int LS, const int R, __global const T 
 #define GW(p) CAT(as_float, VW)(GPAIRS(p))
 #define LPAIR(l, x0, x1) (*(__local ulong *)(l) = as_ulong((float2)((x0), (x1))))
 inline void load_tile(__local T *L, const int LS, const int R, __global const T *X, const int ld,
-                      const int kcontig, const int r0, const int RT, const int k0, const int KT, const bool full,
+                      __global const int *xr, const int kcontig, const int r0, const int RT, const int k0, const int KT, const bool full,
                       const bool pairs, const int tid)
 {
     if (kcontig) {
@@ -184,18 +200,19 @@ inline void load_tile(__local T *L, const int LS, const int R, __global const T 
         for (int v = tid; v < R / 2 * per_row; v += NT) {
             int r = v / per_row * 2, kk = v % per_row * VW;
             int gr = r0 + r, gk = k0 + kk;
-            __global const T *p = X + (long)gr * ld + gk;
+            __global const T *p = X + (full || gr < RT ? ROW_AT(xr, gr, ld) : 0) + gk;
+            __global const T *p1 = X + (full || gr + 1 < RT ? ROW_AT(xr, gr + 1, ld) : 0) + gk;
             T x0[VW], x1[VW];
             if (full && pairs) {
                 CAT(vstore, VW)(GW(p), 0, x0);
-                CAT(vstore, VW)(GW(p + ld), 0, x1);
+                CAT(vstore, VW)(GW(p1), 0, x1);
             } else if (full) {
                 CAT(vstore, VW)(CAT(vload, VW)(0, p), 0, x0);
-                CAT(vstore, VW)(CAT(vload, VW)(0, p + ld), 0, x1);
+                CAT(vstore, VW)(CAT(vload, VW)(0, p1), 0, x1);
             } else {
                 for (int e = 0; e < VW; e++) {
                     x0[e] = gr < RT && gk + e < KT ? p[e] : (T)0;
-                    x1[e] = gr + 1 < RT && gk + e < KT ? p[ld + e] : (T)0;
+                    x1[e] = gr + 1 < RT && gk + e < KT ? p1[e] : (T)0;
                 }
             }
             for (int e = 0; e < VW; e++) LPAIR(L + (kk + e) * LS + r, x0[e], x1[e]);
@@ -205,7 +222,7 @@ inline void load_tile(__local T *L, const int LS, const int R, __global const T 
         for (int v = tid; v < TK * per_k; v += NT) {
             int kk = v / per_k, r = v % per_k * VW;
             int gr = r0 + r, gk = k0 + kk;
-            __global const T *p = X + (long)gk * ld + gr;
+            __global const T *p = X + (full || gk < KT ? ROW_AT(xr, gk, ld) : 0) + gr;
             __local ulong *l = (__local ulong *)(L + kk * LS + r);
             if (full && pairs) {
                 LPAIRS(GPAIRS(p), l);
@@ -226,8 +243,8 @@ inline void load_tile(__local T *L, const int LS, const int R, __global const T 
 // memory into registers x, and later from x into the local tile, as load_tile places it.
 #define PA (TM * TK / VW / NT)
 #define PB (TN * TK / VW / NT)
-inline void fetch_tile(T *x, const int P, const int R, __global const T *X, const int ld, const int kcontig,
-                       const int r0, const int RT, const int k0, const int KT, const bool full, const int tid)
+inline void fetch_tile(T *x, const int P, const int R, __global const T *X, const int ld,
+                       __global const int *xr, const int kcontig, const int r0, const int RT, const int k0, const int KT, const bool full, const int tid)
 {
     for (int q = 0; q < P; q++) {
         int v = tid + q * NT, gr, gk;
@@ -238,7 +255,8 @@ inline void fetch_tile(T *x, const int P, const int R, __global const T *X, cons
             gk = k0 + v / (R / VW);
             gr = r0 + v % (R / VW) * VW;
         }
-        __global const T *p = kcontig ? X + (long)gr * ld + gk : X + (long)gk * ld + gr;
+        const bool in = full || (kcontig ? gr < RT : gk < KT);   // the stored row exists
+        __global const T *p = X + (in ? ROW_AT(xr, kcontig ? gr : gk, ld) : 0) + (kcontig ? gk : gr);
         if (full) {
 #if VW == 1
             x[q] = *p;
@@ -288,23 +306,62 @@ inline void store_row(__global T *c, const int ncols, const TWN acc, const T alp
     }
 }
 
+#if ROWS
+// One row's results into C as a grid (src/gemm/gemm.h, clg_gemm_grid; cg as gemm.cl's
+// store_grid reads it): column j is cell (r, c) of slot s, kept where r < cg.s2 and
+// c < cg.s3 and stored at row_at + s * cg.s4 + r * cg.s3 + c; beta's term, then rb.
+inline void store_grid(__global T *C, const long row_at, const int j, const int ncols, const TWN acc, const T alpha,
+                       const T beta, const T rb, const int8 cg)
+{
+    T tmp[WN];
+    VSTOREN(alpha * acc, tmp);
+    int s = j / cg.s0, rem = j - s * cg.s0, r = rem / cg.s1, c = rem - r * cg.s1;
+    for (int t = 0; t < min(ncols, WN); t++) {
+        if (r < cg.s2 && c < cg.s3) {
+            __global T *at = C + row_at + (long)s * cg.s4 + r * cg.s3 + c;
+            *at = (beta != (T)0 ? tmp[t] + beta * *at : tmp[t]) + rb;
+        }
+        if (++c == cg.s1) {
+            c = 0;
+            if (++r == cg.s5) r = 0, s++;
+        }
+    }
+}
+#endif
+
 #define DECL(i) TWN CAT(acc, i) = (TWN)0;
 #if MAP == 0
 #define FMA(i) CAT(acc, i) = mad((TWN)(As[kk * LA + ROW(0x##i)]), bv, CAT(acc, i));
 #else
 #define FMA(i) CAT(acc, i) = mad((TWN)(COMP(av, i)), bv, CAT(acc, i));
 #endif
+#define STORE_ROW(i)                                                                  \
+    store_row(C + (long)(i0 + ROW(0x##i)) * ldc + jc, N - jc, CAT(acc, i), alpha, beta, bias + bias_off + jc, has_bias);
+#if ROWS
+// cg.s6: C as a grid; cg.s7: row i's bias rbias[rbias_off + i * rbias_step] (grid only)
+#define STORE_GRID(i)                                                                                      \
+    store_grid(C, (long)(i0 + ROW(0x##i)) * ldc, jc, N - jc, CAT(acc, i), alpha, beta,                      \
+               cg.s7 ? rbias[rbias_off + (long)(i0 + ROW(0x##i)) * rbias_step] : (T)0, cg);
 #define STORE(i)                                                                      \
-    if (i0 + ROW(0x##i) < M && jc < N)                                                \
-        store_row(C + (long)(i0 + ROW(0x##i)) * ldc + jc, N - jc, CAT(acc, i), alpha, beta, bias + bias_off + jc, \
-                  has_bias);
+    if (i0 + ROW(0x##i) < M && jc < N) {                                              \
+        if (cg.s6) { STORE_GRID(i) } else { STORE_ROW(i) }                            \
+    }
+#else
+#define STORE(i)                                                                      \
+    if (i0 + ROW(0x##i) < M && jc < N) { STORE_ROW(i) }
+#endif
 
 __kernel __attribute__((reqd_work_group_size(RN, RM, 1)))
 void gemm_tiled(const int M, const int N, const int K, const int ta, const int tb,
                 __global const T *A, const long a_off, const int lda, const long a_stride,
                 __global const T *B, const long b_off, const int ldb, const long b_stride,
                 __global T *C, const long c_off, const int ldc, const long c_stride,
-                const T alpha, const T beta, __global const T *bias, const long bias_off, const int has_bias)
+                const T alpha, const T beta, __global const T *bias, const long bias_off, const int has_bias
+#if ROWS
+                , __global const int *b_rows, const int rows_off, const int8 cg, __global const T *rbias,
+                const long rbias_off, const int rbias_step
+#endif
+                )
 {
 #if WIDE
     __local ulong As_[TK * LA / 2], Bs_[TK * LB / 2];   // LA, LB even with WIDE
@@ -325,7 +382,15 @@ void gemm_tiled(const int M, const int N, const int K, const int ta, const int t
     const bool rows_in = i0 + TM <= M, cols_in = j0 + TN <= N;
     // Rows of A and B start on even elements (pairs of floats are 64-bit aligned).
     const bool a_pairs = ((a_off + b * a_stride) & 1) == 0 && (lda & 1) == 0;
+#if ROWS
+    // B's rows from rows_off on in b_rows, each from B (b_off + b * b_stride) on: odd
+    // starts, so no pairs.
+    __global const int *br = b_rows + rows_off;
+    const bool b_pairs = false;
+#else
+    __global const int *br = 0;
     const bool b_pairs = ((b_off + b * b_stride) & 1) == 0 && (ldb & 1) == 0;
+#endif
 #define MULTIPLY_TILE                                           \
     for (int kk = 0; kk < TK; kk++) {                           \
         const TWN bv = LOADB(Bs + kk * LB + tx * WN);           \
@@ -341,8 +406,8 @@ void gemm_tiled(const int M, const int N, const int K, const int ta, const int t
     // Step s multiplies tile s % 2 while tile s + 1 arrives in registers, then stores it
     // to the other tile (whose last readers passed step s - 1's barrier).
     T xa[PA * VW], xb[PB * VW];
-    fetch_tile(xa, PA, TM, A, lda, !ta, i0, M, 0, K, rows_in && TK <= K, tid);
-    fetch_tile(xb, PB, TN, B, ldb, tb, j0, N, 0, K, cols_in && TK <= K, tid);
+    fetch_tile(xa, PA, TM, A, lda, 0, !ta, i0, M, 0, K, rows_in && TK <= K, tid);
+    fetch_tile(xb, PB, TN, B, ldb, br, tb, j0, N, 0, K, cols_in && TK <= K, tid);
     put_tile(As2, LA, PA, TM, xa, !ta, tid);
     put_tile(Bs2, LB, PB, TN, xb, tb, tid);
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -350,8 +415,8 @@ void gemm_tiled(const int M, const int N, const int K, const int ta, const int t
         const int k1 = k0 + TK;
         const bool more = k1 < K, k_in = k1 + TK <= K;
         if (more) {
-            fetch_tile(xa, PA, TM, A, lda, !ta, i0, M, k1, K, rows_in && k_in, tid);
-            fetch_tile(xb, PB, TN, B, ldb, tb, j0, N, k1, K, cols_in && k_in, tid);
+            fetch_tile(xa, PA, TM, A, lda, 0, !ta, i0, M, k1, K, rows_in && k_in, tid);
+            fetch_tile(xb, PB, TN, B, ldb, br, tb, j0, N, k1, K, cols_in && k_in, tid);
         }
         __local const T *As = As2 + cur * (TK * LA), *Bs = Bs2 + cur * (TK * LB);
         MULTIPLY_TILE
@@ -365,8 +430,8 @@ void gemm_tiled(const int M, const int N, const int K, const int ta, const int t
 #else
     for (int k0 = 0; k0 < K; k0 += TK) {
         const bool k_in = k0 + TK <= K;
-        load_tile(As, LA, TM, A, lda, !ta, i0, M, k0, K, rows_in && k_in, a_pairs, tid);
-        load_tile(Bs, LB, TN, B, ldb, tb, j0, N, k0, K, cols_in && k_in, b_pairs, tid);
+        load_tile(As, LA, TM, A, lda, 0, !ta, i0, M, k0, K, rows_in && k_in, a_pairs, tid);
+        load_tile(Bs, LB, TN, B, ldb, br, tb, j0, N, k0, K, cols_in && k_in, b_pairs, tid);
         barrier(CLK_LOCAL_MEM_FENCE);
         MULTIPLY_TILE
         barrier(CLK_LOCAL_MEM_FENCE);

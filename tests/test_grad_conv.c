@@ -251,7 +251,8 @@ static void chunks_agree(clg_device *dev)
 /* Stride-1 convolutions with and without columns (conv_shift, src/tensor/conv_shift.c):
  * dx and dW within float32 rounding (sums in another order); with item_loops 256 the
  * shifted products go in slices of k (gemm_tiles_rows' steps, the weight gradient's dot
- * products over the images' planes), against whole ones. Padding (1, 2), dilation (2, 1)
+ * products over the images' planes; the tiled engine's launches, its weight gradient's
+ * slices side by side), against whole ones. Padding (1, 2), dilation (2, 1)
  * and 2 groups: the input gradient's own padding (3, 0) differs from the forward's. */
 static void shift_agree(clg_device *dev)
 {
@@ -304,9 +305,15 @@ static void bilinear_paths_agree(clg_device *dev)
     CHECK_OK(dev, clg_device_set_param(dev, "item_loops", "32768"));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     clg_device *dev = check_open_device();
+    if (argc > 1 && !strcmp(argv[1], "--shift-only")) {
+        /* the products without columns alone: another engine's (CLG_PARAMS gemm=tiled) */
+        shift_agree(dev);
+        clg_device_close(dev);
+        return check_report("test_grad_conv --shift-only");
+    }
     /* Stride-1 geometries without columns where the device table says so (conv_shift);
      * then im2col's machinery (col2im both ways, kept and rebuilt columns, chunks) for
      * every geometry, conv_shift off. */

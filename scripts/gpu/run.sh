@@ -81,6 +81,12 @@ stage_train() {
     echo "== $m: PyTorch CUDA"; python3 bench/torch_train.py --model $m --repeats 3 --device cuda
     echo "== $m: clgrad profile"; CLG_PROFILE=1 $b/bench/bench_train --model $m --repeats 1 | head -60
   done
+  # convolutions without columns (the tiled kernel reading the padded input at row offsets:
+  # implicit GEMM, conv_shift) against im2col's columns (the GPU table's default), alternating
+  for i in 1 2; do
+    for s in off on; do echo "== cnn conv_shift=$s"; CLG_PARAMS=conv_shift=$s $b/bench/bench_train --model cnn --repeats 1; done
+  done
+  for s in off on; do echo "== bench_conv conv_shift=$s"; CLG_PARAMS=conv_shift=$s $b/bench/bench_conv --no-torch --repeats 3; done
 }
 stage_graph() {   # issue 16: graph replay against eager, and what would make replays cheaper
   for m in mlp cnn; do
@@ -109,6 +115,9 @@ stage_models() {   # issue 31: the GPT and the ResNet against PyTorch with CUDA,
       echo "== $m PyTorch CUDA"; python3 bench/torch_models.py --model $m --steps 20 --repeats 1 --device cuda
     done
     echo "== $m clgrad profile"; CLG_PROFILE=1 $b/bench/bench_models --model $m --steps 5 --repeats 1 --profile | head -40
+  done
+  for s in on off on; do   # the ResNet's 3x3 convolutions without columns (conv_shift) and with
+    echo "== resnet conv_shift=$s"; CLG_PARAMS=conv_shift=$s $b/bench/bench_models --model resnet --steps 20 --repeats 1
   done
 }
 stage_glance() {   # one run of each training measurement: a first look when device time is short

@@ -18,9 +18,8 @@ clg_status clg__gemm_dispatch(clg_device *dev, const clg_gemm_engine *e, const c
                               const clg_gemm_args *g);
 
 /* g on e (cfg) split over k in `parts` slices run side by side, summed into C
- * (splitk.c); where a split does not apply (parts < 2 or past CLG_GEMM_SPLIT_MAX, k
+ * (splitk.c); where a split does not apply (parts < 2 or past CLG_GEMM_SPLIT_MAX (engine.h), k
  * shorter than parts, a batch, not float32), g as clg__gemm_dispatch runs it. */
-#define CLG_GEMM_SPLIT_MAX 64
 clg_status clg__gemm_split_k(clg_device *dev, const clg_gemm_engine *e, const clg_gemm_config *cfg,
                              const clg_gemm_args *g, int parts);
 

@@ -111,6 +111,21 @@ clg_status clg__gemm_scale(clg_device *dev, const clg_gemm_args *g);
 /* alpha or beta as a kernel argument of g's compute type. */
 clg_arg clg__gemm_scalar(clg_gemm_type type, double v);
 
+/* ---- for engines: k split into slices run side by side (splitk.c) ----------------------- */
+
+/* Whether g splits in `parts` slices of k: a float32 product alone (batch 1), 2 to
+ * CLG_GEMM_SPLIT_MAX slices (gemm_split_sum's loop), k at least parts, m and n not zero. */
+#define CLG_GEMM_SPLIT_MAX 64
+bool clg__gemm_split_applies(const clg_gemm_args *g, int parts);
+/* g (checked by the caller; clg__gemm_split_applies) as `parts` slices of k: run(dev, s,
+ * ctx) computes them as one strided batch s (a batch stride along k, beta 0, C a float32
+ * scratch, no column bias) and then once more for the remainder of an uneven split (batch
+ * 1, beta 1, into slice 0); gemm.cl's gemm_split_sum then sums the slices into g's C with
+ * alpha, beta and the column bias. g's other fields (B's row offsets) pass to run as given. */
+typedef clg_status (*clg_gemm_slices_run)(clg_device *dev, const clg_gemm_args *s, void *ctx);
+clg_status clg__gemm_split_with(clg_device *dev, const clg_gemm_args *g, int parts, clg_gemm_slices_run run,
+                                void *ctx);
+
 /* ---- the host's BLAS (host.c) ------------------------------------------------------------ */
 
 /* How many parts the host engine splits g into over its threads (team.c) on dev: 1 where

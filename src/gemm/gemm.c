@@ -2,6 +2,8 @@
  * the table's `first` engines (the matrix units, for the 16-bit products they take),
  * else the device's own, the one its parameter table names or the tuner chose
  * (choice.c), where tuned the one chosen for the product's shape class. dispatch.c does the rest. */
+#include <string.h>
+
 #include "clgrad/ops.h"
 #include "gemm/dispatch.h"
 
@@ -43,12 +45,16 @@ clg_status clg__gemm(clg_device *dev, clg_gemm_type type, bool trans_a, bool tra
     return clg__gemm_run(dev, NULL, NULL, &g);
 }
 
-/* The engine the device table names (not a tuned one: the sum is a choice made there),
- * or, where that one offers no sums or row offsets (the host's BLAS), the engine it
- * sends what it does not take (`instead`: the packed kernels). The chain is short. */
+/* The engine the device table names (not a tuned one: the sum is a choice made there;
+ * where it says "tune", the engine for the device's kind: the tiled kernels where the
+ * table times them, gemm_tiles, else the packed), or, where that one offers no sums or
+ * row offsets (the host's BLAS), the engine it sends what it does not take (`instead`:
+ * the packed kernels). The chain is short. */
 static const clg_gemm_engine *named(clg_device *dev)
 {
-    const clg_gemm_engine *e = clg__gemm_engine_find(clg__device_params(dev)->gemm);
+    const clg_device_params *p = clg__device_params(dev);
+    const char *name = strcmp(p->gemm, "tune") ? p->gemm : p->gemm_tiles ? "tiled" : "packed";
+    const clg_gemm_engine *e = clg__gemm_engine_find(name);
     for (int hops = 0; e && !e->sum && !e->rows && e->instead && hops < clg__gemm_engine_count(); hops++)
         e = clg__gemm_engine_find(e->instead);
     return e;
@@ -79,6 +85,8 @@ bool clg__gemm_rows_fits(clg_device *dev, const clg_gemm_args *g)
 clg_status clg__gemm_rows(clg_device *dev, const clg_gemm_args *g)
 {
     if (!dev) return CLG_ERR_INVALID_ARGUMENT;
+    if (g->bias && !g->grid.cols)
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg__gemm_rows: a row bias is stored with C as a grid only");
     if (!clg__gemm_rows_fits(dev, g))
         return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg__gemm_rows: the engine the device table names (gemm = %s) "
                          "does not take %zu x %zu x %zu with row offsets", clg__device_params(dev)->gemm, g->m, g->n, g->k);

@@ -125,7 +125,7 @@ typedef struct clg_gemm_args {
      * of at row * ldb: a convolution's input read shifted, with no column matrix. */
     const clg_buffer *b_rows;
     /* Only for clg__gemm_rows (zero elsewhere): C's columns as a grid (cols 0: plain
-     * columns), and a bias added to each row of C after beta's term. */
+     * columns), and a bias added to each row of C after beta's term (with a grid only). */
     clg_gemm_grid grid;
     const clg_buffer *bias;
     size_t bias_off, bias_step;
@@ -163,7 +163,7 @@ const char *clg__gemm_class_choice(clg_device *dev, const clg_gemm_args *g, doub
  * a convolution's weight gradient summed over images without a product per image.
  * Whether the engine the device table names takes g so (the packed engine's dot
  * products, with gemm_dot on; A not transposed, B transposed, m or n at most 256, not
- * float16), and the product. */
+ * float16; the tiled engine's, batch 1 with B's rows at offsets, any k), and the product. */
 bool clg__gemm_sum_fits(clg_device *dev, const clg_gemm_args *g);
 clg_status clg__gemm_sum(clg_device *dev, const clg_gemm_args *g);
 
@@ -172,7 +172,8 @@ clg_status clg__gemm_sum(clg_device *dev, const clg_gemm_args *g);
  * (src/tensor/conv_shift.c).
  * Every panel of 16 (float) columns is read whole: B's buffer must hold the columns past
  * n of the last panel (reads only). Whether the engine the device table names takes g so
- * (the packed engine, float32 and float64), and the product. */
+ * (float32 and float64: the packed engine; the tiled, where the table says "tune" on
+ * GPU-shaped devices), and the product. */
 bool clg__gemm_rows_fits(clg_device *dev, const clg_gemm_args *g);
 clg_status clg__gemm_rows(clg_device *dev, const clg_gemm_args *g);
 

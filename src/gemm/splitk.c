@@ -5,21 +5,46 @@
  * float32 scratch [parts, m, n] (batch entry p reads A's and B's columns (rows) of slice
  * p: a batch stride along k), the remainder of an uneven split is added into the first
  * slice's, and one launch (gemm.cl's gemm_split_sum) sums the slices in order into C with
- * alpha and beta, and the column bias where there is one. Any engine that runs strided batches runs the slices. The tuner tries
- * splits for the shape classes with long k (tune.c); clg__gemm runs a class's split. */
+ * alpha and beta, and the column bias where there is one. Any engine that runs strided
+ * batches runs the slices. The tuner tries splits for the shape classes with long k
+ * (tune.c); clg__gemm runs a class's split; the tiled engine splits a convolution's
+ * weight gradient so (clg__gemm_split_with, with B's rows at offsets). */
 #include "gemm/dispatch.h"
+
+/* The slices of a split as clg__gemm_dispatch runs them on e (cfg). */
+typedef struct on_engine {
+    const clg_gemm_engine *e;
+    const clg_gemm_config *cfg;
+} on_engine;
+
+static clg_status dispatch_slices(clg_device *dev, const clg_gemm_args *g, void *ctx)
+{
+    const on_engine *o = ctx;
+    return clg__gemm_dispatch(dev, o->e, o->cfg, g);
+}
 
 clg_status clg__gemm_split_k(clg_device *dev, const clg_gemm_engine *e, const clg_gemm_config *cfg,
                              const clg_gemm_args *g, int parts)
 {
-    size_t ks = parts > 1 ? g->k / (size_t)parts : 0;
-    /* one float32 product alone, slices of some length, at most 64 of them (the sum's loop) */
-    if (parts < 2 || parts > CLG_GEMM_SPLIT_MAX || ks == 0 || g->batch != 1 || g->type != CLG_GEMM_F32 ||
-        g->m == 0 || g->n == 0)
-        return clg__gemm_dispatch(dev, e, cfg, g);
+    if (!clg__gemm_split_applies(g, parts)) return clg__gemm_dispatch(dev, e, cfg, g);
     clg_status st = clg__gemm_check(dev, g);
-    if (st) return st;
-    size_t mn, bytes;
+    return st ? st : clg__gemm_split_with(dev, g, parts, dispatch_slices, &(on_engine){e, cfg});
+}
+
+bool clg__gemm_split_applies(const clg_gemm_args *g, int parts)
+{
+    /* one float32 product alone, slices of some length, at most 64 of them (the sum's loop) */
+    return parts >= 2 && parts <= CLG_GEMM_SPLIT_MAX && g->k / (size_t)parts > 0 && g->batch == 1 &&
+           g->type == CLG_GEMM_F32 && g->m && g->n;
+}
+
+clg_status clg__gemm_split_with(clg_device *dev, const clg_gemm_args *g, int parts, clg_gemm_slices_run run,
+                                void *ctx)
+{
+    if (!clg__gemm_split_applies(g, parts))
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg__gemm: %zu x %zu x %zu (batch %zu) in %d slices of k",
+                         g->m, g->n, g->k, g->batch, parts);
+    size_t ks = g->k / (size_t)parts, mn, bytes;
     if (__builtin_mul_overflow(g->m, g->n, &mn) || __builtin_mul_overflow(mn, (size_t)parts * sizeof(float), &bytes))
         return clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "clg__gemm: %d slices of %zu x %zu overflow", parts, g->m, g->n);
     clg_kernel *k = clg__kernel_get(dev, "gemm", clg__gemm_cl_options(g), "gemm_split_sum");
@@ -33,14 +58,14 @@ clg_status clg__gemm_split_k(clg_device *dev, const clg_gemm_engine *e, const cl
     s.stride_b = g->trans_b ? ks : ks * g->ldb;
     s.c = p, s.c_off = 0, s.ldc = g->n, s.stride_c = mn;
     s.col_bias = NULL;   /* added once, by the sum */
-    st = clg__gemm_dispatch(dev, e, cfg, &s);
+    clg_status st = run(dev, &s, ctx);
     size_t done = ks * (size_t)parts;
     if (!st && done < g->k) {
         clg_gemm_args r = s;
         r.k = g->k - done, r.batch = 1, r.beta = 1.0, r.stride_a = r.stride_b = r.stride_c = 0;
         r.a_off = g->a_off + (g->trans_a ? done * g->lda : done);
         r.b_off = g->b_off + (g->trans_b ? done : done * g->ldb);
-        st = clg__gemm_dispatch(dev, e, cfg, &r);
+        st = run(dev, &r, ctx);
     }
     if (!st) {
         clg_arg a[] = {CLG_ARG_I((int)g->m), CLG_ARG_I((int)g->n), CLG_ARG_I(parts), CLG_ARG_B(p), CLG_ARG_B(g->c),

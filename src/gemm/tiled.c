@@ -92,11 +92,13 @@ static size_t local_b(const clg_gemm_tiled_config *c, clg_gemm_type t)
 
 /* -w: as for gemm.cl, POCL's clang warns that double8 / float16 values passed to the
  * (inlined) store_row "change the ABI" without AVX-512: noise on stderr. */
-static void options(const clg_gemm_tiled_config *c, clg_gemm_type type, char *buf, size_t len)
+/* rows: the kernel that reads B's rows at offsets (-DROWS=1: clg__gemm_rows, clg__gemm_sum),
+ * a program of its own, built on a convolution's first use. */
+static void options(const clg_gemm_tiled_config *c, clg_gemm_type type, bool rows, char *buf, size_t len)
 {
     snprintf(buf, len, "-DT=%s -DTM=%d -DTN=%d -DTK=%d -DWM=%d -DWN=%d -DVW=%d -DMAP=%d -DWIDE=%d -DLPAD=%zu "
-             "-DDBUF=%d -cl-mad-enable -w", type == CLG_GEMM_F64 ? "double" : "float", c->tm, c->tn, c->tk, c->wm, c->wn,
-             c->vw, c->map, wide(c, type), lpad(c, type), c->dbuf);
+             "-DDBUF=%d%s -cl-mad-enable -w", type == CLG_GEMM_F64 ? "double" : "float", c->tm, c->tn, c->tk, c->wm,
+             c->wn, c->vw, c->map, wide(c, type), lpad(c, type), c->dbuf, rows ? " -DROWS=1" : "");
 }
 
 /* What can be said before compiling: the group and the tiles against the device. */
@@ -108,19 +110,35 @@ static bool fits_device(const clg_device *dev, const clg_gemm_tiled_config *c, c
            local_a(c, type) + local_b(c, type) <= p->local_mem;
 }
 
-clg_status clg__gemm_tiled_kernel(clg_device *dev, const clg_gemm_tiled_config *c, clg_gemm_type type,
-                                  clg_kernel **out)
+static clg_status kernel_for(clg_device *dev, const clg_gemm_tiled_config *c, clg_gemm_type type, bool rows,
+                             clg_kernel **out)
 {
     *out = NULL;
     if (type == CLG_GEMM_F64 && !clg_device_get_info(dev)->fp64) return CLG_OK;
     if (!fits_device(dev, c, type)) return CLG_OK;
-    char opts[160];
-    options(c, type, opts, sizeof opts);
+    char opts[176];
+    options(c, type, rows, opts, sizeof opts);
     clg_kernel *k = clg__kernel_get(dev, "gemm_tiled", opts, "gemm_tiled");
     if (!k) return dev->status;
     /* The compiled kernel may allow fewer items per group than the device (registers). */
     if (items_n(c) * items_m(c) <= k->wg_max) *out = k;
     return CLG_OK;
+}
+
+clg_status clg__gemm_tiled_kernel(clg_device *dev, const clg_gemm_tiled_config *c, clg_gemm_type type,
+                                  clg_kernel **out)
+{
+    return kernel_for(dev, c, type, false, out);
+}
+
+/* C's grid for the ROWS kernel: cells per slot, row length, rows and columns kept, the
+ * step between slots, rows per slot, whether C is a grid, whether rows get a bias. */
+static clg_arg grid_arg(const clg_gemm_args *g)
+{
+    const clg_gemm_grid *q = &g->grid;
+    const int64_t cg[8] = {(int64_t)(q->slot_rows * q->ws), (int64_t)q->ws, (int64_t)q->rows, (int64_t)q->cols,
+                           (int64_t)q->slot_step, (int64_t)q->slot_rows, q->cols != 0, g->bias != NULL};
+    return clg__arg_int8(cg, 8);
 }
 
 static bool fits(clg_device *dev, const clg_gemm_args *g)
@@ -132,12 +150,15 @@ static bool fits(clg_device *dev, const clg_gemm_args *g)
     return g->m < lim && g->n < lim && g->k < lim && g->lda < lim && g->ldb < lim && g->ldc < lim;
 }
 
-static clg_status run_config(clg_device *dev, const clg_gemm_args *g, const clg_gemm_tiled_config *c)
+/* g on configuration c: the plain kernel, or where g has B's row offsets the ROWS one,
+ * reading them from entry rows_off on (a slice of k's). */
+static clg_status launch_config(clg_device *dev, const clg_gemm_args *g, const clg_gemm_tiled_config *c,
+                                size_t rows_off)
 {
     char cfg[64];
     clg__gemm_tiled_describe(c, cfg, sizeof cfg);
     clg_kernel *k;
-    clg_status st = clg__gemm_tiled_kernel(dev, c, g->type, &k);
+    clg_status st = kernel_for(dev, c, g->type, g->b_rows != NULL, &k);
     if (st) return st;
     if (!k)
         return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
@@ -157,11 +178,20 @@ static clg_status run_config(clg_device *dev, const clg_gemm_args *g, const clg_
         CLG_ARG_B(g->c), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc), CLG_ARG_L(g->stride_c),
         clg__gemm_scalar(g->type, g->alpha), clg__gemm_scalar(g->type, g->beta),
         CLG_ARG_B(g->col_bias ? g->col_bias : g->c), CLG_ARG_L(g->col_bias_off), CLG_ARG_I(g->col_bias != NULL),
+        /* ROWS only (gemm_tiled.cl's cg as gemm.cl's store_grid reads it) */
+        CLG_ARG_B(g->b_rows ? g->b_rows : g->c), CLG_ARG_I(rows_off), grid_arg(g),
+        CLG_ARG_B(g->bias ? g->bias : g->c), CLG_ARG_L(g->bias_off), CLG_ARG_I(g->bias_step),
     };
+    int nargs = (int)(sizeof args / sizeof args[0]) - (g->b_rows ? 0 : 6);
     size_t tm = (size_t)c->tm, tn = (size_t)c->tn;
     size_t local[3] = {items_n(c), items_m(c), 1};
     size_t global[3] = {(g->n + tn - 1) / tn * local[0], (g->m + tm - 1) / tm * local[1], g->batch};
-    return clg__launch(dev, k, args, (int)(sizeof args / sizeof args[0]), 3, global, local);
+    return clg__launch(dev, k, args, nargs, 3, global, local);
+}
+
+static clg_status run_config(clg_device *dev, const clg_gemm_args *g, const clg_gemm_tiled_config *c)
+{
+    return launch_config(dev, g, c, 0);
 }
 
 /* ---- the engine's row ------------------------------------------------------------------- */
@@ -310,7 +340,7 @@ static int builds(clg_device *dev, const clg_gemm_config *cfg, clg_gemm_build *o
     clg_gemm_tiled_config c = from_config(cfg);
     if (cap < 1 || !fits_device(dev, &c, CLG_GEMM_F32)) return 0;
     snprintf(out->program, sizeof out->program, "gemm_tiled");
-    options(&c, CLG_GEMM_F32, out->options, sizeof out->options);
+    options(&c, CLG_GEMM_F32, false, out->options, sizeof out->options);
     return 1;
 }
 
@@ -328,6 +358,107 @@ static bool parse(const char *text, clg_gemm_config *c)
     return true;
 }
 
+/* ---- B's rows at offsets (clg__gemm_rows, clg__gemm_sum; gemm.h) --------------------------
+ * A convolution without a column matrix (src/tensor/conv_shift.c) on GPU-shaped devices:
+ * the tiles of B are read from the zero-padded input at each row's offset (implicit GEMM),
+ * the outputs cropped as they are stored. */
+
+/* The configuration for g with the ROWS kernel: the one the engine would run g on, else
+ * the first of the list whose ROWS kernel fits (it may take more registers). */
+static const clg_gemm_tiled_config *rows_config(clg_device *dev, const clg_gemm_args *g)
+{
+    const clg_gemm_tiled_config *c = clg__gemm_tiled_by_size(dev, g);
+    clg_kernel *k = NULL;
+    if (!c || kernel_for(dev, c, g->type, true, &k)) return NULL;
+    for (int i = 0; !k && i < clg__gemm_tiled_count(); i++) {
+        c = clg__gemm_tiled_config(i);
+        if (kernel_for(dev, c, g->type, true, &k)) return NULL;
+    }
+    if (!k)
+        clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg__gemm_rows (tiled): no configuration of gemm_tiled.cl with row "
+                  "offsets fits %s", clg_device_get_info(dev)->name);
+    return k ? c : NULL;
+}
+
+/* The element types and sizes the ROWS kernel takes (C's grid as gemm.cl's store_grid's). */
+static bool rows_common(clg_device *dev, const clg_gemm_args *g)
+{
+    const clg_gemm_grid *q = &g->grid;
+    bool grid_ok = !q->cols || (q->slot_rows && q->ws && q->slot_rows * q->ws < INT_MAX && q->rows <= q->slot_rows &&
+                                q->cols <= q->ws && q->slot_step < INT_MAX);
+    return (g->type == CLG_GEMM_F32 || g->type == CLG_GEMM_F64) && !g->c_f32 && g->batch == 1 && fits(dev, g) &&
+           grid_ok && g->bias_step < INT_MAX;
+}
+
+static bool rows_fits(const clg_device *dev, const clg_gemm_args *g)
+{
+    return !g->trans_b && rows_common((clg_device *)dev, g);
+}
+
+/* g in slices of k within the work-items' loop budget (k_limit), each adding to the last;
+ * the row bias with the last. B's rows: stored rows are k's (rows_off moves along the
+ * table) unless B is transposed (then its rows are n's and a slice moves along them). */
+static clg_status rows_slices(clg_device *dev, const clg_gemm_args *g, void *ctx)
+{
+    const clg_gemm_tiled_config *c = ctx;
+    size_t lim = k_limit(dev, g);
+    clg_status st = CLG_OK;
+    for (size_t k0 = 0; st == CLG_OK && k0 < g->k; k0 += lim) {
+        clg_gemm_args s = *g;
+        s.k = g->k - k0 < lim ? g->k - k0 : lim;
+        s.a_off += g->trans_a ? k0 * g->lda : k0;
+        if (g->trans_b) s.b_off += k0;
+        if (k0) s.beta = 1.0;
+        if (k0 + s.k < g->k) s.bias = NULL;
+        st = launch_config(dev, &s, c, g->trans_b ? 0 : k0);
+    }
+    return st;
+}
+
+static clg_status rows(clg_device *dev, const clg_gemm_args *g)
+{
+    const clg_gemm_tiled_config *c = rows_config(dev, g);
+    return c ? rows_slices(dev, g, (void *)c) : dev->status;
+}
+
+/* The weight gradient dW = dy . shift(x)^T (B transposed, its rows at offsets) over the
+ * whole grid: k long, m x n small (a handful of groups). */
+static bool sum_fits(const clg_device *dev, const clg_gemm_args *g)
+{
+    return g->b_rows && !g->trans_a && g->trans_b && !g->grid.cols && !g->bias && rows_common((clg_device *)dev, g);
+}
+
+/* Slices of k run side by side (float32): enough to give the device four groups per
+ * compute unit, each slice at least 256 long, and as many as the loop budget needs. */
+static int sum_parts(clg_device *dev, const clg_gemm_args *g, const clg_gemm_tiled_config *c)
+{
+    size_t groups = (g->m + (size_t)c->tm - 1) / (size_t)c->tm * ((g->n + (size_t)c->tn - 1) / (size_t)c->tn);
+    size_t want = 4 * (size_t)clg_device_get_info(dev)->compute_units, lim = k_limit(dev, g);
+    size_t parts = groups >= want ? 1 : (want + groups - 1) / groups;
+    if (parts > g->k / 256) parts = g->k / 256;
+    if (parts < (g->k + lim - 1) / lim) parts = (g->k + lim - 1) / lim;
+    return parts > 1 ? (int)parts : 1;
+}
+
+static clg_status sum(clg_device *dev, const clg_gemm_args *g)
+{
+    const clg_gemm_tiled_config *c = rows_config(dev, g);
+    if (!c) return dev->status;
+    /* at most CLG_GEMM_SPLIT_MAX slices at a time: longer k in chunks, each adding to the last */
+    size_t chunk = CLG_GEMM_SPLIT_MAX * k_limit(dev, g);
+    clg_status st = CLG_OK;
+    for (size_t k0 = 0; st == CLG_OK && k0 < g->k; k0 += chunk) {
+        clg_gemm_args s = *g;
+        s.k = g->k - k0 < chunk ? g->k - k0 : chunk;
+        s.a_off += k0, s.b_off += k0;
+        if (k0) s.beta = 1.0;
+        int parts = sum_parts(dev, &s, c);
+        st = clg__gemm_split_applies(&s, parts) ? clg__gemm_split_with(dev, &s, parts, rows_slices, (void *)c)
+                                                : rows_slices(dev, &s, (void *)c);
+    }
+    return st;
+}
+
 const clg_gemm_engine clg__gemm_tiled_engine = {
     .name = "tiled",
     .instead = "clblast",   /* sizes past gemm_tiled.cl's 32-bit indexing */
@@ -341,4 +472,8 @@ const clg_gemm_engine clg__gemm_tiled_engine = {
     .config_for = config_for,
     .programs = "common gemm_tiled",
     .builds = builds,
+    .sum_fits = sum_fits,
+    .sum = sum,
+    .rows_fits = rows_fits,
+    .rows = rows,
 };

@@ -3,7 +3,9 @@
  * gemm.h, clg__gemm_rows): stride 1 in all three passes; strided ones, their forward
  * and weight gradient, on the input's phases (phases_for). Kernels: cl_kernels/conv.cl
  * (conv_pad, conv_phases, conv_rows, conv_crop) and gemm.cl (gemm_tiles_rows, gemm_dot
- * with row offsets).
+ * with row offsets) or, where the device table says gemm = tune or tiled (GPU-shaped
+ * devices), gemm_tiled.cl built with ROWS: its tiles read from the padded input (an
+ * implicit GEMM), the weight gradient's long k in slices side by side.
  *
  * Why: im2col writes a 3x3 convolution's input nine times over and the GEMM reads it
  * back; on CPUs that traffic, not the products, bounded the ResNet's convolutions
