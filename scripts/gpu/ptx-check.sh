@@ -41,4 +41,28 @@ for cfg in ${PTX_CHECK_BLOCKS:-2x4x4x4x32x2 2x2x2x4x32x3 1x1x2x4x32x3 4x2x2x4x32
     done
   done
 done
+# The tiled float32 kernel (cl_kernels/gemm_tiled.cl) in the GPU configurations of
+# src/gemm/tiled.c, plain and with B's rows at offsets (ROWS: convolutions without
+# columns), for the same target: compiles, registers, no spills.
+{ cat cl_kernels/common.cl; echo '#line 1 "gemm_tiled.cl"'; cat cl_kernels/gemm_tiled.cl; } > "$tmp/t.cl"
+for cfg in 64x64x16x4x4x4x0x0x0x1 128x128x16x8x8x4x1x1x0x2 32x32x16x4x4x4x0x0x0x1 64x64x16x4x4x4x0x0x1x1 \
+           128x128x16x8x8x4x1x0x1x1; do
+  IFS=x; set -- $cfg; unset IFS
+  for rows in 0 1; do
+    what="gemm_tiled TM $1 TN $2 TK $3 WM $4 WN $5 VW $6 MAP $7 WIDE $8 DBUF $9 ROWS $rows"
+    if ! "$clang" -target nvptx64-nvidia-nvcl -cl-std=CL1.2 -O2 -S -Xclang -finclude-default-header \
+        -Xclang -mlink-builtin-bitcode -Xclang "$clc" -march=sm_80 -Wno-linker-warnings -DT=float -DTM=$1 -DTN=$2 \
+        -DTK=$3 -DWM=$4 -DWN=$5 -DVW=$6 -DMAP=$7 -DWIDE=$8 -DDBUF=$9 -DLPAD=${10} -DROWS=$rows \
+        "$tmp/t.cl" -o "$tmp/t.ptx" 2> "$tmp/err"; then
+      echo "FAIL $what: clang"; cat "$tmp/err"; fail=1; continue
+    fi
+    if ! "$ptxas" -arch=sm_90 -v "$tmp/t.ptx" -o "$tmp/t.cubin" 2> "$tmp/err"; then
+      echo "FAIL $what: ptxas"; cat "$tmp/err"; fail=1; continue
+    fi
+    info=$(grep -E "Used [0-9]+ registers" "$tmp/err" | sed 's/.*Used/used/')
+    spill=$(grep -Eo "[0-9]+ bytes spill stores" "$tmp/err" | head -1)
+    echo "$what: $info, $spill"
+    case "$spill" in 0\ *) ;; *) echo "FAIL $what: spills"; fail=1 ;; esac
+  done
+done
 exit $fail
