@@ -1,12 +1,13 @@
 /* The autograd API beyond clg_backward: retain_grad on non-leaves, gradient hooks
  * (seeing, replacing, failing), clg_grad (torch.autograd.grad: returned, not
- * accumulated; several outputs and inputs; unused inputs refused), and int32 index
- * tensors from int64 host data. Exact values on tiny graphs: y = sum(w * x), etc. */
+ * accumulated; several outputs and inputs; unused inputs refused), gradients that linear
+ * and conv2d write straight into .grad, and int32 index tensors from int64 host data. Exact values on tiny graphs: y = sum(w * x), etc. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "device_impl.h"
 #include "optest.h"
 
 static clg_tensor *leaf(clg_device *dev, const double *v, int64_t n)
@@ -231,6 +232,106 @@ static void test_linear_grad_direct(clg_device *dev)
     clg_device_close(pd);
 }
 
+/* w's and b's gradients from clg_grad (returned, never written into .grad), as host values. */
+static void returned_grads(clg_device *dev, clg_tensor *x, clg_tensor *w, clg_tensor *b, const clg_conv2d_params *p,
+                           clg_tensor *gy, double *gw, double *gb)
+{
+    clg_tensor *y = clg_conv2d(x, w, b, p), *g[2] = {NULL, NULL};
+    CHECK_OK(dev, clg_grad(1, (clg_tensor *const[]){y}, (clg_tensor *const[]){gy}, 2, (clg_tensor *const[]){w, b}, g));
+    float *f = malloc((size_t)clg_tensor_numel(w) * sizeof *f);
+    CHECK_OK(dev, clg_tensor_to_host(g[0], f, (size_t)clg_tensor_numel(w) * sizeof *f));
+    for (int64_t i = 0; i < clg_tensor_numel(w); i++) gw[i] = f[i];
+    CHECK_OK(dev, clg_tensor_to_host(g[1], f, (size_t)clg_tensor_numel(b) * sizeof *f));
+    for (int64_t i = 0; i < clg_tensor_numel(b); i++) gb[i] = f[i];
+    free(f);
+}
+
+/* A conv2d's weight and bias gradients written straight into .grad on whichever path the
+ * device's settings take (conv_shift.c's products; the columns' products summed over the
+ * images, or per image and then summed): the values clg_grad returns, the first pass
+ * writing, a second adding (the weight's; the bias's sum writes only, so its second
+ * contribution is returned and added), zero_grad then writing again. */
+static void conv_direct_case(clg_device *dev, const char *how, int64_t N, int64_t C, int64_t H, int64_t W, int64_t O,
+                             int64_t kh, int64_t kw, int64_t pad, int64_t groups)
+{
+    clg_scope_begin(dev);
+    clg_manual_seed(dev, 11);
+    int64_t OH = H + 2 * pad - kh + 1, OW = W + 2 * pad - kw + 1, nw = O * (C / groups) * kh * kw;
+    clg_tensor *x = clg_rand(dev, CLG_F32, CLG_SHAPE(N, C, H, W), -1, 1);
+    clg_tensor *w = clg_rand(dev, CLG_F32, CLG_SHAPE(O, C / groups, kh, kw), -1, 1);
+    clg_tensor *b = clg_rand(dev, CLG_F32, CLG_SHAPE(O), -1, 1);
+    clg_tensor *gy = clg_rand(dev, CLG_F32, CLG_SHAPE(N, O, OH, OW), -1, 1);
+    CHECK_OK(dev, clg_tensor_set_requires_grad(w, true));
+    CHECK_OK(dev, clg_tensor_set_requires_grad(b, true));
+    clg_conv2d_params p = {{1, 1}, {pad, pad}, {1, 1}, groups};
+    double *gw = malloc((size_t)(2 * nw) * sizeof *gw), *gb = malloc((size_t)(2 * O) * sizeof *gb);
+    returned_grads(dev, x, w, b, &p, gy, gw, gb);
+    for (int64_t i = 0; i < nw; i++) gw[nw + i] = 2 * gw[i];
+    for (int64_t i = 0; i < O; i++) gb[O + i] = 2 * gb[i];
+    char what[160];
+    const char *step[3] = {"the first pass", "a second pass adds", "after zero_grad"};
+    for (int s = 0; s < 3; s++) {
+        if (s == 2) clg_tensor_zero_grad(w), clg_tensor_zero_grad(b);
+        CHECK_OK(dev, clg_backward(clg_conv2d(x, w, b, &p), gy));
+        snprintf(what, sizeof what, "conv2d dW (%s, %s)", how, step[s]);
+        optest_close(what, clg_tensor_grad(w), gw + (s == 1 ? nw : 0), nw, 1e-5, 1e-5);
+        snprintf(what, sizeof what, "conv2d db (%s, %s)", how, step[s]);
+        optest_close(what, clg_tensor_grad(b), gb + (s == 1 ? O : 0), O, 1e-5, 1e-5);
+    }
+    free(gw);
+    free(gb);
+    clg_scope_end(dev);
+}
+
+/* A fresh backward of a conv2d launches no copy or addition into w's and b's .grad. */
+static void conv_direct_profiled(const char *conv_shift)
+{
+    setenv("CLG_PROFILE", "1", 1);
+    clg_device *pd = check_open_device();
+    unsetenv("CLG_PROFILE");
+    CHECK_OK(pd, clg_device_set_param(pd, "conv_shift", conv_shift));
+    clg_scope_begin(pd);
+    clg_tensor *x = clg_rand(pd, CLG_F32, CLG_SHAPE(2, 3, 5, 5), -1, 1);
+    clg_tensor *w = clg_rand(pd, CLG_F32, CLG_SHAPE(4, 3, 3, 3), -1, 1);
+    clg_tensor *b = clg_rand(pd, CLG_F32, CLG_SHAPE(4), -1, 1);
+    CHECK_OK(pd, clg_tensor_set_requires_grad(w, true));
+    CHECK_OK(pd, clg_tensor_set_requires_grad(b, true));
+    clg_tensor *y = clg_conv2d(x, w, b, &(clg_conv2d_params){{1, 1}, {1, 1}, {1, 1}, 1});
+    clg_tensor *gy = clg_ones(pd, CLG_F32, CLG_SHAPE(2, 4, 5, 5));
+    CHECK_OK(pd, clg_device_finish(pd));
+    clg_device_profile_reset(pd);
+    CHECK_OK(pd, clg_backward(y, gy));
+    CHECK(clg_tensor_grad(w) && clg_tensor_grad(b));
+    char *text = check_profile_text(pd);
+    if (text)
+        CHECK_MSG(!strstr(text, "copy_flat") && !strstr(text, "axpy"), "conv_shift %s: the weight or bias gradient "
+                  "was copied or added into .grad:\n%s", conv_shift, text);
+    free(text);
+    clg_scope_end(pd);
+    clg_device_close(pd);
+}
+
+static void test_conv_grad_direct(clg_device *dev)
+{
+    const clg_device_params *pr = clg__device_params(dev);
+    bool shift = pr->conv_shift, dot = pr->gemm_dot;
+    for (int v = 0; v < 3; v++) {
+        /* without columns; the columns summed by the engine (the packed engine's dot
+         * products: gemm_dot) or per image, then summed (an engine that sums none) */
+        const char *how = v == 0 ? "conv_shift on" : v == 1 ? "conv_shift off, gemm_dot on" : "conv_shift off, gemm_dot off";
+        CHECK_OK(dev, clg_device_set_param(dev, "conv_shift", v == 0 ? "on" : "off"));
+        CHECK_OK(dev, clg_device_set_param(dev, "gemm_dot", v == 2 ? "off" : "on"));
+        conv_direct_case(dev, how, 3, 4, 6, 5, 6, 3, 3, 1, 1);
+        conv_direct_case(dev, how, 2, 4, 5, 5, 6, 3, 3, 1, 2);
+        /* one long row (70,001: past llvmpipe's loop limit): dW over every pixel */
+        conv_direct_case(dev, how, 1, 1, 1, 70001, 2, 1, 3, 0, 1);
+    }
+    CHECK_OK(dev, clg_device_set_param(dev, "conv_shift", shift ? "on" : "off"));
+    CHECK_OK(dev, clg_device_set_param(dev, "gemm_dot", dot ? "on" : "off"));
+    conv_direct_profiled("on");
+    conv_direct_profiled("off");
+}
+
 static void test_int64_indices(clg_device *dev)
 {
     clg_scope_begin(dev);
@@ -256,6 +357,7 @@ int main(void)
     test_grad(dev);
     test_lazy_zero_grad(dev);
     test_linear_grad_direct(dev);
+    test_conv_grad_direct(dev);
     test_int64_indices(dev);
     CHECK_MSG(clg_tensor_live_count(dev) == 0, "%lld tensors leaked", (long long)clg_tensor_live_count(dev));
     clg_device_close(dev);

@@ -204,14 +204,16 @@ static void test_bit_identical(clg_device *dev, int cnn, int adam, bool from_hos
         clg_graph_stats st = clg_graph_get_stats(g);
         CHECK_MSG(st.refreshed >= 1 && st.host_steps == 2, "refreshed %d, host steps %d", st.refreshed, st.host_steps);
         /* each gradient reaches its .grad through a copy that the graph leaves out, but the
-         * linear layers' weights and biases, which their backward writes there itself */
+         * linear and convolution layers' weights and biases (float32), which their backward
+         * writes there itself */
         int np = clg_module_parameters(b.model, NULL, 0, true), direct = 0;
         for (int i = 0; i < clg_module_child_count(b.model); i++) {
             clg_module *c = clg_module_child_at(b.model, i);
-            if (!strcmp(clg_module_type(c), "Linear")) direct += clg_module_parameters(c, NULL, 0, true);
+            if (!strcmp(clg_module_type(c), "Linear") || !strcmp(clg_module_type(c), "Conv2d"))
+                direct += clg_module_parameters(c, NULL, 0, true);
         }
-        CHECK_MSG(st.removed == np - direct, "%d copies left out, want one per parameter but the linear layers' %d "
-                  "(%d)", st.removed, direct, np - direct);
+        CHECK_MSG(st.removed == np - direct, "%d copies left out, want one per parameter but the linear and "
+                  "convolution layers' %d (%d)", st.removed, direct, np - direct);
         /* the MLP's two ReLUs after linear layers fold into their GEMMs where the packed
          * engine (which notes its final writes) runs them */
         const char *params = getenv("CLG_PARAMS");

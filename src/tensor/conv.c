@@ -314,25 +314,46 @@ static conv_geo geo_load(const clg_node *n)
     return g;
 }
 
+/* Whether the weight gradient runs without columns (conv_shift.c): from the forward's
+ * padded planes when kept (a 1-D tensor: the forward's columns are [N, C*KH*KW, P]), or
+ * where the device table and the engine take it. */
+static bool weight_shifted(clg_tensor *x, const conv_geo *g, const clg_tensor *kept)
+{
+    return kept ? kept->ndim == 1 : clg__conv_shift_ok(x->dev, x->dtype, g, CLG_CONV_PASS_WEIGHT);
+}
+
+/* The columns' weight gradient as the engine sums it over the images (clg__gemm_sum). */
+static clg_gemm_args summed_probe(clg_tensor *x, const conv_geo *g)
+{
+    size_t K = (size_t)rows_per_group(g), P = (size_t)pixels(g), Og = (size_t)(g->O / g->G);
+    return (clg_gemm_args){.type = clg__gemm_type_of(x->dtype), .trans_b = true, .m = Og, .n = K, .k = P, .batch = 1,
+                           .lda = P, .ldb = P, .ldc = K};
+}
+
+bool clg__conv_grad_weight_adds(clg_tensor *x, const conv_geo *g, const clg_tensor *kept)
+{
+    clg_gemm_args probe = summed_probe(x, g);
+    return weight_shifted(x, g, kept) || clg__gemm_sum_fits(x->dev, &probe);
+}
+
 /* dW = sum over n of dy[n] . col[n]^T, per group, chunk by chunk of images (or without
  * columns, conv_shift.c, from the forward's padded planes when kept). Where the
  * engine takes it (clg__gemm_sum) the products sum the images themselves into
  * [O, K], each chunk added to the last; else they go per image into [N, O, K], summed
  * over N after. For 16-bit tensors the products and their sum are float32, rounded once
- * at the end. */
-clg_tensor *clg__conv_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g, clg_tensor *kept)
+ * at the end. Into into->t where given (conv.h): the products' C, or the sum's result. */
+clg_tensor *clg__conv_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g, clg_tensor *kept,
+                                  const conv_into *into)
 {
-    /* kept: the forward's columns [N, C*KH*KW, P], or its padded planes (1-D, conv_shift.c) */
-    if (kept && kept->ndim == 1) return clg__conv_shift_grad_weight(x, w, gy, g, kept);
-    if (!kept && clg__conv_shift_ok(x->dev, x->dtype, g, CLG_CONV_PASS_WEIGHT))
-        return clg__conv_shift_grad_weight(x, w, gy, g, NULL);
+    if (weight_shifted(x, g, kept)) return clg__conv_shift_grad_weight(x, w, gy, g, kept, into);
     size_t K = (size_t)rows_per_group(g), P = (size_t)pixels(g), Og = (size_t)(g->O / g->G), CK = K * (size_t)g->G;
-    bool half = clg__is_half(x->dtype);
-    clg_gemm_args probe = {.type = clg__gemm_type_of(x->dtype), .trans_b = true, .m = Og, .n = K, .k = P, .batch = 1,
-                           .lda = P, .ldb = P, .ldc = K};
+    bool half = clg__is_half(x->dtype), direct = into && into->t;
+    clg_gemm_args probe = summed_probe(x, g);
     bool summed = clg__gemm_sum_fits(x->dev, &probe);
-    clg_tensor *part = clg__tensor_new(x->dev, half ? CLG_F32 : x->dtype, summed ? 2 : 3,
-                                       summed ? (const int64_t[]){g->O, (int64_t)K} : (const int64_t[]){g->N, g->O, (int64_t)K});
+    clg_tensor *part = summed && direct ? into->t
+                       : clg__tensor_new(x->dev, half ? CLG_F32 : x->dtype, summed ? 2 : 3,
+                                         summed ? (const int64_t[]){g->O, (int64_t)K}
+                                                : (const int64_t[]){g->N, g->O, (int64_t)K});
     if (!part) return NULL;
     int64_t nb = kept ? g->N : chunk_images(x, g);
     clg_status st = CLG_OK;
@@ -345,19 +366,25 @@ clg_tensor *clg__conv_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, 
         }
         operand A = {gy->buf, (size_t)gy->offset + (size_t)n0 * (size_t)g->O * P, P, (size_t)g->O * P, Og * P, false};
         operand B = {c.buf, c.off, P, CK * P, K * P, true};
-        operand C = {part->buf, summed ? 0 : (size_t)n0 * (size_t)g->O * K, K, (size_t)g->O * K, Og * K, false};
+        operand C = {part->buf, (size_t)part->offset + (summed ? 0 : (size_t)n0 * (size_t)g->O * K), K,
+                     (size_t)g->O * K, Og * K, false};
         for (int64_t gi = 0; summed && st == CLG_OK && gi < g->G; gi++) {
             size_t s = (size_t)gi;
             clg_gemm_args ga = {
                 .type = probe.type, .trans_b = true, .m = Og, .n = K, .k = P, .batch = (size_t)cnt, .alpha = 1.0,
-                .beta = n0 ? 1.0 : 0.0, .a = A.buf, .b = B.buf, .c = C.buf, .a_off = A.off + s * A.group_step,
-                .lda = P, .stride_a = A.stride, .b_off = B.off + s * B.group_step, .ldb = P, .stride_b = B.stride,
-                .c_off = s * C.group_step, .ldc = K, .c_f32 = half,
+                .beta = n0 ? 1.0 : direct ? into->beta : 0.0, .a = A.buf, .b = B.buf, .c = C.buf,
+                .a_off = A.off + s * A.group_step, .lda = P, .stride_a = A.stride, .b_off = B.off + s * B.group_step,
+                .ldb = P, .stride_b = B.stride, .c_off = C.off + s * C.group_step, .ldc = K, .c_f32 = half,
             };
             st = clg__gemm_sum(x->dev, &ga);
         }
         if (!summed) st = grouped_gemm(x->dev, x->dtype, g, cnt, Og, K, P, A, B, 0.0, C, half);
         clg_tensor_free(c.t);
+    }
+    if (direct) {   /* summed into it, or the per-image products' sum written there (beta 0) */
+        if (!summed && st == CLG_OK) st = clg__sum_rows_into(part, g->N, g->O * (int64_t)K, into->t);
+        if (!summed) clg_tensor_free(part);
+        return st == CLG_OK ? into->t : NULL;
     }
     clg_tensor *dw = st == CLG_OK && !summed ? clg_sum(part, CLG_AXES(0), false) : NULL;
     if (st == CLG_OK && summed) dw = part;
@@ -435,16 +462,24 @@ clg_tensor *clg__conv_grad_input(clg_tensor *w, clg_tensor *gy, const conv_geo *
 
 /* db = sum of dy over n and the pixels, as two reductions over adjacent axes of the
  * contiguous dy ([N, O, P] over P, then over N): reducing axes (0, 2, 3) at once would
- * first copy dy with those axes moved last. */
-static clg_tensor *grad_bias(clg_tensor *gy, const conv_geo *g)
+ * first copy dy with those axes moved last. The second written into `into` where given
+ * (b's .grad, its first contribution): *db is then NULL. */
+static clg_status grad_bias(clg_tensor *gy, const conv_geo *g, clg_tensor *into, clg_tensor **db)
 {
     clg_tensor *v = clg_reshape(gy, CLG_SHAPE(g->N, g->O, pixels(g)));
     clg_tensor *per_image = v ? clg_sum(v, CLG_AXES(2), false) : NULL;
-    clg_tensor *db = per_image ? clg_sum(per_image, CLG_AXES(0), false) : NULL;
+    clg_status st = per_image ? CLG_OK : gy->dev->status;
+    *db = NULL;
+    if (st == CLG_OK && into) st = clg__sum_rows_into(per_image, g->N, g->O, into);
+    else if (st == CLG_OK && !(*db = clg_sum(per_image, CLG_AXES(0), false))) st = gy->dev->status;
     clg_tensor_free(v);
     clg_tensor_free(per_image);
-    return db;
+    return st;
 }
+
+/* Whether a gradient of w's (b's) dtype may be written into its .grad (clg__grad_direct):
+ * float32 and float64 (16-bit sums are float32 first, rounded once: returned as before). */
+static bool direct_type(const clg_tensor *t) { return t->dtype == CLG_F32 || t->dtype == CLG_F64; }
 
 static clg_status conv2d_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
 {
@@ -452,14 +487,25 @@ static clg_status conv2d_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     conv_geo geo = geo_load(n);
     clg_tensor *gy = clg_contiguous(g);
     if (!gy) return g->dev->status;
-    if (n->ninputs > 2 && clg__wants_grad(n, 2) && !(gin[2] = grad_bias(gy, &geo))) return g->dev->status;
+    /* the bias's and the weight's gradients straight into their .grad where the engine
+     * would only copy or add them there (a sum writes: the bias's first contribution only) */
+    double beta = 0;
+    clg_tensor *bg = n->ninputs > 2 && direct_type(gy) ? clg__grad_direct(n, 2, false, &beta) : NULL;
+    if (n->ninputs > 2 && clg__wants_grad(n, 2) && grad_bias(gy, &geo, bg, &gin[2]) != CLG_OK) return g->dev->status;
     clg_tensor *kept = n->saved[0];
+    conv_into into = {NULL, 0};
+    if (direct_type(w) && clg__wants_grad(n, 1))
+        into.t = clg__grad_direct(n, 1, clg__conv_grad_weight_adds(x, &geo, kept), &into.beta);
     if (clg__wants_grad(n, 0) && clg__wants_grad(n, 1) && (!kept || kept->ndim == 1) &&
         clg__conv_shift_ok(x->dev, x->dtype, &geo, CLG_CONV_PASS_WEIGHT) &&
-        clg__conv_shift_ok(x->dev, x->dtype, &geo, CLG_CONV_PASS_INPUT))
-        return clg__conv_shift_backward(x, w, gy, &geo, kept, &gin[1], &gin[0]);
-    if (clg__wants_grad(n, 1) && !(gin[1] = clg__conv_grad_weight(x, w, gy, &geo, n->saved[0])))
+        clg__conv_shift_ok(x->dev, x->dtype, &geo, CLG_CONV_PASS_INPUT)) {
+        clg_status st = clg__conv_shift_backward(x, w, gy, &geo, kept, &into, &gin[1], &gin[0]);
+        if (gin[1] == into.t) gin[1] = NULL;   /* written into .grad */
+        return st;
+    }
+    if (clg__wants_grad(n, 1) && !(gin[1] = clg__conv_grad_weight(x, w, gy, &geo, kept, &into)))
         return g->dev->status;
+    if (gin[1] == into.t) gin[1] = NULL;
     if (clg__wants_grad(n, 0) && !(gin[0] = clg__conv_grad_input(w, gy, &geo))) return g->dev->status;
     return CLG_OK;
 }

@@ -24,7 +24,17 @@ typedef struct conv_geo {
 clg_tensor *clg__conv_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, const conv_geo *g, clg_conv_algo algo,
                               clg_tensor **cols);   /* cols: the column matrix kept, or NULL */
 clg_tensor *clg__conv_grad_input(clg_tensor *w, clg_tensor *gy, const conv_geo *g);
-clg_tensor *clg__conv_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g, clg_tensor *kept);
+/* Where a weight gradient goes: with t NULL a new tensor, returned; else t (w's .grad from
+ * clg__grad_direct: contiguous, w's shape, float32 or float64), written over (beta 0) or
+ * added to (beta 1, only where clg__conv_grad_weight_adds), and t returned (the caller's,
+ * not a new reference). kept: the forward's columns or padded planes (n->saved[0]). */
+typedef struct conv_into {
+    clg_tensor *t;
+    double beta;
+} conv_into;
+clg_tensor *clg__conv_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g, clg_tensor *kept,
+                                  const conv_into *into);
+bool clg__conv_grad_weight_adds(clg_tensor *x, const conv_geo *g, const clg_tensor *kept);
 
 /* clg_conv2d with the forward computed by `algo`; the same checks, tape and backward. */
 clg_tensor *clg__conv2d_with(clg_tensor *x, clg_tensor *w, clg_tensor *b, const clg_conv2d_params *p,
@@ -41,11 +51,11 @@ bool clg__conv_shift_ok(clg_device *dev, clg_dtype dtype, const conv_geo *g, clg
 clg_status clg__conv_shift_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, const conv_geo *g, clg_tensor *y,
                                    clg_tensor **planes);
 clg_tensor *clg__conv_shift_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g,
-                                        clg_tensor *planes);
+                                        clg_tensor *planes, const conv_into *into);
 clg_tensor *clg__conv_shift_grad_input(clg_tensor *w, clg_tensor *gy, const conv_geo *g);
 /* Both gradients (both passes ok), dy padded once where one layout serves both. */
 clg_status clg__conv_shift_backward(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g,
-                                    clg_tensor *planes, clg_tensor **dw, clg_tensor **dx);
+                                    clg_tensor *planes, const conv_into *into, clg_tensor **dw, clg_tensor **dx);
 
 /* Runs `kernel` of conv.cl on exactly the 3-D range n[0] x n[1] x n[2]: work-group
  * sizes are divisors of the range, so kernels need no bounds check (on POCL an early

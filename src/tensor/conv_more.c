@@ -42,7 +42,7 @@ static clg_status conv_transpose2d_bw(clg_node *n, clg_tensor *g, clg_tensor **g
         return g->dev->status;
     if (clg__wants_grad(n, 1)) {
         clg_tensor *xc = clg_contiguous(x);
-        if (!xc || !(gin[1] = clg__conv_grad_weight(gy, w, xc, &geo, NULL))) return g->dev->status;
+        if (!xc || !(gin[1] = clg__conv_grad_weight(gy, w, xc, &geo, NULL, NULL))) return g->dev->status;
     }
     return CLG_OK;
 }

@@ -342,30 +342,34 @@ typedef struct dy_rows {
 } dy_rows;
 
 /* dW = sum over the grid of dy . shift(xp)^T: per group, k (all images' planes) in
- * slices within item_loops, each adding to the last. */
-static clg_tensor *weight_product(clg_tensor *w, const conv_geo *g, const clg_tensor *xp, const layout *l, dy_rows dy)
+ * slices within item_loops, each adding to the last; into into->t where given (conv.h). */
+static clg_tensor *weight_product(clg_tensor *w, const conv_geo *g, const clg_tensor *xp, const layout *l, dy_rows dy,
+                                  const conv_into *into)
 {
     clg_device *dev = w->dev;
     int64_t Cg = g->C / g->G, Og = g->O / g->G, cstep = channel_step(l);
     clg_dtype ct = compute_type(w->dtype);
     size_t K = (size_t)(Cg * g->KH * g->KW), L = (size_t)(g->N * l->sh * l->ws), slice = dot_slice(dev, ct, (size_t)Og, K);
+    bool direct = into && into->t;   /* w's dtype is ct then (float32, float64) */
     clg_tensor *rows = row_offsets(dev, g, Cg, l, window_base(l, g->ph, g->pw), false);
-    clg_tensor *dw = rows ? clg__tensor_new(dev, ct, 4, w->shape) : NULL;
+    clg_tensor *dw = !rows ? NULL : direct ? into->t : clg__tensor_new(dev, ct, 4, w->shape);
     clg_status st = dw ? CLG_OK : dev->status;
     for (int64_t gi = 0; st == CLG_OK && gi < g->G; gi++) {
         for (size_t k0 = 0; st == CLG_OK && k0 < L; k0 += slice) {
             size_t s = (size_t)gi;
             clg_gemm_args ga = {
                 .type = clg__gemm_type_of(ct), .trans_b = true, .m = (size_t)Og, .n = K,
-                .k = L - k0 < slice ? L - k0 : slice, .batch = 1, .alpha = 1.0, .beta = k0 ? 1.0 : 0.0,
+                .k = L - k0 < slice ? L - k0 : slice, .batch = 1, .alpha = 1.0,
+                .beta = k0 ? 1.0 : direct ? into->beta : 0.0,
                 .a = dy.t->buf, .a_off = dy.a_off + s * (size_t)Og * dy.a_ld + k0, .lda = dy.a_ld, .b = xp->buf,
                 .b_off = s * (size_t)(Cg * cstep) + k0, .b_rows = rows->buf, .c = dw->buf,
-                .c_off = s * (size_t)Og * K, .ldc = K,
+                .c_off = (size_t)dw->offset + s * (size_t)Og * K, .ldc = K,
             };
             st = clg__gemm_sum(dev, &ga);
         }
     }
     clg_tensor_free(rows);
+    if (direct) return st == CLG_OK ? dw : NULL;
     clg_tensor *narrow = st == CLG_OK && ct != w->dtype ? clg__copy_as(dw, w->dtype) : NULL;
     if (st == CLG_OK && ct == w->dtype) return dw;
     clg_tensor_free(dw);
@@ -411,13 +415,13 @@ static clg_tensor *input_product(clg_tensor *w, const conv_geo *g, const clg_ten
 }
 
 clg_tensor *clg__conv_shift_grad_weight(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g,
-                                        clg_tensor *planes)
+                                        clg_tensor *planes, const conv_into *into)
 {
     layout l = input_planes(g);
     layout o = {g->N * l.sh, 0, l.sh, g->OH, 0, g->OW, l.ws, 1, 1};   /* dy on the output grid */
     clg_tensor *xp = planes ? planes : pad(x, g, &l);
     clg_tensor *dyp = xp ? pad(gy, g, &o) : NULL;
-    clg_tensor *dw = dyp ? weight_product(w, g, xp, &l, (dy_rows){dyp, 0, (size_t)(o.rpc * o.ws)}) : NULL;
+    clg_tensor *dw = dyp ? weight_product(w, g, xp, &l, (dy_rows){dyp, 0, (size_t)(o.rpc * o.ws)}, into) : NULL;
     clg_tensor_free(dyp);
     if (xp != planes) clg_tensor_free(xp);
     return dw;
@@ -433,12 +437,12 @@ clg_tensor *clg__conv_shift_grad_input(clg_tensor *w, clg_tensor *gy, const conv
 }
 
 clg_status clg__conv_shift_backward(clg_tensor *x, clg_tensor *w, clg_tensor *gy, const conv_geo *g,
-                                    clg_tensor *planes, clg_tensor **dw, clg_tensor **dx)
+                                    clg_tensor *planes, const conv_into *into, clg_tensor **dw, clg_tensor **dx)
 {
     layout l = planes_for(g, g->H, g->W, g->ph, g->pw), q = input_grad_planes(g);
     clg_device *dev = w->dev;
     if (q.sh != l.sh || q.ws != l.ws) {   /* dy's two layouts differ: padded twice */
-        *dw = clg__conv_shift_grad_weight(x, w, gy, g, planes);
+        *dw = clg__conv_shift_grad_weight(x, w, gy, g, planes, into);
         *dx = *dw ? clg__conv_shift_grad_input(w, gy, g) : NULL;
         return *dx ? CLG_OK : dev->status;
     }
@@ -446,7 +450,8 @@ clg_status clg__conv_shift_backward(clg_tensor *x, clg_tensor *w, clg_tensor *gy
      * input gradient's window base on, zeros around: the weight gradient reads them. */
     clg_tensor *dyq = pad(gy, g, &q);
     clg_tensor *xp = dyq ? (planes ? planes : pad(x, g, &l)) : NULL;
-    *dw = xp ? weight_product(w, g, xp, &l, (dy_rows){dyq, (size_t)(q.lead_h * q.ws + q.lead_w), (size_t)(q.rpc * q.ws)})
+    *dw = xp ? weight_product(w, g, xp, &l, (dy_rows){dyq, (size_t)(q.lead_h * q.ws + q.lead_w), (size_t)(q.rpc * q.ws)},
+                              into)
              : NULL;
     *dx = *dw ? input_product(w, g, dyq, &q) : NULL;
     if (xp != planes) clg_tensor_free(xp);
