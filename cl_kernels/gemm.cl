@@ -141,7 +141,7 @@ __kernel void gemm_scale(const int M, const int N, __global TC *C, const long c_
 // Float32 only.
 __kernel void gemm_split_sum(const int M, const int N, const int parts, __global const float *P, __global TC *C,
                              const long c_off, const int ldc, const T alpha, const T beta, __global const TC *bias,
-                             const long bias_off, const int has_bias)
+                             const long bias_off, const int has_bias, const int relu)
 {
     int j = get_global_id(0), i = get_global_id(1);
     if (i >= M || j >= N) return;
@@ -150,7 +150,20 @@ __kernel void gemm_split_sum(const int M, const int N, const int parts, __global
     for (int p = 0; p < parts; p++) s += P[p * mn + at];
     __global TC *c = C + c_off + (long)i * ldc + j;
     T r = beta == (T)0 ? alpha * s : alpha * s + beta * LDC(c, 0);
-    STC(c, 0, has_bias ? r + LDC(bias, bias_off + j) : r);
+    if (has_bias) r += LDC(bias, bias_off + j);
+    STC(c, 0, relu && r < (T)0 ? (T)0 : r);   // relu.cl's ReLU (NaN and -0 kept)
+}
+
+// C = relu(C) over m x n of every batch entry, as relu.cl computes it (NaN and -0 kept):
+// clg_gemm_args.relu for the engines that do not apply it as they store (src/gemm/dispatch.c).
+__kernel void gemm_relu(const int M, const int N, __global TC *C, const long c_off, const int ldc,
+                        const long c_stride)
+{
+    int j = get_global_id(0), i = get_global_id(1), b = get_global_id(2);
+    if (i >= M || j >= N) return;
+    __global TC *c = C + c_off + b * c_stride + (long)i * ldc + j;
+    T v = LDC(c, 0);
+    if (v < (T)0) STC(c, 0, (T)0);
 }
 
 // C = bias (add 0) or C + bias (add 1), bias[bias_off + j] on every row of every batch

@@ -20,7 +20,8 @@
 // load zeros, and results outside it are not stored), offsets, leading dimensions and
 // batch strides (0: one matrix shared by the batch; the batch is the third dimension of
 // the launch). beta == 0 writes C without reading it. has_bias adds bias[bias_off + j] to
-// every row's column j after beta's term (a linear layer's bias: no pass of its own).
+// every row's column j after beta's term (a linear layer's bias: no pass of its own), and
+// relu stores the ReLU of the result (a linear layer followed by ReLU).
 //
 // DBUF (not with WIDE): two local tiles of each operand, and the next k-tile fetched into
 // registers while the current one is multiplied, stored to the other tile after the
@@ -286,15 +287,17 @@ inline void put_tile(__local T *L, const int LS, const int P, const int R, const
 }
 #endif
 
-// One row of results: alpha * acc + beta * C (+ the column bias bv where has_bias) into up
-// to WN columns (ncols of them in C; bv's past them unread).
+// One row of results: alpha * acc + beta * C (+ the column bias bv where has_bias; then
+// its ReLU where relu, as relu.cl computes it: NaN and -0 kept) into up to WN columns
+// (ncols of them in C; bv's past them unread).
 inline void store_row(__global T *c, const int ncols, const TWN acc, const T alpha, const T beta,
-                      __global const T *bv, const int has_bias)
+                      __global const T *bv, const int has_bias, const int relu)
 {
     if (ncols >= WN) {
         TWN r = alpha * acc;
         if (beta != (T)0) r += beta * VLOADN(c);
         if (has_bias) r += VLOADN(bv);
+        if (relu) r = select(r, (TWN)0, r < (TWN)0);
         VSTOREN(r, c);
         return;
     }
@@ -302,7 +305,8 @@ inline void store_row(__global T *c, const int ncols, const TWN acc, const T alp
     VSTOREN(alpha * acc, tmp);
     for (int j = 0; j < ncols; j++) {
         T r = beta != (T)0 ? tmp[j] + beta * c[j] : tmp[j];
-        c[j] = has_bias ? r + bv[j] : r;
+        if (has_bias) r += bv[j];
+        c[j] = relu && r < (T)0 ? (T)0 : r;
     }
 }
 
@@ -336,7 +340,8 @@ inline void store_grid(__global T *C, const long row_at, const int j, const int 
 #define FMA(i) CAT(acc, i) = mad((TWN)(COMP(av, i)), bv, CAT(acc, i));
 #endif
 #define STORE_ROW(i)                                                                  \
-    store_row(C + (long)(i0 + ROW(0x##i)) * ldc + jc, N - jc, CAT(acc, i), alpha, beta, bias + bias_off + jc, has_bias);
+    store_row(C + (long)(i0 + ROW(0x##i)) * ldc + jc, N - jc, CAT(acc, i), alpha, beta, bias + bias_off + jc, has_bias, \
+              relu);
 #if ROWS
 // cg.s6: C as a grid; cg.s7: row i's bias rbias[rbias_off + i * rbias_step] (grid only)
 #define STORE_GRID(i)                                                                                      \
@@ -356,7 +361,8 @@ void gemm_tiled(const int M, const int N, const int K, const int ta, const int t
                 __global const T *A, const long a_off, const int lda, const long a_stride,
                 __global const T *B, const long b_off, const int ldb, const long b_stride,
                 __global T *C, const long c_off, const int ldc, const long c_stride,
-                const T alpha, const T beta, __global const T *bias, const long bias_off, const int has_bias
+                const T alpha, const T beta, __global const T *bias, const long bias_off, const int has_bias,
+                const int relu
 #if ROWS
                 , __global const int *b_rows, const int rows_off, const int8 cg, __global const T *rbias,
                 const long rbias_off, const int rbias_step

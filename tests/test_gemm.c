@@ -59,6 +59,7 @@ typedef struct gcase {
     bool nan_c;                  /* C holds NaN before the call (with beta 0) */
     bool c32;                    /* 16-bit A and B, float32 C (clg_gemm_args.c_f32) */
     bool col_bias;               /* a column bias (clg_gemm_args.col_bias), at offset 4 of its buffer */
+    bool relu;                   /* C's values through ReLU (clg_gemm_args.relu) */
 } gcase;
 
 static size_t esize(clg_gemm_type type)
@@ -173,6 +174,7 @@ static int run_case(clg_device *dev, const engine *eng, clg_gemm_type type, cons
                 double c0 = c->beta != 0 ? C[at] : 0, bj = c->col_bias ? bias[4 + j] : 0;
                 S[at] = fabs(c->alpha) * mag + fabs(c->beta * c0) + fabs(bj);
                 R[at] = c->alpha * s + c->beta * c0 + bj;
+                if (c->relu && R[at] < 0) R[at] = 0;   /* relu.cl's: NaN kept */
             }
     clg_buffer *da = upload(dev, type, A, na), *db = upload(dev, type, B, nb), *dc = upload(dev, ct, C, nc);
     clg_buffer *dbias = c->col_bias ? upload(dev, ct, bias, c->n + 4) : NULL;
@@ -180,7 +182,7 @@ static int run_case(clg_device *dev, const engine *eng, clg_gemm_type type, cons
         .type = type, .trans_a = c->ta, .trans_b = c->tb, .m = c->m, .n = c->n, .k = c->k, .batch = c->batch,
         .alpha = c->alpha, .beta = c->beta, .a = da, .b = db, .c = dc, .a_off = c->a_off, .lda = lda,
         .stride_a = sa, .b_off = c->b_off, .ldb = ldb, .stride_b = sb, .c_off = c->c_off, .ldc = ldc,
-        .stride_c = sc, .c_f32 = c->c32, .col_bias = dbias, .col_bias_off = 4,
+        .stride_c = sc, .c_f32 = c->c32, .col_bias = dbias, .col_bias_off = 4, .relu = c->relu,
     };
     int bad = 0;
     const clg_gemm_config *cfg = eng->cfg ? &eng->opaque : NULL;
@@ -203,9 +205,10 @@ static int run_case(clg_device *dev, const engine *eng, clg_gemm_type type, cons
         }
     }
     CHECK_MSG(bad == 0, "%s %s %s%s m=%zu n=%zu k=%zu batch=%zu alpha=%g beta=%g offs=%zu,%zu,%zu pad=%zu gap=%zu "
-              "shared=%d,%d nan=%d%s%s", eng->name, tname(type), c->ta ? "A^T" : "A", c->tb ? " B^T" : " B", c->m, c->n,
+              "shared=%d,%d nan=%d%s%s%s", eng->name, tname(type), c->ta ? "A^T" : "A", c->tb ? " B^T" : " B", c->m, c->n,
               c->k, c->batch, c->alpha, c->beta, c->a_off, c->b_off, c->c_off, c->pad, c->gap, c->shared_a,
-              c->shared_b, c->nan_c, c->c32 ? " C float32" : "", c->col_bias ? " column bias" : "");
+              c->shared_b, c->nan_c, c->c32 ? " C float32" : "", c->col_bias ? " column bias" : "",
+              c->relu ? " relu" : "");
     clg__buffer_release(dbias);
     free(bias);
     clg__buffer_release(da);
@@ -825,6 +828,39 @@ static void bias_sweep(clg_device *dev, const engine *eng, bool halves)
     printf("  %-32s column bias: %s\n", eng->name, bad ? "FAILED" : "ok");
 }
 
+/* Products with a ReLU of C (clg_gemm_args.relu) on engine eng: in the write-out (tiled,
+ * host) or a pass after (the others), alone and after a column bias, beta 0 over NaN and
+ * beta not 0, every transpose pair, a batch, k == 0, k past the engine's loop limit (a
+ * pass after the slices), 16-bit types where asked (the ReLU after their rounding). */
+static void relu_sweep(clg_device *dev, const engine *eng, bool halves)
+{
+    static const size_t shapes[][3] = {{7, 33, 29}, {33, 7, 100}, {64, 48, 32}, {1, 129, 7}};
+    static const size_t tiny[][3] = {{7, 5, 3}, {3, 9, 17}};
+    size_t n = small_mode ? 2 : 4;
+    int bad = 0;
+    clg_gemm_type types[] = {CLG_GEMM_F32, CLG_GEMM_F16, CLG_GEMM_BF16};
+    for (int ti = 0; ti < (halves ? 3 : 1); ti++)
+        for (size_t i = 0; i < n; i++)
+            for (int t = 0; t < 4; t++) {
+                const size_t *sh = small_mode ? tiny[i] : shapes[i];
+                gcase c = {.ta = t & 1, .tb = t >> 1, .m = sh[0], .n = sh[1], .k = sh[2], .batch = 1, .alpha = 1.0,
+                           .beta = 0.0, .nan_c = true, .col_bias = t % 2 == 0, .relu = true};
+                if ((i + (size_t)t) % 2) c.alpha = -0.75, c.beta = ti ? 0.0 : 1.5, c.nan_c = ti > 0, c.c_off = 3, c.pad = 2;
+                bad += run_case(dev, eng, types[ti], &c);
+            }
+    gcase b = {.ta = false, .tb = true, .m = 9, .n = 20, .k = 11, .batch = 3, .alpha = 0.5, .beta = -2.0, .gap = 2,
+               .col_bias = true, .relu = true};
+    bad += run_case(dev, eng, CLG_GEMM_F32, &b);
+    gcase z = {.m = 5, .n = 6, .k = 0, .batch = 1, .alpha = 1.0, .beta = 0.5, .col_bias = true, .relu = true};
+    bad += run_case(dev, eng, CLG_GEMM_F32, &z);
+    if (!small_mode) {   /* past the tiled kernel's loop limit at the table's item_loops */
+        gcase l = {.ta = true, .tb = false, .m = 6, .n = 9, .k = 40000, .batch = 1, .alpha = 1.0, .beta = 0.0,
+                   .nan_c = true, .col_bias = true, .relu = true};
+        bad += run_case(dev, eng, CLG_GEMM_F32, &l);
+    }
+    printf("  %-32s relu: %s\n", eng->name, bad ? "FAILED" : "ok");
+}
+
 /* g's class's engine and configuration by name, as clg__gemm runs it. */
 static void class_engine_name(clg_device *dev, const clg_gemm_args *g, char *name, size_t len)
 {
@@ -1054,8 +1090,15 @@ int main(int argc, char **argv)
     small_mode = sm && *sm && strcmp(sm, "0") != 0;
     clg_device *dev = check_open_device();
     if (argc > 1 && !strcmp(argv[1], "--split-only")) {
-        /* the products split over k alone (Oclgrind: gemm_split_sum under the simulator) */
+        /* the products split over k alone (Oclgrind: gemm_split_sum under the simulator),
+         * and the ReLU of C (gemm_relu after the engines that do not apply it, the split's
+         * sum applying it) */
         split_sweep(dev, NULL, "the device's engine");
+        engine autor = {.e = NULL, .name = "the device's engine"}, splitr = {.e = NULL, .name = "split 3", .split = 3};
+        relu_sweep(dev, &autor, false);
+        gcase sr = {.ta = true, .m = 5, .n = 7, .k = 40, .batch = 1, .alpha = 2.0, .beta = -0.5, .col_bias = true,
+                    .relu = true};
+        CHECK(run_case(dev, &splitr, CLG_GEMM_F32, &sr) == 0);
         clg_device_close(dev);
         return check_report("test_gemm --split-only");
     }
@@ -1182,18 +1225,27 @@ int main(int argc, char **argv)
         if (clg__gemm_tiled_kernel(dev, clg__gemm_tiled_config(i), CLG_GEMM_F32, &k) == CLG_OK && k)
             tc = clg__gemm_tiled_config(i);
     }
+    relu_sweep(dev, &autob, true);
     if (tc) {
         engine te = {.e = ENGINE("tiled"), .cfg = tc, .opaque = clg__gemm_tiled_as_config(tc)};
         clg__gemm_tiled_describe(tc, te.name + snprintf(te.name, sizeof te.name, "tiled "), 64);
         bias_sweep(dev, &te, false);
+        relu_sweep(dev, &te, false);
     }
     if (clg__device_params(dev)->vector_float > 1 && own != ENGINE("packed")) {
         engine pe = {.e = ENGINE("packed"), .name = "packed"};
         bias_sweep(dev, &pe, false);
+        relu_sweep(dev, &pe, false);
+    }
+    if (own != ENGINE("host") && ENGINE("host")->ready(dev, CLG_GEMM_F32)) {
+        engine he = {.e = ENGINE("host"), .name = "host"};
+        relu_sweep(dev, &he, false);
     }
     engine se = {.e = NULL, .name = "the device's engine, split 3", .split = 3};
     gcase sb = {.ta = true, .tb = true, .m = 6, .n = 10, .k = 300, .batch = 1, .alpha = 2.0, .beta = 0.0,
                 .nan_c = true, .col_bias = true};
+    run_case(dev, &se, CLG_GEMM_F32, &sb);
+    sb.relu = true, sb.beta = -0.5, sb.nan_c = false;   /* the sum applies it, after the bias */
     run_case(dev, &se, CLG_GEMM_F32, &sb);
     tiled_by_size(dev);
     packed_candidate(dev);

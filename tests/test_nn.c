@@ -1,9 +1,13 @@
-/* Modules: Linear against a C reference, Sequential naming (PyTorch's state_dict),
+/* Modules: Linear against a C reference, Sequential naming (PyTorch's state_dict), its
+ * Linear + ReLU folded into one product,
  * parameter counts, freezing, train/eval propagation, summaries, Embedding, a custom
  * module, and errors. */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "gemm/gemm.h"
 #include "optest.h"
 
 static void linear_and_names(clg_device *dev)
@@ -198,10 +202,95 @@ static void freeze_with_optimizer(clg_device *dev)
     clg_module_free(m);
 }
 
+/* Host values of a float32 tensor (n of them). */
+static void to_host(clg_device *dev, clg_tensor *t, float *out, size_t n)
+{
+    CHECK_MSG(t != NULL, "%s", clg_device_error(dev));
+    if (t) CHECK_OK(dev, clg_tensor_to_host(t, out, n * sizeof *out));
+}
+
+/* The output, the input's gradient and every parameter's, side by side in out. */
+static void run_mlp(clg_device *dev, clg_module *m, clg_tensor *x, clg_tensor *gy, bool layers, float *out,
+                    size_t ny, size_t nx, const size_t *np)
+{
+    clg_module *l0 = clg_module_child(m, "0"), *l2 = clg_module_child(m, "2");
+    clg_tensor *p[4] = {clg_module_param(l0, "weight"), clg_module_param(l0, "bias"), clg_module_param(l2, "weight"),
+                        clg_module_param(l2, "bias")};
+    for (int i = 0; i < 4; i++) clg_tensor_zero_grad(p[i]);
+    clg_tensor_zero_grad(x);
+    /* the layers one by one (ReLU its own op), or Sequential's forward */
+    clg_tensor *y = layers ? clg_linear(clg_relu(clg_linear(x, clg_module_param(l0, "weight"), clg_module_param(l0, "bias"))),
+                                        clg_module_param(l2, "weight"), clg_module_param(l2, "bias"))
+                           : clg_module_forward(m, x);
+    CHECK_OK(dev, clg_backward(y, gy));
+    to_host(dev, y, out, ny);
+    out += ny;
+    to_host(dev, clg_tensor_grad(x), out, nx);
+    out += nx;
+    for (int i = 0; i < 4; i++) {
+        to_host(dev, clg_tensor_grad(p[i]), out, np[i]);
+        out += np[i];
+    }
+}
+
+/* Sequential's Linear + ReLU as one product whose write-out applies the ReLU, where the
+ * GEMM engine does that (clg__linear_relu): the output and every gradient bit for bit as
+ * with the layers one by one; and then no ReLU launch of its own (a profiled device). */
+static void linear_relu_folded(clg_device *dev)
+{
+    static const int64_t shapes[][3] = {{64, 256, 192}, {3, 5, 4}};   /* batch, in, hidden */
+    for (int s = 0; s < 2; s++) {
+        int64_t B = shapes[s][0], in = shapes[s][1], h = shapes[s][2];
+        clg_manual_seed(dev, 3);
+        clg_module *m = clg_nn_sequential(dev, 3, (clg_module *[]){clg_nn_linear(dev, in, h, true), clg_nn_relu(dev),
+                                                                    clg_nn_linear(dev, h, 10, true)});
+        clg_scope_begin(dev);
+        clg_tensor *x = clg_rand(dev, CLG_F32, CLG_SHAPE(B, in), -1, 1);
+        clg_tensor *gy = clg_rand(dev, CLG_F32, CLG_SHAPE(B, 10), -1, 1);
+        CHECK_OK(dev, clg_tensor_set_requires_grad(x, true));
+        size_t ny = (size_t)(B * 10), nx = (size_t)(B * in), np[4] = {(size_t)(h * in), (size_t)h, (size_t)(10 * h), 10};
+        size_t n = ny + nx + np[0] + np[1] + np[2] + np[3];
+        float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+        run_mlp(dev, m, x, gy, false, a, ny, nx, np);
+        run_mlp(dev, m, x, gy, true, b, ny, nx, np);
+        size_t diff = 0;
+        for (size_t i = 0; i < n; i++) diff += memcmp(&a[i], &b[i], sizeof *a) != 0;
+        CHECK_MSG(diff == 0, "Linear + ReLU %lldx%lldx%lld: %zu of %zu values differ from the layers one by one",
+                  (long long)B, (long long)in, (long long)h, diff, n);
+        free(a);
+        free(b);
+        clg_scope_end(dev);
+        clg_module_free(m);
+    }
+    /* whether it folds: the product's engine applies a ReLU as it stores */
+    clg_gemm_args g = {.type = CLG_GEMM_F32, .trans_b = true, .m = 64, .n = 192, .k = 256, .batch = 1, .alpha = 1,
+                       .lda = 256, .ldb = 256, .ldc = 192, .relu = true};
+    setenv("CLG_PROFILE", "1", 1);
+    clg_device *pd = check_open_device();
+    unsetenv("CLG_PROFILE");
+    bool folds = clg__gemm_stores_relu(pd, &g);
+    clg_module *m = clg_nn_sequential(pd, 2, (clg_module *[]){clg_nn_linear(pd, 256, 192, true), clg_nn_relu(pd)});
+    clg_scope_begin(pd);
+    clg_tensor *x = clg_rand(pd, CLG_F32, CLG_SHAPE(64, 256), -1, 1);
+    CHECK_OK(pd, clg_device_finish(pd));
+    clg_device_profile_reset(pd);
+    CHECK(clg_module_forward(m, x) != NULL);
+    char *text = check_profile_text(pd);
+    if (text)
+        CHECK_MSG((strstr(text, "relu_flat") == NULL) == folds, "Linear + ReLU on an engine that %s a ReLU as it "
+                  "stores: %s ReLU launch\n%s", folds ? "applies" : "does not apply", folds ? "a" : "no", text);
+    printf("Linear + ReLU 64x256x192: %s\n", folds ? "one product, the ReLU in its write-out" : "the product, then the ReLU");
+    free(text);
+    clg_scope_end(pd);
+    clg_module_free(m);
+    clg_device_close(pd);
+}
+
 int main(void)
 {
     clg_device *dev = check_open_device();
     linear_and_names(dev);
+    linear_relu_folded(dev);
     custom_and_errors(dev);
     cnn_names(dev);
     freeze_with_optimizer(dev);

@@ -121,10 +121,36 @@ static clg_status col_bias_pass(clg_device *dev, const clg_gemm_args *g, bool ad
     return clg__launch_rows3(dev, k, args, (int)(sizeof args / sizeof *args), g->n, g->m, g->batch);
 }
 
+/* C = relu(C) over g's C (every batch entry), in C's own type. */
+static clg_status relu_pass(clg_device *dev, const clg_gemm_args *g)
+{
+    clg_gemm_args shape = *g;
+    shape.type = g->c_f32 ? CLG_GEMM_F32 : g->type, shape.c_f32 = false;   /* C's own type */
+    clg_kernel *k = clg__kernel_get(dev, "gemm", clg__gemm_cl_options(&shape), "gemm_relu");
+    if (!k) return dev->status;
+    clg_arg args[] = {
+        CLG_ARG_I((int)g->m), CLG_ARG_I((int)g->n), CLG_ARG_B(g->c), CLG_ARG_L(g->c_off), CLG_ARG_I((int)g->ldc),
+        CLG_ARG_L(g->stride_c),
+    };
+    return clg__launch_rows3(dev, k, args, (int)(sizeof args / sizeof *args), g->n, g->m, g->batch);
+}
+
 clg_status clg__gemm_empty_k(clg_device *dev, const clg_gemm_args *g)
 {
     clg_status st = clg__gemm_scale(dev, g);
-    return st || !g->col_bias ? st : col_bias_pass(dev, g, true);
+    if (!st && g->col_bias) st = col_bias_pass(dev, g, true);
+    return st || !g->relu ? st : relu_pass(dev, g);
+}
+
+/* g's ReLU on an engine that does not apply it as it stores: the product without it,
+ * then a pass over C. */
+static clg_status relu_around(clg_device *dev, const clg_gemm_engine *e, const clg_gemm_config *cfg,
+                              const clg_gemm_args *g)
+{
+    clg_gemm_args p = *g;
+    p.relu = false;
+    clg_status st = clg__gemm_dispatch(dev, e, cfg, &p);
+    return st ? st : relu_pass(dev, g);
 }
 
 /* g's column bias on an engine that does not add it as it stores: C filled with it and
@@ -135,18 +161,26 @@ static clg_status col_bias_around(clg_device *dev, const clg_gemm_engine *e, con
 {
     clg_gemm_args p = *g;
     p.col_bias = NULL;
-    if (g->beta == 0) {
+    if (g->beta == 0) {   /* the ReLU, if any, stays with the product: after the bias it added */
         clg_status st = col_bias_pass(dev, g, false);
         p.beta = 1.0;
         return st ? st : clg__gemm_dispatch(dev, e, cfg, &p);
     }
+    p.relu = false;   /* after the bias */
     clg_status st = clg__gemm_dispatch(dev, e, cfg, &p);
-    return st ? st : col_bias_pass(dev, g, true);
+    if (!st) st = col_bias_pass(dev, g, true);
+    return st || !g->relu ? st : relu_pass(dev, g);
+}
+
+bool clg__gemm_relu_inside(clg_device *dev, const clg_gemm_engine *e, const clg_gemm_args *g)
+{
+    size_t slice = e->k_limit ? e->k_limit(dev, g) : SIZE_MAX;
+    return e->relu && (!e->fits || e->fits(dev, g)) && g->k <= slice && !clg__gemm_type_is_half(g->type);
 }
 
 /* An engine that does not take g sends it on (`instead`); one that sends it nowhere
  * refuses it. The chain is short (host -> packed, clblast -> tiled), never a loop. */
-static const clg_gemm_engine *taker(clg_device *dev, const clg_gemm_engine *e, const clg_gemm_args *g)
+const clg_gemm_engine *clg__gemm_taker(clg_device *dev, const clg_gemm_engine *e, const clg_gemm_args *g)
 {
     for (int hops = 0; e && e->takes && !e->takes(dev, g) && hops < clg__gemm_engine_count(); hops++) {
         const clg_gemm_engine *next = clg__gemm_engine_find(e->instead);
@@ -173,14 +207,16 @@ clg_status clg__gemm_dispatch(clg_device *dev, const clg_gemm_engine *e, const c
      * plain: an empty sum, so C = beta * C. */
     if (g->k == 0) return clg__gemm_empty_k(dev, g);
     const clg_gemm_engine *asked = e;
-    if (!(e = taker(dev, e, g))) return dev->status;
+    if (!(e = clg__gemm_taker(dev, e, g))) return dev->status;
     if (e != asked) cfg = NULL;   /* a configuration is the asked engine's */
     /* Past the loop limit, slices of k; 16-bit results in float32 first, so that each
      * is still rounded once. */
     bool half = clg__gemm_type_is_half(g->type), fits = !e->fits || e->fits(dev, g);
     size_t slice = e->k_limit ? e->k_limit(dev, g) : SIZE_MAX;
-    /* A column bias goes into the write-out of an engine that adds it, in one call on
-     * the operands as they are; else around the product. */
+    /* A ReLU and a column bias go into the write-out of an engine that applies them, in
+     * one call on the operands as they are; else around the product (a 16-bit C's ReLU
+     * after its rounding, as on the rounded values of a separate ReLU). */
+    if (g->relu && !clg__gemm_relu_inside(dev, e, g)) return relu_around(dev, e, cfg, g);
     if (g->col_bias && !(e->col_bias && fits && g->k <= slice && !half)) return col_bias_around(dev, e, cfg, g);
     if (g->k > slice && (!half || g->c_f32)) return k_slices(dev, e, cfg, g, slice);
     /* Engines that store 16-bit values themselves read them; the others compute on

@@ -11,6 +11,13 @@ clg_status clg__gemm_check(clg_device *dev, const clg_gemm_args *g);
 /* An empty sum (k == 0): C = beta * C, plus the column bias where g has one. */
 clg_status clg__gemm_empty_k(clg_device *dev, const clg_gemm_args *g);
 
+/* The engine that takes g: e, or where e sends what it does not take (`instead`);
+ * NULL with the error recorded where none does. */
+const clg_gemm_engine *clg__gemm_taker(clg_device *dev, const clg_gemm_engine *e, const clg_gemm_args *g);
+/* Whether e applies g's ReLU as it stores C (one call: it fits, k within its limit, not
+ * 16-bit); else the dispatcher runs the product without it and gemm_relu after. */
+bool clg__gemm_relu_inside(clg_device *dev, const clg_gemm_engine *e, const clg_gemm_args *g);
+
 /* g on engine e (not NULL) in configuration cfg (NULL: the engine's own): checked; k == 0
  * scales C; then e, or where e sends what it does not take (`instead`), in slices of k
  * past its k_limit, on float32 copies of 16-bit operands it does not store. */

@@ -31,6 +31,8 @@ struct clg_gemm_engine {
     /* Adds a column bias (clg_gemm_args.col_bias) as it stores C; else the dispatcher
      * fills C with it first or adds it after. */
     bool col_bias;
+    /* Applies clg_gemm_args.relu as it stores C; else the dispatcher runs gemm_relu after. */
+    bool relu;
     /* Where a product goes that this engine does not take or fit (the table's name);
      * NULL: nowhere (refused). */
     const char *instead;

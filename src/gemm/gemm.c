@@ -29,6 +29,23 @@ clg_status clg__gemm_run(clg_device *dev, const clg_gemm_engine *engine, const c
     return split > 1 ? clg__gemm_split_k(dev, own, own_cfg, g, split) : clg__gemm_dispatch(dev, own, own_cfg, g);
 }
 
+bool clg__gemm_stores_relu(clg_device *dev, const clg_gemm_args *g)
+{
+    if (!dev || (g->type != CLG_GEMM_F32 && g->type != CLG_GEMM_F64) || !g->m || !g->n || !g->k || !g->batch)
+        return false;
+    /* as clg__gemm_run chooses (no `first` engine takes float32 or float64) */
+    const clg_gemm_config *cfg;
+    int split;
+    const clg_gemm_engine *own = clg__gemm_engine_for_args(dev, g, &cfg, &split), *next;
+    if (own->leaves && own->leaves(dev, g) && (next = clg__gemm_engine_find(own->instead))) own = next;
+    if (split > 1 && clg__gemm_split_applies(g, split)) return true;   /* gemm_split_sum applies it */
+    /* the engine that takes g (clg__gemm_taker, without recording a refusal) */
+    const clg_gemm_engine *e = own;
+    for (int hops = 0; e && e->takes && !e->takes(dev, g) && hops < clg__gemm_engine_count(); hops++)
+        e = clg__gemm_engine_find(e->instead);
+    return e && (!e->takes || e->takes(dev, g)) && clg__gemm_relu_inside(dev, e, g);
+}
+
 clg_status clg__gemm(clg_device *dev, clg_gemm_type type, bool trans_a, bool trans_b,
                      size_t m, size_t n, size_t k, double alpha,
                      const clg_buffer *a, size_t a_off, size_t lda, size_t stride_a,

@@ -137,6 +137,10 @@ typedef struct clg_gemm_args {
      * column bias with beta 0 only (one rounding). */
     const clg_buffer *col_bias;
     size_t col_bias_off;
+    /* For clg__gemm: C's stored values through ReLU, after beta's term and the column
+     * bias (as cl_kernels/relu.cl computes it: NaN and -0 kept), by engines that apply it
+     * as they store (relu), else by a pass after the product (gemm.cl gemm_relu). */
+    bool relu;
 } clg_gemm_args;
 
 /* A configuration of an engine that has several (engine.h). */
@@ -154,6 +158,11 @@ clg_status clg__gemm_run(clg_device *dev, const clg_gemm_engine *engine, const c
  * device's choice; else clg__gemm_engine_for's. */
 const clg_gemm_engine *clg__gemm_engine_for_args(clg_device *dev, const clg_gemm_args *g, const clg_gemm_config **cfg,
                                                  int *split);
+/* Whether g's ReLU (clg_gemm_args.relu) would be applied in the write-out of the engine
+ * that runs g, with no pass of its own: where a ReLU after a product may be folded into
+ * it eagerly (a linear layer followed by ReLU: src/nn/sequential.c). May tune g's class. */
+bool clg__gemm_stores_relu(clg_device *dev, const clg_gemm_args *g);
+
 /* What g's class runs on ("tiled 64x64x16/4x4/v4/m0"), the rate measured for it (0 where
  * not timed) and whether it was read from the cache; the device's choice where classes do
  * not apply. For tests and bench_matmul. */

@@ -172,7 +172,7 @@ static bool leaves(clg_device *dev, const clg_gemm_args *g)
 /* Arguments, in order: type, trans_a, trans_b, m, n, k, batch, alpha, beta, then
  * (buffer, offset, ld, batch stride) for A, B and C, then the parts to split it in. */
 enum { A_TYPE, A_TA, A_TB, A_M, A_N, A_K, A_BATCH, A_ALPHA, A_BETA, A_A, A_AOFF, A_LDA, A_SA, A_B, A_BOFF, A_LDB,
-       A_SB, A_C, A_COFF, A_LDC, A_SC, A_PARTS, A_COUNT };
+       A_SB, A_C, A_COFF, A_LDC, A_SC, A_PARTS, A_RELU, A_COUNT };
 
 /* Whether a product splits by C's rows (else its columns). Each part packs the whole of
  * the operand the split does not cut (B by rows, A by columns), so the split duplicates the
@@ -203,6 +203,20 @@ bool clg__gemm_part(int64_t m, int64_t n, bool ta, bool tb, int64_t lda, int64_t
     return true;
 }
 
+/* C = relu(C) over an m x n block (ldc), as relu.cl computes it (NaN and -0 kept), while
+ * the part's results are still in its core's cache. */
+static void relu_f32(float *c, int64_t m, int64_t n, int64_t ldc)
+{
+    for (int64_t i = 0; i < m; i++, c += ldc)
+        for (int64_t j = 0; j < n; j++) c[j] = c[j] < 0 ? 0.0f : c[j];
+}
+
+static void relu_f64(double *c, int64_t m, int64_t n, int64_t ldc)
+{
+    for (int64_t i = 0; i < m; i++, c += ldc)
+        for (int64_t j = 0; j < n; j++) c[j] = c[j] < 0 ? 0.0 : c[j];
+}
+
 /* A product split over the engine's threads: by C's rows, or by its columns. */
 typedef struct split {
     const clg_arg *a;
@@ -224,16 +238,19 @@ static void gemm_part(void *arg, int part, int parts)
     for (int64_t b = 0; b < a[A_BATCH].v.i64; b++) {
         int64_t oa = a[A_AOFF].v.i64 + b * a[A_SA].v.i64 + pt.da, ob = a[A_BOFF].v.i64 + b * a[A_SB].v.i64 + pt.db;
         int64_t oc = a[A_COFF].v.i64 + b * a[A_SC].v.i64 + pt.dc;
-        if (a[A_TYPE].v.i32 == CLG_GEMM_F64)
+        if (a[A_TYPE].v.i32 == CLG_GEMM_F64) {
+            double *c = (double *)clg__native_ptr(&a[A_C]) + oc;
             blas.dgemm(ROW_MAJOR, cta, ctb, (int)mm, (int)nn, (int)k, a[A_ALPHA].v.f64,
                        (const double *)clg__native_ptr(&a[A_A]) + oa, (int)lda,
-                       (const double *)clg__native_ptr(&a[A_B]) + ob, (int)ldb, a[A_BETA].v.f64,
-                       (double *)clg__native_ptr(&a[A_C]) + oc, (int)ldc);
-        else
+                       (const double *)clg__native_ptr(&a[A_B]) + ob, (int)ldb, a[A_BETA].v.f64, c, (int)ldc);
+            if (a[A_RELU].v.i32) relu_f64(c, mm, nn, ldc);
+        } else {
+            float *c = (float *)clg__native_ptr(&a[A_C]) + oc;
             blas.sgemm(ROW_MAJOR, cta, ctb, (int)mm, (int)nn, (int)k, (float)a[A_ALPHA].v.f64,
                        (const float *)clg__native_ptr(&a[A_A]) + oa, (int)lda,
-                       (const float *)clg__native_ptr(&a[A_B]) + ob, (int)ldb, (float)a[A_BETA].v.f64,
-                       (float *)clg__native_ptr(&a[A_C]) + oc, (int)ldc);
+                       (const float *)clg__native_ptr(&a[A_B]) + ob, (int)ldb, (float)a[A_BETA].v.f64, c, (int)ldc);
+            if (a[A_RELU].v.i32) relu_f32(c, mm, nn, ldc);
+        }
     }
 }
 
@@ -288,7 +305,7 @@ static clg_status run(clg_device *dev, const clg_gemm_args *g, const clg_gemm_co
         [A_SA] = CLG_ARG_L(g->stride_a), [A_B] = CLG_ARG_B(g->b), [A_BOFF] = CLG_ARG_L(g->b_off),
         [A_LDB] = CLG_ARG_L(g->ldb), [A_SB] = CLG_ARG_L(g->stride_b), [A_C] = CLG_ARG_B(g->c),
         [A_COFF] = CLG_ARG_L(g->c_off), [A_LDC] = CLG_ARG_L(g->ldc), [A_SC] = CLG_ARG_L(g->stride_c),
-        [A_PARTS] = CLG_ARG_I(clg__gemm_host_parts(dev, g)),
+        [A_PARTS] = CLG_ARG_I(clg__gemm_host_parts(dev, g)), [A_RELU] = CLG_ARG_I(g->relu),
     };
     return clg__launch_native(dev, k, a, A_COUNT);
 }
@@ -305,6 +322,7 @@ static void version(char *buf, size_t len) { snprintf(buf, len, "%s", library() 
 const clg_gemm_engine clg__gemm_host_engine = {
     .name = "host",
     .instead = "packed",   /* small products, sizes past CBLAS's int; sums and row offsets */
+    .relu = true,          /* after each part's call, on its block of C */
     .ready = ready,
     .takes = takes,
     .leaves = leaves,

@@ -57,7 +57,8 @@ clg_status clg__gemm_split_with(clg_device *dev, const clg_gemm_args *g, int par
     s.stride_a = g->trans_a ? ks * g->lda : ks;
     s.stride_b = g->trans_b ? ks : ks * g->ldb;
     s.c = p, s.c_off = 0, s.ldc = g->n, s.stride_c = mn;
-    s.col_bias = NULL;   /* added once, by the sum */
+    s.col_bias = NULL;   /* added once, by the sum, and the ReLU after it */
+    s.relu = false;
     clg_status st = run(dev, &s, ctx);
     size_t done = ks * (size_t)parts;
     if (!st && done < g->k) {
@@ -71,7 +72,7 @@ clg_status clg__gemm_split_with(clg_device *dev, const clg_gemm_args *g, int par
         clg_arg a[] = {CLG_ARG_I((int)g->m), CLG_ARG_I((int)g->n), CLG_ARG_I(parts), CLG_ARG_B(p), CLG_ARG_B(g->c),
                        CLG_ARG_L(g->c_off), CLG_ARG_I((int)g->ldc), clg__gemm_scalar(g->type, g->alpha),
                        clg__gemm_scalar(g->type, g->beta), CLG_ARG_B(g->col_bias ? g->col_bias : g->c),
-                       CLG_ARG_L(g->col_bias_off), CLG_ARG_I(g->col_bias != NULL)};
+                       CLG_ARG_L(g->col_bias_off), CLG_ARG_I(g->col_bias != NULL), CLG_ARG_I(g->relu)};
         st = clg__launch_rows3(dev, k, a, (int)(sizeof a / sizeof *a), g->n, g->m, 1);
     }
     clg__buffer_release(p);   /* the in-order queue runs its next user after the kernels above */

@@ -178,6 +178,7 @@ static clg_status launch_config(clg_device *dev, const clg_gemm_args *g, const c
         CLG_ARG_B(g->c), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc), CLG_ARG_L(g->stride_c),
         clg__gemm_scalar(g->type, g->alpha), clg__gemm_scalar(g->type, g->beta),
         CLG_ARG_B(g->col_bias ? g->col_bias : g->c), CLG_ARG_L(g->col_bias_off), CLG_ARG_I(g->col_bias != NULL),
+        CLG_ARG_I(g->relu),
         /* ROWS only (gemm_tiled.cl's cg as gemm.cl's store_grid reads it) */
         CLG_ARG_B(g->b_rows ? g->b_rows : g->c), CLG_ARG_I(rows_off), grid_arg(g),
         CLG_ARG_B(g->bias ? g->bias : g->c), CLG_ARG_L(g->bias_off), CLG_ARG_I(g->bias_step),
@@ -386,7 +387,7 @@ static bool rows_common(clg_device *dev, const clg_gemm_args *g)
     const clg_gemm_grid *q = &g->grid;
     bool grid_ok = !q->cols || (q->slot_rows && q->ws && q->slot_rows * q->ws < INT_MAX && q->rows <= q->slot_rows &&
                                 q->cols <= q->ws && q->slot_step < INT_MAX);
-    return (g->type == CLG_GEMM_F32 || g->type == CLG_GEMM_F64) && !g->c_f32 && g->batch == 1 && fits(dev, g) &&
+    return (g->type == CLG_GEMM_F32 || g->type == CLG_GEMM_F64) && !g->c_f32 && g->batch == 1 && !g->relu && fits(dev, g) &&
            grid_ok && g->bias_step < INT_MAX;
 }
 
@@ -463,6 +464,7 @@ const clg_gemm_engine clg__gemm_tiled_engine = {
     .name = "tiled",
     .instead = "clblast",   /* sizes past gemm_tiled.cl's 32-bit indexing */
     .col_bias = true,       /* gemm_tiled.cl adds it as it stores */
+    .relu = true,           /* and applies the ReLU */
     .fits = fits,
     .k_limit = k_limit,
     .run = run,

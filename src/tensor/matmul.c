@@ -75,7 +75,7 @@ static bool prepare(clg_tensor *t, int nb, const int64_t *bshape, gemm_operand *
 
 /* c = a @ b (+ beta * c) for a [..., m, k], b [..., k, n], c [batch..., m, n] contiguous. */
 static clg_status gemm_into(clg_tensor *c, clg_tensor *a, clg_tensor *b, int nb, const int64_t *bshape, double beta,
-                            const clg_tensor *bias)
+                            const clg_tensor *bias, bool relu)
 {
     clg_device *dev = c->dev;
     gemm_operand oa = {0}, ob = {0};
@@ -90,7 +90,7 @@ static clg_status gemm_into(clg_tensor *c, clg_tensor *a, clg_tensor *b, int nb,
             .batch = batch, .alpha = 1.0, .beta = beta, .a = oa.t->buf, .a_off = (size_t)oa.t->offset, .lda = oa.ld,
             .stride_a = oa.stride, .b = ob.t->buf, .b_off = (size_t)ob.t->offset, .ldb = ob.ld, .stride_b = ob.stride,
             .c = c->buf, .c_off = (size_t)c->offset, .ldc = n ? n : 1, .stride_c = m * n,
-            .col_bias = bias ? bias->buf : NULL, .col_bias_off = bias ? (size_t)bias->offset : 0,
+            .col_bias = bias ? bias->buf : NULL, .col_bias_off = bias ? (size_t)bias->offset : 0, .relu = relu,
         };
         st = clg__gemm_run(dev, NULL, NULL, &g);
     }
@@ -130,7 +130,7 @@ static clg_tensor *matmul_nd(clg_tensor *a, clg_tensor *b)
     shape[nb + 1] = b->shape[b->ndim - 1];
     clg_tensor *c = clg__tensor_new(dev, a->dtype, nb + 2, shape);
     if (!c || !clg__check_numel("matmul", dev, c->numel)) return clg_tensor_free(c), NULL;
-    if (gemm_into(c, a, b, nb, shape, 0.0, NULL) != CLG_OK) {
+    if (gemm_into(c, a, b, nb, shape, 0.0, NULL, false) != CLG_OK) {
         clg_tensor_free(c);
         return NULL;
     }
@@ -178,7 +178,7 @@ static clg_status linear_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     clg_tensor *wg = clg__wants_grad(n, 1) && g->dtype == w->dtype ? clg__grad_direct(n, 1, true, &beta) : NULL;
     if (wg) {
         clg_tensor *gt = clg_transpose(g2, 0, 1), *x2 = clg_reshape(x, CLG_SHAPE(-1, in));
-        if (!gt || !x2 || gemm_into(wg, gt, x2, 0, NULL, beta, NULL) != CLG_OK) return g->dev->status;
+        if (!gt || !x2 || gemm_into(wg, gt, x2, 0, NULL, beta, NULL, false) != CLG_OK) return g->dev->status;
     } else if (clg__wants_grad(n, 1) &&
                !(gin[1] = clg_matmul(clg_transpose(g2, 0, 1), clg_reshape(x, CLG_SHAPE(-1, in)))))
         return g->dev->status;
@@ -193,7 +193,8 @@ static clg_status linear_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
     return CLG_OK;
 }
 
-static clg_tensor *linear(clg_tensor *x, clg_tensor *w, clg_tensor *b)
+/* relu: y's values through ReLU as the product stores them (clg__linear_relu). */
+static clg_tensor *linear(clg_tensor *x, clg_tensor *w, clg_tensor *b, bool relu)
 {
     clg_device *dev = x->dev;
     if (!check_pair("linear", x, w) || (b && !clg__check_same_dtype("linear", x, b))) return NULL;
@@ -218,7 +219,7 @@ static clg_tensor *linear(clg_tensor *x, clg_tensor *w, clg_tensor *b)
     clg_status st = x2 && y2 && wt ? CLG_OK : dev->status;
     bool in_gemm = b && (b->shape[0] <= 1 || b->strides[0] == 1);
     if (st == CLG_OK && b && !in_gemm) st = clg_copy_(y2, b);
-    if (st == CLG_OK) st = gemm_into(y2, x2, wt, 0, NULL, b && !in_gemm ? 1.0 : 0.0, in_gemm ? b : NULL);
+    if (st == CLG_OK) st = gemm_into(y2, x2, wt, 0, NULL, b && !in_gemm ? 1.0 : 0.0, in_gemm ? b : NULL, relu);
     clg_no_grad_end(dev);
     clg_tensor_free(x2);
     clg_tensor_free(y2);
@@ -234,9 +235,33 @@ clg_tensor *clg_linear(clg_tensor *x, clg_tensor *w, clg_tensor *b)
 {
     if (!x || !w) return NULL;
     clg_tensor *x16 = clg__autocast(x), *w16 = x16 ? clg__autocast(w) : NULL, *b16 = w16 ? clg__autocast(b) : NULL;
-    clg_tensor *y = w16 && (b16 || !b) ? linear(x16, w16, b16) : NULL;
+    clg_tensor *y = w16 && (b16 || !b) ? linear(x16, w16, b16, false) : NULL;
     clg__drop_cast(x16, x);
     clg__drop_cast(w16, w);
     clg__drop_cast(b16, b);
     return y;
+}
+
+/* Whether relu(linear(x, w, b)) may fold the ReLU into the product: float32 or float64
+ * outside autocast, shapes a linear layer takes, and the engine that runs the product
+ * applying a ReLU as it stores (clg__gemm_stores_relu: else the dispatcher's pass after
+ * would only replace the ReLU's own launch, and a captured graph folds the ReLU itself). */
+static bool relu_folds(clg_tensor *x, clg_tensor *w, clg_tensor *b)
+{
+    clg_tensor_state *s = clg__tstate(x->dev);
+    if (!s || s->autocast_depth > 0 || x->dtype != w->dtype || (x->dtype != CLG_F32 && x->dtype != CLG_F64) ||
+        (b && b->dtype != x->dtype) || x->ndim < 1 || w->ndim != 2 || x->shape[x->ndim - 1] != w->shape[1] ||
+        x->shape[x->ndim - 1] == 0)
+        return false;
+    size_t in = (size_t)w->shape[1], out = (size_t)w->shape[0];
+    clg_gemm_args g = {.type = clg__gemm_type_of(x->dtype), .trans_b = true, .m = (size_t)(x->numel / (int64_t)in),
+                       .n = out, .k = in, .batch = 1, .alpha = 1, .lda = in, .ldb = in, .ldc = out, .relu = true};
+    return clg__gemm_stores_relu(x->dev, &g);
+}
+
+clg_tensor *clg__linear_relu(clg_tensor *x, clg_tensor *w, clg_tensor *b)
+{
+    if (!x || !w) return NULL;
+    if (!relu_folds(x, w, b)) return clg_relu(clg_linear(x, w, b));
+    return clg__relu_applied(linear(x, w, b, true));
 }

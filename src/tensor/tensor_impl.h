@@ -293,6 +293,16 @@ clg_tensor *clg__grad_direct(clg_node *node, int i, bool can_add, double *beta);
  * float32 or float64: a bias's gradient written where it belongs (reduce.c). */
 clg_status clg__sum_rows_into(clg_tensor *x, int64_t R, int64_t K, clg_tensor *dst);
 
+/* relu(linear(x, w, b)), the ReLU applied as the product stores its result where the
+ * GEMM engine does that (matmul.c): then two taped ops without a launch of the ReLU's
+ * own; the linear op's output holds the ReLU's values (its backward never reads it) and
+ * the ReLU's output is a view of it, whose backward reads those values (the same mask:
+ * relu(z) > 0 exactly where z > 0). Elsewhere clg_relu(clg_linear(x, w, b)). The same
+ * values and gradients either way. For Sequential's Linear + ReLU (src/nn/sequential.c). */
+clg_tensor *clg__linear_relu(clg_tensor *x, clg_tensor *w, clg_tensor *b);
+/* z, whose values a producer already put through ReLU, taped as relu(z) (unary.c). */
+clg_tensor *clg__relu_applied(clg_tensor *z);
+
 /* The sum of g over the axes along which `shape` was broadcast to g's shape, with
  * `shape` as the result's shape. */
 clg_tensor *clg__sum_to_shape(clg_tensor *g, int ndim, const int64_t *shape);

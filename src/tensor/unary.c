@@ -90,6 +90,14 @@ static clg_tensor *unary_taped(const char *op, clg_tensor *a, double s0, double 
 #include "unary_ops.def"
 #undef CLG_UNARY
 
+clg_tensor *clg__relu_applied(clg_tensor *z)
+{
+    if (!z) return NULL;
+    /* y: z itself under another name, so that the tape has the ReLU's node with its output */
+    clg_tensor *y = clg__tensor_view(z, z->ndim, z->shape, z->strides, z->offset);
+    return clg__taped(y, CLG_OP_relu, relu_bw, 1, IN1(z), NULL);
+}
+
 /* A NaN parameter would silently turn every result into NaN (or a branch never
  * taken): refuse it instead. */
 static bool check_param(const char *op, const clg_tensor *a, const char *what, double v)
