@@ -796,7 +796,10 @@ static void split_sweep(clg_device *dev, const clg_gemm_engine *e, const char *l
  * (tiled) or around the product (the others): every transpose pair, beta 0 over NaN and
  * beta not 0 (the bias added after), a batch, k == 0, float32 and the 16-bit types
  * where the engine runs them. */
-static void bias_sweep(clg_device *dev, const engine *eng, bool halves)
+/* The write-out's cases: every transpose pair over four shapes (two in small mode), beta 0
+ * over NaN and beta not 0 (16-bit: 0), offsets and padding, float32 and where asked the
+ * 16-bit types; a column bias on all (relu false) or on every other transpose pair (relu). */
+static int write_out_cases(clg_device *dev, const engine *eng, bool halves, bool relu)
 {
     static const size_t shapes[][3] = {{7, 33, 29}, {33, 7, 100}, {64, 48, 32}, {1, 129, 7}};
     static const size_t tiny[][3] = {{7, 5, 3}, {3, 9, 17}};
@@ -808,10 +811,16 @@ static void bias_sweep(clg_device *dev, const engine *eng, bool halves)
             for (int t = 0; t < 4; t++) {
                 const size_t *sh = small_mode ? tiny[i] : shapes[i];
                 gcase c = {.ta = t & 1, .tb = t >> 1, .m = sh[0], .n = sh[1], .k = sh[2], .batch = 1, .alpha = 1.0,
-                           .beta = 0.0, .nan_c = true, .col_bias = true};
+                           .beta = 0.0, .nan_c = true, .col_bias = !relu || t % 2 == 0, .relu = relu};
                 if ((i + (size_t)t) % 2) c.alpha = -0.75, c.beta = ti ? 0.0 : 1.5, c.nan_c = ti > 0, c.c_off = 3, c.pad = 2;
                 bad += run_case(dev, eng, types[ti], &c);
             }
+    return bad;
+}
+
+static void bias_sweep(clg_device *dev, const engine *eng, bool halves)
+{
+    int bad = write_out_cases(dev, eng, halves, false);
     /* a 16-bit C with a column bias and beta != 0 is refused (it would round twice) */
     clg_buffer *c16 = clg__buffer_alloc(dev, 64), *b16 = clg__buffer_alloc(dev, 64);
     clg_gemm_args r = {.type = CLG_GEMM_F16, .m = 2, .n = 2, .k = 2, .batch = 1, .alpha = 1, .beta = 1, .a = c16,
@@ -834,20 +843,7 @@ static void bias_sweep(clg_device *dev, const engine *eng, bool halves)
  * pass after the slices), 16-bit types where asked (the ReLU after their rounding). */
 static void relu_sweep(clg_device *dev, const engine *eng, bool halves)
 {
-    static const size_t shapes[][3] = {{7, 33, 29}, {33, 7, 100}, {64, 48, 32}, {1, 129, 7}};
-    static const size_t tiny[][3] = {{7, 5, 3}, {3, 9, 17}};
-    size_t n = small_mode ? 2 : 4;
-    int bad = 0;
-    clg_gemm_type types[] = {CLG_GEMM_F32, CLG_GEMM_F16, CLG_GEMM_BF16};
-    for (int ti = 0; ti < (halves ? 3 : 1); ti++)
-        for (size_t i = 0; i < n; i++)
-            for (int t = 0; t < 4; t++) {
-                const size_t *sh = small_mode ? tiny[i] : shapes[i];
-                gcase c = {.ta = t & 1, .tb = t >> 1, .m = sh[0], .n = sh[1], .k = sh[2], .batch = 1, .alpha = 1.0,
-                           .beta = 0.0, .nan_c = true, .col_bias = t % 2 == 0, .relu = true};
-                if ((i + (size_t)t) % 2) c.alpha = -0.75, c.beta = ti ? 0.0 : 1.5, c.nan_c = ti > 0, c.c_off = 3, c.pad = 2;
-                bad += run_case(dev, eng, types[ti], &c);
-            }
+    int bad = write_out_cases(dev, eng, halves, true);
     gcase b = {.ta = false, .tb = true, .m = 9, .n = 20, .k = 11, .batch = 3, .alpha = 0.5, .beta = -2.0, .gap = 2,
                .col_bias = true, .relu = true};
     bad += run_case(dev, eng, CLG_GEMM_F32, &b);
