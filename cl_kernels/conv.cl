@@ -364,6 +364,23 @@ __kernel void max_pool_bw_scatter(int total, __global const TS *g, __global cons
     dx[nc * GH * GW + idx[i]] = g[i];   // copied as stored
 }
 
+// The 2 x 2 / 2 window's backward, one work-item per window (ow, r = (n, c, oh), as
+// max_pool_2x2): its four pixels of dx written, the gradient at the argmax idx recorded
+// (a plane offset), zeros at the other three. Every pixel a window covers is written
+// once: no zeroing pass first (only the last row or column an odd H or W leaves out).
+__kernel void max_pool_2x2_bw(int R, __global const TS *g, __global const int *idx, __global TS *dx, int8 geo)
+{
+    int ow = get_global_id(0), r = get_global_id(1);
+    int nc = r / GOH, oh = r - nc * GOH, i = r * GOW + ow;
+    int at = 2 * oh * GW + 2 * ow, k = idx[i] - at;   // 0, 1, GW or GW + 1
+    __global TS *d = dx + nc * GH * GW + at;
+    TS v = g[i], z = (TS)0;   // copied as stored (16-bit: bits; +0 is all zero bits)
+    d[0] = k == 0 ? v : z;
+    d[1] = k == 1 ? v : z;
+    d[GW] = k == GW ? v : z;
+    d[GW + 1] = k == GW + 1 ? v : z;
+}
+
 // The divisor of window (oh, ow): its size clipped to the padded input when padding
 // counts (win.s6 != 0), as PyTorch's count_include_pad, else the real pixels in it.
 inline int avg_divisor(int oh, int ow, int8 geo, int8 win)

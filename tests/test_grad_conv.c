@@ -98,7 +98,11 @@ static void pool_checks(clg_device *dev)
     pool_args rect = {3, 2, 2, 1, 1, 1, false}, s2p1x = {3, 3, 2, 2, 1, 1, false};
     optest_gradcheck(dev, "max_pool2d 3x3 s2 pad 1", f_max, &s2p1, 1, IN({SH(2, 2, 5, 5), .values = v}));
     optest_gradcheck(dev, "max_pool2d 3x3 s1 overlapping", f_max, &s1, 1, IN({SH(1, 2, 5, 5), .values = v}));
+    /* 2 x 2 / 2 (max_pool_2x2_bw): dx written window by window; an odd side's last column
+     * or row zeroed first */
     optest_gradcheck(dev, "max_pool2d 2x2 s2", f_max, &k2, 1, IN({SH(1, 2, 4, 5), .values = v}));
+    optest_gradcheck(dev, "max_pool2d 2x2 s2 even sides", f_max, &k2, 1, IN({SH(2, 2, 4, 6), .values = v}));
+    optest_gradcheck(dev, "max_pool2d 2x2 s2 odd height", f_max, &k2, 1, IN({SH(1, 2, 5, 4), .values = v}));
     optest_gradcheck(dev, "avg_pool2d 3x3 s2 pad 1 incl", f_avg, &s2p1, 1, IN({SH(2, 2, 5, 5)}));
     optest_gradcheck(dev, "avg_pool2d 3x3 s2 pad 1 excl", f_avg, &s2p1x, 1, IN({SH(2, 2, 5, 5)}));
     optest_gradcheck(dev, "avg_pool2d 3x2 s(2,1) excl", f_avg, &rect, 1, IN({SH(1, 2, 5, 4)}));
@@ -110,6 +114,7 @@ static void pool_checks(clg_device *dev)
     optest_gradcheck(dev, "avg_pool2d 3x3 s3 pad 1 excl", f_avg, &k3p1x, 1, IN({SH(1, 1, 5, 4)}));
     if (!optest_small()) {
         optest_gradcheck(dev, "avg_pool2d 2x2 s3 gaps", f_avg, &s3, 1, IN({SH(1, 2, 5, 7)}));
+        optest_gradcheck(dev, "max_pool2d 2x2 s3 gaps", f_max, &s3, 1, IN({SH(1, 2, 5, 7), .values = v}));
         optest_gradcheck(dev, "avg_pool2d 3x3 s3 pad 1 incl", f_avg, &k3p1, 1, IN({SH(2, 1, 7, 5)}));
         optest_gradcheck(dev, "avg_pool2d 2x1 s(2,1) excl", f_avg, &col, 1, IN({SH(1, 1, 6, 3)}));
     }

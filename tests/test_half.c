@@ -625,6 +625,13 @@ static void conv_norm(clg_device *dev, const fmt16 *f)
     CHECK_OK(dev, clg_backward(clg_sum(clg_cast(clg_mul(m16, q), CLG_F32), 0, NULL, false), NULL));
     CHECK_OK(dev, clg_backward(clg_sum(clg_mul(m32, q32), 0, NULL, false), NULL));
     same16(f, clg_tensor_grad(x), clg_cast(clg_tensor_grad(x32), f->dtype), "max_pool2d dx");
+    clg_tensor_zero_grad(x);   /* the 2 x 2 / 2 window's own backward (max_pool_2x2_bw) */
+    clg_tensor_zero_grad(x32);
+    m16 = clg_max_pool2d(x, 2, 2, 2, 2, 0, 0), m32 = clg_max_pool2d(x32, 2, 2, 2, 2, 0, 0);
+    q = rand16(dev, f, 4, clg_tensor_shape(m16), 12, &q32);
+    CHECK_OK(dev, clg_backward(clg_sum(clg_cast(clg_mul(m16, q), CLG_F32), 0, NULL, false), NULL));
+    CHECK_OK(dev, clg_backward(clg_sum(clg_mul(m32, q32), 0, NULL, false), NULL));
+    same16(f, clg_tensor_grad(x), clg_cast(clg_tensor_grad(x32), f->dtype), "max_pool2d 2x2 dx");
     if (mma) CHECK_OK(dev, clg_device_set_param(dev, "mma", mma));
     clg_scope_end(dev);
 }

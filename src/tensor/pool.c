@@ -6,7 +6,9 @@
  * int32 tensor saved on the tape), so the backward routes each gradient to that
  * pixel without comparing values again: ties and NaNs go where the forward said.
  * Both backwards gather per input pixel over the windows that cover it, so no two
- * work-items write one element: no atomics, and the sums are deterministic.
+ * work-items write one element: no atomics, and the sums are deterministic. Disjoint max
+ * windows scatter each gradient to its argmax over zeros instead, and the usual 2 x 2 / 2
+ * window writes its four pixels itself (max_pool_2x2_bw: no zeroing pass first).
  *
  * Windows follow PyTorch (ceil_mode off): out = (in + 2 pad - kernel) / stride + 1,
  * padding at most half the kernel (so that every window holds a real pixel). */
@@ -144,10 +146,33 @@ static clg_tensor *scatter_grad(clg_node *n, clg_tensor *g, clg_tensor *idx)
     return NULL;
 }
 
+/* The 2 x 2 / 2 window (max_pool_2x2_bw): dx written window by window, zeros first only
+ * where an odd H or W leaves a row or column outside every window. */
+static clg_tensor *two_grad(clg_node *n, clg_tensor *g, clg_tensor *idx)
+{
+    clg_tensor *x = n->inputs[0];
+    pool_geo geo = geo_load(n);
+    clg_tensor *gy = clg_contiguous(g);
+    bool odd = geo.H % 2 || geo.W % 2;
+    clg_tensor *dx = !gy ? NULL : odd ? clg_zeros(x->dev, x->dtype, 4, x->shape) : clg__tensor_new(x->dev, x->dtype, 4, x->shape);
+    if (!dx) return NULL;
+    clg_tensor *gc = gy->offset ? clg__copy_as(gy, gy->dtype) : gy;
+    int64_t R = geo.N * geo.C * geo.OH;
+    clg_arg a[] = {CLG_ARG_I(R), CLG_ARG_B(gc ? gc->buf : NULL), CLG_ARG_B(idx->buf), CLG_ARG_B(dx->buf), geo_arg(&geo)};
+    clg_status st = !gc ? x->dev->status
+                        : clg__conv_launch_grid(x->dev, x->dtype, "max_pool_2x2_bw", a, 5, (const int64_t[]){geo.OW, R, 1});
+    if (gc != gy) clg_tensor_free(gc);
+    if (st == CLG_OK) return dx;
+    clg_tensor_free(dx);
+    return NULL;
+}
+
 static clg_status max_pool_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
 {
     bool disjoint = n->i[2] >= n->i[0] && n->i[3] >= n->i[1];   /* stride >= kernel on both axes */
-    gin[0] = disjoint ? scatter_grad(n, g, n->saved[0]) : gather_grad(n, g, "max_pool_bw", n->saved[0]);
+    bool two = n->i[0] == 2 && n->i[1] == 2 && n->i[2] == 2 && n->i[3] == 2 && n->i[4] == 0 && n->i[5] == 0;
+    gin[0] = two ? two_grad(n, g, n->saved[0])
+             : disjoint ? scatter_grad(n, g, n->saved[0]) : gather_grad(n, g, "max_pool_bw", n->saved[0]);
     return gin[0] ? CLG_OK : g->dev->status;
 }
 
