@@ -691,6 +691,12 @@ static void argument_checks(clg_device *dev)
     clg_gemm_config huge_opaque = clg__gemm_tiled_as_config(&huge);
     CHECK(clg__gemm_run(dev, ENGINE("tiled"), &huge_opaque, &g) == CLG_ERR_INVALID_ARGUMENT);
     CHECK_MSG(strstr(clg_device_error(dev), "does not fit"), "%s", clg_device_error(dev));
+    /* A row bias is stored with C as a grid only (clg__gemm_rows): without one it would
+     * be dropped, so it is refused. */
+    clg_gemm_args rb = g;
+    rb.b_rows = a, rb.bias = c, rb.bias_step = 1;
+    CHECK(clg__gemm_rows(dev, &rb) == CLG_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(clg_device_error(dev), "row bias"), "%s", clg_device_error(dev));
     /* Malformed or inconsistent configurations do not parse. */
     clg_gemm_tiled_config x;
     CHECK(!clg__gemm_tiled_parse("64x64x16/4x4/v4", &x));
