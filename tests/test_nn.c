@@ -209,15 +209,16 @@ static void to_host(clg_device *dev, clg_tensor *t, float *out, size_t n)
     if (t) CHECK_OK(dev, clg_tensor_to_host(t, out, n * sizeof *out));
 }
 
-/* The output, the input's gradient and every parameter's, side by side in out. */
-static void run_mlp(clg_device *dev, clg_module *m, clg_tensor *x, clg_tensor *gy, bool layers, float *out,
-                    size_t ny, size_t nx, const size_t *np)
+/* The output, the input's gradient (leaf's: x or what x is a view of) and every
+ * parameter's, side by side in out. */
+static void run_mlp(clg_device *dev, clg_module *m, clg_tensor *x, clg_tensor *leaf, clg_tensor *gy, bool layers,
+                    float *out, size_t ny, size_t nx, const size_t *np)
 {
     clg_module *l0 = clg_module_child(m, "0"), *l2 = clg_module_child(m, "2");
     clg_tensor *p[4] = {clg_module_param(l0, "weight"), clg_module_param(l0, "bias"), clg_module_param(l2, "weight"),
                         clg_module_param(l2, "bias")};
     for (int i = 0; i < 4; i++) clg_tensor_zero_grad(p[i]);
-    clg_tensor_zero_grad(x);
+    clg_tensor_zero_grad(leaf);   /* x, or the leaf x is a view of */
     /* the layers one by one (ReLU its own op), or Sequential's forward */
     clg_tensor *y = layers ? clg_linear(clg_relu(clg_linear(x, clg_module_param(l0, "weight"), clg_module_param(l0, "bias"))),
                                         clg_module_param(l2, "weight"), clg_module_param(l2, "bias"))
@@ -225,7 +226,7 @@ static void run_mlp(clg_device *dev, clg_module *m, clg_tensor *x, clg_tensor *g
     CHECK_OK(dev, clg_backward(y, gy));
     to_host(dev, y, out, ny);
     out += ny;
-    to_host(dev, clg_tensor_grad(x), out, nx);
+    to_host(dev, clg_tensor_grad(leaf), out, nx);
     out += nx;
     for (int i = 0; i < 4; i++) {
         to_host(dev, clg_tensor_grad(p[i]), out, np[i]);
@@ -251,12 +252,20 @@ static void linear_relu_folded(clg_device *dev)
         size_t ny = (size_t)(B * 10), nx = (size_t)(B * in), np[4] = {(size_t)(h * in), (size_t)h, (size_t)(10 * h), 10};
         size_t n = ny + nx + np[0] + np[1] + np[2] + np[3];
         float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
-        run_mlp(dev, m, x, gy, false, a, ny, nx, np);
-        run_mlp(dev, m, x, gy, true, b, ny, nx, np);
+        run_mlp(dev, m, x, x, gy, false, a, ny, nx, np);
+        run_mlp(dev, m, x, x, gy, true, b, ny, nx, np);
         size_t diff = 0;
         for (size_t i = 0; i < n; i++) diff += memcmp(&a[i], &b[i], sizeof *a) != 0;
         CHECK_MSG(diff == 0, "Linear + ReLU %lldx%lldx%lld: %zu of %zu values differ from the layers one by one",
                   (long long)B, (long long)in, (long long)h, diff, n);
+        if (B % 4 == 0) {   /* the batch as [4, B / 4] rows: the same values (Sequential's forward) */
+            clg_tensor *x3 = clg_reshape(x, CLG_SHAPE(4, B / 4, in)), *gy3 = clg_reshape(gy, CLG_SHAPE(4, B / 4, 10));
+            run_mlp(dev, m, x3, x, gy3, false, b, ny, nx, np);
+            diff = 0;
+            for (size_t i = 0; i < n; i++) diff += memcmp(&a[i], &b[i], sizeof *a) != 0;
+            CHECK_MSG(diff == 0, "Linear + ReLU over [4, %lld, %lld]: %zu of %zu values differ", (long long)(B / 4),
+                      (long long)in, diff, n);
+        }
         free(a);
         free(b);
         clg_scope_end(dev);
