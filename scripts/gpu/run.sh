@@ -124,6 +124,7 @@ stage_glance() {   # one run of each training measurement: a first look when dev
   for m in mlp cnn; do
     for p in float32 mixed; do echo "== $m $p"; $b/bench/bench_train --model $m --repeats 1 --precision $p; done
   done
+  echo "== cnn conv_shift=on"; CLG_PARAMS=conv_shift=on $b/bench/bench_train --model cnn --repeats 1
   for m in gpt_tiny resnet; do
     echo "== $m clgrad"; $b/bench/bench_models --model $m --steps 20 --repeats 1
     echo "== $m PyTorch CUDA"; python3 bench/torch_models.py --model $m --steps 20 --repeats 1 --device cuda
