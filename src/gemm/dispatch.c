@@ -107,33 +107,31 @@ static clg_status k_slices(clg_device *dev, const clg_gemm_engine *e, const clg_
     return CLG_OK;
 }
 
-/* C = bias on every row (add false) or C += bias, for g's C and column bias. */
-static clg_status col_bias_pass(clg_device *dev, const clg_gemm_args *g, bool add)
+/* A pass of gemm.cl over g's C (m x n of every batch entry) in C's own type: `kernel`
+ * with C's arguments (m, n, C, offset, ldc, batch stride), then `more`. */
+static clg_status c_pass(clg_device *dev, const clg_gemm_args *g, const char *kernel, const clg_arg *more, int nmore)
 {
     clg_gemm_args shape = *g;
     shape.type = g->c_f32 ? CLG_GEMM_F32 : g->type, shape.c_f32 = false;   /* C's own type */
-    clg_kernel *k = clg__kernel_get(dev, "gemm", clg__gemm_cl_options(&shape), "gemm_col_bias");
+    clg_kernel *k = clg__kernel_get(dev, "gemm", clg__gemm_cl_options(&shape), kernel);
     if (!k) return dev->status;
-    clg_arg args[] = {
-        CLG_ARG_I((int)g->m), CLG_ARG_I((int)g->n), CLG_ARG_B(g->c), CLG_ARG_L(g->c_off), CLG_ARG_I((int)g->ldc),
-        CLG_ARG_L(g->stride_c), CLG_ARG_B(g->col_bias), CLG_ARG_L(g->col_bias_off), CLG_ARG_I(add),
-    };
-    return clg__launch_rows3(dev, k, args, (int)(sizeof args / sizeof *args), g->n, g->m, g->batch);
-}
-
-/* C = relu(C) over g's C (every batch entry), in C's own type. */
-static clg_status relu_pass(clg_device *dev, const clg_gemm_args *g)
-{
-    clg_gemm_args shape = *g;
-    shape.type = g->c_f32 ? CLG_GEMM_F32 : g->type, shape.c_f32 = false;   /* C's own type */
-    clg_kernel *k = clg__kernel_get(dev, "gemm", clg__gemm_cl_options(&shape), "gemm_relu");
-    if (!k) return dev->status;
-    clg_arg args[] = {
+    clg_arg args[9] = {
         CLG_ARG_I((int)g->m), CLG_ARG_I((int)g->n), CLG_ARG_B(g->c), CLG_ARG_L(g->c_off), CLG_ARG_I((int)g->ldc),
         CLG_ARG_L(g->stride_c),
     };
-    return clg__launch_rows3(dev, k, args, (int)(sizeof args / sizeof *args), g->n, g->m, g->batch);
+    for (int i = 0; i < nmore && i < 3; i++) args[6 + i] = more[i];
+    return clg__launch_rows3(dev, k, args, 6 + nmore, g->n, g->m, g->batch);
 }
+
+/* C = bias on every row (add false) or C += bias, for g's C and column bias. */
+static clg_status col_bias_pass(clg_device *dev, const clg_gemm_args *g, bool add)
+{
+    clg_arg more[] = {CLG_ARG_B(g->col_bias), CLG_ARG_L(g->col_bias_off), CLG_ARG_I(add)};
+    return c_pass(dev, g, "gemm_col_bias", more, 3);
+}
+
+/* C = relu(C) over g's C (every batch entry). */
+static clg_status relu_pass(clg_device *dev, const clg_gemm_args *g) { return c_pass(dev, g, "gemm_relu", NULL, 0); }
 
 clg_status clg__gemm_empty_k(clg_device *dev, const clg_gemm_args *g)
 {
@@ -180,11 +178,13 @@ bool clg__gemm_relu_inside(clg_device *dev, const clg_gemm_engine *e, const clg_
 
 /* An engine that does not take g sends it on (`instead`); one that sends it nowhere
  * refuses it. The chain is short (host -> packed, clblast -> tiled), never a loop. */
-const clg_gemm_engine *clg__gemm_taker(clg_device *dev, const clg_gemm_engine *e, const clg_gemm_args *g)
+const clg_gemm_engine *clg__gemm_taker(clg_device *dev, const clg_gemm_engine *e, const clg_gemm_args *g,
+                                        bool refuse)
 {
     for (int hops = 0; e && e->takes && !e->takes(dev, g) && hops < clg__gemm_engine_count(); hops++) {
         const clg_gemm_engine *next = clg__gemm_engine_find(e->instead);
         if (!next) {
+            if (!refuse) return NULL;
             if (e->refuse) e->refuse(dev, g);
             else
                 clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg__gemm (%s, m=%zu n=%zu k=%zu): the engine does not take it on %s",
@@ -207,7 +207,7 @@ clg_status clg__gemm_dispatch(clg_device *dev, const clg_gemm_engine *e, const c
      * plain: an empty sum, so C = beta * C. */
     if (g->k == 0) return clg__gemm_empty_k(dev, g);
     const clg_gemm_engine *asked = e;
-    if (!(e = clg__gemm_taker(dev, e, g))) return dev->status;
+    if (!(e = clg__gemm_taker(dev, e, g, true))) return dev->status;
     if (e != asked) cfg = NULL;   /* a configuration is the asked engine's */
     /* Past the loop limit, slices of k; 16-bit results in float32 first, so that each
      * is still rounded once. */

@@ -12,8 +12,14 @@ clg_status clg__gemm_check(clg_device *dev, const clg_gemm_args *g);
 clg_status clg__gemm_empty_k(clg_device *dev, const clg_gemm_args *g);
 
 /* The engine that takes g: e, or where e sends what it does not take (`instead`);
- * NULL with the error recorded where none does. */
-const clg_gemm_engine *clg__gemm_taker(clg_device *dev, const clg_gemm_engine *e, const clg_gemm_args *g);
+ * NULL where none does, with the refusal recorded where `refuse`. */
+const clg_gemm_engine *clg__gemm_taker(clg_device *dev, const clg_gemm_engine *e, const clg_gemm_args *g,
+                                        bool refuse);
+/* The device's own engine for g, as clg__gemm runs it (the `first` engines aside): g's
+ * class's choice, its configuration in *cfg and its split in *split (gemm.c), or where
+ * that engine leaves g (small products), the one it leaves them to. */
+const clg_gemm_engine *clg__gemm_own_engine(clg_device *dev, const clg_gemm_args *g, const clg_gemm_config **cfg,
+                                            int *split);
 /* Whether e applies g's ReLU as it stores C (one call: it fits, k within its limit, not
  * 16-bit); else the dispatcher runs the product without it and gemm_relu after. */
 bool clg__gemm_relu_inside(clg_device *dev, const clg_gemm_engine *e, const clg_gemm_args *g);

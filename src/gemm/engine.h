@@ -112,6 +112,13 @@ const char *clg__gemm_cl_options(const clg_gemm_args *g);
 clg_status clg__gemm_scale(clg_device *dev, const clg_gemm_args *g);
 /* alpha or beta as a kernel argument of g's compute type. */
 clg_arg clg__gemm_scalar(clg_gemm_type type, double v);
+/* C as a grid (clg_gemm_grid) for the kernels that store one (gemm.cl's and
+ * gemm_tiled.cl's store_grid): whether g's grid is one they index with int (or none),
+ * and the int8 argument they read it from: cells per slot, row length, rows and columns
+ * kept, the step between slots, rows per slot, whether C is a grid, whether rows get the
+ * bias (`bias`: g's bias, with the launch that adds it). */
+bool clg__gemm_grid_fits(const clg_gemm_args *g);
+clg_arg clg__gemm_grid_arg(const clg_gemm_args *g, bool bias);
 
 /* ---- for engines: k split into slices run side by side (splitk.c) ----------------------- */
 

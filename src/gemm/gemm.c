@@ -24,9 +24,16 @@ clg_status clg__gemm_run(clg_device *dev, const clg_gemm_engine *engine, const c
     }
     const clg_gemm_config *own_cfg;
     int split;
-    const clg_gemm_engine *own = clg__gemm_engine_for_args(dev, g, &own_cfg, &split), *next;
-    if (own->leaves && own->leaves(dev, g) && (next = clg__gemm_engine_find(own->instead))) own = next, own_cfg = NULL;
+    const clg_gemm_engine *own = clg__gemm_own_engine(dev, g, &own_cfg, &split);
     return split > 1 ? clg__gemm_split_k(dev, own, own_cfg, g, split) : clg__gemm_dispatch(dev, own, own_cfg, g);
+}
+
+const clg_gemm_engine *clg__gemm_own_engine(clg_device *dev, const clg_gemm_args *g, const clg_gemm_config **cfg,
+                                            int *split)
+{
+    const clg_gemm_engine *own = clg__gemm_engine_for_args(dev, g, cfg, split), *next;
+    if (own->leaves && own->leaves(dev, g) && (next = clg__gemm_engine_find(own->instead))) own = next, *cfg = NULL;
+    return own;
 }
 
 bool clg__gemm_stores_relu(clg_device *dev, const clg_gemm_args *g)
@@ -36,14 +43,10 @@ bool clg__gemm_stores_relu(clg_device *dev, const clg_gemm_args *g)
     /* as clg__gemm_run chooses (no `first` engine takes float32 or float64) */
     const clg_gemm_config *cfg;
     int split;
-    const clg_gemm_engine *own = clg__gemm_engine_for_args(dev, g, &cfg, &split), *next;
-    if (own->leaves && own->leaves(dev, g) && (next = clg__gemm_engine_find(own->instead))) own = next;
+    const clg_gemm_engine *own = clg__gemm_own_engine(dev, g, &cfg, &split);
     if (split > 1 && clg__gemm_split_applies(g, split)) return true;   /* gemm_split_sum applies it */
-    /* the engine that takes g (clg__gemm_taker, without recording a refusal) */
-    const clg_gemm_engine *e = own;
-    for (int hops = 0; e && e->takes && !e->takes(dev, g) && hops < clg__gemm_engine_count(); hops++)
-        e = clg__gemm_engine_find(e->instead);
-    return e && (!e->takes || e->takes(dev, g)) && clg__gemm_relu_inside(dev, e, g);
+    const clg_gemm_engine *e = clg__gemm_taker(dev, own, g, false);
+    return e && clg__gemm_relu_inside(dev, e, g);
 }
 
 clg_status clg__gemm(clg_device *dev, clg_gemm_type type, bool trans_a, bool trans_b,

@@ -1,6 +1,9 @@
 /* gemm_cl.c: the gemm.cl program's build options, shared by the packed engine and by
  * gemm_scale (C = beta C), which the dispatcher runs for k == 0 and CLBlast before a
- * product with beta 0: one program per element type, whoever builds it first. */
+ * product with beta 0: one program per element type, whoever builds it first; and the
+ * grid of C that the packed and tiled kernels store (clg__gemm_rows). */
+#include <limits.h>
+
 #include "gemm/engine.h"
 
 /* -w: POCL's clang warns that float16 values passed to vload16/fma/store_row "change
@@ -35,4 +38,19 @@ clg_status clg__gemm_scale(clg_device *dev, const clg_gemm_args *g)
     };
     /* exact groups (not the driver's pick, one compile per matrix shape on POCL) */
     return clg__launch_rows3(dev, k, args, 7, g->n, g->m, g->batch);
+}
+
+bool clg__gemm_grid_fits(const clg_gemm_args *g)
+{
+    const clg_gemm_grid *q = &g->grid;
+    return !q->cols || (q->slot_rows && q->ws && q->slot_rows * q->ws < INT_MAX && q->rows <= q->slot_rows &&
+                        q->cols <= q->ws && q->slot_step < INT_MAX && g->ldc < INT_MAX);
+}
+
+clg_arg clg__gemm_grid_arg(const clg_gemm_args *g, bool bias)
+{
+    const clg_gemm_grid *q = &g->grid;
+    const int64_t cg[8] = {(int64_t)(q->slot_rows * q->ws), (int64_t)q->ws, (int64_t)q->rows, (int64_t)q->cols,
+                           (int64_t)q->slot_step, (int64_t)q->slot_rows, q->cols != 0, bias};
+    return clg__arg_int8(cg, 8);
 }

@@ -387,11 +387,8 @@ static bool rows_fits(const clg_device *dev, const clg_gemm_args *g)
 {
     (void)dev;
     size_t nr = tile_cols(g->type);
-    const clg_gemm_grid *q = &g->grid;
-    bool grid_ok = !q->cols || (q->slot_rows && q->ws && q->slot_rows * q->ws < INT_MAX && q->rows <= q->slot_rows &&
-                                q->cols <= q->ws && q->slot_step < INT_MAX && g->ldc < INT_MAX);
     return !g->trans_b && g->batch == 1 && !clg__gemm_type_is_half(g->type) && !g->c_f32 && fits(NULL, g) &&
-           (g->n + nr - 1) / nr * nr < INT_MAX / 2 && grid_ok && g->bias_step < INT_MAX;
+           (g->n + nr - 1) / nr * nr < INT_MAX / 2 && clg__gemm_grid_fits(g) && g->bias_step < INT_MAX;
 }
 
 /* op(A) packed in panels of rows_mr, then gemm_tiles_rows over every panel of B in
@@ -412,17 +409,14 @@ static clg_status rows(clg_device *dev, const clg_gemm_args *g)
     size_t slice = loops / per > 16 ? loops / per : 16;
     size_t global[3] = {(size_t)((t.npanels + t.pj - 1) / t.pj), (size_t)((t.mpanels + t.pi - 1) / t.pi), 1};
     size_t local[3] = {1, 1, 1};
-    const clg_gemm_grid *q = &g->grid;
     for (size_t k0 = 0; st == CLG_OK && k0 < g->k; k0 += slice) {
         size_t k1 = g->k - k0 < slice ? g->k : k0 + slice;
-        /* gemm.cl store_grid's cg; the bias with the last slice, after the others' sums */
-        const int64_t cg[8] = {(int64_t)(q->slot_rows * q->ws), (int64_t)q->ws, (int64_t)q->rows, (int64_t)q->cols,
-                               (int64_t)q->slot_step, (int64_t)q->slot_rows, q->cols != 0, g->bias && k1 == g->k};
         clg_arg args[] = {
             CLG_ARG_I(g->m), CLG_ARG_I(g->n), CLG_ARG_I(g->k), CLG_ARG_I(k0), CLG_ARG_I(k1), CLG_ARG_I(t.pi),
             CLG_ARG_I(t.pj), CLG_ARG_B(ap), CLG_ARG_B(g->b), CLG_ARG_L(g->b_off), CLG_ARG_B(g->b_rows),
             CLG_ARG_B(g->c), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc), clg__gemm_scalar(g->type, g->alpha),
-            clg__gemm_scalar(g->type, k0 ? 1.0 : g->beta), clg__arg_int8(cg, 8),
+            /* the bias with the last slice, after the others' sums */
+            clg__gemm_scalar(g->type, k0 ? 1.0 : g->beta), clg__gemm_grid_arg(g, g->bias && k1 == g->k),
             CLG_ARG_B(g->bias ? g->bias : g->c), CLG_ARG_L(g->bias_off), CLG_ARG_I(g->bias_step),
         };
         st = clg__launch(dev, krows, args, (int)(sizeof args / sizeof *args), 3, global, local);

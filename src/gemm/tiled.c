@@ -90,10 +90,10 @@ static size_t local_b(const clg_gemm_tiled_config *c, clg_gemm_type t)
     return (c->dbuf ? 2 : 1) * (size_t)c->tk * ((size_t)c->tn + lpad(c, t)) * esize(t);
 }
 
-/* -w: as for gemm.cl, POCL's clang warns that double8 / float16 values passed to the
- * (inlined) store_row "change the ABI" without AVX-512: noise on stderr. */
 /* rows: the kernel that reads B's rows at offsets (-DROWS=1: clg__gemm_rows, clg__gemm_sum),
- * a program of its own, built on a convolution's first use. */
+ * a program of its own, built on a convolution's first use. -w: as for gemm.cl, POCL's
+ * clang warns that double8 / float16 values passed to the (inlined) store_row "change the
+ * ABI" without AVX-512: noise on stderr. */
 static void options(const clg_gemm_tiled_config *c, clg_gemm_type type, bool rows, char *buf, size_t len)
 {
     snprintf(buf, len, "-DT=%s -DTM=%d -DTN=%d -DTK=%d -DWM=%d -DWN=%d -DVW=%d -DMAP=%d -DWIDE=%d -DLPAD=%zu "
@@ -129,16 +129,6 @@ clg_status clg__gemm_tiled_kernel(clg_device *dev, const clg_gemm_tiled_config *
                                   clg_kernel **out)
 {
     return kernel_for(dev, c, type, false, out);
-}
-
-/* C's grid for the ROWS kernel: cells per slot, row length, rows and columns kept, the
- * step between slots, rows per slot, whether C is a grid, whether rows get a bias. */
-static clg_arg grid_arg(const clg_gemm_args *g)
-{
-    const clg_gemm_grid *q = &g->grid;
-    const int64_t cg[8] = {(int64_t)(q->slot_rows * q->ws), (int64_t)q->ws, (int64_t)q->rows, (int64_t)q->cols,
-                           (int64_t)q->slot_step, (int64_t)q->slot_rows, q->cols != 0, g->bias != NULL};
-    return clg__arg_int8(cg, 8);
 }
 
 static bool fits(clg_device *dev, const clg_gemm_args *g)
@@ -180,7 +170,7 @@ static clg_status launch_config(clg_device *dev, const clg_gemm_args *g, const c
         CLG_ARG_B(g->col_bias ? g->col_bias : g->c), CLG_ARG_L(g->col_bias_off), CLG_ARG_I(g->col_bias != NULL),
         CLG_ARG_I(g->relu),
         /* ROWS only (gemm_tiled.cl's cg as gemm.cl's store_grid reads it) */
-        CLG_ARG_B(g->b_rows ? g->b_rows : g->c), CLG_ARG_I(rows_off), grid_arg(g),
+        CLG_ARG_B(g->b_rows ? g->b_rows : g->c), CLG_ARG_I(rows_off), clg__gemm_grid_arg(g, g->bias != NULL),
         CLG_ARG_B(g->bias ? g->bias : g->c), CLG_ARG_L(g->bias_off), CLG_ARG_I(g->bias_step),
     };
     int nargs = (int)(sizeof args / sizeof args[0]) - (g->b_rows ? 0 : 6);
@@ -381,14 +371,11 @@ static const clg_gemm_tiled_config *rows_config(clg_device *dev, const clg_gemm_
     return k ? c : NULL;
 }
 
-/* The element types and sizes the ROWS kernel takes (C's grid as gemm.cl's store_grid's). */
+/* The element types and sizes the ROWS kernel takes. */
 static bool rows_common(clg_device *dev, const clg_gemm_args *g)
 {
-    const clg_gemm_grid *q = &g->grid;
-    bool grid_ok = !q->cols || (q->slot_rows && q->ws && q->slot_rows * q->ws < INT_MAX && q->rows <= q->slot_rows &&
-                                q->cols <= q->ws && q->slot_step < INT_MAX);
-    return (g->type == CLG_GEMM_F32 || g->type == CLG_GEMM_F64) && !g->c_f32 && g->batch == 1 && !g->relu && fits(dev, g) &&
-           grid_ok && g->bias_step < INT_MAX;
+    return (g->type == CLG_GEMM_F32 || g->type == CLG_GEMM_F64) && !g->c_f32 && g->batch == 1 && !g->relu &&
+           fits(dev, g) && clg__gemm_grid_fits(g) && g->bias_step < INT_MAX;
 }
 
 static bool rows_fits(const clg_device *dev, const clg_gemm_args *g)
@@ -430,13 +417,15 @@ static bool sum_fits(const clg_device *dev, const clg_gemm_args *g)
 }
 
 /* Slices of k run side by side (float32): enough to give the device four groups per
- * compute unit, each slice at least 256 long, and as many as the loop budget needs. */
+ * compute unit, each slice at least 256 long, as many as the loop budget needs, at most
+ * CLG_GEMM_SPLIT_MAX (sum() hands this chunks of k that need no more). */
 static int sum_parts(clg_device *dev, const clg_gemm_args *g, const clg_gemm_tiled_config *c)
 {
     size_t groups = (g->m + (size_t)c->tm - 1) / (size_t)c->tm * ((g->n + (size_t)c->tn - 1) / (size_t)c->tn);
     size_t want = 4 * (size_t)clg_device_get_info(dev)->compute_units, lim = k_limit(dev, g);
     size_t parts = groups >= want ? 1 : (want + groups - 1) / groups;
     if (parts > g->k / 256) parts = g->k / 256;
+    if (parts > CLG_GEMM_SPLIT_MAX) parts = CLG_GEMM_SPLIT_MAX;   /* a large GPU's 4 x 132 groups */
     if (parts < (g->k + lim - 1) / lim) parts = (g->k + lim - 1) / lim;
     return parts > 1 ? (int)parts : 1;
 }

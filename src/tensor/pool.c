@@ -128,39 +128,26 @@ static clg_tensor *gather_grad(clg_node *n, clg_tensor *g, const char *kernel, c
 
 /* ---- max pooling ------------------------------------------------------------------------------ */
 
-/* Non-overlapping windows: dx = 0, then each output's gradient is written at its argmax. */
-static clg_tensor *scatter_grad(clg_node *n, clg_tensor *g, clg_tensor *idx)
+/* Non-overlapping windows: each output's gradient routed to its argmax. The 2 x 2 / 2
+ * window writes its four pixels of dx itself (max_pool_2x2_bw: the gradient at the argmax,
+ * zeros at the others), dx zeroed first only where an odd H or W leaves a row or column
+ * outside every window; other disjoint windows scatter onto zeros (max_pool_bw_scatter). */
+static clg_tensor *argmax_grad(clg_node *n, clg_tensor *g, clg_tensor *idx, bool two)
 {
     clg_tensor *x = n->inputs[0];
     pool_geo geo = geo_load(n);
     clg_tensor *gy = clg_contiguous(g);
-    clg_tensor *dx = gy ? clg_zeros(x->dev, x->dtype, 4, x->shape) : NULL;
-    if (!dx) return NULL;
-    clg_tensor *gc = gy->offset ? clg__copy_as(gy, gy->dtype) : gy;
-    clg_arg a[] = {CLG_ARG_I(idx->numel), CLG_ARG_B(gc ? gc->buf : NULL), CLG_ARG_B(idx->buf),
-                   CLG_ARG_B(dx->buf), geo_arg(&geo), win_arg(&geo)};
-    clg_status st = gc ? launch(x->dev, x->dtype, "max_pool_bw_scatter", a, 6, idx->numel) : x->dev->status;
-    if (gc != gy) clg_tensor_free(gc);
-    if (st == CLG_OK) return dx;
-    clg_tensor_free(dx);
-    return NULL;
-}
-
-/* The 2 x 2 / 2 window (max_pool_2x2_bw): dx written window by window, zeros first only
- * where an odd H or W leaves a row or column outside every window. */
-static clg_tensor *two_grad(clg_node *n, clg_tensor *g, clg_tensor *idx)
-{
-    clg_tensor *x = n->inputs[0];
-    pool_geo geo = geo_load(n);
-    clg_tensor *gy = clg_contiguous(g);
-    bool odd = geo.H % 2 || geo.W % 2;
-    clg_tensor *dx = !gy ? NULL : odd ? clg_zeros(x->dev, x->dtype, 4, x->shape) : clg__tensor_new(x->dev, x->dtype, 4, x->shape);
+    bool whole = two && geo.H % 2 == 0 && geo.W % 2 == 0;   /* every pixel written by the kernel */
+    clg_tensor *dx = !gy ? NULL : whole ? clg__tensor_new(x->dev, x->dtype, 4, x->shape)
+                                        : clg_zeros(x->dev, x->dtype, 4, x->shape);
     if (!dx) return NULL;
     clg_tensor *gc = gy->offset ? clg__copy_as(gy, gy->dtype) : gy;
     int64_t R = geo.N * geo.C * geo.OH;
-    clg_arg a[] = {CLG_ARG_I(R), CLG_ARG_B(gc ? gc->buf : NULL), CLG_ARG_B(idx->buf), CLG_ARG_B(dx->buf), geo_arg(&geo)};
+    clg_arg a[] = {CLG_ARG_I(two ? R : idx->numel), CLG_ARG_B(gc ? gc->buf : NULL), CLG_ARG_B(idx->buf),
+                   CLG_ARG_B(dx->buf), geo_arg(&geo), win_arg(&geo)};
     clg_status st = !gc ? x->dev->status
-                        : clg__conv_launch_grid(x->dev, x->dtype, "max_pool_2x2_bw", a, 5, (const int64_t[]){geo.OW, R, 1});
+                    : two ? clg__conv_launch_grid(x->dev, x->dtype, "max_pool_2x2_bw", a, 5, (const int64_t[]){geo.OW, R, 1})
+                          : launch(x->dev, x->dtype, "max_pool_bw_scatter", a, 6, idx->numel);
     if (gc != gy) clg_tensor_free(gc);
     if (st == CLG_OK) return dx;
     clg_tensor_free(dx);
@@ -171,8 +158,7 @@ static clg_status max_pool_bw(clg_node *n, clg_tensor *g, clg_tensor **gin)
 {
     bool disjoint = n->i[2] >= n->i[0] && n->i[3] >= n->i[1];   /* stride >= kernel on both axes */
     bool two = n->i[0] == 2 && n->i[1] == 2 && n->i[2] == 2 && n->i[3] == 2 && n->i[4] == 0 && n->i[5] == 0;
-    gin[0] = two ? two_grad(n, g, n->saved[0])
-             : disjoint ? scatter_grad(n, g, n->saved[0]) : gather_grad(n, g, "max_pool_bw", n->saved[0]);
+    gin[0] = two || disjoint ? argmax_grad(n, g, n->saved[0], two) : gather_grad(n, g, "max_pool_bw", n->saved[0]);
     return gin[0] ? CLG_OK : g->dev->status;
 }
 
