@@ -44,14 +44,43 @@
 // it; other operands are copied by plain loads, in step). beta == 0 writes C without
 // reading it.
 //
+// Intel's matrix units (XMX: DG2/Arc, Ponte Vecchio, Xe2) take a sub-group's instruction
+// instead (cl_intel_subgroup_matrix_multiply_accumulate): one dpas multiplies an 8 x 16
+// block of A by a 16 x SG block of B (SG, the sub-group's lanes: 8 on devices whose
+// smallest sub-group is 8, 16 where it is 16), so there a "warp" is a sub-group of SG
+// work-items and a fragment 8 x SG. Lane l holds, for rows m = 0..7 (vector components):
+//   A, SG = 8:  a.s[m] = A[m][2l, 2l+1] (32 bits, lower k low); SG = 16: a.s[m] = A[m][l]
+//   B:          b.s[q] = B[2q, 2q+1][l]   (q = 0..7)
+//   C:          c.s[m] = C[m][l]
+// The tiles are staged as above; each lane reads its fragments from local memory itself.
+//   3 (xmx): the instruction (the runtime defines cl_intel_subgroup_matrix_multiply_accumulate
+//     where the device has it);
+//   4 (emulate-xmx): computed by the sub-group's work-items through local memory, from
+//     exactly those fragments: the same kernel proven on every device.
+//
 // Options: -DCLG_F16_STORE or -DCLG_BF16_STORE, -DCF32=0|1, -DWARPS_M -DWARPS_N -DFM
-// -DFN (even) -DTK (a multiple of 16) -DSTAGES (2..4), -DMMA=1|2.
+// -DFN (even for MMA 1, 2) -DTK (a multiple of 16) -DSTAGES (2..4), -DMMA=1|2|3|4, -DSG=8|16
+// (MMA 3, 4).
 
-#define WTM (FM * 16)
-#define WTN (FN * 8)
+#if MMA <= 2
+#define LANES 32   // a warp's work-items
+#define FH 16      // a fragment's rows of C
+#define FW 8       // and columns
+#define FN_EVEN (FN % 2 == 0)   // ldmatrix.x4 loads B's fragments in pairs
+#else
+#define LANES SG
+#define FH 8
+#define FW SG
+#define FN_EVEN 1
+#if SG != 8 && SG != 16
+#error "gemm_mma: -DSG=8 or 16 with MMA 3 or 4"
+#endif
+#endif
+#define WTM (FM * FH)
+#define WTN (FN * FW)
 #define TM (WARPS_M * WTM)
 #define TN (WARPS_N * WTN)
-#define NT (WARPS_M * WARPS_N * 32)   // work-items per group
+#define NT (WARPS_M * WARPS_N * LANES)   // work-items per group
 #define LK (TK + 8)                   // a k-contiguous tile's row length
 #define MAXI(a, b) ((a) > (b) ? (a) : (b))
 #define SA MAXI(TM * LK, TK * (TM + 8))   // 16-bit values of one stage's tiles, either layout
@@ -59,8 +88,8 @@
 #define AL (TM * TK / 8 / NT)         // 16-byte copies per work-item and tile
 #define BL (TN * TK / 8 / NT)
 
-#if TK % 16 || FN % 2 || AL * NT * 8 != TM * TK || BL * NT * 8 != TN * TK || AL < 1 || BL < 1 || STAGES < 2 || STAGES > 4
-#error "gemm_mma: TK a multiple of 16, FN even, 2 to 4 stages, and whole tiles copied in equal shares"
+#if TK % 16 || !FN_EVEN || AL * NT * 8 != TM * TK || BL * NT * 8 != TN * TK || AL < 1 || BL < 1 || STAGES < 2 || STAGES > 4
+#error "gemm_mma: TK a multiple of 16, FN even (MMA 1, 2), 2 to 4 stages, and whole tiles copied in equal shares"
 #endif
 
 #if defined(CLG_F16_STORE)
@@ -191,8 +220,93 @@ inline void ldsm4_emulated(uint af[FM][4], uint bf[FN][2], __local const ushort 
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 }
+#elif MMA == 3 || MMA == 4
+#define COPIES_COMMIT()
+#define COPIES_WAIT()
+#if SG == 8
+typedef uint8 afrag;     // lane l: rows 0..7's k = 2l, 2l+1
+#define AS_A(x) as_int8(x)
 #else
-#error "gemm_mma: -DMMA=1 (ptx) or 2 (emulate)"
+typedef ushort8 afrag;   // lane l: rows 0..7's k = l
+#define AS_A(x) as_short8(x)
+#endif
+// Lane l's A fragment of the sub-group's rows r .. r+7 and the k step at k of a stage's
+// tile (layouts of copy_tile below).
+inline afrag load_a(__local const ushort *L, const int kcontig, const int r, const int k, const int l)
+{
+#if SG == 8
+    if (!kcontig) {   // rows k+2l and k+2l+1 of the tile, 8 values each from column r
+        uint8 lo = convert_uint8(vload8(0, L + (k + 2 * l) * (TM + 8) + r));
+        uint8 hi = convert_uint8(vload8(0, L + (k + 2 * l + 1) * (TM + 8) + r));
+        return lo | hi << 16;
+    }
+    uint v[8];
+    for (int m = 0; m < 8; m++) v[m] = *(__local const uint *)(L + (r + m) * LK + k + 2 * l);
+    return vload8(0, v);
+#else
+    if (!kcontig) return vload8(0, L + (k + l) * (TM + 8) + r);
+    ushort v[8];
+    for (int m = 0; m < 8; m++) v[m] = L[(r + m) * LK + k + l];
+    return vload8(0, v);
+#endif
+}
+// Lane l's B fragment: column c (its own) of the k step at k.
+inline uint8 load_b(__local const ushort *L, const int kcontig, const int c, const int k)
+{
+    if (kcontig) return vload8(0, (__local const uint *)(L + c * LK + k));
+    uint v[8];
+    for (int q = 0; q < 8; q++) v[q] = (uint)L[(k + 2 * q) * (TN + 8) + c] | (uint)L[(k + 2 * q + 1) * (TN + 8) + c] << 16;
+    return vload8(0, v);
+}
+#if MMA == 3
+#ifndef cl_intel_subgroup_matrix_multiply_accumulate
+#error "gemm_mma: MMA=3 needs cl_intel_subgroup_matrix_multiply_accumulate"
+#endif
+#if defined(CLG_F16_STORE)
+#define XMX_STEP(d, a, b) ((d) = intel_sub_group_f16_f16_matrix_mad_k16(AS_A(a), as_int8(b), (d)))
+#else
+#define XMX_STEP(d, a, b) ((d) = intel_sub_group_bf16_bf16_matrix_mad_k16(AS_A(a), as_int8(b), (d)))
+#endif
+#else
+// The sub-group's FM x FN instructions of one k step computed by its SG work-items: each
+// publishes its A fragments in the sub-group's scratch s (row m of fragment i: the SG
+// lanes' 32-bit values), then computes its own column of every product from them and its
+// own B fragment, as the instruction defines it. Two barriers, called alike by the group.
+inline void xmx_emulated_step(float8 acc[FM][FN], const afrag af[FM], const uint8 bf[FN], __local uint *s, const int l)
+{
+    for (int i = 0; i < FM; i++) {
+#if SG == 8
+        uint v[8];
+#else
+        ushort v[8];
+#endif
+        vstore8(af[i], 0, v);
+        for (int m = 0; m < 8; m++) s[(i * 8 + m) * SG + l] = v[m];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int j = 0; j < FN; j++) {
+        uint b[8];
+        vstore8(bf[j], 0, b);
+        for (int i = 0; i < FM; i++) {
+            float c[8];
+            vstore8(acc[i][j], 0, c);
+            for (int m = 0; m < 8; m++) {
+                __local const uint *row = s + (i * 8 + m) * SG;
+                float sum = 0.0f;
+                for (int k = 0; k < 16; k++) {
+                    uint x = SG == 8 ? row[k >> 1] >> (k & 1) * 16 : row[k];
+                    sum += H2F(x & 0xffffu) * H2F(b[k >> 1] >> (k & 1) * 16 & 0xffffu);
+                }
+                c[m] += sum;
+            }
+            acc[i][j] = vload8(0, c);
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+#endif
+#else
+#error "gemm_mma: -DMMA=1 (ptx), 2 (emulate), 3 (xmx) or 4 (emulate-xmx)"
 #endif
 
 // Tile copies. op(X) is R x K (rows of A, or columns of B); its tile at (r0, k0) goes to
@@ -239,7 +353,25 @@ inline void copy_tile(__local ushort *L, const int n, const int R, __global cons
     }
 }
 
-__kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
+// C[r][c] = alpha * x + beta * C[r][c] inside the matrix (beta == 0: C not read).
+inline void store_c(__global CT *C, const int M, const int N, const int ldc, const int r, const int c,
+                    const float alpha, const float beta, const float x)
+{
+    if (r < M && c < N) {
+        __global CT *p = C + (long)r * ldc + c;
+        float v = alpha * x;
+        if (beta != 0.0f) v += beta * LOADC(p);
+        STOREC(p, v);
+    }
+}
+
+#if MMA == 3
+#define SUB_GROUP_SIZE __attribute__((intel_reqd_sub_group_size(SG)))
+#else
+#define SUB_GROUP_SIZE
+#endif
+
+__kernel __attribute__((reqd_work_group_size(NT, 1, 1))) SUB_GROUP_SIZE
 void gemm_mma(const int M, const int N, const int K, const int ta, const int tb,
               __global const ushort *A, const long a_off, const int lda, const long stride_a, const int a_vec,
               __global const ushort *B, const long b_off, const int ldb, const long stride_b, const int b_vec,
@@ -252,18 +384,27 @@ void gemm_mma(const int M, const int N, const int K, const int ta, const int tb,
 #if MMA == 2
     __local float scratch[NT / 32][FM * 256 + FN * 128];   // each warp's fragments of a k step
     __local int rows_at[NT / 32][(FM + FN / 2) * 32];      // each warp's ldmatrix row offsets
+#elif MMA == 4
+    __local uint scratch[NT / SG][FM * 8 * SG];            // each sub-group's A fragments
 #endif
-    const int tid = get_local_id(0), lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+    const int tid = get_local_id(0);
+#if MMA == 3
+    const int lane = get_sub_group_local_id(), warp = get_sub_group_id();
+#else
+    const int lane = (int)((uint)tid % LANES), warp = (int)((uint)tid / LANES);
+#endif
     const int wm = warp / WARPS_N * WTM, wn = warp % WARPS_N * WTN;
     const int m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;
     const long z = get_group_id(2);
     A += a_off + z * stride_a;
     B += b_off + z * stride_b;
     C += c_off + z * stride_c;
+    const int ka = !ta, kb = tb;   // k-contiguous tiles
 
+#if MMA <= 2
+    const int g = lane >> 2, t = lane & 3;
     // This lane's ldmatrix rows (see above), as offsets in a stage's tile, for k step 0;
     // a k step of 16 adds dka (dkb) to them.
-    const int ka = !ta, kb = tb;   // k-contiguous tiles
     int oa[FM], ob[FN / 2];
     #pragma unroll
     for (int i = 0; i < FM; i++) {
@@ -286,6 +427,13 @@ void gemm_mma(const int M, const int N, const int K, const int ta, const int tb,
         for (int j = 0; j < FN; j++)
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+#else
+    float8 acc[FM][FN];
+    #pragma unroll
+    for (int i = 0; i < FM; i++)
+#pragma unroll
+        for (int j = 0; j < FN; j++) acc[i][j] = (float8)(0.0f);
+#endif
 
     const int tiles = (K + TK - 1) / TK;
     for (int s = 0; s < STAGES - 1; s++) {   // the first tiles in flight
@@ -308,13 +456,15 @@ void gemm_mma(const int M, const int N, const int K, const int ta, const int tb,
         __local const ushort *LA = As + kt % STAGES * SA, *LB = Bs + kt % STAGES * SB;
         // Emulated: the k steps as a loop, which halves POCL's compile of the largest
         // block (4.7 -> 2.4 s; each step's four barriers are code to copy per step).
-#if MMA == 1
+#if MMA == 1 || MMA == 3
         #pragma unroll
 #else
         #pragma unroll 1
 #endif
         for (int ks = 0; ks < TK / 16; ks++) {
+#if MMA <= 2
             uint af[FM][4], bf[FN][2];
+#endif
 #if MMA == 1
             #pragma unroll
             for (int i = 0; i < FM; i++) ldsm4(af[i], LA + oa[i] + ks * dka, !ka);
@@ -331,12 +481,27 @@ void gemm_mma(const int M, const int N, const int K, const int ta, const int tb,
             for (int i = 0; i < FM; i++)
 #pragma unroll
                 for (int j = 0; j < FN; j++) MMA_STEP(acc[i][j], af[i], bf[j]);
-#else
+#elif MMA == 2
             int pa[FM], pb[FN / 2];
             for (int i = 0; i < FM; i++) pa[i] = oa[i] + ks * dka;
             for (int j = 0; j < FN / 2; j++) pb[j] = ob[j] + ks * dkb;
             ldsm4_emulated(af, bf, LA, pa, !ka, LB, pb, !kb, rows_at[warp], lane);
             mma_emulated_step(acc, af, bf, scratch[warp], lane);
+#else
+            afrag af[FM];
+            uint8 bf[FN];
+            #pragma unroll
+            for (int i = 0; i < FM; i++) af[i] = load_a(LA, ka, wm + i * 8, ks * 16, lane);
+            #pragma unroll
+            for (int j = 0; j < FN; j++) bf[j] = load_b(LB, kb, wn + j * SG + lane, ks * 16);
+#if MMA == 3
+#pragma unroll
+            for (int i = 0; i < FM; i++)
+#pragma unroll
+                for (int j = 0; j < FN; j++) XMX_STEP(acc[i][j], af[i], bf[j]);
+#else
+            xmx_emulated_step(acc, af, bf, scratch[warp], lane);
+#endif
 #endif
         }
     }
@@ -344,15 +509,18 @@ void gemm_mma(const int M, const int N, const int K, const int ta, const int tb,
 #pragma unroll
     for (int i = 0; i < FM; i++)
 #pragma unroll
-        for (int j = 0; j < FN; j++)
+        for (int j = 0; j < FN; j++) {
+#if MMA <= 2
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                int r = m0 + wm + i * 16 + g + (e >> 1) * 8, c = n0 + wn + j * 8 + 2 * t + (e & 1);
-                if (r < M && c < N) {
-                    __global CT *p = C + (long)r * ldc + c;
-                    float v = alpha * acc[i][j][e];
-                    if (beta != 0.0f) v += beta * LOADC(p);
-                    STOREC(p, v);
-                }
-            }
+            for (int e = 0; e < 4; e++)
+                store_c(C, M, N, ldc, m0 + wm + i * 16 + g + (e >> 1) * 8, n0 + wn + j * 8 + 2 * t + (e & 1), alpha,
+                        beta, acc[i][j][e]);
+#else
+            float v8[8];
+            vstore8(acc[i][j], 0, v8);
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                store_c(C, M, N, ldc, m0 + wm + i * 8 + e, n0 + wn + j * SG + lane, alpha, beta, v8[e]);
+#endif
+        }
 }

@@ -100,6 +100,24 @@ static void test_defaults(void)
     CHECK_MSG(p->mma_opt == !pocl && strstr(buf, pocl ? "mma_opt = off" : "mma_opt = on"), "mma_opt: %s", buf);
     CHECK(clg_device_set_param(dev, "mma_opt", "on") == CLG_OK && p->mma_opt);
     CHECK(clg_device_set_param(dev, "mma_opt", "fast") == CLG_ERR_INVALID_ARGUMENT);
+    /* Intel's sub-group instruction: the suite's CPU devices report no
+     * cl_intel_subgroup_matrix_multiply_accumulate, so neither xmx nor a width of 16 from
+     * the device; the kinds by name, widths 8 and 16 alone. */
+    clg_mma_kind own_mma = p->mma;
+    int own_lanes = p->mma_lanes;
+    char want_lanes[24];
+    snprintf(want_lanes, sizeof want_lanes, "mma_lanes = %d\n", own_lanes);
+    CHECK_MSG((own_lanes == 8 || own_lanes == 16) && strstr(buf, want_lanes), "mma_lanes: %s", buf);
+    if (pocl || strstr(in->name, "llvmpipe") || strstr(in->platform, "Oclgrind"))
+        CHECK_MSG(own_mma == CLG_MMA_NONE && own_lanes == 8, "mma on %s: %s", in->name, buf);
+    CHECK(clg_device_set_param(dev, "mma", "emulate-xmx") == CLG_OK && p->mma == CLG_MMA_EMULATE_XMX);
+    CHECK(clg_device_set_param(dev, "mma", "xmx") == CLG_OK && p->mma == CLG_MMA_XMX);
+    CHECK_MSG(clg_device_set_param(dev, "mma", "wmma") == CLG_ERR_INVALID_ARGUMENT &&
+                  strstr(clg_device_error(dev), "none, ptx, emulate, xmx or emulate-xmx"), "%s", clg_device_error(dev));
+    CHECK(clg_device_set_param(dev, "mma_lanes", "16") == CLG_OK && p->mma_lanes == 16);
+    CHECK(clg_device_set_param(dev, "mma_lanes", "32") == CLG_ERR_INVALID_ARGUMENT && p->mma_lanes == 16);
+    CHECK(clg_device_set_param(dev, "mma_lanes", own_lanes == 8 ? "8" : "16") == CLG_OK &&
+          clg_device_set_param(dev, "mma", clg__mma_kind_name(own_mma)) == CLG_OK);
     /* fma() in the GEMM and attention kernels where the device fuses in hardware: POCL
      * where the host CPU has FMA (its flags in /proc/cpuinfo); llvmpipe and Oclgrind
      * report no float fused multiply-add. */

@@ -467,7 +467,8 @@ static void mma_sweep(clg_device *dev, const engine *mma, bool both)
 static void mma_engine(clg_device *dev)
 {
     double t0 = clg__now();
-    bool ptx = clg__device_params(dev)->mma == CLG_MMA_PTX;   /* the device's own table */
+    clg_mma_kind own = clg__device_params(dev)->mma;   /* the device's own table */
+    bool ptx = own == CLG_MMA_PTX;
     if (ptx) {   /* the matrix units themselves (NVIDIA) */
         engine hw = {.e = ENGINE("mma"), .name = "mma (ptx)"};
         CHECK_MSG(ENGINE("mma")->ready(dev, CLG_GEMM_F16) && ENGINE("mma")->ready(dev, CLG_GEMM_BF16),
@@ -516,8 +517,59 @@ static void mma_engine(clg_device *dev)
         CHECK(clg__gemm_run(dev, ENGINE("mma"), NULL, &g) == CLG_ERR_INVALID_ARGUMENT);
     }
     clg__buffer_release(buf);
-    CHECK_OK(dev, clg_device_set_param(dev, "mma", ptx ? "ptx" : "none"));
+    CHECK_OK(dev, clg_device_set_param(dev, "mma", clg__mma_kind_name(own)));
     printf("  %-32s %s %.1f s\n", mma.name, both ? "f16, bf16" : "bf16 (f16 not run: no float64 here)", clg__now() - t0);
+}
+
+/* Intel's sub-group instruction (mma = xmx; cl_intel_subgroup_matrix_multiply_accumulate):
+ * where the device table says xmx, the instruction itself; emulated (mma = emulate-xmx),
+ * the kernel's 8 x lanes fragments, their loads from both tile layouts and the write-out
+ * on any device, sub-groups 8 and 16 wide where the device has float64 (POCL, Oclgrind),
+ * 8 wide and bfloat16 alone elsewhere (llvmpipe compiles each variant for seconds). Then
+ * mma = xmx where the device lacks it: refused once (the build fails), products right. */
+static void xmx_engine(clg_device *dev)
+{
+    const clg_device_params *p = clg__device_params(dev);
+    clg_mma_kind own = p->mma;
+    int own_lanes = p->mma_lanes;
+    char lanes_text[8], own_block[40];
+    const int *ob = p->mma_block;
+    snprintf(own_block, sizeof own_block, "%dx%dx%dx%dx%dx%d", ob[0], ob[1], ob[2], ob[3], ob[4], ob[5]);
+    double t0 = clg__now();
+    if (own == CLG_MMA_XMX) {
+        engine hw = {.e = ENGINE("mma"), .name = "mma (xmx)"};
+        CHECK_MSG(ENGINE("mma")->ready(dev, CLG_GEMM_F16) && ENGINE("mma")->ready(dev, CLG_GEMM_BF16),
+                  "the device table says mma = xmx, and the engine is refused");
+        mma_sweep(dev, &hw, true);
+        printf("  %-32s f16, bf16, %d lanes %.1f s\n", hw.name, own_lanes, clg__now() - t0);
+        t0 = clg__now();
+    }
+    bool both = clg_device_get_info(dev)->fp64;
+    CHECK_OK(dev, clg_device_set_param(dev, "mma", "emulate-xmx"));
+    for (int lanes = 8; lanes <= (both ? 16 : 8); lanes *= 2) {
+        snprintf(lanes_text, sizeof lanes_text, "%d", lanes);
+        CHECK_OK(dev, clg_device_set_param(dev, "mma_lanes", lanes_text));
+        /* the blocks the table gives a device whose sub-groups are this wide */
+        CHECK_OK(dev, clg_device_set_param(dev, "mma_block", lanes == 8 ? "4x4x2x2x32x2" : "4x4x4x2x32x2"));
+        engine x = {.e = ENGINE("mma")};
+        snprintf(x.name, sizeof x.name, "mma (emulate-xmx, %d lanes)", lanes);
+        CHECK_MSG(ENGINE("mma")->ready(dev, CLG_GEMM_BF16) && (!both || ENGINE("mma")->ready(dev, CLG_GEMM_F16)),
+                  "%s refused: %s", x.name, clg_device_error(dev));
+        mma_sweep(dev, &x, both);
+        printf("  %-32s %s %.1f s\n", x.name, both ? "f16, bf16" : "bf16", clg__now() - t0);
+        t0 = clg__now();
+    }
+    if (own != CLG_MMA_XMX) {
+        CHECK_OK(dev, clg_device_set_param(dev, "mma", "xmx"));
+        CHECK(!ENGINE("mma")->ready(dev, CLG_GEMM_BF16));
+        gcase c = {.tb = true, .m = 33, .n = 17, .k = 40, .batch = 1, .alpha = 1.0, .beta = 0.0};
+        engine autox = {.e = NULL, .name = "auto (xmx refused)"};
+        run_case(dev, &autox, CLG_GEMM_BF16, &c);
+    }
+    CHECK_OK(dev, clg_device_set_param(dev, "mma_block", own_block));
+    snprintf(lanes_text, sizeof lanes_text, "%d", own_lanes);
+    CHECK_OK(dev, clg_device_set_param(dev, "mma_lanes", lanes_text));
+    CHECK_OK(dev, clg_device_set_param(dev, "mma", clg__mma_kind_name(own)));
 }
 
 /* A buffer of 12 floats holding 0, 1, ..., 11. */
@@ -1254,6 +1306,7 @@ int main(int argc, char **argv)
     host_leaves(dev);
     if (!small_mode) host_split(dev);
     mma_engine(dev);
+    xmx_engine(dev);
     hostbf16_engine(dev);
     engine autoe = {.e = NULL, .name = "auto"};
     gcase c = {.ta = false, .tb = true, .m = 37, .n = 41, .k = 43, .batch = 1, .alpha = 1.0, .beta = 0.0};

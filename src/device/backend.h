@@ -62,6 +62,8 @@ typedef struct clg_device_props {
     bool exact_div;           /* float division and sqrt can be correctly rounded */
     bool hw_fma;              /* float fused multiply-add in hardware (CL_FP_FMA) */
     bool nvidia_sm80;         /* NVIDIA's compute capability 8.0 or later */
+    int intel_xmx_lanes;      /* cl_intel_subgroup_matrix_multiply_accumulate's sub-group
+                                 width (the smallest sub-group size: 8 or 16), 0 without it */
 } clg_device_props;
 clg_device_props clg__device_props(const clg_device *dev);
 

@@ -302,7 +302,11 @@ void clg__profile_free(clg_device *dev);
  * device they run on. Filled at open from the device's properties, then overridden by
  * $CLG_PARAMS_FILE (lines "key = value", # comments) and $CLG_PARAMS ("key=value,...").
  * `clgrad devices --params` prints the table. */
-typedef enum clg_mma_kind { CLG_MMA_NONE, CLG_MMA_PTX, CLG_MMA_EMULATE } clg_mma_kind;
+typedef enum clg_mma_kind {
+    CLG_MMA_NONE, CLG_MMA_PTX, CLG_MMA_EMULATE, CLG_MMA_XMX, CLG_MMA_EMULATE_XMX, CLG_MMA_KINDS
+} clg_mma_kind;
+/* The table's name of an mma kind: "none", "ptx", "emulate", "xmx", "emulate-xmx". */
+const char *clg__mma_kind_name(clg_mma_kind k);
 
 #define CLG_BUILD_THREADS_MAX 16
 
@@ -435,15 +439,21 @@ typedef struct clg_device_params {
     bool fma;
     /* The matrix unit 16-bit products run on (src/gemm/mma.c, cl_kernels/gemm_mma.cl): "ptx"
      * (NVIDIA's mma.sync through inline PTX: the default where the device reports compute
-     * capability 8.0 or later through cl_nv_device_attribute_query), "emulate" (the same
-     * kernel with the instruction computed by the warp's work-items: any device, for the
-     * suite), or "none". Validated on the device before first use either way. */
+     * capability 8.0 or later through cl_nv_device_attribute_query), "xmx" (Intel's dpas
+     * through cl_intel_subgroup_matrix_multiply_accumulate: the default where the device
+     * reports it with cl_intel_required_subgroup_size), "emulate" and "emulate-xmx" (the
+     * same kernel with the instruction computed by the warp's or sub-group's work-items:
+     * any device, for the suite), or "none". Validated on the device before first use. */
     clg_mma_kind mma;
-    /* The matrix-unit engine's largest block: warps along m and n, 16 x 8 fragments per
-     * warp along m and n, the k tile and the number of tiles staged ("2x4x4x4x32x2":
-     * 128 x 128 blocks of 8 warps, two tiles of 32). Its smaller blocks (64 x 64, 32 x 32)
-     * serve products too small to fill the device. */
+    /* The matrix-unit engine's largest block: warps (sub-groups) along m and n, fragments
+     * per warp along m and n (16 x 8 NVIDIA's, 8 x mma_lanes Intel's), the k tile and the
+     * number of tiles staged ("2x4x4x4x32x2": 128 x 128 blocks of 8 warps, two tiles of
+     * 32; Intel's 4x4x2x2x32x2 where sub-groups are 8 wide, 4x4x4x2x32x2 where 16: 64 x 64
+     * and 128 x 128). Its smaller blocks serve products too small to fill the device. */
     int mma_block[6];
+    /* Work-items of the sub-group Intel's instruction spans (xmx, emulate-xmx): 8 or 16,
+     * the device's smallest sub-group size (8 on DG2, 16 on Ponte Vecchio and Xe2). */
+    int mma_lanes;
     /* Whether mma = emulate builds its kernel with the compiler's optimizations: off on
      * POCL, whose optimizer took 4-7 s per block on the emulated instruction (its loops
      * around barriers; 0.15 s unoptimized, and the suite's products ran as fast), on

@@ -46,7 +46,7 @@ static bool compiles_per_group_size(const clg_device *dev)
     return platform_is(dev, "Portable Computing Language");
 }
 
-/* POCL's optimizer on the emulated matrix-unit kernel (gemm_mma.cl with MMA = 2, loops
+/* POCL's optimizer on the emulated matrix-unit kernel (gemm_mma.cl with MMA = 2 or 4, loops
  * around barriers, which POCL's work-group functions copy per region): 4-7 s a program
  * against 0.15 s unoptimized, twelve programs in the suite's GEMM tests. */
 static bool slow_to_optimize_emulated_mma(const clg_device *dev)
@@ -135,10 +135,23 @@ static void defaults(clg_device *dev)
     p->flat16 = p->vector_float >= 8;
     p->exact_div = props.exact_div;
     p->fma = props.hw_fma;
-    p->mma = props.nvidia_sm80 ? CLG_MMA_PTX : CLG_MMA_NONE;
-    memcpy(p->mma_block, (int[6]){2, 4, 4, 4, 32, 2}, sizeof p->mma_block);
+    /* Intel's blocks as large as ocloc compiles them without spilling registers
+     * (scripts/gpu/xmx-check.sh): 2 x 2 fragments per sub-group where it is 8 wide (DG2),
+     * 4 x 2 where 16 (Ponte Vecchio); not yet timed on a device. */
+    p->mma = props.nvidia_sm80 ? CLG_MMA_PTX : props.intel_xmx_lanes ? CLG_MMA_XMX : CLG_MMA_NONE;
+    p->mma_lanes = props.intel_xmx_lanes ? props.intel_xmx_lanes : 8;
+    if (p->mma == CLG_MMA_XMX)
+        memcpy(p->mma_block, (int[6]){4, 4, p->mma_lanes == 8 ? 2 : 4, 2, 32, 2}, sizeof p->mma_block);
+    else
+        memcpy(p->mma_block, (int[6]){2, 4, 4, 4, 32, 2}, sizeof p->mma_block);
     p->mma_opt = !slow_to_optimize_emulated_mma(dev);
     p->host_bf16 = clg__host_cpu_bf16() && clg__native_supported(dev);
+}
+
+const char *clg__mma_kind_name(clg_mma_kind k)
+{
+    static const char *names[CLG_MMA_KINDS] = {"none", "ptx", "emulate", "xmx", "emulate-xmx"};
+    return (unsigned)k < CLG_MMA_KINDS ? names[k] : "?";
 }
 
 bool clg__host_cpu_bf16(void)
@@ -240,14 +253,20 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
     if (!strcmp(key, "exact_div")) return parse_choice(dev, key, value, origin, "on", "off", &p->exact_div);
     if (!strcmp(key, "fma")) return parse_choice(dev, key, value, origin, "on", "off", &p->fma);
     if (!strcmp(key, "mma")) {
-        static const char *kinds[] = {"none", "ptx", "emulate"};
-        for (int i = 0; i < 3; i++)
-            if (!strcmp(value, kinds[i])) {
+        for (int i = 0; i < CLG_MMA_KINDS; i++)
+            if (!strcmp(value, clg__mma_kind_name((clg_mma_kind)i))) {
                 p->mma = (clg_mma_kind)i;
                 return CLG_OK;
             }
-        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "device parameters (%s): mma = \"%s\": want none, ptx or emulate",
-                         origin, value);
+        return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
+                         "device parameters (%s): mma = \"%s\": want none, ptx, emulate, xmx or emulate-xmx", origin, value);
+    }
+    if (!strcmp(key, "mma_lanes")) {
+        if (strcmp(value, "8") && strcmp(value, "16"))
+            return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "device parameters (%s): mma_lanes = \"%s\": want 8 or 16",
+                             origin, value);
+        p->mma_lanes = atoi(value);
+        return CLG_OK;
     }
     if (!strcmp(key, "mma_block")) return parse_block(dev, key, value, origin, p->mma_block);
     if (!strcmp(key, "mma_opt")) return parse_choice(dev, key, value, origin, "on", "off", &p->mma_opt);
@@ -279,7 +298,7 @@ clg_status clg__params_set(clg_device *dev, const char *key, const char *value, 
     return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT,
                      "device parameters (%s): unknown key \"%s\" (known: gemm, gemm_tiles, group_1d, group_1d_min, group_tail, group_reduce, rows_min, "
                      "local_mem, max_group, binary_cache, build_threads, col2im, gemm_dot, gemm_rows, gemm_small, conv_columns, conv_chunk, conv_shift, item_loops, pool_keep, attention, "
-                     "row_reduce, scatter, const_strides, transpose_tiles, flat16, exact_div, fma, mma, mma_block, mma_opt, host_bf16)", origin, key);
+                     "row_reduce, scatter, const_strides, transpose_tiles, flat16, exact_div, fma, mma, mma_block, mma_lanes, mma_opt, host_bf16)", origin, key);
 }
 
 static char *trim(char *s)
@@ -352,16 +371,16 @@ void clg__params_format(const clg_device_params *p, char *buf, size_t len)
     snprintf(buf, len,
              "gemm = %s\ngemm_tiles = %s\ngroup_1d = %zu\ngroup_1d_min = %zu\ngroup_tail = %zu\ngroup_reduce = %zu\nrows_min = %zu\nvector_float = %d\n"
              "max_group = %zu\nmax_item = %zu %zu %zu\nlocal_mem = %llu%s\nbinary_cache = %s\nbuild_threads = %zu\ncol2im = %s\ngemm_dot = %s\ngemm_rows = %s\ngemm_small = %zu\nconv_columns = %s\nconv_chunk = %zu\nconv_shift = %s\nitem_loops = %zu\npool_keep = %zu\nattention = %s\n"
-             "row_reduce = %s\nscatter = %s\nconst_strides = %s\ntranspose_tiles = %s\nflat16 = %s\nexact_div = %s\nfma = %s\nmma = %s\nmma_block = %dx%dx%dx%dx%dx%d\nmma_opt = %s\nhost_bf16 = %s\n",
+             "row_reduce = %s\nscatter = %s\nconst_strides = %s\ntranspose_tiles = %s\nflat16 = %s\nexact_div = %s\nfma = %s\nmma = %s\nmma_block = %dx%dx%dx%dx%dx%d\nmma_lanes = %d\nmma_opt = %s\nhost_bf16 = %s\n",
              p->gemm, p->gemm_tiles ? "on" : "off", p->group_1d, p->group_1d_min, p->group_tail, p->group_reduce, p->rows_min, p->vector_float, p->max_group, p->max_item[0],
              p->max_item[1], p->max_item[2], (unsigned long long)p->local_mem,
              p->local_is_global ? " (emulated in global memory)" : "", p->binary_cache ? "on" : "off", p->build_threads,
              p->col2im_planes ? "planes" : "gather", p->gemm_dot ? "on" : "off", p->gemm_rows8 ? "8" : "6", p->gemm_small,
              p->conv_keep_columns ? "keep" : "rebuild", p->conv_chunk, p->conv_shift ? "on" : "off", p->item_loops, p->pool_keep, p->attention_rows ? "rows" : "tiles",
              p->row_items ? "items" : "groups", p->scatter_lines ? "lines" : "sorted", p->const_strides ? "on" : "off", p->transpose_tiles ? "on" : "off", p->flat16 ? "on" : "off",
-             p->exact_div ? "on" : "off", p->fma ? "on" : "off", p->mma == CLG_MMA_PTX ? "ptx" : p->mma == CLG_MMA_EMULATE ? "emulate" : "none",
+             p->exact_div ? "on" : "off", p->fma ? "on" : "off", clg__mma_kind_name(p->mma),
              p->mma_block[0], p->mma_block[1], p->mma_block[2], p->mma_block[3], p->mma_block[4],
-             p->mma_block[5], p->mma_opt ? "on" : "off", p->host_bf16 ? "on" : "off");
+             p->mma_block[5], p->mma_lanes, p->mma_opt ? "on" : "off", p->host_bf16 ? "on" : "off");
 }
 
 clg_status clg_device_set_param(clg_device *dev, const char *key, const char *value)

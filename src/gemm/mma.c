@@ -4,9 +4,11 @@
  * (mixed precision's, or a 16-bit model's) run on gemm_mma.cl rather than on float32
  * copies: "ptx" is NVIDIA's mma.sync through inline PTX (the table's default on devices
  * that report compute capability 8.0 or later through cl_nv_device_attribute_query);
- * "emulate" runs the same kernel with the instruction computed by the warp's work-items
- * (any device: what the suite uses to prove the kernel on POCL, rusticl and Oclgrind);
- * "none" (elsewhere) keeps the other engines.
+ * "xmx" Intel's dpas through cl_intel_subgroup_matrix_multiply_accumulate on sub-groups
+ * of `mma_lanes` work-items (the default where the device reports the extension);
+ * "emulate" and "emulate-xmx" run the same kernel with the instruction computed by the
+ * warp's or sub-group's work-items (any device: what the suite uses to prove the kernel
+ * on POCL, rusticl and Oclgrind); "none" (elsewhere) keeps the other engines.
  *
  * Before its first product of a type, the engine is validated on the device: two small
  * products (both transposes, partial tiles) on each of its blocks must equal the host's
@@ -22,34 +24,56 @@
 #include "gemm/engine.h"
 #include "half.h"
 
-/* A kernel shape: warps along m and n, 16 x 8 fragments per warp along m and n, k tile,
- * tiles staged. */
-typedef struct mma_config { int warps_m, warps_n, fm, fn, tk, stages; } mma_config;
+/* A kernel shape: warps along m and n, fragments per warp along m and n, k tile, tiles
+ * staged; and from the kind of instruction, a warp's work-items and a fragment's rows and
+ * columns (NVIDIA's: warps of 32, 16 x 8; Intel's: sub-groups of `mma_lanes`, 8 x lanes). */
+typedef struct mma_config { int warps_m, warps_n, fm, fn, tk, stages, lanes, fh, fw; } mma_config;
+
+static bool emulated(const clg_device *dev)
+{
+    clg_mma_kind k = clg__device_params(dev)->mma;
+    return k == CLG_MMA_EMULATE || k == CLG_MMA_EMULATE_XMX;
+}
+static bool intel(const clg_device *dev)
+{
+    clg_mma_kind k = clg__device_params(dev)->mma;
+    return k == CLG_MMA_XMX || k == CLG_MMA_EMULATE_XMX;
+}
+/* gemm_mma.cl's -DMMA for the table's kind. */
+static int mma_define(const clg_device *dev) { return 1 + emulated(dev) + 2 * intel(dev); }
 
 /* The device table's block first (mma_block; by default 128 x 128 blocks of 8 warps with
  * 64 x 32 each, 64 accumulators per work-item: 4 warps of 64 x 64 needed 255 registers
  * and spilled in ptxas for sm_90, scripts/gpu/ptx-check.sh), then 64 x 64 blocks of 4
  * warps and 32 x 32 blocks of one warp for products too small to fill the device with
  * larger ones, and where groups hold no more. */
+/* Intel's, where sub-groups are 8 (16) wide: 32 x 32 (32 x 64) blocks of 4 sub-groups,
+ * and 16 x 16 (16 x 32) blocks of one, with 2 x 2 fragments each (more spilled registers
+ * on DG2 in ocloc's report, scripts/gpu/xmx-check.sh). */
 #define NCONFIGS 3
 static mma_config config_at(const clg_device *dev, int i)
 {
-    const int *b = clg__device_params(dev)->mma_block;
-    static const mma_config smaller[NCONFIGS - 1] = {
-        {2, 2, 2, 4, 32, 3},   /* 64 x 64, 128 work-items */
-        {1, 1, 2, 4, 32, 3},   /* 32 x 32, one warp: devices whose groups hold 32 items (llvmpipe) */
+    const clg_device_params *p = clg__device_params(dev);
+    const int *b = p->mma_block;
+    static const mma_config smaller[2][NCONFIGS - 1] = {
+        {{2, 2, 2, 4, 32, 3, 0, 0, 0}, {1, 1, 2, 4, 32, 3, 0, 0, 0}},   /* 64 x 64 of 4 warps; 32 x 32 of one (llvmpipe's groups hold 32) */
+        {{2, 2, 2, 2, 32, 2, 0, 0, 0}, {1, 1, 2, 2, 32, 2, 0, 0, 0}},
     };
-    return i ? smaller[i - 1] : (mma_config){b[0], b[1], b[2], b[3], b[4], b[5]};
+    mma_config c = i ? smaller[intel(dev)][i - 1] : (mma_config){b[0], b[1], b[2], b[3], b[4], b[5], 0, 0, 0};
+    c.lanes = intel(dev) ? p->mma_lanes : 32;
+    c.fh = intel(dev) ? 8 : 16;
+    c.fw = intel(dev) ? p->mma_lanes : 8;
+    return c;
 }
 
-static int items(const mma_config *c) { return c->warps_m * c->warps_n * 32; }
-static int tile_m(const mma_config *c) { return c->warps_m * c->fm * 16; }
-static int tile_n(const mma_config *c) { return c->warps_n * c->fn * 8; }
+static int items(const mma_config *c) { return c->warps_m * c->warps_n * c->lanes; }
+static int tile_m(const mma_config *c) { return c->warps_m * c->fm * c->fh; }
+static int tile_n(const mma_config *c) { return c->warps_n * c->fn * c->fw; }
 
 /* Per device, per kind of instruction (device table) and 16-bit type (float16,
- * bfloat16): 0 untried, 1 validated, -1 refused; for the table's block `block` (a new
- * one is validated anew). */
-typedef struct mma_state { int ready[3][2], block[6]; } mma_state;
+ * bfloat16): 0 untried, 1 validated, -1 refused; for the table's block `block` and
+ * sub-group width `lanes` (new ones are validated anew). */
+typedef struct mma_state { int ready[CLG_MMA_KINDS][2], block[6], lanes; } mma_state;
 
 extern const clg_gemm_engine clg__gemm_mma_engine;
 
@@ -57,8 +81,6 @@ static mma_state *state(clg_device *dev)
 {
     return clg__gemm_engine_data(dev, &clg__gemm_mma_engine, sizeof(mma_state), NULL);
 }
-
-static bool emulated(const clg_device *dev) { return clg__device_params(dev)->mma == CLG_MMA_EMULATE; }
 
 /* The first configuration to try for g: the largest that makes at least two blocks per
  * compute unit, else the smallest (most blocks, least padding). */
@@ -77,12 +99,15 @@ static int first_config(clg_device *dev, const clg_gemm_args *g)
 static size_t tile_values(size_t r, size_t tk) { return r * (tk + 8) > tk * (r + 8) ? r * (tk + 8) : tk * (r + 8); }
 
 /* Bytes of local memory: the stages' tiles of 16-bit values, and when emulated each
- * warp's float32 fragments of a k step and its ldmatrix row offsets. */
+ * warp's float32 fragments of a k step and its ldmatrix row offsets (NVIDIA's), or each
+ * sub-group's A fragments as 32-bit values (Intel's). */
 static size_t local_bytes(const clg_device *dev, const mma_config *c)
 {
     size_t tk = (size_t)c->tk, warps = (size_t)(c->warps_m * c->warps_n);
     size_t tiles = (size_t)c->stages * (tile_values((size_t)tile_m(c), tk) + tile_values((size_t)tile_n(c), tk)) * 2;
-    size_t scratch = warps * ((size_t)(c->fm * 256 + c->fn * 128) * sizeof(float) + (size_t)(c->fm + c->fn / 2) * 32 * sizeof(int));
+    size_t scratch = intel(dev) ? warps * (size_t)(c->fm * 8 * c->lanes) * sizeof(uint32_t)
+                                : warps * ((size_t)(c->fm * 256 + c->fn * 128) * sizeof(float) +
+                                           (size_t)(c->fm + c->fn / 2) * 32 * sizeof(int));
     return tiles + (emulated(dev) ? scratch : 0);
 }
 
@@ -94,15 +119,15 @@ static clg_kernel *kernel(clg_device *dev, const mma_config *c, clg_gemm_type ty
     /* Each work-item moves whole shares of 8 values of both tiles (gemm_mma.cl). */
     size_t n = (size_t)items(c), a8 = (size_t)(tile_m(c) * c->tk / 8), b8 = (size_t)(tile_n(c) * c->tk / 8);
     *fits = n <= p->max_group && local_bytes(dev, c) <= p->local_mem && a8 % n == 0 && b8 % n == 0 && a8 >= n &&
-            b8 >= n && c->fn % 2 == 0;
+            b8 >= n && (intel(dev) || c->fn % 2 == 0);
     if (!*fits) return NULL;
-    char opts[220];
+    char opts[240];
     /* -w: "loop not unrolled" notes where a count is not a constant (POCL); emulated, the
      * device table's mma_opt says whether the compiler optimizes (POCL: 4-7 s a block). */
     snprintf(opts, sizeof opts,
-             "-DT=float -D%s -DCF32=%d -DWARPS_M=%d -DWARPS_N=%d -DFM=%d -DFN=%d -DTK=%d -DSTAGES=%d -DMMA=%d -w%s",
+             "-DT=float -D%s -DCF32=%d -DWARPS_M=%d -DWARPS_N=%d -DFM=%d -DFN=%d -DTK=%d -DSTAGES=%d -DMMA=%d -DSG=%d -w%s",
              type == CLG_GEMM_BF16 ? "CLG_BF16_STORE" : "CLG_F16_STORE", cf32, c->warps_m, c->warps_n, c->fm,
-             c->fn, c->tk, c->stages, emulated(dev) ? 2 : 1, emulated(dev) && !p->mma_opt ? " -cl-opt-disable" : "");
+             c->fn, c->tk, c->stages, mma_define(dev), c->lanes, emulated(dev) && !p->mma_opt ? " -cl-opt-disable" : "");
     clg_kernel *k = clg__kernel_get(dev, "gemm_mma", opts, "gemm_mma");
     *fits = !k || k->wg_max >= (size_t)items(c);
     return *fits ? k : NULL;
@@ -110,12 +135,15 @@ static clg_kernel *kernel(clg_device *dev, const mma_config *c, clg_gemm_type ty
 
 /* Loop trips per k tile, all loops counted: the copies of both tiles (up to 10 trips each,
  * 8 values at a matrix's edge), then per 16 of k the fragments and the products (when
- * emulated: per ldmatrix a row offset and 4 matrices, per fragment 4 stores, and per
- * product 4 results of 16 terms and the loops around them, 70). */
+ * emulated, NVIDIA's: per ldmatrix a row offset and 4 matrices, per fragment 4 stores,
+ * and per product 4 results of 16 terms and the loops around them, 70; Intel's: 8 values
+ * per fragment loaded and published, per product 8 results of 16 terms, 140). */
 static size_t trips_per_tile(const clg_device *dev, const mma_config *c)
 {
     size_t loads = (size_t)(tile_m(c) + tile_n(c)) * (size_t)c->tk / 8 / (size_t)items(c);
-    size_t per16 = (size_t)(4 * (c->fm + c->fn) + 6 * (c->fm + c->fn / 2) + c->fm * c->fn * (emulated(dev) ? 70 : 1));
+    size_t per16 = intel(dev) ? (size_t)(16 * c->fm + 8 * c->fn + c->fm * c->fn * (emulated(dev) ? 140 : 1))
+                              : (size_t)(4 * (c->fm + c->fn) + 6 * (c->fm + c->fn / 2) +
+                                         c->fm * c->fn * (emulated(dev) ? 70 : 1));
     return 10 * loads + (size_t)c->tk / 16 * per16;
 }
 
@@ -154,8 +182,8 @@ static clg_status run_mma(clg_device *dev, const clg_gemm_args *g, int only, boo
     if (!k && only >= 0) return CLG_OK;   /* a block this device cannot hold is never chosen */
     if (!k)
         return clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "clg__gemm (mma): no configuration of gemm_mma.cl fits %s "
-                         "(groups of %zu work-items at most, 32 needed)", clg_device_get_info(dev)->name,
-                         clg__device_params(dev)->max_group);
+                         "(groups of %zu work-items at most, %d needed)", clg_device_get_info(dev)->name,
+                         clg__device_params(dev)->max_group, c.lanes);
     clg_arg args[] = {
         CLG_ARG_I(g->m), CLG_ARG_I(g->n), CLG_ARG_I(g->k), CLG_ARG_I(g->trans_a), CLG_ARG_I(g->trans_b),
         CLG_ARG_B(g->a), CLG_ARG_L(g->a_off), CLG_ARG_I(g->lda), CLG_ARG_L(g->stride_a),
@@ -241,10 +269,10 @@ static int validate(clg_device *dev, clg_gemm_type type)
     int ready = !st && same ? 1 : -1;
     if (ready < 0)
         clg__log(dev, 2, "GEMM on %s: the matrix-unit engine (mma = %s) is refused for %s: %s", clg_device_get_info(dev)->name,
-                 emulated(dev) ? "emulate" : "ptx", name, st ? dev->error : "its results differ from the host's");
+                 clg__mma_kind_name(clg__device_params(dev)->mma), name, st ? dev->error : "its results differ from the host's");
     else
         clg__log(dev, 1, "GEMM on %s: %s products on the matrix-unit engine (mma = %s)", clg_device_get_info(dev)->name,
-                 name, emulated(dev) ? "emulate" : "ptx");
+                 name, clg__mma_kind_name(clg__device_params(dev)->mma));
     dev->status = saved;
     snprintf(dev->error, sizeof dev->error, "%s", saved_text ? saved_text : "");
     free(saved_text);
@@ -257,9 +285,11 @@ static bool ready(clg_device *dev, clg_gemm_type type)
     mma_state *s = state(dev);
     if (!s) return false;
     const int *block = clg__device_params(dev)->mma_block;
-    if (memcmp(s->block, block, sizeof s->block)) {
+    int lanes = clg__device_params(dev)->mma_lanes;
+    if (memcmp(s->block, block, sizeof s->block) || s->lanes != lanes) {
         memset(s->ready, 0, sizeof s->ready);
         memcpy(s->block, block, sizeof s->block);
+        s->lanes = lanes;
     }
     int *r = &s->ready[clg__device_params(dev)->mma][type == CLG_GEMM_BF16];
     if (!*r) *r = validate(dev, type);
@@ -291,7 +321,7 @@ static clg_status refuse(clg_device *dev, const clg_gemm_args *g)
                      "(16-bit operands only; device table mma = %s, validated on first use; see the log)",
                      g->type == CLG_GEMM_F16 ? "float16" : g->type == CLG_GEMM_BF16 ? "bfloat16" : "float32/64",
                      g->m, g->n, g->k, clg_device_get_info(dev)->name,
-                     clg__device_params(dev)->mma == CLG_MMA_NONE ? "none" : "ptx or emulate");
+                     clg__mma_kind_name(clg__device_params(dev)->mma));
 }
 
 /* Every 16-bit product it takes, whatever the device's engine: not a tuning candidate. */

@@ -76,6 +76,22 @@ static bool nvidia_sm80(cl_device_id d)
     return clGetDeviceInfo(d, 0x4000, sizeof major, &major, NULL) == CL_SUCCESS && major >= 8;
 }
 
+/* Intel's sub-group matrix instruction (dpas) exists, on sub-groups as wide as the
+ * device's smallest (the extension's functions are declared for that width alone): 8 or
+ * 16; 0 without the extension or cl_intel_required_subgroup_size to ask for the width. */
+static int intel_xmx_lanes(cl_device_id d)
+{
+    if (!clg__has_extension(d, "cl_intel_subgroup_matrix_multiply_accumulate") ||
+        !clg__has_extension(d, "cl_intel_required_subgroup_size"))
+        return 0;
+    size_t sizes[16], n = 0;   /* CL_DEVICE_SUB_GROUP_SIZES_INTEL */
+    if (clGetDeviceInfo(d, 0x4108, sizeof sizes, sizes, &n) != CL_SUCCESS) return 0;
+    size_t least = 0;
+    for (size_t i = 0; i < n / sizeof *sizes && i < 16; i++)
+        if (sizes[i] && (!least || sizes[i] < least)) least = sizes[i];
+    return least == 8 || least == 16 ? (int)least : 0;
+}
+
 clg_device_props clg__device_props(const clg_device *dev)
 {
     cl_device_id d = dev->cl->id;
@@ -94,6 +110,7 @@ clg_device_props clg__device_props(const clg_device *dev)
                   (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT);
     p.hw_fma = (fp & CL_FP_FMA) != 0;
     p.nvidia_sm80 = nvidia_sm80(d);
+    p.intel_xmx_lanes = intel_xmx_lanes(d);
     return p;
 }
 
