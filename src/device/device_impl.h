@@ -124,6 +124,15 @@ typedef struct clg_program_req {
     const char *program, *options;
 } clg_program_req;
 int clg__programs_build(clg_device *dev, int n, const clg_program_req *reqs);
+/* The programs `names` (cl_kernels/<name>.cl each), all with `options`, built as one
+ * program of their sources one after another, kept in the table as each of theirs: one
+ * compile instead of n, for a device that compiles one program at a time (POCL's fixed
+ * cost per program: six of a step's programs in 1.0-1.5 s against 2.3-2.6 s one by
+ * one). Those built already are left out. The files must not define the same macro or
+ * kernel (test_program_build checks the bundle of src/tensor/ahead.c). A failure is
+ * left for the kernels' own requests to report, as clg__programs_build does. Returns
+ * how many programs it built. */
+int clg__programs_bundle(clg_device *dev, int n, const char *const *names, const char *options);
 /* How many programs of the table no kernel was taken from (built ahead and not needed). */
 int clg__programs_idle(clg_device *dev);
 

@@ -113,7 +113,7 @@ static clg_status c_pass(clg_device *dev, const clg_gemm_args *g, const char *ke
 {
     clg_gemm_args shape = *g;
     shape.type = g->c_f32 ? CLG_GEMM_F32 : g->type, shape.c_f32 = false;   /* C's own type */
-    clg_kernel *k = clg__kernel_get(dev, "gemm", clg__gemm_cl_options(&shape), kernel);
+    clg_kernel *k = clg__kernel_get(dev, "gemm", clg__gemm_cl_options(dev, &shape), kernel);
     if (!k) return dev->status;
     clg_arg args[9] = {
         CLG_ARG_I((int)g->m), CLG_ARG_I((int)g->n), CLG_ARG_B(g->c), CLG_ARG_L(g->c_off), CLG_ARG_I((int)g->ldc),

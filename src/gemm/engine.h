@@ -105,8 +105,8 @@ void clg__gemm_prefer(clg_device *dev, const clg_gemm_engine *e, const clg_gemm_
 
 /* ---- for engines: the gemm.cl program (gemm_cl.c) ---------------------------------------- */
 
-/* The -D options gemm.cl is built with for g's types. */
-const char *clg__gemm_cl_options(const clg_gemm_args *g);
+/* The -D options gemm.cl is built with for g's types on dev (gemm_cl.c). */
+const char *clg__gemm_cl_options(const clg_device *dev, const clg_gemm_args *g);
 /* C = beta * C over m x n (x batch): what a product with k == 0 leaves, and what an
  * engine that reads C even when beta is 0 runs first. */
 clg_status clg__gemm_scale(clg_device *dev, const clg_gemm_args *g);

@@ -8,18 +8,25 @@
 
 /* -w: POCL's clang warns that float16 values passed to vload16/fma/store_row "change
  * the ABI" without AVX-512; those calls are inlined, so the warning is noise on stderr.
- * 16-bit operands compute as float (panels of float32), stored as TS (common.cl). */
-const char *clg__gemm_cl_options(const clg_gemm_args *g)
+ * 16-bit operands compute as float (panels of float32), stored as TS (common.cl).
+ * RMR 8 (gemm.cl: the packed engine's rows per micro-tile and dot-product columns) in
+ * the one float32 and float64 program where the device table's gemm_rows says 8, so
+ * that the packed products and the passes around them (scale, bias, ReLU, split sums)
+ * share it: apart, an MLP's first step built gemm.cl twice, 0.3-0.45 s each on POCL. */
+const char *clg__gemm_cl_options(const clg_device *dev, const clg_gemm_args *g)
 {
+    bool rows8 = clg__device_params(dev)->gemm_rows8;
     switch (g->type) {
-    case CLG_GEMM_F64: return "-DT=double -DMR=6 -DNR=8 -cl-mad-enable -w";
+    case CLG_GEMM_F64:
+        return rows8 ? "-DT=double -DMR=6 -DNR=8 -DRMR=8 -cl-mad-enable -w" : "-DT=double -DMR=6 -DNR=8 -cl-mad-enable -w";
     case CLG_GEMM_F16:
         return g->c_f32 ? "-DT=float -DMR=6 -DNR=16 -DCLG_F16_STORE -DCLG_C_F32 -cl-mad-enable -w"
                         : "-DT=float -DMR=6 -DNR=16 -DCLG_F16_STORE -cl-mad-enable -w";
     case CLG_GEMM_BF16:
         return g->c_f32 ? "-DT=float -DMR=6 -DNR=16 -DCLG_BF16_STORE -DCLG_C_F32 -cl-mad-enable -w"
                         : "-DT=float -DMR=6 -DNR=16 -DCLG_BF16_STORE -cl-mad-enable -w";
-    default: return "-DT=float -DMR=6 -DNR=16 -cl-mad-enable -w";
+    default:
+        return rows8 ? "-DT=float -DMR=6 -DNR=16 -DRMR=8 -cl-mad-enable -w" : "-DT=float -DMR=6 -DNR=16 -cl-mad-enable -w";
     }
 }
 
@@ -30,7 +37,7 @@ clg_arg clg__gemm_scalar(clg_gemm_type type, double v)
 
 clg_status clg__gemm_scale(clg_device *dev, const clg_gemm_args *g)
 {
-    clg_kernel *k = clg__kernel_get(dev, "gemm", clg__gemm_cl_options(g), "gemm_scale");
+    clg_kernel *k = clg__kernel_get(dev, "gemm", clg__gemm_cl_options(dev, g), "gemm_scale");
     if (!k) return dev->status;
     clg_arg args[] = {
         CLG_ARG_I(g->m), CLG_ARG_I(g->n), CLG_ARG_B(g->c), CLG_ARG_L(g->c_off), CLG_ARG_I(g->ldc),

@@ -132,17 +132,10 @@ static bool rows8(const clg_device *dev, const clg_gemm_args *g)
     return rows_mr(dev) == 8 && (g->type == CLG_GEMM_F64 || g->type == CLG_GEMM_F32);
 }
 
-/* The options of every packed kernel of a product of g's types: RMR (which gemm_tiles_rows
- * and gemm_dot read) in the one program of float32 and float64, so that the products and
- * the rows products share it (with it only in the rows', a CNN's step built gemm.cl
- * twice: 0.2-0.4 s each cold on POCL). */
-static const char *options(const clg_device *dev, const clg_gemm_args *g)
-{
-    bool f64 = g->type == CLG_GEMM_F64;
-    if (rows8(dev, g))
-        return f64 ? "-DT=double -DMR=6 -DNR=8 -DRMR=8 -cl-mad-enable -w" : "-DT=float -DMR=6 -DNR=16 -DRMR=8 -cl-mad-enable -w";
-    return clg__gemm_cl_options(g);
-}
+/* The options of every packed kernel of a product of g's types: gemm.cl's one program
+ * per type (clg__gemm_cl_options: RMR, which gemm_tiles_rows and gemm_dot read, where
+ * rows8 says so). */
+static const char *options(const clg_device *dev, const clg_gemm_args *g) { return clg__gemm_cl_options(dev, g); }
 
 /* gemm_dot's columns per block (gemm.cl DOTC): 6 in the programs built with RMR 8 (32
  * vector registers), else 3. */

@@ -47,7 +47,7 @@ clg_status clg__gemm_split_with(clg_device *dev, const clg_gemm_args *g, int par
     size_t ks = g->k / (size_t)parts, mn, bytes;
     if (__builtin_mul_overflow(g->m, g->n, &mn) || __builtin_mul_overflow(mn, (size_t)parts * sizeof(float), &bytes))
         return clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "clg__gemm: %d slices of %zu x %zu overflow", parts, g->m, g->n);
-    clg_kernel *k = clg__kernel_get(dev, "gemm", clg__gemm_cl_options(g), "gemm_split_sum");
+    clg_kernel *k = clg__kernel_get(dev, "gemm", clg__gemm_cl_options(dev, g), "gemm_split_sum");
     if (!k) return dev->status;
     clg_buffer *p = clg__buffer_alloc(dev, bytes);
     if (!p) return dev->status;

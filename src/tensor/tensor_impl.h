@@ -84,9 +84,12 @@ clg_tensor *clg__tensor_new(clg_device *dev, clg_dtype dtype, int ndim, const in
  * owners; *kept: the buffer holds what its last owner under that key left). */
 clg_tensor *clg__tensor_new_kept(clg_device *dev, clg_dtype dtype, int ndim, const int64_t *shape, uint64_t keep,
                                  bool *kept);
-/* At the first float32 tensor of a device that compiles on several threads: the programs
- * a training step builds first, and `also` (NULL: none), built side by side (ahead.c). */
+/* At the first float32 tensor: the programs a training step builds first, and `also`
+ * (NULL: none), built side by side where the device compiles on several threads, else
+ * as one program (ahead.c). */
 void clg__programs_ahead(clg_device *dev, clg_dtype dtype, const char *also);
+/* The i-th program of that list (ahead.c), NULL past its end. */
+const char *clg__first_step_program(int i);
 /* A new tensor over base's buffer, in the current scope. */
 clg_tensor *clg__tensor_view(clg_tensor *base, int ndim, const int64_t *shape, const int64_t *strides,
                              int64_t offset);

@@ -64,6 +64,44 @@ static int begin_all(clg_device *dev, int n, const clg_program_req *reqs, clg_bu
     return got;
 }
 
+int clg__programs_bundle(clg_device *dev, int n, const char *const *names, const char *options)
+{
+    if (!clg__device_is_open(dev) || n <= 0 || !names) return 0;
+    clg_build_job job = {.options = clg__program_options(dev, options ? options : "")};
+    if (!job.options) return 0;
+    int members = 0;
+    size_t len = 0;
+    for (int i = 0; i < n; i++) {   /* "a+b+c" of those not built yet, if the name holds them */
+        size_t l = strlen(names[i]);
+        if (clg__program_find(dev, names[i], job.options) || len + l + 1 >= sizeof job.name) continue;
+        snprintf(job.name + len, sizeof job.name - len, "%s%s", members ? "+" : "", names[i]);
+        len += l + (members++ > 0);
+    }
+    clg_status status = dev->status;   /* a build's failure here is not the caller's */
+    char *error = strdup(dev->error);
+    int built = 0;
+    cl_program p = NULL;
+    if (members && clg__build_begin(dev, &job)) {
+        if (!job.cached) clg__build_compile(dev, &job);
+        p = clg__build_end(dev, &job, false);
+    }
+    for (const char *m = job.name; p && *m;) {   /* each member keeps a reference */
+        size_t ml = strcspn(m, "+");
+        char member[sizeof job.name];
+        snprintf(member, sizeof member, "%.*s", (int)ml, m);
+        if (built && clRetainProgram(p) != CL_SUCCESS) break;
+        if (!clg__program_keep(dev, member, job.options, p)) break;
+        built++;
+        m += ml + (m[ml] == '+');
+    }
+    if (p && !built) clReleaseProgram(p);
+    dev->status = status;
+    snprintf(dev->error, sizeof dev->error, "%s", error ? error : "");
+    free(error);
+    free(job.options);
+    return built;
+}
+
 int clg__programs_build(clg_device *dev, int n, const clg_program_req *reqs)
 {
     if (!clg__device_is_open(dev) || n <= 0 || !reqs) return 0;

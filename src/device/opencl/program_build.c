@@ -38,19 +38,26 @@ static char *source_text(clg_device *dev, const char *name)
     return NULL;
 }
 
+/* common.cl, then the program's file; for a bundle ("copy+relu+...", clg__programs_bundle)
+ * each member's file in turn, each with its own #line. */
 static char *program_source(clg_device *dev, const char *name)
 {
-    char *common = source_text(dev, "common");
-    char *body = common ? source_text(dev, name) : NULL;
-    char *all = NULL;
-    if (body) {
-        size_t n = strlen(common) + strlen(body) + strlen(name) + 64;
-        all = malloc(n);
-        if (all) snprintf(all, n, "%s\n#line 1 \"%s.cl\"\n%s", common, name, body);
-        else clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "program source: out of host memory");
+    char *all = source_text(dev, "common");
+    for (const char *m = name; all && *m;) {
+        size_t ml = strcspn(m, "+");
+        char member[64];
+        snprintf(member, sizeof member, "%.*s", (int)ml, m);
+        char *body = source_text(dev, member), *grown = NULL;
+        if (body) {
+            size_t n = strlen(all) + strlen(body) + ml + 64;
+            if ((grown = malloc(n))) snprintf(grown, n, "%s\n#line 1 \"%s.cl\"\n%s", all, member, body);
+            else clg__fail(dev, CLG_ERR_OUT_OF_MEMORY, "program source: out of host memory");
+        }
+        free(all);
+        free(body);
+        all = grown;
+        m += ml + (m[ml] == '+');
     }
-    free(common);
-    free(body);
     return all;
 }
 
