@@ -2,13 +2,15 @@
  * step moves between host and device, peak device memory, and (--startup) the time
  * from process start to the end of the first training step.
  *
- *   ./build/bench/bench_train --model mlp|cnn [--steps N] [--repeats R] [--graph]
+ *   ./build/bench/bench_train --model mlp|cnn [--steps N] [--repeats R] [--graph] [--flat]
  *                             [--precision float32|mixed|mixed-bf16]
  *   ./build/bench/bench_train --model mlp --startup      (one step, then exit: time it)
  *
  * --graph: the library's step (clg_trainer) captured at its second call and replayed
  * (clgrad/graph.h); without it, the same step eagerly. --precision: the trainer's
  * mixed precision (clg_trainer_options.precision; mixed is float16 with loss scaling).
+ * --flat: the optimizer's parameters, gradients and state in one buffer each
+ * (clg_optimizer_flatten): one update launch per step.
  *
  * Images per second are measured from step 6 on (the first steps compile kernels and
  * fill the pool), over `steps` steps of batch 128 from the real data through the
@@ -60,7 +62,7 @@ static int fail(clg_device *dev)
 
 int main(int argc, char **argv)
 {
-    bool cnn = false, startup = false, graph = false;
+    bool cnn = false, startup = false, graph = false, flat = false;
     clg_dtype precision = CLG_F32;
     int steps = 60, repeats = 3;
     for (int i = 1; i < argc; i++) {
@@ -69,8 +71,9 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--startup")) startup = true;
         else if (!strcmp(argv[i], "--graph")) graph = true;
+        else if (!strcmp(argv[i], "--flat")) flat = true;
         else if (!(!strcmp(argv[i], "--precision") && i + 1 < argc && clg_precision_parse(argv[++i], &precision))) {
-            fprintf(stderr, "usage: bench_train --model mlp|cnn [--steps N] [--repeats R] [--startup] [--graph]\n"
+            fprintf(stderr, "usage: bench_train --model mlp|cnn [--steps N] [--repeats R] [--startup] [--graph] [--flat]\n"
                             "                   [--precision float32|mixed|mixed-bf16]\n");
             return 2;
         }
@@ -100,6 +103,7 @@ int main(int argc, char **argv)
     clg_tensor *params[16];
     int n = clg_module_parameters(model, params, 16, true);
     clg_optimizer *opt = clg_sgd_new(n, params, &(clg_sgd_options){.lr = 0.05, .momentum = 0.9});
+    if (opt && flat && clg_optimizer_flatten(opt) != CLG_OK) return fail(dev);
     clg_trainer *tr = opt ? clg_trainer_new(model, opt, &(clg_trainer_options){.graph = graph, .precision = precision}) : NULL;
     if (!tr) return fail(dev);
 

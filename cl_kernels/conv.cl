@@ -226,8 +226,8 @@ __kernel void conv_crop(__global const T *src, int8 cg, __global TS *y, __global
 // The direct alternative to im2col + GEMM (measured in bench/bench_conv.c): one
 // work-item per output pixel and output channel, y = b + sum over its group's channels
 // and taps. geo.s7 is the number of groups, win.s6 the output channels O, win.s7 whether
-// b is given.
-__kernel void conv2d_direct(int total, __global const TS *x, int xo, int8 xs, __global const TS *w,
+// b is given; w contiguous from its element wof.
+__kernel void conv2d_direct(int total, __global const TS *x, int xo, int8 xs, __global const TS *w, int wof,
                             __global const TS *b, int bo, int8 geo, int8 win, __global TS *y)
 {
     int i = get_global_id(0);
@@ -235,7 +235,7 @@ __kernel void conv2d_direct(int total, __global const TS *x, int xo, int8 xs, __
     int ow = i % GOW, oh = (i / GOW) % GOH, o = (i / (GOW * GOH)) % O, n = i / (GOW * GOH * O);
     int c0 = o / (O / geo.s7) * cg;
     T s = win.s7 ? CLG_LD(b, bo + o) : (T)0;
-    __global const TS *wo = w + o * cg * GKH * GKW;
+    __global const TS *wo = w + wof + o * cg * GKH * GKW;
     for (int c = 0; c < cg; c++) {
         __global const TS *xc = x + xo + n * xs.s0 + (c0 + c) * xs.s1;
         for (int ki = 0; ki < GKH; ki++) {

@@ -225,10 +225,11 @@ __kernel void bn_dx_rows(int C, int S, __global const TS *x, __global const TS *
 }
 
 // ---- layer_norm -------------------------------------------------------------------------------
-// x is contiguous [rows, D]; weight and bias contiguous [D]. stats [rows, 2].
+// x is contiguous [rows, D]; weight and bias contiguous [D] from their elements ow and ob
+// (a weight in an optimizer's arena: clg_optimizer_flatten). stats [rows, 2].
 
-__kernel void ln_fwd(int D, __global const TS *x, __global TS *y, __global T *stats,
-                     int has_w, __global const T *w, int has_b, __global const T *b, const T eps, __local T *s)
+__kernel void ln_fwd(int D, __global const TS *x, __global TS *y, __global T *stats, int has_w,
+                     __global const T *w, int ow, int has_b, __global const T *b, int ob, const T eps, __local T *s)
 {
     int row = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
     __global const TS *xr = x + (size_t)row * D;
@@ -244,25 +245,25 @@ __kernel void ln_fwd(int D, __global const TS *x, __global TS *y, __global T *st
         stats[2 * row + 1] = invstd;
     }
     for (int d = l; d < D; d += wg)
-        CLG_ST(yr, d, (CLG_LD(xr, d) - mean) * invstd * opt_at(has_w, w, 0, 1, d, (T)1) + opt_at(has_b, b, 0, 1, d, (T)0));
+        CLG_ST(yr, d, (CLG_LD(xr, d) - mean) * invstd * opt_at(has_w, w, ow, 1, d, (T)1) + opt_at(has_b, b, ob, 1, d, (T)0));
 }
 
 // dx = invstd (gw - mean(gw) - xhat mean(gw xhat)), gw = g w: one group per row.
 __kernel void ln_bwd_x(int D, __global const TS *x, __global const TS *g, __global const T *stats,
-                       int has_w, __global const T *w, __global TS *dx, __local T *s)
+                       int has_w, __global const T *w, int ow, __global TS *dx, __local T *s)
 {
     int row = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
     size_t base = (size_t)row * D;
     T mean = stats[2 * row], invstd = stats[2 * row + 1];
     T a = 0, bsum = 0;
     for (int d = l; d < D; d += wg) {
-        T gw = CLG_LD(g, base + d) * opt_at(has_w, w, 0, 1, d, (T)1);
+        T gw = CLG_LD(g, base + d) * opt_at(has_w, w, ow, 1, d, (T)1);
         a += gw;
         bsum += gw * (CLG_LD(x, base + d) - mean) * invstd;
     }
     T mgw = clg_group_sum(a, s) / (T)D, mgwx = clg_group_sum(bsum, s) / (T)D;
     for (int d = l; d < D; d += wg) {
-        T gw = CLG_LD(g, base + d) * opt_at(has_w, w, 0, 1, d, (T)1);
+        T gw = CLG_LD(g, base + d) * opt_at(has_w, w, ow, 1, d, (T)1);
         CLG_ST(dx, base + d, invstd * (gw - mgw - (CLG_LD(x, base + d) - mean) * invstd * mgwx));
     }
 }
@@ -278,9 +279,10 @@ inline float16 ln_vec_or(int has, __global const float *v, int i, float dflt)
 }
 inline float ln_or(int has, __global const float *v, int d, float dflt) { return has ? v[d] : dflt; }
 
-__kernel void ln_fwd_vec(int D, __global const float *x, __global float *y, __global float *stats,
-                         int has_w, __global const float *w, int has_b, __global const float *b, const float eps)
+__kernel void ln_fwd_vec(int D, __global const float *x, __global float *y, __global float *stats, int has_w,
+                         __global const float *w0, int ow, int has_b, __global const float *b0, int ob, const float eps)
 {
+    __global const float *w = w0 + ow, *b = b0 + ob;   /* read only where has_w (has_b) */
     int row = get_global_id(0), V = D / 16;
     __global const float *xr = x + (size_t)row * D;
     __global float *yr = y + (size_t)row * D;
@@ -294,8 +296,9 @@ __kernel void ln_fwd_vec(int D, __global const float *x, __global float *y, __gl
 }
 
 __kernel void ln_bwd_x_vec(int D, __global const float *x, __global const float *g, __global const float *stats,
-                           int has_w, __global const float *w, __global float *dx)
+                           int has_w, __global const float *w0, int ow, __global float *dx)
 {
+    __global const float *w = w0 + ow;   /* read only where has_w */
     int row = get_global_id(0), V = D / 16;
     size_t base = (size_t)row * D;
     __global const float *xr = x + base, *gr = g + base;

@@ -24,9 +24,10 @@ inline T rnn_sigmoid(T x) { return (T)1 / ((T)1 + exp(-x)); }
 inline T rnn_tanh(T x) { return (T)1 - (T)2 / ((T)1 + exp((T)2 * x)); }
 
 inline T rnn_bias(int has_b, __global const T *b, int k) { return has_b ? b[k] : (T)0; }
-#define RNN_BIASES int has_bi, __global const T *bih, int has_bh, __global const T *bhh
+// The biases, each contiguous from its element offset (obi, obh).
+#define RNN_BIASES int has_bi, __global const T *bih, int obi, int has_bh, __global const T *bhh, int obh
 // Both biases of gate row k.
-#define RNN_B(k) (rnn_bias(has_bi, bih, k) + rnn_bias(has_bh, bhh, k))
+#define RNN_B(k) (rnn_bias(has_bi, bih + obi, k) + rnn_bias(has_bh, bhh + obh, k))
 
 // ---- Elman RNN: h = act(xw + b_ih + hw + b_hh), tanh (relu = 0) or relu (relu = 1) -----------
 __kernel void rnn_fwd(int H, int relu, __global const T *xw, int xo, __global const T *hw, RNN_BIASES,
@@ -96,8 +97,8 @@ __kernel void gru_fwd(int H, __global const T *xw, int xo, __global const T *hw,
     int j = get_global_id(0), b = get_global_id(1), idx = b * H + j, row = b * 3 * H + j;
     T r = rnn_sigmoid(xw[xo + row] + hw[row] + RNN_B(j));
     T z = rnn_sigmoid(xw[xo + row + H] + hw[row + H] + RNN_B(H + j));
-    T hwn = hw[row + 2 * H] + rnn_bias(has_bh, bhh, 2 * H + j);
-    T n = rnn_tanh(xw[xo + row + 2 * H] + rnn_bias(has_bi, bih, 2 * H + j) + r * hwn);
+    T hwn = hw[row + 2 * H] + rnn_bias(has_bh, bhh + obh, 2 * H + j);
+    T n = rnn_tanh(xw[xo + row + 2 * H] + rnn_bias(has_bi, bih + obi, 2 * H + j) + r * hwn);
     act[ao + row] = r;
     act[ao + row + H] = z;
     act[ao + row + 2 * H] = n;

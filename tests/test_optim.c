@@ -285,6 +285,122 @@ static bool same_bits(clg_tensor *t, const double *v, int n)
     return same;
 }
 
+/* Whether two tensors hold the same bits. */
+static bool tensors_same(clg_tensor *a, clg_tensor *b)
+{
+    double *x = optest_read(a), *y = optest_read(b);
+    bool same = x && y && clg_tensor_numel(a) == clg_tensor_numel(b) &&
+                !memcmp(x, y, (size_t)clg_tensor_numel(a) * sizeof *x);
+    free(x);
+    free(y);
+    return same;
+}
+
+/* The number of launches of `kernel` in the device's profile text. */
+static long launches(clg_device *dev, const char *kernel)
+{
+    char *text = check_profile_text(dev);
+    long n = 0;
+    for (const char *q = text ? strstr(text, kernel) : NULL; q; q = strstr(q + 1, kernel))
+        if ((q == text || q[-1] == ' ' || q[-1] == '\n') && q[strlen(kernel)] == ' ') {
+            n = strtol(q + strlen(kernel), NULL, 10);
+            break;
+        }
+    free(text);
+    return n;
+}
+
+/* clg_optimizer_flatten (src/optim/flat.c): every algorithm, flattened after its first
+ * step (state, gradients and parameters moved with their values), then stepped in one
+ * launch, the same bits as a twin stepped per parameter; a step where a parameter has
+ * no gradient goes per parameter, still the same bits; and the parameters, gradients and
+ * state are views of the arenas. */
+static void flat(void)
+{
+    setenv("CLG_PROFILE", "1", 1);   /* a device of its own, profiled: launches counted */
+    clg_device *dev = check_open_device();
+    unsetenv("CLG_PROFILE");
+    const char *kernels[] = {"sgd", "adam", "adam", "rmsprop", "adagrad"};
+    for (int ci = 0; ci < NCASES; ci++) {
+        const config *c = &CASES[ci];
+        double p[NTOT], g[NTOT];
+        optest_fill(p, NTOT, -2, 2, 7);
+        clg_tensor *a[NP], *b[NP];
+        make_params(dev, CLG_F32, p, a);
+        make_params(dev, CLG_F32, p, b);
+        clg_optimizer *oa = new_opt(c, NP, a), *ob = new_opt(c, NP, b);
+        CHECK_MSG(oa && ob, "%s: %s", c->what, clg_device_error(dev));
+        if (!oa || !ob) return;
+        for (int k = 1; k <= NSTEPS; k++) {
+            grads_of_step(k, g);
+            if (k == 2) {
+                CHECK_OK(dev, clg_optimizer_flatten(oa));
+                CHECK(clg_optimizer_is_flat(oa) && !clg_optimizer_is_flat(ob));
+                CHECK_OK(dev, clg_optimizer_flatten(oa));   /* again: nothing */
+            }
+            clg_device_profile_reset(dev);
+            if (k == 4) {   /* parameter 1 without a gradient this step: per parameter */
+                clg_tensor_clear_grad(a[1]);
+                clg_tensor_clear_grad(b[1]);
+                clg_scope_begin(dev);
+                clg_optimizer_zero_grad(oa);
+                clg_optimizer_zero_grad(ob);
+                set_grad(dev, a[0], g);
+                set_grad(dev, b[0], g);
+                CHECK_OK(dev, clg_optimizer_step(oa));
+                CHECK_OK(dev, clg_optimizer_step(ob));
+                clg_scope_end(dev);
+            } else {
+                device_step(dev, oa, a, g);
+                device_step(dev, ob, b, g);
+            }
+            long n = launches(dev, kernels[c->kind]);
+            long want = k >= 2 && k < 4 ? 1 + NP : 2 * NP - (k == 4 ? 2 : 0);   /* flat: 1, the twin: NP */
+            CHECK_MSG(n == want, "%s step %d: %ld launches of %s, want %ld", c->what, k, n, kernels[c->kind], want);
+            for (int j = 0; j < NP; j++)
+                CHECK_MSG(tensors_same(a[j], b[j]), "%s step %d: parameter %d differs flattened", c->what, k, j);
+        }
+        /* views of the arenas: the parameters at their segments, state made for both */
+        const char *names[4];
+        clg_tensor *sa[4], *sb[4];
+        for (int j = 0; j < NP; j++) {
+            int na = clg_optimizer_state(oa, j, names, sa, 4), nb = clg_optimizer_state(ob, j, names, sb, 4);
+            CHECK_MSG(na == nb, "%s: %d state tensors flattened, %d not", c->what, na, nb);
+            for (int s = 0; s < na && s < nb; s++)
+                CHECK_MSG(tensors_same(sa[s], sb[s]), "%s: state %s of parameter %d differs", c->what, names[s], j);
+        }
+        clg_optimizer_free(oa);   /* the parameters keep the arena's storage */
+        clg_optimizer_free(ob);
+        for (int j = 0; j < NP; j++) {
+            CHECK_MSG(tensors_same(a[j], b[j]), "%s: parameter %d after the optimizer's free", c->what, j);
+            clg_tensor_free(a[j]);
+            clg_tensor_free(b[j]);
+        }
+    }
+    /* Refused: parameters of two dtypes (where float64 exists); inside a capture. */
+    clg_dtype second = clg_device_get_info(dev)->fp64 ? CLG_F64 : CLG_F32;
+    clg_tensor *m[2] = {clg_zeros(dev, CLG_F32, 1, (const int64_t[]){3}), clg_zeros(dev, second, 1, (const int64_t[]){3})};
+    for (int j = 0; j < 2; j++) CHECK_OK(dev, clg_tensor_set_requires_grad(m[j], true));
+    clg_optimizer *om = clg_sgd_new(2, m, NULL);
+    CHECK_MSG(om != NULL, "%s", clg_device_error(dev));
+    if (om && second == CLG_F64) {
+        CHECK(clg_optimizer_flatten(om) == CLG_ERR_INVALID_ARGUMENT && !clg_optimizer_is_flat(om));
+        CHECK_MSG(strstr(clg_device_error(dev), "dtype"), "%s", clg_device_error(dev));
+    }
+    clg_optimizer_free(om);
+    om = clg_sgd_new(1, m, NULL);
+    CHECK_OK(dev, clg_graph_begin(dev));
+    CHECK(om && clg_optimizer_flatten(om) == CLG_ERR_INVALID_ARGUMENT && !clg_optimizer_is_flat(om));
+    CHECK_MSG(strstr(clg_device_error(dev), "capture"), "%s", clg_device_error(dev));
+    clg_graph *gr = NULL;
+    clg_graph_end(dev, &gr);   /* an empty capture: whatever it says */
+    clg_graph_free(gr);
+    clg_optimizer_free(om);
+    clg_tensor_free(m[0]);
+    clg_tensor_free(m[1]);
+    clg_device_close(dev);
+}
+
 static void frozen_and_missing(clg_device *dev)
 {
     double p[NTOT], g[NTOT];
@@ -789,6 +905,7 @@ int main(void)
     resume(dev);
     clipping(dev);
     no_transfers(dev);
+    flat();
     schedules();
     errors(dev);
     CHECK_MSG(clg_tensor_live_count(dev) == live, "%lld tensors leaked",

@@ -101,6 +101,18 @@ CLG_API const char *clg_optimizer_name(const clg_optimizer *opt);
  * optimizer (made on first use: a state not made yet is not listed; copy into them
  * with clg_copy_ to restore). */
 CLG_API int clg_optimizer_state(clg_optimizer *opt, int param, const char **names, clg_tensor **tensors, int cap);
+/* Move the parameters, their gradients and the optimizer's state into one device buffer
+ * each (the parameters and gradients become views of theirs, values kept), so that a
+ * step updates every parameter in one launch: when all of them take it (each has a
+ * gradient) with as many steps behind them, as in a training loop; else one launch per
+ * parameter as before. For graph mode (clgrad/graph.h) above all, where a step's
+ * launches are few: call it before clg_graph_begin, and after loading a checkpoint.
+ * The parameters must share one dtype and be contiguous leaves; views of a parameter
+ * made earlier keep its old storage, and a gradient replaced later (clg_tensor_clear_grad)
+ * leaves the arena, which makes steps per parameter again. */
+CLG_API clg_status clg_optimizer_flatten(clg_optimizer *opt);
+/* Whether clg_optimizer_flatten moved opt's parameters into arenas. */
+CLG_API bool clg_optimizer_is_flat(const clg_optimizer *opt);
 /* Make every state tensor now (zeros; Adagrad's "sum": initial_accumulator_value), so
  * that a checkpoint can be restored into them. Restore the step count too
  * (clg_optimizer_set_steps): it decides bias corrections and SGD's first-step rule. */

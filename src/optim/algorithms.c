@@ -171,8 +171,14 @@ clg_optimizer *clg_adagrad_new(int n, clg_tensor *const *params, const clg_adagr
         return (int)(sizeof(a) / sizeof *(a));                                                 \
     } while (0)
 
+/* Where pp's device scalars start in sc: the arenas as one parameter (flat.c) read
+ * parameter 0's, which all of theirs equal when one launch updates them. */
+static int sc_index(const clg_optimizer *opt, const clg_optim_param *pp)
+{
+    return opt->flat && pp == &opt->flat->whole ? 0 : (int)(pp - opt->params);
+}
 /* The device's scalars of pp (device_steps.c), and whether the kernel takes them. */
-#define DEVICE(opt, pp) CLG_ARG_B((opt)->d.sc), CLG_ARG_I(3 * ((pp) - (opt)->params)), CLG_ARG_I((opt)->d.on)
+#define DEVICE(opt, pp) CLG_ARG_B((opt)->d.sc), CLG_ARG_I(3 * sc_index(opt, pp)), CLG_ARG_I((opt)->d.on)
 
 /* A state slot's tensor, or the parameter for a slot this configuration leaves unused
  * (bound to the kernel, never touched). */
@@ -246,23 +252,45 @@ static int update_args(const clg_optimizer *opt, const clg_optim_param *pp, clg_
     return -1;
 }
 
-/* A graph replay of the update of parameter `index`: the step count as the eager
- * clg_optimizer_step advances it, and the scalars from it and the current rate. */
+/* The arenas as one parameter for this step (flat.c): parameter 0's count, which all
+ * share when one launch updates them. */
+static clg_optim_param *whole(clg_optimizer *opt)
+{
+    clg_optim_flat *f = opt->flat;
+    f->whole.p = f->p;
+    memcpy(f->whole.state, f->state, sizeof f->state);
+    f->whole.steps = opt->params[0].steps;
+    return &f->whole;
+}
+
+/* A graph replay of the update of parameter `index` (-1: of all, in one launch): the
+ * step counts as the eager clg_optimizer_step advances them, and the scalars from them
+ * and the current rate. */
 typedef struct update_ref { clg_optimizer *opt; int index; } update_ref;
 
 static void refresh_update(void *data, clg_arg *args, int nargs)
 {
     const update_ref *r = data;
-    clg_optim_param *pp = &r->opt->params[r->index];
-    pp->steps++;
+    clg_optim_param *pp;
+    clg_tensor *g;
+    if (r->index < 0) {
+        for (int i = 0; i < r->opt->n; i++) r->opt->params[i].steps++;
+        pp = whole(r->opt);
+        g = r->opt->flat->g;
+    } else {
+        pp = &r->opt->params[r->index];
+        pp->steps++;
+        g = pp->p->grad ? pp->p->grad : pp->p;
+    }
     clg_arg a[OPTIM_MAX_ARGS];
     const char *kernel;
-    int n = update_args(r->opt, pp, pp->p->grad ? pp->p->grad : pp->p, a, &kernel);
+    int n = update_args(r->opt, pp, g, a, &kernel);
     for (int i = 0; i < n && i < nargs; i++)
         if (args[i].kind != CLG_ARG_BUF) args[i] = a[i];
 }
 
-clg_status clg__optim_update(clg_optimizer *opt, clg_optim_param *pp, clg_tensor *grad)
+/* pp's update with grad as one launch; index: pp's, or -1 for the arenas (refresh). */
+static clg_status update(clg_optimizer *opt, clg_optim_param *pp, clg_tensor *grad, int index)
 {
     clg_arg args[OPTIM_MAX_ARGS];
     const char *kernel;
@@ -272,7 +300,14 @@ clg_status clg__optim_update(clg_optimizer *opt, clg_optim_param *pp, clg_tensor
                          (int)opt->kind);
     clg_kernel *k = clg__kernel_get(opt->dev, "optim", clg__dtype_options(pp->p->dtype), kernel);
     if (!k) return opt->dev->status;
-    update_ref r = {opt, (int)(pp - opt->params)};
+    update_ref r = {opt, index};
     return clg__launch_1d_refreshed(opt->dev, k, args, n, (size_t)pp->p->numel,
                                     (clg_refresh){.fn = refresh_update, .data = &r, .size = sizeof r});
 }
+
+clg_status clg__optim_update(clg_optimizer *opt, clg_optim_param *pp, clg_tensor *grad)
+{
+    return update(opt, pp, grad, (int)(pp - opt->params));
+}
+
+clg_status clg__optim_update_flat(clg_optimizer *opt) { return update(opt, whole(opt), opt->flat->g, -1); }

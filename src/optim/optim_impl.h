@@ -5,6 +5,7 @@
  *   algorithms.c   the five algorithms: defaults, option checks, their kernel launches
  *   device_steps.c the step counts on the device, for steps a loss scaler may skip there
  *   scaler.c       dynamic loss scaling (GradScaler), its state on the device
+ *   flat.c         the parameters, gradients and state in one buffer each: one launch a step
  *   clip.c         clipping gradients by their global norm
  *   schedule.c     learning-rate schedules and their parser
  */
@@ -45,6 +46,15 @@ typedef struct clg_optim_device {
     bool on;
 } clg_optim_device;
 
+/* The arenas of a flattened optimizer (flat.c): parameters, gradients and each state
+ * slot in one 1-D tensor each, parameter i's segment at off[i]; `whole` is the arenas as
+ * one parameter, which a one-launch update takes (its device scalars: parameter 0's). */
+typedef struct clg_optim_flat {
+    clg_tensor *p, *g, *state[CLG_OPTIM_MAX_STATE];
+    int64_t *off, total;
+    clg_optim_param whole;
+} clg_optim_flat;
+
 struct clg_optimizer {
     clg_optim_kind kind;
     const char *name;                           /* "adam", ... */
@@ -62,6 +72,7 @@ struct clg_optimizer {
     const char *state_names[CLG_OPTIM_MAX_STATE];
     double state_init[CLG_OPTIM_MAX_STATE];     /* the value a fresh state holds */
     clg_optim_device d;
+    clg_optim_flat *flat;                       /* NULL unless flattened */
     int n;
     clg_optim_param params[];
 };
@@ -93,5 +104,11 @@ clg_status clg__optimizer_step_guarded(clg_optimizer *opt, const clg_tensor *fou
 /* One update of pp (its state made, pp->steps already counting this update) with its
  * gradient: one kernel launch (algorithms.c). */
 clg_status clg__optim_update(clg_optimizer *opt, clg_optim_param *pp, clg_tensor *grad);
+/* Every parameter's update in one launch over the arenas (every steps count already
+ * counting this update; clg__optim_flat_applies said so). */
+clg_status clg__optim_update_flat(clg_optimizer *opt);
+/* Whether this step of a flattened optimizer is one launch (flat.c). */
+bool clg__optim_flat_applies(clg_optimizer *opt);
+void clg__optim_flat_free(clg_optimizer *opt);
 
 #endif

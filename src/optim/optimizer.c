@@ -61,6 +61,7 @@ void clg_optimizer_free(clg_optimizer *opt)
     for (int i = 0; i < opt->n; i++)
         for (int s = 0; s < CLG_OPTIM_MAX_STATE; s++) clg__tensor_release(opt->params[i].state[s]);
     clg__optim_device_free(opt);
+    clg__optim_flat_free(opt);
     free(opt);
 }
 
@@ -166,6 +167,12 @@ clg_status clg__optimizer_step_guarded(clg_optimizer *opt, const clg_tensor *fou
     if (st == CLG_OK && (found || opt->d.on)) st = clg__optim_prep(opt, found);
     if (st != CLG_OK) return st;
     if (!opt->d.on) clg__host_step(opt->dev, count_step, &opt, sizeof opt);   /* opt->steps++, now and at each replay */
+    if (clg__optim_flat_applies(opt)) {   /* one launch for all (flat.c) */
+        for (int i = 0; i < opt->n; i++) opt->params[i].steps++;
+        st = clg__optim_update_flat(opt);
+        for (int i = 0; i < opt->n && st == CLG_OK; i++) clg__tensor_written(opt->params[i].p);
+        return st;
+    }
     for (int i = 0; i < opt->n; i++) {
         clg_optim_param *pp = &opt->params[i];
         if (!clg__optim_takes_step(pp->p)) continue;

@@ -212,11 +212,11 @@ static clg_status grouped_gemm(clg_device *dev, clg_dtype dtype, const conv_geo 
     return st;
 }
 
-/* w as the [O, K] matrix GEMM reads: w itself when contiguous, else a copy. */
+/* w as the [O, K] matrix GEMM and conv2d_direct read (from its offset): w itself when
+ * contiguous (a weight in an optimizer's arena too, clg_optimizer_flatten), else a copy. */
 static clg_tensor *weight_matrix(clg_tensor *w)
 {
-    /* From element 0 of its buffer: conv2d_direct reads the weights without an offset. */
-    if (clg_tensor_is_contiguous(w) && w->offset == 0) return w;
+    if (clg_tensor_is_contiguous(w)) return w;
     return clg__copy_as(w, w->dtype);
 }
 
@@ -267,9 +267,9 @@ static clg_status forward_direct(clg_tensor *x, clg_tensor *w, clg_tensor *b, co
     clg_tensor *wm = weight_matrix(w);
     if (!wm) return x->dev->status;
     clg_arg a[] = {CLG_ARG_I(y->numel), CLG_ARG_B(x->buf), CLG_ARG_I(x->offset), strides_arg(x),
-                   CLG_ARG_B(wm->buf), CLG_ARG_B(b ? b->buf : wm->buf), CLG_ARG_I(b ? b->offset : 0),
-                   geo_arg(g), win_arg(g, g->O, b != NULL), CLG_ARG_B(y->buf)};
-    clg_status st = launch(x->dev, x->dtype, "conv2d_direct", a, 10, y->numel);
+                   CLG_ARG_B(wm->buf), CLG_ARG_I(wm->offset), CLG_ARG_B(b ? b->buf : wm->buf),
+                   CLG_ARG_I(b ? b->offset : 0), geo_arg(g), win_arg(g, g->O, b != NULL), CLG_ARG_B(y->buf)};
+    clg_status st = launch(x->dev, x->dtype, "conv2d_direct", a, 11, y->numel);
     if (wm != w) clg_tensor_free(wm);
     return st;
 }

@@ -316,7 +316,8 @@ clg_status clg__conv_shift_forward(clg_tensor *x, clg_tensor *w, clg_tensor *b, 
     clg_tensor *xp = pad(x, g, &l);
     clg_tensor *rows = xp ? row_offsets(dev, g, Cg, &l, window_base(&l, g->ph, g->pw), false) : NULL;
     clg_dtype ct = compute_type(x->dtype);
-    clg_tensor *wm = !rows ? NULL : ct == w->dtype ? clg__contiguous_at0(w) : clg__copy_as(w, ct);
+    /* the products read the weights from their offset (an optimizer's arena too) */
+    clg_tensor *wm = !rows ? NULL : ct == w->dtype && clg_tensor_is_contiguous(w) ? w : clg__copy_as(w, ct);
     clg_gemm_grid grid = crop_grid(&l, g->O, g->OH, g->OW);
     bool direct = crops_itself(dev, &grid, ct, y, (size_t)Og, (size_t)L, K);
     clg_tensor *out = !wm ? NULL : direct ? y : clg__tensor_new(dev, ct, 1, (const int64_t[]){g->O * L});

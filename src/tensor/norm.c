@@ -83,6 +83,15 @@ static int out_args(clg_arg *a, const clg_tensor *v, const clg_tensor *alt)
     return 2;
 }
 
+/* An optional contiguous input vector v as (has, buffer, element offset). */
+static int in_args(clg_arg *a, const clg_tensor *v, const clg_tensor *alt)
+{
+    a[0] = CLG_ARG_I(v != NULL);
+    a[1] = CLG_ARG_B(v ? v->buf : alt->buf);
+    a[2] = CLG_ARG_I(v ? v->offset : 0);
+    return 3;
+}
+
 /* ---- batch_norm ---------------------------------------------------------------------------- */
 
 typedef struct bn_dims { int64_t N, C, S; } bn_dims;
@@ -473,8 +482,8 @@ static clg_status layer_norm_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
     clg_status st = gc ? CLG_OK : dev->status;
     if (st == CLG_OK && clg__wants_grad(node, 0)) {
         clg_tensor *dx = clg__tensor_new(dev, x->dtype, x->ndim, x->shape);
-        clg_arg a[9] = {CLG_ARG_I(D), CLG_ARG_B(x->buf), CLG_ARG_B(gc->buf), CLG_ARG_B(stats->buf)};
-        int n = 4 + out_args(a + 4, w, x);
+        clg_arg a[12] = {CLG_ARG_I(D), CLG_ARG_B(x->buf), CLG_ARG_B(gc->buf), CLG_ARG_B(stats->buf)};
+        int n = 4 + in_args(a + 4, w, x);
         if (dx) a[n++] = CLG_ARG_B(dx->buf);
         if (!dx) st = dev->status;
         else if (rows > 0 && D > 0 && ln_by_vector(dev, x->dtype, D))
@@ -499,9 +508,9 @@ static clg_status layer_norm_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
 static clg_status ln_forward(clg_tensor *xc, clg_tensor *y, clg_tensor *stats, clg_tensor *wc, clg_tensor *bc,
                              int64_t rows, int64_t D, double eps)
 {
-    clg_arg a[12] = {CLG_ARG_I(D), CLG_ARG_B(xc->buf), CLG_ARG_B(y->buf), CLG_ARG_B(stats->buf)};
-    int n = 4 + out_args(a + 4, wc, xc);
-    n += out_args(a + n, bc, xc);
+    clg_arg a[14] = {CLG_ARG_I(D), CLG_ARG_B(xc->buf), CLG_ARG_B(y->buf), CLG_ARG_B(stats->buf)};
+    int n = 4 + in_args(a + 4, wc, xc);
+    n += in_args(a + n, bc, xc);
     a[n++] = clg__arg_scalar(xc->dtype, eps);
     if (rows <= 0 || D <= 0) return CLG_OK;
     if (ln_by_vector(xc->dev, xc->dtype, D)) return launch_items(xc->dev, xc->dtype, "ln_fwd_vec", a, n, rows);
@@ -547,7 +556,8 @@ static clg_tensor *layer_norm(clg_tensor *x, int naxes, clg_tensor *weight, clg_
     clg_device *dev = x->dev;
     int64_t D = 1, rows = 1;
     for (int k = 0; k < x->ndim; k++) *(k < x->ndim - naxes ? &rows : &D) *= x->shape[k];
-    clg_tensor *xc = clg__contiguous_at0(x), *wc = clg__contiguous_at0(weight), *bc = clg__contiguous_at0(bias);
+    /* the kernels read the weight and bias from their offsets (an optimizer's arena too) */
+    clg_tensor *xc = clg__contiguous_at0(x), *wc = clg__contiguous(weight), *bc = clg__contiguous(bias);
     clg_tensor *y = clg__tensor_new(dev, x->dtype, x->ndim, x->shape);
     clg_tensor *stats = clg__tensor_new(dev, clg__compute_dtype(x->dtype), 2, (const int64_t[]){rows, 2});
     bool made = xc && y && stats && (wc || !weight) && (bc || !bias);

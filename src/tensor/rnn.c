@@ -50,11 +50,12 @@ static clg_status gemm(clg_device *dev, clg_dtype dt, bool ta, bool tb, int64_t 
                        clg_tensor *c, int64_t co)
 {
     return clg__gemm(dev, clg__gemm_type_of(dt), ta, tb, (size_t)m, (size_t)n, (size_t)k, 1.0, a->buf, (size_t)ao,
-                     (size_t)lda, 0, b->buf, 0, (size_t)ldb, 0, beta, c->buf, (size_t)co, (size_t)n, 0, 1);
+                     (size_t)lda, 0, b->buf, (size_t)b->offset, (size_t)ldb, 0, beta, c->buf, (size_t)co, (size_t)n, 0, 1);
 }
 
-/* An optional operand as (flag, buffer): `alt` stands in for an absent one. */
-#define OPT(t, alt) CLG_ARG_I((t) != NULL), CLG_ARG_B(((t) ? (t) : (alt))->buf)
+/* An optional contiguous operand as (flag, buffer, element offset): `alt` stands in for
+ * an absent one. */
+#define OPT(t, alt) CLG_ARG_I((t) != NULL), CLG_ARG_B(((t) ? (t) : (alt))->buf), CLG_ARG_I((t) ? (t)->offset : 0)
 /* Both biases (RNN_BIASES in rnn.cl). */
 #define BIASES(s, alt) OPT((s)->bih, alt), OPT((s)->bhh, alt)
 
@@ -317,10 +318,11 @@ static clg_tensor *recurrence(const rnn_dims *d, clg_tensor *xw, clg_tensor *whh
                               clg_tensor *h0, clg_tensor *c0)
 {
     clg_device *dev = xw->dev;
-    clg_tensor *whc = clg__contiguous_at0(whh);
+    /* the weights and biases from their offsets (an optimizer's arena too) */
+    clg_tensor *whc = clg__contiguous(whh);
     int64_t rows = d->T + 1 + (d->kind == K_LSTM);
     clg_tensor *O = clg__tensor_new(dev, xw->dtype, 3, (const int64_t[]){rows, d->B, d->H});
-    rnn_fwd_state s = {.bih = clg__contiguous_at0(bih), .bhh = clg__contiguous_at0(bhh)};
+    rnn_fwd_state s = {.bih = clg__contiguous(bih), .bhh = clg__contiguous(bhh)};
     bool made = whc && O && (s.bih || !bih) && (s.bhh || !bhh);
     clg_no_grad_begin(dev);   /* the initial states' copies are the op's own work */
     clg_status st = made ? run_forward(d, xw, whc, h0, c0, O, &s) : dev->status;

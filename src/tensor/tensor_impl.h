@@ -212,6 +212,12 @@ static inline clg_tensor *clg__contiguous_at0(clg_tensor *t)
 {
     return !t || (clg_tensor_is_contiguous(t) && t->offset == 0) ? t : clg__copy_as(t, t->dtype);
 }
+/* t itself when contiguous from any offset (NULL stays NULL), else a contiguous copy off
+ * the tape: for kernels that take a buffer and an offset. Free it with clg__release_copy. */
+static inline clg_tensor *clg__contiguous(clg_tensor *t)
+{
+    return !t || clg_tensor_is_contiguous(t) ? t : clg__copy_as(t, t->dtype);
+}
 static inline void clg__release_copy(clg_tensor *copy, const clg_tensor *orig)
 {
     if (copy != orig) clg_tensor_free(copy);
