@@ -364,6 +364,8 @@ static void test_stateful_rnn(clg_device *dev)
             token_step(dev, tr, B, T, (int[3]){7, s * 3, 5}, &losses[mode][s]);
         }
         if (mode == 1) replays = clg_trainer_replays(tr);
+        /* the graph's trainer flattened the optimizer before its capture (one update launch) */
+        CHECK_MSG(clg_optimizer_is_flat(opt) == (mode == 1), "mode %d: flat %d", mode, clg_optimizer_is_flat(opt));
         clg_trainer_free(tr);
         clg_optimizer_free(opt);
     }
@@ -410,6 +412,8 @@ static void test_gpt_dropout(clg_device *dev)
             token_step(dev, tr, B, T, (int[3]){5, s * 3, 7}, &losses[mode][s]);
         }
         if (mode == 1) replays = clg_trainer_replays(tr);
+        /* the graph's trainer flattened the optimizer before its capture (one update launch) */
+        CHECK_MSG(clg_optimizer_is_flat(opt) == (mode == 1), "mode %d: flat %d", mode, clg_optimizer_is_flat(opt));
         clg_trainer_free(tr);
         clg_optimizer_free(opt);
     }

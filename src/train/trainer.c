@@ -20,6 +20,7 @@
  * buckets go while backward runs), then each replica's step: the same step on every
  * replica, as the reduced gradients are the same everywhere (the loss scaler's check
  * for inf included). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -156,9 +157,24 @@ static bool same_layout(const clg_layout *a, const clg_tensor *b)
     return clg_tensor_is_contiguous(b);
 }
 
+/* The optimizer flattened for the replays (one update launch for every parameter:
+ * clg_optimizer_flatten); one that cannot be (parameters of two dtypes) steps per
+ * parameter, as before, and the device's error stays what it was. */
+static void flatten(clg_trainer *t)
+{
+    if (clg_optimizer_is_flat(t->opt)) return;
+    clg_status status = t->dev->status;
+    char *error = strdup(t->dev->error);
+    if (clg_optimizer_flatten(t->opt) != CLG_OK) clg__log(t->dev, 2, "graph: %s", t->dev->error);
+    t->dev->status = status;
+    snprintf(t->dev->error, sizeof t->dev->error, "%s", error ? error : "");
+    free(error);
+}
+
 /* The second step: run it and capture it. */
 static clg_tensor *capture_step(clg_trainer *t, clg_tensor *x, clg_tensor *y)
 {
+    flatten(t);
     if (clg_graph_begin(t->dev) != CLG_OK) return NULL;
     clg_tensor *loss = eager_step(t, x, y);
     clg_graph *g = NULL;
