@@ -89,9 +89,11 @@ stage_train() {
   for s in off on; do echo "== bench_conv conv_shift=$s"; CLG_PARAMS=conv_shift=$s $b/bench/bench_conv --no-torch --repeats 3; done
 }
 stage_graph() {   # issue 16: graph replay against eager, and what would make replays cheaper
+  # (graph mode flattens the optimizer: one update launch; --flat does so eagerly, issue 35)
   for m in mlp cnn; do
     for i in 1 2 3; do
       echo "== $m eager"; $b/bench/bench_train --model $m --repeats 1
+      echo "== $m eager flat"; $b/bench/bench_train --model $m --repeats 1 --flat
       echo "== $m graph"; $b/bench/bench_train --model $m --repeats 1 --graph
     done
   done
