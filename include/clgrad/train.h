@@ -83,9 +83,9 @@ CLG_API void clg_progress_free(clg_progress *p);
  * With .graph the first step runs eagerly, the second is captured (clgrad/graph.h) and
  * later steps whose batches have the captured shapes, with the model in the captured
  * mode, replay it: the same results, bit for bit, without the host work of an eager
- * step. Other batches (a smaller last one) run eagerly. Before the capture the
- * optimizer is flattened (clg_optimizer_flatten: one update launch for all parameters),
- * where its parameters allow. */
+ * step. Other batches (a smaller last one) run eagerly. clg_trainer_new flattens the
+ * optimizer (clg_optimizer_flatten: one update launch for all parameters) where its
+ * parameters allow. */
 typedef struct clg_trainer clg_trainer;
 typedef struct clg_trainer_options {
     bool graph;                /* capture the second step and replay it */

@@ -57,6 +57,22 @@ struct clg_trainer {
 /* Every field off: an eager step, mean cross-entropy, float32, one process. */
 clg_trainer_options clg_trainer_defaults(void) { return (clg_trainer_options){0}; }
 
+/* The optimizer flattened for the replays (one update launch for every parameter:
+ * clg_optimizer_flatten), when the trainer is made: before a first step makes gradients
+ * and state that the arenas would copy (and the pool would keep). One that cannot be
+ * (parameters of two dtypes) steps per parameter, as before, and the device's error
+ * stays what it was. */
+static void flatten(clg_trainer *t)
+{
+    if (clg_optimizer_is_flat(t->opt)) return;
+    clg_status status = t->dev->status;
+    char *error = strdup(t->dev->error);
+    if (clg_optimizer_flatten(t->opt) != CLG_OK) clg__log(t->dev, 2, "graph: %s", t->dev->error);
+    t->dev->status = status;
+    snprintf(t->dev->error, sizeof t->dev->error, "%s", error ? error : "");
+    free(error);
+}
+
 clg_trainer *clg_trainer_new(clg_module *model, clg_optimizer *opt, const clg_trainer_options *options)
 {
     clg_device *dev = model ? clg_module_device(model) : NULL;
@@ -88,6 +104,7 @@ clg_trainer *clg_trainer_new(clg_module *model, clg_optimizer *opt, const clg_tr
         clg_trainer_free(t);
         return NULL;
     }
+    if (t->o.graph) flatten(t);
     return t;
 }
 
@@ -155,20 +172,6 @@ static bool same_layout(const clg_layout *a, const clg_tensor *b)
     for (int d = 0; d < a->ndim; d++)
         if (a->shape[d] != b->shape[d]) return false;
     return clg_tensor_is_contiguous(b);
-}
-
-/* The optimizer flattened for the replays (one update launch for every parameter:
- * clg_optimizer_flatten); one that cannot be (parameters of two dtypes) steps per
- * parameter, as before, and the device's error stays what it was. */
-static void flatten(clg_trainer *t)
-{
-    if (clg_optimizer_is_flat(t->opt)) return;
-    clg_status status = t->dev->status;
-    char *error = strdup(t->dev->error);
-    if (clg_optimizer_flatten(t->opt) != CLG_OK) clg__log(t->dev, 2, "graph: %s", t->dev->error);
-    t->dev->status = status;
-    snprintf(t->dev->error, sizeof t->dev->error, "%s", error ? error : "");
-    free(error);
 }
 
 /* The second step: run it and capture it. */
