@@ -85,7 +85,9 @@ int clg__programs_bundle(clg_device *dev, int n, const char *const *names, const
         if (!job.cached) clg__build_compile(dev, &job);
         p = clg__build_end(dev, &job, false);
     }
-    for (const char *m = job.name; p && *m;) {   /* each member keeps a reference */
+    /* each member keeps a reference: the build's the first, a retained one the others
+     * (clg__program_keep releases the one it is given when it fails) */
+    for (const char *m = job.name; p && *m;) {
         size_t ml = strcspn(m, "+");
         char member[sizeof job.name];
         snprintf(member, sizeof member, "%.*s", (int)ml, m);
@@ -94,7 +96,6 @@ int clg__programs_bundle(clg_device *dev, int n, const char *const *names, const
         built++;
         m += ml + (m[ml] == '+');
     }
-    if (p && !built) clReleaseProgram(p);
     dev->status = status;
     snprintf(dev->error, sizeof dev->error, "%s", error ? error : "");
     free(error);
