@@ -388,6 +388,16 @@ static void flat(void)
         CHECK_MSG(strstr(clg_device_error(dev), "dtype"), "%s", clg_device_error(dev));
     }
     clg_optimizer_free(om);
+    /* a parameter that is a view of a tensor the caller keeps: moving it would part them */
+    clg_tensor *whole = clg_zeros(dev, CLG_F32, 1, (const int64_t[]){8});
+    clg_tensor *part = whole ? clg_narrow(whole, 0, 2, 4) : NULL;
+    CHECK_OK(dev, part ? clg_tensor_set_requires_grad(part, true) : clg_device_last_status(dev));
+    om = part ? clg_sgd_new(1, &part, NULL) : NULL;
+    CHECK(om && clg_optimizer_flatten(om) == CLG_ERR_INVALID_ARGUMENT && !clg_optimizer_is_flat(om));
+    CHECK_MSG(strstr(clg_device_error(dev), "shares its storage"), "%s", clg_device_error(dev));
+    clg_optimizer_free(om);
+    clg_tensor_free(part);
+    clg_tensor_free(whole);
     om = clg_sgd_new(1, m, NULL);
     CHECK_OK(dev, clg_graph_begin(dev));
     CHECK(om && clg_optimizer_flatten(om) == CLG_ERR_INVALID_ARGUMENT && !clg_optimizer_is_flat(om));

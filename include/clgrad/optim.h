@@ -107,8 +107,9 @@ CLG_API int clg_optimizer_state(clg_optimizer *opt, int param, const char **name
  * gradient) with as many steps behind them, as in a training loop; else one launch per
  * parameter as before. For graph mode (clgrad/graph.h) above all, where a step's
  * launches are few: call it before clg_graph_begin, and after loading a checkpoint.
- * The parameters must share one dtype and be contiguous leaves; views of a parameter
- * made earlier keep its old storage, and a gradient replaced later (clg_tensor_clear_grad)
+ * The parameters must share one dtype and be contiguous leaves, each its storage's only
+ * tensor (a parameter with a view of it alive, or itself a view of a larger tensor, is
+ * refused: moving it would part them). A gradient replaced later (clg_tensor_clear_grad)
  * leaves the arena, which makes steps per parameter again. */
 CLG_API clg_status clg_optimizer_flatten(clg_optimizer *opt);
 /* Whether clg_optimizer_flatten moved opt's parameters into arenas. */

@@ -49,7 +49,9 @@ static clg_status refuse(clg_optimizer *opt, const char *why, int i)
                      CLG_DESC(opt->params[i].p), why);
 }
 
-/* Every parameter one dtype, contiguous, its own storage's alone in the optimizer. */
+/* Every parameter one dtype, a contiguous leaf, and its storage's only tensor: moving a
+ * parameter that shares its buffer with another tensor (a view of it, or it a view of a
+ * larger one) would part the two silently. */
 static clg_status check(clg_optimizer *opt)
 {
     for (int i = 0; i < opt->n; i++) {
@@ -57,6 +59,8 @@ static clg_status check(clg_optimizer *opt)
         if (p->dtype != opt->params[0].p->dtype) return refuse(opt, "not the first parameter's dtype", i);
         if (!clg_tensor_is_contiguous(p)) return refuse(opt, "not contiguous", i);
         if (p->node) return refuse(opt, "not a leaf", i);
+        if (p->buf->refs != 1)
+            return refuse(opt, "shares its storage with another tensor (moving it would part them)", i);
     }
     return CLG_OK;
 }
