@@ -564,4 +564,12 @@ bool clg__device_is_open(const clg_device *dev);
 
 static inline bool clg__capturing(const clg_device *dev) { return dev->cap != NULL; }
 
+/* The device's error as it was, for work whose failure is not the caller's (a build
+ * ahead, an engine's validation, a tuning): saved, then put back (as often as needed),
+ * then dropped. */
+typedef struct clg_saved_error { clg_status status; char *text; } clg_saved_error;
+clg_saved_error clg__error_save(const clg_device *dev);
+void clg__error_restore(clg_device *dev, const clg_saved_error *e);
+void clg__error_drop(clg_saved_error *e);
+
 #endif

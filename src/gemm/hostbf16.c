@@ -159,8 +159,7 @@ static clg_status check_all(void *data)
 /* 1 validated, -1 refused (logged), per device. */
 static int validate(clg_device *dev)
 {
-    clg_status saved = dev->status;
-    char *saved_text = strdup(dev->error);
+    clg_saved_error saved = clg__error_save(dev);
     bool same = false;
     clg_status st = clg__uncaptured(dev, check_all, &(check_ref){dev, &same});   /* not part of a recorded step */
     int ready = !st && same ? 1 : -1;
@@ -170,9 +169,8 @@ static int validate(clg_device *dev)
     else
         clg__log(dev, 2, "GEMM on %s: bfloat16 products on the CPU's dot-product instructions (host_bf16)",
                  clg_device_get_info(dev)->name);
-    dev->status = saved;
-    snprintf(dev->error, sizeof dev->error, "%s", saved_text ? saved_text : "");
-    free(saved_text);
+    clg__error_restore(dev, &saved);
+    clg__error_drop(&saved);
     return ready;
 }
 

@@ -261,8 +261,7 @@ static clg_status check_all(void *data)
 static int validate(clg_device *dev, clg_gemm_type type)
 {
     const char *name = type == CLG_GEMM_BF16 ? "bfloat16" : "float16";
-    clg_status saved = dev->status;
-    char *saved_text = strdup(dev->error);
+    clg_saved_error saved = clg__error_save(dev);
     bool same = false;
     /* not part of a step being recorded */
     clg_status st = clg__uncaptured(dev, check_all, &(check_ref){dev, type, &same});
@@ -273,9 +272,8 @@ static int validate(clg_device *dev, clg_gemm_type type)
     else
         clg__log(dev, 1, "GEMM on %s: %s products on the matrix-unit engine (mma = %s)", clg_device_get_info(dev)->name,
                  name, clg__mma_kind_name(clg__device_params(dev)->mma));
-    dev->status = saved;
-    snprintf(dev->error, sizeof dev->error, "%s", saved_text ? saved_text : "");
-    free(saved_text);
+    clg__error_restore(dev, &saved);
+    clg__error_drop(&saved);
     return ready;
 }
 

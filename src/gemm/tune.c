@@ -24,20 +24,6 @@
 #define REPEATS 3           /* timed runs per shape, at most */
 #define SCREEN_SLOW 10.0    /* drop a candidate this many times slower than the best at 64^3 */
 
-/* The device's error as it was before tuning: a candidate's failure is not the caller's. */
-typedef struct saved_error { clg_status status; char *text; } saved_error;
-
-static saved_error save_error(const clg_device *dev)
-{
-    return (saved_error){dev->status, strdup(dev->error)};
-}
-
-static void restore_error(clg_device *dev, const saved_error *e)
-{
-    dev->status = e->status;
-    snprintf(dev->error, sizeof dev->error, "%s", e->text ? e->text : "");
-}
-
 /* ---- candidates ------------------------------------------------------------------------ */
 
 typedef struct tune_shape { size_t m, n, k; bool ta, tb; } tune_shape;
@@ -297,7 +283,7 @@ static void tune_now(clg_device *dev, int flags, const clg_gemm_candidate *cand,
                      int nshapes, const char *what, const char *meta, const char *path, clg_gemm_candidate *out,
                      double *gflops)
 {
-    saved_error saved = save_error(dev);
+    clg_saved_error saved = clg__error_save(dev);
     double t0 = clg__now(), flops = 0;
     for (int i = 0; i < nshapes; i++) flops += shape_flops(&shapes[i]);
     tune_ctx t = {.dev = dev};
@@ -329,12 +315,12 @@ static void tune_now(clg_device *dev, int flags, const clg_gemm_candidate *cand,
                     sl += (size_t)snprintf(summary + sl, sizeof summary - sl, "%s%s %s", sl ? ", " : "",
                                            cand[i].name, res[i].note[0] == 'd' ? "slow" : "failed");
             }
-            restore_error(dev, &saved);
+            clg__error_restore(dev, &saved);
         }
     }
     tune_release(&t);
-    restore_error(dev, &saved);
-    free(saved.text);
+    clg__error_restore(dev, &saved);
+    clg__error_drop(&saved);
     if (best < 0) {
         /* No engine: choice.c falls back to the packed kernels, which every device runs. */
         *out = (clg_gemm_candidate){0};
@@ -396,10 +382,10 @@ static void cached_or_timed(clg_device *dev, int flags, const char *meta, const 
     clg_gemm_candidate cand[16];
     int ncand = clg__gemm_candidates(dev, flags, false, cand, 16);
     if (!first) build_ahead(dev, cand, ncand);
-    saved_error saved = save_error(dev);
+    clg_saved_error saved = clg__error_save(dev);
     ncand = clg__gemm_candidates(dev, flags, true, cand, 16);
-    restore_error(dev, &saved);
-    free(saved.text);
+    clg__error_restore(dev, &saved);
+    clg__error_drop(&saved);
     for (int i = 1; first && i < ncand; i++)
         if (!strcmp(cand[i].name, first->name)) {
             clg_gemm_candidate c = cand[i];

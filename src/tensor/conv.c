@@ -212,14 +212,6 @@ static clg_status grouped_gemm(clg_device *dev, clg_dtype dtype, const conv_geo 
     return st;
 }
 
-/* w as the [O, K] matrix GEMM and conv2d_direct read (from its offset): w itself when
- * contiguous (a weight in an optimizer's arena too, clg_optimizer_flatten), else a copy. */
-static clg_tensor *weight_matrix(clg_tensor *w)
-{
-    if (clg_tensor_is_contiguous(w)) return w;
-    return clg__copy_as(w, w->dtype);
-}
-
 /* ---- forward ---------------------------------------------------------------------------------- */
 
 /* y (contiguous [N, O, OH, OW]) starts as the bias broadcast over n and the pixels,
@@ -240,7 +232,7 @@ static clg_status forward_gemm(clg_tensor *x, clg_tensor *w, clg_tensor *b, cons
     clg_device *dev = x->dev;
     size_t K = (size_t)rows_per_group(g), P = (size_t)pixels(g), Og = (size_t)(g->O / g->G);
     if (b && fill_bias(y, b) != CLG_OK) return dev->status;
-    clg_tensor *wm = weight_matrix(w);
+    clg_tensor *wm = clg__contiguous(w);   /* from its offset (an optimizer's arena too) */
     if (!wm) return dev->status;
     int64_t nb = chunk_images(x, g);
     clg_status st = CLG_OK;
@@ -258,19 +250,19 @@ static clg_status forward_gemm(clg_tensor *x, clg_tensor *w, clg_tensor *b, cons
         if (kept && st == CLG_OK && cnt == g->N) *kept = c.t;   /* for the weight gradient */
         else clg_tensor_free(c.t);   /* enqueued: the pool may hand the buffer on */
     }
-    if (wm != w) clg_tensor_free(wm);
+    clg__release_copy(wm, w);
     return st;
 }
 
 static clg_status forward_direct(clg_tensor *x, clg_tensor *w, clg_tensor *b, const conv_geo *g, clg_tensor *y)
 {
-    clg_tensor *wm = weight_matrix(w);
+    clg_tensor *wm = clg__contiguous(w);
     if (!wm) return x->dev->status;
     clg_arg a[] = {CLG_ARG_I(y->numel), CLG_ARG_B(x->buf), CLG_ARG_I(x->offset), strides_arg(x),
                    CLG_ARG_B(wm->buf), CLG_ARG_I(wm->offset), CLG_ARG_B(b ? b->buf : wm->buf),
                    CLG_ARG_I(b ? b->offset : 0), geo_arg(g), win_arg(g, g->O, b != NULL), CLG_ARG_B(y->buf)};
     clg_status st = launch(x->dev, x->dtype, "conv2d_direct", a, 11, y->numel);
-    if (wm != w) clg_tensor_free(wm);
+    clg__release_copy(wm, w);
     return st;
 }
 
@@ -429,7 +421,7 @@ clg_tensor *clg__conv_grad_input(clg_tensor *w, clg_tensor *gy, const conv_geo *
     if (clg__conv_shift_ok(dev, w->dtype, g, CLG_CONV_PASS_INPUT)) return clg__conv_shift_grad_input(w, gy, g);
     size_t K = (size_t)rows_per_group(g), P = (size_t)pixels(g), Og = (size_t)(g->O / g->G), CK = K * (size_t)g->G;
     clg_tensor *dx = clg__tensor_new(dev, w->dtype, 4, (const int64_t[]){g->N, g->C, g->H, g->W});
-    clg_tensor *wm = weight_matrix(w);
+    clg_tensor *wm = clg__contiguous(w);
     bool direct = is_pointwise(g), planes = !direct && col2im_planes(dev, g);
     /* col2im_planes accumulates: into a float32 scratch for 16-bit tensors, rounded once */
     clg_tensor *acc = dx && planes && clg__is_half(dx->dtype) ? clg__tensor_new(dev, CLG_F32, 4, dx->shape) : dx;
@@ -454,7 +446,7 @@ clg_tensor *clg__conv_grad_input(clg_tensor *w, clg_tensor *gy, const conv_geo *
         if (st == CLG_OK) st = clg_copy_(dx, acc);   /* rounded once */
         clg_tensor_free(acc);
     }
-    if (wm != w) clg_tensor_free(wm);
+    clg__release_copy(wm, w);
     if (st == CLG_OK) return dx;
     clg_tensor_free(dx);
     return NULL;

@@ -65,12 +65,10 @@ clg_trainer_options clg_trainer_defaults(void) { return (clg_trainer_options){0}
 static void flatten(clg_trainer *t)
 {
     if (clg_optimizer_is_flat(t->opt)) return;
-    clg_status status = t->dev->status;
-    char *error = strdup(t->dev->error);
+    clg_saved_error saved = clg__error_save(t->dev);
     if (clg_optimizer_flatten(t->opt) != CLG_OK) clg__log(t->dev, 2, "graph: %s", t->dev->error);
-    t->dev->status = status;
-    snprintf(t->dev->error, sizeof t->dev->error, "%s", error ? error : "");
-    free(error);
+    clg__error_restore(t->dev, &saved);
+    clg__error_drop(&saved);
 }
 
 clg_trainer *clg_trainer_new(clg_module *model, clg_optimizer *opt, const clg_trainer_options *options)

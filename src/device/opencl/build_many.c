@@ -77,8 +77,7 @@ int clg__programs_bundle(clg_device *dev, int n, const char *const *names, const
         snprintf(job.name + len, sizeof job.name - len, "%s%s", members ? "+" : "", names[i]);
         len += l + (members++ > 0);
     }
-    clg_status status = dev->status;   /* a build's failure here is not the caller's */
-    char *error = strdup(dev->error);
+    clg_saved_error saved = clg__error_save(dev);   /* a build's failure here is not the caller's */
     int built = 0;
     cl_program p = NULL;
     if (members && clg__build_begin(dev, &job)) {
@@ -96,9 +95,8 @@ int clg__programs_bundle(clg_device *dev, int n, const char *const *names, const
         built++;
         m += ml + (m[ml] == '+');
     }
-    dev->status = status;
-    snprintf(dev->error, sizeof dev->error, "%s", error ? error : "");
-    free(error);
+    clg__error_restore(dev, &saved);
+    clg__error_drop(&saved);
     free(job.options);
     return built;
 }
@@ -108,8 +106,7 @@ int clg__programs_build(clg_device *dev, int n, const clg_program_req *reqs)
     if (!clg__device_is_open(dev) || n <= 0 || !reqs) return 0;
     clg_build_job *jobs = calloc((size_t)n, sizeof *jobs);
     if (!jobs) return 0;
-    clg_status status = dev->status;   /* a build's failure here is not the caller's */
-    char *error = strdup(dev->error);
+    clg_saved_error saved = clg__error_save(dev);   /* a build's failure here is not the caller's */
     double t0 = clg__now();
     build_batch b = {.dev = dev, .jobs = jobs, .n = begin_all(dev, n, reqs, jobs)};
     atomic_init(&b.next, 0);
@@ -124,9 +121,8 @@ int clg__programs_build(clg_device *dev, int n, const clg_program_req *reqs)
     if (compiled)   /* said when the compiler ran (a cold start), not at every start */
         clg__log(dev, 2, "built %d of %d programs ahead in %.2f s (%d compiled, %zu threads at most)", built, n,
                  clg__now() - t0, compiled, dev->params.build_threads);
-    dev->status = status;
-    snprintf(dev->error, sizeof dev->error, "%s", error ? error : "");
-    free(error);
+    clg__error_restore(dev, &saved);
+    clg__error_drop(&saved);
     free(jobs);
     return built;
 }

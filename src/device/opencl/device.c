@@ -47,6 +47,20 @@ clg_status clg__cl_fail(clg_device *dev, int err, const char *call, const char *
     return clg__fail(dev, st, "%s(%s): %s (%d)", call, what ? what : "", clg_cl_error_name(err), err);
 }
 
+clg_saved_error clg__error_save(const clg_device *dev) { return (clg_saved_error){dev->status, strdup(dev->error)}; }
+
+void clg__error_restore(clg_device *dev, const clg_saved_error *e)
+{
+    dev->status = e->status;
+    snprintf(dev->error, sizeof dev->error, "%s", e->text ? e->text : "");
+}
+
+void clg__error_drop(clg_saved_error *e)
+{
+    free(e->text);
+    e->text = NULL;
+}
+
 static void log_stderr(void *user, int level, const char *msg)
 {
     (void)user;
