@@ -136,8 +136,9 @@ int main(void)
     twins(dev, "gru", gru_model, 3);
     twins(dev, "rnn", rnn_model, 4);
     twins(dev, "embedding, linear", embed_model, 5);
-    /* the convolutions again without columns, and on the rows products */
-    const char *shift = clg_device_get_info(dev)->type == CLG_DEVICE_CPU ? "off" : "on";
+    /* the convolutions again on the other path: with columns where the table reads the
+     * padded input shifted (no columns), and without where it keeps them */
+    const char *shift = clg__device_params(dev)->conv_shift ? "off" : "on";
     CHECK_OK(dev, clg_device_set_param(dev, "conv_shift", shift));
     twins(dev, "conv, conv_shift switched", conv_model, 0);
     direct_offsets(dev);
