@@ -145,6 +145,12 @@ static clg_tensor *op_batch_norm(inputs *in, clg_tensor **t)
     (void)in;
     return clg_batch_norm(t[0], NULL, NULL, NULL, NULL, true, 0.1, 1e-5);
 }
+/* the same, then + z and ReLU: the end of a ResNet block */
+static clg_tensor *op_batch_norm_add_relu(inputs *in, clg_tensor **t)
+{
+    (void)in;
+    return clg_batch_norm_add_relu(t[0], t[1], NULL, NULL, NULL, NULL, true, 0.1, 1e-5);
+}
 
 /* ---- ops with shapes of their own (one case each) ---- */
 static clg_tensor *op_matmul(inputs *in, clg_tensor **t) { (void)in; return clg_matmul(t[0], t[1]); }
@@ -184,7 +190,7 @@ typedef struct kase {
     int special;       /* 0: a class op; else one of the own-shape cases */
 } kase;
 
-enum { SP_NONE, SP_MATMUL, SP_LINEAR, SP_CONV, SP_CONVT, SP_POOL, SP_ATTN, SP_EMB, SP_BN, SP_UP };
+enum { SP_NONE, SP_MATMUL, SP_LINEAR, SP_CONV, SP_CONVT, SP_POOL, SP_ATTN, SP_EMB, SP_BN, SP_BN2, SP_UP };
 
 static const kase CASES[] = {
 #define CLG_UNARY(name, ...) {#name, op_##name, 1, 0},
@@ -210,7 +216,7 @@ static const kase CASES[] = {
     {"gather", op_gather, 1, 0}, {"flip", op_flip, 1, 0}, {"tril", op_tril, 1, 0}, {"triu", op_triu, 1, 0},
     {"transpose", op_transpose, 1, 0}, {"concat", op_concat, 2, 0}, {"stack", op_stack, 2, 0},
     {"dropout", op_dropout, 1, 0}, {"index_add", op_index_add, 2, 0}, {"scatter_add", op_scatter_add, 2, 0},
-    {"batch_norm", op_batch_norm, 1, SP_BN},
+    {"batch_norm", op_batch_norm, 1, SP_BN}, {"batch_norm_add_relu", op_batch_norm_add_relu, 2, SP_BN2},
     {"matmul", op_matmul, 2, SP_MATMUL}, {"linear", op_linear, 3, SP_LINEAR}, {"conv2d", op_conv2d, 3, SP_CONV},
     {"conv_transpose2d", op_conv_transpose2d, 3, SP_CONVT}, {"max_pool2d", op_max_pool2d, 1, SP_POOL},
     {"avg_pool2d", op_avg_pool2d, 1, SP_POOL}, {"attention", op_attention, 3, SP_ATTN},
@@ -223,7 +229,7 @@ static const struct { const char *name; int64_t r, c; } CLASSES[] = {
 /* The tensors of an own-shape case, or of a class case (t[0] = x, t[1] = y). The GPT's and
  * ResNet's shapes: products [4096, 128] x [128, 512]; conv 3x3 [128, 16, 28, 28] -> 16;
  * attention [32, 4, 64, 32] causal; the embedding: 256 rows of 128 looked up 4096 times;
- * batch norm [128, 16, 28, 28]; bilinear upsampling (align_corners) of [128, 16, 14, 14] to
+ * batch norm [128, 16, 28, 28] (and z of that shape); bilinear upsampling (align_corners) of [128, 16, 14, 14] to
  * 28 x 28. */
 static int make_special(clg_device *dev, int sp, clg_tensor **t)
 {
@@ -249,6 +255,9 @@ static int make_special(clg_device *dev, int sp, clg_tensor **t)
         return 3;
     case SP_POOL:
     case SP_BN: t[0] = clg_randn(dev, CLG_F32, CLG_SHAPE(128, 16, 28, 28), 0, 1); return 1;
+    case SP_BN2:
+        for (int i = 0; i < 2; i++) t[i] = clg_randn(dev, CLG_F32, CLG_SHAPE(128, 16, 28, 28), 0, 1);
+        return 2;
     case SP_ATTN:
         for (int i = 0; i < 3; i++) t[i] = clg_randn(dev, CLG_F32, CLG_SHAPE(32, 4, 64, 32), 0, 1);
         return 3;

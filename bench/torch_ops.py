@@ -86,6 +86,8 @@ def special_cases(dev):
     tok = torch.tensor([(i * 2654435761) % 2**32 % 256 for i in range(4096)], device=dev)
     return {
         "batch_norm": ([r(128, 16, 28, 28)], lambda t: F.batch_norm(t[0], None, None, training=True, eps=1e-5)),
+        "batch_norm_add_relu": ([r(128, 16, 28, 28), r(128, 16, 28, 28)],
+                                lambda t: F.relu(F.batch_norm(t[0], None, None, training=True, eps=1e-5) + t[1])),
         "matmul": ([r(4096, 128), r(128, 512)], lambda t: t[0] @ t[1]),
         "linear": ([r(4096, 128), r(512, 128), r(512)], lambda t: F.linear(t[0], t[1], t[2])),
         "conv2d": ([r(128, 16, 28, 28), r(16, 16, 3, 3, std=0.1), r(16)], lambda t: F.conv2d(t[0], t[1], t[2], padding=1)),

@@ -1,4 +1,5 @@
-/* Gradient checks for batch_norm (training and evaluation), layer_norm, dropout and the
+/* Gradient checks for batch_norm (training and evaluation) and batch_norm_add_relu
+ * (against the three ops too), layer_norm, dropout and the
  * losses l1, smooth_l1, nll, cross_entropy_smooth and bce_with_logits; and for
  * dist_all_reduce and synchronised batch norm in a group of one process (their
  * 2-rank runs: tests/mpi/dist_sync.c). */
@@ -38,6 +39,13 @@ static clg_tensor *f_bn_sum(clg_tensor **x, void *c)
 {
     (void)c;
     return clg_sum(clg_mul(clg_batch_norm(x[0], NULL, NULL, x[1], NULL, true, 0.1, 1e-5), x[0]), CLG_AXES(0), false);
+}
+/* inputs: x, weight, bias, z, running_mean, running_var; c: whether training, or NULL
+ * for the plain op (x alone, no z) */
+static clg_tensor *f_bnr(clg_tensor **x, void *c)
+{
+    if (!c) return clg_batch_norm_add_relu(x[0], NULL, NULL, NULL, NULL, NULL, true, 0.1, 1e-5);
+    return clg_batch_norm_add_relu(x[0], x[3], x[4], x[5], x[1], x[2], *(const bool *)c, 0.1, 1e-5);
 }
 static clg_tensor *f_ln1(clg_tensor **x, void *c) { (void)c; return clg_layer_norm(x[0], 1, x[1], x[2], 1e-5); }
 static clg_tensor *f_ln2(clg_tensor **x, void *c) { (void)c; return clg_layer_norm(x[0], 2, x[1], x[2], 1e-5); }
@@ -97,6 +105,141 @@ static void bn_rows_agree(clg_device *dev)
     }
     CHECK_MSG(big > 0 && worst <= 2e-5 * big, "batch_norm backward: row kernels and groups differ by %g of %g", worst,
               big);
+    CHECK_OK(dev, clg_device_set_param(dev, "row_reduce", items ? "items" : "groups"));
+}
+
+/* batch_norm_add_relu's gradient check needs every pre-activation value away from
+ * ReLU's kink (a central difference across it is no derivative): fixed x [2, 3, 2, 2],
+ * weight and bias, and z moved off any value whose relu input comes within 0.3 of 0,
+ * with x's normalisation computed here as the op does. Evaluation normalises with
+ * running statistics (0, 1): x itself. */
+typedef struct bnr_values { double x[24], w[3], b[3], z[24]; } bnr_values;
+
+static void bnr_values_for(bnr_values *v, bool training)
+{
+    static const double ramp[8] = {-1.5, -1, -0.5, -0.2, 0.2, 0.5, 1, 1.5};
+    for (int c = 0; c < 3; c++) {
+        v->w[c] = 1 + 0.4 * c;
+        v->b[c] = 0.1 - 0.15 * c;
+        double mean = 0, var = 0;
+        for (int m = 0; m < 8; m++) v->x[(m / 4 * 3 + c) * 4 + m % 4] = ramp[(m * 3 + c) % 8] + 0.3 * c;
+        for (int m = 0; m < 8; m++) mean += v->x[(m / 4 * 3 + c) * 4 + m % 4] / 8;
+        for (int m = 0; m < 8; m++) var += pow(v->x[(m / 4 * 3 + c) * 4 + m % 4] - mean, 2) / 8;
+        if (!training) mean = 0, var = 1;
+        for (int m = 0; m < 8; m++) {
+            int i = (m / 4 * 3 + c) * 4 + m % 4;
+            double pre = (v->x[i] - mean) / sqrt(var + 1e-5) * v->w[c] + v->b[c];
+            v->z[i] = (m % 3 - 1) * 0.45;
+            if (fabs(pre + v->z[i]) < 0.3) v->z[i] += pre + v->z[i] < 0 ? -0.6 : 0.6;
+        }
+    }
+}
+
+/* relu(batch_norm + z) composed of the three ops, which their own checks verify, against
+ * batch_norm_add_relu: y, the running averages and every gradient within the type's
+ * rounding (the composed path rounds 16-bit values twice more), by row kernels and by
+ * chunk groups, training and evaluation, with and without z. */
+static void bnr_agrees(clg_device *dev, clg_dtype dt, int ndim, const int64_t *shape, bool training, bool with_z)
+{
+    int64_t n = 1, C = shape[1];
+    for (int k = 0; k < ndim; k++) n *= shape[k];
+    double *hx = malloc((size_t)n * sizeof *hx), *hz = malloc((size_t)n * sizeof *hz),
+           *hg = malloc((size_t)n * sizeof *hg), hw[64], hb[64], hv[64];
+    optest_fill(hx, n, -2, 3, 31);
+    optest_fill(hz, n, -1, 1, 32);
+    optest_fill(hg, n, -1, 1, 33);
+    optest_fill(hw, C, 0.5, 2, 34);
+    optest_fill(hb, C, -0.5, 0.5, 35);
+    optest_fill(hv, C, 0.5, 2, 36);
+    optest_round(dt, hx, n);
+    /* z off the kink: a sum within a 16-bit rounding of 0 has its sign from the rounding
+     * (the composed ops round batch_norm's output first, the fused op does not) */
+    int64_t S = n / (shape[0] * C);
+    for (int64_t c = 0; c < C; c++) {
+        double mean = 0, var = 0, M = (double)(shape[0] * S);
+        for (int64_t i = c * S; i < n; i += (C - 1) * S)
+            for (int64_t e = 0; e < S; e++, i++) mean += hx[i] / M;
+        for (int64_t i = c * S; i < n; i += (C - 1) * S)
+            for (int64_t e = 0; e < S; e++, i++) var += (hx[i] - mean) * (hx[i] - mean) / M;
+        if (!training) mean = hb[c], var = hv[c];
+        for (int64_t i = c * S; i < n; i += (C - 1) * S)
+            for (int64_t e = 0; e < S; e++, i++) {
+                double pre = (hx[i] - mean) / sqrt(var + 1e-5) * hw[c] + hb[c] + hz[i];
+                if (fabs(pre) < 0.1) hz[i] += pre < 0 ? -0.25 : 0.25;
+            }
+    }
+    optest_round(dt, hz, n);
+    double *got[2][6] = {{0}};
+    for (int path = 0; path < 2; path++) {
+        clg_scope_begin(dev);
+        clg_dtype st = clg__is_half(dt) ? CLG_F32 : dt;   /* the statistics' and parameters' type */
+        clg_tensor *t[4] = {optest_tensor(dev, dt, ndim, shape, hx, OPTEST_CONTIGUOUS),
+                            optest_tensor(dev, st, 1, &C, hw, OPTEST_CONTIGUOUS),
+                            optest_tensor(dev, st, 1, &C, hb, OPTEST_CONTIGUOUS),
+                            with_z ? optest_tensor(dev, dt, ndim, shape, hz, OPTEST_PERMUTED) : NULL};
+        clg_tensor *rm = optest_tensor(dev, st, 1, &C, hb, OPTEST_CONTIGUOUS);
+        clg_tensor *rv = optest_tensor(dev, st, 1, &C, hv, OPTEST_CONTIGUOUS);
+        for (int k = 0; k < 4; k++)
+            if (t[k]) CHECK_OK(dev, clg_tensor_set_requires_grad(t[k], true));
+        clg_tensor *y = path ? clg_batch_norm_add_relu(t[0], t[3], rm, rv, t[1], t[2], training, 0.1, 1e-5)
+                             : clg_relu(with_z ? clg_add(clg_batch_norm(t[0], rm, rv, t[1], t[2], training, 0.1, 1e-5),
+                                                         t[3])
+                                               : clg_batch_norm(t[0], rm, rv, t[1], t[2], training, 0.1, 1e-5));
+        CHECK_OK(dev, clg_backward(y, optest_tensor(dev, dt, ndim, shape, hg, OPTEST_CONTIGUOUS)));
+        got[path][0] = optest_read(y);
+        for (int k = 0; k < 4; k++) got[path][1 + k] = t[k] ? optest_read(clg_tensor_grad(t[k])) : NULL;
+        got[path][5] = optest_read(rv);
+        clg_scope_end(dev);
+    }
+    static const char *names[6] = {"y", "dx", "dweight", "dbias", "dz", "running_var"};
+    double rel = dt == CLG_BF16 ? 6e-2 : dt == CLG_F16 ? 8e-3 : dt == CLG_F32 ? 2e-5 : 1e-10;
+    for (int k = 0; k < 6; k++) {
+        int64_t len = k == 2 || k == 3 || k == 5 ? C : n;
+        if (!got[0][k] || !got[1][k]) {
+            CHECK_MSG(k == 4 && !with_z && !got[1][k], "batch_norm_add_relu: %s missing", names[k]);
+            continue;
+        }
+        double worst = 0, big = 0;
+        for (int64_t i = 0; i < len; i++) {
+            worst = fmax(worst, fabs(got[0][k][i] - got[1][k][i]));
+            big = fmax(big, fabs(got[0][k][i]));
+        }
+        CHECK_MSG(worst <= rel * fmax(big, 1e-3), "batch_norm_add_relu %s %s %s%s: %s differs from the composed "
+                  "ops' by %g of %g", clg_dtype_name(dt), training ? "training" : "eval", with_z ? "with z" : "no z",
+                  clg__device_params(dev)->row_items ? " (items)" : " (groups)", names[k], worst, big);
+    }
+    for (int p = 0; p < 2; p++)
+        for (int k = 0; k < 6; k++) free(got[p][k]);
+    free(hx), free(hz), free(hg);
+}
+
+static void batch_norm_add_relu_checks(clg_device *dev)
+{
+    static const bool train = true, eval = false;
+    bnr_values v;
+    bnr_values_for(&v, true);
+    optest_gradcheck(dev, "batch_norm_add_relu train with z", f_bnr, (void *)&train, 6,
+                     IN({SH(2, 3, 2, 2), .values = v.x}, {SH(3), .values = v.w}, {SH(3), .values = v.b},
+                        {SH(2, 3, 2, 2), .values = v.z}, {SH(3), .constant = true}, {SH(3), 0.5, 2, true}));
+    optest_gradcheck(dev, "batch_norm_add_relu train plain", f_bnr, NULL, 1,
+                     IN({SH(2, 3, 2, 2), .values = v.x}));
+    bnr_values_for(&v, false);
+    optest_gradcheck(dev, "batch_norm_add_relu eval with z", f_bnr, (void *)&eval, 6,
+                     IN({SH(2, 3, 2, 2), .values = v.x}, {SH(3), .values = v.w}, {SH(3), .values = v.b},
+                        {SH(2, 3, 2, 2), .values = v.z}, {SH(3), .values = (const double[]){0, 0, 0}, .constant = true},
+                        {SH(3), .values = (const double[]){1, 1, 1}, .constant = true}));
+    bool items = clg__device_params(dev)->row_items;
+    clg_dtype dts[4] = {CLG_F32, CLG_F16, CLG_BF16, CLG_F64};
+    for (int r = 0; r < 2; r++) {
+        CHECK_OK(dev, clg_device_set_param(dev, "row_reduce", r ? "groups" : "items"));
+        for (int d = 0; d < 4; d++) {
+            if (dts[d] == CLG_F64 && !optest_fp64(dev)) continue;
+            /* rows of 35 (two vectors and a tail), and [N, C] (rows of 1: groups) */
+            bnr_agrees(dev, dts[d], SH(4, 3, 5, 7), true, true);
+            bnr_agrees(dev, dts[d], SH(4, 3, 5, 7), false, true);
+            bnr_agrees(dev, dts[d], SH(9, 5), true, false);
+        }
+    }
     CHECK_OK(dev, clg_device_set_param(dev, "row_reduce", items ? "items" : "groups"));
 }
 
@@ -292,6 +435,7 @@ int main(void)
     clg_device *dev = check_open_device();
     dist_checks(dev);
     batch_norm_checks(dev);
+    batch_norm_add_relu_checks(dev);
     layer_norm_checks(dev);
     dropout_checks(dev);
     elementwise_loss_checks(dev);

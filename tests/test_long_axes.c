@@ -264,7 +264,8 @@ static void test_sum_columns(clg_device *dev)
 }
 
 /* Rows of the normalisations and softmax (float32 sums of 10^5 terms: relative 1e-3):
- * layer norm's weight and bias gradients over many rows, batch norm over a large plane, softmax, log_softmax and var over a long
+ * layer norm's weight and bias gradients over many rows, batch norm (and batch_norm_add_relu,
+ * both ways) over a large plane, softmax, log_softmax and var over a long
  * row, global average pooling over a large plane, label smoothing over many classes. */
 static void test_norms_and_rows(clg_device *dev)
 {
@@ -290,6 +291,32 @@ static void test_norms_and_rows(clg_device *dev)
     clg_tensor *rm = clg_zeros(dev, CLG_F32, 1, (int64_t[]){2}), *rv = clg_ones(dev, CLG_F32, 1, (int64_t[]){2});
     optest_close("batch_norm over a large plane", clg_batch_norm(xbt, rm, rv, NULL, NULL, true, 0.1, 1e-5), yb, 2 * plane,
                  1e-5, 1e-4);
+    /* the same through batch_norm_add_relu with z = 0.5, and its backward from a sum:
+     * channel 0 gives 0.5, channel 1 1.5 or 0; g passes where y > 0, which is dz; dbias
+     * counts those places, dweight sums xhat there; dx is 0 (the batch's mean and
+     * xhat's share of g cancel it) */
+    double *zb = malloc((size_t)(2 * plane) * sizeof *zb), *mb = malloc((size_t)(2 * plane) * sizeof *mb);
+    for (int64_t i = 0; i < 2 * plane; i++) {
+        zb[i] = 0.5;
+        yb[i] = i < plane ? 0.5 : xb[i] > 0 ? 1 / sqrt(1 + 1e-5) + 0.5 : 0;
+        mb[i] = yb[i] > 0;
+    }
+    clg_tensor *xg = optest_tensor(dev, CLG_F32, 4, (int64_t[]){1, 2, P, P}, xb, OPTEST_CONTIGUOUS);
+    clg_tensor *zg = optest_tensor(dev, CLG_F32, 4, (int64_t[]){1, 2, P, P}, zb, OPTEST_CONTIGUOUS);
+    clg_tensor *wg = ones_grad(dev, 1, (int64_t[]){2}), *bg = clg_zeros(dev, CLG_F32, 1, (int64_t[]){2});
+    CHECK_OK(dev, clg_tensor_set_requires_grad(xg, true) || clg_tensor_set_requires_grad(zg, true) ||
+                      clg_tensor_set_requires_grad(bg, true));
+    clg_tensor *yr = clg_batch_norm_add_relu(xg, zg, NULL, NULL, wg, bg, true, 0.1, 1e-5);
+    optest_close("batch_norm_add_relu over a large plane", yr, yb, 2 * plane, 1e-5, 1e-4);
+    CHECK_OK(dev, clg_backward(clg_sum(yr, 0, NULL, false), NULL));
+    optest_close("batch_norm_add_relu dz over a large plane", clg_tensor_grad(zg), mb, 2 * plane, 0, 0);
+    for (int64_t i = 0; i < 2 * plane; i++) mb[i] = 0;
+    optest_close("batch_norm_add_relu dx over a large plane", clg_tensor_grad(xg), mb, 2 * plane, 1e-4, 0);
+    optest_close("batch_norm_add_relu dbias over a large plane", clg_tensor_grad(bg),
+                 (const double[]){(double)plane, (double)(plane / 2)}, 2, 0, 1e-5);
+    optest_close("batch_norm_add_relu dweight over a large plane", clg_tensor_grad(wg),
+                 (const double[]){0, (double)(plane / 2) / sqrt(1 + 1e-5)}, 2, 1e-3, 1e-4);
+    free(zb), free(mb);
     clg_tensor *gp = clg_global_avg_pool2d(xbt);
     optest_close("global_avg_pool2d over a large plane", gp, (const double[]){3, 0}, 2, 1e-6, 0);
     free(xb), free(yb);

@@ -1,6 +1,7 @@
 /* batch_norm, layer_norm, dropout and the losses l1, smooth_l1, bce_with_logits, nll and
  * cross_entropy_smooth forward against plain-C double references: 2-D and 4-D batch
  * norm over several training steps (running statistics included) and in evaluation,
+ * alone and as batch_norm_add_relu (with and without z),
  * layer norm over one and two axes, dropout's statistics and its generator, losses at
  * sizes 1, 7, 33 and 1000 (300 with CLG_TEST_SMALL) on contiguous, permuted and sliced
  * inputs with every reduction; NaN propagation; errors. */
@@ -65,41 +66,68 @@ static void bn_eval_ref(const bn_ref *r, const double *x, const double *rm, cons
     for (int64_t c = 0; c < r->C; c++) bn_channel(r, x, c, rm[c], rv[c], y);
 }
 
+/* What follows the normalisation: nothing (clg_batch_norm), or batch_norm_add_relu's
+ * ReLU, with z (in the case's layout) added first or not. */
+typedef enum bn_act { BN_PLAIN, BN_RELU, BN_ADD_RELU } bn_act;
+static const char *const bn_act_names[] = {"", " +relu", " +z +relu"};
+
+/* y = act(y) with z's values (BN_ADD_RELU) */
+static void bn_act_ref(bn_act act, const double *z, int64_t n, double *y)
+{
+    for (int64_t i = 0; act != BN_PLAIN && i < n; i++) {
+        double v = y[i] + (act == BN_ADD_RELU ? z[i] : 0);
+        y[i] = v < 0 ? 0 : v;
+    }
+}
+
+static clg_tensor *bn_op(bn_act act, clg_tensor *x, clg_tensor *z, clg_tensor *rm, clg_tensor *rv, clg_tensor *w,
+                         clg_tensor *b, bool training, double momentum, double eps)
+{
+    if (act == BN_PLAIN) return clg_batch_norm(x, rm, rv, w, b, training, momentum, eps);
+    return clg_batch_norm_add_relu(x, act == BN_ADD_RELU ? z : NULL, rm, rv, w, b, training, momentum, eps);
+}
+
 /* Three training steps on different batches, then evaluation with what they left. */
-static void bn_case(clg_device *dev, clg_dtype dt, int ndim, const int64_t *shape, bool affine, optest_layout lay)
+static void bn_case(clg_device *dev, clg_dtype dt, int ndim, const int64_t *shape, bool affine, optest_layout lay,
+                    bn_act act)
 {
     int64_t n = prod(ndim, shape), C = shape[1];
     double *x = dalloc(n), *y = dalloc(n), *w = dalloc(C), *b = dalloc(C), *rm = dalloc(C), *rv = dalloc(C);
+    double *z = dalloc(n);
+    optest_fill(z, n, -1, 1, 5);
     optest_fill(w, C, 0.5, 1.5, 3);
     optest_fill(b, C, -0.5, 0.5, 4);
     for (int64_t c = 0; c < C; c++) rv[c] = 1;
     bn_ref r = {shape[0], C, n / (shape[0] * C), affine ? w : NULL, affine ? b : NULL, 1e-5, 0.1};
     char what[160];
-    snprintf(what, sizeof what, "batch_norm %s %dD C=%lld %s%s", clg_dtype_name(dt), ndim, (long long)C,
-             optest_layout_names[lay], affine ? " affine" : "");
+    snprintf(what, sizeof what, "batch_norm %s %dD C=%lld %s%s%s", clg_dtype_name(dt), ndim, (long long)C,
+             optest_layout_names[lay], affine ? " affine" : "", bn_act_names[act]);
     clg_scope_begin(dev);
     clg_tensor *tw = affine ? optest_tensor(dev, dt, 1, &C, w, lay) : NULL;
     clg_tensor *tb = affine ? optest_tensor(dev, dt, 1, &C, b, OPTEST_SLICED) : NULL;
     clg_tensor *trm = optest_tensor(dev, dt, 1, &C, rm, OPTEST_CONTIGUOUS);
     clg_tensor *trv = optest_tensor(dev, dt, 1, &C, rv, lay);   /* sliced: updated through a stride */
+    clg_tensor *tz = optest_tensor(dev, dt, ndim, shape, z, lay);
     double tol = tol_of(dt);
     for (int step = 0; step < 3; step++) {
         optest_fill(x, n, -1.0 + step, 2.0 + 2 * step, 100 + (uint64_t)step);
         bn_train_ref(&r, x, rm, rv, y);
+        bn_act_ref(act, z, n, y);
         clg_tensor *tx = optest_tensor(dev, dt, ndim, shape, x, lay);
-        optest_close(what, clg_batch_norm(tx, trm, trv, tw, tb, true, r.momentum, r.eps), y, n, tol, 10 * tol);
+        optest_close(what, bn_op(act, tx, tz, trm, trv, tw, tb, true, r.momentum, r.eps), y, n, tol, 10 * tol);
     }
     optest_close("running_mean after 3 steps", trm, rm, C, tol, 10 * tol);
     optest_close("running_var after 3 steps", trv, rv, C, tol, 10 * tol);
     CHECK(!clg_tensor_requires_grad(trm) && !clg_tensor_has_history(trv));
     optest_fill(x, n, -3, 3, 200);
     bn_eval_ref(&r, x, rm, rv, y);
+    bn_act_ref(act, z, n, y);
     clg_tensor *tx = optest_tensor(dev, dt, ndim, shape, x, lay);
-    optest_close("batch_norm eval", clg_batch_norm(tx, trm, trv, tw, tb, false, r.momentum, r.eps), y, n, tol,
-                 10 * tol);
+    optest_close(act == BN_PLAIN ? "batch_norm eval" : "batch_norm_add_relu eval",
+                 bn_op(act, tx, tz, trm, trv, tw, tb, false, r.momentum, r.eps), y, n, tol, 10 * tol);
     optest_close("running_mean unchanged by eval", trm, rm, C, tol, 10 * tol);
     clg_scope_end(dev);
-    free(x), free(y), free(w), free(b), free(rm), free(rv);
+    free(x), free(y), free(w), free(b), free(rm), free(rv), free(z);
 }
 
 static void batch_norm_forward(clg_device *dev)
@@ -107,12 +135,15 @@ static void batch_norm_forward(clg_device *dev)
     clg_dtype dts[2];
     for (int d = 0, n = optest_float_dtypes(dev, dts); d < n; d++) {
         clg_dtype dt = dts[d];
-        for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++) {
-            bn_case(dev, dt, 2, (const int64_t[]){6, 3}, l != 1, (optest_layout)l);
-            bn_case(dev, dt, 4, (const int64_t[]){4, 3, 5, 7}, l != 2, (optest_layout)l);
-        }
-        bn_case(dev, dt, 3, (const int64_t[]){16, 2, 81}, true, OPTEST_CONTIGUOUS);   /* 1296 per channel */
-        bn_case(dev, dt, 2, (const int64_t[]){2, 33}, false, OPTEST_PERMUTED);
+        for (int l = 0; l < OPTEST_LAYOUT_COUNT; l++)
+            for (int a = BN_PLAIN; a <= BN_ADD_RELU; a++) {
+                bn_case(dev, dt, 2, (const int64_t[]){6, 3}, l != 1, (optest_layout)l, (bn_act)a);
+                bn_case(dev, dt, 4, (const int64_t[]){4, 3, 5, 7}, l != 2, (optest_layout)l, (bn_act)a);
+            }
+        for (int a = BN_PLAIN; a <= BN_ADD_RELU; a++)   /* 1296 per channel */
+            bn_case(dev, dt, 3, (const int64_t[]){16, 2, 81}, true, OPTEST_CONTIGUOUS, (bn_act)a);
+        bn_case(dev, dt, 2, (const int64_t[]){2, 33}, false, OPTEST_PERMUTED, BN_PLAIN);
+        bn_case(dev, dt, 2, (const int64_t[]){2, 33}, false, OPTEST_PERMUTED, BN_ADD_RELU);
     }
 }
 
@@ -545,6 +576,12 @@ static void nan_propagation(clg_device *dev)
     double *rm = optest_read(m);
     CHECK(rm && isnan(rm[0]) && !isnan(rm[1]));
     free(rm);
+    /* batch_norm_add_relu: NaN through the ReLU as clg_relu's, and from z */
+    double zv[8] = {0, 0, 0, 0, 0, 0, 0, NAN};
+    clg_tensor *tz = optest_tensor(dev, dt, SH(4, 2), zv, OPTEST_CONTIGUOUS);
+    double *br = optest_read(clg_batch_norm_add_relu(t, tz, NULL, NULL, NULL, NULL, true, 0.1, 1e-5));
+    CHECK(br && isnan(br[0]) && isnan(br[4]) && isnan(br[7]) && !isnan(br[1]) && !isnan(br[5]));
+    free(br);
     /* layer_norm: row 1 (NaN, 4) is NaN, the others are not */
     double *ln = optest_read(clg_layer_norm(t, 1, NULL, NULL, 1e-5));
     CHECK(ln && isnan(ln[2]) && isnan(ln[3]) && !isnan(ln[0]) && !isnan(ln[7]));
@@ -612,6 +649,13 @@ static void errors(clg_device *dev)
     expect_fail(dev, "bn running_mean alone", clg_batch_norm(x, c3, NULL, NULL, NULL, true, 0.1, 1e-5), bn);
     expect_fail(dev, "bn one value per channel", clg_batch_norm(one, NULL, NULL, NULL, NULL, true, 0.1, 1e-5), bn);
     expect_fail(dev, "bn running_var [4]", clg_batch_norm(x, c3, c4, NULL, NULL, true, 0.1, 1e-5), bn);
+    const char *bnr = "clg_batch_norm_add_relu";
+    expect_fail(dev, "bn_add_relu z [3]", clg_batch_norm_add_relu(x, c3, NULL, NULL, NULL, NULL, true, 0.1, 1e-5), bnr);
+    expect_fail(dev, "bn_add_relu z of another dtype",
+                clg_batch_norm_add_relu(x, x64, NULL, NULL, NULL, NULL, true, 0.1, 1e-5), bnr);
+    expect_fail(dev, "bn_add_relu weight [4]", clg_batch_norm_add_relu(x, x, NULL, NULL, c4, NULL, true, 0.1, 1e-5), bnr);
+    expect_fail(dev, "bn_add_relu eval without stats",
+                clg_batch_norm_add_relu(x, NULL, NULL, NULL, NULL, NULL, false, 0.1, 1e-5), bnr);
     const char *ln = "clg_layer_norm";
     expect_fail(dev, "ln 0 axes", clg_layer_norm(x, 0, NULL, NULL, 1e-5), ln);
     expect_fail(dev, "ln 3 axes of 2-D", clg_layer_norm(x, 3, NULL, NULL, 1e-5), ln);

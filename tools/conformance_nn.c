@@ -435,10 +435,14 @@ static void pool_ref(const cf_prob *p, double *const *in, double *const *out)
 
 /* ---- batch norm: arg {training, running stats, affine, 4-D} ---------------------------------------- */
 
-typedef struct bn_entry { bool training, running, affine, four; } bn_entry;
-static const bn_entry BN_TRAIN = {true, true, true, true};
-static const bn_entry BN_EVAL = {false, true, true, true};
-static const bn_entry BN_TRAIN_2D = {true, false, false, false};
+/* act: 0 batch_norm; 1 batch_norm_add_relu without z, 2 with z (the last input) */
+typedef struct bn_entry { bool training, running, affine, four; int act; } bn_entry;
+static const bn_entry BN_TRAIN = {true, true, true, true, 0};
+static const bn_entry BN_EVAL = {false, true, true, true, 0};
+static const bn_entry BN_TRAIN_2D = {true, false, false, false, 0};
+static const bn_entry BNR_TRAIN = {true, true, true, true, 2};
+static const bn_entry BNR_EVAL = {false, true, true, true, 2};
+static const bn_entry BNR_TRAIN_2D = {true, false, false, false, 1};
 static const double BN_MOMENTUM = 0.1, BN_EPS = 1e-5;
 
 /* inputs: x, [running_mean, running_var], [weight, bias]; outputs: y, [running_mean, running_var] */
@@ -455,6 +459,7 @@ static void bn_setup(cf_prob *p)
         cf_out(p, 1, C), cf_out(p, 1, C);
     }
     if (e->affine) cf_in(p, CF_GRAD, 0.5, 1.5, 1, C), cf_in(p, CF_GRAD, -1, 1, 1, C);
+    if (e->act == 2) cf_in(p, CF_GRAD, -1, 1, 4, N, C, H, W);
     p->tol = 4;
 }
 static void bn_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
@@ -462,8 +467,10 @@ static void bn_run(cf_prob *p, clg_tensor **in, clg_tensor **out)
     const bn_entry *e = p->arg;
     clg_tensor *rm = e->running ? in[1] : NULL, *rv = e->running ? in[2] : NULL;
     int a = e->running ? 3 : 1;
-    out[0] = clg_batch_norm(in[0], rm, rv, e->affine ? in[a] : NULL, e->affine ? in[a + 1] : NULL, e->training,
-                            BN_MOMENTUM, BN_EPS);
+    clg_tensor *w = e->affine ? in[a] : NULL, *b = e->affine ? in[a + 1] : NULL;
+    if (e->act) out[0] = clg_batch_norm_add_relu(in[0], e->act == 2 ? in[p->nin - 1] : NULL, rm, rv, w, b,
+                                                 e->training, BN_MOMENTUM, BN_EPS);
+    else out[0] = clg_batch_norm(in[0], rm, rv, w, b, e->training, BN_MOMENTUM, BN_EPS);
     if (e->running) out[1] = rm, out[2] = rv;
 }
 static void bn_ref(const cf_prob *p, double *const *in, double *const *out)
@@ -489,6 +496,8 @@ static void bn_ref(const cf_prob *p, double *const *in, double *const *out)
             for (int64_t i = 0; i < inner; i++) {
                 int64_t k = (n * C + c) * inner + i;
                 out[0][k] = (in[0][k] - m) / sqrt(v + BN_EPS) * w + b;
+                if (e->act == 2) out[0][k] += in[p->nin - 1][k];
+                if (e->act && out[0][k] < 0) out[0][k] = 0;
             }
         if (e->running) {
             out[1][c] = e->training ? (1 - BN_MOMENTUM) * in[1][c] + BN_MOMENTUM * mean : in[1][c];
@@ -787,6 +796,9 @@ const cf_case cf_nn_cases[] = {
     {"batch_norm (training, running stats, affine)", bn_setup, bn_run, bn_ref, NULL, &BN_TRAIN},
     {"batch_norm (eval, affine)", bn_setup, bn_run, bn_ref, NULL, &BN_EVAL},
     {"batch_norm (training, [N, C], plain)", bn_setup, bn_run, bn_ref, NULL, &BN_TRAIN_2D},
+    {"batch_norm_add_relu (training, running stats, affine)", bn_setup, bn_run, bn_ref, NULL, &BNR_TRAIN},
+    {"batch_norm_add_relu (eval, affine)", bn_setup, bn_run, bn_ref, NULL, &BNR_EVAL},
+    {"batch_norm_add_relu (training, [N, C], no z)", bn_setup, bn_run, bn_ref, NULL, &BNR_TRAIN_2D},
     {"layer_norm (last 2 axes, affine)", ln_setup, ln_run, ln_ref, NULL, ""},
     {"layer_norm (last axis)", ln_setup, ln_run, ln_ref, NULL, NULL},
     {"group_norm (2 groups, affine)", gn_setup, gn_run, gn_ref, NULL, ""},

@@ -293,6 +293,13 @@ CLG_API clg_tensor *clg_global_avg_pool2d(clg_tensor *x);
 CLG_API clg_tensor *clg_batch_norm(clg_tensor *x, clg_tensor *running_mean, clg_tensor *running_var,
                                    clg_tensor *weight, clg_tensor *bias, bool training, double momentum,
                                    double eps);
+/* relu(batch_norm(x, ...) + z) in one pass each way (cuDNN's BN_ADD_ACTIVATION): the
+ * end of a residual block, or with z NULL a batch norm followed by ReLU. z: NULL, or
+ * x's shape and dtype. The same results and gradients as the three ops, with fewer
+ * passes over memory; nn's BatchNorm layers take it where a ReLU follows them. */
+CLG_API clg_tensor *clg_batch_norm_add_relu(clg_tensor *x, clg_tensor *z, clg_tensor *running_mean,
+                                            clg_tensor *running_var, clg_tensor *weight, clg_tensor *bias,
+                                            bool training, double momentum, double eps);
 /* Normalise over the last `naxes` axes; weight/bias of those axes' shape, or NULL. */
 CLG_API clg_tensor *clg_layer_norm(clg_tensor *x, int naxes, clg_tensor *weight, clg_tensor *bias, double eps);
 /* x [N, C, ...] normalised over each of `groups` channel groups (and the positions),

@@ -71,5 +71,12 @@ bool clg__nn_batch_norm_sync(clg_module *m, const clg__nn_group *g);
 /* Whether a layer under m (m included) takes statistics over a group: then every member
  * must run every training pass, even on an empty part of the batch. */
 bool clg__nn_has_group_layers(const clg_module *m);
+/* relu(m(x) + z) (z NULL: relu(m(x))) for a batch norm layer m: one op each way
+ * (clg_batch_norm_add_relu) where m normalises with its own statistics, else the
+ * composed ops (a synchronised layer in training, or m not a batch norm at all). For a
+ * ReLU that follows a batch norm: Sequential, the residual blocks. */
+clg_tensor *clg__nn_batch_norm_relu(clg_module *m, clg_tensor *x, clg_tensor *z);
+/* Whether m is a BatchNorm1d or BatchNorm2d layer. */
+bool clg__nn_is_batch_norm(const clg_module *m);
 
 #endif

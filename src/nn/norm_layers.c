@@ -73,16 +73,24 @@ static clg_tensor *bn_sync_forward(clg_module *m, clg_tensor *x)
     return xf != x ? clg_cast(y, x->dtype) : y;
 }
 
-static clg_tensor *bn_forward(clg_module *m, clg_tensor *x)
+/* The input's check and the batch count, before either forward. */
+static bool bn_begin(clg_module *m, clg_tensor *x)
 {
     const bn_data *d = m->data;
     if (x->ndim != d->ndim && !(d->ndim == 2 && x->ndim == 3))
         return clg__op_fail(m->dev, CLG_ERR_SHAPE, m->iface->type, "input %s (expected %d axes)", CLG_DESC(x),
-                            d->ndim);
+                            d->ndim), false;
     if (m->training) {   /* PyTorch counts the batches it has seen (int32 here, int64 there) */
         clg_tensor *n = clg_module_buffer(m, "num_batches_tracked");
-        if (clg_copy_(n, clg_add_scalar(n, 1.0)) != CLG_OK) return NULL;
+        if (clg_copy_(n, clg_add_scalar(n, 1.0)) != CLG_OK) return false;
     }
+    return true;
+}
+
+static clg_tensor *bn_forward(clg_module *m, clg_tensor *x)
+{
+    const bn_data *d = m->data;
+    if (!bn_begin(m, x)) return NULL;
     if (m->training && d->synced) return bn_sync_forward(m, x);
     return clg_batch_norm(x, clg_module_buffer(m, "running_mean"), clg_module_buffer(m, "running_var"),
                           clg_module_param(m, "weight"), clg_module_param(m, "bias"), m->training, d->momentum,
@@ -98,6 +106,22 @@ static void bn_describe(const clg_module *m, char *buf, size_t len)
 
 static const clg_module_i bn1_i = {"BatchNorm1d", bn_forward, bn_describe, free};
 static const clg_module_i bn2_i = {"BatchNorm2d", bn_forward, bn_describe, free};
+
+bool clg__nn_is_batch_norm(const clg_module *m) { return m && (m->iface == &bn1_i || m->iface == &bn2_i); }
+
+clg_tensor *clg__nn_batch_norm_relu(clg_module *m, clg_tensor *x, clg_tensor *z)
+{
+    if (!x || !m) return NULL;
+    const bn_data *d = m->data;
+    if (!clg__nn_is_batch_norm(m) || (m->training && d->synced)) {
+        clg_tensor *y = clg_module_forward(m, x);
+        return clg_relu(z ? clg_add(y, z) : y);
+    }
+    if (!bn_begin(m, x)) return NULL;
+    return clg_batch_norm_add_relu(x, z, clg_module_buffer(m, "running_mean"), clg_module_buffer(m, "running_var"),
+                                   clg_module_param(m, "weight"), clg_module_param(m, "bias"), m->training,
+                                   d->momentum, d->eps);
+}
 
 bool clg__nn_batch_norm_sync(clg_module *m, const clg__nn_group *g)
 {

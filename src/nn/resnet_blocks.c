@@ -11,11 +11,10 @@ typedef struct block_data {
     int expansion;   /* 1: BasicBlock, 4: Bottleneck */
 } block_data;
 
-/* conv -> bn, and relu unless it is the block's last pair (its relu comes after the sum). */
-static clg_tensor *conv_bn(clg_module *m, const char *conv, const char *bn, clg_tensor *x, bool relu)
+/* conv -> bn, then relu (as one op with the batch norm: clg__nn_batch_norm_relu) */
+static clg_tensor *conv_bn_relu(clg_module *m, const char *conv, const char *bn, clg_tensor *x)
 {
-    clg_tensor *y = clg_module_forward(clg_module_child(m, bn), clg_module_forward(clg_module_child(m, conv), x));
-    return relu ? clg_relu(y) : y;
+    return clg__nn_batch_norm_relu(clg_module_child(m, bn), clg_module_forward(clg_module_child(m, conv), x), NULL);
 }
 
 static clg_tensor *block_forward(clg_module *m, clg_tensor *x)
@@ -24,18 +23,18 @@ static clg_tensor *block_forward(clg_module *m, clg_tensor *x)
     if (x->ndim != 4 || x->shape[1] != d->in_planes)
         return clg__op_fail(m->dev, CLG_ERR_SHAPE, m->iface->type, "input %s (expected [N, %lld, H, W])", CLG_DESC(x),
                             (long long)d->in_planes);
-    clg_tensor *y = conv_bn(m, "conv1", "bn1", x, true);
-    if (d->expansion == 1) {
-        y = conv_bn(m, "conv2", "bn2", y, false);
-    } else {
-        y = conv_bn(m, "conv2", "bn2", y, true);
-        y = conv_bn(m, "conv3", "bn3", y, false);
-    }
+    clg_tensor *y = conv_bn_relu(m, "conv1", "bn1", x);
+    if (d->expansion == 4) y = conv_bn_relu(m, "conv2", "bn2", y);
+    const char *last = d->expansion == 1 ? "2" : "3";
+    char conv[8], bn[8];
+    snprintf(conv, sizeof conv, "conv%s", last);
+    snprintf(bn, sizeof bn, "bn%s", last);
+    y = clg_module_forward(clg_module_child(m, conv), y);
     clg_module *down = clg_module_child(m, "downsample");
     clg_tensor *shortcut = down ? clg_module_forward(down, x) : x;
-    /* clg_add is differentiable in both operands: the gradient reaches x through the
-     * main path and through the shortcut, and the two add up at x */
-    return clg_relu(clg_add(y, shortcut));
+    /* relu(bn(y) + shortcut) as one op; differentiable in both operands: the gradient
+     * reaches x through the main path and through the shortcut, and the two add up at x */
+    return clg__nn_batch_norm_relu(clg_module_child(m, bn), y, shortcut);
 }
 
 static void block_describe(const clg_module *m, char *buf, size_t len)

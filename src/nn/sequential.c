@@ -8,13 +8,17 @@ static bool is_a(const clg_module *m, const char *type) { return !strcmp(m->ifac
 
 /* A Linear followed by a ReLU runs as one product whose write-out applies the ReLU, where
  * the GEMM engine does that (clg__linear_relu: the same values and gradients, one launch
- * and one pass over the activations fewer). */
+ * and one pass over the activations fewer); a batch norm followed by a ReLU as one op
+ * (clg__nn_batch_norm_relu: two passes fewer forward, one backward). */
 static clg_tensor *sequential_forward(clg_module *m, clg_tensor *x)
 {
     for (int i = 0; x && i < m->nchildren; i++) {
         clg_module *c = m->children[i];
         if (i + 1 < m->nchildren && is_a(c, "Linear") && is_a(m->children[i + 1], "ReLU")) {
             x = clg__linear_relu(x, clg_module_param(c, "weight"), clg_module_param(c, "bias"));
+            i++;
+        } else if (i + 1 < m->nchildren && clg__nn_is_batch_norm(c) && is_a(m->children[i + 1], "ReLU")) {
+            x = clg__nn_batch_norm_relu(c, x, NULL);
             i++;
         } else {
             x = clg_module_forward(c, x);

@@ -118,9 +118,8 @@ static clg_tensor *widen_param(const clg_tensor *x, clg_tensor *v)
 }
 
 /* A [C] operand of batch_norm: absent, or 1-D of C elements in the statistics' dtype. */
-static bool bn_check_vec(const clg_tensor *x, const clg_tensor *v, const char *name)
+static bool bn_check_vec(const char *op, const clg_tensor *x, const clg_tensor *v, const char *name)
 {
-    const char *op = "batch_norm";
     if (!v) return true;
     if (!check_param_dtype(op, x, v, name)) return false;
     if (v->ndim != 1 || v->shape[0] != x->shape[1])
@@ -129,15 +128,14 @@ static bool bn_check_vec(const clg_tensor *x, const clg_tensor *v, const char *n
     return true;
 }
 
-static bool bn_check(const clg_tensor *x, const clg_tensor *rm, const clg_tensor *rv, const clg_tensor *w,
-                     const clg_tensor *b, bool training)
+static bool bn_check(const char *op, const clg_tensor *x, const clg_tensor *rm, const clg_tensor *rv,
+                     const clg_tensor *w, const clg_tensor *b, bool training)
 {
-    const char *op = "batch_norm";
     if (!clg__check_floating(op, x) || !clg__check_numel(op, x->dev, x->numel)) return false;
     if (x->ndim < 2)
         return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "x must be [N, C] or [N, C, *], got %s", CLG_DESC(x)), false;
-    if (!bn_check_vec(x, rm, "running_mean") || !bn_check_vec(x, rv, "running_var") ||
-        !bn_check_vec(x, w, "weight") || !bn_check_vec(x, b, "bias"))
+    if (!bn_check_vec(op, x, rm, "running_mean") || !bn_check_vec(op, x, rv, "running_var") ||
+        !bn_check_vec(op, x, w, "weight") || !bn_check_vec(op, x, b, "bias"))
         return false;
     if (!rm != !rv)
         return clg__op_fail(x->dev, CLG_ERR_INVALID_ARGUMENT, op, "running_mean and running_var go together"), false;
@@ -199,11 +197,12 @@ static bool bn_by_rows(const clg_device *dev, clg_dtype dtype, bn_dims d)
     return clg__compute_dtype(dtype) == CLG_F32 && p->row_items && d.S >= 16 && 4 * (d.S / 16 + 16) <= loops && 2 * d.N <= loops;
 }
 
-/* A chunk kernel (bn_part_stats, or bn_part_grad with g and stats; the _vec row kernels
- * where bn_by_rows): a group per (channel, chunk), or a work-item per row, writes its two
- * partial results into *part [C, P, 2], which the caller frees; *sp gets the split. */
-static clg_status bn_chunks(clg_tensor *x, const char *kernel, clg_tensor *g, clg_tensor *stats, bn_split *sp,
-                            clg_tensor **part)
+/* A chunk kernel (bn_part_stats, or bn_part_grad with g and stats, g masked by y > 0
+ * where y is given; the _vec row kernels where bn_by_rows): a group per (channel,
+ * chunk), or a work-item per row, writes its two partial results into *part [C, P, 2],
+ * which the caller frees; *sp gets the split. */
+static clg_status bn_chunks(clg_tensor *x, const char *kernel, clg_tensor *g, clg_tensor *y, clg_tensor *stats,
+                            bn_split *sp, clg_tensor **part)
 {
     clg_device *dev = x->dev;
     bn_dims d = bn_dims_of(x);
@@ -215,7 +214,7 @@ static clg_status bn_chunks(clg_tensor *x, const char *kernel, clg_tensor *g, cl
     clg_dtype pt = clg__compute_dtype(x->dtype);
     *part = st ? NULL : clg__tensor_new(dev, pt, 1, (const int64_t[]){2 * d.C * sp->P});
     if (!*part) return dev->status;
-    clg_arg a[12];
+    clg_arg a[14];
     int n = 0;
     a[n++] = CLG_ARG_I(d.N);
     a[n++] = CLG_ARG_I(d.C);
@@ -228,6 +227,8 @@ static clg_status bn_chunks(clg_tensor *x, const char *kernel, clg_tensor *g, cl
     if (g) {
         a[n++] = CLG_ARG_B(g->buf);
         a[n++] = CLG_ARG_B(stats->buf);
+        a[n++] = CLG_ARG_I(y != NULL);
+        a[n++] = CLG_ARG_B((y ? y : x)->buf);
     }
     a[n++] = CLG_ARG_B((*part)->buf);
     if (rows) return clg__launch_1d(dev, k, a, n, (size_t)(d.N * d.C));
@@ -236,8 +237,15 @@ static clg_status bn_chunks(clg_tensor *x, const char *kernel, clg_tensor *g, cl
     return clg__launch(dev, k, a, n, 2, global, local);
 }
 
-/* y = (x - mean) invstd w + b from stats, as rows of S. */
-static clg_status bn_apply(clg_tensor *x, clg_tensor *y, clg_tensor *stats, clg_tensor *w, clg_tensor *b)
+/* What batch_norm_add_relu applies after the normalisation: z added (NULL: nothing;
+ * contiguous at 0 as x), then ReLU where relu. */
+typedef struct bn_act {
+    clg_tensor *z;
+    bool relu;
+} bn_act;
+
+/* y = act((x - mean) invstd w + b) from stats, as rows of S. */
+static clg_status bn_apply(clg_tensor *x, clg_tensor *y, clg_tensor *stats, clg_tensor *w, clg_tensor *b, bn_act act)
 {
     bn_dims d = bn_dims_of(x);
     clg_kernel *k = norm_kernel(x->dev, x->dtype, "bn_apply_rows");
@@ -251,20 +259,23 @@ static clg_status bn_apply(clg_tensor *x, clg_tensor *y, clg_tensor *stats, clg_
     a[n++] = CLG_ARG_B(stats->buf);
     n += vec_args(a + n, w, x);
     n += vec_args(a + n, b, x);
+    a[n++] = CLG_ARG_I(act.z != NULL);
+    a[n++] = CLG_ARG_B((act.z ? act.z : x)->buf);
+    a[n++] = CLG_ARG_I(act.relu);
     return clg__launch_rows(x->dev, k, a, n, (size_t)d.S, (size_t)(d.N * d.C));
 }
 
 /* The training forward: chunk statistics, their combination (stats, running averages
  * in place), then y. */
 static clg_status bn_train(clg_tensor *x, clg_tensor *y, clg_tensor *stats, clg_tensor *rm, clg_tensor *rv,
-                           clg_tensor *w, clg_tensor *b, double momentum, double eps)
+                           clg_tensor *w, clg_tensor *b, bn_act act, double momentum, double eps)
 {
     clg_device *dev = x->dev;
     bn_dims d = bn_dims_of(x);
     clg_kernel *kc = norm_kernel(dev, x->dtype, "bn_combine");
     bn_split sp;
     clg_tensor *part = NULL;
-    clg_status st = kc ? bn_chunks(x, "bn_part_stats", NULL, NULL, &sp, &part) : dev->status;
+    clg_status st = kc ? bn_chunks(x, "bn_part_stats", NULL, NULL, NULL, &sp, &part) : dev->status;
     if (!part) return st;
     clg_arg a[24];
     int n = 0;
@@ -283,25 +294,27 @@ static clg_status bn_train(clg_tensor *x, clg_tensor *y, clg_tensor *stats, clg_
     a[n++] = clg__arg_scalar(x->dtype, eps);
     if (!st) st = clg__launch_1d(dev, kc, a, n, (size_t)d.C);
     clg_tensor_free(part);
-    return st ? st : bn_apply(x, y, stats, w, b);
+    return st ? st : bn_apply(x, y, stats, w, b, act);
 }
 
 /* The evaluation forward: stats from the running averages, then y elementwise. */
 static clg_status bn_eval(clg_tensor *x, clg_tensor *y, clg_tensor *stats, clg_tensor *rm, clg_tensor *rv,
-                          clg_tensor *w, clg_tensor *b, double eps)
+                          clg_tensor *w, clg_tensor *b, bn_act act, double eps)
 {
     bn_dims d = bn_dims_of(x);
     clg_arg s[] = {CLG_ARG_I(d.C), CLG_ARG_B(rm->buf), CLG_ARG_I(rm->offset), CLG_ARG_I(rm->strides[0]),
                    CLG_ARG_B(rv->buf), CLG_ARG_I(rv->offset), CLG_ARG_I(rv->strides[0]),
                    CLG_ARG_B(stats->buf), clg__arg_scalar(x->dtype, eps)};
     clg_status st = launch_items(x->dev, x->dtype, "bn_eval_stats", s, 9, d.C);
-    return st ? st : bn_apply(x, y, stats, w, b);
+    return st ? st : bn_apply(x, y, stats, w, b, act);
 }
 
 /* The backward in chunks: sums of g and g xhat per (channel, chunk), per channel dw, db
- * and dx's coefficients, then dx as rows. dx, dw, db: NULL where not wanted. */
-static clg_status bn_backward(clg_tensor *x, clg_tensor *g, clg_tensor *stats, clg_tensor *w, bool training,
-                              clg_tensor *dx, clg_tensor *dw, clg_tensor *db)
+ * and dx's coefficients, then dx as rows. dx, dw, db: NULL where not wanted. After a
+ * ReLU (batch_norm_add_relu) y is its output and g counts where y > 0; that masked g is
+ * also z's gradient, written to dz (NULL: not wanted; dx then wanted too). */
+static clg_status bn_backward(clg_tensor *x, clg_tensor *g, clg_tensor *y, clg_tensor *stats, clg_tensor *w,
+                              bool training, clg_tensor *dx, clg_tensor *dz, clg_tensor *dw, clg_tensor *db)
 {
     clg_device *dev = x->dev;
     bn_dims d = bn_dims_of(x);
@@ -309,7 +322,7 @@ static clg_status bn_backward(clg_tensor *x, clg_tensor *g, clg_tensor *stats, c
     clg_kernel *kx = dx ? norm_kernel(dev, x->dtype, "bn_dx_rows") : NULL;
     bn_split sp;
     clg_tensor *part = NULL;
-    clg_status st = kc && (kx || !dx) ? bn_chunks(x, "bn_part_grad", g, stats, &sp, &part) : dev->status;
+    clg_status st = kc && (kx || !dx) ? bn_chunks(x, "bn_part_grad", g, y, stats, &sp, &part) : dev->status;
     if (!part) return st;
     clg_tensor *coef = clg__tensor_new(dev, stats->dtype, 1, (const int64_t[]){3 * d.C});
     if (!coef) {
@@ -332,67 +345,97 @@ static clg_status bn_backward(clg_tensor *x, clg_tensor *g, clg_tensor *stats, c
     if (!st) st = clg__launch_1d(dev, kc, a, n, (size_t)d.C);
     if (!st && dx) {
         clg_arg b[] = {CLG_ARG_I(d.C), CLG_ARG_I(d.S), CLG_ARG_B(x->buf), CLG_ARG_B(g->buf),
-                       CLG_ARG_B(stats->buf), CLG_ARG_B(coef->buf), CLG_ARG_B(dx->buf)};
-        st = clg__launch_rows(dev, kx, b, 7, (size_t)d.S, (size_t)(d.N * d.C));
+                       CLG_ARG_B(stats->buf), CLG_ARG_B(coef->buf), CLG_ARG_B(dx->buf), CLG_ARG_I(y != NULL),
+                       CLG_ARG_B((y ? y : x)->buf), CLG_ARG_B((dz ? dz : dx)->buf)};
+        st = clg__launch_rows(dev, kx, b, 10, (size_t)d.S, (size_t)(d.N * d.C));
     }
     clg_tensor_free(part);
     clg_tensor_free(coef);
     return st;
 }
 
-/* inputs: x, weight, bias; saved: stats [2, C] (mean, invstd), the contiguous x. */
+/* inputs: x, weight, bias (and z, batch_norm_add_relu's); saved: stats [2, C] (mean,
+ * invstd), the contiguous x; f[0]: training, f[1]: a ReLU applied (node->out, y, masks g). */
 static clg_status batch_norm_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
 {
     clg_tensor *x = node->saved[1], *stats = node->saved[0], *w = node->inputs[1];
     clg_device *dev = x->dev;
     bn_dims d = bn_dims_of(x);
+    bool want_x = clg__wants_grad(node, 0), want_z = node->ninputs > 3 && clg__wants_grad(node, 3);
     clg_tensor *gc = clg__contiguous_at0(g);
-    clg_tensor *dx = clg__wants_grad(node, 0) ? clg__tensor_new(dev, x->dtype, x->ndim, x->shape) : NULL;
+    /* dx is computed wherever dz is: the one kernel writes both */
+    clg_tensor *dx = want_x || want_z ? clg__tensor_new(dev, x->dtype, x->ndim, x->shape) : NULL;
+    clg_tensor *dz = want_z ? clg__tensor_new(dev, x->dtype, x->ndim, x->shape) : NULL;
     clg_dtype pt = clg__compute_dtype(x->dtype);
     clg_tensor *dw = clg__wants_grad(node, 1) ? clg__tensor_new(dev, pt, 1, &d.C) : NULL;
     clg_tensor *db = clg__wants_grad(node, 2) ? clg__tensor_new(dev, pt, 1, &d.C) : NULL;
     clg_status st = dev->status;
-    if (gc && (dx || !clg__wants_grad(node, 0)) && (dw || !clg__wants_grad(node, 1)) &&
+    if (gc && (dx || !(want_x || want_z)) && (dz || !want_z) && (dw || !clg__wants_grad(node, 1)) &&
         (db || !clg__wants_grad(node, 2)))
-        st = bn_backward(x, gc, stats, w, node->f[0] != 0, dx, dw, db);
+        st = bn_backward(x, gc, node->f[1] != 0 ? node->out : NULL, stats, w, node->f[0] != 0, dx, dz, dw, db);
     clg__release_copy(gc, g);
+    if (!want_x) {
+        clg_tensor_free(dx);
+        dx = NULL;
+    }
     gin[0] = dx;
     gin[1] = dw;
     gin[2] = db;
+    if (node->ninputs > 3) gin[3] = dz;
     return st;
 }
 
+/* batch_norm, then act; taped as `op` (batch_norm, or batch_norm_add_relu with z as a
+ * fourth input). */
 static clg_tensor *batch_norm(clg_tensor *x, clg_tensor *running_mean, clg_tensor *running_var, clg_tensor *weight,
-                              clg_tensor *bias, bool training, double momentum, double eps)
+                              clg_tensor *bias, bool training, double momentum, double eps, bn_act act, int op)
 {
-    if (!bn_check(x, running_mean, running_var, weight, bias, training)) return NULL;
+    if (!bn_check(clg__op_name(op), x, running_mean, running_var, weight, bias, training)) return NULL;
     clg_device *dev = x->dev;
     bn_dims d = bn_dims_of(x);
-    clg_tensor *xc = clg__contiguous_at0(x);
+    clg_tensor *xc = clg__contiguous_at0(x), *z = act.z;
+    bn_act a = {z ? clg__contiguous_at0(z) : NULL, act.relu};
     clg_tensor *y = clg__tensor_new(dev, x->dtype, x->ndim, x->shape);
     clg_tensor *stats = clg__tensor_new(dev, clg__compute_dtype(x->dtype), 2, (const int64_t[]){2, d.C});
-    clg_status st = xc && y && stats ? CLG_OK : dev->status;
-    if (st == CLG_OK && !training) st = bn_eval(xc, y, stats, running_mean, running_var, weight, bias, eps);
+    clg_status st = xc && y && stats && (a.z || !z) ? CLG_OK : dev->status;
+    if (st == CLG_OK && !training) st = bn_eval(xc, y, stats, running_mean, running_var, weight, bias, a, eps);
     else if (st == CLG_OK && x->numel)
-        st = bn_train(xc, y, stats, running_mean, running_var, weight, bias, momentum, eps);
+        st = bn_train(xc, y, stats, running_mean, running_var, weight, bias, a, momentum, eps);
     if (st == CLG_OK && training && running_mean) {   /* updated in place */
         clg__tensor_written(running_mean);
         clg__tensor_written(running_var);
     }
     clg_node *node = NULL;
     if (st == CLG_OK)
-        y = clg__taped(y, CLG_OP_batch_norm, batch_norm_bw, 3, (clg_tensor *const[]){x, weight, bias}, &node);
+        y = clg__taped(y, op, batch_norm_bw, op == CLG_OP_batch_norm ? 3 : 4,
+                       (clg_tensor *const[]){x, weight, bias, z}, &node);
     if (node) {
         clg__node_save(node, 0, stats);
         clg__node_save(node, 1, xc);
         node->f[0] = training;
+        node->f[1] = act.relu;
     }
     clg_tensor_free(stats);   /* the node, if any, holds what it needs */
     clg__release_copy(xc, x);
+    if (z) clg__release_copy(a.z, z);
     if (st != CLG_OK) {
         clg_tensor_free(y);
-        return launch_fail("batch_norm", x);
+        return launch_fail(clg__op_name(op), x);
     }
+    return y;
+}
+
+/* batch_norm's op with its 16-bit weight and bias widened. */
+static clg_tensor *batch_norm_widened(clg_tensor *x, clg_tensor *running_mean, clg_tensor *running_var,
+                                      clg_tensor *weight, clg_tensor *bias, bool training, double momentum,
+                                      double eps, bn_act act, int op)
+{
+    clg_tensor *w = widen_param(x, weight), *b = widen_param(x, bias);
+    clg_tensor *y = (w || !weight) && (b || !bias)
+                        ? batch_norm(x, running_mean, running_var, w, b, training, momentum, eps, act, op)
+                        : NULL;
+    clg__drop_cast(w, weight);
+    clg__drop_cast(b, bias);
     return y;
 }
 
@@ -400,12 +443,21 @@ clg_tensor *clg_batch_norm(clg_tensor *x, clg_tensor *running_mean, clg_tensor *
                            clg_tensor *bias, bool training, double momentum, double eps)
 {
     if (!x) return NULL;
-    clg_tensor *w = widen_param(x, weight), *b = widen_param(x, bias);
-    clg_tensor *y = (w || !weight) && (b || !bias) ? batch_norm(x, running_mean, running_var, w, b, training, momentum, eps)
-                                                   : NULL;
-    clg__drop_cast(w, weight);
-    clg__drop_cast(b, bias);
-    return y;
+    return batch_norm_widened(x, running_mean, running_var, weight, bias, training, momentum, eps,
+                              (bn_act){NULL, false}, CLG_OP_batch_norm);
+}
+
+clg_tensor *clg_batch_norm_add_relu(clg_tensor *x, clg_tensor *z, clg_tensor *running_mean, clg_tensor *running_var,
+                                    clg_tensor *weight, clg_tensor *bias, bool training, double momentum, double eps)
+{
+    if (!x) return NULL;
+    const char *op = "batch_norm_add_relu";
+    if (z && (z->dtype != x->dtype || z->ndim != x->ndim ||
+              memcmp(z->shape, x->shape, (size_t)x->ndim * sizeof *x->shape)))
+        return clg__op_fail(x->dev, CLG_ERR_SHAPE, op, "z %s must have the shape and dtype of x %s", CLG_DESC(z),
+                            CLG_DESC(x));
+    return batch_norm_widened(x, running_mean, running_var, weight, bias, training, momentum, eps,
+                              (bn_act){z, true}, CLG_OP_batch_norm_add_relu);
 }
 
 /* ---- layer_norm ---------------------------------------------------------------------------- */
