@@ -30,13 +30,6 @@ inline int bn_index(int m, int C, int S, int c)
     return (n * C + c) * S + (m - n * S);
 }
 
-// The gradient reaching batch_norm's output at i: g, or g where y = relu(...) > 0 when
-// a ReLU follows it in the same op (batch_norm_add_relu: has_y, y its output; else the
-// host passes x as y). Both read unconditionally and selected: a load under a
-// condition kept POCL from vectorising the kernels (2.7x slower).
-#define BN_GRAD(g, y, i, has_y) bn_grad(CLG_LD(g, i), CLG_LD(y, i), has_y)
-inline T bn_grad(T g, T y, int has_y) { return has_y && !(y > (T)0) ? (T)0 : g; }
-
 // Evaluation: (mean, invstd) from the running averages, one work-item per channel.
 // Kept as stats so the backward sees the values the forward used, whatever updates
 // the running averages get in between.
@@ -121,23 +114,57 @@ __kernel void bn_row_stats_vec(int N, int C, int S, __global const TS *x, __glob
 }
 
 __kernel void bn_row_grad_vec(int N, int C, int S, __global const TS *x, __global const TS *g,
-                              __global const float *stats, int has_y, __global const TS *y, __global float *part)
+                              __global const float *stats, __global float *part)
 {
     int r = get_global_id(0), n = r / C, c = r - n * C, V = S / 16;
     size_t base = (size_t)r * S;
-    __global const TS *xr = x + base, *gr = g + base, *yr = y + base;
+    __global const TS *xr = x + base, *gr = g + base;
     float mean = stats[c], invstd = stats[C + c];
     float16 a16 = 0, b16 = 0;
     for (int v = 0; v < V; v++) {
-        /* where has_y is 0, every lane's mask is all ones */
-        int16 keep = isgreater(BN_LD16(yr, v), (float16)0) | (int16)(has_y - 1);
-        float16 gv = select((float16)0, BN_LD16(gr, v), keep);
+        float16 gv = BN_LD16(gr, v);
         a16 += gv;
         b16 += gv * (BN_LD16(xr, v) - mean);
     }
     float sg = clg_hsum16(a16), sgx = clg_hsum16(b16);
     for (int s = 16 * V; s < S; s++) {
-        float gs = BN_GRAD(gr, yr, s, has_y);
+        sg += CLG_LD(gr, s);
+        sgx += CLG_LD(gr, s) * (CLG_LD(xr, s) - mean);
+    }
+    part[(c * N + n) * 2] = sg;
+    part[(c * N + n) * 2 + 1] = sgx * invstd;
+}
+
+// The same after a ReLU (batch_norm_add_relu): g counts where y > 0, and that masked g
+// is written to gm, which the dx pass then reads in g's place (and which is z's
+// gradient). The masked 16 values stored as they were loaded: float32 selected, 16-bit
+// bits and-ed with the mask (exact either way).
+#if defined(CLG_F32)
+#define BN_ST_MASKED(dst, v, src, keep) vstore16(select((float16)0, vload16(v, src), keep), v, dst)
+#else
+#define BN_ST_MASKED(dst, v, src, keep) vstore16(vload16(v, src) & as_ushort16(convert_short16(keep)), v, dst)
+#endif
+__kernel void bn_row_grad_relu_vec(int N, int C, int S, __global const TS *x, __global const TS *g,
+                                   __global const float *stats, __global const TS *y, __global TS *gm,
+                                   __global float *part)
+{
+    int r = get_global_id(0), n = r / C, c = r - n * C, V = S / 16;
+    size_t base = (size_t)r * S;
+    __global const TS *xr = x + base, *gr = g + base, *yr = y + base;
+    __global TS *gmr = gm + base;
+    float mean = stats[c], invstd = stats[C + c];
+    float16 a16 = 0, b16 = 0;
+    for (int v = 0; v < V; v++) {
+        int16 keep = isgreater(BN_LD16(yr, v), (float16)0);
+        float16 gv = select((float16)0, BN_LD16(gr, v), keep);
+        BN_ST_MASKED(gmr, v, gr, keep);
+        a16 += gv;
+        b16 += gv * (BN_LD16(xr, v) - mean);
+    }
+    float sg = clg_hsum16(a16), sgx = clg_hsum16(b16);
+    for (int s = 16 * V; s < S; s++) {
+        float gs = CLG_LD(yr, s) > 0 ? CLG_LD(gr, s) : 0;
+        CLG_ST(gmr, s, gs);
         sg += gs;
         sgx += gs * (CLG_LD(xr, s) - mean);
     }
@@ -176,7 +203,8 @@ __kernel void bn_combine(int N, int C, int S, int L, int P, __global const T *pa
 // y = (x - mean) invstd w + b over rows of S (x contiguous [N, C, S], row r = n C + c):
 // exactly S x (N C) work-items (clg__launch_rows), no division per element. With
 // batch_norm_add_relu's operands: plus z (has_z, contiguous as x; else the host passes
-// x, read and not added: no load under a condition, as BN_GRAD), then ReLU (relu).
+// x, read and not added: a load under a condition kept POCL from vectorising the
+// kernel, 2x slower), then ReLU (relu).
 __kernel void bn_apply_rows(int C, int S, __global const TS *x, __global TS *y, __global const T *stats,
                             int has_w, __global const T *w, int ow, int sw, int has_b, __global const T *b, int ob,
                             int sb, int has_z, __global const TS *z, int relu)
@@ -189,17 +217,22 @@ __kernel void bn_apply_rows(int C, int S, __global const TS *x, __global TS *y, 
     CLG_ST(y, i, relu && v < (T)0 ? (T)0 : v);   // relu(NaN) = NaN, as clg_relu
 }
 
-// Backward, group (c, p): the chunk's sums of g and of g xhat into part (g masked by
-// y > 0 where has_y, as bn_row_grad_vec).
+// Backward, group (c, p): the chunk's sums of g and of g xhat into part; where has_y,
+// after a ReLU: g masked by y > 0 and written to gm, as bn_row_grad_relu_vec.
 __kernel void bn_part_grad(int N, int C, int S, int L, int P, __global const TS *x, __global const TS *g,
-                           __global const T *stats, int has_y, __global const TS *y, __global T *part, __local T *s)
+                           __global const T *stats, int has_y, __global const TS *y, __global TS *gm,
+                           __global T *part, __local T *s)
 {
     int c = get_group_id(0), p = get_group_id(1), l = get_local_id(0), wg = get_local_size(0), M = N * S;
     int m0 = p * L, m1 = min(M, m0 + L);
     T mean = stats[c], invstd = stats[C + c], sg = 0, sgx = 0;
     for (int m = m0 + l; m < m1; m += wg) {
         int i = bn_index(m, C, S, c);
-        T gi = BN_GRAD(g, y, i, has_y);
+        T gi = CLG_LD(g, i);
+        if (has_y) {
+            gi = CLG_LD(y, i) > 0 ? gi : (T)0;
+            CLG_ST(gm, i, gi);
+        }
         sg += gi;
         sgx += gi * (CLG_LD(x, i) - mean) * invstd;
     }
@@ -231,17 +264,13 @@ __kernel void bn_grad_combine(int N, int C, int S, int P, __global const T *part
     coef[2 * C + c] = training ? sgx / (T)M : (T)0;
 }
 
-// dx over rows of S, as bn_apply_rows; where has_y, g masked by y > 0, and that g
-// written to dz too (batch_norm_add_relu's gradient for z). Where z wants none the host
-// passes dx as dz: the masked g is written there first and dx over it (a store
-// under a condition kept POCL from vectorising, as a load does).
+// dx over rows of S, as bn_apply_rows (g: the masked gm after a ReLU).
 __kernel void bn_dx_rows(int C, int S, __global const TS *x, __global const TS *g, __global const T *stats,
-                         __global const T *coef, __global TS *dx, int has_y, __global const TS *y, __global TS *dz)
+                         __global const T *coef, __global TS *dx)
 {
     int s = get_global_id(0), r = get_global_id(1), c = r % C, i = r * S + s;
-    T xhat = (CLG_LD(x, i) - stats[c]) * stats[C + c], gi = BN_GRAD(g, y, i, has_y);
-    CLG_ST(dz, i, gi);
-    CLG_ST(dx, i, coef[c] * (gi - coef[C + c] - xhat * coef[2 * C + c]));
+    T xhat = (CLG_LD(x, i) - stats[c]) * stats[C + c];
+    CLG_ST(dx, i, coef[c] * (CLG_LD(g, i) - coef[C + c] - xhat * coef[2 * C + c]));
 }
 
 // ---- layer_norm -------------------------------------------------------------------------------

@@ -197,17 +197,17 @@ static bool bn_by_rows(const clg_device *dev, clg_dtype dtype, bn_dims d)
     return clg__compute_dtype(dtype) == CLG_F32 && p->row_items && d.S >= 16 && 4 * (d.S / 16 + 16) <= loops && 2 * d.N <= loops;
 }
 
-/* A chunk kernel (bn_part_stats, or bn_part_grad with g and stats, g masked by y > 0
- * where y is given; the _vec row kernels where bn_by_rows): a group per (channel,
- * chunk), or a work-item per row, writes its two partial results into *part [C, P, 2],
- * which the caller frees; *sp gets the split. */
-static clg_status bn_chunks(clg_tensor *x, const char *kernel, clg_tensor *g, clg_tensor *y, clg_tensor *stats,
-                            bn_split *sp, clg_tensor **part)
+/* A chunk kernel (bn_part_stats, or bn_part_grad with g and stats, after a ReLU g
+ * masked by y > 0 and written to gm; the _vec row kernels where bn_by_rows): a group per
+ * (channel, chunk), or a work-item per row, writes its two partial results into *part
+ * [C, P, 2], which the caller frees; *sp gets the split. */
+static clg_status bn_chunks(clg_tensor *x, const char *kernel, clg_tensor *g, clg_tensor *y, clg_tensor *gm,
+                            clg_tensor *stats, bn_split *sp, clg_tensor **part)
 {
     clg_device *dev = x->dev;
     bn_dims d = bn_dims_of(x);
     bool rows = bn_by_rows(dev, x->dtype, d);
-    const char *name = rows ? (g ? "bn_row_grad_vec" : "bn_row_stats_vec") : kernel;
+    const char *name = !rows ? kernel : !g ? "bn_row_stats_vec" : y ? "bn_row_grad_relu_vec" : "bn_row_grad_vec";
     clg_kernel *k = norm_kernel(dev, x->dtype, name);
     clg_status st = !k ? dev->status : rows ? CLG_OK : bn_split_of(dev, k, d, sp);
     if (rows) *sp = (bn_split){1, d.S, d.N};
@@ -227,8 +227,11 @@ static clg_status bn_chunks(clg_tensor *x, const char *kernel, clg_tensor *g, cl
     if (g) {
         a[n++] = CLG_ARG_B(g->buf);
         a[n++] = CLG_ARG_B(stats->buf);
-        a[n++] = CLG_ARG_I(y != NULL);
-        a[n++] = CLG_ARG_B((y ? y : x)->buf);
+        if (!rows) a[n++] = CLG_ARG_I(y != NULL);
+        if (!rows || y) {   /* the groups' kernel takes them in any case, some buffer where absent */
+            a[n++] = CLG_ARG_B((y ? y : x)->buf);
+            a[n++] = CLG_ARG_B((y ? gm : x)->buf);
+        }
     }
     a[n++] = CLG_ARG_B((*part)->buf);
     if (rows) return clg__launch_1d(dev, k, a, n, (size_t)(d.N * d.C));
@@ -275,7 +278,7 @@ static clg_status bn_train(clg_tensor *x, clg_tensor *y, clg_tensor *stats, clg_
     clg_kernel *kc = norm_kernel(dev, x->dtype, "bn_combine");
     bn_split sp;
     clg_tensor *part = NULL;
-    clg_status st = kc ? bn_chunks(x, "bn_part_stats", NULL, NULL, NULL, &sp, &part) : dev->status;
+    clg_status st = kc ? bn_chunks(x, "bn_part_stats", NULL, NULL, NULL, NULL, &sp, &part) : dev->status;
     if (!part) return st;
     clg_arg a[24];
     int n = 0;
@@ -311,10 +314,10 @@ static clg_status bn_eval(clg_tensor *x, clg_tensor *y, clg_tensor *stats, clg_t
 
 /* The backward in chunks: sums of g and g xhat per (channel, chunk), per channel dw, db
  * and dx's coefficients, then dx as rows. dx, dw, db: NULL where not wanted. After a
- * ReLU (batch_norm_add_relu) y is its output and g counts where y > 0; that masked g is
- * also z's gradient, written to dz (NULL: not wanted; dx then wanted too). */
-static clg_status bn_backward(clg_tensor *x, clg_tensor *g, clg_tensor *y, clg_tensor *stats, clg_tensor *w,
-                              bool training, clg_tensor *dx, clg_tensor *dz, clg_tensor *dw, clg_tensor *db)
+ * ReLU (batch_norm_add_relu) y is its output and g counts where y > 0: the chunks write
+ * that masked g to gm (contiguous as x), and dx reads it in g's place. */
+static clg_status bn_backward(clg_tensor *x, clg_tensor *g, clg_tensor *y, clg_tensor *gm, clg_tensor *stats,
+                              clg_tensor *w, bool training, clg_tensor *dx, clg_tensor *dw, clg_tensor *db)
 {
     clg_device *dev = x->dev;
     bn_dims d = bn_dims_of(x);
@@ -322,7 +325,7 @@ static clg_status bn_backward(clg_tensor *x, clg_tensor *g, clg_tensor *y, clg_t
     clg_kernel *kx = dx ? norm_kernel(dev, x->dtype, "bn_dx_rows") : NULL;
     bn_split sp;
     clg_tensor *part = NULL;
-    clg_status st = kc && (kx || !dx) ? bn_chunks(x, "bn_part_grad", g, y, stats, &sp, &part) : dev->status;
+    clg_status st = kc && (kx || !dx) ? bn_chunks(x, "bn_part_grad", g, y, gm, stats, &sp, &part) : dev->status;
     if (!part) return st;
     clg_tensor *coef = clg__tensor_new(dev, stats->dtype, 1, (const int64_t[]){3 * d.C});
     if (!coef) {
@@ -344,10 +347,9 @@ static clg_status bn_backward(clg_tensor *x, clg_tensor *g, clg_tensor *y, clg_t
     a[n++] = CLG_ARG_B(coef->buf);
     if (!st) st = clg__launch_1d(dev, kc, a, n, (size_t)d.C);
     if (!st && dx) {
-        clg_arg b[] = {CLG_ARG_I(d.C), CLG_ARG_I(d.S), CLG_ARG_B(x->buf), CLG_ARG_B(g->buf),
-                       CLG_ARG_B(stats->buf), CLG_ARG_B(coef->buf), CLG_ARG_B(dx->buf), CLG_ARG_I(y != NULL),
-                       CLG_ARG_B((y ? y : x)->buf), CLG_ARG_B((dz ? dz : dx)->buf)};
-        st = clg__launch_rows(dev, kx, b, 10, (size_t)d.S, (size_t)(d.N * d.C));
+        clg_arg b[] = {CLG_ARG_I(d.C), CLG_ARG_I(d.S), CLG_ARG_B(x->buf), CLG_ARG_B((y ? gm : g)->buf),
+                       CLG_ARG_B(stats->buf), CLG_ARG_B(coef->buf), CLG_ARG_B(dx->buf)};
+        st = clg__launch_rows(dev, kx, b, 7, (size_t)d.S, (size_t)(d.N * d.C));
     }
     clg_tensor_free(part);
     clg_tensor_free(coef);
@@ -355,33 +357,30 @@ static clg_status bn_backward(clg_tensor *x, clg_tensor *g, clg_tensor *y, clg_t
 }
 
 /* inputs: x, weight, bias (and z, batch_norm_add_relu's); saved: stats [2, C] (mean,
- * invstd), the contiguous x; f[0]: training, f[1]: a ReLU applied (node->out, y, masks g). */
+ * invstd), the contiguous x; f[0]: training, f[1]: a ReLU applied (node->out, y, masks g;
+ * the masked g is z's gradient as it is). */
 static clg_status batch_norm_bw(clg_node *node, clg_tensor *g, clg_tensor **gin)
 {
     clg_tensor *x = node->saved[1], *stats = node->saved[0], *w = node->inputs[1];
     clg_device *dev = x->dev;
     bn_dims d = bn_dims_of(x);
-    bool want_x = clg__wants_grad(node, 0), want_z = node->ninputs > 3 && clg__wants_grad(node, 3);
+    bool relu = node->f[1] != 0, want_z = node->ninputs > 3 && clg__wants_grad(node, 3);
     clg_tensor *gc = clg__contiguous_at0(g);
-    /* dx is computed wherever dz is: the one kernel writes both */
-    clg_tensor *dx = want_x || want_z ? clg__tensor_new(dev, x->dtype, x->ndim, x->shape) : NULL;
-    clg_tensor *dz = want_z ? clg__tensor_new(dev, x->dtype, x->ndim, x->shape) : NULL;
+    clg_tensor *dx = clg__wants_grad(node, 0) ? clg__tensor_new(dev, x->dtype, x->ndim, x->shape) : NULL;
+    clg_tensor *gm = relu ? clg__tensor_new(dev, x->dtype, x->ndim, x->shape) : NULL;
     clg_dtype pt = clg__compute_dtype(x->dtype);
     clg_tensor *dw = clg__wants_grad(node, 1) ? clg__tensor_new(dev, pt, 1, &d.C) : NULL;
     clg_tensor *db = clg__wants_grad(node, 2) ? clg__tensor_new(dev, pt, 1, &d.C) : NULL;
     clg_status st = dev->status;
-    if (gc && (dx || !(want_x || want_z)) && (dz || !want_z) && (dw || !clg__wants_grad(node, 1)) &&
+    if (gc && (dx || !clg__wants_grad(node, 0)) && (gm || !relu) && (dw || !clg__wants_grad(node, 1)) &&
         (db || !clg__wants_grad(node, 2)))
-        st = bn_backward(x, gc, node->f[1] != 0 ? node->out : NULL, stats, w, node->f[0] != 0, dx, dz, dw, db);
+        st = bn_backward(x, gc, relu ? node->out : NULL, gm, stats, w, node->f[0] != 0, dx, dw, db);
     clg__release_copy(gc, g);
-    if (!want_x) {
-        clg_tensor_free(dx);
-        dx = NULL;
-    }
     gin[0] = dx;
     gin[1] = dw;
     gin[2] = db;
-    if (node->ninputs > 3) gin[3] = dz;
+    if (node->ninputs > 3) gin[3] = want_z ? gm : NULL;
+    if (!want_z) clg_tensor_free(gm);
     return st;
 }
 
