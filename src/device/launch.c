@@ -189,11 +189,17 @@ static clg_status launch_exact(clg_device *dev, clg_kernel *k, const clg_arg *ar
     size_t wg = group_size(dev, k), fit = clg__divisor_at_most(n0, wg);
     size_t min = dev->params.group_1d_min < wg ? dev->params.group_1d_min : wg;
     size_t local[3] = {fit >= min ? fit : wg, 1, 1};
-    /* Short rows (n0 below the smallest whole group, a multiple of the vector width, on
-     * a device that compiles per group shape): groups of several whole rows, n0 x d.
-     * As whole groups of n0 and a tail they ran as groups of one vector each: [16384, 64]
-     * + [64] took 1.38 ms against 0.23 so (POCL, AVX2; PyTorch 0.17). */
-    if (dims > 1 && fit < min && fit == n0 && dev->params.group_tail && n0 % dev->params.group_tail == 0) {
+    /* Short rows (n0 below the smallest whole group, a multiple of the vector width or
+     * at least two of them, on a device that compiles per group shape): groups of
+     * several whole rows, n0 x d. As whole groups of n0 and a tail they ran as groups of
+     * one vector each: [16384, 64] + [64] took 1.38 ms against 0.23 so (POCL, AVX2;
+     * PyTorch 0.17); and rows of 196 or 49 (a ResNet's 14 x 14 and 7 x 7 planes) ran
+     * their last 4 or 1 columns as groups one item wide, 30x slower than the rest (3.7
+     * ms against 0.12 for batch norm's [4096 rows, 196]). A row as wide as n0 costs a
+     * compile per row length on such a device, so not for rows shorter than two
+     * vectors, which many small tensors have. */
+    size_t tg = dev->params.group_tail;
+    if (dims > 1 && fit < min && fit == n0 && tg && (n0 % tg == 0 || n0 >= 2 * tg)) {
         local[0] = n0;
         local[1] = clg__divisor_at_most(n1, wg / n0);
     }
