@@ -67,6 +67,25 @@ int main(void)
         if (!strcmp(p->kernels[i].name, "axpy"))
             CHECK_MSG(p->kernels[i].ns >= 4000, "axpy over 4M floats took %llu ns (%s)",
                       (unsigned long long)p->kernels[i].ns, p->host_timed ? "host-timed" : "device clock");
+
+    /* Rows of two vectors or more that no whole group divides (a ResNet's 14 x 14 and
+     * 7 x 7 planes) run as groups of whole rows where the device compiles per group
+     * shape (group_tail): one launch each, not whole groups and a tail of groups one
+     * item wide (src/device/launch.c, launch_exact). */
+    const clg_device_params *dp = clg__device_params(dev);
+    size_t tg = dp->group_tail;
+    if (tg && 49 >= 2 * tg) {
+        clg_device_profile_reset(dev);
+        clg_scope_begin(dev);
+        CHECK(clg_batch_norm(clg_ones(dev, CLG_F32, CLG_SHAPE(8, 3, 14, 14)), NULL, NULL, NULL, NULL, true, 0.1, 1e-5) &&
+              clg_batch_norm(clg_ones(dev, CLG_F32, CLG_SHAPE(8, 3, 7, 7)), NULL, NULL, NULL, NULL, true, 0.1, 1e-5));
+        CHECK_OK(dev, clg_device_finish(dev));
+        clg_scope_end(dev);
+        for (int i = 0; i < p->nkernels; i++)
+            if (!strcmp(p->kernels[i].name, "bn_apply_rows"))
+                CHECK_MSG(p->kernels[i].count == 2, "bn_apply_rows over rows of 196 and 49: %llu launches, not 2",
+                          (unsigned long long)p->kernels[i].count);
+    }
     clg_device_close(dev);
 
     /* Without CLG_PROFILE no events are kept. */
