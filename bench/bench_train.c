@@ -156,10 +156,10 @@ int main(int argc, char **argv)
     }
     if (graph) {   /* what the capture holds, on stderr: the rate lines stay one per repeat */
         clg_graph_stats g = clg_graph_get_stats(clg_trainer_graph(tr));
-        fprintf(stderr, "graph: %d launches (%d enqueues; %d of the eager step's left out, %d ReLUs fused), %d copies, %d writes, "
+        fprintf(stderr, "graph: %d launches (%d enqueues; %d of the eager step's left out, %d ReLUs fused, %d elementwise pairs), %d copies, %d writes, "
                 "%d refreshed, %d host steps; %d buffers of the step (%.2f MiB) planned into %d (%.2f MiB); %.2f MiB "
                 "used in place\n",
-                g.launches, g.enqueues, g.removed, g.fused, g.copies, g.writes, g.refreshed, g.host_steps, g.planned,
+                g.launches, g.enqueues, g.removed, g.fused, g.chains, g.copies, g.writes, g.refreshed, g.host_steps, g.planned,
                 g.planned_bytes / 1048576.0, g.slots, g.slot_bytes / 1048576.0, g.held_bytes / 1048576.0);
     }
     clg_trainer_free(tr);

@@ -319,6 +319,7 @@ __kernel void KERNEL(int n, int nd, int8 shape, __global TS *y, int oy, int8 sy,
 #endif
 
 #define CLG_ELEMENTWISE1(NAME, EXPR)                                                         \
+inline T NAME##_ew(T x, T z, T s0, T s1) { return (EXPR); }  /* ewfuse.cl's */               \
 __kernel void NAME##_flat(int n, __global TS *y, int oy, __global const TS *a, int oa,         \
                           const T s0, const T s1)                                             \
 {                                                                                            \
@@ -387,6 +388,7 @@ __kernel void NAME##_flat16(int n, __global float *y, int oy, __global const flo
 #endif
 
 #define CLG_ELEMENTWISE2(NAME, EXPR)                                                         \
+inline T NAME##_ew(T x, T z, T s0, T s1) { return (EXPR); }  /* ewfuse.cl's */               \
 __kernel void NAME##_flat(int n, __global TS *y, int oy, __global const TS *a, int oa,         \
                           __global const TS *b, int ob, const T s0, const T s1)               \
 {                                                                                            \

@@ -6,7 +6,7 @@
  * and the meter's counts the same: an MLP with dropout under SGD with momentum (the
  * rate changed half-way) and under Adam, a small CNN, and a tiny GPT with dropout (in
  * the fused attention and plain). Also: the planned memory,
- * feeding from the host, and the errors: a shape change, a parameter freed after the
+ * feeding from the host, elementwise pairs as one kernel, and the errors: a shape change, a parameter freed after the
  * capture, a host read inside one, state carried by replacing a tensor, a second
  * capture, an unknown input, and a backward captured without its forward. */
 #include <math.h>
@@ -450,6 +450,69 @@ static void test_backward_without_forward(clg_device *dev)
     }
 }
 
+/* Elementwise pairs (capture_plan.c, fuse_chains): a step of elementwise ops on an
+ * input x and a tensor w, and the gradient of their sum with respect to both
+ * (clg_grad), replayed on new inputs against the same step run eagerly: the same bits,
+ * as one kernel computes each element as the two did. t = x w is read by the next op
+ * and later again (stored); u = t + 0.5 only by the next (never stored). With
+ * CLG_GRAPH_SKIP=chains, no pair. */
+static void chain_step(clg_tensor *x, clg_tensor *w, clg_tensor **y, clg_tensor **gx)
+{
+    clg_tensor *t = clg_mul(x, w), *u = clg_add_scalar(t, 0.5);
+    clg_tensor *v = clg_mul(clg_exp(clg_mul_scalar(u, 0.25)), t);   /* t read again */
+    *y = clg_relu(clg_sub(v, w));
+    clg_tensor *loss = clg_sum(*y, 0, NULL, false), *g[2] = {NULL, NULL};
+    CHECK_OK(clg_tensor_device(x), clg_grad(1, &loss, NULL, 2, (clg_tensor *const[]){x, w}, g));
+    *gx = clg_add(g[0], g[1]);
+}
+
+static void test_elementwise_chains(clg_device *dev)
+{
+    enum { N = 1000, STEPS = 4 };
+    static float hx[STEPS][N], hw[N], want[STEPS][2][N], got[2][N];
+    for (int i = 0; i < N; i++) {
+        hw[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
+        for (int s = 0; s < STEPS; s++) hx[s][i] = (float)((i * 13 + s * 7) % 97) / 48.0f - 1.0f;
+    }
+    clg_scope_begin(dev);
+    clg_tensor *w = clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(N), hw);
+    for (int s = 0; s < STEPS; s++) {   /* eagerly */
+        clg_tensor *x = clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(N), hx[s]), *y, *gx;
+        CHECK_OK(dev, clg_tensor_set_requires_grad(x, true) || clg_tensor_set_requires_grad(w, true));
+        chain_step(x, w, &y, &gx);
+        CHECK_OK(dev, clg_tensor_to_host(y, want[s][0], sizeof want[s][0]) ||
+                          clg_tensor_to_host(gx, want[s][1], sizeof want[s][1]));
+    }
+    for (int skip = 0; skip < 2; skip++) {
+        if (skip) setenv("CLG_GRAPH_SKIP", "chains", 1);
+        clg_tensor *x = clg_tensor_from_host(dev, CLG_F32, CLG_SHAPE(N), hx[0]), *y, *gx;
+        CHECK_OK(dev, clg_tensor_set_requires_grad(x, true));
+        clg_graph *g = NULL;
+        CHECK_OK(dev, clg_graph_begin(dev));
+        chain_step(x, w, &y, &gx);
+        CHECK_OK(dev, clg_graph_end(dev, &g));
+        CHECK_MSG(g != NULL, "%s", clg_device_error(dev));
+        if (!g) break;
+        CHECK_OK(dev, clg_graph_input(g, "x", x) || clg_graph_output(g, "y", y) || clg_graph_output(g, "gx", gx));
+        for (int s = 0; s < STEPS; s++) {
+            CHECK_OK(dev, clg_graph_feed_host(g, "x", hx[s], sizeof hx[s]) || clg_graph_replay(g));
+            CHECK_OK(dev, clg_tensor_to_host(clg_graph_get(g, "y"), got[0], sizeof got[0]) ||
+                              clg_tensor_to_host(clg_graph_get(g, "gx"), got[1], sizeof got[1]));
+            for (int k = 0; k < 2; k++)
+                CHECK_MSG(!memcmp(got[k], want[s][k], sizeof got[k]), "elementwise chains%s, step %d: %s differs",
+                          skip ? " (none fused)" : "", s, k ? "the gradient" : "y");
+        }
+        /* forward: (mul, add_scalar), (mul_scalar, exp), (mul, sub); then the relu and the
+         * gradients' own pairs: at least those three */
+        clg_graph_stats st = clg_graph_get_stats(g);
+        CHECK_MSG(skip ? st.chains == 0 : st.chains >= 3, "%d elementwise pairs fused%s", st.chains,
+                  skip ? " with CLG_GRAPH_SKIP=chains" : ", want 3 or more");
+        clg_graph_free(g);
+    }
+    unsetenv("CLG_GRAPH_SKIP");
+    clg_scope_end(dev);
+}
+
 /* A device whose products go to CLBlast: a graph cannot record CLBlast's launches, so
  * its products run on the tiled kernels (a replay once left them out, silently). Eager
  * and replayed steps then differ by float32 rounding only. */
@@ -544,6 +607,7 @@ int main(void)
     test_stateful_rnn(dev);
     if (!small()) test_gpt_dropout(dev);   /* not under Oclgrind (+10 s): oclgrind_test_grad_attention checks its kernels */
     test_backward_without_forward(dev);
+    test_elementwise_chains(dev);
     test_errors(dev);
     CHECK_MSG(clg_device_pool_stats(dev).in_use_bytes == before.in_use_bytes, "device memory leaked: %llu bytes",
               (unsigned long long)(clg_device_pool_stats(dev).in_use_bytes - before.in_use_bytes));

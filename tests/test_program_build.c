@@ -144,23 +144,16 @@ static const char *source_of(const char *name)
     return NULL;
 }
 
-/* The bundle of ahead.c (and conv, which a Conv2d adds) concatenated defines no name
- * twice: a macro of one file would change another's code, a kernel would clash. */
-static void bundle_sources_apart(void)
+/* Files built as one program concatenated define no name twice: a macro of one file
+ * would change another's code, a kernel would clash. */
+static void sources_apart(int n, const char *const *files)
 {
     static char names[16][16384];
-    const char *files[16];
-    int n = 0;
-    for (const char *f; n < 15 && (f = clg__first_step_program(n));) files[n++] = f;
-    files[n++] = "conv";
-    CHECK(n >= 7);
     for (int i = 0; i < n; i++) {
         const char *text = source_of(files[i]);
         CHECK_MSG(text != NULL, "no source %s.cl", files[i]);
         names_of(text ? text : "", names[i], sizeof names[i]);
     }
-    CHECK_MSG(strstr(names[0], "\n") && strstr(names[n - 1], "conv_"), "%s.cl: %s; conv.cl: %.200s", files[0], names[0],
-              names[n - 1]);
     for (int i = 0; i < n; i++)
         for (const char *p = names[i]; *p; p = strchr(p, '\n') + 1) {
             char word[128];
@@ -172,6 +165,36 @@ static void bundle_sources_apart(void)
                           (int)strlen(word) - 2, word + 1, files[i], files[j]);
             }
         }
+}
+
+/* The bundle of ahead.c (and conv, which a Conv2d adds). */
+static void bundle_sources_apart(void)
+{
+    const char *files[16];
+    int n = 0;
+    for (const char *f; n < 15 && (f = clg__first_step_program(n));) files[n++] = f;
+    files[n++] = "conv";
+    CHECK(n >= 7);
+    char first[16384];
+    names_of(source_of(files[0]) ? source_of(files[0]) : "", first, sizeof first);
+    CHECK_MSG(strstr(first, "\n"), "%s.cl defines nothing", files[0]);
+    sources_apart(n, files);
+}
+
+/* The programs whose elementwise launches a captured step runs in pairs (src/device/
+ * capture_plan.c, fuse_chains: any two of them, then ewfuse.cl) define no name twice,
+ * and all of them build as one program with ewfuse's kernel. */
+static void fusable_sources(void)
+{
+    static const char *const files[] = {"binary", "scalar", "relu", "unary", "ewfuse"};
+    sources_apart(5, files);
+    clg_device *dev = check_open_device();
+    CHECK_MSG(clg__kernel_get(dev, "binary+scalar+relu+unary+ewfuse",
+                              "-DT=float -DCLG_F32 -DCLG_FUSE_A=add_ew -DCLG_FUSE_B=exp_ew -DCLG_FUSE_B_POS=1 "
+                              "-DCLG_FUSE_KEEP=1",
+                              "ew_fused") != NULL,
+              "%s", clg_device_error(dev));
+    clg_device_close(dev);
 }
 
 int main(void)
@@ -229,5 +252,6 @@ int main(void)
         clg_device_close(dev);
     }
     bundle_sources_apart();
+    fusable_sources();
     return check_report("test_program_build");
 }

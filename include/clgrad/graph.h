@@ -48,8 +48,12 @@
  * nothing else will read it, is written into .grad directly (clg_graph_stats.removed
  * counts such launches), and a ReLU whose input only it reads is folded into the
  * GEMM that computes the input (a linear layer's bias and ReLU then cost no launch of
- * their own; .fused counts them). CLG_GRAPH_SKIP=copies,relu in the environment turns
- * either off, for measuring.
+ * their own; .fused counts them), and an elementwise op (add, mul, relu, exp, the
+ * scalar ops, their gradients...) whose result only the next elementwise op reads runs
+ * with it as one kernel, the result never stored (.chains counts the launches saved;
+ * where something else reads the result too, it is stored, and the next op does not
+ * read it back). CLG_GRAPH_SKIP=copies,relu,chains in the environment turns any of
+ * them off, for measuring.
  */
 #ifndef CLGRAD_GRAPH_H
 #define CLGRAD_GRAPH_H
@@ -100,6 +104,7 @@ typedef struct clg_graph_stats {
     uint64_t held_bytes; /* buffers used in place: parameters, gradients, state, inputs, outputs */
     int removed;         /* launches of the eager step that the graph showed redundant */
     int fused;           /* ReLUs folded into the GEMM that computes their input */
+    int chains;          /* elementwise launches run with the elementwise launch before them */
 } clg_graph_stats;
 CLG_API clg_graph_stats clg_graph_get_stats(const clg_graph *g);
 

@@ -73,6 +73,7 @@ struct clg_capture {
     int nslots;
     uint64_t planned_bytes, slot_bytes, held_bytes;
     int planned, removed, fused;
+    int chains;                    /* elementwise launches folded into the one before (fuse_chains) */
 };
 
 /* Record that the capture cannot be replayed, once (the first reason is kept). */

@@ -20,6 +20,12 @@
  * buffer, and the ReLU's launch is left out. Eagerly, the GEMM cannot know that its
  * result feeds only a ReLU.
  *
+ * Elementwise pairs: an elementwise launch whose result the next launch, another
+ * elementwise op over the same elements, reads runs with it as one kernel
+ * (cl_kernels/ewfuse.cl): one launch and one pass over the result fewer, and where
+ * nothing else reads the result it is not stored at all. Eagerly, an op cannot know
+ * what the next one will be.
+ *
  * Kernels: every launch gets its own kernel object with its arguments set once, so
  * that a replay only enqueues. */
 #include <stdlib.h>
@@ -154,6 +160,134 @@ static void fuse_relus(clg_capture *c)
     for (int i = 0; i < c->ncmds; i++) fuse_relu(c, i);
 }
 
+/* ---- elementwise pairs ---------------------------------------------------------------------- */
+
+/* A launch of a CLG_ELEMENTWISE row's flat kernel (NAME_flat: n, y, oy, a, oa, [b, ob,]
+ * s0, s1) of binary, scalar, relu or unary.cl in float storage: its enqueues (whole
+ * groups, then a tail: src/device/launch.c) commands i to i + ncmds - 1, over n items. */
+typedef struct ew_launch {
+    char op[48], program[16], options[256];
+    int arity, n, ncmds;
+    int y, a, b;   /* values (b: -1 for one operand) */
+} ew_launch;
+
+static bool ew_of(const clg_capture *c, int i, ew_launch *e)
+{
+    const cap_cmd *cmd = &c->cmds[i];
+    if (cmd->kind != CAP_KERNEL || (i > 0 && c->cmds[i - 1].kind == CAP_KERNEL && c->cmds[i - 1].launch == cmd->launch))
+        return false;   /* not the launch's first enqueue */
+    const cap_launch *l = &c->launches[cmd->launch];
+    const char *name = l->k->name, *key = l->k->key;
+    size_t len = strlen(name);
+
+    if (l->refresh || l->rng || l->k->native || !key || len < 6 || len - 5 >= sizeof e->op ||
+        strcmp(name + len - 5, "_flat") || (l->nargs != 7 && l->nargs != 9))
+        return false;
+    size_t items = 0;
+    e->ncmds = 0;
+    for (int j = i; j < c->ncmds && c->cmds[j].kind == CAP_KERNEL && c->cmds[j].launch == cmd->launch; j++) {
+        if (c->cmds[j].dims != 1) return false;
+        items += c->cmds[j].global[0];
+        e->ncmds++;
+    }
+    size_t pl = strcspn(key, "\n"), ol = key[pl] ? strcspn(key + pl + 1, "\n") : 0;
+    if (!key[pl] || pl >= sizeof e->program || ol >= sizeof e->options) return false;
+    snprintf(e->program, sizeof e->program, "%.*s", (int)pl, key);
+    snprintf(e->options, sizeof e->options, "%.*s", (int)ol, key + pl + 1);
+    static const char *const programs[] = {"binary", "scalar", "relu", "unary"};
+    bool known = false;
+    for (int p = 0; p < 4; p++) known = known || !strcmp(e->program, programs[p]);
+    if (!known || strstr(e->options, "STORE") || (!strstr(e->options, "CLG_F32") && !strstr(e->options, "CLG_F64")))
+        return false;
+    const clg_arg *a = l->args;
+    e->arity = l->nargs == 9 ? 2 : 1;
+    for (int k = 0; k < 1 + 2 * (e->arity + 1); k++)   /* n, then (buffer, offset) pairs */
+        if (a[k].kind != (k && k % 2 ? CLG_ARG_BUF : CLG_ARG_I32) || (k % 2 && l->val[k] < 0)) return false;
+    e->n = a[0].v.i32;
+    e->y = l->val[1];
+    e->a = l->val[3];
+    e->b = e->arity == 2 ? l->val[5] : -1;
+    snprintf(e->op, sizeof e->op, "%.*s", (int)(len - 5), name);
+    return e->n > 0 && items == (size_t)e->n;
+}
+
+/* Value v's first and last commands after commands [j0, j1] moved to [i0, i1]. */
+static void moved(clg_capture *c, int v, int j0, int j1, int i0, int i1)
+{
+    if (v < 0) return;
+    if (c->vals[v].first >= j0 && c->vals[v].first <= j1) c->vals[v].first = i0;
+    if (c->vals[v].last >= j0 && c->vals[v].last <= j1) c->vals[v].last = i1;
+}
+
+/* The launch at command i and the next one (at j) as one launch of ew_fused, with i's
+ * enqueues (exactly n items, as j's), where j's op reads i's whole result (at the same
+ * offset) and writes none of i's operands; i's result is left out where nothing else
+ * names it. A kernel that does not build leaves both as they were. */
+static bool fuse_pair(clg_capture *c, int i)
+{
+    ew_launch A, B;
+    if (!ew_of(c, i, &A)) return false;
+    int j = i + A.ncmds;
+    while (j < c->ncmds && c->cmds[j].kind == CAP_GONE) j++;
+    if (j >= c->ncmds || !ew_of(c, j, &B) || A.n != B.n || strcmp(A.options, B.options)) return false;
+    int ia = i + A.ncmds - 1, jb = j + B.ncmds - 1;   /* the last enqueues */
+    cap_launch *la = &c->launches[c->cmds[i].launch], *lb = &c->launches[c->cmds[j].launch];
+    /* A's result at B's operand 0 or 1 at the same offset; not both, not in place */
+    int pos = B.a == A.y && lb->args[4].v.i32 == la->args[2].v.i32                      ? 0
+              : B.b == A.y && B.b >= 0 && lb->args[6].v.i32 == la->args[2].v.i32 ? 1
+                                                                                  : -1;
+    int other = pos == 0 ? B.b : B.a;
+    if (pos < 0 || other == A.y || A.y == A.a || A.y == A.b || B.y == A.y || B.y == A.a || B.y == A.b) return false;
+    const cap_value *v = &c->vals[A.y];
+    int keep = !(v->born && v->dead && !v->input && v->first == i && v->last == jb);
+    char prog[64], opts[512];
+    if (!strcmp(A.program, B.program)) snprintf(prog, sizeof prog, "%s+ewfuse", A.program);
+    else snprintf(prog, sizeof prog, "%s+%s+ewfuse", A.program, B.program);
+    snprintf(opts, sizeof opts, "%s -DCLG_FUSE_A=%s_ew -DCLG_FUSE_B=%s_ew -DCLG_FUSE_B_POS=%d -DCLG_FUSE_KEEP=%d",
+             A.options, A.op, B.op, pos, keep);
+    clg_saved_error saved = clg__error_save(c->dev);
+    clg_kernel *k = clg__kernel_get(c->dev, prog, opts, "ew_fused");
+    clg__error_restore(c->dev, &saved);
+    clg_arg *args = malloc(15 * sizeof *args);
+    int *val = malloc(15 * sizeof *val);
+    if (!k || !args || !val) {
+        free(args);
+        free(val);
+        return false;
+    }
+    /* A's n, v, ov, a, oa, b, ob (a again for one operand), s0, s1; B's y, oy, other
+     * operand (A's a for one), t0, t1 */
+    int from[15] = {0, 1, 2, 3, 4, A.arity == 2 ? 5 : 3, A.arity == 2 ? 6 : 4, la->nargs - 2, la->nargs - 1};
+    for (int k2 = 0; k2 < 9; k2++) args[k2] = la->args[from[k2]], val[k2] = la->val[from[k2]];
+    int ob = B.arity == 1 ? -1 : pos == 0 ? 5 : 3;
+    const cap_launch *src[6] = {lb, lb, ob < 0 ? la : lb, ob < 0 ? la : lb, lb, lb};
+    int at[6] = {1, 2, ob < 0 ? 3 : ob, ob < 0 ? 4 : ob + 1, lb->nargs - 2, lb->nargs - 1};
+    for (int k2 = 0; k2 < 6; k2++) args[9 + k2] = src[k2]->args[at[k2]], val[9 + k2] = src[k2]->val[at[k2]];
+    if (!keep) {   /* v unused: B's result stands in for it */
+        args[1] = args[9], args[2] = args[10];
+        val[1] = val[9];
+    }
+    for (int k2 = 0; k2 < lb->nargs; k2++) moved(c, lb->val[k2], j, jb, i, ia);
+    if (keep) moved(c, A.y, j, jb, i, ia);
+    else c->vals[A.y].first = c->vals[A.y].last = -1;
+    free(la->args);
+    free(la->val);
+    la->args = args;
+    la->val = val;
+    la->nargs = 15;
+    la->k = k;
+    lb->dropped = true;
+    for (int k2 = j; k2 <= jb; k2++) c->cmds[k2].kind = CAP_GONE;
+    c->chains++;
+    return true;
+}
+
+static void fuse_chains(clg_capture *c)
+{
+
+    for (int i = 0; i < c->ncmds; i++) fuse_pair(c, i);
+}
+
 typedef struct slot_plan { size_t size; int *members; int n, cap; } slot_plan;
 
 static bool overlaps(const clg_capture *c, const slot_plan *s, const cap_value *x)
@@ -259,10 +393,11 @@ static clg_status make_kernels(clg_capture *c)
 
 clg_status clg__cap_plan(clg_capture *c)
 {
-    /* CLG_GRAPH_SKIP=copies,relu keeps them, to measure what each pass gains */
+    /* CLG_GRAPH_SKIP=copies,relu,chains keeps them, to measure what each pass gains */
     const char *skip = getenv("CLG_GRAPH_SKIP");
     if (!skip || !strstr(skip, "copies")) elide_copies(c);
     if (!skip || !strstr(skip, "relu")) fuse_relus(c);
+    if (!skip || !strstr(skip, "chains")) fuse_chains(c);
     clg_status st = plan_memory(c);
     if (st == CLG_OK) {
         hold_the_rest(c);
@@ -331,10 +466,10 @@ clg_status clg__capture_check(clg_capture *c)
 
 clg_capture_stats clg__capture_stats(const clg_capture *c)
 {
-    clg_capture_stats s = {.launches = c->nlaunches - c->removed - c->fused, .refreshes = c->refreshes, .values = c->nvals,
+    clg_capture_stats s = {.launches = c->nlaunches - c->removed - c->fused - c->chains, .refreshes = c->refreshes, .values = c->nvals,
                            .planned = c->planned, .slots = c->nslots, .planned_bytes = c->planned_bytes,
                            .slot_bytes = c->slot_bytes, .held_bytes = c->held_bytes, .removed = c->removed,
-                           .fused = c->fused};
+                           .fused = c->fused, .chains = c->chains};
     for (int i = 0; i < c->ncmds; i++) {
         switch (c->cmds[i].kind) {
         case CAP_KERNEL: s.enqueues++; break;

@@ -114,6 +114,7 @@ typedef struct clg_capture_stats {
     int launches, enqueues, copies, writes, host_steps, refreshes;
     int removed;                  /* launches of the eager step left out (redundant copies) */
     int fused;                    /* ReLUs folded into the GEMM before them */
+    int chains;                   /* elementwise launches folded into the one before them */
     int values, planned, slots;   /* buffers' lifetimes; those planned into shared slots */
     uint64_t planned_bytes;       /* bytes those lifetimes had in the capture */
     uint64_t slot_bytes;          /* bytes the slots hold */

@@ -195,5 +195,6 @@ clg_graph_stats clg_graph_get_stats(const clg_graph *g)
     s.held_bytes = c.held_bytes;
     s.removed = c.removed;
     s.fused = c.fused;
+    s.chains = c.chains;
     return s;
 }
