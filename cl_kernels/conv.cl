@@ -488,3 +488,22 @@ __kernel void upsample_bilinear_bw_h(__global const T *t, int8 geo, __global con
     for (int oy = r1[iy]; oy < r1[iy + 1]; oy++) s += col[oy * W] * lam[oy];
     dx[(nc * H + iy) * W + ix] = s;
 }
+
+#if defined(CLG_F32) || defined(CLG_F64)
+// A convolution's bias gradient in one launch (conv.c, grad_bias_groups, where the
+// device table reduces rows by groups): group c sums dy[n, c, :] (dy contiguous [N, O,
+// P] from element ody) over the images, work-item l the pixels l, l + WG, ... of each
+// image in turn (no division per element), then the group's sum into db[odb + c].
+__kernel void conv_bias_grad(int N, int O, int P, __global const T *dy, int ody, __global T *db, int odb,
+                             __local T *s)
+{
+    int c = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
+    T acc = 0;
+    for (int n = 0; n < N; n++) {
+        __global const T *row = dy + ody + ((size_t)n * O + c) * P;
+        for (int p = l; p < P; p += wg) acc += row[p];
+    }
+    acc = clg_group_sum(acc, s);
+    if (l == 0) db[odb + c] = acc;
+}
+#endif

@@ -215,6 +215,40 @@ static void variants_agree(clg_device *dev, const char *param, const char *const
     variants_agree_tol(dev, param, values, n, geo, dx, what, 0);
 }
 
+/* The bias's gradient by row sums (row_reduce = items) and in one launch of a group per
+ * channel (groups, conv.c grad_bias_groups), against the sums of dy computed here:
+ * written into .grad (its first contribution), then added to it (the second), float32
+ * and float64, over 63 pixels a channel (not a power of two: a group's last walk is short). */
+static void bias_grad_ways(clg_device *dev)
+{
+    enum { N = 3, O = 5, H = 9, W = 7 };
+    bool items = clg__device_params(dev)->row_items;
+    static double gy[N * O * H * W], want[O];
+    for (int i = 0; i < N * O * H * W; i++) gy[i] = (double)((i * 29) % 23) / 8.0 - 1.0;
+    for (int c = 0; c < O; c++) {
+        want[c] = 0;
+        for (int n = 0; n < N; n++)
+            for (int p = 0; p < H * W; p++) want[c] += 2 * gy[(n * O + c) * H * W + p];
+    }
+    clg_dtype dts[2] = {CLG_F32, CLG_F64};
+    for (int d = 0; d < 1 + optest_fp64(dev); d++)
+        for (int v = 0; v < 2; v++) {
+            CHECK_OK(dev, clg_device_set_param(dev, "row_reduce", v ? "groups" : "items"));
+            clg_scope_begin(dev);
+            clg_tensor *x = clg_rand(dev, dts[d], SH(N, 2, H, W), -1, 1), *w = clg_rand(dev, dts[d], SH(O, 2, 3, 3), -1, 1);
+            clg_tensor *b = clg_zeros(dev, dts[d], SH(O)), *g = optest_tensor(dev, dts[d], SH(N, O, H, W), gy, OPTEST_CONTIGUOUS);
+            CHECK_OK(dev, clg_tensor_set_requires_grad(b, true));
+            clg_conv2d_params pad1 = {{1, 1}, {1, 1}, {1, 1}, 1};
+            for (int k = 0; k < 2; k++) CHECK_OK(dev, clg_backward(clg_conv2d(x, w, b, &pad1), g));
+            char what[96];
+            snprintf(what, sizeof what, "conv2d bias gradient %s, row_reduce %s", clg_dtype_name(dts[d]),
+                     v ? "groups" : "items");
+            optest_close(what, clg_tensor_grad(b), want, O, 1e-5, 1e-5);
+            clg_scope_end(dev);
+        }
+    CHECK_OK(dev, clg_device_set_param(dev, "row_reduce", items ? "items" : "groups"));
+}
+
 /* col2im = planes and = gather: the same bits (the taps are added in the same order). */
 static void col2im_variants_agree(clg_device *dev)
 {
@@ -341,6 +375,7 @@ int main(int argc, char **argv)
     CHECK_OK(dev, clg_device_set_param(dev, "conv_columns", "keep"));
     col2im_variants_agree(dev);
     chunks_agree(dev);
+    bias_grad_ways(dev);
     CHECK_OK(dev, clg_device_set_param(dev, "conv_shift", shift ? "on" : "off"));
     bilinear_paths_agree(dev);
     pool_checks(dev);

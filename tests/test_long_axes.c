@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device_impl.h"
 #include "optest.h"
 
 static int64_t N_SCAN = 70000, N_REPEAT = 20000, N_ADD = 70001, N_SORT = 70001, K_DOT = 30000, N_ROWS = 70000,
@@ -376,6 +377,22 @@ static void test_conv2d_plane(clg_device *dev)
     clg_conv2d_params p = {.padding = {1, 1}};
     CHECK_OK(dev, clg_backward(clg_sum(clg_conv2d(x, w, NULL, &p), 0, NULL, false), NULL));
     optest_close("conv2d input gradient over a large plane", clg_tensor_grad(x), want, H * H, 0, 0);
+    /* the bias's gradient over planes of 512^2 and N_PLANE^2 pixels and 2 images, by row
+     * sums and in one launch of a group per channel (row_reduce items and groups; the
+     * larger plane's walk is past item_loops where groups are 16 wide: row sums again):
+     * 2 P^2 ones each */
+    bool items = clg__device_params(dev)->row_items;
+    for (int v = 0; v < 4; v++) {
+        int64_t P = v < 2 ? 512 : N_PLANE;
+        CHECK_OK(dev, clg_device_set_param(dev, "row_reduce", v % 2 ? "groups" : "items"));
+        clg_tensor *xb = clg_ones(dev, CLG_F32, 4, (int64_t[]){2, 1, P, P}), *b = ones_grad(dev, 1, (int64_t[]){2});
+        clg_tensor *w1 = clg_ones(dev, CLG_F32, 4, (int64_t[]){2, 1, 1, 1});
+        CHECK_OK(dev, clg_backward(clg_sum(clg_conv2d(xb, w1, b, NULL), 0, NULL, false), NULL));
+        optest_close(v % 2 ? "conv2d bias gradient over a large plane (groups)"
+                           : "conv2d bias gradient over a large plane (items)",
+                     clg_tensor_grad(b), (const double[]){2.0 * P * P, 2.0 * P * P}, 2, 0, 0);
+    }
+    CHECK_OK(dev, clg_device_set_param(dev, "row_reduce", items ? "items" : "groups"));
     clg_scope_end(dev);
     free(want);
 }

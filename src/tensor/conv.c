@@ -452,16 +452,47 @@ clg_tensor *clg__conv_grad_input(clg_tensor *w, clg_tensor *gy, const conv_geo *
     return NULL;
 }
 
+/* db in one launch (conv_bias_grad: a group per channel) where the device table reduces
+ * rows by groups (row_reduce = groups: GPU-shaped devices, where a launch costs more
+ * than the few groups lose), for float32 and float64 dy, each work-item's walk within
+ * item_loops; written into `into` where given, else into a new *db. *done: whether it
+ * ran (else nothing was done). */
+static clg_status grad_bias_groups(clg_tensor *gy, const conv_geo *g, clg_tensor *into, clg_tensor **db, bool *done)
+{
+    clg_device *dev = gy->dev;
+    const clg_device_params *p = clg__device_params(dev);
+    *done = false;
+    if (p->row_items || (gy->dtype != CLG_F32 && gy->dtype != CLG_F64)) return CLG_OK;
+    clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(gy->dtype), "conv_bias_grad");
+    if (!k) return dev->status;
+    int64_t P = pixels(g);
+    size_t wg = clg__reduce_group(dev, k, P);
+    if (g->N * ((P + (int64_t)wg - 1) / (int64_t)wg) > (int64_t)p->item_loops) return CLG_OK;
+    clg_tensor *out = into ? into : clg__tensor_new(dev, gy->dtype, 1, &g->O);
+    if (!out) return dev->status;
+    clg_arg a[] = {CLG_ARG_I(g->N), CLG_ARG_I(g->O), CLG_ARG_I(P), CLG_ARG_B(gy->buf), CLG_ARG_I(gy->offset),
+                   CLG_ARG_B(out->buf), CLG_ARG_I(out->offset), CLG_ARG_LOCAL(wg * clg_dtype_size(gy->dtype))};
+    size_t global = (size_t)g->O * wg;
+    clg_status st = clg__launch(dev, k, a, 8, 1, &global, &wg);
+    if (st == CLG_OK && !into) *db = out;
+    else if (!into) clg_tensor_free(out);
+    *done = st == CLG_OK;
+    return st;
+}
+
 /* db = sum of dy over n and the pixels, as two reductions over adjacent axes of the
  * contiguous dy ([N, O, P] over P, then over N): reducing axes (0, 2, 3) at once would
- * first copy dy with those axes moved last. The second written into `into` where given
- * (b's .grad, its first contribution): *db is then NULL. */
+ * first copy dy with those axes moved last; or one launch (grad_bias_groups). Written
+ * into `into` where given (b's .grad, its first contribution): *db is then NULL. */
 static clg_status grad_bias(clg_tensor *gy, const conv_geo *g, clg_tensor *into, clg_tensor **db)
 {
+    bool done;
+    *db = NULL;
+    clg_status one = grad_bias_groups(gy, g, into, db, &done);
+    if (one != CLG_OK || done) return one;
     clg_tensor *v = clg_reshape(gy, CLG_SHAPE(g->N, g->O, pixels(g)));
     clg_tensor *per_image = v ? clg_sum(v, CLG_AXES(2), false) : NULL;
     clg_status st = per_image ? CLG_OK : gy->dev->status;
-    *db = NULL;
     if (st == CLG_OK && into) st = clg__sum_rows_into(per_image, g->N, g->O, into);
     else if (st == CLG_OK && !(*db = clg_sum(per_image, CLG_AXES(0), false))) st = gy->dev->status;
     clg_tensor_free(v);

@@ -174,3 +174,11 @@ clg_tensor *clg__elementwise(const char *op, const char *program, const char *ke
     }
     return y;
 }
+
+size_t clg__reduce_group(const clg_device *dev, const clg_kernel *k, int64_t n)
+{
+    size_t cap = clg__device_params(dev)->group_reduce, wg = 1;
+    while ((int64_t)wg < n && wg < cap) wg <<= 1;
+    while (wg > 1 && (wg > k->wg_max || wg > clg__device_params(dev)->max_group)) wg >>= 1;
+    return wg;
+}

@@ -22,19 +22,7 @@
 #include "tensor_impl.h"
 
 #define PROGRAM "norm"
-/* The work-group size for groups reducing n elements: a power of two, at most the
- * device table's group_reduce and what the kernel allows. A GPU wants many work-items
- * per group; POCL runs a group on one core and each barrier region is a loop over its
- * work-items, so there small groups (each work-item summing more elements in turn) are
- * several times faster: layer_norm over [4096, 256] float32 took 54 ms with 256 and
- * 3 ms with 16 on the 2-core CI host (params.c picks 16 for such devices). */
-static size_t group_size(const clg_device *dev, const clg_kernel *k, int64_t n)
-{
-    size_t cap = clg__device_params(dev)->group_reduce, wg = 1;
-    while ((int64_t)wg < n && wg < cap) wg <<= 1;
-    while (wg > 1 && (wg > k->wg_max || wg > clg__device_params(dev)->max_group)) wg >>= 1;
-    return wg;
-}
+static size_t group_size(const clg_device *dev, const clg_kernel *k, int64_t n) { return clg__reduce_group(dev, k, n); }
 
 /* Launch `kernel` with `groups` work-groups, each sized for `n` elements; the last
  * argument (local scratch of one T per work-item) is added here. */
