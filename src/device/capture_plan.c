@@ -248,6 +248,7 @@ static bool fuse_pair(clg_capture *c, int i)
     clg_saved_error saved = clg__error_save(c->dev);
     clg_kernel *k = clg__kernel_get(c->dev, prog, opts, "ew_fused");
     clg__error_restore(c->dev, &saved);
+    clg__error_drop(&saved);
     clg_arg *args = malloc(15 * sizeof *args);
     int *val = malloc(15 * sizeof *val);
     if (!k || !args || !val) {
