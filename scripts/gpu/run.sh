@@ -98,6 +98,8 @@ stage_graph() {   # issue 16: graph replay against eager, and what would make re
     done
   done
   for f in "" --graph; do echo "== char_lstm $f"; $b/bench/bench_char --steps 20 --repeats 2 $f; done
+  # elementwise pairs as one kernel: eager, replayed, replayed without pairs (ms per step)
+  echo "== elementwise chain"; $b/bench/bench_elementwise --chain --repeats 3
   $b/bench/bench_command_buffer --device "$CLG_DEVICE" --kernels 40
   $b/bench/bench_command_buffer --device "$CLG_DEVICE" --kernels 4000 --steps 20
   $b/bench/bench_optim_launch --device "$CLG_DEVICE"
