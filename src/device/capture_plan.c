@@ -177,10 +177,9 @@ static bool ew_of(const clg_capture *c, int i, ew_launch *e)
     if (cmd->kind != CAP_KERNEL || (i > 0 && c->cmds[i - 1].kind == CAP_KERNEL && c->cmds[i - 1].launch == cmd->launch))
         return false;   /* not the launch's first enqueue */
     const cap_launch *l = &c->launches[cmd->launch];
-    const char *name = l->k->name, *key = l->k->key;
+    const char *name = l->k->name;
     size_t len = strlen(name);
-
-    if (l->refresh || l->rng || l->k->native || !key || len < 6 || len - 5 >= sizeof e->op ||
+    if (l->refresh || l->rng || l->k->native || len < 6 || len - 5 >= sizeof e->op ||
         strcmp(name + len - 5, "_flat") || (l->nargs != 7 && l->nargs != 9))
         return false;
     size_t items = 0;
@@ -190,10 +189,7 @@ static bool ew_of(const clg_capture *c, int i, ew_launch *e)
         items += c->cmds[j].global[0];
         e->ncmds++;
     }
-    size_t pl = strcspn(key, "\n"), ol = key[pl] ? strcspn(key + pl + 1, "\n") : 0;
-    if (!key[pl] || pl >= sizeof e->program || ol >= sizeof e->options) return false;
-    snprintf(e->program, sizeof e->program, "%.*s", (int)pl, key);
-    snprintf(e->options, sizeof e->options, "%.*s", (int)ol, key + pl + 1);
+    if (!clg__kernel_origin(l->k, e->program, sizeof e->program, e->options, sizeof e->options)) return false;
     static const char *const programs[] = {"binary", "scalar", "relu", "unary"};
     bool known = false;
     for (int p = 0; p < 4; p++) known = known || !strcmp(e->program, programs[p]);
@@ -233,9 +229,9 @@ static bool fuse_pair(clg_capture *c, int i)
     int ia = i + A.ncmds - 1, jb = j + B.ncmds - 1;   /* the last enqueues */
     cap_launch *la = &c->launches[c->cmds[i].launch], *lb = &c->launches[c->cmds[j].launch];
     /* A's result at B's operand 0 or 1 at the same offset; not both, not in place */
-    int pos = B.a == A.y && lb->args[4].v.i32 == la->args[2].v.i32                      ? 0
-              : B.b == A.y && B.b >= 0 && lb->args[6].v.i32 == la->args[2].v.i32 ? 1
-                                                                                  : -1;
+    int pos = B.a == A.y && lb->args[4].v.i32 == la->args[2].v.i32   ? 0
+              : B.b == A.y && lb->args[6].v.i32 == la->args[2].v.i32 ? 1
+                                                                     : -1;
     int other = pos == 0 ? B.b : B.a;
     if (pos < 0 || other == A.y || A.y == A.a || A.y == A.b || B.y == A.y || B.y == A.a || B.y == A.b) return false;
     const cap_value *v = &c->vals[A.y];
@@ -249,6 +245,8 @@ static bool fuse_pair(clg_capture *c, int i)
     clg_kernel *k = clg__kernel_get(c->dev, prog, opts, "ew_fused");
     clg__error_restore(c->dev, &saved);
     clg__error_drop(&saved);
+    for (int e = i; k && e <= ia; e++)   /* A's groups, which the fused kernel takes on */
+        if (c->cmds[e].has_local && c->cmds[e].local[0] > k->wg_max) k = NULL;
     clg_arg *args = malloc(15 * sizeof *args);
     int *val = malloc(15 * sizeof *val);
     if (!k || !args || !val) {

@@ -139,6 +139,9 @@ int clg__programs_idle(clg_device *dev);
 /* The same kernel of the same program built with `extra` options added (a variant, say
  * -DCLG_EPI_RELU); NULL with the error recorded on failure. */
 clg_kernel *clg__kernel_variant(clg_device *dev, const clg_kernel *k, const char *extra);
+/* The program and options k was built from (as clg__kernel_get took them): false for a
+ * native function, or where either does not fit its buffer. */
+bool clg__kernel_origin(const clg_kernel *k, char *program, size_t plen, char *options, size_t olen);
 
 typedef struct clg_kernel_table clg_kernel_table; /* in opencl/program.c */
 void clg__programs_free(clg_device *dev);

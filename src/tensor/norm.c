@@ -22,8 +22,6 @@
 #include "tensor_impl.h"
 
 #define PROGRAM "norm"
-static size_t group_size(const clg_device *dev, const clg_kernel *k, int64_t n) { return clg__reduce_group(dev, k, n); }
-
 /* Launch `kernel` with `groups` work-groups, each sized for `n` elements; the last
  * argument (local scratch of one T per work-item) is added here. */
 static clg_status launch_groups(clg_device *dev, clg_dtype dtype, const char *kernel, clg_arg *args, int nargs,
@@ -31,7 +29,7 @@ static clg_status launch_groups(clg_device *dev, clg_dtype dtype, const char *ke
 {
     clg_kernel *k = clg__kernel_get(dev, PROGRAM, clg__dtype_options_ew(dtype), kernel);
     if (!k) return dev->status;
-    size_t wg = group_size(dev, k, n), global = (size_t)groups * wg;
+    size_t wg = clg__reduce_group(dev, k, n), global = (size_t)groups * wg;
     args[nargs++] = CLG_ARG_LOCAL(wg * clg_dtype_size(clg__compute_dtype(dtype)));
     return clg__launch(dev, k, args, nargs, 1, &global, &wg);
 }
@@ -152,7 +150,7 @@ typedef struct bn_split { size_t wg; int64_t L, P; } bn_split;
 static clg_status bn_split_of(clg_device *dev, clg_kernel *k, bn_dims d, bn_split *out)
 {
     int64_t M = d.N * d.S, loops = (int64_t)clg__device_params(dev)->item_loops;
-    size_t wg = group_size(dev, k, M);
+    size_t wg = clg__reduce_group(dev, k, M);
     int64_t cu = clg_device_get_info(dev)->compute_units, want = 4 * (cu > 0 ? cu : 1);
     int64_t per_channel = (want + d.C - 1) / d.C, L = (M + per_channel - 1) / per_channel;
     int64_t lmin = 4 * (int64_t)wg, lmax = loops / 4 * (int64_t)wg;
@@ -565,7 +563,7 @@ static bool ln_too_long(clg_tensor *x, int naxes)
     if (ln_by_vector(x->dev, x->dtype, D)) return false;
     clg_kernel *k = clg__kernel_get(x->dev, PROGRAM, clg__dtype_options_ew(x->dtype), "ln_fwd");
     if (!k) return false;   /* the launch reports the build error */
-    int64_t wg = (int64_t)group_size(x->dev, k, D);
+    int64_t wg = (int64_t)clg__reduce_group(x->dev, k, D);
     return 6 * ((D + wg - 1) / wg) > (int64_t)clg__device_params(x->dev)->item_loops;
 }
 

@@ -205,16 +205,23 @@ clg_kernel *clg__native_kernel(clg_device *dev, const char *name, clg_native_fn 
     return found ? found : insert(dev, t, h, "(native)", "", name, NULL, fn);
 }
 
+bool clg__kernel_origin(const clg_kernel *k, char *program, size_t plen, char *options, size_t olen)
+{
+    const char *nl1 = k->key ? strchr(k->key, '\n') : NULL, *nl2 = nl1 ? strchr(nl1 + 1, '\n') : NULL;
+    if (k->native || !nl2 || (size_t)(nl1 - k->key) >= plen || (size_t)(nl2 - nl1 - 1) >= olen) return false;
+    snprintf(program, plen, "%.*s", (int)(nl1 - k->key), k->key);
+    snprintf(options, olen, "%.*s", (int)(nl2 - nl1 - 1), nl1 + 1);
+    return true;
+}
+
 clg_kernel *clg__kernel_variant(clg_device *dev, const clg_kernel *k, const char *extra)
 {
-    const char *nl1 = strchr(k->key, '\n'), *nl2 = nl1 ? strchr(nl1 + 1, '\n') : NULL;
-    if (!nl2) {
+    char program[64], given[512], options[512];
+    if (!clg__kernel_origin(k, program, sizeof program, given, sizeof given)) {
         clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "kernel %s: no key to build a variant from (internal error)", k->name);
         return NULL;
     }
-    char program[64], options[512];
-    snprintf(program, sizeof program, "%.*s", (int)(nl1 - k->key), k->key);
-    int n = snprintf(options, sizeof options, "%.*s %s", (int)(nl2 - nl1 - 1), nl1 + 1, extra);
+    int n = snprintf(options, sizeof options, "%s %s", given, extra);
     if (n < 0 || (size_t)n >= sizeof options) {
         clg__fail(dev, CLG_ERR_INVALID_ARGUMENT, "kernel %s: options too long for a variant", k->name);
         return NULL;
